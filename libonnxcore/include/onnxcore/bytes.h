@@ -1,0 +1,87 @@
+/*
+ * onnxcore/bytes.h - byte spans with explicit ownership, and shared owner tokens.
+ *
+ * A tensor's raw_data lives in an oc_bytes. A span is in one of three modes:
+ *
+ *   OC_BYTES_OWNED     the span owns its buffer (allocated by the library, 64-byte aligned);
+ *                      releasing the span frees it; copying the span copies the bytes.
+ *   OC_BYTES_BORROWED  the span points into memory it does not own and carries no owner
+ *                      token: the caller keeps the bytes alive (no_copy parse from memory).
+ *   OC_BYTES_SHARED    the span points into memory kept alive by a reference-counted owner
+ *                      token (a file mapping, a consolidated buffer); copying the span takes
+ *                      another reference; the storage goes when the last reference goes.
+ *
+ * A zero-initialised oc_bytes is a valid empty owned span. Spans are plain values; they are
+ * not thread-safe themselves, but owner tokens are: references may be taken and dropped from
+ * any thread.
+ */
+#ifndef ONNXCORE_BYTES_H
+#define ONNXCORE_BYTES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum oc_bytes_mode {
+    OC_BYTES_OWNED = 0,
+    OC_BYTES_BORROWED = 1,
+    OC_BYTES_SHARED = 2
+} oc_bytes_mode;
+
+/* A reference-counted token whose release function runs when the last reference goes. */
+typedef struct oc_owner oc_owner;
+
+typedef struct oc_bytes {
+    const uint8_t *data;  /* NULL only when size is 0 */
+    uint64_t size;
+    oc_owner *owner;      /* set only in OC_BYTES_SHARED mode */
+    oc_bytes_mode mode;
+} oc_bytes;
+
+/* Creates a token with one reference; release(ctx) runs when the count reaches zero.
+ * Returns NULL when out of memory (release is then not called). */
+oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx);
+/* Takes another reference and returns the token. NULL is accepted and returned. */
+oc_owner *oc_owner_ref(oc_owner *owner);
+/* Drops a reference. NULL is accepted. */
+void oc_owner_unref(oc_owner *owner);
+/* The current reference count (for tests and diagnostics; racy by nature). */
+uint64_t oc_owner_refcount(const oc_owner *owner);
+
+/* True when the span does not own its bytes (BORROWED or SHARED). */
+bool oc_bytes_is_borrowed(const oc_bytes *span);
+
+/* Releases what the span holds and leaves it empty and owned. NULL is accepted. */
+void oc_bytes_release(oc_bytes *span);
+
+/* Makes the span an owned copy of size bytes at data. On failure the span is unchanged. */
+oc_status oc_bytes_set_copy(oc_bytes *span, const void *data, uint64_t size, oc_error *err);
+/* Makes the span own a fresh zero-filled buffer of size bytes; *out receives a writable
+ * pointer to it. On failure the span is unchanged. */
+oc_status oc_bytes_set_alloc(oc_bytes *span, uint64_t size, uint8_t **out, oc_error *err);
+/* Makes the span borrow size bytes at data without an owner (caller keeps them alive). */
+void oc_bytes_set_borrowed(oc_bytes *span, const void *data, uint64_t size);
+/* Makes the span borrow size bytes at data kept alive by owner; takes its own reference. */
+void oc_bytes_set_shared(oc_bytes *span, const void *data, uint64_t size, oc_owner *owner);
+
+/* Copies src into dst (dst is released first) following the mode table: owned bytes are
+ * duplicated, borrowed pointers stay borrowed, shared tokens gain a reference. dst and src
+ * may not be the same span. On failure dst is left empty. */
+oc_status oc_bytes_copy(oc_bytes *dst, const oc_bytes *src, oc_error *err);
+/* Moves src into dst (dst is released first); src is left empty. Never fails. */
+void oc_bytes_move(oc_bytes *dst, oc_bytes *src);
+
+/* Allocation of owned tensor storage: 64-byte aligned, freed with oc_bytes_free_buffer. */
+void *oc_bytes_alloc_buffer(uint64_t size);
+void oc_bytes_free_buffer(void *buffer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * onnxcore/onnxcore.h - libonnxcore: read and write ONNX models without protobuf.
+ * Include this header for the whole public API.
+ */
+#ifndef ONNXCORE_ONNXCORE_H
+#define ONNXCORE_ONNXCORE_H
+
+#include "arena.h"
+#include "bytes.h"
+#include "codec.h"
+#include "messages.h"
+#include "model.h"
+#include "options.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONNXCORE_VERSION_MAJOR 0
+#define ONNXCORE_VERSION_MINOR 1
+#define ONNXCORE_VERSION_PATCH 0
+#define ONNXCORE_VERSION_STRING "0.1.0"
+
+/* The library's version string (may differ from the header's when linked dynamically). */
+const char *oc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

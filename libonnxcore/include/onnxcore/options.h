@@ -1,0 +1,58 @@
+/*
+ * onnxcore/options.h - options shared by parsing, serialization and buffer operations.
+ *
+ * The hierarchy: oc_parse_options and oc_serialize_options both begin with an
+ * oc_tensor_buffer_options named `buffer`, so any function taking a
+ * `const oc_tensor_buffer_options *` accepts `&parse.buffer` or `&serialize.buffer`
+ * (or a pointer to either whole struct, converted: C guarantees the first member sits at
+ * offset 0).
+ *
+ * Initialise with the *_INIT macros or the *_init functions: the documented defaults are
+ * not all zero (raw_data_threshold is 1024 for parsing, 64 for serialization, and 0 is a
+ * meaningful threshold). A NULL options pointer always means "the defaults".
+ */
+#ifndef ONNXCORE_OPTIONS_H
+#define ONNXCORE_OPTIONS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct oc_tensor_buffer_options {
+    uint64_t raw_data_threshold; /* tensors whose raw_data has fewer bytes are left alone */
+    uint64_t alignment;          /* 0 = none, else a power of two */
+} oc_tensor_buffer_options;
+
+#define OC_DEFAULT_MAX_DEPTH 100u
+
+typedef struct oc_parse_options {
+    /* raw_data_threshold (default 1024): with no_copy, raw_data of at least this many
+     * bytes is borrowed from the input; smaller raw_data is copied. */
+    oc_tensor_buffer_options buffer;
+    int no_copy;          /* borrow tensor bytes from the input instead of copying them */
+    int num_threads;      /* 0 or 1 = serial, N = N threads, negative = number of cores */
+    uint32_t max_depth;   /* message nesting limit; 0 = OC_DEFAULT_MAX_DEPTH */
+    int skip_raw_data;    /* drop tensor payloads (raw_data) while parsing: graph only */
+} oc_parse_options;
+
+#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0 }
+
+typedef struct oc_serialize_options {
+    /* raw_data_threshold (default 64): tensors below it stay inside the model when tensor
+     * bytes are written elsewhere (external data, archives). */
+    oc_tensor_buffer_options buffer;
+    int overwrite;        /* save to a path: replace an existing file (default 1) */
+} oc_serialize_options;
+
+#define OC_SERIALIZE_OPTIONS_INIT { { 64u, 0u }, 1 }
+
+void oc_parse_options_init(oc_parse_options *opts);
+void oc_serialize_options_init(oc_serialize_options *opts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
