@@ -1,0 +1,129 @@
+/*
+ * arena.c - bump allocation in blocks, freed in one call, with cleanup callbacks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxcore/arena.h"
+#include "internal/error.h"
+
+#define OC_ARENA_ALIGN 16u
+#define OC_ARENA_FIRST_BLOCK 4096u
+#define OC_ARENA_MAX_BLOCK (1u << 20)
+
+typedef struct oc_block {
+    struct oc_block *next;
+    uint64_t size;
+    uint64_t used;
+    _Alignas(16) unsigned char data[];
+} oc_block;
+
+typedef struct oc_cleanup {
+    struct oc_cleanup *next;
+    void (*fn)(void *ptr);
+    void *ptr;
+} oc_cleanup;
+
+struct oc_arena {
+    oc_block *head;        /* the block small allocations bump from */
+    oc_cleanup *cleanups;  /* newest first */
+    uint64_t next_block;   /* size of the next block, doubling up to OC_ARENA_MAX_BLOCK */
+    uint64_t total;        /* bytes obtained from the system */
+};
+
+oc_arena *oc_arena_new(void) {
+    oc_arena *a = calloc(1, sizeof *a);
+    if (a) a->next_block = OC_ARENA_FIRST_BLOCK;
+    return a;
+}
+
+void oc_arena_free(oc_arena *a) {
+    if (!a) return;
+    for (oc_cleanup *c = a->cleanups; c; c = c->next) c->fn(c->ptr);
+    oc_block *b = a->head;
+    while (b) {
+        oc_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    free(a);
+}
+
+static oc_block *new_block(oc_arena *a, uint64_t size) {
+    if (size > (uint64_t)SIZE_MAX - sizeof(oc_block)) return NULL;
+    oc_block *b = calloc(1, sizeof *b + (size_t)size); /* calloc: fresh pages come zeroed */
+    if (!b) return NULL;
+    b->size = size;
+    a->total += size;
+    return b;
+}
+
+void *oc_arena_alloc(oc_arena *a, uint64_t size) {
+    if (!a || size > UINT64_MAX / 2) return NULL;
+    size = (size + OC_ARENA_ALIGN - 1) & ~(uint64_t)(OC_ARENA_ALIGN - 1);
+    if (size == 0) size = OC_ARENA_ALIGN;
+    oc_block *h = a->head;
+    if (h && h->size - h->used >= size) {
+        void *p = h->data + h->used;
+        h->used += size;
+        return p;
+    }
+    if (size > OC_ARENA_MAX_BLOCK / 4) {
+        /* A big allocation gets a block of its own, linked behind the head so the head's
+         * free space stays in use for small ones. */
+        oc_block *b = new_block(a, size);
+        if (!b) return NULL;
+        b->used = size;
+        if (h) {
+            b->next = h->next;
+            h->next = b;
+        } else {
+            a->head = b;
+        }
+        return b->data;
+    }
+    uint64_t bsize = a->next_block;
+    while (bsize < size) bsize *= 2;
+    if (a->next_block < OC_ARENA_MAX_BLOCK) a->next_block *= 2;
+    oc_block *b = new_block(a, bsize);
+    if (!b) return NULL;
+    b->next = h;
+    a->head = b;
+    b->used = size;
+    return b->data;
+}
+
+oc_status oc_arena_add_cleanup(oc_arena *a, void (*fn)(void *ptr), void *ptr) {
+    oc_cleanup *c = oc_arena_alloc(a, sizeof *c);
+    if (!c) return OC_ERR_NOMEM;
+    c->fn = fn;
+    c->ptr = ptr;
+    c->next = a->cleanups;
+    a->cleanups = c;
+    return OC_OK;
+}
+
+uint64_t oc_arena_bytes_used(const oc_arena *a) { return a ? a->total : 0; }
+
+oc_status oc_str_set(oc_arena *a, oc_str *dst, const void *src, uint64_t size) {
+    if (size == 0) {
+        dst->data = "";
+        dst->size = 0;
+        return OC_OK;
+    }
+    char *p = oc_arena_alloc(a, size);
+    if (!p) return OC_ERR_NOMEM;
+    memcpy(p, src, (size_t)size);
+    dst->data = p;
+    dst->size = size;
+    return OC_OK;
+}
+
+oc_status oc_str_set_cstr(oc_arena *a, oc_str *dst, const char *src) {
+    return oc_str_set(a, dst, src, strlen(src));
+}
+
+int oc_str_eq(oc_str s, const char *cstr) {
+    size_t n = strlen(cstr);
+    return s.size == n && (n == 0 || memcmp(s.data, cstr, n) == 0);
+}

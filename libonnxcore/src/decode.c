@@ -1,0 +1,433 @@
+/*
+ * decode.c - the one protobuf decode loop, driven by the descriptor tables.
+ *
+ * Input is a contiguous buffer (memory or a file mapping). Every length is compared with
+ * the bytes remaining before any pointer arithmetic; every fault names the offset of the
+ * field (its tag) where it was found. Semantics follow protobuf's proto2 parser:
+ *  - repeated scalars are accepted packed or unpacked;
+ *  - a field seen again: scalars and strings take the last value, messages merge,
+ *    repeated fields append; a oneof member clears its siblings;
+ *  - unknown field numbers, known fields with an unexpected wire type, and closed-enum
+ *    values outside the enum are kept verbatim as unknown fields.
+ */
+#include <string.h>
+
+#include "onnxcore/codec.h"
+#include "internal/error.h"
+#include "internal/schema.h"
+
+/* Hard cap on nesting whatever the options say: recursion uses the C stack. */
+#define OC_DEPTH_HARD_MAX 10000u
+
+typedef struct dctx {
+    const uint8_t *base;   /* start of the input: offsets are reported from here */
+    oc_arena *arena;
+    oc_error *err;
+    oc_owner *owner;       /* shared owner for no_copy spans, or NULL */
+    uint64_t threshold;    /* no_copy: borrow raw_data of at least this many bytes */
+    uint32_t max_depth;
+    int no_copy;
+    int skip_raw_data;
+} dctx;
+
+/* Unknown-field bytes of the message being decoded, gathered with a capacity so that
+ * many unknown fields cost linear time. */
+typedef struct unk_buf {
+    char *data;
+    uint64_t size, cap;
+} unk_buf;
+
+void oc_parse_options_init(oc_parse_options *o) {
+    static const oc_parse_options defaults = OC_PARSE_OPTIONS_INIT;
+    *o = defaults;
+}
+
+static uint64_t off(const dctx *c, const uint8_t *p) { return (uint64_t)(p - c->base); }
+
+static oc_status nomem(dctx *c, const uint8_t *at) {
+    return oc__fail(c->err, OC_ERR_NOMEM, off(c, at), "out of memory while decoding");
+}
+
+/* Reads a varint of at most 10 bytes. Returns 1 on success, 0 if the input ends first,
+ * -1 if it is longer than 10 bytes (protobuf drops bits past 64, as we do). */
+static int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (p >= end) return 0;
+        uint8_t b = *p++;
+        if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 1;
+        }
+    }
+    return -1;
+}
+
+static oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t *end,
+                                uint64_t *out, const uint8_t *field, const char *what) {
+    const uint8_t *start = *p;
+    int r = read_varint(p, end, out);
+    if (OC_LIKELY(r > 0)) return OC_OK;
+    if (r == 0)
+        return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
+                        "input ends inside the %s varint at offset %llu", what,
+                        (unsigned long long)off(c, start));
+    return oc__fail(c->err, OC_ERR_MALFORMED, off(c, start),
+                    "%s varint longer than 10 bytes", what);
+}
+
+/* Reads a length prefix and checks the bytes are there. */
+static oc_status read_len(dctx *c, const uint8_t **p, const uint8_t *end, uint64_t *len,
+                          const uint8_t *field, const oc_msgdesc *d, const char *fname) {
+    OC_FORWARD(varint_or_fail(c, p, end, len, field, "length"));
+    uint64_t left = (uint64_t)(end - *p);
+    if (OC_UNLIKELY(*len > left))
+        return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
+                        "%s.%s: length %llu runs past the end of its message (%llu bytes left)",
+                        d->name, fname, (unsigned long long)*len, (unsigned long long)left);
+    return OC_OK;
+}
+
+/* Skips one field of any wire type whose tag was already read; groups nest. */
+static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uint32_t wt,
+                            uint64_t number, const uint8_t *field, uint32_t depth) {
+    const uint8_t *p = *pp;
+    uint64_t v;
+    switch (wt) {
+    case OC_WT_VARINT:
+        OC_FORWARD(varint_or_fail(c, &p, end, &v, field, "value"));
+        break;
+    case OC_WT_I64:
+    case OC_WT_I32: {
+        uint64_t n = wt == OC_WT_I64 ? 8 : 4;
+        OC_RETURN_ERROR_IF((uint64_t)(end - p) < n, c->err, OC_ERR_TRUNCATED, off(c, field),
+                           "field %llu: fixed-size value runs past the end",
+                           (unsigned long long)number);
+        p += n;
+        break;
+    }
+    case OC_WT_LEN:
+        OC_FORWARD(varint_or_fail(c, &p, end, &v, field, "length"));
+        OC_RETURN_ERROR_IF(v > (uint64_t)(end - p), c->err, OC_ERR_TRUNCATED, off(c, field),
+                           "field %llu: length %llu runs past the end (%llu bytes left)",
+                           (unsigned long long)number, (unsigned long long)v,
+                           (unsigned long long)(end - p));
+        p += v;
+        break;
+    case OC_WT_SGROUP:
+        OC_RETURN_ERROR_IF(depth >= c->max_depth, c->err, OC_ERR_DEPTH, off(c, field),
+                           "groups nested deeper than %u levels", c->max_depth);
+        for (;;) {
+            const uint8_t *inner = p;
+            uint64_t key;
+            OC_RETURN_ERROR_IF(p >= end, c->err, OC_ERR_TRUNCATED, off(c, field),
+                               "group %llu is not closed", (unsigned long long)number);
+            OC_FORWARD(varint_or_fail(c, &p, end, &key, inner, "tag"));
+            uint32_t iwt = (uint32_t)(key & 7);
+            uint64_t inum = key >> 3;
+            if (iwt == OC_WT_EGROUP) {
+                OC_RETURN_ERROR_IF(inum != number, c->err, OC_ERR_MALFORMED, off(c, inner),
+                                   "group %llu closed by end-group %llu",
+                                   (unsigned long long)number, (unsigned long long)inum);
+                break;
+            }
+            OC_RETURN_ERROR_IF(inum == 0 || iwt > OC_WT_I32, c->err, OC_ERR_MALFORMED,
+                               off(c, inner), "invalid tag (field %llu, wire type %u)",
+                               (unsigned long long)inum, iwt);
+            OC_FORWARD(skip_field(c, &p, end, iwt, inum, inner, depth + 1));
+        }
+        break;
+    default:
+        return oc__fail(c->err, OC_ERR_MALFORMED, off(c, field),
+                        "invalid wire type %u for field %llu", wt, (unsigned long long)number);
+    }
+    *pp = p;
+    return OC_OK;
+}
+
+static oc_status unk_append(dctx *c, unk_buf *u, const uint8_t *from, uint64_t n) {
+    if (u->size + n > u->cap) {
+        uint64_t cap = u->cap ? u->cap : 64;
+        while (cap < u->size + n) cap *= 2;
+        char *nd = oc_arena_alloc(c->arena, cap);
+        if (!nd) return nomem(c, from);
+        if (u->size) memcpy(nd, u->data, (size_t)u->size);
+        u->data = nd;
+        u->cap = cap;
+    }
+    memcpy(u->data + u->size, from, (size_t)n);
+    u->size += n;
+    return OC_OK;
+}
+
+/* Clears the other members of a oneof when one is set. */
+static void oneof_clear_others(const oc_msgdesc *d, void *msg, const oc_field *keep) {
+    oc_msghdr *h = oc__hdr(msg);
+    for (uint32_t i = 0; i < d->nfields; i++) {
+        const oc_field *f = &d->fields[i];
+        if (f == keep || f->label != OC_FL_ONEOF) continue;
+        h->has &= ~(1u << f->index);
+        memset((char *)msg + f->offset, 0, f->type == OC_FT_MSG ? sizeof(void *)
+                                               : oc__elem_size(f));
+    }
+}
+
+static void store_scalar(void *dst, const oc_field *f, uint64_t v) {
+    switch ((oc_ftype)f->type) {
+    case OC_FT_INT64: {
+        int64_t x = (int64_t)v;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case OC_FT_UINT64:
+        memcpy(dst, &v, sizeof v);
+        break;
+    case OC_FT_INT32:
+    case OC_FT_ENUM: {
+        int32_t x = (int32_t)(uint32_t)v; /* low 32 bits, as protobuf */
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case OC_FT_FLOAT: {
+        uint32_t x = (uint32_t)v;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case OC_FT_DOUBLE:
+        memcpy(dst, &v, sizeof v);
+        break;
+    default:
+        break;
+    }
+}
+
+static uint64_t load_le(const uint8_t *p, unsigned n) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Reads one scalar element of f's own wire type at *p. */
+static oc_status read_scalar(dctx *c, const uint8_t **p, const uint8_t *end, const oc_field *f,
+                             const uint8_t *field, const oc_msgdesc *d, uint64_t *v) {
+    if (f->wiretype == OC_WT_VARINT) return varint_or_fail(c, p, end, v, field, f->name);
+    unsigned n = f->wiretype == OC_WT_I64 ? 8u : 4u;
+    OC_RETURN_ERROR_IF((uint64_t)(end - *p) < n, c->err, OC_ERR_TRUNCATED, off(c, field),
+                       "%s.%s: %u-byte value runs past the end", d->name, f->name, n);
+    *v = load_le(*p, n);
+    *p += n;
+    return OC_OK;
+}
+
+static int enum_in_range(const oc_field *f, uint64_t v) {
+    int32_t x = (int32_t)(uint32_t)v;
+    return (int64_t)x == (int64_t)v && x >= f->enum_min && x <= f->enum_max;
+}
+
+/* A packed run of scalars: count, reserve once, then fill. */
+static oc_status decode_packed(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
+                               const uint8_t *end, const uint8_t *field, const oc_msgdesc *d) {
+    uint64_t n;
+    if (f->wiretype == OC_WT_VARINT) {
+        n = 0;
+        for (const uint8_t *q = p; q < end; q++) n += !(*q & 0x80);
+    } else {
+        uint64_t w = f->wiretype == OC_WT_I64 ? 8 : 4;
+        OC_RETURN_ERROR_IF((uint64_t)(end - p) % w != 0, c->err, OC_ERR_MALFORMED,
+                           off(c, field), "%s.%s: packed length %llu is not a multiple of %llu",
+                           d->name, f->name, (unsigned long long)(end - p),
+                           (unsigned long long)w);
+        n = (uint64_t)(end - p) / w;
+    }
+    if (n == 0) return OC_OK;
+    if (oc__array_reserve(c->arena, msg, f, n) != OC_OK) return nomem(c, field);
+    oc_array_hdr a = oc__array_get(msg, f);
+    uint32_t es = oc__elem_size(f);
+    char *dst = (char *)a.items + a.count * es;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (f->wiretype != OC_WT_VARINT) { /* fixed-width little-endian: the bytes are the values */
+        memcpy(dst, p, (size_t)(n * es));
+        a.count += n;
+        oc__array_put(msg, f, &a);
+        return OC_OK;
+    }
+#endif
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t v;
+        OC_FORWARD(read_scalar(c, &p, end, f, field, d, &v));
+        store_scalar(dst + i * es, f, v);
+    }
+    OC_RETURN_ERROR_IF(p != end, c->err, OC_ERR_MALFORMED, off(c, field),
+                       "%s.%s: packed varints run past their length", d->name, f->name);
+    a.count += n;
+    oc__array_put(msg, f, &a);
+    return OC_OK;
+}
+
+static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
+                            const uint8_t *end, uint32_t depth);
+
+static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
+                             uint64_t len, const uint8_t *field, const oc_msgdesc *d) {
+    oc_bytes *s = (oc_bytes *)(void *)((char *)msg + f->offset);
+    if (c->skip_raw_data) {
+        oc_bytes_release(s);
+        return OC_OK;
+    }
+    if (c->no_copy && len >= c->threshold) {
+        if (c->owner)
+            oc_bytes_set_shared(s, p, len, c->owner);
+        else
+            oc_bytes_set_borrowed(s, p, len);
+    } else if (oc_bytes_set_copy(s, p, len, NULL) != OC_OK) {
+        return oc__fail(c->err, OC_ERR_NOMEM, off(c, field),
+                        "%s.%s: out of memory copying %llu bytes", d->name, f->name,
+                        (unsigned long long)len);
+    }
+    oc__hdr(msg)->has |= 1u << f->index;
+    return OC_OK;
+}
+
+static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
+                               uint64_t len, const uint8_t *field, uint32_t depth) {
+    void *sub;
+    if (oc__is_repeated(f)) {
+        sub = oc_array_add_msg(c->arena, (char *)msg + f->offset, f->sub);
+    } else {
+        sub = oc__msg_get(msg, f); /* a message seen again merges into the first */
+        if (!sub) {
+            sub = oc_msg_new(c->arena, f->sub);
+            if (sub) oc__msg_put(msg, f, sub);
+        }
+    }
+    if (!sub) return nomem(c, field);
+    return decode_msg(c, f->sub, sub, p, p + len, depth + 1);
+}
+
+static const oc_field *find_field(const oc_msgdesc *d, uint64_t number) {
+    if (number < OC_FIELD_LOOKUP) {
+        uint8_t i = d->by_number[number];
+        return i ? &d->fields[i - 1] : NULL;
+    }
+    return NULL; /* the schema has no field numbers this high */
+}
+
+static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
+                            const uint8_t *end, uint32_t depth) {
+    OC_RETURN_ERROR_IF(depth > c->max_depth, c->err, OC_ERR_DEPTH, off(c, p),
+                       "%s nested deeper than %u levels", d->name, c->max_depth);
+    oc_msghdr *h = oc__hdr(msg);
+    unk_buf unk = {(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
+    oc_status st = OC_OK;
+    while (p < end) {
+        const uint8_t *field = p;
+        uint64_t key;
+        st = varint_or_fail(c, &p, end, &key, field, "tag");
+        if (st != OC_OK) break;
+        uint32_t wt = (uint32_t)(key & 7);
+        uint64_t number = key >> 3;
+        if (OC_UNLIKELY(number == 0 || wt == OC_WT_EGROUP || wt > OC_WT_I32)) {
+            st = oc__fail(c->err, OC_ERR_MALFORMED, off(c, field),
+                          "%s: invalid tag (field %llu, wire type %u)", d->name,
+                          (unsigned long long)number, wt);
+            break;
+        }
+        const oc_field *f = find_field(d, number);
+        int known = f && (wt == f->wiretype ||
+                          (wt == OC_WT_LEN && oc__is_repeated(f) && f->wiretype != OC_WT_LEN));
+        if (!known) {
+            st = skip_field(c, &p, end, wt, number, field, depth);
+            if (st == OC_OK) st = unk_append(c, &unk, field, (uint64_t)(p - field));
+            if (st != OC_OK) break;
+            continue;
+        }
+        if (wt == OC_WT_LEN) {
+            uint64_t len;
+            st = read_len(c, &p, end, &len, field, d, f->name);
+            if (st != OC_OK) break;
+            const uint8_t *val = p;
+            p += len;
+            switch ((oc_ftype)f->type) {
+            case OC_FT_STRING:
+            case OC_FT_BYTES: {
+                oc_str *s;
+                if (oc__is_repeated(f)) {
+                    s = oc_array_push(c->arena, (char *)msg + f->offset, sizeof(oc_str));
+                } else {
+                    s = (oc_str *)(void *)((char *)msg + f->offset);
+                    h->has |= 1u << f->index;
+                }
+                if (!s || oc_str_set(c->arena, s, val, len) != OC_OK) st = nomem(c, field);
+                break;
+            }
+            case OC_FT_SPAN:
+                st = decode_span(c, msg, f, val, len, field, d);
+                break;
+            case OC_FT_MSG:
+                if (f->label == OC_FL_ONEOF) {
+                    oneof_clear_others(d, msg, f);
+                    h->has |= 1u << f->index;
+                }
+                st = decode_submsg(c, msg, f, val, len, field, depth);
+                break;
+            default: /* packed scalars */
+                st = decode_packed(c, msg, f, val, p, field, d);
+                break;
+            }
+            if (st != OC_OK) break;
+            continue;
+        }
+        uint64_t v;
+        st = read_scalar(c, &p, end, f, field, d, &v);
+        if (st != OC_OK) break;
+        if (f->type == OC_FT_ENUM && !enum_in_range(f, v)) {
+            st = unk_append(c, &unk, field, (uint64_t)(p - field)); /* closed enum */
+            if (st != OC_OK) break;
+            continue;
+        }
+        if (oc__is_repeated(f)) {
+            void *slot = oc_array_push(c->arena, (char *)msg + f->offset, oc__elem_size(f));
+            if (!slot) {
+                st = nomem(c, field);
+                break;
+            }
+            store_scalar(slot, f, v);
+        } else {
+            if (f->label == OC_FL_ONEOF) oneof_clear_others(d, msg, f);
+            store_scalar((char *)msg + f->offset, f, v);
+            h->has |= 1u << f->index;
+        }
+    }
+    h->unknown.data = unk.data;
+    h->unknown.size = unk.size;
+    return st;
+}
+
+oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
+                    oc_arena *arena, const oc_parse_options *opts, oc_owner *owner,
+                    oc_error *err) {
+    if (!desc || !msg || !arena || (!data && size))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
+    oc_parse_options defaults;
+    if (!opts) {
+        oc_parse_options_init(&defaults);
+        opts = &defaults;
+    }
+    dctx c;
+    c.base = data;
+    c.arena = arena;
+    c.err = err;
+    c.owner = owner;
+    c.threshold = opts->buffer.raw_data_threshold;
+    c.max_depth = opts->max_depth ? opts->max_depth : OC_DEFAULT_MAX_DEPTH;
+    if (c.max_depth > OC_DEPTH_HARD_MAX) c.max_depth = OC_DEPTH_HARD_MAX;
+    c.no_copy = opts->no_copy;
+    c.skip_raw_data = opts->skip_raw_data;
+    static const uint8_t empty[1];
+    const uint8_t *p = size ? (const uint8_t *)data : empty; /* no arithmetic on NULL */
+    c.base = p;
+    return decode_msg(&c, desc, msg, p, p + size, 1);
+}

@@ -1,0 +1,242 @@
+/*
+ * fileio.c - file mapping and crash-safe replacement of files.
+ *
+ * Saving never writes the target in place: data goes to a temporary file in the target's
+ * directory (same filesystem, so the rename is atomic), which is fsynced and renamed over
+ * the target, and then the directory is fsynced. A failure at any point leaves the previous
+ * file as it was. Temporary files are named `.<target>.tmp-<random>` so they are
+ * recognisable.
+ */
+#define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal/error.h"
+#include "internal/fileio.h"
+
+/* ---- reading ---- */
+
+typedef struct mapping {
+    void *addr;
+    size_t len;
+    int mapped; /* 1: munmap, 0: free */
+} mapping;
+
+static void release_mapping(void *ctx) {
+    mapping *m = ctx;
+    if (m->mapped)
+        munmap(m->addr, m->len);
+    else
+        free(m->addr);
+    free(m);
+}
+
+static oc_status read_whole(int fd, const char *path, uint64_t size, void **out, oc_error *err) {
+    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "%s: out of memory", path);
+    uint64_t done = 0;
+    while (done < size) {
+        ssize_t r = pread(fd, buf + done, (size_t)(size - done), (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : EIO;
+            free(buf);
+            return oc__fail_errno(err, e, "cannot read %s", path);
+        }
+        done += (uint64_t)r;
+    }
+    *out = buf;
+    return OC_OK;
+}
+
+oc_status oc__map_file(const char *path, oc__mapped *out, oc_error *err) {
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return oc__fail_errno(err, e, "cannot stat %s", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (size > (uint64_t)SIZE_MAX) {
+        close(fd);
+        return oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", path);
+    }
+    mapping *m = calloc(1, sizeof *m);
+    if (!m) {
+        close(fd);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    if (size) {
+        void *addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (addr != MAP_FAILED) {
+            m->addr = addr;
+            m->len = (size_t)size;
+            m->mapped = 1;
+        } else { /* some filesystems cannot map: read instead */
+            oc_status s = read_whole(fd, path, size, &m->addr, err);
+            if (s != OC_OK) {
+                free(m);
+                close(fd);
+                return s;
+            }
+        }
+    }
+    close(fd); /* a mapping outlives its descriptor */
+    out->owner = oc_owner_new(release_mapping, m);
+    if (!out->owner) {
+        release_mapping(m);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    out->data = m->addr;
+    out->size = size;
+    return OC_OK;
+}
+
+/* ---- atomic writing ---- */
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    size_t n = (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static uint64_t name_entropy(unsigned attempt) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                 ((uint64_t)getpid() << 40) ^ ((uint64_t)attempt * 0x9E3779B97F4A7C15u);
+    x ^= x >> 33; /* splitmix finaliser: spread the bits over the name */
+    x *= 0xff51afd7ed558ccdu;
+    x ^= x >> 33;
+    return x;
+}
+
+oc_status oc__atomic_open(oc__atomic_file *af, const char *path, int overwrite, oc_error *err) {
+    memset(af, 0, sizeof *af);
+    af->fd = -1;
+    af->overwrite = overwrite;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!overwrite)
+            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
+        if (S_ISDIR(st.st_mode))
+            return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is a directory", path);
+    }
+    af->path = strdup(path);
+    char *dir = dir_of(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t n = strlen(path) + 40;
+    af->tmp_path = malloc(n);
+    if (!af->path || !dir || !af->tmp_path) {
+        free(dir);
+        oc__atomic_abort(af);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    /* O_EXCL with our own random names rather than mkstemp: the kernel then applies the
+     * umask to mode 0666, so the result has the permissions of a normally created file. */
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        snprintf(af->tmp_path, n, "%s%s.%s.tmp-%012llx", dir, strcmp(dir, "/") ? "/" : "",
+                 base, (unsigned long long)(name_entropy(attempt) & 0xffffffffffffull));
+        af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (af->fd >= 0 || errno != EEXIST) break;
+    }
+    if (af->fd < 0) {
+        int e = errno;
+        oc__fail_errno(err, e, "cannot create a temporary file in %s", dir);
+        free(dir);
+        free(af->tmp_path); /* nothing was created */
+        af->tmp_path = NULL;
+        oc__atomic_abort(af);
+        return e == ENOENT ? OC_ERR_NOT_FOUND : err ? err->code : OC_ERR_IO;
+    }
+    free(dir);
+    return OC_OK;
+}
+
+oc_status oc__atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    oc__atomic_file *af = ctx;
+    const uint8_t *p = data;
+    while (size) {
+        size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
+        ssize_t w = write(af->fd, p, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
+        p += w;
+        size -= (uint64_t)w;
+        af->written += (uint64_t)w;
+    }
+    return OC_OK;
+}
+
+static void fsync_dir(const char *path) {
+    char *dir = dir_of(path);
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd); /* best effort: some filesystems refuse fsync on directories */
+        close(fd);
+    }
+    free(dir);
+}
+
+oc_status oc__atomic_commit(oc__atomic_file *af, oc_error *err) {
+    oc_status st = OC_OK;
+    if (fsync(af->fd) != 0) st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
+    if (close(af->fd) != 0 && st == OC_OK)
+        st = oc__fail_errno(err, errno, "cannot close %s", af->tmp_path);
+    af->fd = -1;
+    if (st == OC_OK) {
+        int r;
+#ifdef RENAME_NOREPLACE
+        if (!af->overwrite) {
+            r = renameat2(AT_FDCWD, af->tmp_path, AT_FDCWD, af->path, RENAME_NOREPLACE);
+            if (r != 0 && (errno == EINVAL || errno == ENOSYS)) { /* fs without the flag */
+                r = link(af->tmp_path, af->path);
+                if (r == 0) unlink(af->tmp_path);
+            }
+        } else
+#endif
+            r = rename(af->tmp_path, af->path);
+        if (r != 0) {
+            st = errno == EEXIST ? oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", af->path)
+                                 : oc__fail_errno(err, errno, "cannot rename %s to %s", af->tmp_path, af->path);
+        } else {
+            free(af->tmp_path);
+            af->tmp_path = NULL; /* renamed: nothing left to remove */
+            fsync_dir(af->path);
+        }
+    }
+    oc__atomic_abort(af);
+    return st;
+}
+
+void oc__atomic_abort(oc__atomic_file *af) {
+    if (af->fd >= 0) close(af->fd);
+    af->fd = -1;
+    if (af->tmp_path) unlink(af->tmp_path);
+    free(af->tmp_path);
+    free(af->path);
+    af->tmp_path = NULL;
+    af->path = NULL;
+}

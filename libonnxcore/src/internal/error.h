@@ -1,0 +1,39 @@
+/*
+ * internal/error.h - how library code reports errors.
+ *
+ * oc__fail() fills the caller's oc_error at the place where a fault is found and returns
+ * the code; callers above only forward the status (OC_FORWARD), so the first error wins.
+ */
+#ifndef ONNXCORE_INTERNAL_ERROR_H
+#define ONNXCORE_INTERNAL_ERROR_H
+
+#include "onnxcore/status.h"
+
+#if defined(__GNUC__)
+#define OC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define OC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define OC_PRINTF(f, a)
+#define OC_LIKELY(x) (x)
+#define OC_UNLIKELY(x) (x)
+#endif
+
+/* Fills err (if not NULL) and returns code. offset may be OC_NO_OFFSET. */
+oc_status oc__fail(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
+    OC_PRINTF(4, 5);
+/* As oc__fail for a failed system call: records errno and appends strerror. */
+oc_status oc__fail_errno(oc_error *err, int errnum, const char *fmt, ...) OC_PRINTF(3, 4);
+
+#define OC_FORWARD(expr)                                                                   \
+    do {                                                                                   \
+        oc_status oc_fwd_status_ = (expr);                                                 \
+        if (OC_UNLIKELY(oc_fwd_status_ != OC_OK)) return oc_fwd_status_;                   \
+    } while (0)
+
+#define OC_RETURN_ERROR_IF(cond, err, code, offset, ...)                                   \
+    do {                                                                                   \
+        if (OC_UNLIKELY(cond)) return oc__fail((err), (code), (offset), __VA_ARGS__);      \
+    } while (0)
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * model.c - the oc_model handle and loading/saving messages from memory and files.
+ */
+#include <stdlib.h>
+
+#include "onnxcore/model.h"
+#include "internal/error.h"
+#include "internal/fileio.h"
+#include "internal/schema.h"
+
+struct oc_model {
+    oc_arena *arena;
+    onnx_ModelProto *proto;
+};
+
+oc_model *oc_model_new(void) {
+    oc_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->arena = oc_arena_new();
+    m->proto = m->arena ? OC_NEW(m->arena, ModelProto) : NULL;
+    if (!m->proto) {
+        oc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void oc_model_free(oc_model *m) {
+    if (!m) return;
+    oc_arena_free(m->arena);
+    free(m);
+}
+
+onnx_ModelProto *oc_model_proto(oc_model *m) { return m->proto; }
+const onnx_ModelProto *oc_model_proto_const(const oc_model *m) { return m->proto; }
+oc_arena *oc_model_arena(oc_model *m) { return m->arena; }
+
+static oc_status new_model(oc_model **out, oc_error *err) {
+    *out = oc_model_new();
+    return *out ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
+static oc_status load_bytes(const void *data, uint64_t size, const oc_parse_options *opts,
+                            oc_owner *owner, oc_model **out, oc_error *err) {
+    oc_model *m;
+    OC_FORWARD(new_model(&m, err));
+    oc_status st = oc_decode(&onnx_ModelProto_desc, m->proto, data, size, m->arena, opts,
+                             owner, err);
+    if (st != OC_OK) {
+        oc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
+                               oc_model **out, oc_error *err) {
+    if (!out || (!data && size))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_memory: missing argument");
+    return load_bytes(data, size, opts, NULL, out, err);
+}
+
+/* Decodes a mapped file; with no_copy the spans share the mapping (each takes its own
+ * reference), so dropping ours here frees it only when no tensor uses it. */
+static oc_status decode_file(const char *path, const oc_parse_options *opts,
+                             oc_status (*decode)(const oc__mapped *, const oc_parse_options *,
+                                                 void *, oc_error *),
+                             void *ctx, oc_error *err) {
+    oc__mapped map;
+    OC_FORWARD(oc__map_file(path, &map, err));
+    oc_status st = decode(&map, opts, ctx, err);
+    oc_owner_unref(map.owner);
+    return st;
+}
+
+static oc_owner *share_if_no_copy(const oc__mapped *map, const oc_parse_options *opts) {
+    return opts && opts->no_copy ? map->owner : NULL;
+}
+
+static oc_status decode_model(const oc__mapped *map, const oc_parse_options *opts, void *ctx,
+                              oc_error *err) {
+    return load_bytes(map->data, map->size, opts, share_if_no_copy(map, opts), ctx, err);
+}
+
+oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
+                             oc_error *err) {
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
+    return decode_file(path, opts, decode_model, out, err);
+}
+
+typedef struct msg_load {
+    const oc_msgdesc *desc;
+    oc_arena *arena;
+    void **out;
+} msg_load;
+
+static oc_status decode_message(const oc__mapped *map, const oc_parse_options *opts, void *ctx,
+                                oc_error *err) {
+    msg_load *l = ctx;
+    void *msg = oc_msg_new(l->arena, l->desc);
+    if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_FORWARD(oc_decode(l->desc, msg, map->data, map->size, l->arena, opts,
+                         share_if_no_copy(map, opts), err));
+    *l->out = msg;
+    return OC_OK;
+}
+
+oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
+                               const oc_parse_options *opts, void **out, oc_error *err) {
+    if (!desc || !path || !arena || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_load_file: missing argument");
+    msg_load l = {desc, arena, out};
+    return decode_file(path, opts, decode_message, &l, err);
+}
+
+oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
+                               const oc_serialize_options *opts, oc_error *err) {
+    if (!desc || !msg || !path)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_save_file: missing argument");
+    oc__atomic_file af;
+    OC_FORWARD(oc__atomic_open(&af, path, opts ? opts->overwrite : 1, err));
+    oc_status st = oc_encode(desc, msg, oc__atomic_write, &af, err);
+    if (st != OC_OK) {
+        oc__atomic_abort(&af);
+        return st;
+    }
+    return oc__atomic_commit(&af, err);
+}
+
+oc_status oc_model_save_file(const oc_model *m, const char *path,
+                             const oc_serialize_options *opts, oc_error *err) {
+    if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_file: no model");
+    return oc_message_save_file(&onnx_ModelProto_desc, m->proto, path, opts, err);
+}
+
+oc_status oc_model_save_memory(const oc_model *m, const oc_serialize_options *opts, void **out,
+                               uint64_t *size, oc_error *err) {
+    (void)opts; /* nothing in the options changes a plain serialization */
+    if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_memory: no model");
+    return oc_encode_to_memory(&onnx_ModelProto_desc, m->proto, out, size, err);
+}
+
+oc_status oc_model_clone(const oc_model *m, oc_model **out, oc_error *err) {
+    if (!m || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_clone: missing argument");
+    oc_model *c = calloc(1, sizeof *c);
+    if (!c || !(c->arena = oc_arena_new())) {
+        free(c);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    void *proto;
+    oc_status st = oc_msg_copy(&onnx_ModelProto_desc, m->proto, c->arena, &proto, err);
+    if (st != OC_OK) {
+        oc_model_free(c);
+        return st;
+    }
+    c->proto = proto;
+    *out = c;
+    return OC_OK;
+}
