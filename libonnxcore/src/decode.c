@@ -16,9 +16,6 @@
 #include "internal/error.h"
 #include "internal/schema.h"
 
-/* Hard cap on nesting whatever the options say: recursion uses the C stack. */
-#define OC_DEPTH_HARD_MAX 10000u
-
 typedef struct dctx {
     const uint8_t *base;   /* start of the input: offsets are reported from here */
     oc_arena *arena;
@@ -423,7 +420,7 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
     c.owner = owner;
     c.threshold = opts->buffer.raw_data_threshold;
     c.max_depth = opts->max_depth ? opts->max_depth : OC_DEFAULT_MAX_DEPTH;
-    if (c.max_depth > OC_DEPTH_HARD_MAX) c.max_depth = OC_DEPTH_HARD_MAX;
+    if (c.max_depth > OC_MAX_DEPTH_HARD) c.max_depth = OC_MAX_DEPTH_HARD;
     c.no_copy = opts->no_copy;
     c.skip_raw_data = opts->skip_raw_data;
     static const uint8_t empty[1];

@@ -18,7 +18,6 @@
 #include "internal/error.h"
 #include "internal/schema.h"
 
-#define OC_ENCODE_MAX_DEPTH 10000u
 #define OC_WRITE_BUFFER (256u * 1024u)
 /* raw_data at least this large goes to the sink directly, never through the buffer. */
 #define OC_DIRECT_WRITE (64u * 1024u)
@@ -75,9 +74,9 @@ static uint64_t packed_payload(const oc_field *f, const oc_array_hdr *a) {
 
 static oc_status size_msg(const oc_msgdesc *d, const void *msg, sizes *s, uint64_t *out,
                           uint32_t depth, oc_error *err) {
-    OC_RETURN_ERROR_IF(depth > OC_ENCODE_MAX_DEPTH, err, OC_ERR_DEPTH, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(depth > OC_MAX_DEPTH_HARD, err, OC_ERR_DEPTH, OC_NO_OFFSET,
                        "%s nested deeper than %u levels: cannot encode", d->name,
-                       OC_ENCODE_MAX_DEPTH);
+                       OC_MAX_DEPTH_HARD);
     if (s->n == s->cap) {
         uint64_t cap = s->cap ? s->cap * 2 : 256;
         uint64_t *v = realloc(s->v, (size_t)(cap * sizeof *v));

@@ -133,7 +133,7 @@ static oc_status copy_field(const oc_field *f, const void *src, void *dst, oc_ar
 
 static oc_status copy_msg(const oc_msgdesc *d, const void *src, oc_arena *a, void **out,
                           oc_error *err, uint32_t depth) {
-    if (depth > 10000)
+    if (depth > OC_MAX_DEPTH_HARD)
         return oc__fail(err, OC_ERR_DEPTH, OC_NO_OFFSET, "message tree nested too deeply to copy");
     void *dst = oc_msg_new(a, d); /* zeroed: spans start empty, registered for cleanup */
     if (!dst) return copy_nomem(err);
@@ -160,7 +160,7 @@ oc_status oc_msg_copy(const oc_msgdesc *desc, const void *src, oc_arena *arena, 
 static oc_status visit(const oc_msgdesc *d, void *msg, oc_tensor_fn fn, void *ctx,
                        uint32_t depth) {
     if (d == &onnx_TensorProto_desc) return fn(ctx, msg);
-    if (depth > 10000) return OC_ERR_DEPTH;
+    if (depth > OC_MAX_DEPTH_HARD) return OC_ERR_DEPTH;
     for (uint32_t i = 0; i < d->nfields; i++) {
         const oc_field *f = &d->fields[i];
         if (f->type != OC_FT_MSG) continue;

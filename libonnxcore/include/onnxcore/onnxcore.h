@@ -8,6 +8,7 @@
 #include "arena.h"
 #include "bytes.h"
 #include "codec.h"
+#include "limits.h"
 #include "messages.h"
 #include "model.h"
 #include "options.h"

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "limits.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,15 +27,13 @@ typedef struct oc_tensor_buffer_options {
     uint64_t alignment;          /* 0 = none, else a power of two */
 } oc_tensor_buffer_options;
 
-#define OC_DEFAULT_MAX_DEPTH 100u
-
 typedef struct oc_parse_options {
     /* raw_data_threshold (default 1024): with no_copy, raw_data of at least this many
      * bytes is borrowed from the input; smaller raw_data is copied. */
     oc_tensor_buffer_options buffer;
     int no_copy;          /* borrow tensor bytes from the input instead of copying them */
     int num_threads;      /* 0 or 1 = serial, N = N threads, negative = number of cores */
-    uint32_t max_depth;   /* message nesting limit; 0 = OC_DEFAULT_MAX_DEPTH */
+    uint32_t max_depth;   /* nesting limit; 0 = OC_DEFAULT_MAX_DEPTH, at most OC_MAX_DEPTH_HARD */
     int skip_raw_data;    /* drop tensor payloads (raw_data) while parsing: graph only */
 } oc_parse_options;
 

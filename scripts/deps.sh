@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# deps.sh [build|test] - installs the Debian packages onnxz needs, only those missing.
+#   build: compiler, cmake, zlib and OpenSSL headers
+#   test:  build + the independent oracles the tests compare against (python3-onnx and
+#          libprotobuf via python3-protobuf, protoc, ZIP clients, python3-cryptography)
+set -euo pipefail
+what=${1:-build}
+pkgs=(cmake gcc make zlib1g-dev libssl-dev)
+if [ "$what" = test ]; then
+  pkgs+=(clang libclang-rt-14-dev python3 python3-onnx python3-numpy python3-protobuf protobuf-compiler
+         unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps.sh: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
