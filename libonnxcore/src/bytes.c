@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "onnxcore/bytes.h"
+#include "internal/bytes.h"
 #include "internal/error.h"
 
 /* Owned tensor storage is aligned for SIMD loads and cache lines. */
@@ -65,34 +66,43 @@ void oc_bytes_release(oc_bytes *s) {
     memset(s, 0, sizeof *s);
 }
 
-oc_status oc_bytes_set_alloc(oc_bytes *s, uint64_t size, uint8_t **out, oc_error *err) {
+oc_status oc__bytes_set_uninit(oc_bytes *s, uint64_t size, uint8_t **out) {
     uint8_t *p = NULL;
-    if (size) {
-        p = oc_bytes_alloc_buffer(size);
-        if (!p)
-            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                            "out of memory allocating %llu bytes of tensor data",
-                            (unsigned long long)size);
-        memset(p, 0, (size_t)size);
-    }
+    if (size && !(p = oc_bytes_alloc_buffer(size))) return OC_ERR_NOMEM;
     oc_bytes_release(s);
     s->data = p;
     s->size = size;
     s->mode = OC_BYTES_OWNED;
+    *out = p;
+    return OC_OK;
+}
+
+void oc__bytes_adopt(oc_bytes *s, uint8_t *buffer, uint64_t size) {
+    oc_bytes_release(s);
+    s->data = buffer;
+    s->size = size;
+    s->mode = OC_BYTES_OWNED;
+}
+
+oc_status oc_bytes_set_alloc(oc_bytes *s, uint64_t size, uint8_t **out, oc_error *err) {
+    uint8_t *p;
+    if (oc__bytes_set_uninit(s, size, &p) != OC_OK)
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                        "out of memory allocating %llu bytes of tensor data",
+                        (unsigned long long)size);
+    if (size) memset(p, 0, (size_t)size);
     if (out) *out = p;
     return OC_OK;
 }
 
 oc_status oc_bytes_set_copy(oc_bytes *s, const void *data, uint64_t size, oc_error *err) {
-    uint8_t *p = NULL;
-    if (size) {
-        p = oc_bytes_alloc_buffer(size);
-        if (!p)
-            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                            "out of memory copying %llu bytes of tensor data",
-                            (unsigned long long)size);
-        memcpy(p, data, (size_t)size);
-    }
+    /* Copy before releasing: data may point into the span's own buffer. */
+    uint8_t *p = size ? oc_bytes_alloc_buffer(size) : NULL;
+    if (size && !p)
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                        "out of memory copying %llu bytes of tensor data",
+                        (unsigned long long)size);
+    if (size) memcpy(p, data, (size_t)size);
     oc_bytes_release(s);
     s->data = p;
     s->size = size;

@@ -13,8 +13,13 @@
 #include <string.h>
 
 #include "onnxcore/codec.h"
+#include "internal/bytes.h"
 #include "internal/error.h"
+#include "internal/parallel.h"
 #include "internal/schema.h"
+
+/* Payloads at least this large are copied by the thread pool when num_threads > 1. */
+#define OC_DEFER_COPY (64u * 1024u)
 
 typedef struct dctx {
     const uint8_t *base;   /* start of the input: offsets are reported from here */
@@ -25,6 +30,8 @@ typedef struct dctx {
     uint32_t max_depth;
     int no_copy;
     int skip_raw_data;
+    int threads;           /* > 1: payload copies are deferred to `copies`, run in parallel */
+    oc__copy_list copies;
 } dctx;
 
 /* Unknown-field bytes of the message being decoded, gathered with a capacity so that
@@ -246,7 +253,10 @@ static oc_status decode_packed(dctx *c, void *msg, const oc_field *f, const uint
     char *dst = (char *)a.items + a.count * es;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (f->wiretype != OC_WT_VARINT) { /* fixed-width little-endian: the bytes are the values */
-        memcpy(dst, p, (size_t)(n * es));
+        if (c->threads <= 1 || n * es < OC_DEFER_COPY)
+            memcpy(dst, p, (size_t)(n * es));
+        else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, n * es))
+            return nomem(c, field);
         a.count += n;
         oc__array_put(msg, f, &a);
         return OC_OK;
@@ -279,10 +289,19 @@ static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_
             oc_bytes_set_shared(s, p, len, c->owner);
         else
             oc_bytes_set_borrowed(s, p, len);
-    } else if (oc_bytes_set_copy(s, p, len, NULL) != OC_OK) {
-        return oc__fail(c->err, OC_ERR_NOMEM, off(c, field),
-                        "%s.%s: out of memory copying %llu bytes", d->name, f->name,
-                        (unsigned long long)len);
+    } else {
+        /* Allocate now; copy now, or later with other threads when the payload is big. */
+        uint8_t *dst = NULL;
+        int defer = c->threads > 1 && len >= OC_DEFER_COPY;
+        if (oc__bytes_set_uninit(s, len, &dst) != OC_OK)
+            return oc__fail(c->err, OC_ERR_NOMEM, off(c, field),
+                            "%s.%s: out of memory for %llu bytes", d->name, f->name,
+                            (unsigned long long)len);
+        if (!defer) {
+            if (len) memcpy(dst, p, (size_t)len);
+        } else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, len)) {
+            return nomem(c, field);
+        }
     }
     oc__hdr(msg)->has |= 1u << f->index;
     return OC_OK;
@@ -423,8 +442,14 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
     if (c.max_depth > OC_MAX_DEPTH_HARD) c.max_depth = OC_MAX_DEPTH_HARD;
     c.no_copy = opts->no_copy;
     c.skip_raw_data = opts->skip_raw_data;
+    c.threads = oc__resolve_threads(opts->num_threads);
+    memset(&c.copies, 0, sizeof c.copies);
     static const uint8_t empty[1];
     const uint8_t *p = size ? (const uint8_t *)data : empty; /* no arithmetic on NULL */
     c.base = p;
-    return decode_msg(&c, desc, msg, p, p + size, 1);
+    oc_status st = decode_msg(&c, desc, msg, p, p + size, 1);
+    /* Deferred copies run even after an error: their sources were bounds-checked and the
+     * partly decoded message must not hold uninitialised bytes. */
+    oc__copy_run(&c.copies, c.threads);
+    return st;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "onnxcore/codec.h"
+#include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/schema.h"
 
@@ -30,6 +31,7 @@ void oc_serialize_options_init(oc_serialize_options *o) {
 typedef struct sizes {
     uint64_t *v;
     uint64_t n, cap;
+    oc__subst_cursor subst;
 } sizes;
 
 static unsigned varint_size(uint64_t v) {
@@ -85,6 +87,7 @@ static oc_status size_msg(const oc_msgdesc *d, const void *msg, sizes *s, uint64
         s->cap = cap;
     }
     uint64_t slot = s->n++, total = 0;
+    msg = oc__subst_next(&s->subst, d, msg);
     const oc_msghdr *h = oc__hdr_c(msg);
     for (uint32_t i = 0; i < d->nfields; i++) {
         const oc_field *f = &d->fields[i];
@@ -148,6 +151,7 @@ typedef struct writer {
     oc_status st;     /* sticky: once set, writes are dropped */
     const uint64_t *sizes;
     uint64_t next_size;
+    oc__subst_cursor subst;
 } writer;
 
 static void flush(writer *w) {
@@ -259,6 +263,7 @@ static void put_len_bytes(writer *w, const oc_field *f, const void *data, uint64
 
 static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
     w->next_size++; /* this message's own size slot: its caller wrote the prefix */
+    msg = oc__subst_next(&w->subst, d, msg);
     const oc_msghdr *h = oc__hdr_c(msg);
     for (uint32_t i = 0; i < d->nfields && w->st == OC_OK; i++) {
         const oc_field *f = &d->fields[i];
@@ -311,10 +316,15 @@ static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
     put_bytes(w, h->unknown.data, h->unknown.size);
 }
 
-static oc_status compute_sizes(const oc_msgdesc *d, const void *msg, sizes *s, uint64_t *total,
-                               oc_error *err) {
+static oc_status compute_sizes(const oc_msgdesc *d, const void *msg, const oc__subst *subs,
+                               uint64_t nsubs, sizes *s, uint64_t *total, oc_error *err) {
     memset(s, 0, sizeof *s);
+    s->subst = (oc__subst_cursor){subs, nsubs, 0};
     oc_status st = size_msg(d, msg, s, total, 1, err);
+    if (st == OC_OK && s->subst.next != nsubs)
+        st = oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                      "internal error: %llu of %llu tensor substitutions used",
+                      (unsigned long long)s->subst.next, (unsigned long long)nsubs);
     if (st != OC_OK) free(s->v);
     return st;
 }
@@ -324,25 +334,30 @@ oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *siz
     if (!desc || !msg || !size)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encoded_size: missing argument");
     sizes s;
-    OC_FORWARD(compute_sizes(desc, msg, &s, size, err));
+    OC_FORWARD(compute_sizes(desc, msg, NULL, 0, &s, size, err));
     free(s.v);
     return OC_OK;
 }
 
 oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn fn, void *ctx,
                     oc_error *err) {
+    return oc__encode_subst(desc, msg, NULL, 0, fn, ctx, err);
+}
+
+oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
+                           uint64_t nsubs, oc_write_fn fn, void *ctx, oc_error *err) {
     if (!desc || !msg || !fn)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode: missing argument");
     sizes s;
     uint64_t total;
-    OC_FORWARD(compute_sizes(desc, msg, &s, &total, err));
+    OC_FORWARD(compute_sizes(desc, msg, subs, nsubs, &s, &total, err));
     uint64_t cap = total < OC_WRITE_BUFFER ? (total ? total : 1) : OC_WRITE_BUFFER;
     uint8_t *buf = malloc((size_t)cap);
     if (!buf) {
         free(s.v);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the write buffer");
     }
-    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0};
+    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0, {subs, nsubs, 0}};
     encode_msg(&w, desc, msg);
     flush(&w);
     free(buf);
@@ -357,7 +372,7 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
                         "oc_encode_to_memory: missing argument");
     sizes s;
     uint64_t total;
-    OC_FORWARD(compute_sizes(desc, msg, &s, &total, err));
+    OC_FORWARD(compute_sizes(desc, msg, NULL, 0, &s, &total, err));
     /* Slack so that room() for a varint near the end never needs to flush. */
     uint8_t *buf = total <= SIZE_MAX - 16 ? malloc((size_t)total + 16) : NULL;
     if (!buf) {
@@ -366,7 +381,7 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
                         "out of memory for %llu bytes of output", (unsigned long long)total);
     }
     /* The buffer is exactly the output: the writer never needs to flush. */
-    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0};
+    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}};
     encode_msg(&w, desc, msg);
     free(s.v);
     if (w.st != OC_OK) {

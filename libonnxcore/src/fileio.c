@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "internal/error.h"
-#include "internal/fileio.h"
+#include "onnxcore/file.h"
 
 /* ---- reading ---- */
 
@@ -56,30 +56,17 @@ static oc_status read_whole(int fd, const char *path, uint64_t size, void **out,
     return OC_OK;
 }
 
-oc_status oc__map_file(const char *path, oc__mapped *out, oc_error *err) {
+oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return oc__fail_errno(err, e, "cannot stat %s", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
-    }
+    if (fstat(fd, &st) != 0) return oc__fail_errno(err, errno, "cannot stat %s", name);
+    if (!S_ISREG(st.st_mode))
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", name);
     uint64_t size = (uint64_t)st.st_size;
-    if (size > (uint64_t)SIZE_MAX) {
-        close(fd);
-        return oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", path);
-    }
+    if (size > (uint64_t)SIZE_MAX)
+        return oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", name);
     mapping *m = calloc(1, sizeof *m);
-    if (!m) {
-        close(fd);
-        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    }
+    if (!m) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (size) {
         void *addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (addr != MAP_FAILED) {
@@ -87,15 +74,13 @@ oc_status oc__map_file(const char *path, oc__mapped *out, oc_error *err) {
             m->len = (size_t)size;
             m->mapped = 1;
         } else { /* some filesystems cannot map: read instead */
-            oc_status s = read_whole(fd, path, size, &m->addr, err);
+            oc_status s = read_whole(fd, name, size, &m->addr, err);
             if (s != OC_OK) {
                 free(m);
-                close(fd);
                 return s;
             }
         }
     }
-    close(fd); /* a mapping outlives its descriptor */
     out->owner = oc_owner_new(release_mapping, m);
     if (!out->owner) {
         release_mapping(m);
@@ -104,6 +89,15 @@ oc_status oc__map_file(const char *path, oc__mapped *out, oc_error *err) {
     out->data = m->addr;
     out->size = size;
     return OC_OK;
+}
+
+oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err) {
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* O_NONBLOCK: never hang on a FIFO */
+    if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
+    oc_status st = oc_map_fd(fd, path, out, err);
+    close(fd); /* a mapping outlives its descriptor */
+    return st;
 }
 
 /* ---- atomic writing ---- */
@@ -132,7 +126,7 @@ static uint64_t name_entropy(unsigned attempt) {
     return x;
 }
 
-oc_status oc__atomic_open(oc__atomic_file *af, const char *path, int overwrite, oc_error *err) {
+oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
     af->overwrite = overwrite;
@@ -150,7 +144,7 @@ oc_status oc__atomic_open(oc__atomic_file *af, const char *path, int overwrite, 
     af->tmp_path = malloc(n);
     if (!af->path || !dir || !af->tmp_path) {
         free(dir);
-        oc__atomic_abort(af);
+        oc_atomic_abort(af);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     /* O_EXCL with our own random names rather than mkstemp: the kernel then applies the
@@ -167,15 +161,15 @@ oc_status oc__atomic_open(oc__atomic_file *af, const char *path, int overwrite, 
         free(dir);
         free(af->tmp_path); /* nothing was created */
         af->tmp_path = NULL;
-        oc__atomic_abort(af);
+        oc_atomic_abort(af);
         return e == ENOENT ? OC_ERR_NOT_FOUND : err ? err->code : OC_ERR_IO;
     }
     free(dir);
     return OC_OK;
 }
 
-oc_status oc__atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    oc__atomic_file *af = ctx;
+oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    oc_atomic_file *af = ctx;
     const uint8_t *p = data;
     while (size) {
         size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
@@ -185,6 +179,21 @@ oc_status oc__atomic_write(void *ctx, const void *data, uint64_t size, oc_error 
         p += w;
         size -= (uint64_t)w;
         af->written += (uint64_t)w;
+    }
+    return OC_OK;
+}
+
+oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+                           oc_error *err) {
+    const uint8_t *p = data;
+    while (size) {
+        size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
+        ssize_t w = pwrite(af->fd, p, chunk, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
+        p += w;
+        at += (uint64_t)w;
+        size -= (uint64_t)w;
     }
     return OC_OK;
 }
@@ -200,7 +209,7 @@ static void fsync_dir(const char *path) {
     free(dir);
 }
 
-oc_status oc__atomic_commit(oc__atomic_file *af, oc_error *err) {
+oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     oc_status st = OC_OK;
     if (fsync(af->fd) != 0) st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
     if (close(af->fd) != 0 && st == OC_OK)
@@ -227,11 +236,11 @@ oc_status oc__atomic_commit(oc__atomic_file *af, oc_error *err) {
             fsync_dir(af->path);
         }
     }
-    oc__atomic_abort(af);
+    oc_atomic_abort(af);
     return st;
 }
 
-void oc__atomic_abort(oc__atomic_file *af) {
+void oc_atomic_abort(oc_atomic_file *af) {
     if (af->fd >= 0) close(af->fd);
     af->fd = -1;
     if (af->tmp_path) unlink(af->tmp_path);

@@ -2,10 +2,13 @@
  * model.c - the oc_model handle and loading/saving messages from memory and files.
  */
 #include <stdlib.h>
+#include <string.h>
 
+#include "onnxcore/external.h"
+#include "onnxcore/file.h"
 #include "onnxcore/model.h"
 #include "internal/error.h"
-#include "internal/fileio.h"
+#include "internal/external.h"
 #include "internal/schema.h"
 
 struct oc_model {
@@ -54,31 +57,44 @@ static oc_status load_bytes(const void *data, uint64_t size, const oc_parse_opti
     return OC_OK;
 }
 
+/* Resolves external data after a load, unless asked not to; frees the model on failure. */
+static oc_status with_external(oc_model **out, const char *base_dir,
+                               const oc_parse_options *opts, oc_error *err) {
+    if (!base_dir || (opts && opts->skip_external_data)) return OC_OK;
+    oc_status st = oc_load_external_data(&onnx_ModelProto_desc, (*out)->proto, base_dir, opts, err);
+    if (st != OC_OK) {
+        oc_model_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
                                oc_model **out, oc_error *err) {
     if (!out || (!data && size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_memory: missing argument");
-    return load_bytes(data, size, opts, NULL, out, err);
+    OC_FORWARD(load_bytes(data, size, opts, NULL, out, err));
+    return with_external(out, opts ? opts->data_dir : NULL, opts, err);
 }
 
 /* Decodes a mapped file; with no_copy the spans share the mapping (each takes its own
  * reference), so dropping ours here frees it only when no tensor uses it. */
 static oc_status decode_file(const char *path, const oc_parse_options *opts,
-                             oc_status (*decode)(const oc__mapped *, const oc_parse_options *,
+                             oc_status (*decode)(const oc_mapped *, const oc_parse_options *,
                                                  void *, oc_error *),
                              void *ctx, oc_error *err) {
-    oc__mapped map;
-    OC_FORWARD(oc__map_file(path, &map, err));
+    oc_mapped map;
+    OC_FORWARD(oc_map_file(path, &map, err));
     oc_status st = decode(&map, opts, ctx, err);
     oc_owner_unref(map.owner);
     return st;
 }
 
-static oc_owner *share_if_no_copy(const oc__mapped *map, const oc_parse_options *opts) {
+static oc_owner *share_if_no_copy(const oc_mapped *map, const oc_parse_options *opts) {
     return opts && opts->no_copy ? map->owner : NULL;
 }
 
-static oc_status decode_model(const oc__mapped *map, const oc_parse_options *opts, void *ctx,
+static oc_status decode_model(const oc_mapped *map, const oc_parse_options *opts, void *ctx,
                               oc_error *err) {
     return load_bytes(map->data, map->size, opts, share_if_no_copy(map, opts), ctx, err);
 }
@@ -87,7 +103,18 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
                              oc_error *err) {
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
-    return decode_file(path, opts, decode_model, out, err);
+    OC_FORWARD(decode_file(path, opts, decode_model, out, err));
+    if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) {
+        oc_model_free(*out);
+        *out = NULL;
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    oc_status st = with_external(out, dir, opts, err);
+    free(dir);
+    return st;
 }
 
 typedef struct msg_load {
@@ -96,7 +123,7 @@ typedef struct msg_load {
     void **out;
 } msg_load;
 
-static oc_status decode_message(const oc__mapped *map, const oc_parse_options *opts, void *ctx,
+static oc_status decode_message(const oc_mapped *map, const oc_parse_options *opts, void *ctx,
                                 oc_error *err) {
     msg_load *l = ctx;
     void *msg = oc_msg_new(l->arena, l->desc);
@@ -119,19 +146,21 @@ oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const ch
                                const oc_serialize_options *opts, oc_error *err) {
     if (!desc || !msg || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_save_file: missing argument");
-    oc__atomic_file af;
-    OC_FORWARD(oc__atomic_open(&af, path, opts ? opts->overwrite : 1, err));
-    oc_status st = oc_encode(desc, msg, oc__atomic_write, &af, err);
+    oc_atomic_file af;
+    OC_FORWARD(oc_atomic_open(&af, path, opts ? opts->overwrite : 1, err));
+    oc_status st = oc_encode(desc, msg, oc_atomic_write, &af, err);
     if (st != OC_OK) {
-        oc__atomic_abort(&af);
+        oc_atomic_abort(&af);
         return st;
     }
-    return oc__atomic_commit(&af, err);
+    return oc_atomic_commit(&af, err);
 }
 
 oc_status oc_model_save_file(const oc_model *m, const char *path,
                              const oc_serialize_options *opts, oc_error *err) {
     if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_file: no model");
+    if (opts && opts->external_data && path)
+        return oc__save_external(&onnx_ModelProto_desc, m->proto, path, opts, err);
     return oc_message_save_file(&onnx_ModelProto_desc, m->proto, path, opts, err);
 }
 

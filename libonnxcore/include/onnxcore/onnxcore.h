@@ -8,11 +8,14 @@
 #include "arena.h"
 #include "bytes.h"
 #include "codec.h"
+#include "external.h"
+#include "file.h"
 #include "limits.h"
 #include "messages.h"
 #include "model.h"
 #include "options.h"
 #include "status.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

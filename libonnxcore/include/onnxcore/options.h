@@ -35,18 +35,35 @@ typedef struct oc_parse_options {
     int num_threads;      /* 0 or 1 = serial, N = N threads, negative = number of cores */
     uint32_t max_depth;   /* nesting limit; 0 = OC_DEFAULT_MAX_DEPTH, at most OC_MAX_DEPTH_HARD */
     int skip_raw_data;    /* drop tensor payloads (raw_data) while parsing: graph only */
+
+    /* External data (spec/external-data.md), for loads from a file, or from memory when
+     * data_dir is set. */
+    int skip_external_data;  /* keep EXTERNAL tensors as references instead of loading */
+    const char *data_dir;    /* look for data files here instead of the model's directory */
+    const char *location;    /* use this data file instead of the one the tensors name (a
+                              * moved file): it stands for the first location found and its
+                              * `.N` parts; trusted (it comes from the caller) */
+    int verify_checksums;    /* check `checksum` keys (SHA-1); needs OpenSSL */
 } oc_parse_options;
 
-#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0 }
+#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, NULL, NULL, 0 }
 
 typedef struct oc_serialize_options {
     /* raw_data_threshold (default 64): tensors below it stay inside the model when tensor
      * bytes are written elsewhere (external data, archives). */
     oc_tensor_buffer_options buffer;
     int overwrite;        /* save to a path: replace an existing file (default 1) */
+
+    /* External data: with external_data set, a save to a path writes every tensor whose
+     * raw_data has at least buffer.raw_data_threshold bytes to that file (relative to the
+     * model's directory; an absolute path is reduced to its file name), each at an offset
+     * rounded up to buffer.alignment. */
+    const char *external_data;
+    uint64_t max_external_file_size; /* > 0: split into LOCATION, LOCATION.1, ... */
+    int checksum;                    /* write a `checksum` key (SHA-1) per tensor */
 } oc_serialize_options;
 
-#define OC_SERIALIZE_OPTIONS_INIT { { 64u, 0u }, 1 }
+#define OC_SERIALIZE_OPTIONS_INIT { { 64u, 0u }, 1, NULL, 0u, 0 }
 
 void oc_parse_options_init(oc_parse_options *opts);
 void oc_serialize_options_init(oc_serialize_options *opts);

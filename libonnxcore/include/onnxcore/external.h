@@ -1,0 +1,65 @@
+/*
+ * onnxcore/external.h - tensor bytes kept outside the serialized model.
+ *
+ * ONNX lets a TensorProto say `data_location: EXTERNAL` and give its bytes' place in
+ * `external_data` entries: location (a file relative to the model's directory), offset,
+ * length, checksum. The rules we follow, including path safety, are in
+ * spec/external-data.md. Loading such a model through oc_model_load_file resolves them by
+ * default (see oc_parse_options); the functions here are for callers that hold a model
+ * already, and for writers that place tensor bytes elsewhere (data files, archives).
+ */
+#ifndef ONNXCORE_EXTERNAL_H
+#define ONNXCORE_EXTERNAL_H
+
+#include <stdint.h>
+
+#include "codec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Loads the external data of every EXTERNAL tensor in msg from files under base_dir (a
+ * directory the caller trusts; locations inside the model are not trusted). Afterwards
+ * each such tensor holds its bytes in raw_data, data_location is DEFAULT and its
+ * external_data entries are gone, as onnx.load leaves them. Uses opts->no_copy (share one
+ * mapping per data file), location, verify_checksums, buffer.alignment and num_threads.
+ * Errors name the tensor: OC_ERR_UNSAFE_PATH, OC_ERR_NOT_FOUND, OC_ERR_MALFORMED (a bad
+ * offset or length), OC_ERR_TRUNCATED (data past the end of its file), OC_ERR_CHECKSUM,
+ * OC_ERR_UNSUPPORTED (no OpenSSL for checksums). On error the model is unchanged. */
+oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
+                                const oc_parse_options *opts, oc_error *err);
+
+/* Where one tensor's bytes went, as a sink reports it. location must stay valid until the
+ * encode call returns. */
+typedef struct oc_external_ref {
+    const char *location;
+    uint64_t offset;
+    int has_offset;       /* write an `offset` key */
+    uint64_t length;
+    const char *checksum; /* hex SHA-1 or NULL */
+} oc_external_ref;
+
+/* Receives each tensor to move out of the model, in encoding order. It stores the bytes
+ * (tensor->raw_data) and fills ref. */
+typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tensor,
+                                        oc_external_ref *ref, oc_error *err);
+
+/* Serializes msg to `write` with every tensor whose raw_data has at least threshold bytes
+ * replaced by an EXTERNAL reference to where `put` stored it. All put calls happen before
+ * the first write call. The model itself is not modified. Tensors that are EXTERNAL
+ * already are written as they are. */
+oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                             oc_external_put_fn put, void *put_ctx, oc_write_fn write,
+                             void *write_ctx, oc_error *err);
+
+/* True when the tensor's data lives outside the model (data_location == EXTERNAL). */
+int oc_tensor_is_external(const onnx_TensorProto *tensor);
+/* The value of an external_data key, or NULL (the last entry wins, as in onnx). */
+const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, const char *key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

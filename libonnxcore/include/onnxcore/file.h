@@ -1,0 +1,72 @@
+/*
+ * onnxcore/file.h - mapping files for reading, and crash-safe replacement for writing.
+ *
+ * Every file onnxz writes goes through oc_atomic_file: the bytes go to a temporary file
+ * in the target's directory (`.<name>.tmp-<hex>`), which is fsynced and renamed over the
+ * target; a failure at any point leaves the previous target untouched (spec W-30).
+ * Not thread-safe per object; distinct objects may be used from distinct threads.
+ */
+#ifndef ONNXCORE_FILE_H
+#define ONNXCORE_FILE_H
+
+#include <stdint.h>
+
+#include "bytes.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+/* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
+oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+                           oc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+
+/* A whole file, read-only, kept alive by `owner`: the caller holds one reference and drops
+ * it with oc_owner_unref; spans that share the mapping take their own. */
+typedef struct oc_mapped {
+    const uint8_t *data;
+    uint64_t size;
+    oc_owner *owner;
+} oc_mapped;
+
+/* Maps path read-only (or reads it, where mapping is impossible). Not a regular file:
+ * OC_ERR_IO; missing: OC_ERR_NOT_FOUND. An empty file gives data NULL, size 0. */
+oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err);
+/* The same for an open descriptor (not closed; name is used in messages). */
+oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err);
+
+/* A file written under a temporary name beside its target and renamed into place. */
+typedef struct oc_atomic_file {
+    int fd;
+    int overwrite;
+    char *path;
+    char *tmp_path;
+    uint64_t written; /* bytes appended so far */
+} oc_atomic_file;
+
+/* Creates the temporary file for path. Without overwrite, an existing path fails now with
+ * OC_ERR_EXISTS (and again at commit if one appeared meanwhile). */
+oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
+/* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
+oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
+/* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
+ * directory. On failure the temporary file is removed. */
+oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
+/* Removes the temporary file and frees the object's memory. Safe after a commit (then it
+ * does nothing) and more than once. */
+void oc_atomic_abort(oc_atomic_file *af);
+
+/* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
+oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+                           oc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,640 @@
+/*
+ * external.c - tensors whose bytes live in other files (spec/external-data.md).
+ *
+ * Loading resolves every EXTERNAL tensor in two passes: the first validates each
+ * reference, opens and maps each data file once (safely beneath the model's directory)
+ * and checks offsets, lengths, alignment and checksums; only when all of them are good
+ * does the second pass attach the bytes, so a failed load leaves the model unchanged.
+ *
+ * Saving places each large tensor through a sink (oc_encode_external): here the sink
+ * writes LOCATION, LOCATION.1, ... through atomic files; libonnxz's sink writes archive
+ * entries.
+ */
+#define _GNU_SOURCE /* syscall() for openat2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define OC_HAVE_OPENAT2_H 1
+#endif
+#endif
+
+#include "onnxcore/external.h"
+#include "onnxcore/file.h"
+#include "internal/bytes.h"
+#include "internal/digest.h"
+#include "internal/encode.h"
+#include "internal/error.h"
+#include "internal/external.h"
+#include "internal/parallel.h"
+
+/* ---- reading keys ---- */
+
+int oc_tensor_is_external(const onnx_TensorProto *t) {
+    return OC_HAS(TensorProto, t, data_location) && t->data_location == 1;
+}
+
+const oc_str *oc_tensor_external_value(const onnx_TensorProto *t, const char *key) {
+    const oc_str *v = NULL;
+    for (uint64_t i = 0; i < t->external_data.count; i++) {
+        const onnx_StringStringEntryProto *e = t->external_data.items[i];
+        if (oc_str_eq(e->key, key)) v = &e->value;
+    }
+    return v;
+}
+
+static const char *tensor_name(const onnx_TensorProto *t, char *buf, size_t n) {
+    size_t len = t->name.size < n - 1 ? (size_t)t->name.size : n - 1;
+    if (len) memcpy(buf, t->name.data, len);
+    buf[len] = '\0';
+    for (size_t i = 0; i < len; i++) /* messages are one line of text */
+        if ((unsigned char)buf[i] < 0x20) buf[i] = '?';
+    return buf;
+}
+
+/* A decimal offset or length: digits only, at most INT64_MAX (onnx parses them with int()). */
+static int parse_u63(const oc_str *s, uint64_t *out) {
+    if (!s->size || s->size > 19) return 0;
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < s->size; i++) {
+        char c = s->data[i];
+        if (c < '0' || c > '9') return 0;
+        v = v * 10 + (uint64_t)(c - '0');
+    }
+    if (v > (uint64_t)INT64_MAX) return 0;
+    *out = v;
+    return 1;
+}
+
+/* ---- path safety ---- */
+
+/* A location from a file must name a file beneath the base directory: relative, no `..`
+ * component, no NUL. Returns NULL when fine, else why not. */
+static const char *location_problem(const oc_str *loc) {
+    if (loc->size == 0) return "is empty";
+    if (memchr(loc->data, '\0', (size_t)loc->size)) return "contains a NUL byte";
+    if (loc->data[0] == '/') return "is an absolute path";
+    const char *p = loc->data, *end = loc->data + loc->size;
+    while (p < end) {
+        const char *slash = memchr(p, '/', (size_t)(end - p));
+        const char *stop = slash ? slash : end;
+        if (stop - p == 2 && p[0] == '.' && p[1] == '.') return "leaves the model directory (..)";
+        p = slash ? slash + 1 : end;
+    }
+    if (loc->data[loc->size - 1] == '/') return "names a directory";
+    return NULL;
+}
+
+/* Opens rel beneath dirfd without following any symbolic link, or returns -1 with errno. */
+static int open_beneath(int dirfd, const char *rel) {
+    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+#if defined(OC_HAVE_OPENAT2_H) && defined(SYS_openat2)
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)flags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long r = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+    if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)r;
+#endif
+    /* Kernels before 5.6 (or seccomp filters refusing openat2): walk the components,
+     * refusing symbolic links at each step. `..` was rejected before we got here. */
+    char *copy = strdup(rel);
+    if (!copy) return -1;
+    int cur = dirfd, result = -1;
+    char *save = NULL;
+    char *comp = strtok_r(copy, "/", &save);
+    while (comp) {
+        char *next = strtok_r(NULL, "/", &save);
+        int fd;
+        if (strcmp(comp, ".") == 0) {
+            comp = next;
+            continue;
+        }
+        fd = openat(cur, comp, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                    : (flags | O_NOFOLLOW));
+        if (cur != dirfd) close(cur);
+        if (fd < 0) {
+            cur = dirfd;
+            break;
+        }
+        cur = fd;
+        if (!next) result = fd;
+        comp = next;
+    }
+    if (result < 0 && cur != dirfd) close(cur);
+    int e = errno;
+    free(copy);
+    errno = e;
+    return result;
+}
+
+/* ---- loading ---- */
+
+typedef struct datafile {
+    char *key;      /* the location as the model spells it */
+    oc_mapped map;
+} datafile;
+
+typedef struct ext_item {
+    onnx_TensorProto *tensor;
+    const uint8_t *data;
+    uint64_t length;
+    uint32_t file;
+} ext_item;
+
+typedef struct loader {
+    const oc_parse_options *opts;
+    int dirfd;
+    const char *base_dir;
+    oc_error *err;
+    datafile *files;
+    uint32_t nfiles, capfiles;
+    ext_item *items;
+    uint64_t nitems, capitems;
+    oc_str first_location; /* for the `location` override */
+} loader;
+
+static oc_status ext_fail(loader *l, oc_status code, const onnx_TensorProto *t, const char *fmt,
+                          const char *detail) {
+    char name[128];
+    return oc__fail(l->err, code, OC_NO_OFFSET, fmt, tensor_name(t, name, sizeof name), detail);
+}
+
+/* The override path standing for `loc`, when the caller gave one and loc is the first
+ * location or one of its numbered parts; else NULL. Caller frees. */
+static char *override_path(const loader *l, const oc_str *loc) {
+    const char *ov = l->opts->location;
+    if (!ov || !l->first_location.size) return NULL;
+    const oc_str *first = &l->first_location;
+    if (loc->size < first->size || memcmp(loc->data, first->data, (size_t)first->size) != 0)
+        return NULL;
+    const char *suffix = loc->data + first->size;
+    uint64_t n = loc->size - first->size;
+    if (n) { /* ".N" */
+        if (n < 2 || suffix[0] != '.') return NULL;
+        for (uint64_t i = 1; i < n; i++)
+            if (suffix[i] < '0' || suffix[i] > '9') return NULL;
+    }
+    size_t len = strlen(ov) + (size_t)n + 1;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%s%.*s", ov, (int)n, suffix);
+    return p;
+}
+
+static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_str *loc,
+                               uint32_t *index) {
+    for (uint32_t i = 0; i < l->nfiles; i++)
+        if (oc_str_eq(*loc, l->files[i].key)) {
+            *index = i;
+            return OC_OK;
+        }
+    const char *why = location_problem(loc);
+    if (why) return ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data location %s", why);
+    if (l->nfiles == l->capfiles) {
+        uint32_t cap = l->capfiles ? l->capfiles * 2 : 8;
+        datafile *f = realloc(l->files, cap * sizeof *f);
+        if (!f) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        l->files = f;
+        l->capfiles = cap;
+    }
+    datafile *df = &l->files[l->nfiles];
+    memset(df, 0, sizeof *df);
+    df->key = strndup(loc->data, (size_t)loc->size);
+    if (!df->key) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (l->dirfd < 0) { /* opened on first need: models without external data never touch it */
+        l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (l->dirfd < 0) {
+            int e = errno;
+            free(df->key);
+            return oc__fail_errno(l->err, e, "cannot open directory %s", l->base_dir);
+        }
+    }
+    char *ov = override_path(l, loc);
+    int fd = ov ? open(ov, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open_beneath(l->dirfd, df->key);
+    const char *shown = ov ? ov : df->key;
+    if (fd < 0) {
+        int e = errno;
+        oc_status st;
+        char name[128];
+        tensor_name(t, name, sizeof name);
+        if (e == ELOOP || e == EXDEV)
+            st = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                          "tensor '%s': external data file %s is or passes through a symbolic link",
+                          name, shown);
+        else
+            st = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file %s",
+                                name, shown);
+        free(ov);
+        free(df->key);
+        return st;
+    }
+    struct stat st;
+    oc_status s = OC_OK;
+    if (fstat(fd, &st) != 0)
+        s = oc__fail_errno(l->err, errno, "cannot stat %s", shown);
+    else if (!S_ISREG(st.st_mode))
+        s = ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data file %s is not a regular file", shown);
+    else if (!ov && st.st_nlink > 1)
+        s = ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data file %s has several hard links", shown);
+    if (s == OC_OK) s = oc_map_fd(fd, shown, &df->map, l->err);
+    close(fd);
+    free(ov);
+    if (s != OC_OK) {
+        free(df->key);
+        return s;
+    }
+    *index = l->nfiles++;
+    return OC_OK;
+}
+
+static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint8_t *data,
+                                uint64_t n) {
+    const oc_str *want = oc_tensor_external_value(t, "checksum");
+    if (!want || !l->opts->verify_checksums) return OC_OK;
+    char got[41];
+    OC_FORWARD(oc__sha1_hex(data, n, got, l->err));
+    int same = want->size == 40;
+    for (unsigned i = 0; same && i < 40; i++) {
+        char c = want->data[i];
+        if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
+        same = c == got[i];
+    }
+    if (!same) {
+        char name[128];
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum mismatch (stored %.40s, computed %s)",
+                        tensor_name(t, name, sizeof name), want->size ? want->data : "", got);
+    }
+    return OC_OK;
+}
+
+static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
+    loader *l = ctx;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    if (!loc) return ext_fail(l, OC_ERR_MALFORMED, t, "tensor '%s': external data has no location%s", "");
+    if (!l->first_location.size) l->first_location = *loc;
+    uint32_t fi = 0;
+    OC_FORWARD(open_datafile(l, t, loc, &fi));
+    const oc_mapped *m = &l->files[fi].map;
+    uint64_t offset = 0, length;
+    const oc_str *o = oc_tensor_external_value(t, "offset");
+    const oc_str *n = oc_tensor_external_value(t, "length");
+    char text[32];
+    if (o && !parse_u63(o, &offset)) {
+        snprintf(text, sizeof text, "%.*s", o->size > 20 ? 20 : (int)o->size, o->data);
+        return ext_fail(l, OC_ERR_MALFORMED, t, "tensor '%s': external data offset '%s' is not a non-negative integer", text);
+    }
+    if (n && !parse_u63(n, &length)) {
+        snprintf(text, sizeof text, "%.*s", n->size > 20 ? 20 : (int)n->size, n->data);
+        return ext_fail(l, OC_ERR_MALFORMED, t, "tensor '%s': external data length '%s' is not a non-negative integer", text);
+    }
+    if (offset > m->size) {
+        char name[128];
+        return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                        "tensor '%s': external data offset %llu is past the end of %s (%llu bytes)",
+                        tensor_name(t, name, sizeof name), (unsigned long long)offset,
+                        l->files[fi].key, (unsigned long long)m->size);
+    }
+    if (!n) length = m->size - offset; /* no length: to the end of the file, as onnx does */
+    if (length > m->size - offset) {   /* overflow-safe form of offset + length > size */
+        char name[128];
+        return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                        "tensor '%s': external data [%llu, +%llu) runs past the end of %s (%llu bytes)",
+                        tensor_name(t, name, sizeof name), (unsigned long long)offset,
+                        (unsigned long long)length, l->files[fi].key, (unsigned long long)m->size);
+    }
+    const uint8_t *data = length ? m->data + offset : NULL;
+    uint64_t align = l->opts->buffer.alignment;
+    if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0) {
+        char name[128];
+        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': external data offset %llu is not aligned to %llu bytes, "
+                        "so it cannot be used in place (load without no_copy for an aligned copy)",
+                        tensor_name(t, name, sizeof name), (unsigned long long)offset,
+                        (unsigned long long)align);
+    }
+    OC_FORWARD(check_checksum(l, t, data, length));
+    if (l->nitems == l->capitems) {
+        uint64_t cap = l->capitems ? l->capitems * 2 : 64;
+        ext_item *it = realloc(l->items, (size_t)cap * sizeof *it);
+        if (!it) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        l->items = it;
+        l->capitems = cap;
+    }
+    l->items[l->nitems++] = (ext_item){t, data, length, fi};
+    return OC_OK;
+}
+
+/* Second pass: cannot fail except for memory, checked before anything changes. */
+static oc_status attach_all(loader *l) {
+    const oc_parse_options *o = l->opts;
+    uint64_t align = o->buffer.alignment > 64 ? o->buffer.alignment : 64;
+    uint8_t **buffers = NULL;
+    oc_arena *scratch = NULL;
+    oc__copy_list copies = {0};
+    if (!o->no_copy && l->nitems) {
+        buffers = calloc((size_t)l->nitems, sizeof *buffers);
+        scratch = oc_arena_new();
+        int ok = buffers && scratch;
+        for (uint64_t i = 0; ok && i < l->nitems; i++) {
+            if (!l->items[i].length) continue;
+            void *p = NULL;
+            ok = posix_memalign(&p, (size_t)align, (size_t)l->items[i].length) == 0;
+            buffers[i] = p;
+            ok = ok && oc__copy_list_add(scratch, &copies, p, l->items[i].data, l->items[i].length);
+        }
+        if (!ok) {
+            for (uint64_t i = 0; buffers && i < l->nitems; i++) free(buffers[i]);
+            free(buffers);
+            oc_arena_free(scratch);
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory loading external data");
+        }
+        oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
+    }
+    for (uint64_t i = 0; i < l->nitems; i++) {
+        ext_item *it = &l->items[i];
+        onnx_TensorProto *t = it->tensor;
+        if (o->no_copy)
+            oc_bytes_set_shared(&t->raw_data, it->data, it->length, l->files[it->file].map.owner);
+        else
+            oc__bytes_adopt(&t->raw_data, buffers[i], it->length);
+        OC_SET_HAS(TensorProto, t, raw_data);
+        t->data_location = 0; /* DEFAULT, explicitly set, as onnx.load leaves it */
+        OC_SET_HAS(TensorProto, t, data_location);
+        t->external_data.count = 0;
+    }
+    free(buffers);
+    oc_arena_free(scratch);
+    return OC_OK;
+}
+
+oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
+                                const oc_parse_options *opts, oc_error *err) {
+    if (!desc || !msg || !base_dir)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_load_external_data: missing argument");
+    oc_parse_options defaults;
+    if (!opts) {
+        oc_parse_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (opts->buffer.alignment & (opts->buffer.alignment - 1))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is not a power of two",
+                        (unsigned long long)opts->buffer.alignment);
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.opts = opts;
+    l.base_dir = base_dir;
+    l.err = err;
+    l.dirfd = -1;
+    oc_status st = oc_visit_tensors(desc, msg, resolve_tensor, &l);
+    if (st == OC_OK) st = attach_all(&l);
+    for (uint32_t i = 0; i < l.nfiles; i++) { /* tensors hold their own references */
+        oc_owner_unref(l.files[i].map.owner);
+        free(l.files[i].key);
+    }
+    free(l.files);
+    free(l.items);
+    if (l.dirfd >= 0) close(l.dirfd);
+    return st;
+}
+
+/* ---- writing: the generic part ---- */
+
+typedef struct externalizer {
+    uint64_t threshold;
+    oc_external_put_fn put;
+    void *put_ctx;
+    oc_arena *scratch;
+    oc__subst *subs;
+    uint64_t nsubs, capsubs;
+    oc_error *err;
+} externalizer;
+
+static const char *const managed_keys[] = {"location", "offset", "length", "checksum", "basepath"};
+
+static int is_managed_key(const oc_str *k) {
+    for (size_t i = 0; i < sizeof managed_keys / sizeof managed_keys[0]; i++)
+        if (oc_str_eq(*k, managed_keys[i])) return 1;
+    return 0;
+}
+
+static int add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const char *value) {
+    onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
+    if (!e || oc_str_set_cstr(a, &e->key, key) || oc_str_set_cstr(a, &e->value, value)) return 0;
+    OC_SET_HAS(StringStringEntryProto, e, key);
+    OC_SET_HAS(StringStringEntryProto, e, value);
+    return 1;
+}
+
+/* A reference tensor: the original's fields, no raw_data, EXTERNAL, with the entries onnx
+ * writes (location, offset, length, checksum) after any keys we do not manage. */
+static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
+                                const oc_external_ref *ref) {
+    oc_arena *a = x->scratch;
+    onnx_TensorProto *r = oc_arena_alloc(a, sizeof *r); /* not oc_msg_new: it owns no span */
+    if (!r) return OC_ERR_NOMEM;
+    memcpy(r, t, sizeof *r);
+    memset(&r->raw_data, 0, sizeof r->raw_data);
+    OC_CLEAR_HAS(TensorProto, r, raw_data);
+    r->data_location = 1;
+    OC_SET_HAS(TensorProto, r, data_location);
+    memset(&r->external_data, 0, sizeof r->external_data);
+    for (uint64_t i = 0; i < t->external_data.count; i++) {
+        const onnx_StringStringEntryProto *e = t->external_data.items[i];
+        if (is_managed_key(&e->key)) continue;
+        void **slot = oc_array_push(a, &r->external_data, sizeof(void *));
+        if (!slot) return OC_ERR_NOMEM;
+        memcpy(slot, &e, sizeof e);
+    }
+    char num[24];
+    if (!add_entry(a, r, "location", ref->location)) return OC_ERR_NOMEM;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->offset);
+    if (ref->has_offset && !add_entry(a, r, "offset", num)) return OC_ERR_NOMEM;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->length);
+    if (!add_entry(a, r, "length", num)) return OC_ERR_NOMEM;
+    if (ref->checksum && !add_entry(a, r, "checksum", ref->checksum)) return OC_ERR_NOMEM;
+    if (x->nsubs == x->capsubs) {
+        uint64_t cap = x->capsubs ? x->capsubs * 2 : 64;
+        oc__subst *s = realloc(x->subs, (size_t)cap * sizeof *s);
+        if (!s) return OC_ERR_NOMEM;
+        x->subs = s;
+        x->capsubs = cap;
+    }
+    x->subs[x->nsubs++] = (oc__subst){t, r};
+    return OC_OK;
+}
+
+static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
+    externalizer *x = ctx;
+    if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size < x->threshold ||
+        oc_tensor_is_external(t))
+        return OC_OK;
+    oc_external_ref ref = {NULL, 0, 0, t->raw_data.size, NULL};
+    OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));
+    if (make_reference(x, t, &ref) != OC_OK)
+        return oc__fail(x->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    return OC_OK;
+}
+
+oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                             oc_external_put_fn put, void *put_ctx, oc_write_fn write,
+                             void *write_ctx, oc_error *err) {
+    if (!desc || !msg || !put || !write)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode_external: missing argument");
+    externalizer x = {threshold, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
+    if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    /* The walk only reads: the cast lets it share oc_visit_tensors with mutating users. */
+    oc_status st = oc_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
+    if (st == OC_OK) st = oc__encode_subst(desc, msg, x.subs, x.nsubs, write, write_ctx, err);
+    free(x.subs);
+    oc_arena_free(x.scratch);
+    return st;
+}
+
+/* ---- writing: data files beside the model ---- */
+
+typedef struct part {
+    oc_atomic_file af;
+    char *location;
+    uint64_t size;
+} part;
+
+typedef struct data_writer {
+    const oc_serialize_options *opts;
+    char *dir;          /* the model's directory, with a trailing slash or empty */
+    char *location;     /* the first part's location */
+    part *parts;
+    uint32_t nparts;
+    char checksum[41];
+} data_writer;
+
+static oc_status open_part(data_writer *w, oc_error *err) {
+    part *p = realloc(w->parts, (w->nparts + 1) * sizeof *p);
+    if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    w->parts = p;
+    part *np = &p[w->nparts];
+    memset(np, 0, sizeof *np);
+    np->af.fd = -1;
+    size_t n = strlen(w->location) + 16;
+    np->location = malloc(n);
+    if (!np->location) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (w->nparts)
+        snprintf(np->location, n, "%s.%u", w->location, w->nparts);
+    else
+        snprintf(np->location, n, "%s", w->location);
+    size_t pn = strlen(w->dir) + strlen(np->location) + 1;
+    char *path = malloc(pn);
+    if (!path) {
+        free(np->location);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    snprintf(path, pn, "%s%s", w->dir, np->location);
+    oc_status st = oc_atomic_open(&np->af, path, 1, err);
+    free(path);
+    if (st != OC_OK) {
+        free(np->location);
+        return st;
+    }
+    w->nparts++;
+    return OC_OK;
+}
+
+static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
+                             oc_error *err) {
+    data_writer *w = ctx;
+    uint64_t n = t->raw_data.size, align = w->opts->buffer.alignment;
+    if (!w->nparts) OC_FORWARD(open_part(w, err));
+    part *p = &w->parts[w->nparts - 1];
+    uint64_t at = align > 1 ? (p->size + align - 1) & ~(align - 1) : p->size;
+    uint64_t max = w->opts->max_external_file_size;
+    if (max && p->size > 0 && (at > max || n > max - at)) { /* a new part; big ones alone */
+        OC_FORWARD(open_part(w, err));
+        p = &w->parts[w->nparts - 1];
+        at = 0;
+    }
+    static const uint8_t zeros[4096];
+    while (p->size < at) {
+        uint64_t k = at - p->size < sizeof zeros ? at - p->size : sizeof zeros;
+        OC_FORWARD(oc_atomic_write(&p->af, zeros, k, err));
+        p->size += k;
+    }
+    OC_FORWARD(oc_atomic_write(&p->af, t->raw_data.data, n, err));
+    p->size += n;
+    ref->location = p->location;
+    ref->offset = at;
+    ref->has_offset = 1;
+    ref->length = n;
+    if (w->opts->checksum) {
+        OC_FORWARD(oc__sha1_hex(t->raw_data.data, n, w->checksum, err));
+        ref->checksum = w->checksum; /* copied into the reference before the next put */
+    }
+    return OC_OK;
+}
+
+static char *dir_prefix(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) + 1 : 0;
+    return strndup(path, n);
+}
+
+oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
+                            const oc_serialize_options *opts, oc_error *err) {
+    uint64_t align = opts->buffer.alignment;
+    if (align & (align - 1))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "alignment %llu is not a power of two", (unsigned long long)align);
+    /* An absolute location is reduced to its file name, so the files can move together. */
+    const char *loc = opts->external_data;
+    if (loc[0] == '/') loc = strrchr(loc, '/') + 1;
+    oc_str ls = {loc, strlen(loc)};
+    const char *why = location_problem(&ls);
+    if (why)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "external data location '%s' %s",
+                        opts->external_data, why);
+    data_writer w;
+    memset(&w, 0, sizeof w);
+    w.opts = opts;
+    w.dir = dir_prefix(path);
+    w.location = strdup(loc);
+    if (!w.dir || !w.location) {
+        free(w.dir);
+        free(w.location);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    const char *model_base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    oc_status st = OC_OK;
+    if (strcmp(model_base, loc) == 0 && !strchr(loc, '/'))
+        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "external data location '%s' is the model file itself", loc);
+    oc_atomic_file model;
+    model.fd = -1;
+    model.tmp_path = model.path = NULL;
+    if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
+    if (st == OC_OK)
+        st = oc_encode_external(desc, msg, opts->buffer.raw_data_threshold, put_in_file, &w,
+                                oc_atomic_write, &model, err);
+    /* Data first, then the model: a model file never names data that is not in place. */
+    for (uint32_t i = 0; i < w.nparts; i++) {
+        if (st == OC_OK)
+            st = oc_atomic_commit(&w.parts[i].af, err);
+        else
+            oc_atomic_abort(&w.parts[i].af);
+        free(w.parts[i].location);
+    }
+    if (st == OC_OK)
+        st = oc_atomic_commit(&model, err);
+    else
+        oc_atomic_abort(&model);
+    free(w.parts);
+    free(w.dir);
+    free(w.location);
+    return st;
+}

@@ -1,0 +1,35 @@
+/*
+ * internal/parallel.h - copying many byte ranges with several threads.
+ */
+#ifndef ONNXCORE_INTERNAL_PARALLEL_H
+#define ONNXCORE_INTERNAL_PARALLEL_H
+
+#include <stdint.h>
+
+#include "onnxcore/arena.h"
+
+typedef struct oc__copy_job {
+    void *dst;
+    const void *src;
+    uint64_t size;
+} oc__copy_job;
+
+/* A growable list of copies, allocated in an arena. */
+typedef struct oc__copy_list {
+    oc__copy_job *jobs;
+    uint64_t count, cap, bytes;
+} oc__copy_list;
+
+/* Appends a copy; returns 0 when out of memory. */
+int oc__copy_list_add(oc_arena *arena, oc__copy_list *list, void *dst, const void *src,
+                      uint64_t size);
+
+/* Runs every copy of the list using up to `threads` threads (the caller's included); large
+ * copies are split so that the threads share the bytes evenly. Falls back to the calling
+ * thread alone when threads cannot be started. */
+void oc__copy_run(const oc__copy_list *list, int threads);
+
+/* The thread count an option value asks for: <= 1 -> 1, negative -> online cores. */
+int oc__resolve_threads(int requested);
+
+#endif
