@@ -18,6 +18,9 @@
 #include "internal/parallel.h"
 #include "internal/schema.h"
 
+/* Protobuf field numbers are 29 bits. */
+#define OC_MAX_FIELD_NUMBER 536870911u
+
 /* Payloads at least this large are copied by the thread pool when num_threads > 1. */
 #define OC_DEFER_COPY (64u * 1024u)
 
@@ -138,7 +141,8 @@ static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uin
                                    (unsigned long long)number, (unsigned long long)inum);
                 break;
             }
-            OC_RETURN_ERROR_IF(inum == 0 || iwt > OC_WT_I32, c->err, OC_ERR_MALFORMED,
+            OC_RETURN_ERROR_IF(inum == 0 || inum > OC_MAX_FIELD_NUMBER || iwt > OC_WT_I32,
+                               c->err, OC_ERR_MALFORMED,
                                off(c, inner), "invalid tag (field %llu, wire type %u)",
                                (unsigned long long)inum, iwt);
             OC_FORWARD(skip_field(c, &p, end, iwt, inum, inner, depth + 1));
@@ -226,9 +230,29 @@ static oc_status read_scalar(dctx *c, const uint8_t **p, const uint8_t *end, con
     return OC_OK;
 }
 
+/* Protobuf reads an enum as int32 (the low 32 bits), then checks it is in the enum. */
 static int enum_in_range(const oc_field *f, uint64_t v) {
     int32_t x = (int32_t)(uint32_t)v;
-    return (int64_t)x == (int64_t)v && x >= f->enum_min && x <= f->enum_max;
+    return x >= f->enum_min && x <= f->enum_max;
+}
+
+/* An out-of-range closed-enum value goes to the unknown fields the way protobuf puts it
+ * there: re-encoded from its int32 value (sign-extended), not copied. */
+static oc_status unk_append_enum(dctx *c, unk_buf *u, const oc_field *f, uint64_t v,
+                                 const uint8_t *field) {
+    uint8_t tmp[20], *q = tmp;
+    uint64_t parts[2] = {(uint64_t)f->number << 3 | OC_WT_VARINT,
+                         (uint64_t)(int64_t)(int32_t)(uint32_t)v};
+    for (int i = 0; i < 2; i++) {
+        uint64_t x = parts[i];
+        while (x >= 0x80) {
+            *q++ = (uint8_t)(x | 0x80);
+            x >>= 7;
+        }
+        *q++ = (uint8_t)x;
+    }
+    (void)field;
+    return unk_append(c, u, tmp, (uint64_t)(q - tmp));
 }
 
 /* A packed run of scalars: count, reserve once, then fill. */
@@ -345,7 +369,8 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         if (st != OC_OK) break;
         uint32_t wt = (uint32_t)(key & 7);
         uint64_t number = key >> 3;
-        if (OC_UNLIKELY(number == 0 || wt == OC_WT_EGROUP || wt > OC_WT_I32)) {
+        if (OC_UNLIKELY(number == 0 || number > OC_MAX_FIELD_NUMBER || wt == OC_WT_EGROUP ||
+                        wt > OC_WT_I32)) {
             st = oc__fail(c->err, OC_ERR_MALFORMED, off(c, field),
                           "%s: invalid tag (field %llu, wire type %u)", d->name,
                           (unsigned long long)number, wt);
@@ -366,6 +391,10 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
             if (st != OC_OK) break;
             const uint8_t *val = p;
             p += len;
+            if (f->label == OC_FL_ONEOF) {
+                oneof_clear_others(d, msg, f);
+                h->has |= 1u << f->index;
+            }
             switch ((oc_ftype)f->type) {
             case OC_FT_STRING:
             case OC_FT_BYTES: {
@@ -383,10 +412,6 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
                 st = decode_span(c, msg, f, val, len, field, d);
                 break;
             case OC_FT_MSG:
-                if (f->label == OC_FL_ONEOF) {
-                    oneof_clear_others(d, msg, f);
-                    h->has |= 1u << f->index;
-                }
                 st = decode_submsg(c, msg, f, val, len, field, depth);
                 break;
             default: /* packed scalars */
@@ -400,7 +425,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         st = read_scalar(c, &p, end, f, field, d, &v);
         if (st != OC_OK) break;
         if (f->type == OC_FT_ENUM && !enum_in_range(f, v)) {
-            st = unk_append(c, &unk, field, (uint64_t)(p - field)); /* closed enum */
+            st = unk_append_enum(c, &unk, f, v, field); /* closed enum */
             if (st != OC_OK) break;
             continue;
         }

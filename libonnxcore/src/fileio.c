@@ -134,8 +134,7 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     if (lstat(path, &st) == 0) {
         if (!overwrite)
             return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
-        if (S_ISDIR(st.st_mode))
-            return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is a directory", path);
+        if (S_ISDIR(st.st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
     }
     af->path = strdup(path);
     char *dir = dir_of(path);

@@ -71,10 +71,10 @@ enum { ONNX_ENUMS(OC_X_ENUM_) ONNX_ENUM__UNUSED };
     | (OC_IS_ONEOF_##LABEL << onnx_##M##_##name##_IDX)
 #define OC_X_SPAN_(M, name, num, TYPE, LABEL, SUB) | OC_IS_SPAN_##TYPE
 
-#define OC_X_DESC_(M)                                                                      \
+#define OC_X_DESC_(M, N)                                                                      \
     static const oc_field oc_fields_##M[] = {ONNX_FIELDS_##M(OC_X_FIELD_)};                \
     const oc_msgdesc onnx_##M##_desc = {                                                   \
-        #M,                                                                                \
+        N,                                                                                \
         (uint32_t)sizeof(onnx_##M),                                                        \
         (uint32_t)(sizeof oc_fields_##M / sizeof oc_fields_##M[0]),                        \
         oc_fields_##M,                                                                     \
@@ -84,14 +84,14 @@ enum { ONNX_ENUMS(OC_X_ENUM_) ONNX_ENUM__UNUSED };
 ONNX_MESSAGES(OC_X_DESC_)
 
 /* Presence bits are a uint32_t and the direct lookup covers numbers < OC_FIELD_LOOKUP. */
-#define OC_X_CHECK_(M)                                                                     \
+#define OC_X_CHECK_(M, N)                                                                     \
     _Static_assert(onnx_##M##__NFIELDS <= 32, #M " has too many fields for uint32_t has");
 ONNX_MESSAGES(OC_X_CHECK_)
 _Static_assert(sizeof(OC_ARRAY(int64_t)) == sizeof(oc_array_hdr), "array layout");
 _Static_assert(offsetof(onnx_TensorProto, hdr) == 0, "header first");
 
 static const oc_msgdesc *const oc_all_descs[] = {
-#define OC_X_ALL_(M) &onnx_##M##_desc,
+#define OC_X_ALL_(M, N) &onnx_##M##_desc,
     ONNX_MESSAGES(OC_X_ALL_)
 #undef OC_X_ALL_
 };
@@ -100,12 +100,12 @@ const char *oc_msgdesc_name(const oc_msgdesc *desc) { return desc ? desc->name :
 
 const oc_msgdesc *oc_msgdesc_find(const char *name) {
     if (!name) return NULL;
-    /* Accept the proto spelling of nested messages ("TypeProto.Tensor"), with or without
-     * the package ("onnx.ModelProto"). */
+    /* The proto spelling ("TypeProto.Tensor"), with or without the package
+     * ("onnx.ModelProto"), or the C one ("TypeProto_Tensor"). */
     if (strncmp(name, "onnx.", 5) == 0) name += 5;
     for (size_t i = 0; i < sizeof oc_all_descs / sizeof oc_all_descs[0]; i++) {
         const char *a = oc_all_descs[i]->name, *b = name;
-        while (*a && (*a == *b || (*a == '_' && *b == '.'))) a++, b++;
+        while (*a && (*a == *b || (*a == '.' && *b == '_'))) a++, b++;
         if (!*a && !*b) return oc_all_descs[i];
     }
     return NULL;

@@ -33,10 +33,10 @@ def walk(msg, prefix):
             label = "oneof" if f.HasField("oneof_index") else "optional"
         if f.type not in TYPES:
             sys.exit(f"unexpected field type {f.type} in {name}.{f.name}")
-        sub = f.type_name.split(".", 2)[-1].replace(".", "_") if f.type == F.TYPE_MESSAGE else "-"
+        sub = f.type_name.split(".", 2)[-1] if f.type == F.TYPE_MESSAGE else "-"
         expected[(name, f.name)] = (f.number, TYPES[f.type], label, sub)
     for nested in msg.nested_type:
-        walk(nested, name + "_")
+        walk(nested, name + ".")
 for fd in fds.file:
     for m in fd.message_type:
         if m.name == "OperatorSetProto" or m.name == "OperatorProto":

@@ -20,7 +20,7 @@ static void dump(const oc_msgdesc *d) {
 }
 
 int main(void) {
-#define DUMP_(M) dump(&onnx_##M##_desc);
+#define DUMP_(M, N) dump(&onnx_##M##_desc);
     ONNX_MESSAGES(DUMP_)
     return 0;
 }

@@ -65,12 +65,12 @@ typedef struct oc_msgdesc oc_msgdesc;
 #define OC_CTYPE_PACKED_FLOAT(S) OC_ARRAY(float)
 #define OC_CTYPE_PACKED_DOUBLE(S) OC_ARRAY(double)
 
-#define OC_X_TYPEDEF_(M) typedef struct onnx_##M onnx_##M;
+#define OC_X_TYPEDEF_(M, N) typedef struct onnx_##M onnx_##M;
 ONNX_MESSAGES(OC_X_TYPEDEF_)
 #undef OC_X_TYPEDEF_
 
 #define OC_X_MEMBER_(M, name, num, TYPE, LABEL, SUB) OC_CTYPE_##LABEL##_##TYPE(SUB) name;
-#define OC_X_STRUCT_(M)                                                                    \
+#define OC_X_STRUCT_(M, N)                                                                    \
     struct onnx_##M {                                                                      \
         oc_msghdr hdr;                                                                     \
         ONNX_FIELDS_##M(OC_X_MEMBER_)                                                      \
@@ -81,13 +81,13 @@ ONNX_MESSAGES(OC_X_STRUCT_)
 
 /* Field indices: onnx_<Message>_<field>_IDX, in schema order; onnx_<Message>__NFIELDS. */
 #define OC_X_INDEX_(M, name, num, TYPE, LABEL, SUB) onnx_##M##_##name##_IDX,
-#define OC_X_INDICES_(M) enum { ONNX_FIELDS_##M(OC_X_INDEX_) onnx_##M##__NFIELDS };
+#define OC_X_INDICES_(M, N) enum { ONNX_FIELDS_##M(OC_X_INDEX_) onnx_##M##__NFIELDS };
 ONNX_MESSAGES(OC_X_INDICES_)
 #undef OC_X_INDICES_
 #undef OC_X_INDEX_
 
 /* Descriptors: onnx_<Message>_desc. */
-#define OC_X_DESC_(M) extern const oc_msgdesc onnx_##M##_desc;
+#define OC_X_DESC_(M, N) extern const oc_msgdesc onnx_##M##_desc;
 ONNX_MESSAGES(OC_X_DESC_)
 #undef OC_X_DESC_
 
