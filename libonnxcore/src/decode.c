@@ -344,6 +344,8 @@ static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f, const uint
         }
     }
     if (!sub) return nomem(c, field);
+    OC_RETURN_ERROR_IF(depth + 1 > c->max_depth, c->err, OC_ERR_DEPTH, off(c, field),
+                       "%s nested deeper than %u levels", f->sub->name, c->max_depth);
     return decode_msg(c, f->sub, sub, p, p + len, depth + 1);
 }
 
@@ -357,8 +359,6 @@ static const oc_field *find_field(const oc_msgdesc *d, uint64_t number) {
 
 static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
                             const uint8_t *end, uint32_t depth) {
-    OC_RETURN_ERROR_IF(depth > c->max_depth, c->err, OC_ERR_DEPTH, off(c, p),
-                       "%s nested deeper than %u levels", d->name, c->max_depth);
     oc_msghdr *h = oc__hdr(msg);
     unk_buf unk = {(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
     oc_status st = OC_OK;
