@@ -151,6 +151,8 @@ typedef struct ext_item {
 
 typedef struct loader {
     const oc_parse_options *opts;
+    oc_external_resolve_fn resolve;
+    void *resolve_ctx;
     int dirfd;
     const char *base_dir;
     oc_error *err;
@@ -188,6 +190,53 @@ static char *override_path(const loader *l, const oc_str *loc) {
     return p;
 }
 
+/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17). */
+static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
+                              oc_mapped *out, oc_error *err) {
+    loader *l = ctx;
+    (void)err; /* the loader's own error record is the same one */
+    const char *why = location_problem(loc);
+    if (why) return ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data location %s", why);
+    if (l->dirfd < 0) { /* opened on first need: models without external data never touch it */
+        l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (l->dirfd < 0) return oc__fail_errno(l->err, errno, "cannot open directory %s", l->base_dir);
+    }
+    char *rel = strndup(loc->data, (size_t)loc->size);
+    char *ov = rel ? override_path(l, loc) : NULL;
+    if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    int fd = ov ? open(ov, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open_beneath(l->dirfd, rel);
+    const char *shown = ov ? ov : rel;
+    oc_status s = OC_OK;
+    char name[128];
+    tensor_name(t, name, sizeof name);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == EXDEV)
+            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                         "tensor '%s': external data file %s is or passes through a symbolic link",
+                         name, shown);
+        else
+            s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file %s",
+                               name, shown);
+    } else {
+        struct stat st;
+        if (fstat(fd, &st) != 0)
+            s = oc__fail_errno(l->err, errno, "cannot stat %s", shown);
+        else if (!S_ISREG(st.st_mode))
+            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                         "tensor '%s': external data file %s is not a regular file", name, shown);
+        else if (!ov && st.st_nlink > 1)
+            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                         "tensor '%s': external data file %s has several hard links", name, shown);
+        if (s == OC_OK) s = oc_map_fd(fd, shown, out, l->err);
+        close(fd);
+    }
+    free(ov);
+    free(rel);
+    return s;
+}
+
+/* Each distinct location is resolved once per load. */
 static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_str *loc,
                                uint32_t *index) {
     for (uint32_t i = 0; i < l->nfiles; i++)
@@ -195,8 +244,6 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
             *index = i;
             return OC_OK;
         }
-    const char *why = location_problem(loc);
-    if (why) return ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data location %s", why);
     if (l->nfiles == l->capfiles) {
         uint32_t cap = l->capfiles ? l->capfiles * 2 : 8;
         datafile *f = realloc(l->files, cap * sizeof *f);
@@ -206,46 +253,11 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
     }
     datafile *df = &l->files[l->nfiles];
     memset(df, 0, sizeof *df);
+    /* The key is kept NUL-free for messages; a location with a NUL never matches it, and
+     * resolvers refuse such locations. */
     df->key = strndup(loc->data, (size_t)loc->size);
     if (!df->key) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    if (l->dirfd < 0) { /* opened on first need: models without external data never touch it */
-        l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (l->dirfd < 0) {
-            int e = errno;
-            free(df->key);
-            return oc__fail_errno(l->err, e, "cannot open directory %s", l->base_dir);
-        }
-    }
-    char *ov = override_path(l, loc);
-    int fd = ov ? open(ov, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open_beneath(l->dirfd, df->key);
-    const char *shown = ov ? ov : df->key;
-    if (fd < 0) {
-        int e = errno;
-        oc_status st;
-        char name[128];
-        tensor_name(t, name, sizeof name);
-        if (e == ELOOP || e == EXDEV)
-            st = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
-                          "tensor '%s': external data file %s is or passes through a symbolic link",
-                          name, shown);
-        else
-            st = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file %s",
-                                name, shown);
-        free(ov);
-        free(df->key);
-        return st;
-    }
-    struct stat st;
-    oc_status s = OC_OK;
-    if (fstat(fd, &st) != 0)
-        s = oc__fail_errno(l->err, errno, "cannot stat %s", shown);
-    else if (!S_ISREG(st.st_mode))
-        s = ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data file %s is not a regular file", shown);
-    else if (!ov && st.st_nlink > 1)
-        s = ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data file %s has several hard links", shown);
-    if (s == OC_OK) s = oc_map_fd(fd, shown, &df->map, l->err);
-    close(fd);
-    free(ov);
+    oc_status s = l->resolve(l->resolve_ctx, t, loc, &df->map, l->err);
     if (s != OC_OK) {
         free(df->key);
         return s;
@@ -362,7 +374,7 @@ static oc_status attach_all(loader *l) {
     for (uint64_t i = 0; i < l->nitems; i++) {
         ext_item *it = &l->items[i];
         onnx_TensorProto *t = it->tensor;
-        if (o->no_copy)
+        if (o->no_copy) /* owner NULL: the resolver's source outlives the tensors (borrowed) */
             oc_bytes_set_shared(&t->raw_data, it->data, it->length, l->files[it->file].map.owner);
         else
             oc__bytes_adopt(&t->raw_data, buffers[i], it->length);
@@ -376,34 +388,61 @@ static oc_status attach_all(loader *l) {
     return OC_OK;
 }
 
+static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
+    const oc_parse_options *opts = l->opts;
+    if (opts->buffer.alignment & (opts->buffer.alignment - 1))
+        return oc__fail(l->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "alignment %llu is not a power of two",
+                        (unsigned long long)opts->buffer.alignment);
+    oc_status st = oc_visit_tensors(desc, msg, resolve_tensor, l);
+    if (st == OC_OK) st = attach_all(l);
+    for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
+        oc_owner_unref(l->files[i].map.owner);
+        free(l->files[i].key);
+    }
+    free(l->files);
+    free(l->items);
+    if (l->dirfd >= 0) close(l->dirfd);
+    return st;
+}
+
+static const oc_parse_options *or_defaults(const oc_parse_options *opts, oc_parse_options *d) {
+    if (opts) return opts;
+    oc_parse_options_init(d);
+    return d;
+}
+
 oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err) {
     if (!desc || !msg || !base_dir)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_load_external_data: missing argument");
     oc_parse_options defaults;
-    if (!opts) {
-        oc_parse_options_init(&defaults);
-        opts = &defaults;
-    }
-    if (opts->buffer.alignment & (opts->buffer.alignment - 1))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is not a power of two",
-                        (unsigned long long)opts->buffer.alignment);
     loader l;
     memset(&l, 0, sizeof l);
-    l.opts = opts;
+    l.opts = or_defaults(opts, &defaults);
+    l.resolve = resolve_file;
+    l.resolve_ctx = &l;
     l.base_dir = base_dir;
     l.err = err;
     l.dirfd = -1;
-    oc_status st = oc_visit_tensors(desc, msg, resolve_tensor, &l);
-    if (st == OC_OK) st = attach_all(&l);
-    for (uint32_t i = 0; i < l.nfiles; i++) { /* tensors hold their own references */
-        oc_owner_unref(l.files[i].map.owner);
-        free(l.files[i].key);
-    }
-    free(l.files);
-    free(l.items);
-    if (l.dirfd >= 0) close(l.dirfd);
-    return st;
+    return load_with(&l, desc, msg);
+}
+
+oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
+                                     oc_external_resolve_fn resolve, void *resolve_ctx,
+                                     const oc_parse_options *opts, oc_error *err) {
+    if (!desc || !msg || !resolve)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_load_external_data_with: missing argument");
+    oc_parse_options defaults;
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.opts = or_defaults(opts, &defaults);
+    l.resolve = resolve;
+    l.resolve_ctx = resolve_ctx;
+    l.err = err;
+    l.dirfd = -1;
+    return load_with(&l, desc, msg);
 }
 
 /* ---- writing: the generic part ---- */

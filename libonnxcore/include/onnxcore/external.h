@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "file.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +30,22 @@ extern "C" {
  * OC_ERR_UNSUPPORTED (no OpenSSL for checksums). On error the model is unchanged. */
 oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err);
+
+/* Finds the bytes a location names, for oc_load_external_data_with. It fills *out with the
+ * whole "file" (the tensor's offset and length apply within it) and one reference to its
+ * owner for the caller (owner NULL: the bytes live as long as the resolver's source and
+ * no_copy spans borrow them). It is called once per distinct location; the tensor is
+ * passed for error messages. Failures should name the tensor and the location. */
+typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *tensor,
+                                            const oc_str *location, oc_mapped *out,
+                                            oc_error *err);
+
+/* As oc_load_external_data, with locations resolved by `resolve` instead of files beneath
+ * a directory (libonnxz resolves them to archive entries). The `location` override and
+ * path rules of files do not apply; everything else does. */
+oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
+                                     oc_external_resolve_fn resolve, void *resolve_ctx,
+                                     const oc_parse_options *opts, oc_error *err);
 
 /* Where one tensor's bytes went, as a sink reports it. location must stay valid until the
  * encode call returns. */
