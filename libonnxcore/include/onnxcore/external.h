@@ -42,10 +42,12 @@ typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *t
 
 /* As oc_load_external_data, with locations resolved by `resolve` instead of files beneath
  * a directory (libonnxz resolves them to archive entries). The `location` override and
- * path rules of files do not apply; everything else does. */
+ * path rules of files do not apply; everything else does. With `restore` set, a loaded
+ * tensor's data_location is cleared instead of set to DEFAULT: the tensor returns to the
+ * form it had before a writer moved its bytes out (archives, spec/onnxz.md A-22). */
 oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
                                      oc_external_resolve_fn resolve, void *resolve_ctx,
-                                     const oc_parse_options *opts, oc_error *err);
+                                     int restore, const oc_parse_options *opts, oc_error *err);
 
 /* Where one tensor's bytes went, as a sink reports it. location must stay valid until the
  * encode call returns. */
