@@ -98,14 +98,44 @@ static oc_status read_len(dctx *c, const uint8_t **p, const uint8_t *end, uint64
     return OC_OK;
 }
 
-/* Skips one field of any wire type whose tag was already read; groups nest. */
-static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uint32_t wt,
-                            uint64_t number, const uint8_t *field, uint32_t depth) {
+static oc_status unk_append(dctx *c, unk_buf *u, const uint8_t *from, uint64_t n) {
+    if (u->size + n > u->cap) {
+        uint64_t cap = u->cap ? u->cap : 64;
+        while (cap < u->size + n) cap *= 2;
+        char *nd = oc_arena_alloc(c->arena, cap);
+        if (!nd) return nomem(c, from);
+        if (u->size) memcpy(nd, u->data, (size_t)u->size);
+        u->data = nd;
+        u->cap = cap;
+    }
+    memcpy(u->data + u->size, from, (size_t)n);
+    u->size += n;
+    return OC_OK;
+}
+
+static oc_status unk_varint(dctx *c, unk_buf *u, uint64_t v, const uint8_t *at) {
+    uint8_t tmp[10], *q = tmp;
+    while (v >= 0x80) {
+        *q++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *q++ = (uint8_t)v;
+    (void)at;
+    return unk_append(c, u, tmp, (uint64_t)(q - tmp));
+}
+
+/* Copies one unknown field whose tag was already read into u, the way protobuf writes it
+ * back: tag, varints and lengths in their shortest form, groups field by field (W-14). */
+static oc_status keep_unknown(dctx *c, unk_buf *u, const uint8_t **pp, const uint8_t *end,
+                              uint32_t wt, uint64_t number, const uint8_t *field,
+                              uint32_t depth) {
     const uint8_t *p = *pp;
     uint64_t v;
+    OC_FORWARD(unk_varint(c, u, number << 3 | wt, field));
     switch (wt) {
     case OC_WT_VARINT:
         OC_FORWARD(varint_or_fail(c, &p, end, &v, field, "value"));
+        OC_FORWARD(unk_varint(c, u, v, field));
         break;
     case OC_WT_I64:
     case OC_WT_I32: {
@@ -113,6 +143,7 @@ static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uin
         OC_RETURN_ERROR_IF((uint64_t)(end - p) < n, c->err, OC_ERR_TRUNCATED, off(c, field),
                            "field %llu: fixed-size value runs past the end",
                            (unsigned long long)number);
+        OC_FORWARD(unk_append(c, u, p, n));
         p += n;
         break;
     }
@@ -122,6 +153,8 @@ static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uin
                            "field %llu: length %llu runs past the end (%llu bytes left)",
                            (unsigned long long)number, (unsigned long long)v,
                            (unsigned long long)(end - p));
+        OC_FORWARD(unk_varint(c, u, v, field));
+        OC_FORWARD(unk_append(c, u, p, v));
         p += v;
         break;
     case OC_WT_SGROUP:
@@ -139,13 +172,14 @@ static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uin
                 OC_RETURN_ERROR_IF(inum != number, c->err, OC_ERR_MALFORMED, off(c, inner),
                                    "group %llu closed by end-group %llu",
                                    (unsigned long long)number, (unsigned long long)inum);
+                OC_FORWARD(unk_varint(c, u, number << 3 | OC_WT_EGROUP, inner));
                 break;
             }
             OC_RETURN_ERROR_IF(inum == 0 || inum > OC_MAX_FIELD_NUMBER || iwt > OC_WT_I32,
-                               c->err, OC_ERR_MALFORMED,
-                               off(c, inner), "invalid tag (field %llu, wire type %u)",
+                               c->err, OC_ERR_MALFORMED, off(c, inner),
+                               "invalid tag (field %llu, wire type %u)",
                                (unsigned long long)inum, iwt);
-            OC_FORWARD(skip_field(c, &p, end, iwt, inum, inner, depth + 1));
+            OC_FORWARD(keep_unknown(c, u, &p, end, iwt, inum, inner, depth + 1));
         }
         break;
     default:
@@ -153,21 +187,6 @@ static oc_status skip_field(dctx *c, const uint8_t **pp, const uint8_t *end, uin
                         "invalid wire type %u for field %llu", wt, (unsigned long long)number);
     }
     *pp = p;
-    return OC_OK;
-}
-
-static oc_status unk_append(dctx *c, unk_buf *u, const uint8_t *from, uint64_t n) {
-    if (u->size + n > u->cap) {
-        uint64_t cap = u->cap ? u->cap : 64;
-        while (cap < u->size + n) cap *= 2;
-        char *nd = oc_arena_alloc(c->arena, cap);
-        if (!nd) return nomem(c, from);
-        if (u->size) memcpy(nd, u->data, (size_t)u->size);
-        u->data = nd;
-        u->cap = cap;
-    }
-    memcpy(u->data + u->size, from, (size_t)n);
-    u->size += n;
     return OC_OK;
 }
 
@@ -240,19 +259,8 @@ static int enum_in_range(const oc_field *f, uint64_t v) {
  * there: re-encoded from its int32 value (sign-extended), not copied. */
 static oc_status unk_append_enum(dctx *c, unk_buf *u, const oc_field *f, uint64_t v,
                                  const uint8_t *field) {
-    uint8_t tmp[20], *q = tmp;
-    uint64_t parts[2] = {(uint64_t)f->number << 3 | OC_WT_VARINT,
-                         (uint64_t)(int64_t)(int32_t)(uint32_t)v};
-    for (int i = 0; i < 2; i++) {
-        uint64_t x = parts[i];
-        while (x >= 0x80) {
-            *q++ = (uint8_t)(x | 0x80);
-            x >>= 7;
-        }
-        *q++ = (uint8_t)x;
-    }
-    (void)field;
-    return unk_append(c, u, tmp, (uint64_t)(q - tmp));
+    OC_FORWARD(unk_varint(c, u, (uint64_t)f->number << 3 | OC_WT_VARINT, field));
+    return unk_varint(c, u, (uint64_t)(int64_t)(int32_t)(uint32_t)v, field);
 }
 
 /* A packed run of scalars: count, reserve once, then fill. */
@@ -380,8 +388,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         int known = f && (wt == f->wiretype ||
                           (wt == OC_WT_LEN && oc__is_repeated(f) && f->wiretype != OC_WT_LEN));
         if (!known) {
-            st = skip_field(c, &p, end, wt, number, field, depth);
-            if (st == OC_OK) st = unk_append(c, &unk, field, (uint64_t)(p - field));
+            st = keep_unknown(c, &unk, &p, end, wt, number, field, depth);
             if (st != OC_OK) break;
             continue;
         }

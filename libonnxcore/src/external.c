@@ -98,7 +98,7 @@ static int open_beneath(int dirfd, const char *rel) {
 #if defined(OC_HAVE_OPENAT2_H) && defined(SYS_openat2)
     struct open_how how;
     memset(&how, 0, sizeof how);
-    how.flags = (uint64_t)flags;
+    how.flags = (uint64_t)(unsigned)flags;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     long r = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
     if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)r;
