@@ -1,0 +1,120 @@
+/*
+ * tools/cli.h - what the onnxz subcommands share: the command table entry, option
+ * parsing, the error and message conventions, and small formatting helpers.
+ *
+ * Conventions every command follows:
+ *   exit 0  success;
+ *   exit 1  bad input or I/O failure, with exactly one stderr line
+ *           "onnxz: error: FILE: MESSAGE (at offset N)" (cli_fail);
+ *   exit 2  a usage error, with one stderr line "onnxz: usage error: ..." that ends with
+ *           a hint to run --help (cli_usage_error).
+ * Results go to stdout; diagnostics (-v) and errors go to stderr. A command prints its
+ * result only once it has everything it needs, so a failure never leaves partial output.
+ */
+#ifndef ONNXZ_TOOLS_CLI_H
+#define ONNXZ_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <onnxcore/onnxcore.h>
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define CLI_PRINTF(fmt_index, first_arg)
+#endif
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILURE = 1, CLI_EXIT_USAGE = 2 };
+
+/* Verbosity: -q sets CLI_QUIET, each -v adds one. */
+enum { CLI_QUIET = 0, CLI_NORMAL = 1, CLI_VERBOSE = 2 };
+
+#define CLI_MAX_OPTIONS 16
+#define CLI_MAX_POSITIONAL 8
+
+/* One entry of a command's option table; the table ends with a zeroed entry. The common
+ * options -q/--quiet, -v/--verbose and -h/--help are accepted everywhere and are not
+ * listed in the tables. */
+typedef struct cli_option {
+    char short_name;       /* '\0' when the option has no short form */
+    const char *long_name; /* without the leading "--"; NULL ends the table */
+    bool takes_value;      /* "--name VALUE", "--name=VALUE", "-xVALUE" or "-x VALUE" */
+} cli_option;
+
+/* The parsed command line of one command. seen[] and value[] are indexed like the
+ * command's option table. */
+typedef struct cli_args {
+    const char *command; /* the command's name, NULL for the global options */
+    bool seen[CLI_MAX_OPTIONS];
+    const char *value[CLI_MAX_OPTIONS];
+    const char *positional[CLI_MAX_POSITIONAL];
+    int npositional;
+    int verbosity;
+    bool help;
+} cli_args;
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary;            /* one line for `onnxz --help` */
+    const char *usage;              /* "onnxz NAME [options] ARGS", the first help line */
+    const char *help;               /* the rest of `onnxz help NAME` */
+    const cli_option *options;      /* may be NULL: no options beyond the common ones */
+    const char *const *arg_names;   /* names of the positional arguments, for messages */
+    int min_args;
+    int max_args;
+    int (*run)(const cli_args *args);
+} cli_command;
+
+/* Parses argv[first..argc) for a command (or the global options when args->command is
+ * NULL). args must come in with command and verbosity set; the rest is filled in. With
+ * stop_at_positional the parse ends at the first positional argument and *next gets its
+ * index (argc when there is none); otherwise options and arguments may be mixed and "--"
+ * ends the options. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing the error. A
+ * -h/--help ends the parse at once with args->help set. */
+int cli_parse(const cli_option *options, int argc, char **argv, int first,
+              bool stop_at_positional, cli_args *args, int *next);
+
+/* Prints "onnxz: usage error: [CMD: ]MESSAGE (see 'onnxz [CMD ]--help')" and returns
+ * CLI_EXIT_USAGE. command may be NULL. */
+int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Prints "onnxz: error: FILE: MESSAGE[ (at offset N)]" for a library error and returns
+ * CLI_EXIT_FAILURE. */
+int cli_fail(const char *file, const oc_error *err);
+/* The same for the tool's own errors (no offset). */
+int cli_fail_msg(const char *file, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Prints "onnxz: MESSAGE" to stderr when verbosity >= level (diagnostics, -v). */
+void cli_note(int verbosity, int level, const char *fmt, ...) CLI_PRINTF(3, 4);
+
+/* Flushes stdout and turns a failed write (full disk, closed pipe) into exit status 1. */
+int cli_finish(int status);
+
+/* "512 B", "1.5 KiB", "3.2 MiB"...: binary units with one decimal. */
+void cli_format_size(uint64_t bytes, char *buf, size_t size);
+
+/* Writes size bytes of untrusted text on one line: control bytes and DEL as \xNN, so a
+ * name from a model can never break the line structure of the output. */
+void cli_put_text(FILE *out, const char *data, uint64_t size);
+
+/* Milliseconds from a monotonic clock, for -v timings. */
+double cli_now_ms(void);
+
+/* How a command wants the tensors of EXTERNAL data_location. */
+typedef enum cli_external {
+    CLI_EXTERNAL_LOAD, /* read them from their data files, as onnx.load does */
+    CLI_EXTERNAL_KEEP  /* keep them as references; the data files are not opened */
+} cli_external;
+
+/* Loads a .onnx file the way every command does: mapped, tensors sharing the mapping
+ * (no_copy), so opening even a large model costs little. On failure prints the error
+ * and returns CLI_EXIT_FAILURE. */
+int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out);
+
+/* The commands (cmd_*.c). */
+extern const cli_command cmd_convert;
+extern const cli_command cmd_info;
+
+#endif

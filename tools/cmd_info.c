@@ -1,0 +1,367 @@
+/*
+ * tools/cmd_info.c - `onnxz info FILE [--json]`: what a model holds and where its bytes are.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "json.h"
+#include "model_stats.h"
+
+enum { INFO_OPT_JSON = 0 };
+
+static const cli_option info_options[] = {
+    {'\0', "json", false},
+    {'\0', NULL, false},
+};
+
+static const char *const info_arg_names[] = {"FILE"};
+
+/* Everything one report needs, gathered before anything is printed. */
+typedef struct info_report {
+    const char *path;
+    uint64_t file_size;
+    const onnx_ModelProto *model;
+    model_stats stats;
+} info_report;
+
+/* The ONNX default operator set has the empty domain; show it by its name. */
+static oc_str opset_domain(const onnx_OperatorSetIdProto *opset)
+{
+    static const char default_domain[] = "ai.onnx";
+    oc_str name = {default_domain, sizeof default_domain - 1};
+    return opset->domain.size ? opset->domain : name;
+}
+
+/* Whether the model has a graph with a name, and the name (a model may have no graph). */
+static int graph_name(const onnx_GraphProto *graph, oc_str *name)
+{
+    static const char empty[] = "";
+    name->data = empty;
+    name->size = 0;
+    if (!graph || !OC_HAS(GraphProto, graph, name)) return 0;
+    *name = graph->name;
+    return 1;
+}
+
+/* ---- human output: aligned "key: value" lines ------------------------------------ */
+
+#define KEY_WIDTH 22
+
+static void put_key(FILE *out, const char *key)
+{
+    int pad = KEY_WIDTH - (int)strlen(key) - 1;
+    fprintf(out, "%s:%*s", key, pad > 1 ? pad : 1, "");
+}
+
+/* "453914 bytes (443.3 KiB)", or just "15 bytes" below a KiB. */
+static void put_bytes(FILE *out, uint64_t bytes)
+{
+    char human[32];
+    fprintf(out, "%" PRIu64 " byte%s", bytes, bytes == 1 ? "" : "s");
+    if (bytes < 1024) return;
+    cli_format_size(bytes, human, sizeof human);
+    fprintf(out, " (%s)", human);
+}
+
+static void put_share_value(FILE *out, uint64_t tensors, uint64_t bytes)
+{
+    fprintf(out, "%" PRIu64 " tensor%s, ", tensors, tensors == 1 ? "" : "s");
+    put_bytes(out, bytes);
+}
+
+static void human_str(FILE *out, const char *key, int present, oc_str value)
+{
+    put_key(out, key);
+    if (present) cli_put_text(out, value.data, value.size);
+    else fputs("(not set)", out);
+    fputc('\n', out);
+}
+
+static void human_int(FILE *out, const char *key, int present, int64_t value)
+{
+    put_key(out, key);
+    if (present) fprintf(out, "%" PRId64 "\n", value);
+    else fputs("(not set)\n", out);
+}
+
+static void human_count(FILE *out, const char *key, uint64_t value)
+{
+    put_key(out, key);
+    fprintf(out, "%" PRIu64 "\n", value);
+}
+
+static void human_opsets(FILE *out, const onnx_ModelProto *m)
+{
+    put_key(out, "opset imports");
+    if (m->opset_import.count == 0) fputs("(none)", out);
+    for (uint64_t i = 0; i < m->opset_import.count; i++) {
+        const onnx_OperatorSetIdProto *op = m->opset_import.items[i];
+        oc_str domain;
+        if (!op) continue;
+        domain = opset_domain(op);
+        if (i) fputs(", ", out);
+        cli_put_text(out, domain.data, domain.size);
+        fprintf(out, ":%" PRId64, op->version);
+    }
+    fputc('\n', out);
+}
+
+static void human_tensors(FILE *out, const model_stats *s)
+{
+    put_key(out, "tensors");
+    put_share_value(out, s->tensors, s->tensor_bytes);
+    fputc('\n', out);
+    put_key(out, "  raw_data");
+    put_share_value(out, s->raw.tensors, s->raw.bytes);
+    fputc('\n', out);
+    put_key(out, "  typed fields");
+    put_share_value(out, s->typed.tensors, s->typed.bytes);
+    fputc('\n', out);
+    put_key(out, "  external data");
+    put_share_value(out, s->external.tensors, s->external.bytes);
+    if (s->external_unknown_length)
+        fprintf(out, ", %" PRIu64 " without a length", s->external_unknown_length);
+    fputc('\n', out);
+    for (uint64_t i = 0; i < s->nlocations; i++) {
+        const external_location *loc = &s->locations[i];
+        int pad = KEY_WIDTH - 4 - (int)loc->location.size - 1;
+        fputs("    ", out);
+        if (loc->location.size) cli_put_text(out, loc->location.data, loc->location.size);
+        else fputs("(no location)", out);
+        fprintf(out, ":%*s", pad > 1 ? pad : 1, "");
+        put_share_value(out, loc->tensors, loc->bytes);
+        fputc('\n', out);
+    }
+}
+
+static void print_human(FILE *out, const info_report *r)
+{
+    const onnx_ModelProto *m = r->model;
+    const model_stats *s = &r->stats;
+    oc_str name;
+    int has_name;
+    put_key(out, "file");
+    cli_put_text(out, r->path, strlen(r->path));
+    fputc('\n', out);
+    put_key(out, "file size");
+    put_bytes(out, r->file_size);
+    fputc('\n', out);
+    human_int(out, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
+    human_str(out, "producer name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
+    human_str(out, "producer version", OC_HAS(ModelProto, m, producer_version),
+              m->producer_version);
+    human_str(out, "domain", OC_HAS(ModelProto, m, domain), m->domain);
+    human_int(out, "model_version", OC_HAS(ModelProto, m, model_version), m->model_version);
+    human_opsets(out, m);
+    has_name = graph_name(m->graph, &name); /* before the call: argument order is unspecified */
+    human_str(out, "graph name", has_name, name);
+    human_count(out, "nodes", s->nodes);
+    human_count(out, "nodes (total)", s->nodes_total);
+    human_count(out, "initializers", s->initializers);
+    human_count(out, "sparse initializers", s->sparse_initializers);
+    human_count(out, "inputs", s->inputs);
+    human_count(out, "outputs", s->outputs);
+    human_count(out, "value_infos", s->value_infos);
+    human_count(out, "functions", s->functions);
+    human_count(out, "training infos", s->training_infos);
+    human_count(out, "metadata_props", s->metadata_props);
+    human_tensors(out, s);
+}
+
+/* ---- JSON output: one object, keys documented in the help text ------------------- */
+
+/* Starts the next member of an object: the separator, indentation and "key": . */
+static void json_key(FILE *out, int *first, const char *key)
+{
+    fputs(*first ? "\n  " : ",\n  ", out);
+    *first = 0;
+    json_put_cstring(out, key);
+    fputs(": ", out);
+}
+
+static void json_str(FILE *out, int *first, const char *key, int present, oc_str value)
+{
+    json_key(out, first, key);
+    if (present) json_put_string(out, value.data, value.size);
+    else fputs("null", out);
+}
+
+static void json_int(FILE *out, int *first, const char *key, int present, int64_t value)
+{
+    json_key(out, first, key);
+    if (present) fprintf(out, "%" PRId64, value);
+    else fputs("null", out);
+}
+
+static void json_count(FILE *out, int *first, const char *key, uint64_t value)
+{
+    json_key(out, first, key);
+    fprintf(out, "%" PRIu64, value);
+}
+
+static void json_share(FILE *out, int *first, const char *key, const tensor_share *share)
+{
+    json_key(out, first, key);
+    fprintf(out, "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", share->tensors,
+            share->bytes);
+}
+
+static void json_opsets(FILE *out, int *first, const onnx_ModelProto *m)
+{
+    json_key(out, first, "opset_import");
+    fputc('[', out);
+    for (uint64_t i = 0; i < m->opset_import.count; i++) {
+        const onnx_OperatorSetIdProto *op = m->opset_import.items[i];
+        oc_str domain;
+        if (!op) continue;
+        domain = opset_domain(op);
+        fputs(i ? ", {\"domain\": " : "{\"domain\": ", out);
+        json_put_string(out, domain.data, domain.size);
+        fprintf(out, ", \"version\": %" PRId64 "}", op->version);
+    }
+    fputc(']', out);
+}
+
+static void json_external(FILE *out, int *first, const model_stats *s)
+{
+    json_key(out, first, "external_data");
+    fprintf(out,
+            "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"unknown_length\": %" PRIu64
+            ", \"locations\": [",
+            s->external.tensors, s->external.bytes, s->external_unknown_length);
+    for (uint64_t i = 0; i < s->nlocations; i++) {
+        const external_location *loc = &s->locations[i];
+        fputs(i ? ",\n    {\"location\": " : "\n    {\"location\": ", out);
+        json_put_string(out, loc->location.data, loc->location.size);
+        fprintf(out, ", \"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", loc->tensors,
+                loc->bytes);
+    }
+    fputs(s->nlocations ? "\n  ]}" : "]}", out);
+}
+
+static void print_json(FILE *out, const info_report *r)
+{
+    const onnx_ModelProto *m = r->model;
+    const model_stats *s = &r->stats;
+    oc_str name;
+    int has_name;
+    int first = 1;
+    fputc('{', out);
+    json_key(out, &first, "file");
+    json_put_cstring(out, r->path);
+    json_count(out, &first, "file_size", r->file_size);
+    json_int(out, &first, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
+    json_str(out, &first, "producer_name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
+    json_str(out, &first, "producer_version", OC_HAS(ModelProto, m, producer_version),
+             m->producer_version);
+    json_str(out, &first, "domain", OC_HAS(ModelProto, m, domain), m->domain);
+    json_int(out, &first, "model_version", OC_HAS(ModelProto, m, model_version), m->model_version);
+    json_opsets(out, &first, m);
+    has_name = graph_name(m->graph, &name);
+    json_str(out, &first, "graph_name", has_name, name);
+    json_count(out, &first, "nodes", s->nodes);
+    json_count(out, &first, "nodes_total", s->nodes_total);
+    json_count(out, &first, "initializers", s->initializers);
+    json_count(out, &first, "sparse_initializers", s->sparse_initializers);
+    json_count(out, &first, "inputs", s->inputs);
+    json_count(out, &first, "outputs", s->outputs);
+    json_count(out, &first, "value_infos", s->value_infos);
+    json_count(out, &first, "functions", s->functions);
+    json_count(out, &first, "training_infos", s->training_infos);
+    json_count(out, &first, "metadata_props", s->metadata_props);
+    json_count(out, &first, "tensors", s->tensors);
+    json_count(out, &first, "tensor_bytes", s->tensor_bytes);
+    json_share(out, &first, "raw_data", &s->raw);
+    json_share(out, &first, "typed_data", &s->typed);
+    json_external(out, &first, s);
+    fputs("\n}\n", out);
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static int file_size(const char *path, uint64_t *size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return cli_fail_msg(path, "%s", strerror(errno));
+    *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    return CLI_EXIT_OK;
+}
+
+static int run_info(const cli_args *args)
+{
+    info_report report;
+    oc_model *model = NULL;
+    oc_error err;
+    int rc;
+    memset(&report, 0, sizeof report);
+    report.path = args->positional[0];
+    /* info reports where tensor bytes live, so external tensors stay references (and
+     * missing data files are no obstacle). */
+    rc = cli_load_model(report.path, CLI_EXTERNAL_KEEP, args->verbosity, &model);
+    if (rc == CLI_EXIT_OK) rc = file_size(report.path, &report.file_size);
+    if (rc == CLI_EXIT_OK) {
+        report.model = oc_model_proto_const(model);
+        oc_error_clear(&err);
+        if (model_stats_collect(oc_model_proto(model), &report.stats, &err) != OC_OK)
+            rc = cli_fail(report.path, &err);
+    }
+    if (rc == CLI_EXIT_OK) {
+        if (args->seen[INFO_OPT_JSON]) print_json(stdout, &report);
+        else print_human(stdout, &report);
+    }
+    model_stats_free(&report.stats);
+    oc_model_free(model);
+    return rc;
+}
+
+static const char info_help[] =
+    "Show what an ONNX model holds: header fields, graph and node counts, and how many\n"
+    "tensor bytes it has and where they live (raw_data in the file, the typed fields,\n"
+    "or external data files). The model is mapped, not read, so this is fast.\n"
+    "\n"
+    "Options:\n"
+    "      --json      print one JSON object instead of aligned lines\n"
+    "  -q, --quiet     accepted for symmetry; info always prints its report\n"
+    "  -v, --verbose   also print the load time to stderr\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Counts: nodes, initializers, sparse initializers, inputs, outputs and value_infos\n"
+    "are those of the main graph; \"nodes (total)\" adds the nodes of every subgraph\n"
+    "(If/Loop/Scan bodies at any depth), of the model functions and of the training\n"
+    "graphs. Tensors are all TensorProtos at any depth (initializers, Constant values,\n"
+    "sparse tensor parts, subgraphs...). Their bytes are split three ways:\n"
+    "  raw_data        the raw_data field, inside the file;\n"
+    "  typed fields    float_data, int32_data, int64_data, double_data, uint64_data and\n"
+    "                  string_data, counted as encoded: 4 or 8 bytes per float or\n"
+    "                  double, the varint size of each integer, the length of each string;\n"
+    "  external data   tensors with data_location EXTERNAL, by their `length` key,\n"
+    "                  grouped by their `location` key.\n"
+    "A tensor with bytes in two places is counted in both.\n"
+    "\n"
+    "JSON keys (stable; absent model fields are null):\n"
+    "  file, file_size, ir_version, producer_name, producer_version, domain,\n"
+    "  model_version, opset_import [{domain, version}] (the default domain shows as\n"
+    "  \"ai.onnx\"), graph_name, nodes, nodes_total, initializers, sparse_initializers,\n"
+    "  inputs, outputs, value_infos, functions, training_infos, metadata_props,\n"
+    "  tensors, tensor_bytes, raw_data {tensors, bytes}, typed_data {tensors, bytes},\n"
+    "  external_data {tensors, bytes, unknown_length,\n"
+    "                 locations [{location, tensors, bytes}]}\n"
+    "\n"
+    "Examples:\n"
+    "  onnxz info model.onnx\n"
+    "  onnxz info --json model.onnx | jq .tensor_bytes\n";
+
+const cli_command cmd_info = {
+    "info",
+    "show a model's fields, counts and tensor storage",
+    "onnxz info [options] FILE",
+    info_help,
+    info_options,
+    info_arg_names,
+    1,
+    1,
+    run_info,
+};
