@@ -16,14 +16,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-/* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
-oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
-                           oc_error *err);
-
-#ifdef __cplusplus
-}
-#endif
-
 #endif
 
 /* A whole file, read-only, kept alive by `owner`: the caller holds one reference and drops
@@ -68,5 +60,6 @@ oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, 
 #ifdef __cplusplus
 }
 #endif
+
 
 #endif

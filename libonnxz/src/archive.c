@@ -1,0 +1,409 @@
+/*
+ * archive.c - models as .onnxz archives (spec/onnxz.md): the writer places each large
+ * tensor as a STORED, aligned entry through onnxcore's external-data sink and appends the
+ * model as `__MODEL_PROTO`; the reader resolves tensors to entries through onnxcore's
+ * external-data loader, so every check of spec/external-data.md applies to archives too.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <onnxcore/external.h>
+
+#include "onnxz/archive.h"
+#include "internal/error.h"
+
+/* ---- entry names (A-10) ---- */
+
+/* Tensor entry names: a C identifier derived from the tensor name, at most this long
+ * before a uniqueness suffix, so that an unpacked archive has portable file names. */
+#define OZ_ENTRY_NAME_MAX 120
+
+/* Lower-cased names taken so far, in an open-addressing set. */
+typedef struct name_set {
+    char **slots;
+    uint64_t cap, count;
+} name_set;
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static int set_grow(name_set *s) {
+    uint64_t cap = s->cap ? s->cap * 2 : 256;
+    char **slots = calloc((size_t)cap, sizeof *slots);
+    if (!slots) return 0;
+    for (uint64_t i = 0; i < s->cap; i++) {
+        if (!s->slots[i]) continue;
+        uint64_t j = hash_str(s->slots[i]) & (cap - 1);
+        while (slots[j]) j = (j + 1) & (cap - 1);
+        slots[j] = s->slots[i];
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    return 1;
+}
+
+/* Adds lower-cased `name` unless present. 1: added, 0: present, -1: out of memory. */
+static int set_add(name_set *s, const char *name) {
+    if ((s->count + 1) * 2 > s->cap && !set_grow(s)) return -1;
+    char *low = strdup(name);
+    if (!low) return -1;
+    for (char *p = low; *p; p++) *p = (char)tolower((unsigned char)*p);
+    uint64_t j = hash_str(low) & (s->cap - 1);
+    while (s->slots[j]) {
+        if (strcmp(s->slots[j], low) == 0) {
+            free(low);
+            return 0;
+        }
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->slots[j] = low;
+    s->count++;
+    return 1;
+}
+
+static void set_free(name_set *s) {
+    for (uint64_t i = 0; i < s->cap; i++) free(s->slots[i]);
+    free(s->slots);
+}
+
+/* Writes the entry name for a tensor into out (OZ_ENTRY_NAME_MAX + 24 bytes): the name
+ * with every byte outside [A-Za-z0-9_] replaced by '_', "t" in front when it would start
+ * with a digit or with "__" (reserved for the format's own entries), "tensor" when empty;
+ * then "_2", "_3", ... until no earlier entry has the same name ignoring case. */
+static int entry_name(name_set *taken, const oc_str *tname, char *out) {
+    char base[OZ_ENTRY_NAME_MAX + 2];
+    size_t n = 0;
+    int need_prefix = tname->size == 0 || (tname->data[0] >= '0' && tname->data[0] <= '9') ||
+                      (tname->size >= 2 && tname->data[0] == '_' && tname->data[1] == '_');
+    if (tname->size == 0) {
+        memcpy(base, "tensor", 7);
+        n = 6;
+    } else {
+        if (need_prefix) base[n++] = 't';
+        for (uint64_t i = 0; i < tname->size && n < OZ_ENTRY_NAME_MAX; i++) {
+            unsigned char c = (unsigned char)tname->data[i];
+            base[n++] = (char)(isalnum(c) && c < 0x80 ? c : (c == '_' ? '_' : '_'));
+        }
+        base[n] = '\0';
+    }
+    for (uint64_t k = 1;; k++) {
+        if (k == 1)
+            snprintf(out, OZ_ENTRY_NAME_MAX + 24, "%s", base);
+        else
+            snprintf(out, OZ_ENTRY_NAME_MAX + 24, "%s_%llu", base, (unsigned long long)k);
+        int r = set_add(taken, out);
+        if (r != 0) return r;
+    }
+}
+
+/* ---- writing ---- */
+
+typedef struct writer_ctx {
+    oz_zip_writer *zip;
+    name_set taken;
+    oc_arena *names;      /* entry names live until the model is encoded */
+    uint8_t *model;       /* the serialized model, gathered in memory */
+    uint64_t model_size, model_cap;
+} writer_ctx;
+
+static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
+                           oc_error *err) {
+    writer_ctx *w = ctx;
+    char *name = oc_arena_alloc(w->names, OZ_ENTRY_NAME_MAX + 24);
+    if (!name) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    int r = entry_name(&w->taken, &t->name, name);
+    if (r < 0) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OZ_FORWARD(oz_zip_writer_add(w->zip, name, t->raw_data.data, t->raw_data.size, NULL, err));
+    ref->location = name;
+    ref->has_offset = 0; /* the entry is the tensor: offset 0 */
+    ref->length = t->raw_data.size;
+    return OC_OK;
+}
+
+static oc_status gather_model(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    writer_ctx *w = ctx;
+    if (size > w->model_cap - w->model_size) {
+        uint64_t cap = w->model_cap ? w->model_cap : 1u << 16;
+        while (cap - w->model_size < size) cap *= 2;
+        uint8_t *p = realloc(w->model, (size_t)cap);
+        if (!p) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the model");
+        w->model = p;
+        w->model_cap = cap;
+    }
+    memcpy(w->model + w->model_size, data, (size_t)size);
+    w->model_size += size;
+    return OC_OK;
+}
+
+oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
+                                  const oz_archive_options *opts, oc_error *err) {
+    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
+    if (!opts) opts = &defaults;
+    if (!desc || !msg || !path)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: missing argument");
+    const oc_serialize_options *so = &opts->serialize;
+    if (so->buffer.alignment > UINT32_MAX)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is too large",
+                        (unsigned long long)so->buffer.alignment);
+    writer_ctx w;
+    memset(&w, 0, sizeof w);
+    w.names = oc_arena_new();
+    if (!w.names || set_add(&w.taken, OZ_MODEL_ENTRY) < 0) {
+        oc_arena_free(w.names);
+        set_free(&w.taken);
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    oc_status st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite,
+                                      &w.zip, err);
+    if (st == OC_OK)
+        st = oc_encode_external(desc, msg, so->buffer.raw_data_threshold, put_entry, &w,
+                                gather_model, &w, err);
+    /* The model last: tools can rewrite it without moving a single weight. */
+    if (st == OC_OK && opts->deflate_model)
+        st = oz_zip_writer_add_deflated(w.zip, OZ_MODEL_ENTRY, w.model, w.model_size, -1, err);
+    else if (st == OC_OK)
+        st = oz_zip_writer_add(w.zip, OZ_MODEL_ENTRY, w.model, w.model_size, NULL, err);
+    if (st == OC_OK) st = oz_zip_writer_finish(w.zip, err);
+    oz_zip_writer_free(w.zip); /* abandons the temporary file unless finished */
+    free(w.model);
+    set_free(&w.taken);
+    oc_arena_free(w.names);
+    return st;
+}
+
+oc_status oz_archive_save(const oc_model *model, const char *path,
+                          const oz_archive_options *opts, oc_error *err) {
+    if (!model) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: no model");
+    return oz_archive_save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), path,
+                                   opts, err);
+}
+
+/* ---- reading ---- */
+
+struct oz_archive {
+    oz_zip_reader *zip;
+    char *path;
+    uint64_t model_index;
+};
+
+/* an archive of a later format version says so in __ONNXZ_VERSION; refuse it. */
+static oc_status check_version(const oz_archive *ar, oc_error *err) {
+    uint64_t index;
+    oc_error tmp;
+    if (oz_zip_reader_find(ar->zip, OZ_VERSION_ENTRY, &index, &tmp) != OC_OK) return OC_OK;
+    oc_bytes b = {0};
+    OZ_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
+    uint64_t v = 0;
+    int digits = b.size > 0 && b.size <= 9;
+    for (uint64_t i = 0; digits && i < b.size; i++) {
+        digits = b.data[i] >= '0' && b.data[i] <= '9';
+        v = v * 10 + (uint64_t)(b.data[i] - '0');
+    }
+    oc_bytes_release(&b);
+    if (!digits || v > OZ_ARCHIVE_VERSION)
+        return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "archive format version %s is newer than this reader (%u) (A-40)",
+                        digits ? "above 1" : "unreadable", OZ_ARCHIVE_VERSION);
+    return OC_OK;
+}
+
+oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
+                          oz_archive **out, oc_error *err) {
+    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
+    oz_archive *ar = calloc(1, sizeof *ar);
+    if (!ar || !(ar->path = strdup(path))) {
+        free(ar);
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    oc_status st = oz_zip_reader_open(path, zip_opts, &ar->zip, err);
+    if (st == OC_OK) {
+        oc_error tmp;
+        if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
+            st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                          "not an ONNX archive: no " OZ_MODEL_ENTRY " entry (A-1)");
+    }
+    if (st == OC_OK) st = check_version(ar, err);
+    if (st != OC_OK) {
+        oz_archive_close(ar);
+        return st;
+    }
+    *out = ar;
+    return OC_OK;
+}
+
+void oz_archive_close(oz_archive *ar) {
+    if (!ar) return;
+    oz_zip_reader_close(ar->zip);
+    free(ar->path);
+    free(ar);
+}
+
+const oz_zip_reader *oz_archive_zip(const oz_archive *ar) { return ar ? ar->zip : NULL; }
+
+static void free_owned(void *p) { oc_bytes_free_buffer(p); }
+
+/* Turns an entry's bytes into (data, size, owner reference): owned buffers (inflated
+ * entries, pread copies) get an owner token of their own so that no_copy spans can share
+ * them like a mapping. */
+static oc_status to_mapped(oc_bytes *b, oc_mapped *out, oc_error *err) {
+    out->data = b->data;
+    out->size = b->size;
+    out->owner = NULL;
+    if (b->mode == OC_BYTES_SHARED) {
+        out->owner = oc_owner_ref(b->owner);
+    } else if (b->mode == OC_BYTES_OWNED && b->data) {
+        out->owner = oc_owner_new(free_owned, (void *)(uintptr_t)b->data);
+        if (!out->owner) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        memset(b, 0, sizeof *b); /* the token frees the buffer now */
+    }
+    oc_bytes_release(b);
+    return OC_OK;
+}
+
+/* Resolves a tensor's location to its entry. */
+static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
+                               oc_mapped *out, oc_error *err) {
+    const oz_archive *ar = ctx;
+    char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
+    char tname[96];
+    snprintf(tname, sizeof tname, "%.*s", t->name.size > 80 ? 80 : (int)t->name.size, t->name.data);
+    if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
+        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                        "tensor '%s': its location names no entry of the archive (A-21)", tname);
+    memcpy(name, loc->data, (size_t)loc->size);
+    name[loc->size] = '\0';
+    uint64_t index;
+    oc_error tmp;
+    if (oz_zip_reader_find(ar->zip, name, &index, &tmp) != OC_OK || index == ar->model_index)
+        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                        "tensor '%s': the archive has no entry '%.200s' (A-21)", tname, name);
+    oz_zip_entry e;
+    OZ_FORWARD(oz_zip_reader_entry(ar->zip, index, &e, err));
+    const oc_str *len = oc_tensor_external_value(t, "length");
+    const oc_str *off = oc_tensor_external_value(t, "offset");
+    char want[24];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)e.uncompressed_size);
+    if ((off && !oc_str_eq(*off, "0")) || (len && !oc_str_eq(*len, want)))
+        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': entry '%.200s' holds %llu bytes, which is not what the "
+                        "tensor's offset and length say (A-21)",
+                        tname, name, (unsigned long long)e.uncompressed_size);
+    oc_bytes b = {0};
+    OZ_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
+    return to_mapped(&b, out, err);
+}
+
+/* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. */
+static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts,
+                              oc_model **out, oc_error *err) {
+    oc_bytes b = {0};
+    OZ_FORWARD(oz_zip_reader_read(ar->zip, ar->model_index, &b, err));
+    oc_mapped m;
+    OZ_FORWARD(to_mapped(&b, &m, err));
+    oc_model *model = oc_model_new();
+    oc_status st = model ? OC_OK : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (st == OC_OK)
+        st = oc_decode(&onnx_ModelProto_desc, oc_model_proto(model), m.data, m.size,
+                       oc_model_arena(model), opts, m.owner, err);
+    oc_owner_unref(m.owner);
+    if (st != OC_OK) {
+        oc_model_free(model);
+        return st;
+    }
+    *out = model;
+    return OC_OK;
+}
+
+oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
+                                oc_model **out, oc_error *err) {
+    if (!ar || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_load_model: missing argument");
+    oc_model *m;
+    OZ_FORWARD(decode_model(ar, opts, &m, err));
+    if (!opts || !opts->skip_external_data) {
+        oc_status st = oc_load_external_data_with(&onnx_ModelProto_desc, oc_model_proto(m),
+                                                  resolve_entry, (void *)(uintptr_t)ar, 1, opts, err);
+        if (st != OC_OK) {
+            oc_model_free(m);
+            return st;
+        }
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
+                          oc_error *err) {
+    oz_archive *ar;
+    OZ_FORWARD(oz_archive_open(path, NULL, &ar, err));
+    oc_status st = oz_archive_load_model(ar, opts, out, err);
+    oz_archive_close(ar); /* tensors keep the mapping alive on their own */
+    return st;
+}
+
+typedef struct find_ctx {
+    const char *name;
+    onnx_TensorProto *found;
+} find_ctx;
+
+static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
+    find_ctx *f = ctx;
+    if (oc_str_eq(t->name, f->name)) {
+        f->found = t;
+        return OC_ERR_EXISTS; /* stops the walk */
+    }
+    return OC_OK;
+}
+
+oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
+                                 oc_error *err) {
+    if (!ar || !tensor_name || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_read_tensor: missing argument");
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    po.no_copy = 1;
+    po.buffer.raw_data_threshold = 0;
+    oc_model *m;
+    OZ_FORWARD(decode_model(ar, &po, &m, err));
+    find_ctx f = {tensor_name, NULL};
+    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), find_tensor, &f);
+    oc_status st;
+    if (!f.found) {
+        st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%.200s'",
+                      tensor_name);
+    } else if (!oc_tensor_is_external(f.found)) {
+        st = oc_bytes_copy(out, &f.found->raw_data, err); /* an inline (small) tensor */
+    } else {
+        oc_mapped mp;
+        const oc_str *loc = oc_tensor_external_value(f.found, "location");
+        st = loc ? resolve_entry((void *)(uintptr_t)ar, f.found, loc, &mp, err)
+                 : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%.200s' has no location",
+                            tensor_name);
+        if (st == OC_OK) {
+            if (mp.owner)
+                oc_bytes_set_shared(out, mp.data, mp.size, mp.owner);
+            else
+                oc_bytes_set_borrowed(out, mp.data, mp.size);
+            oc_owner_unref(mp.owner);
+        }
+    }
+    oc_model_free(m);
+    return st;
+}
+
+int oz_is_archive_file(const char *path) {
+    unsigned char sig[4];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, sig, sizeof sig);
+    close(fd);
+    /* A local header first, or the end record of an empty archive. */
+    return n == 4 && sig[0] == 'P' && sig[1] == 'K' &&
+           ((sig[2] == 3 && sig[3] == 4) || (sig[2] == 5 && sig[3] == 6));
+}

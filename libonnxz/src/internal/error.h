@@ -1,0 +1,48 @@
+/*
+ * internal/error.h - how libonnxz reports errors (the conventions of libonnxcore's
+ * internal/error.h, with the oz__ prefix).
+ *
+ * oz__fail() fills the caller's oc_error where a fault is found and returns the code;
+ * callers above only forward the status (OZ_FORWARD), so the first error wins.
+ */
+#ifndef ONNXZ_INTERNAL_ERROR_H
+#define ONNXZ_INTERNAL_ERROR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <onnxcore/status.h>
+
+#if defined(__GNUC__)
+#define OZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define OZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define OZ_PRINTF(f, a)
+#define OZ_UNLIKELY(x) (x)
+#endif
+
+/* Fills err (if not NULL) and returns code. offset may be OC_NO_OFFSET. The message is
+ * kept to one line (line breaks become spaces). */
+oc_status oz__fail(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
+    OZ_PRINTF(4, 5);
+/* As oz__fail for a failed system call: records errnum and appends strerror. The code
+ * is OC_ERR_NOMEM for ENOMEM, OC_ERR_NOT_FOUND for ENOENT, else OC_ERR_IO. */
+oc_status oz__fail_errno(oc_error *err, int errnum, const char *fmt, ...) OZ_PRINTF(3, 4);
+
+#define OZ_FORWARD(expr)                                                                   \
+    do {                                                                                   \
+        oc_status oz_fwd_status_ = (expr);                                                 \
+        if (OZ_UNLIKELY(oz_fwd_status_ != OC_OK)) return oz_fwd_status_;                   \
+    } while (0)
+
+#define OZ_RETURN_ERROR_IF(cond, err, code, offset, ...)                                   \
+    do {                                                                                   \
+        if (OZ_UNLIKELY(cond)) return oz__fail((err), (code), (offset), __VA_ARGS__);      \
+    } while (0)
+
+/* A name from an archive, fit for a message: printable ASCII kept, other bytes as \xNN,
+ * cut at about 80 characters with "...". Returns out. */
+#define OZ_QUOTE_MAX 100
+const char *oz__quote(const uint8_t *name, size_t len, char out[OZ_QUOTE_MAX]);
+
+#endif

@@ -1,0 +1,973 @@
+/*
+ * zip_read.c - opening ZIP archives from untrusted sources (spec/onnxz-zip.md, Z-60..Z-78).
+ *
+ * Nothing from the file is trusted before it is checked. Opening proceeds outside in:
+ * the end record (and zip64 end record), then the central directory's place in the file,
+ * then every central header, then every local header against its central header, then
+ * the entries' byte ranges against each other. Only then is the reader handed out, and
+ * from then on it is immutable, so reads from many threads need no locking.
+ *
+ * Bytes come from one of two sources: memory (a mapping of the file, or the caller's
+ * buffer), read in place; or a file descriptor, read with pread into small buffers. Every
+ * access goes through src_read/src_view after its range has been checked against the
+ * file size, with lengths compared to what is left (never `offset + length` first).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <onnxcore/file.h>
+
+#include "internal/crc.h"
+#include "internal/cursor.h"
+#include "internal/error.h"
+#include "internal/zipfmt.h"
+#include "onnxz/zip.h"
+
+/* Chunk size for pread-based reading, CRC checks and inflation. */
+#define CHUNK ((size_t)1 << 18)
+
+typedef struct rentry {
+    uint64_t name_off; /* into the names blob */
+    uint32_t name_len;
+    uint16_t method;
+    uint16_t flags;
+    uint32_t crc;
+    uint64_t csize;
+    uint64_t usize;
+    uint64_t lho;      /* local header offset */
+    uint64_t data_off;
+    uint64_t cd_at;    /* offset of the central header, for messages */
+} rentry;
+
+struct oz_zip_reader {
+    int fd;               /* pread source (our own descriptor), or -1 */
+    const uint8_t *base;  /* memory source, when fd < 0 */
+    uint64_t size;
+    oc_owner *owner;      /* keeps base alive (one reference held); may be NULL */
+    uint64_t cd_off, cd_size;
+    rentry *e;
+    uint64_t count;
+    uint8_t *names;
+    oz__nametab tab;
+    int zip64;
+    uint8_t *comment;
+    uint32_t comment_len;
+    uint64_t max_entries, max_central_dir, max_inflated;
+    uint32_t max_name_len;
+};
+
+static void name_of(const void *ctx, uint32_t i, const uint8_t **name, size_t *len) {
+    const oz_zip_reader *r = ctx;
+    *name = r->names + r->e[i].name_off;
+    *len = r->e[i].name_len;
+}
+
+static const char *qname(const oz_zip_reader *r, const rentry *e, char q[OZ_QUOTE_MAX]) {
+    return oz__quote(r->names + e->name_off, e->name_len, q);
+}
+
+/* ---- the source ---- */
+
+/* Copies n bytes at off into buf; the caller has checked that they are inside the file. */
+static oc_status src_read(const oz_zip_reader *r, uint64_t off, void *buf, uint64_t n,
+                          oc_error *err) {
+    if (r->fd < 0) {
+        if (n) memcpy(buf, r->base + off, (size_t)n);
+        return OC_OK;
+    }
+    uint8_t *p = buf;
+    while (n) {
+        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)n;
+        ssize_t got = pread(r->fd, p, want, (off_t)off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return oz__fail_errno(err, errno, "cannot read the archive at offset %llu",
+                                           (unsigned long long)off);
+        if (got == 0)
+            return oz__fail(err, OC_ERR_TRUNCATED, off,
+                            "the archive ended early (did it change while open?)");
+        p += got;
+        off += (uint64_t)got;
+        n -= (uint64_t)got;
+    }
+    return OC_OK;
+}
+
+/* n bytes at off (inside the file): in place for memory sources, else read into *tmp
+ * (reallocated to fit; the caller frees it). */
+static oc_status src_view(const oz_zip_reader *r, uint64_t off, uint64_t n, uint8_t **tmp,
+                          const uint8_t **out, oc_error *err) {
+    if (r->fd < 0) {
+        *out = r->base + off;
+        return OC_OK;
+    }
+    uint8_t *p = realloc(*tmp, n ? (size_t)n : 1);
+    OZ_RETURN_ERROR_IF(!p, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    *tmp = p;
+    OZ_FORWARD(src_read(r, off, p, n, err));
+    *out = p;
+    return OC_OK;
+}
+
+/* ---- extra fields ---- */
+
+/* Walks the extra field (Z-69) and finds the zip64 record. Records must not overrun the
+ * field; fewer than 4 bytes left at the end are ignored (as other readers do). */
+static oc_status find_zip64(const uint8_t *x, uint64_t xlen, uint64_t at, const uint8_t **z64,
+                            uint16_t *z64_len, oc_error *err) {
+    *z64 = NULL;
+    *z64_len = 0;
+    oz__cursor c = oz__cursor_make(x, xlen);
+    while (c.left >= 4) {
+        uint16_t id = oz__get16(&c);
+        uint16_t len = oz__get16(&c);
+        const uint8_t *data = oz__take(&c, len);
+        OZ_RETURN_ERROR_IF(!data, err, OC_ERR_MALFORMED, at,
+                           "extra field record 0x%04x of %u bytes overruns its header (Z-69)",
+                           id, len);
+        if (id == OZ_EXTRA_ZIP64 && !*z64) {
+            *z64 = data;
+            *z64_len = len;
+        }
+    }
+    return OC_OK;
+}
+
+/* ---- opening: the end records ---- */
+
+typedef struct eocd_info {
+    uint64_t at;          /* offset of the end record */
+    uint64_t end_of_cd;   /* where the central directory must end */
+    uint64_t count, cd_size, cd_off;
+} eocd_info;
+
+static int starts_like_zip(const oz_zip_reader *r) {
+    uint8_t b[4];
+    if (r->size < 4 || src_read(r, 0, b, 4, NULL) != OC_OK) return 0;
+    return oz__le32(b) == OZ_SIG_LOCAL;
+}
+
+/* Z-60..Z-62: the end record is the one whose comment reaches exactly the end of the file;
+ * there must be exactly one such. */
+static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
+    if (r->size < OZ_EOCD_SIZE) {
+        OZ_RETURN_ERROR_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size,
+                           "the archive is cut short: no end of central directory record (Z-60)");
+        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "not a ZIP archive: %llu bytes, too small for an end record (Z-60)",
+                        (unsigned long long)r->size);
+    }
+    uint64_t tail_len = r->size < OZ_ZIP_EOCD_SEARCH ? r->size : OZ_ZIP_EOCD_SEARCH;
+    uint64_t tail_off = r->size - tail_len;
+    uint8_t *tmp = NULL;
+    const uint8_t *tail;
+    oc_status st = src_view(r, tail_off, tail_len, &tmp, &tail, err);
+    if (st != OC_OK) {
+        free(tmp);
+        return st;
+    }
+    int found = 0, seen = 0;
+    uint64_t found_at = 0, first_end = 0, first_at = 0;
+    for (uint64_t pos = tail_len - OZ_EOCD_SIZE;; pos--) {
+        if (oz__le32(tail + pos) == OZ_SIG_EOCD) {
+            uint64_t end = pos + OZ_EOCD_SIZE + oz__le16(tail + pos + 20);
+            if (!seen) {
+                seen = 1;
+                first_end = end;
+                first_at = tail_off + pos;
+            }
+            if (end == tail_len) {
+                if (found) {
+                    free(tmp);
+                    return oz__fail(err, OC_ERR_MALFORMED, tail_off + pos,
+                                    "two end of central directory records both end the file "
+                                    "(at %llu and %llu) (Z-61)",
+                                    (unsigned long long)(tail_off + pos),
+                                    (unsigned long long)found_at);
+                }
+                found = 1;
+                found_at = tail_off + pos;
+            }
+        }
+        if (pos == 0) break;
+    }
+    free(tmp);
+    if (found) {
+        *eocd_at = found_at;
+        return OC_OK;
+    }
+    if (seen && first_end > tail_len)
+        return oz__fail(err, OC_ERR_TRUNCATED, first_at,
+                        "the end record's comment runs %llu bytes past the end of the file (Z-62)",
+                        (unsigned long long)(first_end - tail_len));
+    if (seen)
+        return oz__fail(err, OC_ERR_MALFORMED, first_at,
+                        "%llu bytes follow the end record and its comment (Z-62)",
+                        (unsigned long long)(tail_len - first_end));
+    OZ_RETURN_ERROR_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                       "the archive is cut short: no end of central directory record (Z-60)");
+    return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                    "not a ZIP archive: no end of central directory record (Z-60)");
+}
+
+static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk16,
+                                uint16_t cd_disk16, uint16_t n_disk16, uint16_t n16,
+                                uint32_t cd_size32, uint32_t cd_off32, eocd_info *out,
+                                oc_error *err) {
+    uint8_t b[OZ_ZIP64_EOCD_SIZE];
+    OZ_FORWARD(src_read(r, loc_at, b, OZ_ZIP64_LOCATOR_SIZE, err));
+    oz__cursor c = oz__cursor_make(b, OZ_ZIP64_LOCATOR_SIZE);
+    (void)oz__get32(&c);
+    uint32_t z_disk = oz__get32(&c);
+    uint64_t z_at = oz__get64(&c);
+    uint32_t disks = oz__get32(&c);
+    OZ_RETURN_ERROR_IF(z_disk != 0 || disks > 1, err, OC_ERR_UNSUPPORTED, loc_at,
+                       "multi-disk archives are not supported (the zip64 locator names %u "
+                       "disks) (Z-63)", disks);
+    OZ_RETURN_ERROR_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err,
+                       OC_ERR_MALFORMED, loc_at,
+                       "the zip64 locator points at %llu, where no zip64 end record fits "
+                       "before it (Z-64)", (unsigned long long)z_at);
+    OZ_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
+    c = oz__cursor_make(b, OZ_ZIP64_EOCD_SIZE);
+    OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_ZIP64_EOCD, err, OC_ERR_MALFORMED, z_at,
+                       "no zip64 end record where the locator points (Z-64)");
+    uint64_t rec = oz__get64(&c);
+    OZ_RETURN_ERROR_IF(rec < OZ_ZIP64_EOCD_SIZE - 12 || rec != loc_at - z_at - 12, err,
+                       OC_ERR_INCONSISTENT, z_at,
+                       "the zip64 end record's size (%llu) does not reach the locator (Z-64)",
+                       (unsigned long long)rec);
+    (void)oz__get16(&c); /* version made by */
+    (void)oz__get16(&c); /* version needed */
+    uint32_t disk = oz__get32(&c);
+    uint32_t cd_disk = oz__get32(&c);
+    uint64_t n_disk = oz__get64(&c);
+    uint64_t n = oz__get64(&c);
+    uint64_t cd_size = oz__get64(&c);
+    uint64_t cd_off = oz__get64(&c);
+    OZ_RETURN_ERROR_IF(disk != 0 || cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
+                       "multi-disk archives are not supported (Z-63)");
+    OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at,
+                       "the zip64 end record counts %llu entries on this disk but %llu in all "
+                       "(Z-63)", (unsigned long long)n_disk, (unsigned long long)n);
+    /* Z-64: a field of the end record is either the zip64 value or all ones. */
+    OZ_RETURN_ERROR_IF((disk16 != 0 && disk16 != OZ_MAX16) ||
+                           (cd_disk16 != 0 && cd_disk16 != OZ_MAX16) ||
+                           (n16 != OZ_MAX16 && n16 != n) ||
+                           (n_disk16 != OZ_MAX16 && n_disk16 != n_disk) ||
+                           (cd_size32 != OZ_MAX32 && cd_size32 != cd_size) ||
+                           (cd_off32 != OZ_MAX32 && cd_off32 != cd_off),
+                       err, OC_ERR_INCONSISTENT, z_at,
+                       "the zip64 end record (%llu entries, central directory of %llu bytes at "
+                       "%llu) disagrees with the end record (%u, %u at %u) (Z-64)",
+                       (unsigned long long)n, (unsigned long long)cd_size,
+                       (unsigned long long)cd_off, n16, cd_size32, cd_off32);
+    out->end_of_cd = z_at;
+    out->count = n;
+    out->cd_size = cd_size;
+    out->cd_off = cd_off;
+    r->zip64 = 1;
+    return OC_OK;
+}
+
+static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
+    OZ_FORWARD(find_eocd(r, &out->at, err));
+    uint8_t b[OZ_EOCD_SIZE];
+    OZ_FORWARD(src_read(r, out->at, b, OZ_EOCD_SIZE, err));
+    oz__cursor c = oz__cursor_make(b, OZ_EOCD_SIZE);
+    (void)oz__get32(&c);
+    uint16_t disk = oz__get16(&c);
+    uint16_t cd_disk = oz__get16(&c);
+    uint16_t n_disk = oz__get16(&c);
+    uint16_t n = oz__get16(&c);
+    uint32_t cd_size = oz__get32(&c);
+    uint32_t cd_off = oz__get32(&c);
+    uint16_t clen = oz__get16(&c);
+    if (clen) {
+        r->comment = malloc(clen);
+        OZ_RETURN_ERROR_IF(!r->comment, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        OZ_FORWARD(src_read(r, out->at + OZ_EOCD_SIZE, r->comment, clen, err));
+        r->comment_len = clen;
+    }
+    if (out->at >= OZ_ZIP64_LOCATOR_SIZE) {
+        uint8_t sig[4];
+        uint64_t loc_at = out->at - OZ_ZIP64_LOCATOR_SIZE;
+        OZ_FORWARD(src_read(r, loc_at, sig, 4, err));
+        if (oz__le32(sig) == OZ_SIG_ZIP64_LOCATOR)
+            return read_zip64_end(r, loc_at, disk, cd_disk, n_disk, n, cd_size, cd_off, out,
+                                  err);
+    }
+    OZ_RETURN_ERROR_IF(disk != 0 || cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
+                       "multi-disk archives are not supported (disk %u) (Z-63)", disk);
+    OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at,
+                       "the end record counts %u entries on this disk but %u in all (Z-63)",
+                       n_disk, n);
+    OZ_RETURN_ERROR_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED,
+                       out->at,
+                       "the end record defers to zip64 records, but there is no zip64 "
+                       "locator (Z-64)");
+    out->end_of_cd = out->at;
+    out->count = n;
+    out->cd_size = cd_size;
+    out->cd_off = cd_off;
+    return OC_OK;
+}
+
+/* ---- opening: the central directory ---- */
+
+static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_t len,
+                            uint64_t at, oc_error *err) {
+    char q[OZ_QUOTE_MAX];
+    OZ_RETURN_ERROR_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at,
+                       "entry name '%s' is %u bytes, more than the limit of %u (Z-66)",
+                       oz__quote(name, len, q), len, r->max_name_len);
+    oz__name_fault f = oz__name_check(name, len, 1);
+    OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
+                       oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_MALFORMED, at,
+                       "entry name '%s' %s (%s)", oz__quote(name, len, q),
+                       oz__name_fault_text(f), oz__name_fault_rule(f));
+    return OC_OK;
+}
+
+/* Reads the next 64-bit value of a zip64 record for a field stored as all ones (Z-70). */
+static oc_status take_zip64(oz__cursor *z, const char *field, uint64_t *v, uint64_t at,
+                            const char *name, oc_error *err) {
+    uint64_t x = oz__get64(z);
+    OZ_RETURN_ERROR_IF(z->bad, err, OC_ERR_MALFORMED, at,
+                       "entry '%s': the %s is in a zip64 extra field that is missing or too "
+                       "short (Z-70)", name, field);
+    *v = x;
+    return OC_OK;
+}
+
+static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *err) {
+    uint64_t n = r->count, used = 0;
+    char q[OZ_QUOTE_MAX];
+    r->e = calloc(n ? (size_t)n : 1, sizeof *r->e);
+    r->names = malloc((size_t)(r->cd_size + n + 1));
+    OZ_RETURN_ERROR_IF(!r->e || !r->names || oz__nametab_init(&r->tab, n) != 0, err,
+                       OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    uint64_t names_len = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t at = r->cd_off + used;
+        oz__cursor c = oz__cursor_make(cd + used, r->cd_size - used);
+        OZ_RETURN_ERROR_IF(c.left < OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, at,
+                           "the central directory ends after %llu of its %llu entries (Z-67)",
+                           (unsigned long long)i, (unsigned long long)n);
+        OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at,
+                           "no central header signature for entry %llu (Z-68)",
+                           (unsigned long long)i);
+        (void)oz__get16(&c); /* version made by */
+        (void)oz__get16(&c); /* version needed */
+        uint16_t flags = oz__get16(&c);
+        uint16_t method = oz__get16(&c);
+        (void)oz__get32(&c); /* time, date */
+        uint32_t crc = oz__get32(&c);
+        uint32_t csize32 = oz__get32(&c);
+        uint32_t usize32 = oz__get32(&c);
+        uint16_t nlen = oz__get16(&c);
+        uint16_t xlen = oz__get16(&c);
+        uint16_t clen = oz__get16(&c);
+        uint16_t disk16 = oz__get16(&c);
+        (void)oz__get16(&c); /* internal attributes */
+        (void)oz__get32(&c); /* external attributes */
+        uint32_t lho32 = oz__get32(&c);
+        const uint8_t *name = oz__take(&c, nlen);
+        const uint8_t *x = oz__take(&c, xlen);
+        (void)oz__take(&c, clen);
+        OZ_RETURN_ERROR_IF(c.bad, err, OC_ERR_INCONSISTENT, at,
+                           "central header %llu runs past the end of the central directory "
+                           "(Z-68)", (unsigned long long)i);
+        OZ_FORWARD(check_name(r, name, nlen, at, err));
+        oz__quote(name, nlen, q);
+        OZ_RETURN_ERROR_IF(flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at,
+                           "entry '%s': encrypted central directories are not supported (Z-72)",
+                           q);
+        const uint8_t *z64;
+        uint16_t z64_len;
+        OZ_FORWARD(find_zip64(x, xlen, at, &z64, &z64_len, err));
+        oz__cursor z = oz__cursor_make(z64, z64_len);
+        uint64_t usize = usize32, csize = csize32, lho = lho32, disk = disk16;
+        if (usize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "uncompressed size", &usize, at, q, err));
+        if (csize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "compressed size", &csize, at, q, err));
+        if (lho32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "local header offset", &lho, at, q, err));
+        if (disk16 == OZ_MAX16) {
+            const uint8_t *d = oz__take(&z, 4);
+            OZ_RETURN_ERROR_IF(!d, err, OC_ERR_MALFORMED, at,
+                               "entry '%s': the disk number is in a zip64 extra field that is "
+                               "missing or too short (Z-70)", q);
+            disk = oz__le32(d);
+        }
+        OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at,
+                           "entry '%s' starts on disk %llu: multi-disk archives are not "
+                           "supported (Z-63)", q, (unsigned long long)disk);
+        OZ_RETURN_ERROR_IF(method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
+                           at, "STORED entry '%s' has a compressed size of %llu but an "
+                           "uncompressed size of %llu (Z-75)", q, (unsigned long long)csize,
+                           (unsigned long long)usize);
+        uint64_t h = oz__nametab_hash(&r->tab, name, nlen);
+        OZ_RETURN_ERROR_IF(oz__nametab_find(&r->tab, name, nlen, h, name_of, r) >= 0, err,
+                           OC_ERR_INCONSISTENT, at, "entry name '%s' appears twice (Z-71)", q);
+        rentry *e = &r->e[i];
+        e->name_off = names_len;
+        e->name_len = nlen;
+        memcpy(r->names + names_len, name, nlen);
+        r->names[names_len + nlen] = 0;
+        names_len += nlen + 1u;
+        e->method = method;
+        e->flags = flags;
+        e->crc = crc;
+        e->csize = csize;
+        e->usize = usize;
+        e->lho = lho;
+        e->cd_at = at;
+        oz__nametab_insert(&r->tab, (uint32_t)i, h);
+        used += OZ_CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
+    }
+    OZ_RETURN_ERROR_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used,
+                       "%llu bytes follow the last of the %llu central headers (Z-67)",
+                       (unsigned long long)(r->cd_size - used), (unsigned long long)n);
+    return OC_OK;
+}
+
+/* ---- opening: local headers (Z-73..Z-75) ---- */
+
+static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_error *err) {
+    char q[OZ_QUOTE_MAX];
+    qname(r, e, q);
+    uint64_t at = e->lho;
+    OZ_RETURN_ERROR_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
+                       "the local header of '%s' lies past the end of the file (Z-73)", q);
+    OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err,
+                       OC_ERR_INCONSISTENT, at,
+                       "the local header of '%s' overlaps the central directory (Z-73)", q);
+    uint8_t b[OZ_LOCAL_SIZE];
+    OZ_FORWARD(src_read(r, at, b, OZ_LOCAL_SIZE, err));
+    oz__cursor c = oz__cursor_make(b, OZ_LOCAL_SIZE);
+    OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at,
+                       "no local header signature where the central directory puts '%s' "
+                       "(Z-73)", q);
+    (void)oz__get16(&c); /* version needed */
+    uint16_t flags = oz__get16(&c);
+    uint16_t method = oz__get16(&c);
+    (void)oz__get32(&c); /* time, date */
+    uint32_t crc = oz__get32(&c);
+    uint32_t csize32 = oz__get32(&c);
+    uint32_t usize32 = oz__get32(&c);
+    uint16_t nlen = oz__get16(&c);
+    uint16_t xlen = oz__get16(&c);
+    uint64_t var = (uint64_t)nlen + xlen, var_at = at + OZ_LOCAL_SIZE;
+    OZ_RETURN_ERROR_IF(var > r->size - var_at, err, OC_ERR_TRUNCATED, at,
+                       "the local header of '%s' runs past the end of the file (Z-73)", q);
+    OZ_RETURN_ERROR_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at,
+                       "the local header of '%s' overlaps the central directory (Z-73)", q);
+    const uint8_t *v;
+    OZ_FORWARD(src_view(r, var_at, var, tmp, &v, err));
+    if (nlen != e->name_len || memcmp(v, r->names + e->name_off, nlen) != 0) {
+        char lq[OZ_QUOTE_MAX];
+        return oz__fail(err, OC_ERR_INCONSISTENT, at,
+                        "the local header names '%s' where the central directory names '%s' "
+                        "(Z-74)", oz__quote(v, nlen, lq), q);
+    }
+    OZ_RETURN_ERROR_IF(method != e->method, err, OC_ERR_INCONSISTENT, at,
+                       "entry '%s': compression method %u in the local header, %u in the "
+                       "central directory (Z-74)", q, method, e->method);
+    OZ_RETURN_ERROR_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT,
+                       at, "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
+                       "directory (Z-74)", q, flags, e->flags);
+    const uint8_t *z64;
+    uint16_t z64_len;
+    OZ_FORWARD(find_zip64(v + nlen, xlen, at, &z64, &z64_len, err));
+    oz__cursor z = oz__cursor_make(z64, z64_len);
+    uint64_t usize = usize32, csize = csize32;
+    if (usize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "uncompressed size", &usize, at, q, err));
+    if (csize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "compressed size", &csize, at, q, err));
+    /* With a data descriptor (bit 3) the local fields may be zero: the central directory is
+     * authoritative. Otherwise they must agree exactly. */
+    int desc = (e->flags & OZ_FLAG_DESCRIPTOR) != 0;
+    OZ_RETURN_ERROR_IF(crc != e->crc && !(desc && crc == 0), err, OC_ERR_INCONSISTENT, at,
+                       "entry '%s': CRC-32 0x%08x in the local header, 0x%08x in the central "
+                       "directory (Z-74)", q, crc, e->crc);
+    OZ_RETURN_ERROR_IF(csize != e->csize && !(desc && csize == 0), err, OC_ERR_INCONSISTENT, at,
+                       "entry '%s': compressed size %llu in the local header, %llu in the "
+                       "central directory (Z-74)", q, (unsigned long long)csize,
+                       (unsigned long long)e->csize);
+    OZ_RETURN_ERROR_IF(usize != e->usize && !(desc && usize == 0), err, OC_ERR_INCONSISTENT, at,
+                       "entry '%s': uncompressed size %llu in the local header, %llu in the "
+                       "central directory (Z-74)", q, (unsigned long long)usize,
+                       (unsigned long long)e->usize);
+    e->data_off = var_at + var;
+    OZ_RETURN_ERROR_IF(e->csize > r->size - e->data_off, err, OC_ERR_TRUNCATED, e->data_off,
+                       "the data of '%s' (%llu bytes) runs past the end of the file (Z-75)", q,
+                       (unsigned long long)e->csize);
+    OZ_RETURN_ERROR_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT,
+                       e->data_off,
+                       "the data of '%s' (%llu bytes) overlaps the central directory (Z-75)", q,
+                       (unsigned long long)e->csize);
+    return OC_OK;
+}
+
+typedef struct span {
+    uint64_t start, end;
+    uint64_t idx;
+} span;
+
+static int span_cmp(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : 0;
+}
+
+/* Z-76: no two entries (local header through data) share a byte. */
+static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
+    if (r->count < 2) return OC_OK;
+    span *s = malloc((size_t)r->count * sizeof *s);
+    OZ_RETURN_ERROR_IF(!s, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (uint64_t i = 0; i < r->count; i++) {
+        s[i].start = r->e[i].lho;
+        s[i].end = r->e[i].data_off + r->e[i].csize;
+        s[i].idx = i;
+    }
+    qsort(s, (size_t)r->count, sizeof *s, span_cmp);
+    for (uint64_t i = 1; i < r->count; i++) {
+        if (s[i - 1].end > s[i].start) {
+            char qa[OZ_QUOTE_MAX], qb[OZ_QUOTE_MAX];
+            uint64_t at = s[i].start;
+            qname(r, &r->e[s[i - 1].idx], qa);
+            qname(r, &r->e[s[i].idx], qb);
+            free(s);
+            return oz__fail(err, OC_ERR_INCONSISTENT, at,
+                            "entries '%s' and '%s' overlap (Z-76)", qa, qb);
+        }
+    }
+    free(s);
+    return OC_OK;
+}
+
+static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, oc_error *err) {
+    r->max_entries = o && o->max_entries ? o->max_entries : OZ_ZIP_DEFAULT_MAX_ENTRIES;
+    if (r->max_entries > OZ_ZIP_MAX_ENTRIES_HARD) r->max_entries = OZ_ZIP_MAX_ENTRIES_HARD;
+    r->max_name_len = o && o->max_name_len ? o->max_name_len : OZ_ZIP_DEFAULT_MAX_NAME_LEN;
+    if (r->max_name_len > OZ_ZIP_MAX_NAME_LEN_HARD) r->max_name_len = OZ_ZIP_MAX_NAME_LEN_HARD;
+    r->max_central_dir = o && o->max_central_dir ? o->max_central_dir
+                                                 : OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR;
+    r->max_inflated = o && o->max_inflated ? o->max_inflated : OZ_ZIP_DEFAULT_MAX_INFLATED;
+
+    eocd_info end = {0, 0, 0, 0, 0};
+    OZ_FORWARD(read_end(r, &end, err));
+    /* Z-65: the central directory lies inside the file and ends where the end records
+     * begin. */
+    OZ_RETURN_ERROR_IF(end.cd_off > r->size || end.cd_size > r->size - end.cd_off, err,
+                       OC_ERR_TRUNCATED, end.cd_off,
+                       "the central directory (%llu bytes) extends past the end of the file "
+                       "(Z-65)", (unsigned long long)end.cd_size);
+    OZ_RETURN_ERROR_IF(end.cd_off + end.cd_size != end.end_of_cd, err, OC_ERR_INCONSISTENT,
+                       end.cd_off,
+                       "the central directory ends at %llu, but the end records begin at %llu "
+                       "(Z-65)", (unsigned long long)(end.cd_off + end.cd_size),
+                       (unsigned long long)end.end_of_cd);
+    /* Z-66, Z-67 */
+    OZ_RETURN_ERROR_IF(end.count > r->max_entries, err, OC_ERR_LIMIT, end.at,
+                       "%llu entries, more than the limit of %llu (Z-66)",
+                       (unsigned long long)end.count, (unsigned long long)r->max_entries);
+    OZ_RETURN_ERROR_IF(end.cd_size > r->max_central_dir, err, OC_ERR_LIMIT, end.cd_off,
+                       "a central directory of %llu bytes, more than the limit of %llu (Z-66)",
+                       (unsigned long long)end.cd_size, (unsigned long long)r->max_central_dir);
+    OZ_RETURN_ERROR_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT,
+                       end.at,
+                       "%llu entries cannot fit in a central directory of %llu bytes (Z-67)",
+                       (unsigned long long)end.count, (unsigned long long)end.cd_size);
+    r->count = end.count;
+    r->cd_off = end.cd_off;
+    r->cd_size = end.cd_size;
+
+    uint8_t *tmp = NULL;
+    const uint8_t *cd;
+    oc_status st = src_view(r, r->cd_off, r->cd_size, &tmp, &cd, err);
+    if (st == OC_OK) st = parse_central(r, cd, err);
+    for (uint64_t i = 0; st == OC_OK && i < r->count; i++) st = check_local(r, &r->e[i], &tmp, err);
+    free(tmp);
+    OZ_FORWARD(st);
+    return check_overlaps(r, err);
+}
+
+static oz_zip_reader *reader_new(void) {
+    oz_zip_reader *r = calloc(1, sizeof *r);
+    if (r) r->fd = -1;
+    return r;
+}
+
+void oz_zip_reader_close(oz_zip_reader *r) {
+    if (!r) return;
+    if (r->fd >= 0) close(r->fd);
+    oc_owner_unref(r->owner);
+    oz__nametab_free(&r->tab);
+    free(r->e);
+    free(r->names);
+    free(r->comment);
+    free(r);
+}
+
+static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o,
+                             oz_zip_reader **out, oc_error *err) {
+    oc_status st = open_common(r, o, err);
+    if (st != OC_OK) {
+        oz_zip_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return OC_OK;
+}
+
+/* Takes over fd (closing it on failure). */
+static oc_status open_with_fd(int fd, const char *what, const oz_zip_reader_options *o,
+                              oz_zip_reader **out, oc_error *err) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return oz__fail_errno(err, e, "cannot stat %s", what);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", what);
+    }
+    oz_zip_reader *r = reader_new();
+    if (!r) {
+        close(fd);
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    r->fd = fd;
+    r->size = (uint64_t)st.st_size;
+    return finish_open(r, o, out, err);
+}
+
+oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
+                             oz_zip_reader **out, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "no path or output pointer");
+    *out = NULL;
+    if (options && options->use_pread) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
+        return open_with_fd(fd, path, options, out, err);
+    }
+    oc_mapped m;
+    OZ_FORWARD(oc_map_file(path, &m, err));
+    oz_zip_reader *r = reader_new();
+    if (!r) {
+        oc_owner_unref(m.owner);
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    r->base = m.data;
+    r->size = m.size;
+    r->owner = m.owner; /* the reference oc_map_file gave us */
+    return finish_open(r, options, out, err);
+}
+
+oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
+                                oz_zip_reader **out, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
+    *out = NULL;
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) return oz__fail_errno(err, errno, "cannot duplicate descriptor %d", fd);
+    return open_with_fd(own, "the archive", options, out, err);
+}
+
+oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
+                                    const oz_zip_reader_options *options,
+                                    oz_zip_reader **out, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!out || (!data && size), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "no data or output pointer");
+    *out = NULL;
+    oz_zip_reader *r = reader_new();
+    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    r->base = data;
+    r->size = size;
+    r->owner = oc_owner_ref(owner);
+    return finish_open(r, options, out, err);
+}
+
+/* ---- queries ---- */
+
+uint64_t oz_zip_reader_count(const oz_zip_reader *r) { return r ? r->count : 0; }
+uint64_t oz_zip_reader_size(const oz_zip_reader *r) { return r ? r->size : 0; }
+int oz_zip_reader_is_zip64(const oz_zip_reader *r) { return r ? r->zip64 : 0; }
+
+const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size) {
+    if (size) *size = r ? r->comment_len : 0;
+    return r ? r->comment : NULL;
+}
+
+oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_entry *out,
+                              oc_error *err) {
+    OZ_RETURN_ERROR_IF(!r || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader or output");
+    OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                       "no entry %llu (the archive has %llu)", (unsigned long long)index,
+                       (unsigned long long)r->count);
+    const rentry *e = &r->e[index];
+    out->name = (const char *)r->names + e->name_off;
+    out->name_len = e->name_len;
+    out->method = e->method;
+    out->flags = e->flags;
+    out->crc32 = e->crc;
+    out->compressed_size = e->csize;
+    out->uncompressed_size = e->usize;
+    out->local_header_offset = e->lho;
+    out->data_offset = e->data_off;
+    return OC_OK;
+}
+
+oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t *index,
+                             oc_error *err) {
+    OZ_RETURN_ERROR_IF(!r || !name || !index, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "no reader, name or output");
+    size_t n = strlen(name);
+    const uint8_t *un = (const uint8_t *)name;
+    int64_t i = oz__nametab_find(&r->tab, un, n, oz__nametab_hash(&r->tab, un, n), name_of, r);
+    char q[OZ_QUOTE_MAX];
+    OZ_RETURN_ERROR_IF(i < 0, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                       "no entry named '%s' in the archive", oz__quote(un, n, q));
+    *index = (uint64_t)i;
+    return OC_OK;
+}
+
+/* ---- reading data ---- */
+
+/* Z-72: entries we can read at all. */
+static oc_status readable(const oz_zip_reader *r, uint64_t index, const rentry **out,
+                          oc_error *err) {
+    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                       "no entry %llu (the archive has %llu)", (unsigned long long)index,
+                       (unsigned long long)r->count);
+    const rentry *e = &r->e[index];
+    char q[OZ_QUOTE_MAX];
+    OZ_RETURN_ERROR_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
+                       OC_ERR_UNSUPPORTED, e->cd_at,
+                       "entry '%s' is encrypted; ZIP encryption is not supported (Z-72)",
+                       qname(r, e, q));
+    OZ_RETURN_ERROR_IF(e->method != OZ_ZIP_STORED && e->method != OZ_ZIP_DEFLATED, err,
+                       OC_ERR_UNSUPPORTED, e->cd_at,
+                       "entry '%s' uses compression method %u; only 0 (stored) and 8 "
+                       "(deflated) are supported (Z-72)", qname(r, e, q), e->method);
+    *out = e;
+    return OC_OK;
+}
+
+/* Z-77: a DEFLATED entry's declared size must be one deflate could produce. */
+static oc_status plausible(const oz_zip_reader *r, const rentry *e, oc_error *err) {
+    char q[OZ_QUOTE_MAX];
+    uint64_t most = e->csize > (UINT64_MAX - OZ_ZIP_DEFLATE_RATIO_SLACK) / OZ_ZIP_MAX_DEFLATE_RATIO
+                        ? UINT64_MAX
+                        : e->csize * OZ_ZIP_MAX_DEFLATE_RATIO + OZ_ZIP_DEFLATE_RATIO_SLACK;
+    OZ_RETURN_ERROR_IF(e->usize > most, err, OC_ERR_INCONSISTENT, e->cd_at,
+                       "entry '%s' declares %llu bytes from %llu compressed, more than deflate "
+                       "can produce (Z-77)", qname(r, e, q), (unsigned long long)e->usize,
+                       (unsigned long long)e->csize);
+    return OC_OK;
+}
+
+/* Inflates entry e, into dst (exactly e->usize bytes) or, when dst is NULL, into a scratch
+ * buffer that is thrown away; *crc receives the CRC-32 of the output. Output past or short
+ * of the declared size, corrupt or cut deflate data, and bytes left over after the deflate
+ * stream are errors (Z-77). */
+static oc_status inflate_entry(const oz_zip_reader *r, const rentry *e, uint8_t *dst,
+                               uint32_t *crc, oc_error *err) {
+    char q[OZ_QUOTE_MAX];
+    qname(r, e, q);
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, -15) != Z_OK)
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    uint8_t *inbuf = r->fd >= 0 ? malloc(CHUNK) : NULL;
+    uint8_t *scratch = dst ? NULL : malloc(CHUNK);
+    oc_status st = OC_OK;
+    if ((r->fd >= 0 && !inbuf) || (!dst && !scratch)) {
+        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        goto done;
+    }
+    uint64_t in_pos = 0, produced = 0;
+    uint32_t c = 0;
+    uint8_t probe;
+    for (;;) {
+        if (zs.avail_in == 0 && in_pos < e->csize) {
+            uint64_t left = e->csize - in_pos;
+            if (r->fd >= 0) {
+                uint64_t n = left < CHUNK ? left : CHUNK;
+                st = src_read(r, e->data_off + in_pos, inbuf, n, err);
+                if (st != OC_OK) goto done;
+                zs.next_in = inbuf;
+                zs.avail_in = (uInt)n;
+                in_pos += n;
+            } else {
+                uint64_t n = left < ((uint64_t)1 << 30) ? left : ((uint64_t)1 << 30);
+                zs.next_in = (Bytef *)(uintptr_t)(r->base + e->data_off + in_pos);
+                zs.avail_in = (uInt)n;
+                in_pos += n;
+            }
+        }
+        uint64_t room = e->usize - produced;
+        uint8_t *window;
+        uInt avail;
+        if (room == 0) { /* everything declared has come: anything more is a bomb */
+            window = &probe;
+            avail = 1;
+        } else if (dst) {
+            window = dst + produced;
+            avail = (uInt)(room < ((uint64_t)1 << 30) ? room : ((uint64_t)1 << 30));
+        } else {
+            window = scratch;
+            avail = (uInt)(room < CHUNK ? room : CHUNK);
+        }
+        zs.next_out = window;
+        zs.avail_out = avail;
+        uInt in_before = zs.avail_in;
+        int rc = inflate(&zs, Z_NO_FLUSH);
+        uInt got = avail - zs.avail_out;
+        if (room == 0 && got) {
+            st = oz__fail(err, OC_ERR_INCONSISTENT, e->data_off,
+                          "entry '%s' inflates past its declared size of %llu bytes (Z-77)", q,
+                          (unsigned long long)e->usize);
+            goto done;
+        }
+        c = oz__crc32(c, window, got);
+        produced += got;
+        if (rc == Z_STREAM_END) break;
+        if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
+            st = oz__fail(err, OC_ERR_MALFORMED, e->data_off,
+                          "entry '%s' holds corrupt deflate data (%s) (Z-77)", q,
+                          zs.msg ? zs.msg : "bad stream");
+            goto done;
+        }
+        if (rc == Z_MEM_ERROR) {
+            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            goto done;
+        }
+        if (got == 0 && in_before == zs.avail_in) { /* no progress: the input has run out */
+            st = oz__fail(err, OC_ERR_TRUNCATED, e->data_off,
+                          "the deflate data of '%s' ends before its stream does (Z-77)", q);
+            goto done;
+        }
+    }
+    if (produced != e->usize) {
+        st = oz__fail(err, OC_ERR_INCONSISTENT, e->data_off,
+                      "entry '%s' inflates to %llu bytes but declares %llu (Z-77)", q,
+                      (unsigned long long)produced, (unsigned long long)e->usize);
+        goto done;
+    }
+    if (zs.avail_in != 0 || in_pos != e->csize) {
+        st = oz__fail(err, OC_ERR_MALFORMED, e->data_off,
+                      "%llu bytes of '%s' follow the end of its deflate stream (Z-77)",
+                      (unsigned long long)(zs.avail_in + (e->csize - in_pos)), q);
+        goto done;
+    }
+    *crc = c;
+done:
+    inflateEnd(&zs);
+    free(inbuf);
+    free(scratch);
+    return st;
+}
+
+static oc_status crc_mismatch(const oz_zip_reader *r, const rentry *e, uint32_t got,
+                              oc_error *err) {
+    char q[OZ_QUOTE_MAX];
+    return oz__fail(err, OC_ERR_CHECKSUM, e->data_off,
+                    "the CRC-32 of '%s' is 0x%08x, but the central directory says 0x%08x "
+                    "(Z-78)", qname(r, e, q), got, e->crc);
+}
+
+oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out,
+                             oc_error *err) {
+    OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
+    oc_bytes_release(out);
+    const rentry *e;
+    OZ_FORWARD(readable(r, index, &e, err));
+    if (e->method == OZ_ZIP_STORED) {
+        if (r->fd < 0) {
+            if (r->owner)
+                oc_bytes_set_shared(out, r->base + e->data_off, e->usize, r->owner);
+            else
+                oc_bytes_set_borrowed(out, r->base + e->data_off, e->usize);
+            return OC_OK;
+        }
+        if (e->usize == 0) return OC_OK;
+        OZ_RETURN_ERROR_IF(e->usize > SIZE_MAX, err, OC_ERR_LIMIT, e->data_off,
+                           "an entry of %llu bytes does not fit in memory",
+                           (unsigned long long)e->usize);
+        uint8_t *buf = oc_bytes_alloc_buffer(e->usize);
+        OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        oc_status st = src_read(r, e->data_off, buf, e->usize, err);
+        if (st != OC_OK) {
+            oc_bytes_free_buffer(buf);
+            return st;
+        }
+        out->data = buf;
+        out->size = e->usize;
+        out->owner = NULL;
+        out->mode = OC_BYTES_OWNED;
+        return OC_OK;
+    }
+    char q[OZ_QUOTE_MAX];
+    OZ_RETURN_ERROR_IF(e->usize > r->max_inflated, err, OC_ERR_LIMIT, e->cd_at,
+                       "entry '%s' would inflate to %llu bytes, more than the limit of %llu "
+                       "(Z-66)", qname(r, e, q), (unsigned long long)e->usize,
+                       (unsigned long long)r->max_inflated);
+    OZ_FORWARD(plausible(r, e, err));
+    uint8_t *buf = NULL; /* an empty entry still goes through inflate (into scratch) */
+    if (e->usize) {
+        buf = e->usize <= SIZE_MAX ? oc_bytes_alloc_buffer(e->usize) : NULL;
+        OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    uint32_t crc = 0;
+    oc_status st = inflate_entry(r, e, buf, &crc, err);
+    if (st == OC_OK && crc != e->crc) st = crc_mismatch(r, e, crc, err);
+    if (st != OC_OK) {
+        oc_bytes_free_buffer(buf);
+        return st;
+    }
+    out->data = buf;
+    out->size = e->usize;
+    out->owner = NULL;
+    out->mode = OC_BYTES_OWNED;
+    return OC_OK;
+}
+
+oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
+    const rentry *e;
+    OZ_FORWARD(readable(r, index, &e, err));
+    uint32_t crc = 0;
+    if (e->method == OZ_ZIP_STORED) {
+        if (r->fd < 0) {
+            crc = oz__crc32(0, r->base + e->data_off, e->usize);
+        } else {
+            uint8_t *buf = malloc(CHUNK);
+            OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            for (uint64_t done = 0; done < e->usize;) {
+                uint64_t n = e->usize - done < CHUNK ? e->usize - done : CHUNK;
+                oc_status st = src_read(r, e->data_off + done, buf, n, err);
+                if (st != OC_OK) {
+                    free(buf);
+                    return st;
+                }
+                crc = oz__crc32(crc, buf, n);
+                done += n;
+            }
+            free(buf);
+        }
+    } else {
+        OZ_FORWARD(plausible(r, e, err));
+        OZ_FORWARD(inflate_entry(r, e, NULL, &crc, err));
+    }
+    return crc == e->crc ? OC_OK : crc_mismatch(r, e, crc, err);
+}
+
+oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(oz_zip_reader_verify(r, i, err));
+    return OC_OK;
+}
