@@ -48,7 +48,7 @@ static void set_message(oc_error *err, const char *fmt, va_list ap) {
         if (*p == '\n' || *p == '\r') *p = ' ';
 }
 
-oc_status oc__fail(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...) {
+oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...) {
     if (!err) return code;
     err->code = code;
     err->sys_errno = 0;
@@ -60,7 +60,7 @@ oc_status oc__fail(oc_error *err, oc_status code, uint64_t offset, const char *f
     return code;
 }
 
-oc_status oc__fail_errno(oc_error *err, int errnum, const char *fmt, ...) {
+oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
     oc_status code = errnum == ENOENT ? OC_ERR_NOT_FOUND : (errnum == EEXIST ? OC_ERR_EXISTS : (errnum == ENOMEM ? OC_ERR_NOMEM : OC_ERR_IO));
     if (!err) return code;
     err->code = code;

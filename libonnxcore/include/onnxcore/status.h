@@ -52,6 +52,23 @@ const char *oc_status_name(oc_status status);
 /* Resets an error record to OC_OK with an empty message. NULL is accepted. */
 void oc_error_clear(oc_error *err);
 
+/* Fills err (NULL is accepted) with code, offset (or OC_NO_OFFSET) and a printf-style
+ * message kept to one line (line breaks become spaces); returns code. For libraries built
+ * on this one (libonnxz) and for callers' own errors. */
+oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* As oc_error_set for a failed system call: records errnum, appends ": strerror(errnum)",
+ * and picks the code from errnum (ENOENT: OC_ERR_NOT_FOUND, EEXIST: OC_ERR_EXISTS,
+ * ENOMEM: OC_ERR_NOMEM, else OC_ERR_IO). */
+oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

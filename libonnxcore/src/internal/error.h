@@ -19,11 +19,10 @@
 #define OC_UNLIKELY(x) (x)
 #endif
 
-/* Fills err (if not NULL) and returns code. offset may be OC_NO_OFFSET. */
-oc_status oc__fail(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
-    OC_PRINTF(4, 5);
+/* Fills err (if not NULL) and returns code (the public oc_error_set). */
+#define oc__fail oc_error_set
 /* As oc__fail for a failed system call: records errno and appends strerror. */
-oc_status oc__fail_errno(oc_error *err, int errnum, const char *fmt, ...) OC_PRINTF(3, 4);
+#define oc__fail_errno oc_error_set_errno
 
 #define OC_FORWARD(expr)                                                                   \
     do {                                                                                   \

@@ -21,13 +21,12 @@
 #define OZ_UNLIKELY(x) (x)
 #endif
 
-/* Fills err (if not NULL) and returns code. offset may be OC_NO_OFFSET. The message is
- * kept to one line (line breaks become spaces). */
-oc_status oz__fail(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
-    OZ_PRINTF(4, 5);
-/* As oz__fail for a failed system call: records errnum and appends strerror. The code
- * is OC_ERR_NOMEM for ENOMEM, OC_ERR_NOT_FOUND for ENOENT, else OC_ERR_IO. */
-oc_status oz__fail_errno(oc_error *err, int errnum, const char *fmt, ...) OZ_PRINTF(3, 4);
+/* Fills err (if not NULL) and returns code; the message is kept to one line. This is
+ * libonnxcore's oc_error_set: one implementation for both libraries. */
+#define oz__fail oc_error_set
+/* As oz__fail for a failed system call (oc_error_set_errno: ENOENT gives
+ * OC_ERR_NOT_FOUND, EEXIST OC_ERR_EXISTS, ENOMEM OC_ERR_NOMEM, else OC_ERR_IO). */
+#define oz__fail_errno oc_error_set_errno
 
 #define OZ_FORWARD(expr)                                                                   \
     do {                                                                                   \
