@@ -202,32 +202,15 @@ static void oneof_clear_others(const oc_msgdesc *d, void *msg, const oc_field *k
     }
 }
 
+/* Stores a scalar read from the wire: 8-byte types (int64, uint64, double) keep the 64
+ * bits as read; 4-byte types keep the low 32 (int32 and enums as protobuf truncates them,
+ * float bits). Two's complement makes the int64 and int32 cases plain bit copies. */
 static void store_scalar(void *dst, const oc_field *f, uint64_t v) {
-    switch ((oc_ftype)f->type) {
-    case OC_FT_INT64: {
-        int64_t x = (int64_t)v;
-        memcpy(dst, &x, sizeof x);
-        break;
-    }
-    case OC_FT_UINT64:
+    if (oc__elem_size(f) == sizeof v) {
         memcpy(dst, &v, sizeof v);
-        break;
-    case OC_FT_INT32:
-    case OC_FT_ENUM: {
-        int32_t x = (int32_t)(uint32_t)v; /* low 32 bits, as protobuf */
-        memcpy(dst, &x, sizeof x);
-        break;
-    }
-    case OC_FT_FLOAT: {
+    } else {
         uint32_t x = (uint32_t)v;
         memcpy(dst, &x, sizeof x);
-        break;
-    }
-    case OC_FT_DOUBLE:
-        memcpy(dst, &v, sizeof v);
-        break;
-    default:
-        break;
     }
 }
 
