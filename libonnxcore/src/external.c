@@ -153,7 +153,6 @@ typedef struct loader {
     const oc_parse_options *opts;
     oc_external_resolve_fn resolve;
     void *resolve_ctx;
-    int restore;           /* clear data_location instead of setting DEFAULT */
     int dirfd;
     const char *base_dir;
     oc_error *err;
@@ -380,11 +379,10 @@ static oc_status attach_all(loader *l) {
         else
             oc__bytes_adopt(&t->raw_data, buffers[i], it->length);
         OC_SET_HAS(TensorProto, t, raw_data);
-        t->data_location = 0; /* DEFAULT: explicitly set as onnx.load leaves it, or unset */
-        if (l->restore)
-            OC_CLEAR_HAS(TensorProto, t, data_location);
-        else
-            OC_SET_HAS(TensorProto, t, data_location);
+        /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
+         * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
+        t->data_location = 0;
+        OC_CLEAR_HAS(TensorProto, t, data_location);
         t->external_data.count = 0;
     }
     free(buffers);
@@ -434,7 +432,7 @@ oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *b
 
 oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
                                      oc_external_resolve_fn resolve, void *resolve_ctx,
-                                     int restore, const oc_parse_options *opts, oc_error *err) {
+                                     const oc_parse_options *opts, oc_error *err) {
     if (!desc || !msg || !resolve)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_load_external_data_with: missing argument");
@@ -444,7 +442,6 @@ oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
     l.opts = or_defaults(opts, &defaults);
     l.resolve = resolve;
     l.resolve_ctx = resolve_ctx;
-    l.restore = restore;
     l.err = err;
     l.dirfd = -1;
     return load_with(&l, desc, msg);

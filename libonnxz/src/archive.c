@@ -329,7 +329,7 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
         oc_status st = oc_load_external_data_with(&onnx_ModelProto_desc, oc_model_proto(m),
-                                                  resolve_entry, (void *)(uintptr_t)ar, 1, opts, err);
+                                                  resolve_entry, (void *)(uintptr_t)ar, opts, err);
         if (st != OC_OK) {
             oc_model_free(m);
             return st;

@@ -23,7 +23,8 @@ extern "C" {
 /* Loads the external data of every EXTERNAL tensor in msg from files under base_dir (a
  * directory the caller trusts; locations inside the model are not trusted). Afterwards
  * each such tensor holds its bytes in raw_data, data_location is DEFAULT and its
- * external_data entries are gone, as onnx.load leaves them. Uses opts->no_copy (share one
+ * external_data entries are gone and data_location is unset: the tensor is back in the form
+ * it had before a writer moved its bytes out (spec E-16). Uses opts->no_copy (share one
  * mapping per data file), location, verify_checksums, buffer.alignment and num_threads.
  * Errors name the tensor: OC_ERR_UNSAFE_PATH, OC_ERR_NOT_FOUND, OC_ERR_MALFORMED (a bad
  * offset or length), OC_ERR_TRUNCATED (data past the end of its file), OC_ERR_CHECKSUM,
@@ -42,12 +43,10 @@ typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *t
 
 /* As oc_load_external_data, with locations resolved by `resolve` instead of files beneath
  * a directory (libonnxz resolves them to archive entries). The `location` override and
- * path rules of files do not apply; everything else does. With `restore` set, a loaded
- * tensor's data_location is cleared instead of set to DEFAULT: the tensor returns to the
- * form it had before a writer moved its bytes out (archives, spec/onnxz.md A-22). */
+ * path rules of files do not apply; everything else does. */
 oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
                                      oc_external_resolve_fn resolve, void *resolve_ctx,
-                                     int restore, const oc_parse_options *opts, oc_error *err);
+                                     const oc_parse_options *opts, oc_error *err);
 
 /* Where one tensor's bytes went, as a sink reports it. location must stay valid until the
  * encode call returns. */
