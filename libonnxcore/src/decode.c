@@ -14,18 +14,17 @@
 
 #include "onnxcore/codec.h"
 #include "internal/bytes.h"
+#include "internal/decode.h"
 #include "internal/error.h"
 #include "internal/parallel.h"
 #include "internal/schema.h"
-
-/* Protobuf field numbers are 29 bits. */
-#define OC_MAX_FIELD_NUMBER 536870911u
 
 /* Payloads at least this large are copied by the thread pool when num_threads > 1. */
 #define OC_DEFER_COPY (64u * 1024u)
 
 typedef struct dctx {
     const uint8_t *base;   /* start of the input: offsets are reported from here */
+    uint64_t base_offset;  /* offset of base in the whole input (fragments, see stream.c) */
     oc_arena *arena;
     oc_error *err;
     oc_owner *owner;       /* shared owner for no_copy spans, or NULL */
@@ -49,15 +48,15 @@ void oc_parse_options_init(oc_parse_options *o) {
     *o = defaults;
 }
 
-static uint64_t off(const dctx *c, const uint8_t *p) { return (uint64_t)(p - c->base); }
+static uint64_t off(const dctx *c, const uint8_t *p) {
+    return c->base_offset + (uint64_t)(p - c->base);
+}
 
 static oc_status nomem(dctx *c, const uint8_t *at) {
     return oc__fail(c->err, OC_ERR_NOMEM, off(c, at), "out of memory while decoding");
 }
 
-/* Reads a varint of at most 10 bytes. Returns 1 on success, 0 if the input ends first,
- * -1 if it is longer than 10 bytes (protobuf drops bits past 64, as we do). */
-static int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+int oc__read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
     const uint8_t *p = *pp;
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 70; shift += 7) {
@@ -76,7 +75,7 @@ static int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
 static oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t *end,
                                 uint64_t *out, const uint8_t *field, const char *what) {
     const uint8_t *start = *p;
-    int r = read_varint(p, end, out);
+    int r = oc__read_varint(p, end, out);
     if (OC_LIKELY(r > 0)) return OC_OK;
     if (r == 0)
         return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
@@ -322,25 +321,31 @@ static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_
     return OC_OK;
 }
 
-static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
-                               uint64_t len, const uint8_t *field, uint32_t depth) {
-    void *sub;
-    if (oc__is_repeated(f)) {
-        sub = oc_array_add_msg(c->arena, (char *)msg + f->offset, f->sub);
-    } else {
-        sub = oc__msg_get(msg, f); /* a message seen again merges into the first */
-        if (!sub) {
-            sub = oc_msg_new(c->arena, f->sub);
-            if (sub) oc__msg_put(msg, f, sub);
-        }
+void *oc__field_message(oc_arena *arena, const oc_msgdesc *d, void *msg, const oc_field *f) {
+    if (f->label == OC_FL_ONEOF) {
+        oneof_clear_others(d, msg, f);
+        oc__hdr(msg)->has |= 1u << f->index;
     }
+    if (oc__is_repeated(f)) return oc_array_add_msg(arena, (char *)msg + f->offset, f->sub);
+    void *sub = oc__msg_get(msg, f); /* a message seen again merges into the first */
+    if (!sub) {
+        sub = oc_msg_new(arena, f->sub);
+        if (sub) oc__msg_put(msg, f, sub);
+    }
+    return sub;
+}
+
+static oc_status decode_submsg(dctx *c, const oc_msgdesc *d, void *msg, const oc_field *f,
+                               const uint8_t *p, uint64_t len, const uint8_t *field,
+                               uint32_t depth) {
+    void *sub = oc__field_message(c->arena, d, msg, f);
     if (!sub) return nomem(c, field);
     OC_RETURN_ERROR_IF(depth + 1 > c->max_depth, c->err, OC_ERR_DEPTH, off(c, field),
                        "%s nested deeper than %u levels", f->sub->name, c->max_depth);
     return decode_msg(c, f->sub, sub, p, p + len, depth + 1);
 }
 
-static const oc_field *find_field(const oc_msgdesc *d, uint64_t number) {
+const oc_field *oc__find_field(const oc_msgdesc *d, uint64_t number) {
     if (number < OC_FIELD_LOOKUP) {
         uint8_t i = d->by_number[number];
         return i ? &d->fields[i - 1] : NULL;
@@ -367,7 +372,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
                           (unsigned long long)number, wt);
             break;
         }
-        const oc_field *f = find_field(d, number);
+        const oc_field *f = oc__find_field(d, number);
         int known = f && (wt == f->wiretype ||
                           (wt == OC_WT_LEN && oc__is_repeated(f) && f->wiretype != OC_WT_LEN));
         if (!known) {
@@ -402,7 +407,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
                 st = decode_span(c, msg, f, val, len, field, d);
                 break;
             case OC_FT_MSG:
-                st = decode_submsg(c, msg, f, val, len, field, depth);
+                st = decode_submsg(c, d, msg, f, val, len, field, depth);
                 break;
             default: /* packed scalars */
                 st = decode_packed(c, msg, f, val, p, field, d);
@@ -437,18 +442,16 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
     return st;
 }
 
-oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
-                    oc_arena *arena, const oc_parse_options *opts, oc_owner *owner,
-                    oc_error *err) {
-    if (!desc || !msg || !arena || (!data && size))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
+oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
+                        uint64_t base_offset, uint32_t depth, oc_arena *arena,
+                        const oc_parse_options *opts, oc_owner *owner, oc_error *err) {
     oc_parse_options defaults;
     if (!opts) {
         oc_parse_options_init(&defaults);
         opts = &defaults;
     }
     dctx c;
-    c.base = data;
+    c.base_offset = base_offset;
     c.arena = arena;
     c.err = err;
     c.owner = owner;
@@ -462,9 +465,17 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
     static const uint8_t empty[1];
     const uint8_t *p = size ? (const uint8_t *)data : empty; /* no arithmetic on NULL */
     c.base = p;
-    oc_status st = decode_msg(&c, desc, msg, p, p + size, 1);
+    oc_status st = decode_msg(&c, desc, msg, p, p + size, depth);
     /* Deferred copies run even after an error: their sources were bounds-checked and the
      * partly decoded message must not hold uninitialised bytes. */
     oc__copy_run(&c.copies, c.threads);
     return st;
+}
+
+oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
+                    oc_arena *arena, const oc_parse_options *opts, oc_owner *owner,
+                    oc_error *err) {
+    if (!desc || !msg || !arena || (!data && size))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
+    return oc__decode_at(desc, msg, data, size, 0, 1, arena, opts, owner, err);
 }

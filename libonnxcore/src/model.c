@@ -9,6 +9,7 @@
 #include "onnxcore/model.h"
 #include "internal/error.h"
 #include "internal/external.h"
+#include "internal/stream.h"
 #include "internal/schema.h"
 
 struct oc_model {
@@ -103,7 +104,18 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
                              oc_error *err) {
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
-    OC_FORWARD(decode_file(path, opts, decode_model, out, err));
+    if (opts && opts->use_pread) {
+        oc_model *m;
+        OC_FORWARD(new_model(&m, err));
+        oc_status st = oc__load_pread(path, &onnx_ModelProto_desc, m->proto, m->arena, opts, err);
+        if (st != OC_OK) {
+            oc_model_free(m);
+            return st;
+        }
+        *out = m;
+    } else {
+        OC_FORWARD(decode_file(path, opts, decode_model, out, err));
+    }
     if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
@@ -138,6 +150,13 @@ oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_aren
                                const oc_parse_options *opts, void **out, oc_error *err) {
     if (!desc || !path || !arena || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_load_file: missing argument");
+    if (opts && opts->use_pread) {
+        void *msg = oc_msg_new(arena, desc);
+        if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        OC_FORWARD(oc__load_pread(path, desc, msg, arena, opts, err));
+        *out = msg;
+        return OC_OK;
+    }
     msg_load l = {desc, arena, out};
     return decode_file(path, opts, decode_message, &l, err);
 }

@@ -16,7 +16,8 @@
  *   owner     as no_copy, the input kept alive by an oc_owner token we drop at once; its
  *             release poisons the input, so a span that failed to take a reference shows
  *   threads   oc_decode with num_threads 2
- *   file      ModelProto: oc_model_load_file (with and without no_copy; external data
+ *   file      ModelProto: oc_model_load_file (with and without no_copy, and with pread;
+ *             external data
  *             not resolved) and oc_model_save_file; with --files also the other types,
  *             through oc_message_load_file / oc_message_save_file
  *
@@ -268,10 +269,12 @@ static bool check_file(run *r, const oc_msgdesc *desc, bool is_model, const char
     char out_path[4096];
     snprintf(out_path, sizeof out_path, "%s/out.pb", r->tmpdir);
     bool ok = true;
-    for (int no_copy = 0; no_copy <= 1; no_copy++) {
-        const char *mode = no_copy ? "file no_copy" : "file";
+    /* 0: mapped and copied, 1: mapped, no_copy, 2: read with pread (stream.c) */
+    for (int variant = 0; variant <= 2; variant++) {
+        const char *mode = variant == 2 ? "file pread" : variant ? "file no_copy" : "file";
         oc_parse_options opts = OC_PARSE_OPTIONS_INIT;
-        opts.no_copy = no_copy;
+        opts.no_copy = variant == 1;
+        opts.use_pread = variant == 2;
         opts.buffer.raw_data_threshold = 0;
         /* A codec round trip: EXTERNAL tensors stay references (tests/external loads them). */
         opts.skip_external_data = 1;

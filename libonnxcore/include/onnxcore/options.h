@@ -35,6 +35,8 @@ typedef struct oc_parse_options {
     int num_threads;      /* 0 or 1 = serial, N = N threads, negative = number of cores */
     uint32_t max_depth;   /* nesting limit; 0 = OC_DEFAULT_MAX_DEPTH, at most OC_MAX_DEPTH_HARD */
     int skip_raw_data;    /* drop tensor payloads (raw_data) while parsing: graph only */
+    int use_pread;        /* file loads: read with pread, not a mapping (network
+                           * filesystems); copies every tensor once, ignores no_copy */
 
     /* External data (spec/external-data.md), for loads from a file, or from memory when
      * data_dir is set. */
@@ -46,7 +48,7 @@ typedef struct oc_parse_options {
     int verify_checksums;    /* check `checksum` keys (SHA-1); needs OpenSSL */
 } oc_parse_options;
 
-#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, NULL, NULL, 0 }
+#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, 0, NULL, NULL, 0 }
 
 typedef struct oc_serialize_options {
     /* raw_data_threshold (default 64): tensors below it stay inside the model when tensor

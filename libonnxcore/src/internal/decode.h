@@ -1,0 +1,33 @@
+/*
+ * internal/decode.h - decoding a fragment of a larger input.
+ */
+#ifndef ONNXCORE_INTERNAL_DECODE_H
+#define ONNXCORE_INTERNAL_DECODE_H
+
+#include "onnxcore/codec.h"
+#include "internal/schema.h"
+
+/* Protobuf field numbers are 29 bits. */
+#define OC_MAX_FIELD_NUMBER 536870911u
+
+/* Reads a varint of at most 10 bytes. Returns 1 on success, 0 if the input ends first,
+ * -1 if it is longer than 10 bytes (protobuf drops bits past 64, as we do). */
+int oc__read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out);
+
+/* The field of d with this number, or NULL. */
+const oc_field *oc__find_field(const oc_msgdesc *d, uint64_t number);
+
+/* The message a MSG field's next occurrence decodes into: a new element of a repeated
+ * field, or the optional one (created if absent: repeats merge); a oneof member clears its
+ * siblings first. NULL when out of memory. */
+void *oc__field_message(oc_arena *arena, const oc_msgdesc *d, void *msg, const oc_field *f);
+
+/* As oc_decode for size bytes that sit at base_offset of a larger input (error offsets
+ * are reported in the larger input) and belong to a message at nesting level depth.
+ * Decoding consecutive fragments of a message's encoding into the same message gives
+ * what decoding it whole gives: protobuf's merge rules (W-11) make parsing compositional. */
+oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
+                        uint64_t base_offset, uint32_t depth, oc_arena *arena,
+                        const oc_parse_options *opts, oc_owner *owner, oc_error *err);
+
+#endif
