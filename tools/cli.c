@@ -6,8 +6,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+
+#include <onnxz/archive.h>
 
 /* The options every command accepts, handled here so no table has to repeat them. */
 typedef enum common_option {
@@ -185,9 +189,44 @@ static void put_one_line(const char *msg)
     for (const char *p = msg; *p; p++) fputc((*p == '\n' || *p == '\r') ? ' ' : *p, stderr);
 }
 
+/* The part of a library message worth printing after "FILE: ". The libraries name the
+ * file they fail on, which for the top-level file is the FILE the tool prints already; in
+ * exactly these forms (the ones libonnxcore and libonnxz use) the repetition is left out,
+ * and anything else is printed as it is:
+ *   "cannot VERB FILE: why"   ->  "cannot VERB: why"
+ *   "FILE: why"               ->  "why"
+ *   "FILE is ..."             ->  "is ..."        (not a regular file, too large to map)
+ *   "FILE already exists"     ->  "already exists"
+ *   "FILE ended ..."          ->  "ended ..."     (while being read)
+ * buf receives the result when it has to be assembled. */
+static const char *without_file(const char *file, const char *msg, char *buf, size_t size)
+{
+    static const char *const verbs[] = {"is ", "already ", "ended "};
+    size_t flen = strlen(file);
+    if (flen == 0) return msg;
+    if (strncmp(msg, file, flen) == 0) {
+        const char *rest = msg + flen;
+        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
+        for (size_t i = 0; rest[0] == ' ' && i < sizeof verbs / sizeof verbs[0]; i++)
+            if (strncmp(rest + 1, verbs[i], strlen(verbs[i])) == 0) return rest + 1;
+        return msg;
+    }
+    if (strncmp(msg, "cannot ", 7) == 0) {
+        const char *verb_end = strchr(msg + 7, ' ');
+        if (verb_end && verb_end > msg + 7 && strncmp(verb_end + 1, file, flen) == 0 &&
+            verb_end[1 + flen] == ':' && verb_end[2 + flen] == ' ') {
+            snprintf(buf, size, "%.*s%s", (int)(verb_end - msg), msg, verb_end + 1 + flen);
+            return buf;
+        }
+    }
+    return msg;
+}
+
 int cli_fail(const char *file, const oc_error *err)
 {
+    char buf[OC_ERROR_MESSAGE_MAX + 16];
     const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
+    msg = without_file(file, msg, buf, sizeof buf);
     fputs("onnxz: error: ", stderr);
     cli_put_text(stderr, file, strlen(file));
     fputs(": ", stderr);
@@ -199,13 +238,15 @@ int cli_fail(const char *file, const oc_error *err)
 
 int cli_fail_msg(const char *file, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     fputs("onnxz: error: ", stderr);
     cli_put_text(stderr, file, strlen(file));
     fputs(": ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
+    put_one_line(msg); /* names from a file may hold line breaks */
     fputc('\n', stderr);
     return CLI_EXIT_FAILURE;
 }
@@ -264,21 +305,107 @@ double cli_now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out)
+cli_form cli_input_form(const char *path)
 {
+    return oz_is_archive_file(path) ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+}
+
+cli_form cli_output_form(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 6 && strcasecmp(path + n - 6, ".onnxz") == 0 ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+}
+
+static oc_status load_archive(const char *path, const oc_parse_options *opts, oc_model **out,
+                              oc_error *err)
+{
+    oz_archive *ar = NULL;
+    oc_status st = oz_archive_open(path, NULL, &ar, err);
+    if (st == OC_OK) st = oz_archive_load_model(ar, opts, out, err);
+    oz_archive_close(ar); /* the tensors keep the mapping alive on their own */
+    return st;
+}
+
+int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
+                   oc_model **out, cli_form *form_out)
+{
+    static const cli_load_options defaults;
     oc_parse_options opts;
     oc_error err;
+    oc_status st;
     double start = cli_now_ms();
+    cli_form form = cli_input_form(path);
+    if (!o) o = &defaults;
+    if (form_out) *form_out = form;
     oc_parse_options_init(&opts);
-    opts.no_copy = 1;
-    opts.skip_external_data = external == CLI_EXTERNAL_KEEP;
+    opts.no_copy = !o->copy;
+    opts.num_threads = o->num_threads;
+    opts.skip_external_data = o->external == CLI_EXTERNAL_KEEP;
+    opts.data_dir = o->data_dir;
+    opts.verify_checksums = o->verify_checksums;
     oc_error_clear(&err);
     *out = NULL;
+    if (form == CLI_FORM_ONNXZ) st = load_archive(path, &opts, out, &err);
+    else st = oc_model_load_file(path, &opts, out, &err);
     /* model.h promises nothing about *out after a failure: treat it as unset. */
-    if (oc_model_load_file(path, &opts, out, &err) != OC_OK) {
+    if (st != OC_OK) {
         *out = NULL;
         return cli_fail(path, &err);
     }
-    cli_note(verbosity, CLI_VERBOSE, "loaded %s in %.1f ms", path, cli_now_ms() - start);
+    cli_note(verbosity, CLI_VERBOSE, "loaded %s (%s) in %.1f ms", path,
+             form == CLI_FORM_ONNXZ ? "onnxz archive" : "onnx", cli_now_ms() - start);
+    return CLI_EXIT_OK;
+}
+
+int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out)
+{
+    cli_load_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.external = external;
+    return cli_load_input(path, &opts, verbosity, out, NULL);
+}
+
+int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out)
+{
+    uint64_t v = 0, mult = 1;
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return cli_usage_error(command, "--%s: '%s' is not a size (a number, optionally "
+                               "followed by K, M or G)", option, text);
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return cli_usage_error(command, "--%s: '%s' is too large", option, text);
+        v = v * 10 + d;
+    }
+    switch (*p) {
+    case 'k': case 'K': mult = 1ull << 10; p++; break;
+    case 'm': case 'M': mult = 1ull << 20; p++; break;
+    case 'g': case 'G': mult = 1ull << 30; p++; break;
+    case 't': case 'T': mult = 1ull << 40; p++; break;
+    default: break;
+    }
+    if (mult > 1 && strcmp(p, "iB") == 0) p += 2;
+    if (*p != '\0')
+        return cli_usage_error(command, "--%s: '%s' is not a size (a number, optionally "
+                               "followed by K, M or G)", option, text);
+    if (v > UINT64_MAX / mult)
+        return cli_usage_error(command, "--%s: '%s' is too large", option, text);
+    *out = v * mult;
+    return CLI_EXIT_OK;
+}
+
+int cli_parse_int(const char *command, const char *option, const char *text, long min,
+                  long max, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < min || v > max || text[0] == ' ' ||
+        text[0] == '+')
+        return cli_usage_error(command, "--%s: '%s' is not a whole number from %ld to %ld",
+                               option, text, min, max);
+    *out = v;
     return CLI_EXIT_OK;
 }

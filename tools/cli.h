@@ -81,7 +81,10 @@ int cli_parse(const cli_option *options, int argc, char **argv, int first,
 int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* Prints "onnxz: error: FILE: MESSAGE[ (at offset N)]" for a library error and returns
- * CLI_EXIT_FAILURE. */
+ * CLI_EXIT_FAILURE. Where the library's message names FILE again in one of its fixed
+ * forms ("cannot open FILE: why", "FILE is not a regular file", "FILE already exists",
+ * "FILE: why"), the repeated name is left out: "cannot open: why", "is not a regular
+ * file", ... (cli.c lists the forms). */
 int cli_fail(const char *file, const oc_error *err);
 /* The same for the tool's own errors (no offset). */
 int cli_fail_msg(const char *file, const char *fmt, ...) CLI_PRINTF(2, 3);
@@ -104,17 +107,58 @@ double cli_now_ms(void);
 
 /* How a command wants the tensors of EXTERNAL data_location. */
 typedef enum cli_external {
-    CLI_EXTERNAL_LOAD, /* read them from their data files, as onnx.load does */
+    CLI_EXTERNAL_LOAD, /* read them from their data files (archive entries), as onnx.load does */
     CLI_EXTERNAL_KEEP  /* keep them as references; the data files are not opened */
 } cli_external;
 
-/* Loads a .onnx file the way every command does: mapped, tensors sharing the mapping
- * (no_copy), so opening even a large model costs little. On failure prints the error
- * and returns CLI_EXIT_FAILURE. */
+/* The two forms of model file the tool reads and writes. */
+typedef enum cli_form {
+    CLI_FORM_ONNX,  /* a serialized ModelProto, maybe with external data files */
+    CLI_FORM_ONNXZ  /* an .onnxz archive (spec/onnxz.md) */
+} cli_form;
+
+/* The form of an input file, told by its content (a ZIP signature), not its name. */
+cli_form cli_input_form(const char *path);
+
+/* The form an output path asks for, by its extension: ".onnxz" (any case) is an
+ * archive, anything else a .onnx file. */
+cli_form cli_output_form(const char *path);
+
+/* How cli_load_input loads. Zero-initialised means: external data loaded, model's own
+ * directory, serial, no checksum verification. */
+typedef struct cli_load_options {
+    cli_external external;
+    const char *data_dir;   /* .onnx inputs: look for data files here */
+    int num_threads;        /* oc_parse_options.num_threads */
+    int copy;               /* copy tensor bytes instead of sharing the mapping */
+    int verify_checksums;   /* check `checksum` keys of external data */
+} cli_load_options;
+
+/* Loads a .onnx file or an .onnxz archive (told apart by content), the way every command
+ * does: mapped, tensors sharing the mapping (no_copy) unless opts->copy, so opening even a
+ * large model costs little and tensor bytes go from the input's mapping to an output
+ * without a copy in memory. *form (may be NULL) receives the input's form. On failure
+ * prints the error and returns CLI_EXIT_FAILURE. */
+int cli_load_input(const char *path, const cli_load_options *opts, int verbosity,
+                   oc_model **out, cli_form *form);
+
+/* cli_load_input with the default options but `external`. */
 int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out);
+
+/* Parses a byte count for option `option` of `command`: decimal digits with an optional
+ * suffix K, M, G or T (powers of 1024; "KiB" and lower case are accepted too). Returns
+ * CLI_EXIT_OK, or CLI_EXIT_USAGE after printing the error. */
+int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out);
+/* Parses a plain decimal integer in [min, max] for an option. Same returns. */
+int cli_parse_int(const char *command, const char *option, const char *text, long min,
+                  long max, long *out);
 
 /* The commands (cmd_*.c). */
 extern const cli_command cmd_convert;
 extern const cli_command cmd_info;
+extern const cli_command cmd_ls;
+extern const cli_command cmd_verify;
+extern const cli_command cmd_unpack;
+extern const cli_command cmd_bench;
 
 #endif

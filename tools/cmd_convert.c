@@ -1,23 +1,151 @@
 /*
- * tools/cmd_convert.c - `onnxz convert IN OUT`: load a model and write it out again.
+ * tools/cmd_convert.c - `onnxz convert IN OUT`: load a model in any form and write it in
+ * the form OUT's name asks for.
  *
- * Today both sides are plain .onnx files; the archive formats plug in here later.
+ *   IN   a .onnx file (its external data files are read in, from --data-dir if they
+ *        moved) or an .onnxz archive, told apart by content;
+ *   OUT  "*.onnxz": an archive; anything else: a .onnx file, with --external-data its
+ *        tensors in data files beside it.
+ * The input is mapped and its tensors share the mapping (no_copy), so the tensor bytes go
+ * from the input's pages to the output file without a copy in memory.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include <onnxz/archive.h>
 
-enum { CONVERT_OPT_FORCE = 0 };
+#include "cli.h"
+#include "model_stats.h"
+
+enum {
+    CONVERT_OPT_FORCE = 0,
+    CONVERT_OPT_DATA_DIR,
+    CONVERT_OPT_ALIGN,
+    CONVERT_OPT_THRESHOLD,
+    CONVERT_OPT_DEFLATE_MODEL,
+    CONVERT_OPT_EXTERNAL_DATA,
+    CONVERT_OPT_MAX_FILE_SIZE,
+    CONVERT_OPT_CHECKSUM
+};
 
 static const cli_option convert_options[] = {
     {'f', "force", false},
+    {'\0', "data-dir", true},
+    {'\0', "align", true},
+    {'\0', "threshold", true},
+    {'\0', "deflate-model", false},
+    {'\0', "external-data", true},
+    {'\0', "max-file-size", true},
+    {'\0', "checksum", false},
     {'\0', NULL, false},
 };
 
 static const char *const convert_arg_names[] = {"IN", "OUT"};
+
+#define CONVERT_DEFAULT_ALIGN 64u
+#define CONVERT_DEFAULT_THRESHOLD 64u
+/* The largest alignment for data files: far beyond any page size, small enough that the
+ * padding it may add stays reasonable. */
+#define CONVERT_MAX_FILE_ALIGN (1u << 20)
+
+/* What the options say, checked against each other and against OUT's form. */
+typedef struct convert_plan {
+    const char *in;
+    const char *out;
+    bool force;
+    cli_form in_form;
+    cli_form out_form;
+    const char *data_dir;
+    uint64_t align;
+    uint64_t threshold;
+    bool deflate_model;
+    const char *external_data; /* NULL: a single .onnx file */
+    uint64_t max_file_size;
+    bool checksum;
+} convert_plan;
+
+static int option_needs(const cli_args *args, int opt, bool allowed, const char *name,
+                        const char *why)
+{
+    if (args->seen[opt] && !allowed) return cli_usage_error("convert", "--%s %s", name, why);
+    return CLI_EXIT_OK;
+}
+
+static int make_plan(const cli_args *args, convert_plan *p)
+{
+    bool archive, external;
+    int rc = CLI_EXIT_OK;
+    memset(p, 0, sizeof *p);
+    p->in = args->positional[0];
+    p->out = args->positional[1];
+    p->force = args->seen[CONVERT_OPT_FORCE];
+    p->out_form = cli_output_form(p->out);
+    p->in_form = cli_input_form(p->in);
+    p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
+    p->deflate_model = args->seen[CONVERT_OPT_DEFLATE_MODEL];
+    p->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
+    p->checksum = args->seen[CONVERT_OPT_CHECKSUM];
+    p->align = CONVERT_DEFAULT_ALIGN;
+    p->threshold = CONVERT_DEFAULT_THRESHOLD;
+    archive = p->out_form == CLI_FORM_ONNXZ;
+    external = p->external_data != NULL;
+    /* Options that do not apply to this conversion are mistakes, not no-ops. */
+    rc = option_needs(args, CONVERT_OPT_EXTERNAL_DATA, !archive, "external-data",
+                      "applies to .onnx output; an .onnxz archive holds its tensors itself");
+    if (rc == CLI_EXIT_OK)
+        rc = option_needs(args, CONVERT_OPT_DEFLATE_MODEL, archive, "deflate-model",
+                          "applies to .onnxz output only");
+    if (rc == CLI_EXIT_OK)
+        rc = option_needs(args, CONVERT_OPT_ALIGN, archive || external, "align",
+                          "applies to .onnxz output or with --external-data");
+    if (rc == CLI_EXIT_OK)
+        rc = option_needs(args, CONVERT_OPT_THRESHOLD, archive || external, "threshold",
+                          "applies to .onnxz output or with --external-data");
+    if (rc == CLI_EXIT_OK)
+        rc = option_needs(args, CONVERT_OPT_MAX_FILE_SIZE, external, "max-file-size",
+                          "applies with --external-data only");
+    if (rc == CLI_EXIT_OK)
+        rc = option_needs(args, CONVERT_OPT_CHECKSUM, external, "checksum",
+                          "applies with --external-data only");
+    if (rc == CLI_EXIT_OK && p->data_dir && p->in_form == CLI_FORM_ONNXZ)
+        rc = cli_usage_error("convert", "--data-dir applies to .onnx input; IN is an archive");
+    if (rc == CLI_EXIT_OK && external && p->external_data[0] == '\0')
+        rc = cli_usage_error("convert", "--external-data needs a file name");
+    if (rc == CLI_EXIT_OK && args->seen[CONVERT_OPT_ALIGN])
+        rc = cli_parse_size("convert", "align", args->value[CONVERT_OPT_ALIGN], &p->align);
+    if (rc == CLI_EXIT_OK && args->seen[CONVERT_OPT_THRESHOLD])
+        rc = cli_parse_size("convert", "threshold", args->value[CONVERT_OPT_THRESHOLD],
+                            &p->threshold);
+    if (rc == CLI_EXIT_OK && args->seen[CONVERT_OPT_MAX_FILE_SIZE]) {
+        rc = cli_parse_size("convert", "max-file-size", args->value[CONVERT_OPT_MAX_FILE_SIZE],
+                            &p->max_file_size);
+        if (rc == CLI_EXIT_OK && p->max_file_size == 0)
+            rc = cli_usage_error("convert", "--max-file-size must be more than 0");
+    }
+    if (rc != CLI_EXIT_OK) return rc;
+    if (p->align == 0 || (p->align & (p->align - 1)) != 0)
+        return cli_usage_error("convert", "--align %" PRIu64 " is not a power of two", p->align);
+    if (archive && (p->align < OZ_ZIP_MIN_ALIGNMENT || p->align > OZ_ZIP_MAX_ALIGNMENT))
+        return cli_usage_error("convert", "--align for an archive must be from %u to %u",
+                               OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
+    if (!archive && p->align > CONVERT_MAX_FILE_ALIGN)
+        return cli_usage_error("convert", "--align for data files must be at most %u",
+                               CONVERT_MAX_FILE_ALIGN);
+    return CLI_EXIT_OK;
+}
+
+/* ---- never overwrite without -f ------------------------------------------------- */
+
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
 
 /* Refuses to clobber: OUT must not exist, and must not be IN under another name (a hard
  * link or a different spelling of the path), unless --force. The library checks again
@@ -25,86 +153,270 @@ static const char *const convert_arg_names[] = {"IN", "OUT"};
  * early with a clear message, before any work is done. */
 static int check_output(const char *in, const char *out, bool force)
 {
-    struct stat in_st, out_st;
+    struct stat st;
     if (force) return CLI_EXIT_OK;
-    if (lstat(out, &out_st) != 0) {
+    if (lstat(out, &st) != 0) {
         if (errno == ENOENT) return CLI_EXIT_OK;
         return cli_fail_msg(out, "%s", strerror(errno));
     }
-    if (stat(in, &in_st) == 0 && stat(out, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
-        in_st.st_ino == out_st.st_ino)
-        return cli_fail_msg(out, "output is the input file; use -f to replace it");
+    if (same_file(in, out)) return cli_fail_msg(out, "output is the input file; use -f to replace it");
     return cli_fail_msg(out, "output file exists; use -f to overwrite it");
 }
 
-static int save_model(const oc_model *model, const char *out, bool force, int verbosity)
+/* OUT's directory with a trailing slash ("" for the current one), as the library places
+ * data files; NULL when out of memory. */
+static char *out_dir(const char *out)
 {
-    oc_serialize_options opts;
+    const char *slash = strrchr(out, '/');
+    size_t n = slash ? (size_t)(slash - out) + 1 : 0;
+    char *dir = malloc(n + 1);
+    if (!dir) return NULL;
+    memcpy(dir, out, n);
+    dir[n] = '\0';
+    return dir;
+}
+
+/* The data file's location as the library writes it: an absolute path is reduced to its
+ * file name (E-23). */
+static const char *data_location(const char *external_data)
+{
+    const char *slash = strrchr(external_data, '/');
+    return external_data[0] == '/' && slash ? slash + 1 : external_data;
+}
+
+/* 1 when name is "LOCATION.N" for the location's base name (N decimal). */
+static int is_part_name(const char *name, const char *base)
+{
+    size_t n = strlen(base);
+    const char *p = name + n + 1;
+    if (strncmp(name, base, n) != 0 || name[n] != '.' || *p == '\0') return 0;
+    for (; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+static int fail_part(const char *dir, const char *name)
+{
+    char *path = malloc(strlen(dir) + strlen(name) + 1);
+    int rc;
+    if (!path) return cli_fail_msg(name, "data file exists; use -f to overwrite it");
+    strcpy(path, dir);
+    strcat(path, name);
+    rc = cli_fail_msg(path, "data file exists; use -f to overwrite it");
+    free(path);
+    return rc;
+}
+
+/* The data files a save with --external-data writes: LOCATION and, with a maximum file
+ * size, LOCATION.1, LOCATION.2, ... The library replaces them whatever its overwrite
+ * option says, so the tool refuses existing ones here unless -f. */
+static int check_data_files(const convert_plan *p)
+{
+    const char *loc = data_location(p->external_data);
+    char *dir = out_dir(p->out), *path, *part_dir;
+    const char *slash = strrchr(loc, '/'), *base = slash ? slash + 1 : loc;
+    struct stat st;
+    DIR *d;
+    struct dirent *ent;
+    int rc = CLI_EXIT_OK;
+    if (p->force) {
+        free(dir);
+        return CLI_EXIT_OK;
+    }
+    if (!dir || !(path = malloc(strlen(dir) + strlen(loc) + 1))) {
+        free(dir);
+        return cli_fail_msg(p->out, "out of memory");
+    }
+    strcpy(path, dir);
+    strcat(path, loc);
+    if (lstat(path, &st) == 0) {
+        if (same_file(p->in, path))
+            rc = cli_fail_msg(path, "data file is the input file; use -f to replace it");
+        else
+            rc = cli_fail_msg(path, "data file exists; use -f to overwrite it");
+    }
+    if (rc == CLI_EXIT_OK && p->max_file_size) {
+        /* The parts live beside LOCATION: look for any LOCATION.N there. */
+        part_dir = out_dir(path);
+        d = part_dir ? opendir(part_dir[0] ? part_dir : ".") : NULL;
+        while (d && rc == CLI_EXIT_OK && (ent = readdir(d)) != NULL) {
+            if (!is_part_name(ent->d_name, base)) continue;
+            /* Named as the library would name it: OUT's directory + the location. */
+            rc = fail_part(part_dir, ent->d_name);
+        }
+        if (d) closedir(d);
+        free(part_dir);
+    }
+    free(path);
+    free(dir);
+    return rc;
+}
+
+/* ---- saving ---------------------------------------------------------------------- */
+
+static int save(const oc_model *model, const convert_plan *p, int verbosity)
+{
     oc_error err;
+    oc_status st;
     double start = cli_now_ms();
-    oc_serialize_options_init(&opts);
-    opts.overwrite = force ? 1 : 0;
     oc_error_clear(&err);
-    if (oc_model_save_file(model, out, &opts, &err) != OC_OK) return cli_fail(out, &err);
-    cli_note(verbosity, CLI_VERBOSE, "wrote %s in %.1f ms", out, cli_now_ms() - start);
+    if (p->out_form == CLI_FORM_ONNXZ) {
+        oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+        ao.serialize.overwrite = p->force ? 1 : 0;
+        ao.serialize.buffer.alignment = p->align;
+        ao.serialize.buffer.raw_data_threshold = p->threshold;
+        ao.deflate_model = p->deflate_model ? 1 : 0;
+        st = oz_archive_save(model, p->out, &ao, &err);
+    } else {
+        oc_serialize_options so;
+        oc_serialize_options_init(&so);
+        so.overwrite = p->force ? 1 : 0;
+        if (p->external_data) {
+            so.external_data = p->external_data;
+            so.max_external_file_size = p->max_file_size;
+            so.checksum = p->checksum ? 1 : 0;
+            so.buffer.alignment = p->align;
+            so.buffer.raw_data_threshold = p->threshold;
+        }
+        st = oc_model_save_file(model, p->out, &so, &err);
+    }
+    if (st != OC_OK) return cli_fail(p->out, &err);
+    cli_note(verbosity, CLI_VERBOSE, "wrote %s in %.1f ms", p->out, cli_now_ms() - start);
     return CLI_EXIT_OK;
 }
 
-/* "IN -> OUT (N => M bytes)" on stdout, unless -q. Sizes come from the files themselves. */
-static void report(const char *in, const char *out, int verbosity)
+static uint64_t size_of(const char *path)
 {
-    struct stat in_st, out_st;
-    if (verbosity < CLI_NORMAL) return;
-    if (stat(in, &in_st) != 0 || stat(out, &out_st) != 0) {
-        printf("%s -> %s\n", in, out);
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* ", data in LOCATION (N bytes)" or ", data in LOCATION and K more files (N bytes)": the
+ * files OUT's tensors name, read back from OUT itself (sorted, LOCATION comes first). */
+static void report_data_files(const char *out)
+{
+    oc_model *model = NULL;
+    model_stats stats;
+    oc_error err;
+    char *dir = out_dir(out);
+    uint64_t bytes = 0;
+    if (!dir || cli_load_model(out, CLI_EXTERNAL_KEEP, CLI_QUIET, &model) != CLI_EXIT_OK) {
+        free(dir);
         return;
     }
-    printf("%s -> %s (%" PRIu64 " => %" PRIu64 " bytes)\n", in, out, (uint64_t)in_st.st_size,
-           (uint64_t)out_st.st_size);
+    if (model_stats_collect(oc_model_proto(model), &stats, &err) == OC_OK && stats.nlocations) {
+        for (uint64_t i = 0; i < stats.nlocations; i++) {
+            const oc_str *loc = &stats.locations[i].location;
+            char *path = malloc(strlen(dir) + loc->size + 1);
+            if (!path) continue;
+            sprintf(path, "%s%.*s", dir, (int)loc->size, loc->data);
+            bytes += size_of(path);
+            free(path);
+        }
+        printf(", data in ");
+        cli_put_text(stdout, stats.locations[0].location.data, stats.locations[0].location.size);
+        if (stats.nlocations > 1)
+            printf(" and %" PRIu64 " more file%s", stats.nlocations - 1,
+                   stats.nlocations == 2 ? "" : "s");
+        printf(" (%" PRIu64 " bytes)", bytes);
+        model_stats_free(&stats);
+    }
+    oc_model_free(model);
+    free(dir);
+}
+
+/* "IN -> OUT (N => M bytes)" on stdout, unless -q. Sizes come from the files themselves,
+ * IN's taken before the conversion (with -f, OUT may be IN). */
+static void report(const convert_plan *p, uint64_t in_size, int verbosity)
+{
+    if (verbosity < CLI_NORMAL) return;
+    cli_put_text(stdout, p->in, strlen(p->in));
+    fputs(" -> ", stdout);
+    cli_put_text(stdout, p->out, strlen(p->out));
+    printf(" (%" PRIu64 " => %" PRIu64 " bytes)", in_size, size_of(p->out));
+    if (p->external_data) report_data_files(p->out);
+    putchar('\n');
 }
 
 static int run_convert(const cli_args *args)
 {
-    const char *in = args->positional[0];
-    const char *out = args->positional[1];
-    bool force = args->seen[CONVERT_OPT_FORCE];
+    convert_plan plan;
+    cli_load_options lo;
     oc_model *model = NULL;
-    int rc = check_output(in, out, force);
+    uint64_t in_size;
+    int rc = make_plan(args, &plan);
+    if (rc != CLI_EXIT_OK) return rc;
+    in_size = size_of(plan.in);
+    rc = check_output(plan.in, plan.out, plan.force);
+    if (rc == CLI_EXIT_OK && plan.external_data) rc = check_data_files(&plan);
     /* External data is read in, as onnx.load does, so OUT stands on its own wherever it
      * goes: references relative to IN's directory would break beside OUT. */
-    if (rc == CLI_EXIT_OK) rc = cli_load_model(in, CLI_EXTERNAL_LOAD, args->verbosity, &model);
+    memset(&lo, 0, sizeof lo);
+    lo.data_dir = plan.data_dir;
+    if (rc == CLI_EXIT_OK) rc = cli_load_input(plan.in, &lo, args->verbosity, &model, NULL);
     /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
-     * the mapping the tensors borrow from keeps the old contents alive until freed. */
-    if (rc == CLI_EXIT_OK) rc = save_model(model, out, force, args->verbosity);
+     * the mapping the tensors borrow from keeps the old contents alive until freed. The
+     * same holds for data files replaced while their old contents are mapped. */
+    if (rc == CLI_EXIT_OK) rc = save(model, &plan, args->verbosity);
     oc_model_free(model);
-    if (rc == CLI_EXIT_OK) report(in, out, args->verbosity);
+    if (rc == CLI_EXIT_OK) report(&plan, in_size, args->verbosity);
     return rc;
 }
 
 static const char convert_help[] =
-    "Read the ONNX model IN and write it to OUT as a .onnx file. The output holds the\n"
-    "same bytes protobuf would write for the model, so converting a file that protobuf\n"
-    "wrote reproduces it exactly. Tensors kept in external data files are read in and\n"
-    "stored inside OUT, as onnx.load followed by onnx.save does, so OUT stands alone.\n"
-    "(Archive formats will be added here.)\n"
+    "Read the model IN and write it to OUT, in the form OUT's name asks for.\n"
+    "\n"
+    "IN is told by its content: an .onnxz archive (a ZIP), or a .onnx file, whose\n"
+    "external data files (two-file or N-file models) are read in from beside it, or from\n"
+    "--data-dir when they moved. The input is mapped and tensor bytes go from it to OUT\n"
+    "without a copy in memory.\n"
+    "\n"
+    "OUT by its name:\n"
+    "  *.onnxz   an archive (spec/onnxz.md): each tensor of at least --threshold bytes\n"
+    "            is a stored entry aligned to --align, the model last as __MODEL_PROTO;\n"
+    "  other     a .onnx file holding every tensor, the bytes protobuf would write (so\n"
+    "            .onnx -> .onnxz -> .onnx gives back the .onnx -> .onnx bytes); with\n"
+    "            --external-data, tensors of at least --threshold bytes go to data files\n"
+    "            beside it instead (spec/external-data.md), any ONNX reader loads them.\n"
     "\n"
     "Options:\n"
-    "  -f, --force     overwrite OUT if it exists, even when OUT is IN\n"
-    "  -q, --quiet     print nothing but errors\n"
-    "  -v, --verbose   also print load and save times to stderr\n"
-    "  -h, --help      show this help\n"
+    "  -f, --force              overwrite OUT (and its data files) if they exist, even\n"
+    "                           when OUT is IN\n"
+    "      --data-dir DIR       .onnx input: read its external data files from DIR\n"
+    "      --align N            .onnxz or --external-data: put each tensor's bytes on a\n"
+    "                           multiple of N, a power of two (default 64; archives 64\n"
+    "                           to 32K, data files 1 to 1M)\n"
+    "      --threshold BYTES    .onnxz or --external-data: tensors with fewer bytes of\n"
+    "                           raw_data stay inside the model (default 64)\n"
+    "      --deflate-model      .onnxz: store __MODEL_PROTO deflated (tensors stay stored)\n"
+    "      --external-data LOC  .onnx output: write tensor bytes to the file LOC, relative\n"
+    "                           to OUT's directory (an absolute path keeps its file name)\n"
+    "      --max-file-size BYTES  with --external-data: start a new file LOC.1, LOC.2, ...\n"
+    "                           when the next tensor would pass BYTES (a larger tensor\n"
+    "                           gets a file of its own)\n"
+    "      --checksum           with --external-data: record each tensor's SHA-1\n"
+    "                           (`onnxz verify` checks them)\n"
+    "  -q, --quiet              print nothing but errors\n"
+    "  -v, --verbose            also print load and save times to stderr\n"
+    "  -h, --help               show this help\n"
+    "Sizes take a suffix K, M or G (powers of 1024): 64K, 2G.\n"
+    "Options that do not apply to the conversion asked for are usage errors.\n"
     "\n"
-    "OUT is written to a temporary file next to it, synced and renamed into place, so\n"
-    "it is replaced whole or not at all. Without -f an existing OUT is left untouched\n"
-    "and convert fails (exit status 1).\n"
+    "OUT and every data file are written to a temporary file next to them, synced and\n"
+    "renamed into place (data files first), so each is replaced whole or not at all.\n"
+    "Without -f an existing OUT or data file (LOC, LOC.N) is left untouched and convert\n"
+    "fails (exit status 1).\n"
     "\n"
     "Examples:\n"
-    "  onnxz convert model.onnx copy.onnx\n"
+    "  onnxz convert model.onnx model.onnxz\n"
+    "  onnxz convert model.onnxz model.onnx\n"
+    "  onnxz convert model.onnx big.onnx --external-data big.data --max-file-size 2G\n"
+    "  onnxz convert --data-dir /mnt/weights model.onnx model.onnxz\n"
     "  onnxz convert -f model.onnx model.onnx     (rewrite in place)\n";
 
 const cli_command cmd_convert = {
     "convert",
-    "load a model and write it to a new file",
+    "convert between .onnx, external-data models and .onnxz archives",
     "onnxz convert [options] IN OUT",
     convert_help,
     convert_options,

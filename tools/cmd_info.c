@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "archive_entries.h"
 #include "cli.h"
 #include "json.h"
 #include "model_stats.h"
@@ -23,8 +24,10 @@ static const char *const info_arg_names[] = {"FILE"};
 typedef struct info_report {
     const char *path;
     uint64_t file_size;
+    cli_form form;
     const onnx_ModelProto *model;
     model_stats stats;
+    archive_listing archive; /* CLI_FORM_ONNXZ only */
 } info_report;
 
 /* The ONNX default operator set has the empty domain; show it by its name. */
@@ -109,7 +112,7 @@ static void human_opsets(FILE *out, const onnx_ModelProto *m)
     fputc('\n', out);
 }
 
-static void human_tensors(FILE *out, const model_stats *s)
+static void human_tensors(FILE *out, const model_stats *s, int archive)
 {
     put_key(out, "tensors");
     put_share_value(out, s->tensors, s->tensor_bytes);
@@ -125,7 +128,8 @@ static void human_tensors(FILE *out, const model_stats *s)
     if (s->external_unknown_length)
         fprintf(out, ", %" PRIu64 " without a length", s->external_unknown_length);
     fputc('\n', out);
-    for (uint64_t i = 0; i < s->nlocations; i++) {
+    /* An archive's locations are its entries, as many as its tensors: `ls` lists them. */
+    for (uint64_t i = 0; !archive && i < s->nlocations; i++) {
         const external_location *loc = &s->locations[i];
         int pad = KEY_WIDTH - 4 - (int)loc->location.size - 1;
         fputs("    ", out);
@@ -135,6 +139,43 @@ static void human_tensors(FILE *out, const model_stats *s)
         put_share_value(out, loc->tensors, loc->bytes);
         fputc('\n', out);
     }
+}
+
+/* Where an archive's bytes are: its entries, stored (mapped in place) or deflated. */
+static void human_archive(FILE *out, const archive_listing *a)
+{
+    const archive_entry *model = &a->entries[a->model_index];
+    char buf[32];
+    human_count(out, "archive entries", a->count);
+    put_key(out, "  stored");
+    fprintf(out, "%" PRIu64 " entr%s, ", a->stored_entries, a->stored_entries == 1 ? "y" : "ies");
+    put_bytes(out, a->stored_bytes);
+    fputc('\n', out);
+    put_key(out, "  deflated");
+    fprintf(out, "%" PRIu64 " entr%s, ", a->deflated_entries,
+            a->deflated_entries == 1 ? "y" : "ies");
+    put_bytes(out, a->deflated_bytes);
+    if (a->deflated_entries) {
+        fputs(" (", out);
+        put_bytes(out, a->deflated_compressed);
+        fputs(" compressed)", out);
+    }
+    fputc('\n', out);
+    put_key(out, "  tensor entries");
+    fprintf(out, "%" PRIu64, a->tensor_entries);
+    if (a->deflated_tensor_entries)
+        fprintf(out, ", %" PRIu64 " deflated: not zero-copy, loading inflates them into memory",
+                a->deflated_tensor_entries);
+    else if (a->tensor_entries)
+        fprintf(out, ", stored, aligned to %" PRIu64 "%s: zero-copy", a->min_tensor_alignment,
+                a->min_tensor_alignment >= ARCHIVE_ALIGNMENT_CAP ? " or more" : "");
+    fputc('\n', out);
+    put_key(out, "  model entry");
+    fprintf(out, OZ_MODEL_ENTRY ", %s, ", archive_method_name(model->zip.method, buf, sizeof buf));
+    put_bytes(out, model->zip.uncompressed_size);
+    if (a->model_index + 1 != a->count || a->model_file_rank + 1 != a->count)
+        fputs(", not the last entry", out);
+    fputc('\n', out);
 }
 
 static void print_human(FILE *out, const info_report *r)
@@ -149,6 +190,8 @@ static void print_human(FILE *out, const info_report *r)
     put_key(out, "file size");
     put_bytes(out, r->file_size);
     fputc('\n', out);
+    put_key(out, "format");
+    fputs(r->form == CLI_FORM_ONNXZ ? "onnxz archive\n" : "onnx\n", out);
     human_int(out, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
     human_str(out, "producer name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
     human_str(out, "producer version", OC_HAS(ModelProto, m, producer_version),
@@ -168,7 +211,8 @@ static void print_human(FILE *out, const info_report *r)
     human_count(out, "functions", s->functions);
     human_count(out, "training infos", s->training_infos);
     human_count(out, "metadata_props", s->metadata_props);
-    human_tensors(out, s);
+    human_tensors(out, s, r->form == CLI_FORM_ONNXZ);
+    if (r->form == CLI_FORM_ONNXZ) human_archive(out, &r->archive);
 }
 
 /* ---- JSON output: one object, keys documented in the help text ------------------- */
@@ -242,6 +286,34 @@ static void json_external(FILE *out, int *first, const model_stats *s)
     fputs(s->nlocations ? "\n  ]}" : "]}", out);
 }
 
+static void json_archive(FILE *out, int *first, const info_report *r)
+{
+    const archive_listing *a = &r->archive;
+    const archive_entry *model;
+    char buf[32];
+    json_key(out, first, "archive");
+    if (r->form != CLI_FORM_ONNXZ) {
+        fputs("null", out);
+        return;
+    }
+    model = &a->entries[a->model_index];
+    fprintf(out,
+            "{\"entries\": %" PRIu64 ", \"stored\": {\"entries\": %" PRIu64
+            ", \"bytes\": %" PRIu64 "}, \"deflated\": {\"entries\": %" PRIu64
+            ", \"bytes\": %" PRIu64 ", \"compressed_bytes\": %" PRIu64
+            "},\n    \"tensor_entries\": %" PRIu64 ", \"deflated_tensor_entries\": %" PRIu64
+            ", \"min_tensor_alignment\": %" PRIu64 ", \"zero_copy\": %s,\n    \"model_entry\": "
+            "{\"method\": ",
+            a->count, a->stored_entries, a->stored_bytes, a->deflated_entries, a->deflated_bytes,
+            a->deflated_compressed, a->tensor_entries, a->deflated_tensor_entries,
+            a->min_tensor_alignment, a->deflated_tensor_entries ? "false" : "true");
+    json_put_cstring(out, archive_method_name(model->zip.method, buf, sizeof buf));
+    fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64 ", \"last\": %s}}",
+            model->zip.uncompressed_size, model->zip.compressed_size,
+            a->model_index + 1 == a->count && a->model_file_rank + 1 == a->count ? "true"
+                                                                                   : "false");
+}
+
 static void print_json(FILE *out, const info_report *r)
 {
     const onnx_ModelProto *m = r->model;
@@ -253,6 +325,8 @@ static void print_json(FILE *out, const info_report *r)
     json_key(out, &first, "file");
     json_put_cstring(out, r->path);
     json_count(out, &first, "file_size", r->file_size);
+    json_key(out, &first, "format");
+    json_put_cstring(out, r->form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");
     json_int(out, &first, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
     json_str(out, &first, "producer_name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
     json_str(out, &first, "producer_version", OC_HAS(ModelProto, m, producer_version),
@@ -277,6 +351,7 @@ static void print_json(FILE *out, const info_report *r)
     json_share(out, &first, "raw_data", &s->raw);
     json_share(out, &first, "typed_data", &s->typed);
     json_external(out, &first, s);
+    json_archive(out, &first, r);
     fputs("\n}\n", out);
 }
 
@@ -294,18 +369,26 @@ static int run_info(const cli_args *args)
 {
     info_report report;
     oc_model *model = NULL;
+    onnx_ModelProto *proto = NULL;
     oc_error err;
     int rc;
     memset(&report, 0, sizeof report);
     report.path = args->positional[0];
+    report.form = cli_input_form(report.path);
     /* info reports where tensor bytes live, so external tensors stay references (and
-     * missing data files are no obstacle). */
-    rc = cli_load_model(report.path, CLI_EXTERNAL_KEEP, args->verbosity, &model);
+     * missing data files are no obstacle); an archive's entries are listed, not read. */
+    if (report.form == CLI_FORM_ONNXZ) {
+        rc = archive_listing_open(report.path, args->verbosity, &report.archive);
+        if (rc == CLI_EXIT_OK) proto = oc_model_proto(report.archive.model);
+    } else {
+        rc = cli_load_model(report.path, CLI_EXTERNAL_KEEP, args->verbosity, &model);
+        if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
+    }
+    report.model = proto;
     if (rc == CLI_EXIT_OK) rc = file_size(report.path, &report.file_size);
     if (rc == CLI_EXIT_OK) {
-        report.model = oc_model_proto_const(model);
         oc_error_clear(&err);
-        if (model_stats_collect(oc_model_proto(model), &report.stats, &err) != OC_OK)
+        if (model_stats_collect(proto, &report.stats, &err) != OC_OK)
             rc = cli_fail(report.path, &err);
     }
     if (rc == CLI_EXIT_OK) {
@@ -314,13 +397,16 @@ static int run_info(const cli_args *args)
     }
     model_stats_free(&report.stats);
     oc_model_free(model);
+    if (report.form == CLI_FORM_ONNXZ) archive_listing_close(&report.archive);
     return rc;
 }
 
 static const char info_help[] =
     "Show what an ONNX model holds: header fields, graph and node counts, and how many\n"
     "tensor bytes it has and where they live (raw_data in the file, the typed fields,\n"
-    "or external data files). The model is mapped, not read, so this is fast.\n"
+    "external data files, or the entries of an .onnxz archive). FILE is a .onnx file or\n"
+    "an .onnxz archive, told apart by content. The model is mapped, not read, and tensor\n"
+    "bytes kept elsewhere are not opened, so this is fast and works without them.\n"
     "\n"
     "Options:\n"
     "      --json      print one JSON object instead of aligned lines\n"
@@ -333,30 +419,42 @@ static const char info_help[] =
     "(If/Loop/Scan bodies at any depth), of the model functions and of the training\n"
     "graphs. Tensors are all TensorProtos at any depth (initializers, Constant values,\n"
     "sparse tensor parts, subgraphs...). Their bytes are split three ways:\n"
-    "  raw_data        the raw_data field, inside the file;\n"
+    "  raw_data        the raw_data field, inside the file (the model entry, for an archive);\n"
     "  typed fields    float_data, int32_data, int64_data, double_data, uint64_data and\n"
     "                  string_data, counted as encoded: 4 or 8 bytes per float or\n"
     "                  double, the varint size of each integer, the length of each string;\n"
     "  external data   tensors with data_location EXTERNAL, by their `length` key,\n"
-    "                  grouped by their `location` key.\n"
+    "                  grouped by their `location` key (for an archive: its entries,\n"
+    "                  listed by `onnxz ls` rather than here).\n"
     "A tensor with bytes in two places is counted in both.\n"
     "\n"
+    "An archive adds where its bytes are: its entries, stored (used in place when\n"
+    "loading: zero-copy) or deflated (a ZIP tool may have recompressed it: loading then\n"
+    "inflates those tensors into memory, which is correct but not zero-copy), the\n"
+    "smallest alignment of a stored tensor entry, and the model entry.\n"
+    "\n"
     "JSON keys (stable; absent model fields are null):\n"
-    "  file, file_size, ir_version, producer_name, producer_version, domain,\n"
-    "  model_version, opset_import [{domain, version}] (the default domain shows as\n"
-    "  \"ai.onnx\"), graph_name, nodes, nodes_total, initializers, sparse_initializers,\n"
-    "  inputs, outputs, value_infos, functions, training_infos, metadata_props,\n"
-    "  tensors, tensor_bytes, raw_data {tensors, bytes}, typed_data {tensors, bytes},\n"
+    "  file, file_size, format (\"onnx\" or \"onnxz\"), ir_version, producer_name,\n"
+    "  producer_version, domain, model_version, opset_import [{domain, version}] (the\n"
+    "  default domain shows as \"ai.onnx\"), graph_name, nodes, nodes_total,\n"
+    "  initializers, sparse_initializers, inputs, outputs, value_infos, functions,\n"
+    "  training_infos, metadata_props, tensors, tensor_bytes, raw_data {tensors, bytes},\n"
+    "  typed_data {tensors, bytes},\n"
     "  external_data {tensors, bytes, unknown_length,\n"
-    "                 locations [{location, tensors, bytes}]}\n"
+    "                 locations [{location, tensors, bytes}]},\n"
+    "  archive: null for .onnx, else {entries, stored {entries, bytes},\n"
+    "           deflated {entries, bytes, compressed_bytes}, tensor_entries,\n"
+    "           deflated_tensor_entries, min_tensor_alignment, zero_copy,\n"
+    "           model_entry {method, size, compressed_size, last}}\n"
     "\n"
     "Examples:\n"
     "  onnxz info model.onnx\n"
+    "  onnxz info model.onnxz\n"
     "  onnxz info --json model.onnx | jq .tensor_bytes\n";
 
 const cli_command cmd_info = {
     "info",
-    "show a model's fields, counts and tensor storage",
+    "show a model's fields, counts and where its bytes live",
     "onnxz info [options] FILE",
     info_help,
     info_options,

@@ -32,7 +32,8 @@ static const cli_command cmd_help = {
 };
 
 /* In the order `onnxz --help` lists them. */
-static const cli_command *const commands[] = {&cmd_convert, &cmd_info, &cmd_help};
+static const cli_command *const commands[] = {&cmd_convert, &cmd_info,  &cmd_ls,   &cmd_verify,
+                                              &cmd_unpack,  &cmd_bench, &cmd_help};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static const cli_command *find_command(const char *name)
@@ -47,7 +48,7 @@ static void print_global_help(FILE *out)
     fputs("Usage: onnxz [-q|-v] COMMAND [options] ARGS\n"
           "       onnxz --help | --version | help COMMAND\n"
           "\n"
-          "onnxz reads and writes ONNX models without protobuf.\n"
+          "onnxz reads and writes ONNX models and .onnxz archives without protobuf.\n"
           "\n"
           "Commands:\n",
           out);
@@ -63,8 +64,9 @@ static void print_global_help(FILE *out)
           "Exit status: 0 success, 1 bad input or I/O failure (one line on stderr:\n"
           "\"onnxz: error: FILE: MESSAGE (at offset N)\"), 2 usage error.\n"
           "\n"
-          "Example:\n"
-          "  onnxz info model.onnx\n",
+          "Examples:\n"
+          "  onnxz info model.onnx\n"
+          "  onnxz convert model.onnx model.onnxz && onnxz verify model.onnxz\n",
           out);
 }
 

@@ -578,7 +578,7 @@ static oc_status open_part(data_writer *w, oc_error *err) {
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     snprintf(path, pn, "%s%s", w->dir, np->location);
-    oc_status st = oc_atomic_open(&np->af, path, 1, err);
+    oc_status st = oc_atomic_open(&np->af, path, w->opts->overwrite, err);
     free(path);
     if (st != OC_OK) {
         free(np->location);

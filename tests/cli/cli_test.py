@@ -11,12 +11,15 @@ not just the first; the exit status is 1 if any failed.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import zipfile
 
 try:
     import numpy
@@ -26,15 +29,19 @@ except ImportError:  # only the groups that need it are skipped
     onnx = None
 
 SKIP = 77
-COMMANDS = ["convert", "info", "help"]
+COMMANDS = ["convert", "info", "ls", "verify", "unpack", "bench", "help"]
 TYPED_FIELDS = ["float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"]
 JSON_KEYS = {
     "file", "file_size", "ir_version", "producer_name", "producer_version", "domain",
     "model_version", "opset_import", "graph_name", "nodes", "nodes_total", "initializers",
     "sparse_initializers", "inputs", "outputs", "value_infos", "functions",
     "training_infos", "metadata_props", "tensors", "tensor_bytes", "raw_data",
-    "typed_data", "external_data",
+    "typed_data", "external_data", "format", "archive",
 }
+ARCHIVE_KEYS = {"entries", "stored", "deflated", "tensor_entries", "deflated_tensor_entries",
+                "min_tensor_alignment", "zero_copy", "model_entry"}
+BENCH_KEYS = {"first_s", "min_s", "median_s", "bytes"}
+MODEL_ENTRY = "__MODEL_PROTO"
 ERROR_RE = re.compile(r"^onnxz: error: (?P<file>.+?): (?P<msg>.+?)(?: \(at offset (?P<off>\d+)\))?$")
 USAGE_RE = re.compile(r"^onnxz: usage error: .+ \(see 'onnxz (\w+ )?--help'\)$")
 
@@ -72,7 +79,8 @@ class Context:
 
     def expect_error(self, argv, file, what, offset=None):
         """Exit 1, nothing on stdout, exactly one stderr line in the error format.
-        offset: None = must have none, True = must have one; returns the offset."""
+        offset: None = must have none, True = must have one, "any" = either; returns the
+        offset."""
         rc, out, err = self.expect_exit(argv, 1, what)
         self.equal(out, "", f"{what}: stdout must stay empty on failure")
         lines = err.splitlines()
@@ -82,6 +90,8 @@ class Context:
         if not self.check(m is not None, f"{what}: error line format: {lines[0]!r}"):
             return None
         self.equal(m.group("file"), file, f"{what}: file named in the error")
+        if offset == "any":
+            return int(m.group("off")) if m.group("off") else None
         if offset is None:
             self.check(m.group("off") is None, f"{what}: unexpected offset in {lines[0]!r}")
             return None
@@ -157,6 +167,8 @@ def python_facts(path):
     raw_bytes = sum(len(t.raw_data) for t in raw)
     typed_bytes = sum(typed_size(t) for t in typed)
     return {
+        "format": "onnx",
+        "archive": None,
         "file_size": os.path.getsize(path),
         "ir_version": m.ir_version if m.HasField("ir_version") else None,
         "producer_name": m.producer_name if m.HasField("producer_name") else None,
@@ -184,6 +196,17 @@ def python_facts(path):
             "locations": [{"location": k, **v} for k, v in sorted(locations.items())],
         },
     }
+
+
+def python_load(path):
+    """python3-onnx's onnx.load(path), with the one difference E-16 allows: a tensor loaded
+    from external data has no data_location afterwards (onnx.load sets DEFAULT)."""
+    refs = onnx.load(path, load_external_data=False)
+    m = onnx.load(path)
+    for r, t in zip(walk_messages(refs, "onnx.TensorProto"), walk_messages(m, "onnx.TensorProto")):
+        if r.HasField("data_location") and r.data_location == TensorProto.EXTERNAL:
+            t.ClearField("data_location")
+    return m
 
 
 def compare_facts(ctx, info, facts, what):
@@ -297,9 +320,45 @@ def group_usage(ctx):
         (["convert", "--frce", sample, ctx.path("a")], "misspelt convert option"),
         (["help", "frobnicate"], "help for an unknown command"),
         (["help", "info", "convert"], "help with two commands"),
+        # convert: options that do not apply to the conversion asked for, bad values
+        (["convert", "--deflate-model", sample, ctx.path("a.onnx")], "--deflate-model to .onnx"),
+        (["convert", "--external-data", "x.data", sample, ctx.path("a.onnxz")], "--external-data to .onnxz"),
+        (["convert", "--external-data=", sample, ctx.path("a.onnx")], "--external-data without a name"),
+        (["convert", "--align", "64", sample, ctx.path("a.onnx")], "--align to a single .onnx"),
+        (["convert", "--threshold", "64", sample, ctx.path("a.onnx")], "--threshold to a single .onnx"),
+        (["convert", "--max-file-size", "1M", sample, ctx.path("a.onnx")], "--max-file-size alone"),
+        (["convert", "--max-file-size", "1M", sample, ctx.path("a.onnxz")], "--max-file-size to .onnxz"),
+        (["convert", "--checksum", sample, ctx.path("a.onnx")], "--checksum alone"),
+        (["convert", "--align", "100", sample, ctx.path("a.onnxz")], "--align not a power of two"),
+        (["convert", "--align", "32", sample, ctx.path("a.onnxz")], "--align below 64 for an archive"),
+        (["convert", "--align", "64K", sample, ctx.path("a.onnxz")], "--align above 32K for an archive"),
+        (["convert", "--align", "0", "--external-data", "d", sample, ctx.path("a.onnx")], "--align 0"),
+        (["convert", "--threshold", "12X", sample, ctx.path("a.onnxz")], "--threshold with a bad suffix"),
+        (["convert", "--threshold", "-1", sample, ctx.path("a.onnxz")], "--threshold negative"),
+        (["convert", "--threshold", "99999999999999999999", sample, ctx.path("a.onnxz")], "--threshold too large"),
+        (["convert", "--threshold", "17179869184G", sample, ctx.path("a.onnxz")], "--threshold overflows with its suffix"),
+        (["convert", "--max-file-size", "0", "--external-data", "d", sample, ctx.path("a.onnx")], "--max-file-size 0"),
+        (["convert", "--align"], "--align without a value"),
+        # ls, verify, unpack, bench
+        (["ls"], "ls without ARCHIVE"),
+        (["ls", sample, sample], "ls with two files"),
+        (["ls", "--bogus", sample], "unknown ls option"),
+        (["verify"], "verify without FILE"),
+        (["verify", "--checksum", sample], "unknown verify option"),
+        (["unpack", sample], "unpack without DIR"),
+        (["unpack", sample, ctx.path("a"), ctx.path("b")], "unpack with three arguments"),
+        (["bench"], "bench without MODE"),
+        (["bench", "load"], "bench without FILE"),
+        (["bench", "parse", sample], "bench with an unknown mode"),
+        (["bench", "read", "--no-copy", sample], "bench read --no-copy"),
+        (["bench", "map", "--threads", "2", sample], "bench map --threads"),
+        (["bench", "load", "--repeat", "0", sample], "bench --repeat 0"),
+        (["bench", "load", "--repeat", "x", sample], "bench --repeat x"),
+        (["bench", "load", "--threads", "-1", sample], "bench --threads -1"),
     ]:
         ctx.expect_usage(argv, what)
-    ctx.check(not os.path.exists(ctx.path("a")), "a usage error must not write anything")
+    for name in ("a", "a.onnx", "a.onnxz", "b"):
+        ctx.check(not os.path.exists(ctx.path(name)), f"a usage error must not write anything ({name})")
 
 
 def group_help(ctx):
@@ -338,6 +397,14 @@ def group_errors(ctx):
     ctx.expect_error(["info", "--json", missing], missing, "info --json, missing file")
     ctx.expect_error(["convert", missing, ctx.path("out.onnx")], missing, "convert, missing file")
     ctx.check(not os.path.exists(ctx.path("out.onnx")), "failed convert must not create OUT")
+    # The file is named once: the tool prints it, the message does not repeat it.
+    for argv in (["info", missing], ["verify", missing], ["ls", missing], ["bench", "load", missing],
+                 ["convert", missing, ctx.path("out.onnxz")], ["unpack", missing, ctx.path("d")]):
+        rc, _, err = ctx.run(*argv)
+        ctx.equal(err, f"onnxz: error: {missing}: cannot open: No such file or directory\n",
+                  f"{argv[0]}: missing file message")
+    rc, _, err = ctx.run("info", ctx.work)
+    ctx.equal(err, f"onnxz: error: {ctx.work}: is not a regular file\n", "info on a directory: message")
 
     half = ctx.path("half.onnx")
     write(half, data[: len(data) // 2])
@@ -386,8 +453,8 @@ def group_convert(ctx):
     rich_out = ctx.path("rich_copy.onnx")
     rc, _, _ = ctx.expect_exit(["convert", rich, rich_out], 0, "convert rich model")
     if rc == 0:
-        ctx.check(read(rich_out) == onnx.load(rich).SerializeToString(),
-                  "convert: rich model identical to python's load (external data read in)")
+        ctx.check(read(rich_out) == python_load(rich).SerializeToString(),
+                  "convert: rich model identical to python's load (external data read in, E-16)")
         info = info_json(ctx, rich_out, "info --json converted rich model")
         if info is not None:
             ctx.equal(info["external_data"]["tensors"], 0, "converted: no external tensors left")
@@ -595,6 +662,39 @@ def group_robust(ctx):
         if ctx.failures:
             shutil.copyfile(bad, ctx.path(f"failed-mutant-{i}.onnx"))
             break
+    # Corrupted archives: every command that reads one, same rules.
+    if onnx is not None and not ctx.failures:
+        arc = ctx.path("names.onnxz")
+        rc, _, _ = ctx.run("convert", "--threshold", "0", build_names_model(ctx.work), arc)
+        seed = read(arc)
+        bad = ctx.path("bad.onnxz")
+        for i in range(120):
+            d = bytearray(seed)
+            # Mostly the structure (headers, central directory, model), not tensor bytes.
+            region = rng.choice([(0, 200), (len(d) - 1200, len(d)), (0, len(d))])
+            for _ in range(rng.randrange(1, 4)):
+                pos = rng.randrange(max(region[0], 0), region[1])
+                d[pos] = rng.randrange(256)
+            if rng.randrange(6) == 0:
+                d = d[: rng.randrange(len(d))]
+            write(bad, bytes(d))
+            for argv in (["info", "--json", bad], ["ls", "--json", bad], ["verify", bad],
+                         ["convert", "-f", bad, ctx.path("out.onnx")],
+                         ["unpack", "-f", bad, ctx.path("out.dir")]):
+                rc, out, err = ctx.run(*argv)
+                what = f"archive mutant {i}: onnxz {argv[0]}"
+                if rc == 1:
+                    lines = err.splitlines()
+                    ctx.check(out == "" and len(lines) == 1 and ERROR_RE.match(lines[0]) is not None,
+                              f"{what}: failure output {out[:80]!r} {err!r}")
+                elif ctx.equal(rc, 0, f"{what}: exit status (stderr {err[:300]!r})") and "--json" in argv:
+                    try:
+                        json.loads(out)
+                    except ValueError:
+                        ctx.check(False, f"{what}: invalid JSON")
+            if ctx.failures:
+                shutil.copyfile(bad, ctx.path(f"failed-archive-mutant-{i}.onnxz"))
+                break
     # "--" ends the options, so a file may start with a dash.
     dash = ctx.path("-dash.onnx")
     shutil.copyfile(ctx.sample, dash)
@@ -607,6 +707,805 @@ def group_robust(ctx):
     ctx.check(out.startswith("{"), "bundled short options: --json still applies")
 
 
+# ---- oracles for archives: Python's zipfile, the local headers, python3-onnx ----------
+
+def zip_entries(path):
+    """Each entry as Python's zipfile sees it, in central-directory order, with where its
+    data starts, read from its local header (which zipfile does not report)."""
+    methods = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+    out = []
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for zi in z.infolist():
+            f.seek(zi.header_offset)
+            head = f.read(30)
+            if struct.unpack("<I", head[:4])[0] != 0x04034B50:
+                raise ValueError(f"{path}: no local header at {zi.header_offset}")
+            name_len, extra_len = struct.unpack("<HH", head[26:30])
+            out.append({"name": zi.filename,
+                        "method": methods.get(zi.compress_type, f"method {zi.compress_type}"),
+                        "size": zi.file_size, "compressed_size": zi.compress_size,
+                        "data_offset": zi.header_offset + 30 + name_len + extra_len,
+                        "header_offset": zi.header_offset, "crc32": zi.CRC})
+    return out
+
+
+def alignment_of(offset):
+    """The largest power of two dividing offset, capped at 4096 (as `onnxz ls` shows it)."""
+    if offset == 0:
+        return 4096
+    a = 1
+    while a < 4096 and offset % (2 * a) == 0:
+        a *= 2
+    return a
+
+
+def archive_model(path):
+    with zipfile.ZipFile(path) as z:
+        return onnx.ModelProto.FromString(z.read(MODEL_ENTRY))
+
+
+def is_external(t):
+    return t.HasField("data_location") and t.data_location == TensorProto.EXTERNAL
+
+
+def entry_tensors(model):
+    """location -> names of the tensors that name it, in encoding order."""
+    refs = {}
+    for t in walk_messages(model, "onnx.TensorProto"):
+        if is_external(t):
+            kv = {e.key: e.value for e in t.external_data}
+            if "location" in kv:
+                refs.setdefault(kv["location"], []).append(t.name)
+    return refs
+
+
+def ls_oracle(path):
+    """What `onnxz ls --json` must say, from zipfile, the local headers and python3-onnx."""
+    refs = entry_tensors(archive_model(path))
+    entries = []
+    for e in zip_entries(path):
+        entries.append({"name": e["name"], "method": e["method"], "size": e["size"],
+                        "compressed_size": e["compressed_size"], "data_offset": e["data_offset"],
+                        "alignment": alignment_of(e["data_offset"]), "crc32": e["crc32"],
+                        "model": e["name"] == MODEL_ENTRY, "tensors": refs.get(e["name"], [])})
+    return {"file": path, "file_size": os.path.getsize(path), "entries": entries}
+
+
+def rezip(src, dst, tensor_method=zipfile.ZIP_STORED, model_method=zipfile.ZIP_STORED,
+          model_first=False, drop=(), rename=None, extra=()):
+    """Rewrites an archive with Python's zipfile (so nothing is aligned): entries in
+    another order or method, some dropped, one renamed (and the model's locations with
+    it), extra (name, bytes) entries added before the model."""
+    with zipfile.ZipFile(src) as z:
+        items = [(i.filename, z.read(i.filename)) for i in z.infolist() if i.filename not in drop]
+    if rename:
+        old, new = rename
+        model = onnx.ModelProto.FromString(dict(items)[MODEL_ENTRY])
+        for t in walk_messages(model, "onnx.TensorProto"):
+            for e in t.external_data:
+                if e.key == "location" and e.value == old:
+                    e.value = new
+        items = [(new if n == old else n, model.SerializeToString() if n == MODEL_ENTRY else d)
+                 for n, d in items]
+    items = [it for it in items if it[0] != MODEL_ENTRY] + list(extra) + \
+        [it for it in items if it[0] == MODEL_ENTRY]
+    if model_first:
+        items.sort(key=lambda it: it[0] != MODEL_ENTRY)
+    with zipfile.ZipFile(dst, "w") as out:
+        for name, data in items:
+            out.writestr(name, data, model_method if name == MODEL_ENTRY else tensor_method)
+    return dst
+
+
+def model_first_in_directory(src, dst):
+    """The same archive with __MODEL_PROTO's central-directory record moved to the front:
+    the data stays in place (the model last in the file), only the directory order changes."""
+    data = read(src)
+    eocd = data.rindex(b"PK\x05\x06")
+    count, cd_size, cd_at = struct.unpack("<HII", data[eocd + 10:eocd + 20])
+    records, pos = [], cd_at
+    for _ in range(count):
+        n, m, k = struct.unpack("<HHH", data[pos + 28:pos + 34])
+        records.append(data[pos:pos + 46 + n + m + k])
+        pos += 46 + n + m + k
+    records.sort(key=lambda r: MODEL_ENTRY.encode() not in r[46:46 + struct.unpack("<H", r[28:30])[0]])
+    write(dst, data[:cd_at] + b"".join(records) + data[cd_at + cd_size:])
+    return dst
+
+
+MISSING_CLIENTS = set()
+
+
+def zip_clients(ctx, path, align, what):
+    """Real ZIP clients accept the archive; zipalign -c ALIGN checks every stored entry's
+    data offset. A client that is not installed is reported, not failed."""
+    for argv, needle in [(["unzip", "-tqq"], None), (["7z", "t"], "Everything is Ok"),
+                         ([sys.executable, "-m", "zipfile", "-t"], None),
+                         (["zipalign", "-c", str(align)], None)]:
+        if argv[0] != sys.executable and not shutil.which(argv[0]):
+            MISSING_CLIENTS.add(argv[0])
+            continue
+        p = subprocess.run(argv + [path], capture_output=True, text=True, errors="replace")
+        ctx.check(p.returncode == 0 and (needle is None or needle in p.stdout),
+                  f"{what}: {' '.join(argv)} rejects {path}: {(p.stdout + p.stderr)[-300:]!r}")
+
+
+def check_archive(ctx, arc, source, threshold, align, what):
+    """The archive against the model it was made from (python3-onnx's loaded view):
+    A-2 model last, A-4 stored data aligned, A-11/A-12/A-20 exactly the tensors with
+    raw_data >= threshold are entries holding their bytes, every other tensor unchanged."""
+    try:
+        entries = zip_entries(arc)
+        model = archive_model(arc)
+    except Exception as e:  # noqa: BLE001 - any failure to read it is the finding
+        ctx.check(False, f"{what}: Python cannot read {arc}: {e}")
+        return None
+    ctx.equal(entries[-1]["name"], MODEL_ENTRY, f"{what}: {MODEL_ENTRY} last in the directory (A-2)")
+    ctx.equal(max(e["header_offset"] for e in entries), entries[-1]["header_offset"],
+              f"{what}: {MODEL_ENTRY} last in the file (A-2)")
+    for e in entries:
+        if e["method"] == "stored":
+            ctx.equal(e["data_offset"] % align, 0, f"{what}: entry {e['name']} data aligned to {align}")
+    with zipfile.ZipFile(arc) as z:
+        data = {e["name"]: z.read(e["name"]) for e in entries}
+    src = list(walk_messages(source, "onnx.TensorProto"))
+    got = list(walk_messages(model, "onnx.TensorProto"))
+    if not ctx.equal(len(got), len(src), f"{what}: tensor count"):
+        return None
+    used = set()
+    for s, g in zip(src, got):
+        if s.HasField("raw_data") and len(s.raw_data) >= threshold:
+            kv = {e.key: e.value for e in g.external_data}
+            loc = kv.get("location")
+            ctx.check(is_external(g) and not g.HasField("raw_data") and "offset" not in kv,
+                      f"{what}: tensor {s.name} is an external reference without offset (A-20)")
+            ctx.equal(kv.get("length"), str(len(s.raw_data)), f"{what}: tensor {s.name} length")
+            ctx.check(data.get(loc) == s.raw_data, f"{what}: entry {loc!r} holds tensor {s.name}'s bytes (A-12)")
+            used.add(loc)
+        else:
+            ctx.check(g == s, f"{what}: tensor {s.name} stays inside the model unchanged")
+    ctx.equal(sorted(used | {MODEL_ENTRY}), sorted(data), f"{what}: entries are the tensors and the model")
+    return entries
+
+
+def all_tensor_bytes(model):
+    """name -> (data_type, dims, bytes) of every tensor, as python3-onnx decodes it."""
+    out = []
+    for t in walk_messages(model, "onnx.TensorProto"):
+        arr = numpy_helper.to_array(t)
+        out.append((t.name, t.data_type, list(t.dims), arr.tobytes() if arr.dtype != object else list(arr.flat)))
+    return out
+
+
+def same_tensors(ctx, want_model, got_path, what):
+    """python3-onnx loads got_path (with its external data) to the same tensors."""
+    try:
+        got = onnx.load(got_path)
+    except Exception as e:  # noqa: BLE001
+        ctx.check(False, f"{what}: onnx.load({got_path}) fails: {e}")
+        return None
+    ctx.check(all_tensor_bytes(got) == all_tensor_bytes(want_model), f"{what}: onnx.load gives the same tensors")
+    return got
+
+
+def checker_passes(ctx, path, what):
+    try:
+        onnx.checker.check_model(path)
+    except Exception as e:  # noqa: BLE001
+        ctx.check(False, f"{what}: onnx.checker.check_model({path}) fails: {e}")
+
+
+def external_refs(path):
+    """(tensor name, {key: value}, [keys in order]) of every external tensor, in encoding order."""
+    m = onnx.load(path, load_external_data=False)
+    return [(t.name, {e.key: e.value for e in t.external_data}, [e.key for e in t.external_data])
+            for t in walk_messages(m, "onnx.TensorProto") if is_external(t)]
+
+
+def raw_by_name(model):
+    return {t.name: t.raw_data for t in walk_messages(model, "onnx.TensorProto") if t.HasField("raw_data")}
+
+
+def build_names_model(work):
+    """Tensor names that exercise A-10's entry names (dots and slashes, a leading digit, a
+    leading "__", two names equal but for case, one past 120 bytes), a Constant holding
+    raw bytes, and a small and a typed tensor that stay inside the model. Passes the checker."""
+    rng = numpy.random.default_rng(7)
+
+    def arr(n, name):
+        return numpy_helper.from_array(rng.random(n, dtype=numpy.float32), name)
+
+    long_name = "L" * 150
+    inits = [arr(300, "W"), arr(300, "w"), arr(1000, "layer.0/weight"), arr(100, "0bias"),
+             arr(64, "__x"), arr(50, long_name), arr(4, "small"),
+             helper.make_tensor("typed", TensorProto.FLOAT, [300], [0.5] * 300)]
+    nodes = [helper.make_node("Constant", [], ["k"], value=arr(300, "k_value")),
+             helper.make_node("Add", ["W", "w"], ["s"]),
+             helper.make_node("Add", ["s", "k"], ["s2"]),
+             helper.make_node("Add", ["s2", "typed"], ["y"])]
+    graph = helper.make_graph(nodes, "names", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [300])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = os.path.join(work, "names.onnx")
+    write(path, model.SerializeToString())
+    return path
+
+
+# A-10 applied by hand to build_names_model, in encoding order (node attributes first).
+NAMES_ENTRIES = ["k_value", "W", "w_2", "layer_0_weight", "t0bias", "t__x", "L" * 120, MODEL_ENTRY]
+
+
+def make_archive(ctx, src, name, *flags):
+    arc = ctx.path(name)
+    rc, _, err = ctx.run("convert", *flags, src, arc)
+    ctx.equal(rc, 0, f"convert {src} {arc} {' '.join(flags)}: exit status ({err!r})")
+    return arc
+
+
+# ---- the groups: conversions -------------------------------------------------------
+
+def group_convert_archive(ctx):
+    """.onnx -> .onnxz -> .onnx gives the source bytes (A-22); the archive passes unzip,
+    7z, zipfile and zipalign and holds exactly the model's tensors; options, forms, -f."""
+    if onnx is None:
+        return SKIP
+    sample, src = ctx.sample, onnx.load(ctx.sample)
+    arc = ctx.path("mlp.onnxz")
+    rc, out, err = ctx.expect_exit(["convert", sample, arc], 0, "convert to .onnxz")
+    ctx.equal(err, "", "convert to .onnxz: stderr")
+    ctx.check(re.match(rf"^{re.escape(sample)} -> {re.escape(arc)} \(453914 => \d+ bytes\)\n$", out),
+              f"convert to .onnxz: summary line {out!r}")
+    check_archive(ctx, arc, src, 64, 64, "default archive")
+    zip_clients(ctx, arc, 64, "default archive")
+    back = ctx.path("mlp.back.onnx")
+    ctx.expect_exit(["convert", arc, back], 0, "convert .onnxz to .onnx")
+    ctx.check(read(back) == read(sample), ".onnx -> .onnxz -> .onnx gives the source bytes (A-22)")
+
+    # The input's form comes from its content, the output's from its name (any case).
+    disguised = ctx.path("disguised.onnx")
+    shutil.copyfile(arc, disguised)
+    ctx.expect_exit(["convert", disguised, ctx.path("disguised.back.onnx")], 0, "archive named .onnx")
+    ctx.check(read(ctx.path("disguised.back.onnx")) == read(sample), "an archive is read as one whatever its name")
+    upper = make_archive(ctx, sample, "UPPER.ONNXZ")
+    ctx.check(read(upper) == read(arc), "OUT.ONNXZ is an archive too")
+
+    # --align, with and without a size suffix; zipalign checks the larger alignment.
+    a4k = make_archive(ctx, sample, "a4k.onnxz", "--align", "4K")
+    check_archive(ctx, a4k, src, 64, 4096, "--align 4K")
+    zip_clients(ctx, a4k, 4096, "--align 4K")
+    ctx.check(read(make_archive(ctx, sample, "a4096.onnxz", "--align", "4096")) == read(a4k),
+              "--align 4K and --align 4096 give the same archive")
+    a32k = make_archive(ctx, sample, "a32k.onnxz", "--align=32KiB")
+    check_archive(ctx, a32k, src, 64, 32768, "--align=32KiB")
+
+    # --threshold: nothing moves out at 1M; 1K is 1024.
+    whole = make_archive(ctx, sample, "whole.onnxz", "--threshold", "1M")
+    entries = check_archive(ctx, whole, src, 1 << 20, 64, "--threshold 1M")
+    if entries:
+        ctx.equal([e["name"] for e in entries], [MODEL_ENTRY], "--threshold 1M: the model alone")
+    ctx.expect_exit(["convert", whole, ctx.path("whole.back.onnx")], 0, "convert --threshold 1M archive back")
+    ctx.check(read(ctx.path("whole.back.onnx")) == read(sample), "--threshold 1M round trip")
+    t1k = make_archive(ctx, sample, "t1k.onnxz", "--threshold", "1k")
+    check_archive(ctx, t1k, src, 1024, 64, "--threshold 1k")
+    ctx.check(read(make_archive(ctx, sample, "t1024.onnxz", "--threshold", "1024")) == read(t1k),
+              "--threshold 1k and 1024 give the same archive")
+
+    # --deflate-model: the model deflated, tensors stored and aligned.
+    dm = make_archive(ctx, sample, "dm.onnxz", "--deflate-model")
+    entries = check_archive(ctx, dm, src, 64, 64, "--deflate-model")
+    if entries:
+        ctx.equal(entries[-1]["method"], "deflated", "--deflate-model: __MODEL_PROTO deflated")
+        ctx.check(all(e["method"] == "stored" for e in entries[:-1]), "--deflate-model: tensors stored")
+    zip_clients(ctx, dm, 64, "--deflate-model")
+    ctx.expect_exit(["convert", dm, ctx.path("dm.back.onnx")], 0, "convert deflated-model archive back")
+    ctx.check(read(ctx.path("dm.back.onnx")) == read(sample), "--deflate-model round trip")
+
+    # Entry names (A-10) and a tensor inside a node attribute.
+    names = build_names_model(ctx.work)
+    narc = make_archive(ctx, names, "names.onnxz")
+    entries = check_archive(ctx, narc, onnx.load(names), 64, 64, "names archive")
+    if entries:
+        ctx.equal([e["name"] for e in entries], NAMES_ENTRIES, "entry names follow A-10")
+    zip_clients(ctx, narc, 64, "names archive")
+    ctx.expect_exit(["convert", narc, ctx.path("names.back.onnx")], 0, "convert names archive back")
+    ctx.check(read(ctx.path("names.back.onnx")) == read(names), "names model round trip")
+
+    # An N-file external-data model (three data files) in, its data read in.
+    rich = build_rich_model(ctx.work)
+    rarc = make_archive(ctx, rich, "rich.onnxz")
+    ctx.expect_exit(["convert", rich, ctx.path("rich.direct.onnx")], 0, "convert rich model to .onnx")
+    check_archive(ctx, rarc, python_load(rich), 64, 64, "rich archive")
+    ctx.expect_exit(["convert", rarc, ctx.path("rich.back.onnx")], 0, "convert rich archive back")
+    ctx.check(read(ctx.path("rich.back.onnx")) == read(ctx.path("rich.direct.onnx")),
+              "external-data model -> .onnxz -> .onnx gives the bytes of -> .onnx (A-22)")
+    ctx.check(read(ctx.path("rich.back.onnx")) == python_load(rich).SerializeToString(),
+              "external-data model -> .onnxz -> .onnx equals python's load (E-16)")
+
+    # -f: an existing archive stays untouched without it; in-place rewrite with it.
+    old = b"old archive\n"
+    taken = ctx.path("taken.onnxz")
+    write(taken, old)
+    ctx.expect_error(["convert", sample, taken], taken, "convert over an existing archive")
+    ctx.equal(read(taken), old, "existing archive untouched without -f")
+    ctx.expect_exit(["convert", "-f", sample, taken], 0, "convert -f over an existing archive")
+    ctx.check(read(taken) == read(arc), "convert -f replaced the archive")
+    ctx.expect_error(["convert", taken, taken], taken, "convert archive onto itself without -f")
+    rc, out, _ = ctx.expect_exit(["convert", "-f", taken, taken], 0, "convert -f archive onto itself")
+    ctx.check(f"({os.path.getsize(arc)} => {os.path.getsize(arc)} bytes)" in out, f"in-place summary {out!r}")
+    ctx.check(read(taken) == read(arc), "archive rewritten in place from its own mapping")
+    ctx.expect_usage(["convert", "--data-dir", ctx.work, arc, ctx.path("x.onnx")], "--data-dir with an archive")
+    ctx.check(not os.path.exists(ctx.path("x.onnx")), "a usage error writes nothing")
+
+
+def group_convert_external(ctx):
+    """Two-file and N-file output: python3-onnx loads the same tensors and the checker
+    passes; alignment, threshold, splitting, checksums; external-data input, --data-dir;
+    data files are never overwritten without -f."""
+    if onnx is None:
+        return SKIP
+    sample, src = ctx.sample, onnx.load(ctx.sample)
+    src_raw = raw_by_name(src)
+    two = ctx.path("two.onnx")
+    rc, out, _ = ctx.expect_exit(["convert", sample, two, "--external-data", "two.data"], 0, "two-file convert")
+    ctx.check(out.startswith(f"{sample} -> {two} (") and "data in two.data (452352 bytes)" in out,
+              f"two-file convert: summary line {out!r}")
+    same_tensors(ctx, src, two, "two-file")
+    checker_passes(ctx, two, "two-file")
+    refs = external_refs(two)
+    ctx.equal([n for n, _, _ in refs],
+              [t.name for t in walk_messages(src, "onnx.TensorProto") if len(t.raw_data) >= 64],
+              "two-file: exactly the tensors of >= 64 bytes went out")
+    data = read(ctx.path("two.data"))
+    for name, kv, keys in refs:
+        ctx.equal(keys, ["location", "offset", "length"], f"two-file: {name} keys in order (E-20)")
+        ctx.equal(kv["location"], "two.data", f"two-file: {name} location")
+        off, n = int(kv["offset"]), int(kv["length"])
+        ctx.equal(off % 64, 0, f"two-file: {name} offset aligned to 64 by default")
+        ctx.check(data[off:off + n] == src_raw[name], f"two-file: {name} bytes in the data file")
+
+    # --align 1 packs the tensors; --threshold 1K keeps smaller ones inside.
+    ctx.expect_exit(["convert", sample, ctx.path("packed.onnx"), "--external-data", "packed.data",
+                     "--align", "1"], 0, "--align 1")
+    refs = external_refs(ctx.path("packed.onnx"))
+    offsets = [int(kv["offset"]) for _, kv, _ in refs]
+    lengths = [int(kv["length"]) for _, kv, _ in refs]
+    ctx.equal(offsets, [sum(lengths[:i]) for i in range(len(lengths))], "--align 1: tensors packed")
+    ctx.equal(os.path.getsize(ctx.path("packed.data")), sum(lengths), "--align 1: data file size")
+    ctx.expect_exit(["convert", sample, ctx.path("thr.onnx"), "--external-data", "thr.data",
+                     "--threshold", "1K", "--align", "4K"], 0, "--threshold 1K --align 4K")
+    refs = external_refs(ctx.path("thr.onnx"))
+    ctx.equal([n for n, _, _ in refs], [n for n, r in src_raw.items() if len(r) >= 1024],
+              "--threshold 1K: tensors under 1024 bytes stay inside")
+    ctx.check(all(int(kv["offset"]) % 4096 == 0 for _, kv, _ in refs), "--align 4K offsets")
+    same_tensors(ctx, src, ctx.path("thr.onnx"), "--threshold 1K")
+
+    # --max-file-size: LOCATION, LOCATION.1, ...; each within the maximum unless it holds
+    # a single larger tensor (E-22).
+    split = ctx.path("split.onnx")
+    rc, out, _ = ctx.expect_exit(["convert", sample, split, "--external-data", "split.data",
+                                  "--max-file-size", "200K"], 0, "--max-file-size 200K")
+    refs = external_refs(split)
+    files = sorted(f for f in os.listdir(ctx.work) if f.startswith("split.data"))
+    ctx.equal(sorted({kv["location"] for _, kv, _ in refs}), files, "split: the references name every part")
+    ctx.check(files[:2] == ["split.data", "split.data.1"] and len(files) >= 3, f"split: parts {files}")
+    ctx.check(f"data in split.data and {len(files) - 1} more files" in out, f"split: summary {out!r}")
+    for f in files:
+        held = [kv for _, kv, _ in refs if kv["location"] == f]
+        ctx.check(os.path.getsize(ctx.path(f)) <= 200 * 1024 or len(held) == 1,
+                  f"split: {f} within the maximum or a single tensor")
+    same_tensors(ctx, src, split, "split")
+    checker_passes(ctx, split, "split")
+    ctx.expect_exit(["convert", sample, ctx.path("split2.onnx"), "--external-data", "split2.data",
+                     "--max-file-size", "204800"], 0, "--max-file-size 204800")
+    for f in files:
+        ctx.check(read(ctx.path(f)) == read(ctx.path("split2" + f[5:])), f"200K and 204800 split alike: {f}")
+
+    # --checksum: SHA-1 of each tensor's bytes; verify checks them.
+    ck = ctx.path("ck.onnx")
+    ctx.expect_exit(["convert", sample, ck, "--external-data", "ck.data", "--checksum"], 0, "--checksum")
+    refs = external_refs(ck)
+    for name, kv, keys in refs:
+        ctx.equal(keys, ["location", "offset", "length", "checksum"], f"--checksum: {name} keys")
+        ctx.equal(kv.get("checksum"), hashlib.sha1(src_raw[name]).hexdigest(), f"--checksum: {name} SHA-1")
+    checker_passes(ctx, ck, "--checksum")
+
+    # External-data input: what python's onnx.load gives, as .onnx and through an archive.
+    ctx.expect_exit(["convert", two, ctx.path("two.single.onnx")], 0, "two-file to single file")
+    python_bytes = python_load(two).SerializeToString()
+    ctx.check(read(ctx.path("two.single.onnx")) == python_bytes, "two-file -> .onnx equals python's load")
+    ctx.expect_exit(["convert", split, ctx.path("split.onnxz")], 0, "N-file to archive")
+    ctx.expect_exit(["convert", ctx.path("split.onnxz"), ctx.path("split.back.onnx")], 0, "archive to .onnx")
+    ctx.check(read(ctx.path("split.back.onnx")) == python_load(split).SerializeToString(),
+              "N-file -> .onnxz -> .onnx equals python's load (E-16)")
+    ctx.expect_exit(["convert", split, ctx.path("split.direct.onnx")], 0, "N-file to .onnx")
+    ctx.check(read(ctx.path("split.back.onnx")) == read(ctx.path("split.direct.onnx")),
+              "N-file -> .onnxz -> .onnx gives the bytes of N-file -> .onnx (A-22)")
+    ctx.expect_exit(["convert", ctx.path("split.onnxz"), ctx.path("again.onnx"), "--external-data",
+                     "again.data"], 0, "archive to two-file")
+    same_tensors(ctx, src, ctx.path("again.onnx"), "archive to two-file")
+    checker_passes(ctx, ctx.path("again.onnx"), "archive to two-file")
+
+    # Moved data: --data-dir finds it; without it the convert fails and writes nothing.
+    lonely, elsewhere = ctx.path("lonely"), ctx.path("elsewhere")
+    os.makedirs(lonely)
+    os.makedirs(elsewhere)
+    shutil.copyfile(two, os.path.join(lonely, "two.onnx"))
+    shutil.copyfile(ctx.path("two.data"), os.path.join(elsewhere, "two.data"))
+    moved_out = ctx.path("moved.onnx")
+    ctx.expect_error(["convert", os.path.join(lonely, "two.onnx"), moved_out],
+                     os.path.join(lonely, "two.onnx"), "moved data without --data-dir")
+    ctx.check(not os.path.exists(moved_out), "failed convert writes nothing")
+    ctx.expect_exit(["convert", "--data-dir", elsewhere, os.path.join(lonely, "two.onnx"), moved_out], 0,
+                    "--data-dir")
+    ctx.check(os.path.exists(moved_out) and read(moved_out) == python_bytes, "--data-dir: the same model")
+
+    # In place: the data file is replaced while the load still maps the old one.
+    inplace = ctx.path("inplace.onnx")
+    ctx.expect_exit(["convert", sample, inplace, "--external-data", "inplace.data"], 0, "two-file for in-place")
+    before = os.path.getsize(inplace)
+    rc, out, _ = ctx.expect_exit(["convert", "-f", inplace, inplace, "--external-data", "inplace.data",
+                                  "--align", "4K"], 0, "two-file converted in place")
+    ctx.check(out.startswith(f"{inplace} -> {inplace} ({before} => "), f"in-place summary {out!r}")
+    same_tensors(ctx, src, inplace, "two-file converted in place")
+
+    # Data files are never overwritten without -f; the model is not written either.
+    old = b"old data\n"
+    write(ctx.path("keep.data"), old)
+    ctx.expect_error(["convert", sample, ctx.path("keep.onnx"), "--external-data", "keep.data"],
+                     ctx.path("keep.data"), "existing data file")
+    ctx.equal(read(ctx.path("keep.data")), old, "existing data file untouched")
+    ctx.check(not os.path.exists(ctx.path("keep.onnx")), "no model written beside a refused data file")
+    ctx.expect_exit(["convert", "-f", sample, ctx.path("keep.onnx"), "--external-data", "keep.data"], 0,
+                    "existing data file with -f")
+    same_tensors(ctx, src, ctx.path("keep.onnx"), "-f over a data file")
+    write(ctx.path("parts.data.7"), old)
+    ctx.expect_error(["convert", sample, ctx.path("parts.onnx"), "--external-data", "parts.data",
+                      "--max-file-size", "1M"], ctx.path("parts.data.7"), "existing part file")
+    ctx.equal(read(ctx.path("parts.data.7")), old, "existing part file untouched")
+    ctx.expect_exit(["convert", sample, ctx.path("abs.onnx"), "--external-data",
+                     os.path.join("/nonexistent", "abs.data")], 0, "absolute location keeps its file name")
+    ctx.equal({kv["location"] for _, kv, _ in external_refs(ctx.path("abs.onnx"))}, {"abs.data"},
+              "absolute --external-data reduced to its file name (E-23)")
+
+
+# ---- ls, verify, unpack, info on archives -------------------------------------------
+
+def parse_ls_line(line):
+    name, method, size, offset, align, tensors = line.split(None, 5)
+    return name, method, int(size), int(offset), int(align), tensors
+
+
+def group_ls(ctx):
+    """`ls` against zipfile, the local headers and python3-onnx; the golden listing."""
+    if onnx is None:
+        return SKIP
+    arc = make_archive(ctx, ctx.sample, "mlp.onnxz")
+    narc = make_archive(ctx, build_names_model(ctx.work), "names.onnxz", "--threshold", "0")
+    deflated = rezip(narc, ctx.path("deflated.onnxz"), tensor_method=zipfile.ZIP_DEFLATED,
+                     model_method=zipfile.ZIP_DEFLATED)
+    extra = rezip(arc, ctx.path("extra.onnxz"), extra=[("notes/readme.txt", b"hello\n")])
+    a32k = make_archive(ctx, ctx.sample, "a32k.onnxz", "--align", "32K")  # offsets past the cap
+    for path in (arc, narc, deflated, extra, a32k):
+        rc, out, err = ctx.expect_exit(["ls", "--json", path], 0, f"ls --json {path}")
+        if rc != 0:
+            continue
+        ctx.equal(err, "", f"ls --json {path}: stderr")
+        try:
+            got = json.loads(out)
+        except ValueError as e:
+            ctx.check(False, f"ls --json {path}: not JSON ({e})")
+            continue
+        ctx.equal(got, ls_oracle(path), f"ls --json {path} against zipfile + python3-onnx")
+        # The human table says the same, line for line.
+        rc, out, _ = ctx.expect_exit(["ls", path], 0, f"ls {path}")
+        lines = out.splitlines()
+        ctx.equal(lines[0].split(), ["NAME", "METHOD", "SIZE", "OFFSET", "ALIGN", "TENSOR"], "ls header")
+        want = ls_oracle(path)["entries"]
+        if ctx.equal(len(lines) - 1, len(want), f"ls {path}: one line per entry"):
+            for line, e in zip(lines[1:], want):
+                tensors = "(model)" if e["model"] else (", ".join(e["tensors"]) or "-")
+                ctx.equal(parse_ls_line(line), (e["name"], e["method"], e["size"], e["data_offset"],
+                                                e["alignment"], tensors), f"ls {path}: line {line!r}")
+    rc, out, _ = ctx.expect_exit(["ls", arc], 0, "ls sample archive")
+    golden = read(os.path.join(ctx.golden, "mlp.ls.txt")).decode()
+    if not ctx.equal(out, golden, "ls: output differs from tests/cli/golden/mlp.ls.txt"):
+        sys.stderr.write("---- got ----\n" + out + "---- want ----\n" + golden)
+    ctx.expect_error(["ls", ctx.sample], ctx.sample, "ls on a .onnx file")
+    ctx.expect_error(["ls", ctx.path("missing.onnxz")], ctx.path("missing.onnxz"), "ls on a missing file")
+
+
+def flip_byte(src, dst, offset):
+    d = bytearray(read(src))
+    d[offset] ^= 0x55
+    write(dst, bytes(d))
+    return dst
+
+
+def group_verify(ctx):
+    """verify passes what is right and names the first problem of what is not; where a
+    ZIP client can judge the same thing, it agrees."""
+    if onnx is None:
+        return SKIP
+    sample = ctx.sample
+    arc = make_archive(ctx, sample, "mlp.onnxz")
+    rc, out, err = ctx.expect_exit(["verify", arc], 0, "verify archive")
+    ctx.check(out.startswith(f"OK {arc}: onnxz archive, 6 entries") and out.count("\n") == 1,
+              f"verify archive: OK line {out!r}")
+    rc, out, _ = ctx.expect_exit(["verify", "--json", arc], 0, "verify --json archive")
+    try:
+        got = json.loads(out)
+        entries = zip_entries(arc)
+        ctx.equal(got, {"file": arc, "format": "onnxz", "ok": True, "entries": len(entries),
+                        "tensor_entries": len(entries) - 1, "entry_tensors": len(entries) - 1,
+                        "entry_bytes": sum(e["size"] for e in entries[:-1]),
+                        "model_size": entries[-1]["size"]}, "verify --json archive")
+    except ValueError as e:
+        ctx.check(False, f"verify --json: not JSON ({e})")
+    ctx.equal(ctx.run("-q", "verify", arc)[:2], (0, ""), "verify -q: exit 0, nothing printed")
+    ctx.expect_exit(["verify", make_archive(ctx, sample, "dm.onnxz", "--deflate-model")], 0,
+                    "verify deflated-model archive")
+
+    # .onnx: decodes, external data resolves, checksums match.
+    rc, out, _ = ctx.expect_exit(["verify", sample], 0, "verify .onnx")
+    ctx.equal(out, f"OK {sample}: onnx model, 8 tensors\n", "verify .onnx: OK line")
+    ck = ctx.path("ck.onnx")
+    ctx.expect_exit(["convert", sample, ck, "--external-data", "ck.data", "--checksum"], 0, "two-file with checksums")
+    rc, out, _ = ctx.expect_exit(["verify", ck], 0, "verify two-file")
+    ctx.equal(out, f"OK {ck}: onnx model, 8 tensors, 5 in 1 external data file (441.8 KiB), "
+                   "5 checksums verified\n", "verify two-file: OK line")
+    rc, out, _ = ctx.expect_exit(["verify", "--json", ck], 0, "verify two-file --json")
+    if rc == 0:
+        ctx.equal(json.loads(out), {"file": ck, "format": "onnx", "ok": True, "tensors": 8,
+                                    "external_tensors": 5, "external_files": 1,
+                                    "external_bytes": 452352, "checksums_verified": 5}, "verify --json two-file")
+    first = external_refs(ck)[0][1]
+    flip_byte(ctx.path("ck.data"), ctx.path("ck.data"), int(first["offset"]) + 3)
+    rc, _, err = ctx.run("verify", ck)
+    ctx.expect_error(["verify", ck], ck, "verify two-file with a changed byte")
+    ctx.check("checksum" in err, f"verify names the checksum: {err!r}")
+    os.remove(ctx.path("ck.data"))
+    ctx.expect_error(["verify", ck], ck, "verify two-file without its data file")
+    ctx.expect_usage(["verify", "--data-dir", ctx.work, arc], "verify --data-dir on an archive")
+
+    # A changed byte in a tensor's data: our CRC check and unzip's agree.
+    e = zip_entries(arc)[0]
+    bad = flip_byte(arc, ctx.path("crc.onnxz"), e["data_offset"] + 5)
+    rc, _, err = ctx.run("verify", bad)
+    off = ctx.expect_error(["verify", bad], bad, "verify with a bad CRC", offset=True)
+    ctx.equal(off, e["data_offset"], "verify: the bad CRC's offset is the entry's data")
+    ctx.check("CRC" in err or "crc" in err, f"verify names the CRC: {err!r}")
+    if shutil.which("unzip"):
+        ctx.check(subprocess.run(["unzip", "-tqq", bad], capture_output=True).returncode != 0,
+                  "unzip -t also rejects the bad CRC")
+    with zipfile.ZipFile(bad) as z:
+        ctx.equal(z.testzip(), e["name"], "zipfile.testzip finds the same entry")
+    # The layout rules, on archives Python's zipfile wrote (which load, A-23).
+    for name, kwargs, rule in [
+            ("first.onnxz", {"model_first": True}, "A-2"),
+            ("deflated.onnxz", {"tensor_method": zipfile.ZIP_DEFLATED}, "A-3"),
+            ("unaligned.onnxz", {}, "A-4")]:
+        path = rezip(arc, ctx.path(name), **kwargs)
+        if rule == "A-4":
+            ctx.check(any(x["data_offset"] % 64 for x in zip_entries(path)), "precondition: an unaligned entry")
+        rc, _, err = ctx.run("verify", path)
+        ctx.expect_error(["verify", path], path, f"verify {name}")
+        ctx.check(f"({rule})" in err, f"verify {name}: names rule {rule}: {err!r}")
+        ctx.expect_exit(["convert", path, ctx.path(name + ".onnx")], 0, f"{name} still loads (A-23)")
+        ctx.check(read(ctx.path(name + ".onnx")) == read(sample), f"{name} loads the same model")
+    # A-2 in the central directory alone: the model's data last, its record first.
+    cd_first = model_first_in_directory(arc, ctx.path("cd_first.onnxz"))
+    with zipfile.ZipFile(cd_first) as z:
+        ctx.equal(z.namelist()[0], MODEL_ENTRY, "precondition: model first in the directory")
+    rc, _, err = ctx.run("verify", cd_first)
+    ctx.expect_error(["verify", cd_first], cd_first, "verify with the model first in the directory")
+    ctx.check("central directory" in err and "(A-2)" in err, f"directory order: names A-2: {err!r}")
+    # A tensor whose entry is missing, an entry with the wrong length, a cut archive.
+    missing = rezip(arc, ctx.path("missing.onnxz"), drop=[e["name"]])
+    rc, _, err = ctx.run("verify", missing)
+    ctx.expect_error(["verify", missing], missing, "verify with a missing entry")
+    ctx.check("A-21" in err, f"missing entry: names A-21: {err!r}")
+    cut = ctx.path("cut.onnxz")
+    write(cut, read(arc)[:-100])
+    ctx.expect_error(["verify", cut], cut, "verify a cut archive", offset="any")
+    ctx.expect_error(["verify", ctx.path("nope.onnxz")], ctx.path("nope.onnxz"), "verify a missing file")
+
+
+def tree(root):
+    """relative path -> bytes of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            out[os.path.relpath(p, root)] = read(p)
+    return out
+
+
+def group_unpack(ctx):
+    """unpack gives what unzip gives with __MODEL_PROTO renamed model.onnx, which
+    python3-onnx loads and checks; DIR rules; nothing written from a bad archive."""
+    if onnx is None:
+        return SKIP
+    sample, src = ctx.sample, onnx.load(ctx.sample)
+    cases = [("mlp", make_archive(ctx, sample, "mlp.onnxz"), src),
+             ("dm", make_archive(ctx, sample, "dm.onnxz", "--deflate-model"), src)]
+    names = build_names_model(ctx.work)
+    narc = make_archive(ctx, names, "names.onnxz")
+    # Entries in a subdirectory and deflated tensors, as a generic ZIP tool may write them.
+    sub = rezip(narc, ctx.path("sub.onnxz"), tensor_method=zipfile.ZIP_DEFLATED,
+                rename=("layer_0_weight", "weights/layer_0_weight"))
+    cases += [("names", narc, onnx.load(names)), ("sub", sub, onnx.load(names))]
+    for label, arc, model in cases:
+        out_dir = ctx.path(f"{label}.dir")
+        rc, out, err = ctx.expect_exit(["unpack", arc, out_dir], 0, f"unpack {label}")
+        if rc != 0:
+            continue
+        ctx.check(re.match(rf"^{re.escape(arc)} -> {re.escape(out_dir)}/model.onnx \+ \d+ data files? \(\d+ bytes\)\n$", out),
+                  f"unpack {label}: summary {out!r}")
+        if shutil.which("unzip"):
+            ref = ctx.path(f"{label}.unzip")
+            subprocess.run(["unzip", "-qo", arc, "-d", ref], check=True)
+            os.rename(os.path.join(ref, MODEL_ENTRY), os.path.join(ref, "model.onnx"))
+            ctx.check(tree(out_dir) == tree(ref), f"unpack {label}: the files unzip gives (model renamed)")
+        else:
+            MISSING_CLIENTS.add("unzip")
+        got = same_tensors(ctx, model, os.path.join(out_dir, "model.onnx"), f"unpack {label}")
+        checker_passes(ctx, os.path.join(out_dir, "model.onnx"), f"unpack {label}")
+        back = ctx.path(f"{label}.back.onnx")
+        ctx.expect_exit(["convert", os.path.join(out_dir, "model.onnx"), back], 0, f"convert unpacked {label}")
+        if got is not None:
+            ctx.check(read(back) == python_load(os.path.join(out_dir, "model.onnx")).SerializeToString(),
+                      f"unpacked {label}: our load equals python's (E-16)")
+            ctx.check(read(back) == model.SerializeToString(), f"unpacked {label}: the source model again")
+
+    # DIR: a non-empty one is refused (and left as it was), -f writes into it.
+    arc = cases[0][1]
+    busy = ctx.path("busy")
+    os.makedirs(busy)
+    write(os.path.join(busy, "mine.txt"), b"mine\n")
+    ctx.expect_error(["unpack", arc, busy], busy, "unpack into a non-empty directory")
+    ctx.equal(sorted(os.listdir(busy)), ["mine.txt"], "non-empty DIR untouched")
+    ctx.expect_exit(["unpack", "-f", arc, busy], 0, "unpack -f into a non-empty directory")
+    ctx.equal(read(os.path.join(busy, "mine.txt")), b"mine\n", "unpack -f keeps unrelated files")
+    ctx.check(os.path.exists(os.path.join(busy, "model.onnx")), "unpack -f wrote the model")
+    ctx.expect_exit(["unpack", "-f", arc, busy], 0, "unpack -f again over its own files")
+    empty = ctx.path("empty")
+    os.makedirs(empty)
+    ctx.expect_exit(["unpack", arc, empty], 0, "unpack into an empty directory")
+    afile = ctx.path("afile")
+    write(afile, b"x")
+    ctx.expect_error(["unpack", arc, afile], afile, "unpack into a regular file")
+    ctx.expect_error(["unpack", arc, ctx.path("no/such/parent")], ctx.path("no/such/parent"),
+                     "unpack where the parent is missing")
+    # A bad archive: nothing is written, DIR is not even created.
+    e = zip_entries(arc)[1]
+    bad = flip_byte(arc, ctx.path("bad.onnxz"), e["data_offset"])
+    ctx.expect_error(["unpack", bad, ctx.path("bad.dir")], bad, "unpack a bad archive", offset="any")
+    ctx.check(not os.path.exists(ctx.path("bad.dir")), "unpack of a bad archive creates nothing")
+    clash = rezip(arc, ctx.path("clash.onnxz"), rename=(e["name"], "model.onnx"))
+    ctx.expect_error(["unpack", clash, ctx.path("clash.dir")], clash, "unpack with an entry named model.onnx")
+    ctx.check(not os.path.exists(ctx.path("clash.dir")), "refused unpack creates nothing")
+    ctx.expect_error(["unpack", ctx.sample, ctx.path("x.dir")], ctx.sample, "unpack a .onnx file")
+
+
+def archive_facts(path):
+    """What `info --json` must say about an archive: the model's facts (python_facts on
+    __MODEL_PROTO) with the archive's size, and its entries from zipfile."""
+    entries = zip_entries(path)
+    refs = entry_tensors(archive_model(path))
+    model_path = path + ".model"
+    with zipfile.ZipFile(path) as z:
+        write(model_path, z.read(MODEL_ENTRY))
+    facts = python_facts(model_path)
+    os.remove(model_path)
+    tensor_entries = [e for e in entries if e["name"] in refs and e["name"] != MODEL_ENTRY]
+    stored = [e for e in entries if e["method"] == "stored"]
+    deflated = [e for e in entries if e["method"] == "deflated"]
+    aligns = [alignment_of(e["data_offset"]) for e in tensor_entries if e["method"] == "stored"]
+    model = [e for e in entries if e["name"] == MODEL_ENTRY][0]
+    facts.update({
+        "format": "onnxz",
+        "file_size": os.path.getsize(path),
+        "archive": {
+            "entries": len(entries),
+            "stored": {"entries": len(stored), "bytes": sum(e["size"] for e in stored)},
+            "deflated": {"entries": len(deflated), "bytes": sum(e["size"] for e in deflated),
+                         "compressed_bytes": sum(e["compressed_size"] for e in deflated)},
+            "tensor_entries": len(tensor_entries),
+            "deflated_tensor_entries": len([e for e in tensor_entries if e["method"] == "deflated"]),
+            "min_tensor_alignment": min(aligns) if aligns else 0,
+            "zero_copy": all(e["method"] == "stored" for e in tensor_entries),
+            "model_entry": {"method": model["method"], "size": model["size"],
+                            "compressed_size": model["compressed_size"], "last": model is entries[-1]
+                            and model["header_offset"] == max(e["header_offset"] for e in entries)},
+        },
+    })
+    return facts
+
+
+def group_info_archive(ctx):
+    """info on archives against python3-onnx and zipfile; zero-copy and deflated entries."""
+    if onnx is None:
+        return SKIP
+    arc = make_archive(ctx, ctx.sample, "mlp.onnxz")
+    rich = make_archive(ctx, build_rich_model(ctx.work), "rich.onnxz", "--threshold", "0")
+    deflated = rezip(arc, ctx.path("deflated.onnxz"), tensor_method=zipfile.ZIP_DEFLATED,
+                     model_method=zipfile.ZIP_DEFLATED)
+    first = rezip(arc, ctx.path("first.onnxz"), model_first=True)
+    for path in (arc, rich, deflated, first):
+        info = info_json(ctx, path, f"info --json {path}")
+        if info is not None:
+            compare_facts(ctx, info, archive_facts(path), f"archive {os.path.basename(path)}")
+            ctx.equal(set(info["archive"]), ARCHIVE_KEYS, "archive JSON keys")
+    rc, out, err = ctx.expect_exit(["info", arc], 0, "info archive")
+    lines = out.splitlines()
+    for line in ["format:               onnxz archive", "archive entries:      6",
+                 "  tensor entries:     5, stored, aligned to 64: zero-copy",
+                 "  deflated:           0 entries, 0 bytes",
+                 "  model entry:        __MODEL_PROTO, stored, 1746 bytes (1.7 KiB)",
+                 "  external data:      5 tensors, 452352 bytes (441.8 KiB)"]:
+        ctx.check(line in lines, f"info archive: line {line!r} in\n{out}")
+    ctx.check(not any(l.startswith("    ") for l in lines), "info archive: no per-entry location lines")
+    rc, out, _ = ctx.expect_exit(["info", deflated], 0, "info deflated archive")
+    ctx.check("5 deflated: not zero-copy" in out, f"info deflated archive notes it is not zero-copy:\n{out}")
+    rc, out, _ = ctx.expect_exit(["info", first], 0, "info model-first archive")
+    ctx.check("not the last entry" in out, f"info notes the model is not last:\n{out}")
+    # Archives are told by content, not by name.
+    disguised = ctx.path("disguised.onnx")
+    shutil.copyfile(arc, disguised)
+    info = info_json(ctx, disguised, "info --json disguised archive")
+    if info is not None:
+        ctx.equal(info["format"], "onnxz", "an archive named .onnx is shown as one")
+
+
+def group_bench(ctx):
+    """bench's JSON line, in the exact shape bench/bench_load.py calls and reads; bytes
+    against the file's size and python3-onnx's tensor bytes."""
+    if onnx is None:
+        return SKIP
+    sample = ctx.sample
+    arc = make_archive(ctx, sample, "mlp.onnxz")
+    two = ctx.path("two.onnx")
+    ctx.expect_exit(["convert", sample, two, "--external-data", "two.data"], 0, "two-file for bench")
+    tensor_bytes = sum(len(t.raw_data) for t in walk_messages(onnx.load(sample), "onnx.TensorProto"))
+
+    def bench(argv, what):
+        rc, out, err = ctx.expect_exit(argv, 0, what)
+        if rc != 0:
+            return None
+        try:
+            got = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError) as e:
+            ctx.check(False, f"{what}: last line is not JSON ({e}): {out!r}")
+            return None
+        if ctx.equal(set(got), BENCH_KEYS, f"{what}: JSON keys"):
+            ctx.check(0 <= got["min_s"] <= got["median_s"] and got["min_s"] <= got["first_s"],
+                      f"{what}: min <= median, min <= first: {got}")
+        return got
+
+    for argv, want in [
+            (["bench", "read", sample, "--json"], os.path.getsize(sample)),
+            (["bench", "map", sample, "--json"], os.path.getsize(sample)),
+            (["bench", "map", arc, "--repeat", "2", "--json"], os.path.getsize(arc)),
+            (["bench", "load", sample, "--repeat", "3", "--json"], tensor_bytes),
+            (["bench", "load", sample, "--threads", "2", "--repeat", "3", "--json"], tensor_bytes),
+            (["bench", "load", sample, "--no-copy", "--repeat", "3", "--json"], tensor_bytes),
+            (["bench", "load", arc, "--no-copy", "--json"], tensor_bytes),
+            (["bench", "load", arc, "--json"], tensor_bytes),
+            (["bench", "load", two, "--no-copy", "--json"], tensor_bytes)]:
+        got = bench(argv, " ".join(argv[:2] + argv[3:]))
+        if got is not None:
+            ctx.equal(got["bytes"], want, f"{' '.join(argv)}: bytes")
+    rc, out, _ = ctx.expect_exit(["bench", "load", "--repeat", "5", sample], 0, "bench human output")
+    ctx.check(re.match(r"^load \(copy\) .*: 5 runs, 452392 bytes .*\n  first +\d+\.\d+ s\n  min +\d+\.\d+ s\n"
+                       r"  median +\d+\.\d+ s", out) is not None, f"bench human output: {out!r}")
+    ctx.equal(ctx.run("-q", "bench", "read", sample)[:2], (0, ""), "bench -q prints nothing")
+    garbage = ctx.path("garbage.onnx")
+    write(garbage, b"\xff" * 64)
+    ctx.expect_error(["bench", "load", garbage], garbage, "bench load garbage", offset=True)
+    ctx.expect_error(["bench", "read", ctx.path("nope")], ctx.path("nope"), "bench read missing")
+    ctx.expect_error(["bench", "map", ctx.work], ctx.work, "bench map a directory")
+
+
 GROUPS = {
     "usage": group_usage,
     "help": group_help,
@@ -617,6 +1516,13 @@ GROUPS = {
     "info_json": group_info_json,
     "info_rich": group_info_rich,
     "robust": group_robust,
+    "convert_archive": group_convert_archive,
+    "convert_external": group_convert_external,
+    "ls": group_ls,
+    "verify": group_verify,
+    "unpack": group_unpack,
+    "info_archive": group_info_archive,
+    "bench": group_bench,
 }
 
 
@@ -641,6 +1547,8 @@ def main():
         return SKIP
     for f in ctx.failures:
         print("FAIL", f)
+    for client in sorted(MISSING_CLIENTS):
+        print(f"note: {client} is not installed; its checks did not run")
     print(f"{args.group}: {len(ctx.failures)} failure(s)")
     return 1 if ctx.failures else 0
 

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Loading benchmark: onnxz against python3-onnx and the machine's own floors, side by side.
+
+Generates (once, cached in WORKDIR) with python3-onnx:
+  weights.onnx  ~1 GB: 200 float32 initializers of 1.25 M elements
+  graph.onnx    a graph-only model of 100,000 Add nodes
+then, alternating the contenders round by round so that machine noise hits all alike,
+measures for each file:
+  floor.read     read the file into freshly allocated memory (onnxz bench read)
+  floor.map      map the file and touch every page (onnxz bench map)
+  onnxz.copy     onnxz bench load (copying every tensor; touches every byte)
+  onnxz.copy.tN  the same with N threads
+  onnxz.nocopy   onnxz bench load --no-copy (tensors share the mapping; every byte touched)
+  onnx.load      python3-onnx's onnx.load (a fresh process per round)
+  protobuf.parse ModelProto.ParseFromString on bytes already in memory (C++ protobuf)
+Each contender runs in a fresh process per round (first load, cold process); onnxz also
+reports the median of in-process repeats. Prints medians, ratios against the floors and
+against onnx.load, and the machine; --json FILE writes the figures too.
+
+usage: bench_load.py ONNXZ_EXE [--work DIR] [--rounds N] [--threads N] [--json FILE]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+PY = "/usr/bin/python3"
+
+
+def generate(work):
+    os.makedirs(work, exist_ok=True)
+    w, g = os.path.join(work, "weights.onnx"), os.path.join(work, "graph.onnx")
+    script = f"""
+import os, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+if not os.path.exists({w!r}):
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.random(1250000, dtype=np.float32), 'w%d' % i) for i in range(200)]
+    m = helper.make_model(helper.make_graph([], 'weights', [], [], inits))
+    open({w!r} + '.tmp', 'wb').write(m.SerializeToString()); os.replace({w!r} + '.tmp', {w!r})
+if not os.path.exists({g!r}):
+    nodes = [helper.make_node('Add', ['x%d' % i, 'c'], ['x%d' % (i + 1)], name='n%d' % i) for i in range(100000)]
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])
+    m = helper.make_model(helper.make_graph(nodes, 'graph', [vi('x0')], [vi('x100000')],
+                          [numpy_helper.from_array(np.ones(1, np.float32), 'c')]))
+    onnx.save(m, {g!r})
+"""
+    subprocess.run([PY, "-c", script], check=True)
+    return w, g
+
+
+def timed(cmd):
+    """Runs cmd; returns its own reported seconds (JSON on stdout) or wall time."""
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"benchmark step failed: {' '.join(cmd)}\n{p.stderr}")
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1]), wall
+    except (ValueError, IndexError):
+        return None, wall
+
+
+def py_step(kind, path):
+    code = {
+        "onnx.load": "import onnx,time,json,sys\nt=time.perf_counter(); m=onnx.load(sys.argv[1]);"
+                     "print(json.dumps({'first_s': time.perf_counter()-t}))",
+        "protobuf.parse": "import onnx,time,json,sys\nb=open(sys.argv[1],'rb').read(); m=onnx.ModelProto();"
+                          "t=time.perf_counter(); m.ParseFromString(b);"
+                          "print(json.dumps({'first_s': time.perf_counter()-t}))",
+    }[kind]
+    return [PY, "-c", code, path]
+
+
+def machine():
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.platform()}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("onnxz")
+    ap.add_argument("--work", default="/tmp/onnxz-bench")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    weights, graph = generate(a.work)
+    z = a.onnxz
+    results = {}
+    for path, label in ((weights, "weights (1 GB, 200 tensors)"), (graph, "graph (100,000 nodes)")):
+        steps = {
+            "floor.read": [z, "bench", "read", path, "--json"],
+            "floor.map": [z, "bench", "map", path, "--json"],
+            "onnxz.copy": [z, "bench", "load", path, "--repeat", "3", "--json"],
+            f"onnxz.copy.t{a.threads}": [z, "bench", "load", path, "--threads", str(a.threads),
+                                         "--repeat", "3", "--json"],
+            "onnxz.nocopy": [z, "bench", "load", path, "--no-copy", "--repeat", "3", "--json"],
+            "onnx.load": py_step("onnx.load", path),
+            "protobuf.parse": py_step("protobuf.parse", path),
+        }
+        # warm the page cache: every contender then reads from memory
+        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+        first = {k: [] for k in steps}
+        inproc = {k: [] for k in steps}
+        for r in range(a.rounds):
+            order = list(steps) if r % 2 == 0 else list(reversed(steps))  # alternate
+            for k in order:
+                rep, wall = timed(steps[k])
+                first[k].append(rep["first_s"] if rep else wall)
+                if rep and "median_s" in rep:
+                    inproc[k].append(rep["median_s"])
+        med = {k: statistics.median(v) for k, v in first.items()}
+        rep_med = {k: statistics.median(v) for k, v in inproc.items() if v}
+        results[label] = {"first_load_median_s": med, "in_process_median_s": rep_med}
+        print(f"\n== {label}: {os.path.getsize(path) / 1e6:.1f} MB, median of {a.rounds} rounds")
+        print(f"{'contender':22} {'first load':>11} {'vs floor':>9} {'vs onnx.load':>13} {'repeat':>9}")
+        for k, v in med.items():
+            floor = med["floor.map"] if "nocopy" in k else med["floor.read"]
+            vs_floor = f"{v / floor:8.2f}x" if k.startswith("onnxz") else ""
+            vs_onnx = f"{med['onnx.load'] / v:11.1f}x" if k != "onnx.load" else ""
+            rp = f"{rep_med[k]:8.4f}s" if k in rep_med else ""
+            print(f"{k:22} {v:10.4f}s {vs_floor:>9} {vs_onnx:>13} {rp:>9}")
+    print(f"\nmachine: {machine()}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"machine": machine(), "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+/*
+ * tools/archive_entries.c - an archive's entries and the tensors that point at them.
+ */
+#include "archive_entries.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* One (entry, tensor) pair met while walking the model. */
+typedef struct tensor_ref {
+    uint64_t entry;
+    uint64_t seq; /* encoding order, so the sort keeps it within an entry */
+    oc_str name;
+} tensor_ref;
+
+typedef struct ref_walk {
+    const oz_zip_reader *zip;
+    tensor_ref *refs;
+    uint64_t count, cap;
+    char *name_buf; /* NUL-terminated copy of a location, for the lookup */
+} ref_walk;
+
+static oc_status collect_ref(void *ctx, onnx_TensorProto *t)
+{
+    ref_walk *w = ctx;
+    const oc_str *loc;
+    uint64_t index;
+    oc_error ignored;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    loc = oc_tensor_external_value(t, "location");
+    /* A location that names no entry is verify's business; ls just shows no tensor. */
+    if (!loc || loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
+        return OC_OK;
+    memcpy(w->name_buf, loc->data, (size_t)loc->size);
+    w->name_buf[loc->size] = '\0';
+    if (oz_zip_reader_find(w->zip, w->name_buf, &index, &ignored) != OC_OK) return OC_OK;
+    if (w->count == w->cap) {
+        uint64_t cap = w->cap ? w->cap * 2 : 64;
+        tensor_ref *refs = realloc(w->refs, (size_t)cap * sizeof *refs);
+        if (!refs) return OC_ERR_NOMEM;
+        w->refs = refs;
+        w->cap = cap;
+    }
+    w->refs[w->count].entry = index;
+    w->refs[w->count].seq = w->count;
+    w->refs[w->count].name = t->name;
+    w->count++;
+    return OC_OK;
+}
+
+static int compare_refs(const void *a, const void *b)
+{
+    const tensor_ref *x = a, *y = b;
+    if (x->entry != y->entry) return x->entry < y->entry ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int compare_offsets(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint64_t archive_offset_alignment(uint64_t offset)
+{
+    uint64_t a = 1;
+    if (offset == 0) return ARCHIVE_ALIGNMENT_CAP;
+    while (a < ARCHIVE_ALIGNMENT_CAP && offset % (a * 2) == 0) a *= 2;
+    return a;
+}
+
+const char *archive_method_name(uint16_t method, char *buf, size_t size)
+{
+    if (method == OZ_ZIP_STORED) return "stored";
+    if (method == OZ_ZIP_DEFLATED) return "deflated";
+    snprintf(buf, size, "method %u", (unsigned)method);
+    return buf;
+}
+
+static int nomem(const char *path)
+{
+    return cli_fail_msg(path, "out of memory while listing the archive");
+}
+
+/* Fills entries, names and the totals from the reader and the walk. */
+static int fill(archive_listing *l, ref_walk *w, const char *path)
+{
+    const oz_zip_reader *zip = oz_archive_zip(l->archive);
+    uint64_t *offsets;
+    oc_error err;
+    l->count = oz_zip_reader_count(zip);
+    l->entries = calloc(l->count ? (size_t)l->count : 1, sizeof *l->entries);
+    l->names = malloc(w->count ? (size_t)w->count * sizeof *l->names : 1);
+    offsets = malloc(l->count ? (size_t)l->count * sizeof *offsets : 1);
+    if (!l->entries || !l->names || !offsets) {
+        free(offsets);
+        return nomem(path);
+    }
+    oc_error_clear(&err);
+    if (oz_zip_reader_find(zip, OZ_MODEL_ENTRY, &l->model_index, &err) != OC_OK) {
+        free(offsets);
+        return cli_fail(path, &err);
+    }
+    if (w->count) qsort(w->refs, (size_t)w->count, sizeof *w->refs, compare_refs);
+    for (uint64_t i = 0; i < w->count; i++) l->names[i] = w->refs[i].name;
+    for (uint64_t i = 0, r = 0; i < l->count; i++) {
+        archive_entry *e = &l->entries[i];
+        if (oz_zip_reader_entry(zip, i, &e->zip, &err) != OC_OK) {
+            free(offsets);
+            return cli_fail(path, &err);
+        }
+        e->is_model = i == l->model_index;
+        e->first_name = r;
+        while (r < w->count && w->refs[r].entry == i) {
+            e->ntensors++;
+            r++;
+        }
+        offsets[i] = e->zip.local_header_offset;
+        if (e->zip.method == OZ_ZIP_DEFLATED) {
+            l->deflated_entries++;
+            l->deflated_bytes += e->zip.uncompressed_size;
+            l->deflated_compressed += e->zip.compressed_size;
+        } else if (e->zip.method == OZ_ZIP_STORED) {
+            l->stored_entries++;
+            l->stored_bytes += e->zip.uncompressed_size;
+        }
+        if (e->ntensors && !e->is_model) {
+            l->tensor_entries++;
+            if (e->zip.method == OZ_ZIP_DEFLATED) l->deflated_tensor_entries++;
+            if (e->zip.method == OZ_ZIP_STORED) {
+                uint64_t a = archive_offset_alignment(e->zip.data_offset);
+                if (l->min_tensor_alignment == 0 || a < l->min_tensor_alignment)
+                    l->min_tensor_alignment = a;
+            }
+        }
+    }
+    /* Where __MODEL_PROTO sits in the file, counted by local header offsets. */
+    if (l->count) qsort(offsets, (size_t)l->count, sizeof *offsets, compare_offsets);
+    for (uint64_t i = 0; i < l->count; i++)
+        if (offsets[i] < l->entries[l->model_index].zip.local_header_offset) l->model_file_rank++;
+    free(offsets);
+    return CLI_EXIT_OK;
+}
+
+int archive_listing_open(const char *path, int verbosity, archive_listing *out)
+{
+    oc_parse_options opts;
+    oc_error err;
+    ref_walk walk;
+    int rc = CLI_EXIT_OK;
+    oc_status st;
+    double start = cli_now_ms();
+    memset(out, 0, sizeof *out);
+    memset(&walk, 0, sizeof walk);
+    oc_error_clear(&err);
+    if (oz_archive_open(path, NULL, &out->archive, &err) != OC_OK) {
+        out->archive = NULL;
+        return cli_fail(path, &err);
+    }
+    oc_parse_options_init(&opts);
+    opts.no_copy = 1;
+    opts.skip_external_data = 1;
+    if (oz_archive_load_model(out->archive, &opts, &out->model, &err) != OC_OK) {
+        out->model = NULL;
+        rc = cli_fail(path, &err);
+    }
+    walk.zip = oz_archive_zip(out->archive);
+    walk.name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
+    if (rc == CLI_EXIT_OK && !walk.name_buf) rc = nomem(path);
+    if (rc == CLI_EXIT_OK) {
+        st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref, &walk);
+        if (st != OC_OK) rc = nomem(path);
+    }
+    if (rc == CLI_EXIT_OK) rc = fill(out, &walk, path);
+    free(walk.refs);
+    free(walk.name_buf);
+    if (rc != CLI_EXIT_OK) {
+        archive_listing_close(out);
+        return rc;
+    }
+    cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms", path,
+             out->count, cli_now_ms() - start);
+    return CLI_EXIT_OK;
+}
+
+void archive_listing_close(archive_listing *l)
+{
+    free(l->entries);
+    free(l->names);
+    oc_model_free(l->model);
+    oz_archive_close(l->archive);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,270 @@
+/*
+ * tools/cmd_bench.c - `onnxz bench read|map|load FILE`: the machine's floors for loading a
+ * file, and our loader, timed in-process (bench/bench_load.py drives it).
+ *
+ *   read  malloc a fresh buffer of the file's size and read() the file into it: what any
+ *         copying load must at least pay;
+ *   map   mmap the file and touch one byte per 4 KiB page: what any in-place load pays
+ *         once its bytes are used;
+ *   load  load the model (a .onnx file with its external data, or an .onnxz archive),
+ *         then read every tensor byte once, so that lazily mapped pages are paid for.
+ * Each run is timed from opening the file to the last byte touched; tearing down (free,
+ * munmap) is not timed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum { BENCH_OPT_THREADS = 0, BENCH_OPT_NO_COPY, BENCH_OPT_REPEAT, BENCH_OPT_JSON };
+
+static const cli_option bench_options[] = {
+    {'\0', "threads", true},
+    {'\0', "no-copy", false},
+    {'\0', "repeat", true},
+    {'\0', "json", false},
+    {'\0', NULL, false},
+};
+
+static const char *const bench_arg_names[] = {"MODE (read, map or load)", "FILE"};
+
+#define BENCH_DEFAULT_REPEAT 3
+#define BENCH_MAX_REPEAT 1000
+#define BENCH_PAGE 4096u
+
+/* Results are folded into this so that no work can be optimised away. */
+static volatile uint64_t bench_sink;
+
+typedef struct bench_run {
+    double seconds;
+    uint64_t bytes;
+} bench_run;
+
+static double now_s(void)
+{
+    return cli_now_ms() / 1000.0;
+}
+
+/* ---- read ------------------------------------------------------------------------ */
+
+static int run_read(const char *path, bench_run *run)
+{
+    struct stat st;
+    uint8_t *buf;
+    uint64_t size, done = 0;
+    double start = now_s();
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cli_fail_msg(path, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return cli_fail_msg(path, "not a regular file");
+    }
+    size = (uint64_t)st.st_size;
+    buf = malloc(size ? (size_t)size : 1);
+    if (!buf) {
+        close(fd);
+        return cli_fail_msg(path, "out of memory for %" PRIu64 " bytes", size);
+    }
+    while (done < size) {
+        size_t chunk = size - done > (1u << 30) ? (1u << 30) : (size_t)(size - done);
+        ssize_t n = read(fd, buf + done, chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : 0;
+            free(buf);
+            close(fd);
+            return cli_fail_msg(path, "read failed: %s", e ? strerror(e) : "file shrank");
+        }
+        done += (uint64_t)n;
+    }
+    close(fd);
+    run->seconds = now_s() - start;
+    run->bytes = size;
+    bench_sink += size ? buf[size - 1] : 0;
+    free(buf);
+    return CLI_EXIT_OK;
+}
+
+/* ---- map ------------------------------------------------------------------------- */
+
+static int run_map(const char *path, bench_run *run)
+{
+    struct stat st;
+    const volatile uint8_t *p;
+    void *addr = NULL;
+    uint64_t size, sum = 0;
+    double start = now_s();
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cli_fail_msg(path, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return cli_fail_msg(path, "not a regular file");
+    }
+    size = (uint64_t)st.st_size;
+    if (size) {
+        addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (addr == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return cli_fail_msg(path, "cannot map: %s", strerror(e));
+        }
+    }
+    close(fd);
+    p = addr;
+    for (uint64_t off = 0; off < size; off += BENCH_PAGE) sum += p[off];
+    run->seconds = now_s() - start;
+    run->bytes = size;
+    bench_sink += sum;
+    if (size) munmap(addr, (size_t)size);
+    return CLI_EXIT_OK;
+}
+
+/* ---- load ------------------------------------------------------------------------ */
+
+typedef struct touch {
+    uint64_t x;
+    uint64_t bytes;
+} touch;
+
+/* A running XOR of the 64-bit words of every raw_data span: every byte is read once. */
+static oc_status touch_tensor(void *ctx, onnx_TensorProto *t)
+{
+    touch *tc = ctx;
+    const uint8_t *p = t->raw_data.data;
+    uint64_t n = t->raw_data.size, i = 0, x = 0, w;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        x ^= w;
+    }
+    for (; i < n; i++) x ^= (uint64_t)p[i] << (8 * (i & 7));
+    tc->x ^= x;
+    tc->bytes += n;
+    return OC_OK;
+}
+
+static int run_load(const char *path, const cli_load_options *lo, bench_run *run)
+{
+    oc_model *model = NULL;
+    touch tc = {0, 0};
+    double start = now_s();
+    int rc = cli_load_input(path, lo, CLI_NORMAL, &model, NULL);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), touch_tensor, &tc);
+    run->seconds = now_s() - start;
+    run->bytes = tc.bytes;
+    bench_sink += tc.x;
+    oc_model_free(model);
+    return CLI_EXIT_OK;
+}
+
+/* ---- the command ----------------------------------------------------------------- */
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int run_bench(const cli_args *args)
+{
+    const char *mode = args->positional[0];
+    const char *path = args->positional[1];
+    cli_load_options lo;
+    long repeat = BENCH_DEFAULT_REPEAT, threads = 0;
+    double times[BENCH_MAX_REPEAT], sorted[BENCH_MAX_REPEAT], median;
+    bench_run run;
+    uint64_t bytes = 0;
+    int is_load = strcmp(mode, "load") == 0;
+    int rc = CLI_EXIT_OK;
+    if (!is_load && strcmp(mode, "read") != 0 && strcmp(mode, "map") != 0)
+        return cli_usage_error("bench", "unknown mode '%s' (read, map or load)", mode);
+    if (!is_load && (args->seen[BENCH_OPT_THREADS] || args->seen[BENCH_OPT_NO_COPY]))
+        return cli_usage_error("bench", "--threads and --no-copy apply to 'bench load' only");
+    if (args->seen[BENCH_OPT_REPEAT])
+        rc = cli_parse_int("bench", "repeat", args->value[BENCH_OPT_REPEAT], 1, BENCH_MAX_REPEAT,
+                           &repeat);
+    if (rc == CLI_EXIT_OK && args->seen[BENCH_OPT_THREADS])
+        rc = cli_parse_int("bench", "threads", args->value[BENCH_OPT_THREADS], 1, 1024, &threads);
+    if (rc != CLI_EXIT_OK) return rc;
+    memset(&lo, 0, sizeof lo);
+    lo.copy = !args->seen[BENCH_OPT_NO_COPY];
+    lo.num_threads = (int)threads;
+    for (long i = 0; i < repeat; i++) {
+        memset(&run, 0, sizeof run);
+        if (is_load) rc = run_load(path, &lo, &run);
+        else if (mode[0] == 'r') rc = run_read(path, &run);
+        else rc = run_map(path, &run);
+        if (rc != CLI_EXIT_OK) return rc;
+        times[i] = sorted[i] = run.seconds;
+        bytes = run.bytes;
+        cli_note(args->verbosity, CLI_VERBOSE, "run %ld: %.6f s", i + 1, run.seconds);
+    }
+    qsort(sorted, (size_t)repeat, sizeof sorted[0], compare_double);
+    median = repeat % 2 ? sorted[repeat / 2] : (sorted[repeat / 2 - 1] + sorted[repeat / 2]) / 2;
+    if (args->seen[BENCH_OPT_JSON]) {
+        printf("{\"first_s\": %.9f, \"min_s\": %.9f, \"median_s\": %.9f, \"bytes\": %" PRIu64 "}\n",
+               times[0], sorted[0], median, bytes);
+    } else if (args->verbosity >= CLI_NORMAL) {
+        char size[32];
+        const char *what = !is_load ? mode : lo.copy ? "load (copy)" : "load (no-copy)";
+        cli_format_size(bytes, size, sizeof size);
+        printf("%s ", what);
+        cli_put_text(stdout, path, strlen(path));
+        printf(": %ld run%s, %" PRIu64 " bytes (%s) per run\n", repeat, repeat == 1 ? "" : "s",
+               bytes, size);
+        printf("  first   %.6f s\n  min     %.6f s\n  median  %.6f s", times[0], sorted[0],
+               median);
+        if (median > 0 && bytes) printf("  (%.2f GB/s)", (double)bytes / median / 1e9);
+        putchar('\n');
+    }
+    return CLI_EXIT_OK;
+}
+
+static const char bench_help[] =
+    "Time loading FILE in this process, against the machine's own floors:\n"
+    "  read  malloc a fresh buffer of the file's size and read() the file into it: the\n"
+    "        least a load that copies the bytes can cost;\n"
+    "  map   mmap the file and touch one byte per 4 KiB page (summing them): the least a\n"
+    "        load that uses the bytes in place can cost;\n"
+    "  load  load the model (.onnx with its external data, or .onnxz, told by content),\n"
+    "        then read every tensor byte once (a running XOR of 64-bit words over each\n"
+    "        raw_data), so that lazily mapped pages are paid for too.\n"
+    "Each run is timed from opening the file to the last byte touched; freeing and\n"
+    "unmapping afterwards are not timed. Prints the first run (a cold process), the\n"
+    "fastest and the median, in seconds; \"bytes\" is the file's size for read and map\n"
+    "and the tensor bytes touched for load. Run it on a warm page cache (cat FILE\n"
+    ">/dev/null) to measure the loader rather than the disk.\n"
+    "\n"
+    "Options:\n"
+    "      --repeat N    runs to time (default 3, at most 1000)\n"
+    "      --threads N   load only: parse options' num_threads (copies in parallel)\n"
+    "      --no-copy     load only: tensors share the file's mapping instead of being\n"
+    "                    copied (the mode every other onnxz command uses)\n"
+    "      --json        print one line: {\"first_s\": .., \"min_s\": .., \"median_s\": ..,\n"
+    "                    \"bytes\": ..}\n"
+    "  -q, --quiet       print nothing but errors (except with --json)\n"
+    "  -v, --verbose     also print each run's time to stderr\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "Examples:\n"
+    "  onnxz bench read model.onnx\n"
+    "  onnxz bench load --no-copy --repeat 10 model.onnxz\n"
+    "  /usr/bin/python3 bench/bench_load.py build/tools/onnxz --rounds 3\n";
+
+const cli_command cmd_bench = {
+    "bench",
+    "time loading a file: read and map floors, and our loader",
+    "onnxz bench [options] read|map|load FILE",
+    bench_help,
+    bench_options,
+    bench_arg_names,
+    2,
+    2,
+    run_bench,
+};

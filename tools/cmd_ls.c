@@ -1,0 +1,143 @@
+/*
+ * tools/cmd_ls.c - `onnxz ls ARCHIVE [--json]`: the entries of an .onnxz archive, where
+ * their data lies and which tensor points at each.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "archive_entries.h"
+#include "cli.h"
+#include "json.h"
+
+enum { LS_OPT_JSON = 0 };
+
+static const cli_option ls_options[] = {
+    {'\0', "json", false},
+    {'\0', NULL, false},
+};
+
+static const char *const ls_arg_names[] = {"ARCHIVE"};
+
+/* The width cli_put_text gives a name: control bytes take four columns (\xNN). */
+static uint64_t text_width(const char *s, uint64_t n)
+{
+    uint64_t w = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        w += (c < 0x20 || c == 0x7f) ? 4 : 1;
+    }
+    return w;
+}
+
+static void put_padded(FILE *out, const char *s, uint64_t n, uint64_t width)
+{
+    cli_put_text(out, s, n);
+    for (uint64_t w = text_width(s, n); w < width; w++) fputc(' ', out);
+}
+
+static void print_human(FILE *out, const archive_listing *l)
+{
+    uint64_t name_width = 4;
+    char buf[32];
+    for (uint64_t i = 0; i < l->count; i++) {
+        uint64_t w = text_width(l->entries[i].zip.name, l->entries[i].zip.name_len);
+        if (w > name_width) name_width = w;
+    }
+    put_padded(out, "NAME", 4, name_width);
+    fprintf(out, "  %-8s %14s %14s %5s  %s\n", "METHOD", "SIZE", "OFFSET", "ALIGN", "TENSOR");
+    for (uint64_t i = 0; i < l->count; i++) {
+        const archive_entry *e = &l->entries[i];
+        put_padded(out, e->zip.name, e->zip.name_len, name_width);
+        fprintf(out, "  %-8s %14" PRIu64 " %14" PRIu64 " %5" PRIu64 "  ",
+                archive_method_name(e->zip.method, buf, sizeof buf), e->zip.uncompressed_size,
+                e->zip.data_offset, archive_offset_alignment(e->zip.data_offset));
+        if (e->is_model) fputs("(model)", out);
+        for (uint64_t k = 0; k < e->ntensors; k++) {
+            const oc_str *name = &l->names[e->first_name + k];
+            if (k) fputs(", ", out);
+            cli_put_text(out, name->data, name->size);
+        }
+        if (!e->is_model && e->ntensors == 0) fputc('-', out);
+        fputc('\n', out);
+    }
+}
+
+static void print_json(FILE *out, const char *path, const archive_listing *l)
+{
+    char buf[32];
+    fputs("{\"file\": ", out);
+    json_put_cstring(out, path);
+    fprintf(out, ", \"file_size\": %" PRIu64 ", \"entries\": [",
+            oz_zip_reader_size(oz_archive_zip(l->archive)));
+    for (uint64_t i = 0; i < l->count; i++) {
+        const archive_entry *e = &l->entries[i];
+        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", out);
+        json_put_string(out, e->zip.name, e->zip.name_len);
+        fputs(", \"method\": ", out);
+        json_put_cstring(out, archive_method_name(e->zip.method, buf, sizeof buf));
+        fprintf(out,
+                ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64
+                ", \"data_offset\": %" PRIu64 ", \"alignment\": %" PRIu64
+                ", \"crc32\": %" PRIu32 ", \"model\": %s, \"tensors\": [",
+                e->zip.uncompressed_size, e->zip.compressed_size, e->zip.data_offset,
+                archive_offset_alignment(e->zip.data_offset), e->zip.crc32,
+                e->is_model ? "true" : "false");
+        for (uint64_t k = 0; k < e->ntensors; k++) {
+            const oc_str *name = &l->names[e->first_name + k];
+            if (k) fputs(", ", out);
+            json_put_string(out, name->data, name->size);
+        }
+        fputs("]}", out);
+    }
+    fputs(l->count ? "\n]}\n" : "]}\n", out);
+}
+
+static int run_ls(const cli_args *args)
+{
+    const char *path = args->positional[0];
+    archive_listing listing;
+    int rc = archive_listing_open(path, args->verbosity, &listing);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (args->seen[LS_OPT_JSON]) print_json(stdout, path, &listing);
+    else print_human(stdout, &listing);
+    archive_listing_close(&listing);
+    return CLI_EXIT_OK;
+}
+
+static const char ls_help[] =
+    "List the entries of an .onnxz archive, one line each, in central-directory order:\n"
+    "  NAME     the entry's name\n"
+    "  METHOD   stored (mapped in place when loading) or deflated (inflated into memory)\n"
+    "  SIZE     the entry's uncompressed size in bytes\n"
+    "  OFFSET   where its (compressed) data starts in the archive\n"
+    "  ALIGN    the largest power of two dividing OFFSET, up to 4096 (an archive's\n"
+    "           tensors are at least 64-byte aligned)\n"
+    "  TENSOR   the tensor(s) whose `location` names the entry, \"(model)\" for\n"
+    "           __MODEL_PROTO, \"-\" for entries no tensor points at\n"
+    "The archive must open and its model must decode; the tensor bytes are not read\n"
+    "(`onnxz verify` checks them).\n"
+    "\n"
+    "Options:\n"
+    "      --json      print one JSON object instead of a table\n"
+    "  -q, --quiet     accepted for symmetry; ls always prints its listing\n"
+    "  -v, --verbose   also print the time taken to stderr\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "JSON keys: file, file_size, entries [{name, method, size, compressed_size,\n"
+    "  data_offset, alignment, crc32, model (true for __MODEL_PROTO), tensors [names]}]\n"
+    "\n"
+    "Examples:\n"
+    "  onnxz ls model.onnxz\n"
+    "  onnxz ls --json model.onnxz | jq '.entries[] | select(.alignment < 64)'\n";
+
+const cli_command cmd_ls = {
+    "ls",
+    "list the entries of an .onnxz archive",
+    "onnxz ls [options] ARCHIVE",
+    ls_help,
+    ls_options,
+    ls_arg_names,
+    1,
+    1,
+    run_ls,
+};

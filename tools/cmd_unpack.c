@@ -1,0 +1,264 @@
+/*
+ * tools/cmd_unpack.c - `onnxz unpack ARCHIVE DIR`: an archive as a classic external-data
+ * model (spec/onnxz.md A-30): every entry becomes a file of the same name in DIR, and
+ * __MODEL_PROTO becomes DIR/model.onnx. The model is written byte for byte as the archive
+ * holds it: its tensors already name their entries in `location`, so the files beside it
+ * are exactly its external data, and any ONNX reader loads DIR/model.onnx.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <onnxz/archive.h>
+
+#include "cli.h"
+
+enum { UNPACK_OPT_FORCE = 0 };
+
+static const cli_option unpack_options[] = {
+    {'f', "force", false},
+    {'\0', NULL, false},
+};
+
+static const char *const unpack_arg_names[] = {"ARCHIVE", "DIR"};
+
+#define UNPACK_MODEL_FILE "model.onnx"
+
+/* 1 when DIR exists, 0 when not; refuses a DIR that is not a directory, and one that has
+ * anything in it unless force. */
+static int check_dir(const char *dir, bool force, int *exists)
+{
+    struct stat st;
+    DIR *d;
+    struct dirent *ent;
+    int empty = 1;
+    *exists = 0;
+    if (stat(dir, &st) != 0) {
+        if (errno == ENOENT) return CLI_EXIT_OK;
+        return cli_fail_msg(dir, "%s", strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) return cli_fail_msg(dir, "not a directory");
+    *exists = 1;
+    if (force) return CLI_EXIT_OK;
+    d = opendir(dir);
+    if (!d) return cli_fail_msg(dir, "cannot read the directory: %s", strerror(errno));
+    while ((ent = readdir(d)) != NULL)
+        if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0) {
+            empty = 0;
+            break;
+        }
+    closedir(d);
+    if (!empty) return cli_fail_msg(dir, "directory is not empty; use -f to write into it");
+    return CLI_EXIT_OK;
+}
+
+/* Everything extraction relies on, before a single file is written: the ZIP rules, every
+ * CRC, the model decodes and its tensors resolve to entries (the checks of `verify`, less
+ * the layout rules, which do not matter here). */
+static int open_checked(const char *path, int verbosity, oz_archive **out)
+{
+    oc_error err;
+    oc_parse_options opts;
+    oc_model *model = NULL;
+    oc_status st;
+    double start = cli_now_ms();
+    oc_error_clear(&err);
+    *out = NULL;
+    st = oz_archive_open(path, NULL, out, &err);
+    if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(*out), &err);
+    oc_parse_options_init(&opts);
+    opts.no_copy = 1;
+    if (st == OC_OK) st = oz_archive_load_model(*out, &opts, &model, &err);
+    oc_model_free(model);
+    if (st != OC_OK) {
+        oz_archive_close(*out);
+        *out = NULL;
+        return cli_fail(path, &err);
+    }
+    cli_note(verbosity, CLI_VERBOSE, "checked %s in %.1f ms", path, cli_now_ms() - start);
+    return CLI_EXIT_OK;
+}
+
+/* DIR/NAME in a new string; NULL when out of memory. */
+static char *join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+/* Creates the directory `path` unless it is one already. Something else in its place, a
+ * symbolic link included, is refused: nothing may be written outside DIR. */
+static int make_dir(const char *dir, const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0777) == 0) return CLI_EXIT_OK;
+    if (errno == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return CLI_EXIT_OK;
+    if (errno == EEXIST) return cli_fail_msg(dir, "%s exists and is not a directory", path);
+    return cli_fail_msg(dir, "cannot create directory %s: %s", path, strerror(errno));
+}
+
+/* The directories on the way to DIR/NAME (NAME's own, too, when it ends in '/'). */
+static int make_parents(const char *dir, const char *path, size_t dir_len)
+{
+    char *p = strdup(path);
+    int rc = CLI_EXIT_OK;
+    if (!p) return cli_fail_msg(dir, "out of memory");
+    for (char *s = p + dir_len + 1; rc == CLI_EXIT_OK && (s = strchr(s, '/')) != NULL; s++) {
+        *s = '\0';
+        rc = make_dir(dir, p);
+        *s = '/';
+    }
+    free(p);
+    return rc;
+}
+
+/* Writes bytes to path through a temporary file renamed into place. */
+static int write_file(const char *path, const uint8_t *data, uint64_t size)
+{
+    oc_atomic_file af;
+    oc_error err;
+    oc_status st;
+    oc_error_clear(&err);
+    st = oc_atomic_open(&af, path, 1, &err);
+    if (st != OC_OK) return cli_fail(path, &err);
+    st = oc_atomic_write(&af, data, size, &err);
+    if (st == OC_OK) st = oc_atomic_commit(&af, &err);
+    oc_atomic_abort(&af);
+    return st == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
+}
+
+/* Writes entry `index` as `path`: its bytes shared from the mapping (stored) or inflated
+ * (deflated), never more than one entry in memory at a time. */
+static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index,
+                   const char *path)
+{
+    oc_bytes bytes;
+    oc_error err;
+    int rc;
+    memset(&bytes, 0, sizeof bytes);
+    oc_error_clear(&err);
+    if (oz_zip_reader_read(zip, index, &bytes, &err) != OC_OK) return cli_fail(archive, &err);
+    rc = write_file(path, bytes.data, bytes.size);
+    oc_bytes_release(&bytes);
+    return rc;
+}
+
+typedef struct unpack_result {
+    uint64_t files;
+    uint64_t bytes;
+} unpack_result;
+
+static int unpack_entries(const char *archive, const oz_archive *ar, const char *dir,
+                          unpack_result *res)
+{
+    const oz_zip_reader *zip = oz_archive_zip(ar);
+    uint64_t count = oz_zip_reader_count(zip), model_index = 0;
+    size_t dir_len = strlen(dir);
+    oz_zip_entry e;
+    oc_error err;
+    int rc = CLI_EXIT_OK;
+    char *path;
+    oc_error_clear(&err);
+    for (uint64_t i = 0; rc == CLI_EXIT_OK && i < count; i++) {
+        if (oz_zip_reader_entry(zip, i, &e, &err) != OC_OK) return cli_fail(archive, &err);
+        if (strcmp(e.name, OZ_MODEL_ENTRY) == 0) {
+            model_index = i;
+            continue;
+        }
+        path = join(dir, e.name);
+        if (!path) return cli_fail_msg(dir, "out of memory");
+        rc = make_parents(dir, path, dir_len);
+        if (rc == CLI_EXIT_OK && e.name[e.name_len - 1] != '/') { /* not a directory entry */
+            rc = extract(archive, zip, i, path);
+            res->files++;
+            res->bytes += e.uncompressed_size;
+        }
+        free(path);
+    }
+    if (rc != CLI_EXIT_OK) return rc;
+    /* The model last: it never names data that is not in place (as E-24 orders it). */
+    path = join(dir, UNPACK_MODEL_FILE);
+    if (!path) return cli_fail_msg(dir, "out of memory");
+    rc = extract(archive, zip, model_index, path);
+    free(path);
+    return rc;
+}
+
+static int run_unpack(const cli_args *args)
+{
+    const char *archive = args->positional[0];
+    const char *dir = args->positional[1];
+    bool force = args->seen[UNPACK_OPT_FORCE];
+    oz_archive *ar = NULL;
+    unpack_result res;
+    uint64_t index;
+    oc_error ignored;
+    double start;
+    int exists;
+    int rc = check_dir(dir, force, &exists);
+    memset(&res, 0, sizeof res);
+    if (rc == CLI_EXIT_OK) rc = open_checked(archive, args->verbosity, &ar);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (oz_zip_reader_find(oz_archive_zip(ar), UNPACK_MODEL_FILE, &index, &ignored) == OC_OK)
+        rc = cli_fail_msg(archive, "has an entry named " UNPACK_MODEL_FILE
+                          ", the name the model takes when unpacked");
+    if (rc == CLI_EXIT_OK && !exists && mkdir(dir, 0777) != 0)
+        rc = cli_fail_msg(dir, "cannot create directory: %s", strerror(errno));
+    start = cli_now_ms();
+    if (rc == CLI_EXIT_OK) rc = unpack_entries(archive, ar, dir, &res);
+    oz_archive_close(ar);
+    if (rc != CLI_EXIT_OK) return rc;
+    cli_note(args->verbosity, CLI_VERBOSE, "wrote %" PRIu64 " files in %.1f ms", res.files + 1,
+             cli_now_ms() - start);
+    if (args->verbosity >= CLI_NORMAL)
+        printf("%s -> %s/" UNPACK_MODEL_FILE " + %" PRIu64 " data file%s (%" PRIu64 " bytes)\n",
+               archive, dir, res.files, res.files == 1 ? "" : "s", res.bytes);
+    return CLI_EXIT_OK;
+}
+
+static const char unpack_help[] =
+    "Unpack an .onnxz archive into DIR as a classic external-data model that any ONNX\n"
+    "reader loads (spec/onnxz.md A-30): DIR/model.onnx is the archive's __MODEL_PROTO,\n"
+    "byte for byte, and every other entry becomes the file of the same name in DIR, so\n"
+    "each tensor's `location` names its own file beside the model. This is what\n"
+    "`unzip ARCHIVE -d DIR` followed by renaming __MODEL_PROTO to model.onnx gives, with\n"
+    "the checks of `onnxz verify` first: the ZIP rules, every CRC-32, and the model\n"
+    "decodes with every tensor resolving to its entry. Nothing is written unless they all\n"
+    "pass. (To get a single data file instead, use\n"
+    "`onnxz convert ARCHIVE DIR/model.onnx --external-data model.data`.)\n"
+    "\n"
+    "Options:\n"
+    "  -f, --force     write into DIR even if it is not empty, replacing files there\n"
+    "  -q, --quiet     print nothing but errors\n"
+    "  -v, --verbose   also print timings to stderr\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "DIR is created if missing (its parent must exist). An existing DIR must be empty\n"
+    "unless -f. Each file is written to a temporary name, synced and renamed into place,\n"
+    "the model last; entries in subdirectories get them, but never through a symbolic\n"
+    "link. An archive with an entry named model.onnx is refused.\n"
+    "\n"
+    "Examples:\n"
+    "  onnxz unpack model.onnxz model_dir\n"
+    "  python3 -c 'import onnx; onnx.load(\"model_dir/model.onnx\")'\n";
+
+const cli_command cmd_unpack = {
+    "unpack",
+    "unpack an .onnxz archive into a directory (external-data model)",
+    "onnxz unpack [options] ARCHIVE DIR",
+    unpack_help,
+    unpack_options,
+    unpack_arg_names,
+    2,
+    2,
+    run_unpack,
+};

@@ -1,0 +1,275 @@
+/*
+ * tools/cmd_verify.c - `onnxz verify FILE [--json]`: every check we know of, on an .onnxz
+ * archive or a .onnx model; exit 0 with a summary, or 1 with the first problem.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "archive_entries.h"
+#include "cli.h"
+#include "json.h"
+#include "model_stats.h"
+
+enum { VERIFY_OPT_JSON = 0, VERIFY_OPT_DATA_DIR };
+
+static const cli_option verify_options[] = {
+    {'\0', "json", false},
+    {'\0', "data-dir", true},
+    {'\0', NULL, false},
+};
+
+static const char *const verify_arg_names[] = {"FILE"};
+
+/* What a successful verification found, for the summary. */
+typedef struct verify_report {
+    const char *path;
+    cli_form form;
+    /* archives */
+    uint64_t entries;
+    uint64_t tensor_entries;
+    uint64_t entry_tensors; /* tensors resolved to entries */
+    uint64_t entry_bytes;   /* their entries' uncompressed bytes */
+    uint64_t model_size;    /* __MODEL_PROTO, uncompressed */
+    /* .onnx */
+    uint64_t tensors;
+    uint64_t external_tensors;
+    uint64_t external_files;
+    uint64_t external_bytes;
+    uint64_t checksums;
+} verify_report;
+
+/* ---- archives ------------------------------------------------------------------- */
+
+/* The spec's layout rules that a reader does not enforce (it accepts any ZIP), checked on
+ * the listing: A-2 (__MODEL_PROTO last), A-3 (tensor entries STORED), A-4 (STORED data on
+ * a 64-byte boundary). The first breach is reported. */
+static int check_layout(const char *path, const archive_listing *l)
+{
+    char buf[32];
+    const archive_entry *model = &l->entries[l->model_index];
+    if (l->model_index + 1 != l->count)
+        return cli_fail_msg(path,
+                            OZ_MODEL_ENTRY " is entry %" PRIu64 " of %" PRIu64
+                            " in the central directory, not the last (A-2)",
+                            l->model_index + 1, l->count);
+    if (l->model_file_rank + 1 != l->count)
+        return cli_fail_msg(path,
+                            OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
+                            "offset %" PRIu64 " comes before other entries' (A-2)",
+                            model->zip.data_offset);
+    for (uint64_t i = 0; i < l->count; i++) {
+        const archive_entry *e = &l->entries[i];
+        if (!e->is_model && e->ntensors && e->zip.method != OZ_ZIP_STORED) {
+            const oc_str *t = &l->names[e->first_name];
+            return cli_fail_msg(path,
+                                "entry '%s' of tensor '%.*s' is %s, not stored: it cannot be "
+                                "mapped in place (A-3)",
+                                e->zip.name, (int)(t->size > 200 ? 200 : t->size), t->data,
+                                archive_method_name(e->zip.method, buf, sizeof buf));
+        }
+        if (e->zip.method == OZ_ZIP_STORED && e->zip.data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
+            return cli_fail_msg(path,
+                                "entry '%s' has its data at offset %" PRIu64
+                                ", not on a %u-byte boundary (A-4)",
+                                e->zip.name, e->zip.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
+    }
+    return CLI_EXIT_OK;
+}
+
+static int verify_archive(const cli_args *args, verify_report *r)
+{
+    oz_archive *ar = NULL;
+    oc_model *model = NULL;
+    oc_parse_options opts;
+    oc_error err;
+    archive_listing listing;
+    oc_status st;
+    int rc;
+    double start = cli_now_ms();
+    oc_error_clear(&err);
+    /* 1. Every ZIP check (Z-60..Z-76) and the archive's own. */
+    st = oz_archive_open(r->path, NULL, &ar, &err);
+    /* 2. The CRC-32 of every entry, streaming. */
+    if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(ar), &err);
+    if (st == OC_OK)
+        cli_note(args->verbosity, CLI_VERBOSE, "ZIP structure and CRC-32s checked in %.1f ms",
+                 cli_now_ms() - start);
+    /* 3. The model decodes and every tensor resolves to its entry, in place. */
+    oc_parse_options_init(&opts);
+    opts.no_copy = 1;
+    if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
+    oc_model_free(model);
+    oz_archive_close(ar);
+    if (st != OC_OK) return cli_fail(r->path, &err);
+    /* 4. The layout rules. */
+    rc = archive_listing_open(r->path, args->verbosity, &listing);
+    if (rc != CLI_EXIT_OK) return rc;
+    rc = check_layout(r->path, &listing);
+    if (rc == CLI_EXIT_OK) {
+        r->entries = listing.count;
+        r->tensor_entries = listing.tensor_entries;
+        for (uint64_t i = 0; i < listing.count; i++) {
+            const archive_entry *e = &listing.entries[i];
+            if (e->is_model) {
+                r->model_size = e->zip.uncompressed_size;
+            } else if (e->ntensors) {
+                r->entry_tensors += e->ntensors;
+                r->entry_bytes += e->zip.uncompressed_size;
+            }
+        }
+    }
+    archive_listing_close(&listing);
+    return rc;
+}
+
+/* ---- .onnx files ----------------------------------------------------------------- */
+
+static oc_status count_checksum(void *ctx, onnx_TensorProto *t)
+{
+    uint64_t *n = ctx;
+    if (oc_tensor_is_external(t) && oc_tensor_external_value(t, "checksum")) (*n)++;
+    return OC_OK;
+}
+
+static int verify_onnx(const cli_args *args, verify_report *r)
+{
+    cli_load_options lo;
+    oc_model *model = NULL;
+    model_stats stats;
+    oc_error err;
+    int rc;
+    memset(&lo, 0, sizeof lo);
+    lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
+    lo.verify_checksums = 1;
+    /* The check: decode, resolve every external tensor (E-10..E-16), verify checksums. */
+    rc = cli_load_input(r->path, &lo, args->verbosity, &model, NULL);
+    oc_model_free(model);
+    model = NULL;
+    if (rc != CLI_EXIT_OK) return rc;
+    /* The summary's figures come from the references themselves. */
+    lo.external = CLI_EXTERNAL_KEEP;
+    rc = cli_load_input(r->path, &lo, CLI_QUIET, &model, NULL);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_error_clear(&err);
+    if (model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
+        oc_model_free(model);
+        return cli_fail(r->path, &err);
+    }
+    r->tensors = stats.tensors;
+    r->external_tensors = stats.external.tensors;
+    r->external_files = stats.nlocations;
+    r->external_bytes = stats.external.bytes;
+    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), count_checksum, &r->checksums);
+    model_stats_free(&stats);
+    oc_model_free(model);
+    return CLI_EXIT_OK;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static void print_human(FILE *out, const verify_report *r)
+{
+    char size[32];
+    fputs("OK ", out);
+    cli_put_text(out, r->path, strlen(r->path));
+    if (r->form == CLI_FORM_ONNXZ) {
+        cli_format_size(r->entry_bytes, size, sizeof size);
+        fprintf(out,
+                ": onnxz archive, %" PRIu64 " entries with valid CRC-32s, %" PRIu64
+                " tensors in %" PRIu64 " entries (%s), model decodes (%" PRIu64
+                " bytes, last)\n",
+                r->entries, r->entry_tensors, r->tensor_entries, size, r->model_size);
+        return;
+    }
+    fprintf(out, ": onnx model, %" PRIu64 " tensors", r->tensors);
+    if (r->external_tensors) {
+        cli_format_size(r->external_bytes, size, sizeof size);
+        fprintf(out, ", %" PRIu64 " in %" PRIu64 " external data file%s (%s)",
+                r->external_tensors, r->external_files, r->external_files == 1 ? "" : "s", size);
+        if (r->checksums)
+            fprintf(out, ", %" PRIu64 " checksum%s verified", r->checksums,
+                    r->checksums == 1 ? "" : "s");
+        else
+            fputs(", no checksums to verify", out);
+    }
+    fputc('\n', out);
+}
+
+static void print_json(FILE *out, const verify_report *r)
+{
+    fputs("{\"file\": ", out);
+    json_put_cstring(out, r->path);
+    if (r->form == CLI_FORM_ONNXZ)
+        fprintf(out,
+                ", \"format\": \"onnxz\", \"ok\": true, \"entries\": %" PRIu64
+                ", \"tensor_entries\": %" PRIu64 ", \"entry_tensors\": %" PRIu64
+                ", \"entry_bytes\": %" PRIu64 ", \"model_size\": %" PRIu64 "}\n",
+                r->entries, r->tensor_entries, r->entry_tensors, r->entry_bytes, r->model_size);
+    else
+        fprintf(out,
+                ", \"format\": \"onnx\", \"ok\": true, \"tensors\": %" PRIu64
+                ", \"external_tensors\": %" PRIu64 ", \"external_files\": %" PRIu64
+                ", \"external_bytes\": %" PRIu64 ", \"checksums_verified\": %" PRIu64 "}\n",
+                r->tensors, r->external_tensors, r->external_files, r->external_bytes,
+                r->checksums);
+}
+
+static int run_verify(const cli_args *args)
+{
+    verify_report r;
+    int rc;
+    memset(&r, 0, sizeof r);
+    r.path = args->positional[0];
+    r.form = cli_input_form(r.path);
+    if (r.form == CLI_FORM_ONNXZ && args->seen[VERIFY_OPT_DATA_DIR])
+        return cli_usage_error("verify", "--data-dir applies to .onnx files, not archives");
+    rc = r.form == CLI_FORM_ONNXZ ? verify_archive(args, &r) : verify_onnx(args, &r);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (args->seen[VERIFY_OPT_JSON]) print_json(stdout, &r);
+    else if (args->verbosity >= CLI_NORMAL) print_human(stdout, &r);
+    return CLI_EXIT_OK;
+}
+
+static const char verify_help[] =
+    "Check a model file as thoroughly as we can, without changing anything. Exit status\n"
+    "0 and one \"OK\" line when every check passes; 1 and the first problem as an error\n"
+    "line otherwise. The form of FILE is told by its content, not its name.\n"
+    "\n"
+    "An .onnxz archive, in this order:\n"
+    "  1. every ZIP rule of spec/onnxz-zip.md (Z-60..Z-76) and the archive's (A-1, A-40);\n"
+    "  2. the CRC-32 of every entry (and the inflated size of deflated ones);\n"
+    "  3. the model decodes and every tensor resolves to an entry of its length (A-21);\n"
+    "  4. __MODEL_PROTO is the last entry, in the central directory and in the file (A-2);\n"
+    "     tensor entries are stored, not deflated (A-3); every stored entry's data starts\n"
+    "     on a 64-byte boundary (A-4).\n"
+    "A .onnx model: it decodes, every external tensor resolves to its data file under\n"
+    "the rules of spec/external-data.md, and every `checksum` key matches (SHA-1).\n"
+    "\n"
+    "Options:\n"
+    "      --data-dir DIR  .onnx only: look for external data files in DIR instead of\n"
+    "                      the model's directory\n"
+    "      --json          print one JSON object instead of the OK line\n"
+    "  -q, --quiet         print nothing on success (the exit status tells)\n"
+    "  -v, --verbose       also print timings to stderr\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "JSON keys: file, format (\"onnxz\" or \"onnx\"), ok (true); for archives entries,\n"
+    "  tensor_entries, entry_tensors, entry_bytes, model_size; for .onnx files tensors,\n"
+    "  external_tensors, external_files, external_bytes, checksums_verified.\n"
+    "A failure prints no JSON: only the error line, on stderr.\n"
+    "\n"
+    "Examples:\n"
+    "  onnxz verify model.onnxz\n"
+    "  onnxz verify --data-dir /mnt/weights model.onnx\n";
+
+const cli_command cmd_verify = {
+    "verify",
+    "check an archive or model: structure, CRCs, checksums, references",
+    "onnxz verify [options] FILE",
+    verify_help,
+    verify_options,
+    verify_arg_names,
+    1,
+    1,
+    run_verify,
+};
