@@ -1,35 +1,16 @@
 /*
  * arena.c - bump allocation in blocks, freed in one call, with cleanup callbacks.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 #include "onnxcore/arena.h"
+#include "internal/arena.h"
 #include "internal/error.h"
 
-#define OC_ARENA_ALIGN 16u
-#define OC_ARENA_FIRST_BLOCK 4096u
-#define OC_ARENA_MAX_BLOCK (1u << 20)
-
-typedef struct oc_block {
-    struct oc_block *next;
-    uint64_t size;
-    uint64_t used;
-    _Alignas(16) unsigned char data[];
-} oc_block;
-
-typedef struct oc_cleanup {
-    struct oc_cleanup *next;
-    void (*fn)(void *ptr);
-    void *ptr;
-} oc_cleanup;
-
-struct oc_arena {
-    oc_block *head;        /* the block small allocations bump from */
-    oc_cleanup *cleanups;  /* newest first */
-    uint64_t next_block;   /* size of the next block, doubling up to OC_ARENA_MAX_BLOCK */
-    uint64_t total;        /* bytes obtained from the system */
-};
+static void free_block(oc_block *b);
 
 oc_arena *oc_arena_new(void) {
     oc_arena *a = calloc(1, sizeof *a);
@@ -43,23 +24,55 @@ void oc_arena_free(oc_arena *a) {
     oc_block *b = a->head;
     while (b) {
         oc_block *next = b->next;
-        free(b);
+        free_block(b);
         b = next;
     }
     free(a);
 }
 
-static oc_block *new_block(oc_arena *a, uint64_t size) {
-    if (size > (uint64_t)SIZE_MAX - sizeof(oc_block)) return NULL;
-    oc_block *b = calloc(1, sizeof *b + (size_t)size); /* calloc: fresh pages come zeroed */
-    if (!b) return NULL;
-    b->size = size;
-    a->total += size;
+/* A zeroed block 2 MiB-aligned in its own mapping, with huge pages asked for. */
+static oc_block *map_block(uint64_t size) {
+    uint64_t want = sizeof(oc_block) + size, align = OC_ARENA_HUGE_BLOCK;
+    uint64_t len = (want + align - 1) & ~(align - 1);
+    if (len + align > (uint64_t)SIZE_MAX) return NULL;
+    uint8_t *raw = mmap(NULL, (size_t)(len + align), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *start = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+    if (start > raw) munmap(raw, (size_t)(start - raw)); /* trim to the aligned range */
+    if (raw + len + align > start + len) munmap(start + len, (size_t)(raw + len + align - (start + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(start, (size_t)len, MADV_HUGEPAGE); /* advice only: fine if refused */
+#endif
+    oc_block *b = (oc_block *)(void *)start;
+    b->mapped = len;
+    b->size = len - sizeof(oc_block);
     return b;
 }
 
-void *oc_arena_alloc(oc_arena *a, uint64_t size) {
-    if (!a || size > UINT64_MAX / 2) return NULL;
+static oc_block *new_block(oc_arena *a, uint64_t size) {
+    if (size > (uint64_t)SIZE_MAX - sizeof(oc_block) - OC_ARENA_HUGE_BLOCK) return NULL;
+    oc_block *b = size >= OC_ARENA_HUGE_BLOCK ? map_block(size) : NULL;
+    if (!b) {
+        b = calloc(1, sizeof *b + (size_t)size); /* calloc: fresh pages come zeroed */
+        if (!b) return NULL;
+        b->size = size;
+    }
+    a->total += b->size;
+    return b;
+}
+
+static void free_block(oc_block *b) {
+    if (b->mapped)
+        munmap(b, (size_t)b->mapped);
+    else
+        free(b);
+}
+
+void *oc_arena_alloc(oc_arena *a, uint64_t size) { return a ? oc__arena_alloc(a, size) : NULL; }
+
+void *oc__arena_alloc_slow(oc_arena *a, uint64_t size) {
+    if (size > UINT64_MAX / 2) return NULL;
     size = (size + OC_ARENA_ALIGN - 1) & ~(uint64_t)(OC_ARENA_ALIGN - 1);
     if (size == 0) size = OC_ARENA_ALIGN;
     oc_block *h = a->head;
@@ -111,7 +124,7 @@ oc_status oc_str_set(oc_arena *a, oc_str *dst, const void *src, uint64_t size) {
         dst->size = 0;
         return OC_OK;
     }
-    char *p = oc_arena_alloc(a, size);
+    char *p = oc__arena_alloc(a, size);
     if (!p) return OC_ERR_NOMEM;
     memcpy(p, src, (size_t)size);
     dst->data = p;

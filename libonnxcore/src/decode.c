@@ -15,6 +15,7 @@
 #include "onnxcore/codec.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
+#include "internal/arena.h"
 #include "internal/error.h"
 #include "internal/parallel.h"
 #include "internal/schema.h"
@@ -32,6 +33,7 @@ typedef struct dctx {
     uint32_t max_depth;
     int no_copy;
     int skip_raw_data;
+    int alias_strings;     /* no_copy: strings point into the input instead of the arena */
     int threads;           /* > 1: payload copies are deferred to `copies`, run in parallel */
     oc__copy_list copies;
 } dctx;
@@ -72,17 +74,28 @@ int oc__read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
     return -1;
 }
 
-static oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t *end,
+static oc_status varint_slow(dctx *c, const uint8_t **p, const uint8_t *end,
                                 uint64_t *out, const uint8_t *field, const char *what) {
     const uint8_t *start = *p;
     int r = oc__read_varint(p, end, out);
-    if (OC_LIKELY(r > 0)) return OC_OK;
+    if (r > 0) return OC_OK;
     if (r == 0)
         return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
                         "input ends inside the %s varint at offset %llu", what,
                         (unsigned long long)off(c, start));
     return oc__fail(c->err, OC_ERR_MALFORMED, off(c, start),
                     "%s varint longer than 10 bytes", what);
+}
+
+/* Most tags and lengths are one byte: that case inline, the rest out of line. */
+static inline oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t *end,
+                                       uint64_t *out, const uint8_t *field, const char *what) {
+    if (OC_LIKELY(*p < end && **p < 0x80)) {
+        *out = **p;
+        (*p)++;
+        return OC_OK;
+    }
+    return varint_slow(c, p, end, out, field, what);
 }
 
 /* Reads a length prefix and checks the bytes are there. */
@@ -101,7 +114,7 @@ static oc_status unk_append(dctx *c, unk_buf *u, const uint8_t *from, uint64_t n
     if (u->size + n > u->cap) {
         uint64_t cap = u->cap ? u->cap : 64;
         while (cap < u->size + n) cap *= 2;
-        char *nd = oc_arena_alloc(c->arena, cap);
+        char *nd = oc__arena_alloc(c->arena, cap);
         if (!nd) return nomem(c, from);
         if (u->size) memcpy(nd, u->data, (size_t)u->size);
         u->data = nd;
@@ -291,6 +304,21 @@ static oc_status decode_packed(dctx *c, void *msg, const oc_field *f, const uint
 static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
                             const uint8_t *end, uint32_t depth);
 
+/* A string field's value: aliased into the input with no_copy (W-18), else an arena copy. */
+static inline oc_status set_str(dctx *c, oc_str *s, const uint8_t *val, uint64_t len) {
+    if (c->alias_strings || len == 0) {
+        s->data = len ? (const char *)val : "";
+        s->size = len;
+        return OC_OK;
+    }
+    char *p = oc__arena_alloc(c->arena, len);
+    if (!p) return OC_ERR_NOMEM;
+    memcpy(p, val, (size_t)len);
+    s->data = p;
+    s->size = len;
+    return OC_OK;
+}
+
 static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
                              uint64_t len, const uint8_t *field, const oc_msgdesc *d) {
     oc_bytes *s = (oc_bytes *)(void *)((char *)msg + f->offset);
@@ -395,12 +423,12 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
             case OC_FT_BYTES: {
                 oc_str *s;
                 if (oc__is_repeated(f)) {
-                    s = oc_array_push(c->arena, (char *)msg + f->offset, sizeof(oc_str));
+                    s = oc__array_push(c->arena, (char *)msg + f->offset, sizeof(oc_str));
                 } else {
                     s = (oc_str *)(void *)((char *)msg + f->offset);
                     h->has |= 1u << f->index;
                 }
-                if (!s || oc_str_set(c->arena, s, val, len) != OC_OK) st = nomem(c, field);
+                if (!s || set_str(c, s, val, len) != OC_OK) st = nomem(c, field);
                 break;
             }
             case OC_FT_SPAN:
@@ -425,7 +453,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
             continue;
         }
         if (oc__is_repeated(f)) {
-            void *slot = oc_array_push(c->arena, (char *)msg + f->offset, oc__elem_size(f));
+            void *slot = oc__array_push(c->arena, (char *)msg + f->offset, oc__elem_size(f));
             if (!slot) {
                 st = nomem(c, field);
                 break;
@@ -441,6 +469,8 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
     h->unknown.size = unk.size;
     return st;
 }
+
+static void unref_owner(void *owner) { oc_owner_unref(owner); }
 
 oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
                         uint64_t base_offset, uint32_t depth, oc_arena *arena,
@@ -462,6 +492,14 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
     c.skip_raw_data = opts->skip_raw_data;
     c.threads = oc__resolve_threads(opts->num_threads);
     memset(&c.copies, 0, sizeof c.copies);
+    /* Strings alias the input with no_copy; an owner (a file mapping) is then also kept by
+     * the arena, so the model's strings outlive the loader like its tensors do. */
+    c.alias_strings = opts->no_copy;
+    if (c.alias_strings && owner) {
+        if (oc_arena_add_cleanup(arena, unref_owner, owner) != OC_OK)
+            return oc__fail(err, OC_ERR_NOMEM, base_offset, "out of memory");
+        oc_owner_ref(owner);
+    }
     static const uint8_t empty[1];
     const uint8_t *p = size ? (const uint8_t *)data : empty; /* no arithmetic on NULL */
     c.base = p;

@@ -2,16 +2,18 @@
  * message.c - generic operations on messages through their descriptors: allocation,
  * repeated-field growth, deep copy and the tensor walk.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "onnxcore/codec.h"
+#include "internal/arena.h"
 #include "internal/error.h"
 #include "internal/schema.h"
 
 static void release_spans(void *msg);
 
 void *oc_msg_new(oc_arena *arena, const oc_msgdesc *desc) {
-    void *m = oc_arena_alloc(arena, desc->size);
+    void *m = oc__arena_alloc(arena, desc->size);
     if (m && desc->has_span && oc_arena_add_cleanup(arena, release_spans, m) != OC_OK)
         return NULL;
     return m;
@@ -33,7 +35,7 @@ static oc_status array_grow(oc_arena *arena, oc_array_hdr *a, uint64_t elem, uin
         cap *= 2;
     }
     if (cap > UINT64_MAX / elem) return OC_ERR_NOMEM;
-    void *items = oc_arena_alloc(arena, cap * elem);
+    void *items = oc__arena_alloc(arena, cap * elem);
     if (!items) return OC_ERR_NOMEM;
     if (a->count) memcpy(items, a->items, (size_t)(a->count * elem));
     a->items = items;
@@ -157,13 +159,48 @@ oc_status oc_msg_copy(const oc_msgdesc *desc, const void *src, oc_arena *arena, 
 
 /* ---- tensor walk ---- */
 
+/* Whether a message of each type can hold a TensorProto at any depth, computed once from
+ * the tables (a fixpoint over the field graph), so the walk skips types, shapes and
+ * string pairs: for a graph of 100,000 nodes that is most of the tree. */
+static const oc_msgdesc *const oc_all_types[] = {
+#define OC_X_ALL_(M, N) &onnx_##M##_desc,
+    ONNX_MESSAGES(OC_X_ALL_)
+#undef OC_X_ALL_
+};
+static uint8_t holds_tensor[OC_MSG__COUNT];
+/* Per type, the indices of its fields that can lead to a tensor (at most 32 fields). */
+static uint8_t tensor_fields[OC_MSG__COUNT][32];
+static uint8_t n_tensor_fields[OC_MSG__COUNT];
+static pthread_once_t holds_tensor_once = PTHREAD_ONCE_INIT;
+
+static void compute_holds_tensor(void) {
+    holds_tensor[onnx_TensorProto_desc.index] = 1;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < OC_MSG__COUNT; i++) {
+            const oc_msgdesc *d = oc_all_types[i];
+            for (uint32_t j = 0; j < d->nfields && !holds_tensor[i]; j++) {
+                const oc_field *f = &d->fields[j];
+                if (f->type == OC_FT_MSG && holds_tensor[f->sub->index])
+                    holds_tensor[i] = 1, changed = 1;
+            }
+        }
+    }
+    for (size_t i = 0; i < OC_MSG__COUNT; i++) {
+        const oc_msgdesc *d = oc_all_types[i];
+        for (uint32_t j = 0; j < d->nfields; j++)
+            if (d->fields[j].type == OC_FT_MSG && holds_tensor[d->fields[j].sub->index])
+                tensor_fields[i][n_tensor_fields[i]++] = (uint8_t)j;
+    }
+}
+
+/* Walks only fields that can lead to a tensor; tables were computed by the caller. */
 static oc_status visit(const oc_msgdesc *d, void *msg, oc_tensor_fn fn, void *ctx,
                        uint32_t depth) {
     if (d == &onnx_TensorProto_desc) return fn(ctx, msg);
     if (depth > OC_MAX_DEPTH_HARD) return OC_ERR_DEPTH;
-    for (uint32_t i = 0; i < d->nfields; i++) {
-        const oc_field *f = &d->fields[i];
-        if (f->type != OC_FT_MSG) continue;
+    for (uint32_t k = 0; k < n_tensor_fields[d->index]; k++) {
+        const oc_field *f = &d->fields[tensor_fields[d->index][k]];
         if (oc__is_repeated(f)) {
             oc_array_hdr a = oc__array_get(msg, f);
             void **items = a.items;
@@ -179,5 +216,7 @@ static oc_status visit(const oc_msgdesc *d, void *msg, oc_tensor_fn fn, void *ct
 
 oc_status oc_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn, void *ctx) {
     if (!desc || !msg || !fn) return OC_ERR_INVALID_ARG;
+    pthread_once(&holds_tensor_once, compute_holds_tensor);
+    if (!holds_tensor[desc->index]) return OC_OK;
     return visit(desc, msg, fn, ctx, 1);
 }

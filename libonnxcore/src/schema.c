@@ -80,6 +80,7 @@ enum { ONNX_ENUMS(OC_X_ENUM_) ONNX_ENUM__UNUSED };
         oc_fields_##M,                                                                     \
         0u ONNX_FIELDS_##M(OC_X_ONEOF_),                                                   \
         (uint8_t)(0u ONNX_FIELDS_##M(OC_X_SPAN_)),                                         \
+        (uint8_t)OC_MSG_##M,                                                               \
         {ONNX_FIELDS_##M(OC_X_BYNUM_)}};
 ONNX_MESSAGES(OC_X_DESC_)
 
@@ -88,6 +89,7 @@ ONNX_MESSAGES(OC_X_DESC_)
     _Static_assert(onnx_##M##__NFIELDS <= 32, #M " has too many fields for uint32_t has");
 ONNX_MESSAGES(OC_X_CHECK_)
 _Static_assert(sizeof(OC_ARRAY(int64_t)) == sizeof(oc_array_hdr), "array layout");
+_Static_assert(OC_MSG__COUNT <= 255, "message index is a uint8_t");
 _Static_assert(offsetof(onnx_TensorProto, hdr) == 0, "header first");
 
 static const oc_msgdesc *const oc_all_descs[] = {

@@ -22,9 +22,10 @@ extern "C" {
 #endif
 
 /* Decodes size bytes at data as a message of type desc, merging into msg (normally fresh
- * from oc_msg_new). Strings and arrays are allocated in arena. With opts->no_copy, raw_data
- * of at least opts->buffer.raw_data_threshold bytes is borrowed from data (no owner: the
- * caller keeps data alive), unless `owner` is given, in which case the spans share it.
+ * from oc_msg_new). Strings and arrays are allocated in arena. With opts->no_copy, strings
+ * and raw_data of at least opts->buffer.raw_data_threshold bytes point into data instead
+ * of being copied: the caller keeps data alive, unless `owner` is given, in which case the
+ * spans and the arena each hold a reference to it.
  * On error msg holds what was decoded so far (still safe to free with the arena) and err
  * names the problem and its offset in data. */
 oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,

@@ -40,6 +40,11 @@ typedef struct oc_field {
     const char *name;
 } oc_field;
 
+/* Message types, numbered in ONNX_MESSAGES order. */
+#define OC_X_MSGINDEX_(M, N) OC_MSG_##M,
+enum { ONNX_MESSAGES(OC_X_MSGINDEX_) OC_MSG__COUNT };
+#undef OC_X_MSGINDEX_
+
 /* Field numbers below this are found through a direct index. */
 #define OC_FIELD_LOOKUP 32
 
@@ -50,6 +55,7 @@ struct oc_msgdesc {
     const oc_field *fields;  /* ascending field numbers */
     uint32_t oneof_mask;  /* presence bits of the oneof members */
     uint8_t has_span;     /* has a SPAN field (needs an arena cleanup) */
+    uint8_t index;        /* position in ONNX_MESSAGES, for per-type tables */
     uint8_t by_number[OC_FIELD_LOOKUP];  /* field index + 1, or 0 */
 };
 
@@ -82,6 +88,19 @@ static inline void oc__msg_put(void *msg, const oc_field *f, void *sub) {
 }
 static inline oc_msghdr *oc__hdr(void *msg) { return (oc_msghdr *)msg; }
 static inline const oc_msghdr *oc__hdr_c(const void *msg) { return (const oc_msghdr *)msg; }
+
+/* oc_array_push with the common case inline: room left in the array. */
+static inline void *oc__array_push(oc_arena *arena, void *array, uint64_t elem) {
+    oc_array_hdr a;
+    memcpy(&a, array, sizeof a);
+    if (a.count < a.cap) {
+        void *slot = (char *)a.items + a.count * elem;
+        a.count++;
+        memcpy(array, &a, sizeof a);
+        return slot;
+    }
+    return oc_array_push(arena, array, elem);
+}
 
 /* Size in bytes of one element of a scalar or string field in its C array. */
 uint32_t oc__elem_size(const oc_field *f);
