@@ -11,6 +11,7 @@ measures for each file:
   onnxz.copy     onnxz bench load (copying every tensor; touches every byte)
   onnxz.copy.tN  the same with N threads
   onnxz.nocopy   onnxz bench load --no-copy (tensors share the mapping; every byte touched)
+  onnxz.nocopy.pages  the same touching one byte per page, as floor.map does
   onnx.load      python3-onnx's onnx.load (a fresh process per round)
   protobuf.parse ModelProto.ParseFromString on bytes already in memory (C++ protobuf)
 Each contender runs in a fresh process per round (first load, cold process); onnxz also
@@ -109,6 +110,9 @@ def main():
             f"onnxz.copy.t{a.threads}": [z, "bench", "load", path, "--threads", str(a.threads),
                                          "--repeat", "3", "--json"],
             "onnxz.nocopy": [z, "bench", "load", path, "--no-copy", "--repeat", "3", "--json"],
+            # the same work as floor.map (one byte per page), for a like-for-like ratio
+            "onnxz.nocopy.pages": [z, "bench", "load", path, "--no-copy", "--touch-pages",
+                                   "--repeat", "3", "--json"],
             "onnx.load": py_step("onnx.load", path),
             "protobuf.parse": py_step("protobuf.parse", path),
         }

@@ -351,6 +351,7 @@ def group_usage(ctx):
         (["bench", "load"], "bench without FILE"),
         (["bench", "parse", sample], "bench with an unknown mode"),
         (["bench", "read", "--no-copy", sample], "bench read --no-copy"),
+        (["bench", "map", "--touch-pages", sample], "bench map --touch-pages"),
         (["bench", "map", "--threads", "2", sample], "bench map --threads"),
         (["bench", "load", "--repeat", "0", sample], "bench --repeat 0"),
         (["bench", "load", "--repeat", "x", sample], "bench --repeat x"),
@@ -1490,6 +1491,7 @@ def group_bench(ctx):
             (["bench", "load", sample, "--threads", "2", "--repeat", "3", "--json"], tensor_bytes),
             (["bench", "load", sample, "--no-copy", "--repeat", "3", "--json"], tensor_bytes),
             (["bench", "load", arc, "--no-copy", "--json"], tensor_bytes),
+            (["bench", "load", arc, "--no-copy", "--touch-pages", "--json"], tensor_bytes),
             (["bench", "load", arc, "--json"], tensor_bytes),
             (["bench", "load", two, "--no-copy", "--json"], tensor_bytes)]:
         got = bench(argv, " ".join(argv[:2] + argv[3:]))
