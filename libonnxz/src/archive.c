@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,10 @@
 #include <onnxcore/external.h>
 
 #include "onnxz/archive.h"
+#include "internal/archive.h"
 #include "internal/error.h"
+#include "internal/journal.h"
+#include "internal/zipread.h"
 
 /* ---- entry names (A-10) ---- */
 
@@ -192,6 +196,7 @@ struct oz_archive {
     oz_zip_reader *zip;
     char *path;
     uint64_t model_index;
+    uint64_t file_size; /* the file's size; more than the archive's after an interrupted edit */
 };
 
 /* an archive of a later format version says so in __ONNXZ_VERSION; refuse it. */
@@ -215,27 +220,68 @@ static oc_status check_version(const oz_archive *ar, oc_error *err) {
     return OC_OK;
 }
 
-oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
-                          oz_archive **out, oc_error *err) {
-    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
+/* A-56: when the journal of an interrupted in-place edit applies to the file, the archive
+ * is the file's first *size bytes (the rest is the edit's unfinished tail). Returns 1 then,
+ * 0 when there is no journal or it does not apply (or cannot be read: the file is then
+ * opened as it is, and stands or falls on its own). *file_size receives the file's size. */
+static int interrupted_edit(const char *path, uint64_t *size, uint64_t *file_size) {
+    char *jpath = oz__journal_path(path);
+    if (!jpath) return 0;
+    int applies = 0;
+    if (access(jpath, F_OK) == 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            int found;
+            oc_error tmp;
+            *file_size = (uint64_t)st.st_size;
+            if (oz__journal_check(jpath, fd, (uint64_t)st.st_size, &found, &applies, size,
+                                  &tmp) != OC_OK)
+                applies = 0;
+        }
+        if (fd >= 0) close(fd);
+    }
+    free(jpath);
+    return applies;
+}
+
+oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out,
+                           oc_error *err) {
     oz_archive *ar = calloc(1, sizeof *ar);
-    if (!ar || !(ar->path = strdup(path))) {
+    if (!ar || !(ar->path = strdup(path ? path : ""))) {
         free(ar);
+        oz_zip_reader_close(zip);
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc_status st = oz_zip_reader_open(path, zip_opts, &ar->zip, err);
-    if (st == OC_OK) {
-        oc_error tmp;
-        if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
-            st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                          "not an ONNX archive: no " OZ_MODEL_ENTRY " entry (A-1)");
-    }
+    ar->zip = zip;
+    ar->file_size = oz_zip_reader_size(zip);
+    oc_error tmp;
+    oc_status st = OC_OK;
+    if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
+        st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                      "not an ONNX archive: no " OZ_MODEL_ENTRY " entry (A-1)");
     if (st == OC_OK) st = check_version(ar, err);
     if (st != OC_OK) {
         oz_archive_close(ar);
         return st;
     }
     *out = ar;
+    return OC_OK;
+}
+
+uint64_t oz__archive_model_index(const oz_archive *ar) { return ar->model_index; }
+
+oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
+                          oz_archive **out, oc_error *err) {
+    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
+    uint64_t size = 0, file_size = 0;
+    oz_zip_reader *zip = NULL;
+    int cut = interrupted_edit(path, &size, &file_size);
+    oc_status st = cut ? oz__zip_reader_open_prefix(path, size, zip_opts, &zip, err)
+                       : oz_zip_reader_open(path, zip_opts, &zip, err);
+    OZ_FORWARD(st);
+    OZ_FORWARD(oz__archive_wrap(zip, path, out, err));
+    if (cut) (*out)->file_size = file_size;
     return OC_OK;
 }
 
@@ -247,6 +293,22 @@ void oz_archive_close(oz_archive *ar) {
 }
 
 const oz_zip_reader *oz_archive_zip(const oz_archive *ar) { return ar ? ar->zip : NULL; }
+
+void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out) {
+    memset(out, 0, sizeof *out);
+    if (!ar) return;
+    out->archive_size = oz_zip_reader_size(ar->zip);
+    out->file_size = ar->file_size > out->archive_size ? ar->file_size : out->archive_size;
+    uint64_t cd_off, covered = 0;
+    oz_zip_reader_central_dir(ar->zip, &cd_off, NULL);
+    uint64_t n = oz_zip_reader_count(ar->zip);
+    for (uint64_t i = 0; i < n; i++) {
+        oz_zip_entry e;
+        if (oz_zip_reader_entry(ar->zip, i, &e, NULL) == OC_OK)
+            covered += e.data_offset + e.compressed_size - e.local_header_offset;
+    }
+    out->unused_bytes = cd_off - covered; /* entries lie before the central directory (Z-75) */
+}
 
 static void free_owned(void *p) { oc_bytes_free_buffer(p); }
 

@@ -26,6 +26,7 @@
 #include "internal/cursor.h"
 #include "internal/error.h"
 #include "internal/zipfmt.h"
+#include "internal/zipread.h"
 #include "onnxz/zip.h"
 
 /* Chunk size for pread-based reading, CRC checks and inflation. */
@@ -622,9 +623,21 @@ static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o,
     return OC_OK;
 }
 
+/* The archive's bytes are the first `limit` bytes of the file (UINT64_MAX: all of them),
+ * for oz__zip_reader_open_prefix; a file shorter than limit is refused. */
+static oc_status apply_limit(uint64_t *size, uint64_t limit, const char *what, oc_error *err) {
+    if (limit == UINT64_MAX) return OC_OK;
+    OZ_RETURN_ERROR_IF(limit > *size, err, OC_ERR_TRUNCATED, *size,
+                       "%s has %llu bytes, fewer than the %llu its archive needs",
+                       what, (unsigned long long)*size, (unsigned long long)limit);
+    *size = limit;
+    return OC_OK;
+}
+
 /* Takes over fd (closing it on failure). */
-static oc_status open_with_fd(int fd, const char *what, const oz_zip_reader_options *o,
-                              oz_zip_reader **out, oc_error *err) {
+static oc_status open_with_fd(int fd, const char *what, uint64_t limit,
+                              const oz_zip_reader_options *o, oz_zip_reader **out,
+                              oc_error *err) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -635,37 +648,56 @@ static oc_status open_with_fd(int fd, const char *what, const oz_zip_reader_opti
         close(fd);
         return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", what);
     }
+    uint64_t size = (uint64_t)st.st_size;
+    oc_status s = apply_limit(&size, limit, what, err);
+    if (s != OC_OK) {
+        close(fd);
+        return s;
+    }
     oz_zip_reader *r = reader_new();
     if (!r) {
         close(fd);
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     r->fd = fd;
-    r->size = (uint64_t)st.st_size;
+    r->size = size;
     return finish_open(r, o, out, err);
 }
 
-oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
-                             oz_zip_reader **out, oc_error *err) {
+static oc_status open_path(const char *path, uint64_t limit, const oz_zip_reader_options *options,
+                           oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no path or output pointer");
     *out = NULL;
     if (options && options->use_pread) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
-        return open_with_fd(fd, path, options, out, err);
+        return open_with_fd(fd, path, limit, options, out, err);
     }
     oc_mapped m;
     OZ_FORWARD(oc_map_file(path, &m, err));
-    oz_zip_reader *r = reader_new();
+    uint64_t size = m.size;
+    oc_status s = apply_limit(&size, limit, path, err);
+    oz_zip_reader *r = s == OC_OK ? reader_new() : NULL;
     if (!r) {
         oc_owner_unref(m.owner);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return s != OC_OK ? s : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     r->base = m.data;
-    r->size = m.size;
+    r->size = size;
     r->owner = m.owner; /* the reference oc_map_file gave us */
     return finish_open(r, options, out, err);
+}
+
+oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
+                             oz_zip_reader **out, oc_error *err) {
+    return open_path(path, UINT64_MAX, options, out, err);
+}
+
+oc_status oz__zip_reader_open_prefix(const char *path, uint64_t size,
+                                     const oz_zip_reader_options *options, oz_zip_reader **out,
+                                     oc_error *err) {
+    return open_path(path, size, options, out, err);
 }
 
 oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
@@ -674,7 +706,7 @@ oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
     *out = NULL;
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (own < 0) return oz__fail_errno(err, errno, "cannot duplicate descriptor %d", fd);
-    return open_with_fd(own, "the archive", options, out, err);
+    return open_with_fd(own, "the archive", UINT64_MAX, options, out, err);
 }
 
 oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
@@ -696,6 +728,11 @@ oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *o
 uint64_t oz_zip_reader_count(const oz_zip_reader *r) { return r ? r->count : 0; }
 uint64_t oz_zip_reader_size(const oz_zip_reader *r) { return r ? r->size : 0; }
 int oz_zip_reader_is_zip64(const oz_zip_reader *r) { return r ? r->zip64 : 0; }
+
+void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size) {
+    if (offset) *offset = r ? r->cd_off : 0;
+    if (size) *size = r ? r->cd_size : 0;
+}
 
 const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size) {
     if (size) *size = r ? r->comment_len : 0;

@@ -21,6 +21,7 @@
 #include "internal/crc.h"
 #include "internal/cursor.h"
 #include "internal/error.h"
+#include "internal/zipbuild.h"
 #include "internal/zipfmt.h"
 #include "onnxz/zip.h"
 
@@ -28,7 +29,6 @@ typedef struct wentry {
     uint64_t name_off; /* into the names blob */
     uint32_t name_len;
     uint16_t method;
-    uint16_t version; /* version needed to extract */
     uint32_t crc;
     uint64_t csize;
     uint64_t usize;
@@ -74,9 +74,116 @@ static uint32_t zip64_central_len(uint64_t csize, uint64_t usize, uint64_t lho) 
     return n ? n + 4u : 0u;
 }
 
-static uint16_t version_needed(uint16_t method, uint64_t csize, uint64_t usize, uint64_t lho) {
-    if (is_zip64_local(csize, usize) || lho >= OZ_MAX32) return OZ_VERSION_ZIP64;
-    return method == OZ_ZIP_DEFLATED ? OZ_VERSION_DEFLATED : OZ_VERSION_STORED;
+/* ---- the records (internal/zipbuild.h) ---- */
+
+uint16_t oz__version_needed(const oz__rec *e) {
+    if (is_zip64_local(e->csize, e->usize) || e->lho >= OZ_MAX32) return OZ_VERSION_ZIP64;
+    return e->method == OZ_ZIP_DEFLATED ? OZ_VERSION_DEFLATED : OZ_VERSION_STORED;
+}
+
+size_t oz__build_local(uint8_t *out, const oz__rec *e, uint32_t alignment) {
+    int z64 = is_zip64_local(e->csize, e->usize);
+    uint64_t base = e->lho + OZ_LOCAL_SIZE + e->name_len + (z64 ? 20u : 0u);
+    uint32_t pad = 0;
+    if (e->method == OZ_ZIP_STORED) {
+        pad = (uint32_t)((alignment - (base % alignment)) % alignment);
+        if (pad != 0 && pad < OZ_EXTRA_ALIGN_MIN) pad += alignment;
+    }
+    uint8_t *p = out;
+    p = oz__put32(p, OZ_SIG_LOCAL);
+    p = oz__put16(p, oz__version_needed(e));
+    p = oz__put16(p, OZ_FLAG_UTF8);
+    p = oz__put16(p, e->method);
+    p = oz__put16(p, OZ_DOS_TIME);
+    p = oz__put16(p, OZ_DOS_DATE);
+    p = oz__put32(p, e->crc);
+    p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->csize);
+    p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->usize);
+    p = oz__put16(p, (uint16_t)e->name_len);
+    p = oz__put16(p, (uint16_t)((z64 ? 20u : 0u) + pad));
+    p = oz__put_bytes(p, e->name, e->name_len);
+    if (z64) { /* Z-21: the local zip64 record always carries both sizes */
+        p = oz__put16(p, OZ_EXTRA_ZIP64);
+        p = oz__put16(p, 16);
+        p = oz__put64(p, e->usize);
+        p = oz__put64(p, e->csize);
+    }
+    if (pad) { /* Z-11: id 0xD935, length, the alignment, zeros */
+        p = oz__put16(p, OZ_EXTRA_ALIGN);
+        p = oz__put16(p, (uint16_t)(pad - 4));
+        p = oz__put16(p, (uint16_t)alignment);
+        memset(p, 0, pad - OZ_EXTRA_ALIGN_MIN);
+        p += pad - OZ_EXTRA_ALIGN_MIN;
+    }
+    return (size_t)(p - out);
+}
+
+uint64_t oz__central_len(const oz__rec *e) {
+    return OZ_CENTRAL_SIZE + (uint64_t)e->name_len + zip64_central_len(e->csize, e->usize, e->lho);
+}
+
+uint8_t *oz__put_central(uint8_t *p, const oz__rec *e) {
+    uint32_t z64 = zip64_central_len(e->csize, e->usize, e->lho);
+    p = oz__put32(p, OZ_SIG_CENTRAL);
+    p = oz__put16(p, OZ_VERSION_MADE_BY);
+    p = oz__put16(p, oz__version_needed(e));
+    p = oz__put16(p, OZ_FLAG_UTF8);
+    p = oz__put16(p, e->method);
+    p = oz__put16(p, OZ_DOS_TIME);
+    p = oz__put16(p, OZ_DOS_DATE);
+    p = oz__put32(p, e->crc);
+    p = oz__put32(p, e->csize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->csize);
+    p = oz__put32(p, e->usize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->usize);
+    p = oz__put16(p, (uint16_t)e->name_len);
+    p = oz__put16(p, (uint16_t)z64); /* no padding here (Z-13) */
+    p = oz__put16(p, 0);              /* comment length */
+    p = oz__put16(p, 0);              /* disk number start */
+    p = oz__put16(p, 0);              /* internal attributes */
+    p = oz__put32(p, OZ_EXTERNAL_ATTR);
+    p = oz__put32(p, e->lho >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->lho);
+    p = oz__put_bytes(p, e->name, e->name_len);
+    if (z64) { /* Z-22 */
+        p = oz__put16(p, OZ_EXTRA_ZIP64);
+        p = oz__put16(p, (uint16_t)(z64 - 4));
+        if (e->usize >= OZ_MAX32) p = oz__put64(p, e->usize);
+        if (e->csize >= OZ_MAX32) p = oz__put64(p, e->csize);
+        if (e->lho >= OZ_MAX32) p = oz__put64(p, e->lho);
+    }
+    return p;
+}
+
+size_t oz__build_end(uint8_t *out, uint64_t n, uint64_t cd_size, uint64_t cd_off,
+                     const uint8_t *comment, uint16_t comment_len) {
+    uint8_t *p = out;
+    /* Z-23: zip64 end records exactly when a field of the end record overflows. */
+    if (n >= OZ_MAX16 || cd_size >= OZ_MAX32 || cd_off >= OZ_MAX32) {
+        uint64_t z64_off = cd_off + cd_size;
+        p = oz__put32(p, OZ_SIG_ZIP64_EOCD);
+        p = oz__put64(p, OZ_ZIP64_EOCD_SIZE - 12); /* size of the rest of the record */
+        p = oz__put16(p, OZ_VERSION_MADE_BY);
+        p = oz__put16(p, OZ_VERSION_ZIP64);
+        p = oz__put32(p, 0); /* this disk */
+        p = oz__put32(p, 0); /* disk with the central directory */
+        p = oz__put64(p, n);
+        p = oz__put64(p, n);
+        p = oz__put64(p, cd_size);
+        p = oz__put64(p, cd_off);
+        p = oz__put32(p, OZ_SIG_ZIP64_LOCATOR);
+        p = oz__put32(p, 0); /* disk with the zip64 end record */
+        p = oz__put64(p, z64_off);
+        p = oz__put32(p, 1); /* total disks */
+    }
+    uint16_t n16 = n >= OZ_MAX16 ? (uint16_t)OZ_MAX16 : (uint16_t)n;
+    p = oz__put32(p, OZ_SIG_EOCD);
+    p = oz__put16(p, 0);
+    p = oz__put16(p, 0);
+    p = oz__put16(p, n16);
+    p = oz__put16(p, n16);
+    p = oz__put32(p, cd_size >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)cd_size);
+    p = oz__put32(p, cd_off >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)cd_off);
+    p = oz__put16(p, comment_len);
+    p = oz__put_bytes(p, comment, comment_len);
+    return (size_t)(p - out);
 }
 
 /* ---- opening and state ---- */
@@ -213,52 +320,23 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
     return OC_OK;
 }
 
+static oz__rec rec_of(const wentry *e, const uint8_t *name) {
+    oz__rec r = {name, e->name_len, e->method, e->crc, e->csize, e->usize, e->lho};
+    return r;
+}
+
 /* Builds the local header of an entry at the current end of the file into w->hdr (Z-4,
- * Z-5, Z-11, Z-12, Z-21) and fills the entry's offsets and version. Checks that the
- * central directory stays within the default read limit. */
+ * Z-5, Z-11, Z-12, Z-21) and fills the entry's offsets. Checks that the central directory
+ * stays within the default read limit. */
 static oc_status build_local(oz_zip_writer *w, wentry *e, const char *name, size_t *hdr_len,
                              oc_error *err) {
     e->lho = w->af.written;
-    uint64_t cd_rec = OZ_CENTRAL_SIZE + (uint64_t)e->name_len +
-                      zip64_central_len(e->csize, e->usize, e->lho);
-    OZ_RETURN_ERROR_IF(w->cd_size + cd_rec > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err, OC_ERR_LIMIT,
-                       OC_NO_OFFSET, "the central directory would exceed %llu bytes (Z-66)",
+    oz__rec r = rec_of(e, (const uint8_t *)name);
+    OZ_RETURN_ERROR_IF(w->cd_size + oz__central_len(&r) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
+                       OC_ERR_LIMIT, OC_NO_OFFSET,
+                       "the central directory would exceed %llu bytes (Z-66)",
                        (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
-    e->version = version_needed(e->method, e->csize, e->usize, e->lho);
-    int z64 = is_zip64_local(e->csize, e->usize);
-    uint64_t base = e->lho + OZ_LOCAL_SIZE + e->name_len + (z64 ? 20u : 0u);
-    uint32_t pad = 0;
-    if (e->method == OZ_ZIP_STORED) {
-        pad = (uint32_t)((w->alignment - (base % w->alignment)) % w->alignment);
-        if (pad != 0 && pad < OZ_EXTRA_ALIGN_MIN) pad += w->alignment;
-    }
-    uint8_t *p = w->hdr;
-    p = oz__put32(p, OZ_SIG_LOCAL);
-    p = oz__put16(p, e->version);
-    p = oz__put16(p, OZ_FLAG_UTF8);
-    p = oz__put16(p, e->method);
-    p = oz__put16(p, OZ_DOS_TIME);
-    p = oz__put16(p, OZ_DOS_DATE);
-    p = oz__put32(p, e->crc);
-    p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->csize);
-    p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->usize);
-    p = oz__put16(p, (uint16_t)e->name_len);
-    p = oz__put16(p, (uint16_t)((z64 ? 20u : 0u) + pad));
-    p = oz__put_bytes(p, name, e->name_len);
-    if (z64) { /* Z-21: the local zip64 record always carries both sizes */
-        p = oz__put16(p, OZ_EXTRA_ZIP64);
-        p = oz__put16(p, 16);
-        p = oz__put64(p, e->usize);
-        p = oz__put64(p, e->csize);
-    }
-    if (pad) { /* Z-11: id 0xD935, length, the alignment, zeros */
-        p = oz__put16(p, OZ_EXTRA_ALIGN);
-        p = oz__put16(p, (uint16_t)(pad - 4));
-        p = oz__put16(p, (uint16_t)w->alignment);
-        memset(p, 0, pad - OZ_EXTRA_ALIGN_MIN);
-        p += pad - OZ_EXTRA_ALIGN_MIN;
-    }
-    *hdr_len = (size_t)(p - w->hdr);
+    *hdr_len = oz__build_local(w->hdr, &r, w->alignment);
     e->data_off = e->lho + *hdr_len;
     return OC_OK;
 }
@@ -271,8 +349,8 @@ static void commit_entry(oz_zip_writer *w, const wentry *e, const char *name, ui
     memcpy(w->names + w->names_len, name, e->name_len + 1u);
     w->names_len += e->name_len + 1u;
     oz__nametab_insert(&w->tab, (uint32_t)w->count, hash);
-    w->cd_size += OZ_CENTRAL_SIZE + (uint64_t)e->name_len +
-                  zip64_central_len(e->csize, e->usize, e->lho);
+    oz__rec r = rec_of(e, (const uint8_t *)name);
+    w->cd_size += oz__central_len(&r);
     w->count++;
 }
 
@@ -307,8 +385,7 @@ oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data
     return OC_OK;
 }
 
-/* Compresses n bytes into a new buffer (raw deflate). */
-static oc_status deflate_all(const uint8_t *src, uint64_t n, int level, uint8_t **out,
+oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out,
                              uint64_t *out_n, oc_error *err) {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
@@ -362,7 +439,7 @@ oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const v
                        (unsigned long long)size, (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
     uint8_t *packed = NULL;
     uint64_t packed_n = 0;
-    OZ_FORWARD(deflate_all(data, size, level, &packed, &packed_n, err));
+    OZ_FORWARD(oz__deflate(data, size, level, &packed, &packed_n, err));
     wentry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_DEFLATED;
@@ -460,34 +537,10 @@ static oc_status ob_room(outbuf *ob, size_t n, uint8_t **p, oc_error *err) {
 }
 
 static oc_status write_central(oz_zip_writer *w, outbuf *ob, const wentry *e, oc_error *err) {
-    uint32_t z64 = zip64_central_len(e->csize, e->usize, e->lho);
+    oz__rec r = rec_of(e, w->names + e->name_off);
     uint8_t *p;
-    OZ_FORWARD(ob_room(ob, OZ_CENTRAL_SIZE + e->name_len + z64, &p, err));
-    p = oz__put32(p, OZ_SIG_CENTRAL);
-    p = oz__put16(p, OZ_VERSION_MADE_BY);
-    p = oz__put16(p, e->version);
-    p = oz__put16(p, OZ_FLAG_UTF8);
-    p = oz__put16(p, e->method);
-    p = oz__put16(p, OZ_DOS_TIME);
-    p = oz__put16(p, OZ_DOS_DATE);
-    p = oz__put32(p, e->crc);
-    p = oz__put32(p, e->csize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->csize);
-    p = oz__put32(p, e->usize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->usize);
-    p = oz__put16(p, (uint16_t)e->name_len);
-    p = oz__put16(p, (uint16_t)z64); /* no padding here (Z-13) */
-    p = oz__put16(p, 0);              /* comment length */
-    p = oz__put16(p, 0);              /* disk number start */
-    p = oz__put16(p, 0);              /* internal attributes */
-    p = oz__put32(p, OZ_EXTERNAL_ATTR);
-    p = oz__put32(p, e->lho >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->lho);
-    p = oz__put_bytes(p, w->names + e->name_off, e->name_len);
-    if (z64) { /* Z-22 */
-        p = oz__put16(p, OZ_EXTRA_ZIP64);
-        p = oz__put16(p, (uint16_t)(z64 - 4));
-        if (e->usize >= OZ_MAX32) p = oz__put64(p, e->usize);
-        if (e->csize >= OZ_MAX32) p = oz__put64(p, e->csize);
-        if (e->lho >= OZ_MAX32) p = oz__put64(p, e->lho);
-    }
+    OZ_FORWARD(ob_room(ob, (size_t)oz__central_len(&r), &p, err));
+    oz__put_central(p, &r);
     return OC_OK;
 }
 
@@ -496,38 +549,9 @@ static oc_status write_tail(oz_zip_writer *w, outbuf *ob, oc_error *err) {
     for (uint64_t i = 0; i < w->count; i++) OZ_FORWARD(write_central(w, ob, &w->e[i], err));
     OZ_FORWARD(ob_flush(ob, err));
     uint64_t cd_size = w->af.written - cd_off;
-    uint64_t n = w->count;
-    /* Z-23: zip64 end records exactly when a field of the end record overflows. */
-    int z64 = n >= OZ_MAX16 || cd_size >= OZ_MAX32 || cd_off >= OZ_MAX32;
     uint8_t *p;
-    if (z64) {
-        uint64_t z64_off = w->af.written;
-        OZ_FORWARD(ob_room(ob, OZ_ZIP64_EOCD_SIZE + OZ_ZIP64_LOCATOR_SIZE, &p, err));
-        p = oz__put32(p, OZ_SIG_ZIP64_EOCD);
-        p = oz__put64(p, OZ_ZIP64_EOCD_SIZE - 12); /* size of the rest of the record */
-        p = oz__put16(p, OZ_VERSION_MADE_BY);
-        p = oz__put16(p, OZ_VERSION_ZIP64);
-        p = oz__put32(p, 0); /* this disk */
-        p = oz__put32(p, 0); /* disk with the central directory */
-        p = oz__put64(p, n);
-        p = oz__put64(p, n);
-        p = oz__put64(p, cd_size);
-        p = oz__put64(p, cd_off);
-        p = oz__put32(p, OZ_SIG_ZIP64_LOCATOR);
-        p = oz__put32(p, 0); /* disk with the zip64 end record */
-        p = oz__put64(p, z64_off);
-        p = oz__put32(p, 1); /* total disks */
-    }
-    OZ_FORWARD(ob_room(ob, OZ_EOCD_SIZE, &p, err));
-    uint16_t n16 = n >= OZ_MAX16 ? (uint16_t)OZ_MAX16 : (uint16_t)n;
-    p = oz__put32(p, OZ_SIG_EOCD);
-    p = oz__put16(p, 0);
-    p = oz__put16(p, 0);
-    p = oz__put16(p, n16);
-    p = oz__put16(p, n16);
-    p = oz__put32(p, cd_size >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)cd_size);
-    p = oz__put32(p, cd_off >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)cd_off);
-    p = oz__put16(p, 0); /* no comment */
+    OZ_FORWARD(ob_room(ob, OZ_END_MAX, &p, err));
+    ob->len -= OZ_END_MAX - oz__build_end(p, w->count, cd_size, cd_off, NULL, 0);
     return ob_flush(ob, err);
 }
 

@@ -38,9 +38,13 @@ typedef struct oz_archive_options {
      * serialize.overwrite: replace an existing file (default 1). */
     oc_serialize_options serialize;
     int deflate_model;  /* store __MODEL_PROTO deflated (the tensors stay STORED) */
+    /* oz_archive_replace_model: only append, never overwrite or shorten the file (A-57), so
+     * that processes which have the archive mapped keep valid bytes; the old model stays
+     * behind as unused bytes. */
+    int append_only;
 } oz_archive_options;
 
-#define OZ_ARCHIVE_OPTIONS_INIT { OC_SERIALIZE_OPTIONS_INIT, 0 }
+#define OZ_ARCHIVE_OPTIONS_INIT { OC_SERIALIZE_OPTIONS_INIT, 0, 0 }
 
 /* Writes msg (any message type; normally a ModelProto) as an archive at path, replacing
  * it atomically. Tensor bytes go from their spans to the file as they are met: nothing of
@@ -79,6 +83,54 @@ oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_mod
  * the mapping (or is an owned copy for pread and deflated entries). */
 oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
                                  oc_error *err);
+
+/* ---- editing in place (spec/onnxz.md A-50..A-59) ---- */
+
+/* Replaces the archive's model by msg (a message of type desc, normally a ModelProto),
+ * rewriting only __MODEL_PROTO and the central directory after the tensor entries, which
+ * neither move nor change: no copy of the weights is made, however large they are.
+ *
+ * msg is written as it is (A-51): its EXTERNAL tensors must name entries of the archive
+ * with their exact length (as a model loaded from it with skip_external_data does), else
+ * OC_ERR_INCONSISTENT; tensors that hold their bytes stay inside the model (they are not
+ * made entries: load with skip_external_data, or the weights end up inside the model).
+ * Entries no tensor names any more stay in the archive (A-52). opts may be NULL:
+ * deflate_model as for saving; serialize.buffer.alignment 0 keeps the archive's own
+ * alignment (A-53); append_only (see oz_archive_options); nothing else applies.
+ *
+ * Crash safety (A-54..A-56): at every moment the file holds the old model or the new one.
+ * The new tail is appended first; meanwhile a journal `<path>-journal` marks the old end,
+ * which oz_archive_open honours, and the next edit rolls an interrupted edit back. Then the
+ * new tail is written again right after the last tensor entry and the file cut there, so
+ * the result is compact (unless append_only). Every refusal (model not the last entry in
+ * the file: OC_ERR_UNSUPPORTED; a tensor naming no entry: OC_ERR_INCONSISTENT; another edit
+ * running: OC_ERR_IO; the archive's own faults as oz_archive_open reports them) leaves the
+ * file byte-identical. Once the new model is in place the call succeeds, even if
+ * compacting fails (oz_archive_get_space shows the unused bytes left).
+ *
+ * Not for archives that are open elsewhere (A-57): compaction overwrites the old model's
+ * bytes and shortens the file, so mappings of those bytes would change or fault; use
+ * append_only, or save a new archive and rename it. The same holds for msg itself when it
+ * was loaded from this archive with no_copy: it is encoded before anything is written, but
+ * free it afterwards rather than read its inline tensors. Needs write access to the file
+ * and its directory (for the journal). One edit per archive at a time (a flock); any
+ * number of archives may be edited from different threads. */
+oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
+                                   const oz_archive_options *opts, oc_error *err);
+
+/* Where an archive's bytes go. */
+typedef struct oz_archive_space {
+    uint64_t file_size;    /* bytes in the file */
+    uint64_t archive_size; /* the archive is the file's first archive_size bytes: less than
+                            * file_size only while an interrupted edit's journal applies
+                            * (A-56) */
+    uint64_t unused_bytes; /* bytes of the archive before its central directory that no
+                            * entry holds: old models left by in-place edits (A-54), data
+                            * descriptors of other writers */
+} oz_archive_space;
+
+/* Fills *out for an open archive (zeros for NULL). */
+void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out);
 
 /* True when the file at path starts like a ZIP archive (local header or end record
  * signature), as a quick test of the form of an input. */

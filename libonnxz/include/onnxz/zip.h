@@ -185,6 +185,9 @@ oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err);
  * (*size receives its length; not NUL-terminated; NULL when empty). */
 uint64_t oz_zip_reader_size(const oz_zip_reader *r);
 int oz_zip_reader_is_zip64(const oz_zip_reader *r);
+/* Where the central directory lies: *offset and *size in bytes (either may be NULL). The
+ * end records follow it directly (Z-65). */
+void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size);
 const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size);
 
 #ifdef __cplusplus

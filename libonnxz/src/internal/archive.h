@@ -1,0 +1,20 @@
+/*
+ * internal/archive.h - what the in-place editor (edit.c) needs from archive.c.
+ */
+#ifndef ONNXZ_INTERNAL_ARCHIVE_H
+#define ONNXZ_INTERNAL_ARCHIVE_H
+
+#include <stdint.h>
+
+#include "onnxz/archive.h"
+
+/* Makes an archive of an open ZIP reader (taking it over, also on failure): finds
+ * __MODEL_PROTO (A-1) and refuses later format versions (A-40), as oz_archive_open does.
+ * path is kept for messages. */
+oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out,
+                           oc_error *err);
+
+/* The index of __MODEL_PROTO in the archive's central directory. */
+uint64_t oz__archive_model_index(const oz_archive *ar);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * internal/edit.h - a seam for tests of in-place editing (tests/archive_edit): the editor
+ * calls the hook, when one is set, at each step of spec/onnxz.md A-54, with the step's
+ * name ("journaled", "appending", "appended", "committed", "compacting", "compacted",
+ * "truncated"). A test sets it in a child process and has it kill the process there, to
+ * look at what a crash at that step leaves. Nothing else sets it.
+ */
+#ifndef ONNXZ_INTERNAL_EDIT_H
+#define ONNXZ_INTERNAL_EDIT_H
+
+extern void (*oz__edit_test_hook)(const char *step);
+
+#endif

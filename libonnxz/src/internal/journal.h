@@ -1,0 +1,47 @@
+/*
+ * internal/journal.h - the journal of an in-place edit (spec/onnxz.md A-55, A-56).
+ *
+ * While an edit appends its new tail to an archive, the file ends with bytes that are not
+ * (yet) a ZIP end: a crash there leaves the old archive followed by a torn tail. Before
+ * the first byte is appended, the editor durably writes a small journal beside the
+ * archive (`<path>-journal`) that records the archive's old size; it removes it once the
+ * new tail is durable. A journal that *applies* (A-56) tells readers to take the first
+ * old_size bytes as the archive, and the next edit to cut the file back to them.
+ */
+#ifndef ONNXZ_INTERNAL_JOURNAL_H
+#define ONNXZ_INTERNAL_JOURNAL_H
+
+#include <stdint.h>
+
+#include <onnxcore/status.h>
+
+#define OZ_JOURNAL_SUFFIX "-journal"
+
+typedef struct oz__journal {
+    uint64_t old_size;   /* the archive's size before the edit */
+    uint64_t new_size;   /* its size once the appended tail is complete */
+    uint64_t check_from; /* [check_from, old_size) is the part of the old archive the edit */
+    uint32_t check_crc;  /* may overwrite later; its CRC-32 */
+} oz__journal;
+
+/* archive_path + OZ_JOURNAL_SUFFIX in a new string (free it), or NULL when out of memory. */
+char *oz__journal_path(const char *archive_path);
+
+/* CRC-32 of bytes [from, to) of fd, read with pread in chunks. */
+oc_status oz__crc_range(int fd, uint64_t from, uint64_t to, uint32_t *crc, oc_error *err);
+
+/* Creates (or replaces) the journal at jpath and makes it durable: the file and its
+ * directory are fsynced before this returns. */
+oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *err);
+
+/* Removes the journal at jpath and fsyncs its directory. No journal: OC_OK. */
+oc_status oz__journal_remove(const char *jpath, oc_error *err);
+
+/* Looks at the journal at jpath for the archive open on fd, which has `size` bytes.
+ * *found: a file exists at jpath. *applies: it is a well-formed journal (A-55) with
+ * old_size < size <= new_size, and bytes [check_from, old_size) of the archive still have
+ * check_crc; then *old_size receives old_size. A journal that cannot be read: OC_ERR_IO. */
+oc_status oz__journal_check(const char *jpath, int fd, uint64_t size, int *found, int *applies,
+                            uint64_t *old_size, oc_error *err);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * internal/zipbuild.h - the byte layout of the records onnxz writes (spec/onnxz-zip.md
+ * Z-4..Z-24), as pure functions into a caller's buffer. Shared by the streaming writer
+ * (zip_write.c) and the in-place editor (edit.c), so that both write exactly the same
+ * bytes for the same entry at the same offset.
+ */
+#ifndef ONNXZ_INTERNAL_ZIPBUILD_H
+#define ONNXZ_INTERNAL_ZIPBUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <onnxcore/status.h>
+
+#include "zipfmt.h"
+
+/* What the headers say about one entry. */
+typedef struct oz__rec {
+    const uint8_t *name;
+    uint32_t name_len;
+    uint16_t method;
+    uint32_t crc;
+    uint64_t csize;
+    uint64_t usize;
+    uint64_t lho; /* local header offset */
+} oz__rec;
+
+/* The most bytes a local header takes: fixed part, name, zip64 record, padding of up to
+ * alignment + 5 (Z-12). */
+#define OZ_LOCAL_MAX(name_len, alignment) \
+    ((size_t)OZ_LOCAL_SIZE + (size_t)(name_len) + 20u + (size_t)(alignment) + OZ_EXTRA_ALIGN_MIN)
+
+/* The most bytes the end records take (zip64 end record, locator, end record), before the
+ * comment. */
+#define OZ_END_MAX ((size_t)OZ_ZIP64_EOCD_SIZE + OZ_ZIP64_LOCATOR_SIZE + OZ_EOCD_SIZE)
+
+/* Version needed to extract (Z-40). */
+uint16_t oz__version_needed(const oz__rec *e);
+
+/* Writes the local header of e at e->lho (Z-4, Z-5, Z-11, Z-12, Z-21) into out, which has
+ * room for OZ_LOCAL_MAX(e->name_len, alignment) bytes; STORED data is placed on a multiple
+ * of alignment. Returns the header's length: the data starts at e->lho + that. */
+size_t oz__build_local(uint8_t *out, const oz__rec *e, uint32_t alignment);
+
+/* Bytes of e's central header (Z-13, Z-22), and the header itself at p (returns the
+ * position after it). */
+uint64_t oz__central_len(const oz__rec *e);
+uint8_t *oz__put_central(uint8_t *p, const oz__rec *e);
+
+/* Writes the end records for `count` entries and a central directory of cd_size bytes at
+ * cd_off (zip64 ones exactly when Z-23 requires them), followed by comment_len bytes of
+ * comment, into out (room for OZ_END_MAX + comment_len). Returns the bytes written. */
+size_t oz__build_end(uint8_t *out, uint64_t count, uint64_t cd_size, uint64_t cd_off,
+                     const uint8_t *comment, uint16_t comment_len);
+
+/* Compresses n bytes at src (raw deflate, RFC 1951, zlib level -1..9) into a new buffer
+ * (*out, *out_n; free it with free()). Out of memory: OC_ERR_NOMEM; a level zlib refuses:
+ * OC_ERR_INVALID_ARG. */
+oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, uint64_t *out_n,
+                      oc_error *err);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * journal.c - the journal of an in-place edit (spec/onnxz.md A-55, A-56): a 40-byte file
+ * beside the archive that marks the archive's end before an edit began appending to it.
+ *
+ * Layout (little-endian):
+ *    0  8  magic "OZJRNL01"
+ *    8  8  old_size    the archive's size before the edit
+ *   16  8  new_size    its size once the appended tail is complete
+ *   24  8  check_from  start of the part of the old archive the edit may later overwrite
+ *   32  4  check_crc   CRC-32 of bytes [check_from, old_size) of the archive
+ *   36  4  CRC-32 of bytes 0..35 of the journal
+ * The journal is untrusted input like the archive: a file of another size, another magic
+ * or a wrong checksum is not a journal, and its numbers are checked against the archive.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal/crc.h"
+#include "internal/cursor.h"
+#include "internal/error.h"
+#include "internal/journal.h"
+
+#define JOURNAL_SIZE 40u
+static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
+
+char *oz__journal_path(const char *archive_path) {
+    size_t n = strlen(archive_path), k = sizeof OZ_JOURNAL_SUFFIX;
+    char *p = malloc(n + k);
+    if (!p) return NULL;
+    memcpy(p, archive_path, n);
+    memcpy(p + n, OZ_JOURNAL_SUFFIX, k);
+    return p;
+}
+
+oc_status oz__crc_range(int fd, uint64_t from, uint64_t to, uint32_t *crc, oc_error *err) {
+    const size_t chunk = (size_t)1 << 18;
+    uint8_t *buf = malloc(chunk);
+    OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    uint32_t c = 0;
+    for (uint64_t at = from; at < to;) {
+        size_t want = to - at < chunk ? (size_t)(to - at) : chunk;
+        ssize_t got = pread(fd, buf, want, (off_t)at);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            int e = got < 0 ? errno : 0;
+            free(buf);
+            if (got == 0)
+                return oz__fail(err, OC_ERR_TRUNCATED, at, "the archive ended early at %llu",
+                                (unsigned long long)at);
+            return oz__fail_errno(err, e, "cannot read the archive at offset %llu",
+                                  (unsigned long long)at);
+        }
+        c = oz__crc32(c, buf, (uint64_t)got);
+        at += (uint64_t)got;
+    }
+    free(buf);
+    *crc = c;
+    return OC_OK;
+}
+
+/* fsync of the directory holding path, so that a created or removed name is durable.
+ * Best effort, as in onnxcore's atomic files: some filesystems refuse it. */
+static void sync_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = NULL;
+    if (!slash) {
+        dir = strdup(".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        dir = malloc(n + 1);
+        if (dir) {
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+        }
+    }
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *err) {
+    uint8_t b[JOURNAL_SIZE];
+    uint8_t *p = oz__put_bytes(b, magic, sizeof magic);
+    p = oz__put64(p, j->old_size);
+    p = oz__put64(p, j->new_size);
+    p = oz__put64(p, j->check_from);
+    p = oz__put32(p, j->check_crc);
+    oz__put32(p, oz__crc32(0, b, JOURNAL_SIZE - 4));
+    int fd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return oz__fail_errno(err, errno, "cannot create the edit journal %s", jpath);
+    ssize_t n;
+    do {
+        n = write(fd, b, JOURNAL_SIZE);
+    } while (n < 0 && errno == EINTR);
+    int e = n < 0 ? errno : 0;
+    if (n == (ssize_t)JOURNAL_SIZE && fsync(fd) != 0) {
+        e = errno;
+        n = -1;
+    }
+    close(fd);
+    if (n != (ssize_t)JOURNAL_SIZE) {
+        unlink(jpath);
+        return e ? oz__fail_errno(err, e, "cannot write the edit journal %s", jpath)
+                 : oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "cannot write the edit journal %s",
+                            jpath);
+    }
+    sync_dir(jpath);
+    return OC_OK;
+}
+
+oc_status oz__journal_remove(const char *jpath, oc_error *err) {
+    if (unlink(jpath) != 0) {
+        if (errno == ENOENT) return OC_OK;
+        return oz__fail_errno(err, errno, "cannot remove the edit journal %s", jpath);
+    }
+    sync_dir(jpath);
+    return OC_OK;
+}
+
+oc_status oz__journal_check(const char *jpath, int fd, uint64_t size, int *found, int *applies,
+                            uint64_t *old_size, oc_error *err) {
+    *found = *applies = 0;
+    int jfd = open(jpath, O_RDONLY | O_CLOEXEC);
+    if (jfd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
+        return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
+    }
+    *found = 1;
+    uint8_t b[JOURNAL_SIZE + 1];
+    ssize_t n;
+    do {
+        n = pread(jfd, b, sizeof b, 0);
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(jfd);
+    if (n < 0) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
+    if (n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
+        oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4))
+        return OC_OK; /* not a journal of ours */
+    oz__cursor c = oz__cursor_make(b + sizeof magic, JOURNAL_SIZE - sizeof magic);
+    oz__journal j;
+    j.old_size = oz__get64(&c);
+    j.new_size = oz__get64(&c);
+    j.check_from = oz__get64(&c);
+    j.check_crc = oz__get32(&c);
+    if (!(j.check_from < j.old_size && j.old_size < size && size <= j.new_size)) return OC_OK;
+    uint32_t crc;
+    oc_error tmp;
+    if (oz__crc_range(fd, j.check_from, j.old_size, &crc, &tmp) != OC_OK) return OC_OK;
+    if (crc != j.check_crc) return OC_OK;
+    *applies = 1;
+    *old_size = j.old_size;
+    return OC_OK;
+}
