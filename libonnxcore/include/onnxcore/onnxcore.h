@@ -8,6 +8,7 @@
 #include "arena.h"
 #include "bytes.h"
 #include "codec.h"
+#include "crypto.h"
 #include "external.h"
 #include "file.h"
 #include "limits.h"
