@@ -9,9 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <onnxz/archive.h>
+#include <onnxz/encrypted.h>
+
+#include "passphrase.h"
 
 /* The options every command accepts, handled here so no table has to repeat them. */
 typedef enum common_option {
@@ -68,6 +72,21 @@ static int find_long(const cli_option *options, const char *name, size_t len)
     return -1;
 }
 
+/* Records a value of option idx (cli_args.occurrence). */
+static int record_value(const cli_option *options, int idx, const char *value, cli_args *args)
+{
+    if (args->noccurrences >= CLI_MAX_OCCURRENCES)
+        return cli_usage_error(args->command, "too many options (at most %d with values)",
+                               CLI_MAX_OCCURRENCES);
+    (void)options;
+    args->occurrence[args->noccurrences].option = idx;
+    args->occurrence[args->noccurrences].value = value;
+    args->noccurrences++;
+    args->value[idx] = value;
+    args->seen[idx] = true;
+    return CLI_EXIT_OK;
+}
+
 /* Parses one "--name[=value]" at argv[*i]; may consume the next argument as the value. */
 static int parse_long(const cli_option *options, int argc, char **argv, int *i, cli_args *args)
 {
@@ -91,16 +110,10 @@ static int parse_long(const cli_option *options, int argc, char **argv, int *i, 
         args->seen[idx] = true;
         return CLI_EXIT_OK;
     }
-    if (eq) {
-        args->value[idx] = eq + 1;
-    } else if (*i + 1 < argc) {
-        args->value[idx] = argv[++*i];
-    } else {
-        return cli_usage_error(args->command, "option '--%s' needs a value",
-                               options[idx].long_name);
-    }
-    args->seen[idx] = true;
-    return CLI_EXIT_OK;
+    if (eq) return record_value(options, idx, eq + 1, args);
+    if (*i + 1 < argc) return record_value(options, idx, argv[++*i], args);
+    return cli_usage_error(args->command, "option '--%s' needs a value",
+                           options[idx].long_name);
 }
 
 /* Parses a bundle of short options "-abc" at argv[*i]; an option that takes a value takes
@@ -119,14 +132,9 @@ static int parse_short(const cli_option *options, int argc, char **argv, int *i,
         if (idx < 0) return cli_usage_error(args->command, "unknown option '-%c'", arg[k]);
         args->seen[idx] = true;
         if (!options[idx].takes_value) continue;
-        if (arg[k + 1] != '\0') {
-            args->value[idx] = arg + k + 1;
-        } else if (*i + 1 < argc) {
-            args->value[idx] = argv[++*i];
-        } else {
-            return cli_usage_error(args->command, "option '-%c' needs a value", arg[k]);
-        }
-        return CLI_EXIT_OK;
+        if (arg[k + 1] != '\0') return record_value(options, idx, arg + k + 1, args);
+        if (*i + 1 < argc) return record_value(options, idx, argv[++*i], args);
+        return cli_usage_error(args->command, "option '-%c' needs a value", arg[k]);
     }
     return CLI_EXIT_OK;
 }
@@ -345,6 +353,30 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     opts.verify_checksums = o->verify_checksums;
     oc_error_clear(&err);
     *out = NULL;
+    if (o->crypt_out) *o->crypt_out = OC_CRYPT_NONE;
+    if (form == CLI_FORM_ONNX) {
+        oc_crypt_format cf = cli_detect_crypt(path);
+        if (cf != OC_CRYPT_NONE) {
+            cli_key key;
+            int is_archive = 0, rc = cli_require_crypto(path);
+            if (rc != CLI_EXIT_OK) return rc;
+            rc = cli_key_get(o->command ? o->command : "load", o->key_file, path, false,
+                             verbosity, &key);
+            if (rc != CLI_EXIT_OK) return rc;
+            st = oz_load_encrypted(path, key.data, key.len, NULL, &opts, out, &is_archive, &err);
+            cli_key_free(&key);
+            if (st != OC_OK) {
+                *out = NULL;
+                return cli_fail(path, &err);
+            }
+            if (o->crypt_out) *o->crypt_out = cf;
+            if (form_out) *form_out = is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+            cli_note(verbosity, CLI_VERBOSE, "decrypted and loaded %s (%s, %s) in %.1f ms",
+                     path, oc_crypt_format_name(cf), is_archive ? "onnxz archive" : "onnx",
+                     cli_now_ms() - start);
+            return CLI_EXIT_OK;
+        }
+    }
     if (form == CLI_FORM_ONNXZ) st = load_archive(path, &opts, out, &err);
     else st = oc_model_load_file(path, &opts, out, &err);
     /* model.h promises nothing about *out after a failure: treat it as unset. */
@@ -408,4 +440,27 @@ int cli_parse_int(const char *command, const char *option, const char *text, lon
                                option, text, min, max);
     *out = v;
     return CLI_EXIT_OK;
+}
+
+int cli_check_output(const char *in, const char *out, bool force)
+{
+    struct stat st, si;
+    if (force) return CLI_EXIT_OK;
+    if (lstat(out, &st) != 0) {
+        if (errno == ENOENT) return CLI_EXIT_OK;
+        return cli_fail_msg(out, "%s", strerror(errno));
+    }
+    if (in && stat(in, &si) == 0 && stat(out, &st) == 0 && si.st_dev == st.st_dev &&
+        si.st_ino == st.st_ino)
+        return cli_fail_msg(out, "output is the input file; use -f to replace it");
+    return cli_fail_msg(out, "output file exists; use -f to overwrite it");
+}
+
+oc_crypt_format cli_detect_crypt(const char *path)
+{
+    oc_crypt_format cf = OC_CRYPT_NONE;
+    oc_error err;
+    oc_error_clear(&err);
+    if (oc_crypt_detect_file(path, &cf, &err) != OC_OK) return OC_CRYPT_NONE;
+    return cf;
 }

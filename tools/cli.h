@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <onnxcore/crypto.h>
 #include <onnxcore/onnxcore.h>
 
 #if defined(__GNUC__)
@@ -33,6 +34,7 @@ enum { CLI_QUIET = 0, CLI_NORMAL = 1, CLI_VERBOSE = 2 };
 
 #define CLI_MAX_OPTIONS 16
 #define CLI_MAX_POSITIONAL 8
+#define CLI_MAX_OCCURRENCES 256
 
 /* One entry of a command's option table; the table ends with a zeroed entry. The common
  * options -q/--quiet, -v/--verbose and -h/--help are accepted everywhere and are not
@@ -53,6 +55,13 @@ typedef struct cli_args {
     int npositional;
     int verbosity;
     bool help;
+    /* Every option that takes a value, in command-line order, for options that may be
+     * repeated (value[] keeps only the last one). */
+    struct {
+        int option;
+        const char *value;
+    } occurrence[CLI_MAX_OCCURRENCES];
+    int noccurrences;
 } cli_args;
 
 typedef struct cli_command {
@@ -120,6 +129,10 @@ typedef enum cli_form {
 /* The form of an input file, told by its content (a ZIP signature), not its name. */
 cli_form cli_input_form(const char *path);
 
+/* The encryption of a file by its first bytes; OC_CRYPT_NONE also when it cannot be read
+ * (the loader that follows reports that in its own words). */
+oc_crypt_format cli_detect_crypt(const char *path);
+
 /* The form an output path asks for, by its extension: ".onnxz" (any case) is an
  * archive, anything else a .onnx file. */
 cli_form cli_output_form(const char *path);
@@ -132,9 +145,15 @@ typedef struct cli_load_options {
     int num_threads;        /* oc_parse_options.num_threads */
     int copy;               /* copy tensor bytes instead of sharing the mapping */
     int verify_checksums;   /* check `checksum` keys of external data */
+    /* Encrypted inputs (ONNXZEC1, ONNXCRY1) are decrypted once, in memory, whether they
+     * hold a model or an archive; the passphrase as passphrase.h says. */
+    const char *command;    /* for the usage error when there is no passphrase source */
+    const char *key_file;   /* --key-file, or NULL */
+    oc_crypt_format *crypt_out; /* may be NULL: receives the input's encryption (or NONE) */
 } cli_load_options;
 
-/* Loads a .onnx file or an .onnxz archive (told apart by content), the way every command
+/* Loads a .onnx file or an .onnxz archive (told apart by content), or an encrypted file
+ * holding either (*form: what was inside), the way every command
  * does: mapped, tensors sharing the mapping (no_copy) unless opts->copy, so opening even a
  * large model costs little and tensor bytes go from the input's mapping to an output
  * without a copy in memory. *form (may be NULL) receives the input's form. On failure
@@ -153,6 +172,10 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
 int cli_parse_int(const char *command, const char *option, const char *text, long min,
                   long max, long *out);
 
+/* Refuses to clobber without force: out must not exist (it may be in only with force).
+ * Returns CLI_EXIT_OK or CLI_EXIT_FAILURE after printing the error. */
+int cli_check_output(const char *in, const char *out, bool force);
+
 /* The commands (cmd_*.c). */
 extern const cli_command cmd_convert;
 extern const cli_command cmd_info;
@@ -160,5 +183,9 @@ extern const cli_command cmd_ls;
 extern const cli_command cmd_verify;
 extern const cli_command cmd_unpack;
 extern const cli_command cmd_bench;
+extern const cli_command cmd_encrypt;
+extern const cli_command cmd_decrypt;
+extern const cli_command cmd_meta;
+extern const cli_command cmd_stub;
 
 #endif

@@ -14,12 +14,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <onnxz/archive.h>
 
 #include "cli.h"
 #include "model_stats.h"
+#include "passphrase.h"
 
 enum {
     CONVERT_OPT_FORCE = 0,
@@ -29,7 +31,13 @@ enum {
     CONVERT_OPT_DEFLATE_MODEL,
     CONVERT_OPT_EXTERNAL_DATA,
     CONVERT_OPT_MAX_FILE_SIZE,
-    CONVERT_OPT_CHECKSUM
+    CONVERT_OPT_CHECKSUM,
+    CONVERT_OPT_KEY_FILE,
+    CONVERT_OPT_KEY,
+    CONVERT_OPT_PASSPHRASE,
+    CONVERT_OPT_FORMAT,
+    CONVERT_OPT_ITERATIONS,
+    CONVERT_OPT_CHUNK_SIZE
 };
 
 static const cli_option convert_options[] = {
@@ -41,6 +49,12 @@ static const cli_option convert_options[] = {
     {'\0', "external-data", true},
     {'\0', "max-file-size", true},
     {'\0', "checksum", false},
+    {'\0', "key-file", true},
+    {'\0', "key", true},
+    {'\0', "passphrase", true},
+    {'\0', "format", true},
+    {'\0', "iterations", true},
+    {'\0', "chunk-size", true},
     {'\0', NULL, false},
 };
 
@@ -66,6 +80,9 @@ typedef struct convert_plan {
     const char *external_data; /* NULL: a single .onnx file */
     uint64_t max_file_size;
     bool checksum;
+    bool encrypt_out;          /* OUT ends in .onnxc: an encrypted model */
+    const char *key_file;
+    oc_crypt_options crypt;
 } convert_plan;
 
 static int option_needs(const cli_args *args, int opt, bool allowed, const char *name,
@@ -93,8 +110,27 @@ static int make_plan(const cli_args *args, convert_plan *p)
     p->threshold = CONVERT_DEFAULT_THRESHOLD;
     archive = p->out_form == CLI_FORM_ONNXZ;
     external = p->external_data != NULL;
+    p->key_file = args->value[CONVERT_OPT_KEY_FILE];
+    {
+        size_t n = strlen(p->out);
+        p->encrypt_out = n >= 6 && strcasecmp(p->out + n - 6, ".onnxc") == 0;
+    }
+    rc = cli_refuse_argv_key("convert", args->seen, CONVERT_OPT_KEY, CONVERT_OPT_PASSPHRASE);
+    if (rc == CLI_EXIT_OK && !p->encrypt_out &&
+        (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
+         args->seen[CONVERT_OPT_CHUNK_SIZE]))
+        rc = cli_usage_error("convert", "--format, --iterations and --chunk-size apply to "
+                             ".onnxc output only");
+    if (rc == CLI_EXIT_OK && p->encrypt_out && external)
+        rc = cli_usage_error("convert", "--external-data does not apply to .onnxc output: "
+                             "an encrypted model holds its tensors itself");
+    if (rc == CLI_EXIT_OK && p->encrypt_out)
+        rc = cli_parse_crypt_options("convert", args->value[CONVERT_OPT_FORMAT],
+                                     args->value[CONVERT_OPT_ITERATIONS],
+                                     args->value[CONVERT_OPT_CHUNK_SIZE], &p->crypt);
     /* Options that do not apply to this conversion are mistakes, not no-ops. */
-    rc = option_needs(args, CONVERT_OPT_EXTERNAL_DATA, !archive, "external-data",
+    if (rc == CLI_EXIT_OK)
+        rc = option_needs(args, CONVERT_OPT_EXTERNAL_DATA, !archive, "external-data",
                       "applies to .onnx output; an .onnxz archive holds its tensors itself");
     if (rc == CLI_EXIT_OK)
         rc = option_needs(args, CONVERT_OPT_DEFLATE_MODEL, archive, "deflate-model",
@@ -260,7 +296,16 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity)
     oc_status st;
     double start = cli_now_ms();
     oc_error_clear(&err);
-    if (p->out_form == CLI_FORM_ONNXZ) {
+    if (p->encrypt_out) {
+        oc_serialize_options so;
+        cli_key key;
+        int rc = cli_key_get("convert", p->key_file, p->out, true, verbosity, &key);
+        if (rc != CLI_EXIT_OK) return rc;
+        oc_serialize_options_init(&so);
+        so.overwrite = p->force ? 1 : 0;
+        st = oc_crypt_save_model_file(model, p->out, key.data, key.len, &p->crypt, &so, &err);
+        cli_key_free(&key);
+    } else if (p->out_form == CLI_FORM_ONNXZ) {
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
         ao.serialize.overwrite = p->force ? 1 : 0;
         ao.serialize.buffer.alignment = p->align;
@@ -353,6 +398,9 @@ static int run_convert(const cli_args *args)
      * goes: references relative to IN's directory would break beside OUT. */
     memset(&lo, 0, sizeof lo);
     lo.data_dir = plan.data_dir;
+    lo.command = "convert";
+    lo.key_file = plan.key_file;
+    if (rc == CLI_EXIT_OK && plan.encrypt_out) rc = cli_require_crypto(plan.out);
     if (rc == CLI_EXIT_OK) rc = cli_load_input(plan.in, &lo, args->verbosity, &model, NULL);
     /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
      * the mapping the tensors borrow from keeps the old contents alive until freed. The
@@ -366,12 +414,17 @@ static int run_convert(const cli_args *args)
 static const char convert_help[] =
     "Read the model IN and write it to OUT, in the form OUT's name asks for.\n"
     "\n"
-    "IN is told by its content: an .onnxz archive (a ZIP), or a .onnx file, whose\n"
+    "IN is told by its content: an encrypted file (ONNXZEC1 or ONNXCRY1, holding a\n"
+    "model or an archive; decrypted once, in memory), an .onnxz archive (a ZIP), or a\n"
+    ".onnx file, whose\n"
     "external data files (two-file or N-file models) are read in from beside it, or from\n"
     "--data-dir when they moved. The input is mapped and tensor bytes go from it to OUT\n"
     "without a copy in memory.\n"
     "\n"
     "OUT by its name:\n"
+    "  *.onnxc   an encrypted model (spec/encryption.md; every tensor inside it, none\n"
+    "            in the clear): the serialized model, encrypted. Only a model payload:\n"
+    "            for an encrypted archive, convert to .onnxz and run `onnxz encrypt`;\n"
     "  *.onnxz   an archive (spec/onnxz.md): each tensor of at least --threshold bytes\n"
     "            is a stored entry aligned to --align, the model last as __MODEL_PROTO;\n"
     "  other     a .onnx file holding every tensor, the bytes protobuf would write (so\n"
@@ -396,6 +449,10 @@ static const char convert_help[] =
     "                           gets a file of its own)\n"
     "      --checksum           with --external-data: record each tensor's SHA-1\n"
     "                           (`onnxz verify` checks them)\n"
+    "      --key-file FILE      the passphrase of an encrypted IN or a .onnxc OUT\n"
+    "      --format F           .onnxc: onnxzec1 (default) or onnxcry1\n"
+    "      --iterations N       .onnxc, onnxzec1: PBKDF2 iterations (default 600000)\n"
+    "      --chunk-size BYTES   .onnxc, onnxzec1: bytes per chunk (default 1M)\n"
     "  -q, --quiet              print nothing but errors\n"
     "  -v, --verbose            also print load and save times to stderr\n"
     "  -h, --help               show this help\n"
@@ -412,7 +469,11 @@ static const char convert_help[] =
     "  onnxz convert model.onnxz model.onnx\n"
     "  onnxz convert model.onnx big.onnx --external-data big.data --max-file-size 2G\n"
     "  onnxz convert --data-dir /mnt/weights model.onnx model.onnxz\n"
-    "  onnxz convert -f model.onnx model.onnx     (rewrite in place)\n";
+    "  onnxz convert -f model.onnx model.onnx     (rewrite in place)\n"
+    "  onnxz convert --key-file k.txt model.onnxz model.onnxc   (encrypt)\n"
+    "  ONNXZ_KEY=... onnxz convert model.onnxc model.onnxz      (decrypt)\n"
+    "The passphrase comes from --key-file, else ONNXZ_KEY, else a prompt on the\n"
+    "terminal; never from the command line.\n";
 
 const cli_command cmd_convert = {
     "convert",

@@ -10,11 +10,15 @@
 #include "cli.h"
 #include "json.h"
 #include "model_stats.h"
+#include "passphrase.h"
 
-enum { INFO_OPT_JSON = 0 };
+enum { INFO_OPT_JSON = 0, INFO_OPT_KEY_FILE, INFO_OPT_KEY, INFO_OPT_PASSPHRASE };
 
 static const cli_option info_options[] = {
     {'\0', "json", false},
+    {'\0', "key-file", true},
+    {'\0', "key", true},
+    {'\0', "passphrase", true},
     {'\0', NULL, false},
 };
 
@@ -27,7 +31,8 @@ typedef struct info_report {
     cli_form form;
     const onnx_ModelProto *model;
     model_stats stats;
-    archive_listing archive; /* CLI_FORM_ONNXZ only */
+    archive_listing archive; /* CLI_FORM_ONNXZ only, unless encrypted */
+    oc_crypt_format crypt;   /* an encrypted file: form is what it holds */
 } info_report;
 
 /* The ONNX default operator set has the empty domain; show it by its name. */
@@ -191,7 +196,9 @@ static void print_human(FILE *out, const info_report *r)
     put_bytes(out, r->file_size);
     fputc('\n', out);
     put_key(out, "format");
-    fputs(r->form == CLI_FORM_ONNXZ ? "onnxz archive\n" : "onnx\n", out);
+    fputs(r->form == CLI_FORM_ONNXZ ? "onnxz archive" : "onnx", out);
+    if (r->crypt != OC_CRYPT_NONE) fprintf(out, " (encrypted: %s)", oc_crypt_format_name(r->crypt));
+    fputc('\n', out);
     human_int(out, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
     human_str(out, "producer name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
     human_str(out, "producer version", OC_HAS(ModelProto, m, producer_version),
@@ -212,7 +219,7 @@ static void print_human(FILE *out, const info_report *r)
     human_count(out, "training infos", s->training_infos);
     human_count(out, "metadata_props", s->metadata_props);
     human_tensors(out, s, r->form == CLI_FORM_ONNXZ);
-    if (r->form == CLI_FORM_ONNXZ) human_archive(out, &r->archive);
+    if (r->form == CLI_FORM_ONNXZ && r->crypt == OC_CRYPT_NONE) human_archive(out, &r->archive);
 }
 
 /* ---- JSON output: one object, keys documented in the help text ------------------- */
@@ -292,7 +299,7 @@ static void json_archive(FILE *out, int *first, const info_report *r)
     const archive_entry *model;
     char buf[32];
     json_key(out, first, "archive");
-    if (r->form != CLI_FORM_ONNXZ) {
+    if (r->form != CLI_FORM_ONNXZ || r->crypt != OC_CRYPT_NONE) {
         fputs("null", out);
         return;
     }
@@ -327,6 +334,10 @@ static void print_json(FILE *out, const info_report *r)
     json_count(out, &first, "file_size", r->file_size);
     json_key(out, &first, "format");
     json_put_cstring(out, r->form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");
+    if (r->crypt != OC_CRYPT_NONE) {
+        json_key(out, &first, "encrypted");
+        json_put_cstring(out, oc_crypt_format_name(r->crypt));
+    }
     json_int(out, &first, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
     json_str(out, &first, "producer_name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
     json_str(out, &first, "producer_version", OC_HAS(ModelProto, m, producer_version),
@@ -375,13 +386,22 @@ static int run_info(const cli_args *args)
     memset(&report, 0, sizeof report);
     report.path = args->positional[0];
     report.form = cli_input_form(report.path);
+    rc = cli_refuse_argv_key("info", args->seen, INFO_OPT_KEY, INFO_OPT_PASSPHRASE);
+    if (rc != CLI_EXIT_OK) return rc;
     /* info reports where tensor bytes live, so external tensors stay references (and
      * missing data files are no obstacle); an archive's entries are listed, not read. */
     if (report.form == CLI_FORM_ONNXZ) {
         rc = archive_listing_open(report.path, args->verbosity, &report.archive);
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(report.archive.model);
     } else {
-        rc = cli_load_model(report.path, CLI_EXTERNAL_KEEP, args->verbosity, &model);
+        cli_load_options lo;
+        memset(&lo, 0, sizeof lo);
+        lo.external = CLI_EXTERNAL_KEEP;
+        lo.command = "info";
+        lo.key_file = args->value[INFO_OPT_KEY_FILE];
+        lo.crypt_out = &report.crypt;
+        /* An encrypted file holding an archive comes back as CLI_FORM_ONNXZ, unlisted. */
+        rc = cli_load_input(report.path, &lo, args->verbosity, &model, &report.form);
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
     }
     report.model = proto;
@@ -397,7 +417,8 @@ static int run_info(const cli_args *args)
     }
     model_stats_free(&report.stats);
     oc_model_free(model);
-    if (report.form == CLI_FORM_ONNXZ) archive_listing_close(&report.archive);
+    if (report.form == CLI_FORM_ONNXZ && report.crypt == OC_CRYPT_NONE)
+        archive_listing_close(&report.archive);
     return rc;
 }
 
@@ -408,8 +429,13 @@ static const char info_help[] =
     "an .onnxz archive, told apart by content. The model is mapped, not read, and tensor\n"
     "bytes kept elsewhere are not opened, so this is fast and works without them.\n"
     "\n"
+    "An encrypted file (ONNXZEC1 or ONNXCRY1) is decrypted in memory first; the report\n"
+    "is that of the model or archive inside (an archive's entries are not listed).\n"
+    "\n"
     "Options:\n"
     "      --json      print one JSON object instead of aligned lines\n"
+    "      --key-file FILE  the passphrase of an encrypted FILE (else ONNXZ_KEY, else a\n"
+    "                  prompt on the terminal; never from the command line)\n"
     "  -q, --quiet     accepted for symmetry; info always prints its report\n"
     "  -v, --verbose   also print the load time to stderr\n"
     "  -h, --help      show this help\n"
@@ -434,7 +460,8 @@ static const char info_help[] =
     "smallest alignment of a stored tensor entry, and the model entry.\n"
     "\n"
     "JSON keys (stable; absent model fields are null):\n"
-    "  file, file_size, format (\"onnx\" or \"onnxz\"), ir_version, producer_name,\n"
+    "  file, file_size, format (\"onnx\" or \"onnxz\"), encrypted (\"ONNXZEC1\" or\n"
+    "  \"ONNXCRY1\"; only for encrypted files; archive is then null), ir_version, producer_name,\n"
     "  producer_version, domain, model_version, opset_import [{domain, version}] (the\n"
     "  default domain shows as \"ai.onnx\"), graph_name, nodes, nodes_total,\n"
     "  initializers, sparse_initializers, inputs, outputs, value_infos, functions,\n"
@@ -450,7 +477,8 @@ static const char info_help[] =
     "Examples:\n"
     "  onnxz info model.onnx\n"
     "  onnxz info model.onnxz\n"
-    "  onnxz info --json model.onnx | jq .tensor_bytes\n";
+    "  onnxz info --json model.onnx | jq .tensor_bytes\n"
+    "  onnxz info --key-file secret.txt model.onnxc\n";
 
 const cli_command cmd_info = {
     "info",

@@ -9,12 +9,22 @@
 #include "cli.h"
 #include "json.h"
 #include "model_stats.h"
+#include "passphrase.h"
 
-enum { VERIFY_OPT_JSON = 0, VERIFY_OPT_DATA_DIR };
+enum {
+    VERIFY_OPT_JSON = 0,
+    VERIFY_OPT_DATA_DIR,
+    VERIFY_OPT_KEY_FILE,
+    VERIFY_OPT_KEY,
+    VERIFY_OPT_PASSPHRASE
+};
 
 static const cli_option verify_options[] = {
     {'\0', "json", false},
     {'\0', "data-dir", true},
+    {'\0', "key-file", true},
+    {'\0', "key", true},
+    {'\0', "passphrase", true},
     {'\0', NULL, false},
 };
 
@@ -36,6 +46,9 @@ typedef struct verify_report {
     uint64_t external_files;
     uint64_t external_bytes;
     uint64_t checksums;
+    /* encrypted files */
+    oc_crypt_format crypt;
+    cli_form payload;
 } verify_report;
 
 /* ---- archives ------------------------------------------------------------------- */
@@ -165,6 +178,36 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     return CLI_EXIT_OK;
 }
 
+/* ---- encrypted files ------------------------------------------------------------- */
+
+/* Decrypting authenticates every ONNXZEC1 chunk (ONNXCRY1: the padding), then the model
+ * or archive inside must open and decode, every tensor resolving to its entry. */
+static int verify_encrypted(const cli_args *args, verify_report *r)
+{
+    cli_load_options lo;
+    oc_model *model = NULL;
+    model_stats stats;
+    oc_error err;
+    int rc;
+    memset(&lo, 0, sizeof lo);
+    lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
+    lo.verify_checksums = 1;
+    lo.command = "verify";
+    lo.key_file = args->value[VERIFY_OPT_KEY_FILE];
+    lo.crypt_out = &r->crypt;
+    rc = cli_load_input(r->path, &lo, args->verbosity, &model, &r->payload);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_error_clear(&err);
+    if (model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
+        oc_model_free(model);
+        return cli_fail(r->path, &err);
+    }
+    r->tensors = stats.tensors;
+    model_stats_free(&stats);
+    oc_model_free(model);
+    return CLI_EXIT_OK;
+}
+
 /* ---- output ---------------------------------------------------------------------- */
 
 static void print_human(FILE *out, const verify_report *r)
@@ -172,6 +215,13 @@ static void print_human(FILE *out, const verify_report *r)
     char size[32];
     fputs("OK ", out);
     cli_put_text(out, r->path, strlen(r->path));
+    if (r->crypt != OC_CRYPT_NONE) {
+        fprintf(out, ": encrypted (%s), decrypts%s; %s inside, %" PRIu64 " tensors, decodes\n",
+                oc_crypt_format_name(r->crypt),
+                r->crypt == OC_CRYPT_ONNXZEC1 ? " and authenticates" : "",
+                r->payload == CLI_FORM_ONNXZ ? "onnxz archive" : "onnx model", r->tensors);
+        return;
+    }
     if (r->form == CLI_FORM_ONNXZ) {
         cli_format_size(r->entry_bytes, size, sizeof size);
         fprintf(out,
@@ -199,7 +249,13 @@ static void print_json(FILE *out, const verify_report *r)
 {
     fputs("{\"file\": ", out);
     json_put_cstring(out, r->path);
-    if (r->form == CLI_FORM_ONNXZ)
+    if (r->crypt != OC_CRYPT_NONE)
+        fprintf(out,
+                ", \"format\": \"encrypted\", \"ok\": true, \"encryption\": \"%s\", "
+                "\"payload\": \"%s\", \"tensors\": %" PRIu64 "}\n",
+                oc_crypt_format_name(r->crypt), r->payload == CLI_FORM_ONNXZ ? "onnxz" : "onnx",
+                r->tensors);
+    else if (r->form == CLI_FORM_ONNXZ)
         fprintf(out,
                 ", \"format\": \"onnxz\", \"ok\": true, \"entries\": %" PRIu64
                 ", \"tensor_entries\": %" PRIu64 ", \"entry_tensors\": %" PRIu64
@@ -221,9 +277,15 @@ static int run_verify(const cli_args *args)
     memset(&r, 0, sizeof r);
     r.path = args->positional[0];
     r.form = cli_input_form(r.path);
+    rc = cli_refuse_argv_key("verify", args->seen, VERIFY_OPT_KEY, VERIFY_OPT_PASSPHRASE);
+    if (rc != CLI_EXIT_OK) return rc;
     if (r.form == CLI_FORM_ONNXZ && args->seen[VERIFY_OPT_DATA_DIR])
         return cli_usage_error("verify", "--data-dir applies to .onnx files, not archives");
-    rc = r.form == CLI_FORM_ONNXZ ? verify_archive(args, &r) : verify_onnx(args, &r);
+    if (r.form == CLI_FORM_ONNX) {
+        r.crypt = cli_detect_crypt(r.path);
+    }
+    if (r.crypt != OC_CRYPT_NONE) rc = verify_encrypted(args, &r);
+    else rc = r.form == CLI_FORM_ONNXZ ? verify_archive(args, &r) : verify_onnx(args, &r);
     if (rc != CLI_EXIT_OK) return rc;
     if (args->seen[VERIFY_OPT_JSON]) print_json(stdout, &r);
     else if (args->verbosity >= CLI_NORMAL) print_human(stdout, &r);
@@ -245,7 +307,13 @@ static const char verify_help[] =
     "A .onnx model: it decodes, every external tensor resolves to its data file under\n"
     "the rules of spec/external-data.md, and every `checksum` key matches (SHA-1).\n"
     "\n"
+    "An encrypted file (ONNXZEC1 or ONNXCRY1): it decrypts with the passphrase (every\n"
+    "ONNXZEC1 chunk authenticates), and the model or archive inside decodes with every\n"
+    "tensor resolved (the archive layout rules are not checked: decrypt it for that).\n"
+    "\n"
     "Options:\n"
+    "      --key-file FILE the passphrase of an encrypted FILE (else ONNXZ_KEY, else a\n"
+    "                      prompt on the terminal; never from the command line)\n"
     "      --data-dir DIR  .onnx only: look for external data files in DIR instead of\n"
     "                      the model's directory\n"
     "      --json          print one JSON object instead of the OK line\n"
@@ -255,12 +323,15 @@ static const char verify_help[] =
     "\n"
     "JSON keys: file, format (\"onnxz\" or \"onnx\"), ok (true); for archives entries,\n"
     "  tensor_entries, entry_tensors, entry_bytes, model_size; for .onnx files tensors,\n"
-    "  external_tensors, external_files, external_bytes, checksums_verified.\n"
+    "  external_tensors, external_files, external_bytes, checksums_verified; for\n"
+    "  encrypted files format \"encrypted\", encryption, payload (\"onnx\" or \"onnxz\"),\n"
+    "  tensors.\n"
     "A failure prints no JSON: only the error line, on stderr.\n"
     "\n"
     "Examples:\n"
     "  onnxz verify model.onnxz\n"
-    "  onnxz verify --data-dir /mnt/weights model.onnx\n";
+    "  onnxz verify --data-dir /mnt/weights model.onnx\n"
+    "  ONNXZ_KEY=... onnxz verify model.onnxc\n";
 
 const cli_command cmd_verify = {
     "verify",

@@ -32,7 +32,8 @@ except ImportError:  # only the groups that need it are skipped
     onnx = None
 
 SKIP = 77
-COMMANDS = ["convert", "info", "ls", "verify", "unpack", "bench", "help"]
+COMMANDS = ["convert", "info", "ls", "verify", "unpack", "meta", "stub", "encrypt", "decrypt",
+            "bench", "help"]
 TYPED_FIELDS = ["float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"]
 JSON_KEYS = {
     "file", "file_size", "ir_version", "producer_name", "producer_version", "domain",
@@ -59,8 +60,14 @@ class Context:
         self.failures = []
 
     # ---- running the tool --------------------------------------------------------
-    def run(self, *argv, cwd=None):
-        p = subprocess.run([self.onnxz, *argv], capture_output=True, cwd=cwd, timeout=120)
+    def run(self, *argv, cwd=None, env=None):
+        """env: extra environment variables. ONNXZ_KEY is never inherited, and the tool runs
+        in a session of its own: no controlling terminal, so a passphrase prompt cannot
+        block (it must fail instead)."""
+        full = {k: v for k, v in os.environ.items() if k != "ONNXZ_KEY"}
+        full.update(env or {})
+        p = subprocess.run([self.onnxz, *argv], capture_output=True, cwd=cwd, timeout=120,
+                           env=full, stdin=subprocess.DEVNULL, start_new_session=True)
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
     def path(self, name):
@@ -75,16 +82,16 @@ class Context:
     def equal(self, got, want, what):
         return self.check(got == want, f"{what}: got {got!r}, want {want!r}")
 
-    def expect_exit(self, argv, code, what):
-        rc, out, err = self.run(*argv)
+    def expect_exit(self, argv, code, what, env=None):
+        rc, out, err = self.run(*argv, env=env)
         self.equal(rc, code, f"{what}: exit status of onnxz {' '.join(argv)} (stderr {err!r})")
         return rc, out, err
 
-    def expect_error(self, argv, file, what, offset=None):
+    def expect_error(self, argv, file, what, offset=None, env=None, message=None):
         """Exit 1, nothing on stdout, exactly one stderr line in the error format.
         offset: None = must have none, True = must have one, "any" = either; returns the
-        offset."""
-        rc, out, err = self.expect_exit(argv, 1, what)
+        offset. message: a regular expression the message must contain."""
+        rc, out, err = self.expect_exit(argv, 1, what, env=env)
         self.equal(out, "", f"{what}: stdout must stay empty on failure")
         lines = err.splitlines()
         if not self.equal(len(lines), 1, f"{what}: stderr lines ({err!r})"):
@@ -93,6 +100,9 @@ class Context:
         if not self.check(m is not None, f"{what}: error line format: {lines[0]!r}"):
             return None
         self.equal(m.group("file"), file, f"{what}: file named in the error")
+        if message is not None:
+            self.check(re.search(message, m.group("msg")) is not None,
+                       f"{what}: message {m.group('msg')!r} does not match {message!r}")
         if offset == "any":
             return int(m.group("off")) if m.group("off") else None
         if offset is None:
@@ -101,8 +111,8 @@ class Context:
         self.check(m.group("off") is not None, f"{what}: no offset in {lines[0]!r}")
         return int(m.group("off")) if m.group("off") else None
 
-    def expect_usage(self, argv, what):
-        rc, out, err = self.expect_exit(argv, 2, what)
+    def expect_usage(self, argv, what, env=None):
+        rc, out, err = self.expect_exit(argv, 2, what, env=env)
         self.equal(out, "", f"{what}: stdout must stay empty on a usage error")
         lines = err.splitlines()
         if self.equal(len(lines), 1, f"{what}: stderr lines ({err!r})"):
@@ -1517,6 +1527,533 @@ def group_bench(ctx):
     ctx.expect_error(["bench", "map", ctx.work], ctx.work, "bench map a directory")
 
 
+# ---- encryption (encrypt, decrypt; encrypted input to convert, info, verify) ----------
+
+PASS = b"correct horse battery staple"
+NO_OPENSSL_RE = r"built without OpenSSL"
+FAST = ["--iterations", "1000"]  # PBKDF2 at the default 600,000 is slow on purpose
+
+
+def load_refcrypt():
+    """tests/crypto/refcrypt.py: an independent implementation of spec/encryption.md on
+    python3-cryptography; None when that is missing."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crypto"))
+    try:
+        import refcrypt
+    except ImportError:
+        MISSING_CLIENTS.add("python3-cryptography")
+        return None
+    return refcrypt
+
+
+def openssl_cry1_decrypt(data, passphrase):
+    """ONNXCRY1 decrypted with the openssl command line alone: `openssl kdf` derives the key
+    (PBKDF2-HMAC-SHA256, 100,000 iterations, the header's salt), `openssl enc -d` decrypts
+    AES-256-CBC with the header's IV. (enc's own -pbkdf2 would derive the IV too, which
+    ONNXCRY1 stores instead.) None when openssl is missing."""
+    if not shutil.which("openssl"):
+        MISSING_CLIENTS.add("openssl")
+        return None
+    salt, iv = data[8:24], data[24:40]
+    r = subprocess.run(["openssl", "kdf", "-keylen", "32", "-kdfopt", "digest:SHA256",
+                        "-kdfopt", "hexpass:" + passphrase.hex(), "-kdfopt", "hexsalt:" + salt.hex(),
+                        "-kdfopt", "iter:100000", "PBKDF2"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return b"openssl kdf failed: " + r.stderr.encode()
+    key = bytes.fromhex(r.stdout.strip().replace(":", ""))
+    r = subprocess.run(["openssl", "enc", "-d", "-aes-256-cbc", "-K", key.hex(), "-iv", iv.hex()],
+                       input=data[40:], capture_output=True)
+    return r.stdout if r.returncode == 0 else b"openssl enc failed: " + r.stderr
+
+
+def group_crypt(ctx):
+    """encrypt/decrypt: round trips; our ONNXZEC1 decrypts with refcrypt.py, our ONNXCRY1 with
+    the openssl command line, and files they encrypt decrypt with us; key sources
+    (--key-file, ONNXZ_KEY; never argv; no terminal -> usage error); wrong key -> one line;
+    no overwrite without -f. Built without OpenSSL: exit 1 with the library's message."""
+    sample = ctx.sample
+    plain_onnx = read(sample)
+    arc = ctx.path("mlp.onnxz")
+    ctx.expect_exit(["convert", sample, arc], 0, "convert the sample to .onnxz")
+    keyfile = ctx.path("key.txt")
+    write(keyfile, PASS + b"\n")  # one trailing newline is not part of the passphrase
+    kf = ["--key-file", keyfile]
+    env = {"ONNXZ_KEY": PASS.decode()}
+
+    # Usage errors first: they hold in either build.
+    for argv, what in [
+            (["encrypt", "--key", "x", sample, ctx.path("u1")], "--key on argv"),
+            (["encrypt", "--key=x", sample, ctx.path("u1")], "--key= on argv"),
+            (["encrypt", "--passphrase", "x", sample, ctx.path("u1")], "--passphrase on argv"),
+            (["decrypt", "--key", "x", sample, ctx.path("u1")], "decrypt --key on argv"),
+            (["convert", "--key", "x", sample, ctx.path("u1.onnxc")], "convert --key on argv"),
+            (["info", "--passphrase", "x", sample], "info --passphrase on argv"),
+            (["verify", "--key", "x", sample], "verify --key on argv"),
+            (["encrypt", sample], "encrypt without OUT"),
+            (["decrypt", sample], "decrypt without OUT"),
+            (["encrypt", "--format", "aes", sample, ctx.path("u1")], "unknown --format"),
+            (["encrypt", "--format", "onnxcry1", "--iterations", "5", sample, ctx.path("u1")],
+             "--iterations with onnxcry1"),
+            (["encrypt", "--format", "onnxcry1", "--chunk-size", "4K", sample, ctx.path("u1")],
+             "--chunk-size with onnxcry1"),
+            (["encrypt", "--iterations", "0", sample, ctx.path("u1")], "--iterations 0"),
+            (["encrypt", "--chunk-size", "16", sample, ctx.path("u1")], "--chunk-size below 64"),
+            (["encrypt", "--chunk-size", "1G", sample, ctx.path("u1")], "--chunk-size above 64M"),
+            (["decrypt", "--format", "onnxcry1", sample, ctx.path("u1")], "decrypt --format"),
+            (["convert", "--format", "onnxcry1", sample, ctx.path("u1.onnx")], "--format without .onnxc"),
+            (["convert", "--external-data", "d", sample, ctx.path("u1.onnxc")], "--external-data to .onnxc")]:
+        ctx.expect_usage(argv, what)
+    ctx.check(not os.path.exists(ctx.path("u1")) and not os.path.exists(ctx.path("u1.onnxc")),
+              "a usage error writes nothing")
+    # The passphrase is never taken from an argument: --key is refused above, and the
+    # words of the passphrase given as arguments are not a key source either.
+    if HAVE_OPENSSL:
+        rc, out, err = ctx.expect_exit(["encrypt", sample, ctx.path("u2")], 2,
+                                       "no --key-file, no ONNXZ_KEY, no terminal")
+        ctx.check(USAGE_RE.match(err.strip()) is not None and "ONNXZ_KEY" in err and
+                  "--key-file" in err and len(err.splitlines()) == 1,
+                  f"no passphrase source: one usage line naming the sources: {err!r}")
+    else:  # without OpenSSL that comes first, before any passphrase is asked for
+        ctx.expect_error(["encrypt", sample, ctx.path("u2")], sample, "no OpenSSL, no key source",
+                         message=NO_OPENSSL_RE)
+
+    if not HAVE_OPENSSL:
+        fake = ctx.path("fake.enc")
+        write(fake, b"ONNXZEC1" + bytes(100))
+        for argv, file in [(["encrypt", *kf, sample, ctx.path("n1")], sample),
+                           (["decrypt", *kf, fake, ctx.path("n2")], fake),
+                           (["convert", *kf, sample, ctx.path("n3.onnxc")], ctx.path("n3.onnxc")),
+                           (["convert", *kf, fake, ctx.path("n4.onnx")], fake),
+                           (["info", *kf, fake], fake),
+                           (["verify", *kf, fake], fake)]:
+            ctx.expect_error(argv, file, f"no OpenSSL: {argv[0]}", message=NO_OPENSSL_RE)
+        ctx.check(not any(os.path.exists(ctx.path(n)) for n in ("n1", "n2", "n3.onnxc", "n4.onnx")),
+                  "no OpenSSL: nothing written")
+        return None
+
+    ref = load_refcrypt()
+    # Round trips, both formats, both payloads, small chunks to get many of them.
+    for src, label in [(sample, "onnx"), (arc, "onnxz")]:
+        data = read(src)
+        for fmt, extra in [("onnxzec1", FAST + ["--chunk-size", "4K"]), ("onnxcry1", [])]:
+            enc, dec = ctx.path(f"{label}.{fmt}.enc"), ctx.path(f"{label}.{fmt}.dec")
+            rc, out, err = ctx.expect_exit(["encrypt", *kf, "--format", fmt, *extra, src, enc], 0,
+                                           f"encrypt {label} {fmt}")
+            if rc != 0:
+                continue
+            ctx.check(re.match(rf"^{re.escape(src)} -> {re.escape(enc)} \({fmt.upper()}, "
+                               rf"{len(data)} => {os.path.getsize(enc)} bytes\)\n$", out) is not None,
+                      f"encrypt {label} {fmt}: summary line {out!r}")
+            blob = read(enc)
+            ctx.equal(blob[:8], fmt.upper().encode(), f"{label} {fmt}: magic")
+            ctx.expect_exit(["decrypt", *kf, enc, dec], 0, f"decrypt {label} {fmt}")
+            ctx.check(read(dec) == data, f"{label} {fmt}: decrypt gives the input back")
+            if fmt == "onnxzec1" and ref is not None:
+                try:
+                    ctx.check(ref.zec1_decrypt(blob, PASS) == data, f"{label}: refcrypt decrypts ours")
+                except Exception as e:  # noqa: BLE001 - any failure of the oracle is a finding
+                    ctx.check(False, f"{label}: refcrypt rejects our ONNXZEC1: {e}")
+                hdr_iter, hdr_chunk = struct.unpack("<II", blob[12:20])
+                ctx.equal((hdr_iter, hdr_chunk), (1000, 4096), f"{label}: --iterations/--chunk-size in the header")
+            if fmt == "onnxcry1":
+                got = openssl_cry1_decrypt(blob, PASS)
+                if got is not None:
+                    ctx.check(got == data, f"{label}: openssl decrypts our ONNXCRY1 ({got[:80]!r})")
+    # Files the oracles encrypt decrypt with us.
+    if ref is not None:
+        for name, blob in [("ref.zec1", ref.zec1_encrypt(plain_onnx, PASS, iterations=1000, chunk_size=1000)),
+                           ("ref.cry1", ref.cry1_encrypt(plain_onnx, PASS))]:
+            write(ctx.path(name), blob)
+            ctx.expect_exit(["decrypt", *kf, ctx.path(name), ctx.path(name + ".dec")], 0, f"decrypt {name}")
+            ctx.check(os.path.exists(ctx.path(name + ".dec")) and read(ctx.path(name + ".dec")) == plain_onnx,
+                      f"{name}: decrypts to the original")
+    # The default format is ONNXZEC1 with the default parameters.
+    dflt = ctx.path("default.enc")
+    ctx.expect_exit(["encrypt", *kf, sample, dflt], 0, "encrypt with defaults")
+    if os.path.exists(dflt):
+        ctx.equal(read(dflt)[:8], b"ONNXZEC1", "default format")
+        ctx.equal(struct.unpack("<II", read(dflt)[12:20]), (600000, 1 << 20), "default parameters")
+
+    # Key sources: ONNXZ_KEY works; --key-file wins over it; the newline rule.
+    enc = ctx.path("onnx.onnxzec1.enc")
+    ctx.expect_exit(["decrypt", enc, ctx.path("env.dec")], 0, "decrypt with ONNXZ_KEY", env=env)
+    ctx.check(os.path.exists(ctx.path("env.dec")) and read(ctx.path("env.dec")) == plain_onnx, "ONNXZ_KEY decrypts")
+    wrong = ctx.path("wrong.txt")
+    write(wrong, b"not the passphrase")
+    ctx.expect_error(["decrypt", "--key-file", wrong, enc, ctx.path("w.dec")], enc,
+                     "--key-file wins over ONNXZ_KEY", env=env, message="wrong passphrase")
+    two_nl = ctx.path("two-newlines.txt")
+    write(two_nl, PASS + b"\n\n")
+    ctx.expect_error(["decrypt", "--key-file", two_nl, enc, ctx.path("w.dec")], enc,
+                     "only one trailing newline is stripped", message="wrong passphrase")
+    no_nl = ctx.path("no-newline.txt")
+    write(no_nl, PASS)
+    ctx.expect_exit(["decrypt", "--key-file", no_nl, enc, ctx.path("nonl.dec")], 0, "key file without newline")
+    empty = ctx.path("empty.txt")
+    write(empty, b"\n")
+    ctx.expect_error(["decrypt", "--key-file", empty, enc, ctx.path("w.dec")], empty, "empty key file",
+                     message="empty")
+    ctx.expect_error(["decrypt", "--key-file", ctx.path("nokey"), enc, ctx.path("w.dec")],
+                     ctx.path("nokey"), "missing key file")
+    ctx.expect_error(["decrypt", enc, ctx.path("w.dec")], "ONNXZ_KEY", "empty ONNXZ_KEY",
+                     env={"ONNXZ_KEY": ""})
+    # Wrong key: exit 1, one line, OUT not created; both formats.
+    for e in (enc, ctx.path("onnx.onnxcry1.enc")):
+        ctx.expect_error(["decrypt", "--key-file", wrong, e, ctx.path("w.dec")], e, f"wrong key {e}",
+                         message="passphrase|key")
+    ctx.check(not os.path.exists(ctx.path("w.dec")), "a failed decrypt leaves no output")
+    # Damage is detected (ONNXZEC1).
+    bad = ctx.path("flipped.enc")
+    blob = bytearray(read(enc))
+    blob[len(blob) // 2] ^= 1
+    write(bad, bytes(blob))
+    ctx.expect_error(["decrypt", *kf, bad, ctx.path("w.dec")], bad, "flipped bit", offset="any")
+    ctx.expect_error(["decrypt", *kf, sample, ctx.path("w.dec")], sample, "decrypt a plain file",
+                     message="not an encrypted file")
+    # No overwrite without -f; -f replaces; in place with -f.
+    exist = ctx.path("exists.enc")
+    write(exist, b"keep me")
+    ctx.expect_error(["encrypt", *kf, *FAST, sample, exist], exist, "encrypt onto an existing file")
+    ctx.equal(read(exist), b"keep me", "existing OUT untouched")
+    ctx.expect_error(["decrypt", *kf, enc, exist], exist, "decrypt onto an existing file")
+    ctx.expect_exit(["encrypt", "-f", *kf, *FAST, sample, exist], 0, "encrypt -f")
+    ctx.equal(read(exist)[:8], b"ONNXZEC1", "encrypt -f replaced OUT")
+    inplace = ctx.path("inplace.onnx")
+    shutil.copyfile(sample, inplace)
+    ctx.expect_error(["encrypt", *kf, *FAST, inplace, inplace], inplace, "IN == OUT without -f")
+    ctx.expect_exit(["encrypt", "-f", *kf, *FAST, inplace, inplace], 0, "encrypt in place with -f")
+    ctx.expect_exit(["decrypt", "-f", *kf, inplace, inplace], 0, "decrypt in place with -f")
+    ctx.check(read(inplace) == plain_onnx, "in place there and back")
+    ctx.equal(ctx.run("-q", "encrypt", *kf, *FAST, sample, ctx.path("quiet.enc"))[:2], (0, ""), "encrypt -q")
+    prompt_on_terminal(ctx, sample, plain_onnx)
+    return None
+
+
+def prompt_on_terminal(ctx, sample, plain):
+    """With neither --key-file nor ONNXZ_KEY, the passphrase is read from the terminal (a
+    pseudo-terminal here) with echo off: it never appears in what the terminal shows."""
+    try:
+        import pty
+        import time
+    except ImportError:
+        return
+
+    def run(argv, answers):
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.pop("ONNXZ_KEY", None)
+            os.execv(ctx.onnxz, [ctx.onnxz, *argv])
+        shown = b""
+        for a in answers:
+            deadline = time.time() + 20
+            while not shown.rstrip().endswith(b":") and time.time() < deadline:
+                try:
+                    shown += os.read(fd, 4096)
+                except OSError:
+                    break
+            os.write(fd, a)
+            shown += b"|"
+        while True:
+            try:
+                d = os.read(fd, 4096)
+            except OSError:
+                break
+            if not d:
+                break
+            shown += d
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        return os.WEXITSTATUS(status), shown.decode("utf-8", "replace")
+
+    enc, dec = ctx.path("tty.enc"), ctx.path("tty.dec")
+    rc, shown = run(["encrypt", *FAST, sample, enc], [b"tty-secret\n", b"tty-secret\n"])
+    ctx.equal(rc, 0, f"encrypt with the passphrase typed twice ({shown!r})")
+    ctx.check("Passphrase for" in shown and "Repeat" in shown and "tty-secret" not in shown,
+              f"prompt shown, passphrase not echoed: {shown!r}")
+    rc, shown = run(["decrypt", enc, dec], [b"tty-secret\n"])
+    ctx.equal(rc, 0, f"decrypt with the passphrase typed ({shown!r})")
+    ctx.check(os.path.exists(dec) and read(dec) == plain, "typed passphrase round trip")
+    rc, shown = run(["encrypt", *FAST, sample, ctx.path("tty2.enc")], [b"one\n", b"two\n"])
+    ctx.check(rc == 1 and "do not match" in shown, f"mismatched passphrases: {rc} {shown!r}")
+
+
+def group_crypt_input(ctx):
+    """convert, info and verify read encrypted models and archives (once decrypted, the same
+    model as python3-onnx reads from the plain file); convert writes .onnxc (an encrypted
+    model that refcrypt / openssl decrypt to the bytes convert writes for .onnx)."""
+    if not HAVE_OPENSSL:
+        return None  # group_crypt checks the no-OpenSSL errors of these commands
+    if onnx is None:
+        return SKIP
+    sample = ctx.sample
+    arc = ctx.path("mlp.onnxz")
+    ctx.expect_exit(["convert", sample, arc], 0, "convert the sample to .onnxz")
+    keyfile = ctx.path("key.txt")
+    write(keyfile, PASS + b"\n")
+    kf = ["--key-file", keyfile]
+    env = {"ONNXZ_KEY": PASS.decode()}
+    ref = load_refcrypt()
+    want = python_facts(sample)
+    for src, label, payload in [(sample, "onnx", "onnx"), (arc, "onnxz", "onnxz")]:
+        for fmt in ("onnxzec1", "onnxcry1"):
+            enc = ctx.path(f"{label}.{fmt}.enc")
+            extra = FAST if fmt == "onnxzec1" else []
+            rc, _, _ = ctx.expect_exit(["encrypt", *kf, "--format", fmt, *extra, src, enc], 0,
+                                       f"encrypt {label} {fmt}")
+            if rc:
+                continue
+            what = f"{label} in {fmt}"
+            # convert: the same bytes as converting the plain file.
+            for ext in ("onnx", "onnxz"):
+                out, plain_out = ctx.path(f"{label}.{fmt}.{ext}"), ctx.path(f"{label}.{fmt}.plain.{ext}")
+                ctx.expect_exit(["convert", *kf, enc, out], 0, f"convert {what} to .{ext}")
+                ctx.expect_exit(["convert", src, plain_out], 0, f"convert plain {label} to .{ext}")
+                ctx.check(os.path.exists(out) and read(out) == read(plain_out),
+                          f"convert {what} to .{ext}: same bytes as from the plain file")
+            same_tensors(ctx, onnx.load(sample), ctx.path(f"{label}.{fmt}.onnx"), f"convert {what}")
+            # info: the model's facts; format names the payload; encrypted names the format.
+            rc, out, err = ctx.expect_exit(["info", "--json", enc], 0, f"info {what}", env=env)
+            if rc == 0:
+                got = json.loads(out)
+                ctx.equal(got.get("encrypted"), fmt.upper(), f"info {what}: encrypted")
+                ctx.equal(got.get("format"), payload, f"info {what}: format")
+                ctx.equal(got.get("archive"), None, f"info {what}: archive")
+                for k in ("tensors", "initializers", "nodes", "producer_name", "metadata_props"):
+                    ctx.equal(got.get(k), want.get(k), f"info {what}: {k}")
+            rc, out, _ = ctx.expect_exit(["info", *kf, enc], 0, f"info {what} (human)")
+            ctx.check(re.search(rf"^format: +{'onnxz archive' if payload == 'onnxz' else 'onnx'} "
+                                rf"\(encrypted: {fmt.upper()}\)$", out, re.M) is not None,
+                      f"info {what}: format line in {out[:300]!r}")
+            # verify
+            rc, out, _ = ctx.expect_exit(["verify", "--json", *kf, enc], 0, f"verify {what}")
+            if rc == 0:
+                got = json.loads(out)
+                ctx.equal((got["format"], got["ok"], got["encryption"], got["payload"], got["tensors"]),
+                          ("encrypted", True, fmt.upper(), payload, want["tensors"]), f"verify {what}: JSON")
+            rc, out, _ = ctx.expect_exit(["verify", *kf, enc], 0, f"verify {what} (human)")
+            ctx.check(out.startswith(f"OK {enc}: encrypted ({fmt.upper()})"), f"verify {what}: {out!r}")
+    # Wrong key, no key, damage.
+    enc = ctx.path("onnxz.onnxzec1.enc")
+    wrong = ctx.path("wrong.txt")
+    write(wrong, b"nope")
+    for argv in (["info", enc], ["verify", enc], ["convert", enc, ctx.path("w.onnx")]):
+        ctx.expect_error([argv[0], "--key-file", wrong, *argv[1:]], enc, f"{argv[0]} wrong key",
+                         message="wrong passphrase")
+        ctx.expect_usage(argv, f"{argv[0]} encrypted without a passphrase source")
+    ctx.check(not os.path.exists(ctx.path("w.onnx")), "a failed convert writes nothing")
+    bad = ctx.path("flipped.enc")
+    blob = bytearray(read(enc))
+    blob[200] ^= 0x40
+    write(bad, bytes(blob))
+    ctx.expect_error(["verify", *kf, bad], bad, "verify a damaged encrypted archive", offset="any")
+
+    # convert to .onnxc: an encrypted model; the oracles decrypt it to what convert writes
+    # for .onnx (every tensor inside, none in the clear).
+    plain = ctx.path("plain.onnx")
+    ctx.expect_exit(["convert", sample, plain], 0, "convert sample to .onnx")
+    for src, label in [(sample, "onnx"), (arc, "onnxz")]:
+        for fmt in ("onnxzec1", "onnxcry1"):
+            out = ctx.path(f"{label}.{fmt}.onnxc")
+            extra = FAST if fmt == "onnxzec1" else []
+            rc, _, _ = ctx.expect_exit(["convert", *kf, "--format", fmt, *extra, src, out], 0,
+                                       f"convert {label} to .onnxc ({fmt})")
+            if rc:
+                continue
+            blob = read(out)
+            ctx.equal(blob[:8], fmt.upper().encode(), f".onnxc {label} {fmt}: magic")
+            if fmt == "onnxzec1" and ref is not None:
+                ctx.check(ref.zec1_decrypt(blob, PASS) == read(plain), f".onnxc {label}: refcrypt gives the .onnx bytes")
+            if fmt == "onnxcry1":
+                got = openssl_cry1_decrypt(blob, PASS)
+                if got is not None:
+                    ctx.check(got == read(plain), f".onnxc {label}: openssl gives the .onnx bytes")
+            back = ctx.path(f"{label}.{fmt}.back.onnxz")
+            ctx.expect_exit(["convert", out, back], 0, f".onnxc {label} {fmt} back to .onnxz", env=env)
+            ctx.check(os.path.exists(back) and read(back) == read(arc), f".onnxc {label} {fmt} -> .onnxz: same archive")
+    ctx.expect_error(["convert", *kf, *FAST, sample, ctx.path("onnx.onnxzec1.onnxc")],
+                     ctx.path("onnx.onnxzec1.onnxc"), ".onnxc exists without -f")
+    ctx.expect_exit(["convert", "-f", *kf, *FAST, sample, ctx.path("onnx.onnxzec1.onnxc")], 0, ".onnxc -f")
+    return None
+
+
+# ---- meta -----------------------------------------------------------------------------
+
+def local_headers(path):
+    """name -> (local header offset, data offset, the entry's stored bytes) of each entry."""
+    out = {}
+    for e in zip_entries(path):
+        with open(path, "rb") as f:
+            f.seek(e["data_offset"])
+            out[e["name"]] = (e["header_offset"], e["data_offset"], f.read(e["compressed_size"]))
+    return out
+
+
+def group_meta(ctx):
+    """meta shows and edits producer, producer_version, doc_string, metadata_props: an archive
+    in place (tensor entries keep their local header offsets and bytes; unzip/7z/zipfile
+    accept it; python3-onnx sees the edit), a .onnx rewritten; repeated edits work."""
+    if onnx is None:
+        return SKIP
+    sample = ctx.sample
+    src = onnx.load(sample)
+    arc = ctx.path("mlp.onnxz")
+    ctx.expect_exit(["convert", sample, arc], 0, "convert the sample to .onnxz")
+    for argv, what in [(["meta"], "meta without FILE"),
+                       (["meta", "--set", "novalue", arc], "--set without ="),
+                       (["meta", "--set", "=v", arc], "--set with an empty key"),
+                       (["meta", "--unset", "", arc], "--unset ''"),
+                       (["meta", "--bogus", arc], "unknown meta option")]:
+        ctx.expect_usage(argv, what)
+
+    def props(m):
+        return [(p.key, p.value) for p in m.metadata_props]
+
+    def expect_json(path, model, what):
+        rc, out, err = ctx.expect_exit(["meta", "--json", path], 0, what)
+        if rc:
+            return
+        got = json.loads(out)
+        ctx.equal(got["producer_name"], model.producer_name if model.HasField("producer_name") else None, f"{what}: producer_name")
+        ctx.equal(got["producer_version"], model.producer_version if model.HasField("producer_version") else None, f"{what}: producer_version")
+        ctx.equal(got["doc_string"], model.doc_string if model.HasField("doc_string") else None, f"{what}: doc_string")
+        ctx.equal([(p["key"], p["value"]) for p in got["metadata_props"]], props(model), f"{what}: metadata_props")
+
+    expect_json(sample, src, "meta --json .onnx")
+    expect_json(arc, archive_model(arc), "meta --json .onnxz")
+    rc, out, _ = ctx.expect_exit(["meta", sample], 0, "meta .onnx (human)")
+    ctx.check(f"producer name     {src.producer_name}\n" in out and
+              all(f"  {k} = {v}\n" in out for k, v in props(src)), f"meta human output: {out!r}")
+
+    before = local_headers(arc)
+    size_before = os.path.getsize(arc)
+    graph_before = archive_model(arc).graph.SerializeToString()
+    rc, out, err = ctx.expect_exit(["meta", arc, "--producer", "edited-by-meta", "--producer-version", "9.9",
+                                    "--doc-string", "new doc \u00e9", "--set", "license=MIT",
+                                    "--set", "new.key=a=b", "--unset", "seed", "--unset", "absent"],
+                                   0, "meta edit .onnxz")
+    after = local_headers(arc)
+    for name, (hdr, data_off, data) in before.items():
+        if name == MODEL_ENTRY:
+            continue
+        ctx.check(name in after and after[name][:2] == (hdr, data_off) and after[name][2] == data,
+                  f"meta edit: entry {name} kept its local header offset and bytes")
+    ctx.equal(sorted(after), sorted(before), "meta edit: the same entries")
+    ctx.check(os.path.getsize(arc) < size_before + 4096, "meta edit: the archive did not grow by a copy")
+    want = onnx.ModelProto()
+    want.CopyFrom(src)
+    want.producer_name, want.producer_version, want.doc_string = "edited-by-meta", "9.9", "new doc \u00e9"
+    kv = [(k, ("MIT" if k == "license" else v)) for k, v in props(src) if k != "seed"] + [("new.key", "a=b")]
+    del want.metadata_props[:]
+    for k, v in kv:
+        want.metadata_props.add(key=k, value=v)
+    got = archive_model(arc)
+    ctx.equal((got.producer_name, got.producer_version, got.doc_string, props(got)),
+              (want.producer_name, want.producer_version, want.doc_string, kv), "python3-onnx sees the edit")
+    ctx.check(got.graph.SerializeToString() == graph_before, "meta edit: the graph is unchanged")
+    expect_json(arc, want, "meta --json after the edit")
+    zip_clients(ctx, arc, 64, "after meta")
+    ctx.expect_exit(["verify", arc], 0, "verify after meta")
+    back = ctx.path("back.onnx")
+    ctx.expect_exit(["convert", arc, back], 0, "convert the edited archive")
+    if os.path.exists(back):
+        same_tensors(ctx, src, back, "edited archive")
+        b = onnx.load(back)
+        ctx.equal((b.producer_name, props(b)), (want.producer_name, kv), "converted back: metadata")
+    # A second edit works too, and -q prints nothing.
+    rc, out, _ = ctx.expect_exit(["-q", "meta", arc, "--set", "second=2", "--producer", "again"], 0, "second edit")
+    ctx.equal(out, "", "meta -q edit prints nothing")
+    got = archive_model(arc)
+    ctx.equal((got.producer_name, props(got)), ("again", kv + [("second", "2")]), "second edit seen")
+    after2 = local_headers(arc)
+    ctx.check(all(after2[n] == before[n] for n in before if n != MODEL_ENTRY), "second edit: tensor entries unchanged")
+    zip_clients(ctx, arc, 64, "after a second meta edit")
+    ctx.check(not os.path.exists(arc + "-journal"), "no journal left behind")
+
+    # .onnx: rewritten, the rest of the model unchanged.
+    m = ctx.path("m.onnx")
+    shutil.copyfile(sample, m)
+    ctx.expect_exit(["meta", m, "--set", "k=v", "--doc-string", "d"], 0, "meta edit .onnx")
+    got = onnx.load(m)
+    w2 = onnx.ModelProto()
+    w2.CopyFrom(src)
+    w2.doc_string = "d"
+    w2.metadata_props.add(key="k", value="v")
+    ctx.check(got == w2, "meta .onnx: python3-onnx sees exactly the edit")
+    checker_passes(ctx, m, "meta .onnx")
+    # .onnx with external data: references kept, data file untouched.
+    two = ctx.path("two.onnx")
+    ctx.expect_exit(["convert", sample, two, "--external-data", "two.data"], 0, "two-file model")
+    data_before = read(ctx.path("two.data"))
+    ctx.expect_exit(["meta", two, "--producer", "x"], 0, "meta on a two-file model")
+    ctx.equal(read(ctx.path("two.data")), data_before, "data file untouched")
+    ctx.equal(onnx.load(two).producer_name, "x", "two-file model edited")
+    same_tensors(ctx, src, two, "two-file model after meta")
+    # Encrypted and missing files: one error line.
+    ctx.expect_error(["meta", ctx.path("missing")], ctx.path("missing"), "meta missing file")
+    fake = ctx.path("fake.enc")
+    write(fake, b"ONNXZEC1" + bytes(100))
+    ctx.expect_error(["meta", fake, "--producer", "x"], fake, "meta on an encrypted file", message="encrypted")
+    return None
+
+
+# ---- stub -----------------------------------------------------------------------------
+
+def group_stub(ctx):
+    """stub writes a .onnx whose external tensors point into the archive (location = its name,
+    offset = the entry's data offset from the local header, length = its size): python3-onnx
+    loads the source model's tensors from it and the checker passes; refusals."""
+    if onnx is None:
+        return SKIP
+    sample = ctx.sample
+    src = onnx.load(sample)
+    d = ctx.path("models")
+    os.makedirs(d)
+    arc = os.path.join(d, "mlp.onnxz")
+    ctx.expect_exit(["convert", sample, arc], 0, "convert the sample to .onnxz")
+    out = os.path.join(d, "mlp.onnx")
+    rc, text, err = ctx.expect_exit(["stub", arc, out], 0, "stub")
+    ctx.check(re.match(rf"^{re.escape(out)} \(\d+ bytes\): \d+ tensors, \d+ bytes, in mlp.onnxz\n$", text) is not None,
+              f"stub summary line {text!r}")
+    if rc == 0:
+        ctx.check(os.path.getsize(out) < 16384, "the stub is small")
+        entries = {e["name"]: e for e in zip_entries(arc)}
+        refs = external_refs(out)
+        ctx.check(len(refs) > 0, "stub: some external tensors")
+        for name, kv, _keys in refs:
+            amodel = archive_model(arc)
+            loc = {t.name: {e.key: e.value for e in t.external_data}["location"]
+                   for t in walk_messages(amodel, "onnx.TensorProto") if is_external(t)}
+            e = entries.get(loc.get(name))
+            if not ctx.check(e is not None, f"stub: tensor {name} had an entry"):
+                continue
+            ctx.equal((kv.get("location"), int(kv.get("offset", -1)), int(kv.get("length", -1))),
+                      ("mlp.onnxz", e["data_offset"], e["size"]), f"stub: {name}'s reference")
+        same_tensors(ctx, src, out, "stub")
+        checker_passes(ctx, out, "stub")
+        # Run from elsewhere with a relative path: the location is still the file name.
+        rel = ctx.path("rel.onnx")
+        ctx.expect_error(["stub", arc, rel], rel, "stub in another directory", message="same directory")
+        ctx.check(not os.path.exists(rel), "refused stub not written")
+        rc, _, _ = ctx.run("stub", "mlp.onnxz", "rel.onnx", cwd=d)
+        ctx.equal(rc, 0, "stub with relative names")
+        same_tensors(ctx, src, os.path.join(d, "rel.onnx"), "stub with relative names")
+        # The archive is unchanged, and still valid after a meta edit the stub survives.
+        ctx.expect_exit(["meta", arc, "--set", "k=v"], 0, "meta after stub")
+        same_tensors(ctx, src, out, "stub after meta edit of the archive")
+    ctx.expect_error(["stub", arc, out], out, "stub onto an existing file", message="exists")
+    ctx.expect_exit(["stub", "-f", arc, out], 0, "stub -f")
+    # A deflated tensor entry cannot be referenced.
+    deflated = os.path.join(d, "deflated.onnxz")
+    rezip(arc, deflated, tensor_method=zipfile.ZIP_DEFLATED)
+    dout = os.path.join(d, "deflated.onnx")
+    ctx.expect_error(["stub", deflated, dout], deflated, "stub of a deflated archive", message="deflated")
+    ctx.check(not os.path.exists(dout), "refused stub not written")
+    ctx.expect_error(["stub", sample, os.path.join(os.path.dirname(sample), "x.onnx")], sample,
+                     "stub of a .onnx", message="not an .onnxz archive")
+    ctx.expect_usage(["stub", arc], "stub without OUT")
+    return None
+
+
 GROUPS = {
     "usage": group_usage,
     "help": group_help,
@@ -1534,6 +2071,10 @@ GROUPS = {
     "unpack": group_unpack,
     "info_archive": group_info_archive,
     "bench": group_bench,
+    "crypt": group_crypt,
+    "crypt_input": group_crypt_input,
+    "meta": group_meta,
+    "stub": group_stub,
 }
 
 

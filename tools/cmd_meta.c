@@ -1,0 +1,318 @@
+/*
+ * tools/cmd_meta.c - `onnxz meta FILE [edits]`: show or edit a model's producer,
+ * producer_version, doc_string and metadata_props.
+ *
+ * An .onnxz archive is edited in place (oz_archive_replace_model, spec/onnxz.md A-50..):
+ * only __MODEL_PROTO and the central directory are rewritten, the tensor entries neither
+ * move nor change. A .onnx file is rewritten whole, atomically (temporary file + rename),
+ * its external data references kept as they are.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <onnxz/archive.h>
+
+#include "cli.h"
+#include "json.h"
+
+enum {
+    META_OPT_PRODUCER = 0,
+    META_OPT_PRODUCER_VERSION,
+    META_OPT_DOC_STRING,
+    META_OPT_SET,
+    META_OPT_UNSET,
+    META_OPT_JSON
+};
+
+static const cli_option meta_options[] = {
+    {'\0', "producer", true},
+    {'\0', "producer-version", true},
+    {'\0', "doc-string", true},
+    {'\0', "set", true},
+    {'\0', "unset", true},
+    {'\0', "json", false},
+    {'\0', NULL, false},
+};
+
+static const char *const meta_arg_names[] = {"FILE"};
+
+static int str_eq(const oc_str *s, const char *c, size_t n)
+{
+    return s->size == n && (n == 0 || memcmp(s->data, c, n) == 0);
+}
+
+/* Checks every edit before anything is loaded: KEY=VALUE with a non-empty KEY. */
+static int check_edits(const cli_args *args, int *nedits)
+{
+    *nedits = 0;
+    for (int i = 0; i < args->noccurrences; i++) {
+        int opt = args->occurrence[i].option;
+        const char *v = args->occurrence[i].value;
+        if (opt == META_OPT_SET) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v)
+                return cli_usage_error("meta", "--set '%s': give KEY=VALUE with a non-empty KEY", v);
+        } else if (opt == META_OPT_UNSET && v[0] == '\0') {
+            return cli_usage_error("meta", "--unset needs a non-empty KEY");
+        }
+        (*nedits)++;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Removes every metadata_props entry with this key; returns how many went. */
+static uint64_t remove_key(onnx_ModelProto *m, const char *key, size_t klen)
+{
+    uint64_t kept = 0, n = m->metadata_props.count;
+    for (uint64_t i = 0; i < n; i++) {
+        onnx_StringStringEntryProto *e = m->metadata_props.items[i];
+        if (e && str_eq(&e->key, key, klen)) continue;
+        m->metadata_props.items[kept++] = e;
+    }
+    m->metadata_props.count = kept;
+    return n - kept;
+}
+
+static oc_status set_key(oc_arena *arena, onnx_ModelProto *m, const char *kv, oc_error *err)
+{
+    const char *eq = strchr(kv, '=');
+    size_t klen = (size_t)(eq - kv);
+    onnx_StringStringEntryProto *e = NULL;
+    char *key;
+    oc_status st;
+    /* The first entry with the key gets the value; later duplicates go. */
+    for (uint64_t i = 0; i < m->metadata_props.count; i++) {
+        onnx_StringStringEntryProto *x = m->metadata_props.items[i];
+        if (x && str_eq(&x->key, kv, klen)) {
+            e = x;
+            break;
+        }
+    }
+    key = malloc(klen + 1);
+    if (!key) return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    memcpy(key, kv, klen);
+    key[klen] = '\0';
+    if (!e) {
+        e = OC_ADD(arena, StringStringEntryProto, m->metadata_props);
+        if (!e) {
+            free(key);
+            return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        }
+        st = oc_str_set_cstr(arena, &e->key, key);
+        if (st == OC_OK) OC_SET_HAS(StringStringEntryProto, e, key);
+    } else {
+        /* Keep e, drop the others with the same key. */
+        uint64_t kept = 0;
+        for (uint64_t i = 0; i < m->metadata_props.count; i++) {
+            onnx_StringStringEntryProto *x = m->metadata_props.items[i];
+            if (x != e && x && str_eq(&x->key, kv, klen)) continue;
+            m->metadata_props.items[kept++] = x;
+        }
+        m->metadata_props.count = kept;
+        st = OC_OK;
+    }
+    free(key);
+    if (st == OC_OK) st = oc_str_set_cstr(arena, &e->value, eq + 1);
+    if (st == OC_OK) OC_SET_HAS(StringStringEntryProto, e, value);
+    if (st != OC_OK) return oc_error_set(err, st, OC_NO_OFFSET, "out of memory");
+    return OC_OK;
+}
+
+static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *err)
+{
+    onnx_ModelProto *m = oc_model_proto(model);
+    oc_arena *arena = oc_model_arena(model);
+    oc_status st = OC_OK;
+    for (int i = 0; i < args->noccurrences && st == OC_OK; i++) {
+        const char *v = args->occurrence[i].value;
+        switch (args->occurrence[i].option) {
+        case META_OPT_PRODUCER:
+            st = oc_str_set_cstr(arena, &m->producer_name, v);
+            OC_SET_HAS(ModelProto, m, producer_name);
+            break;
+        case META_OPT_PRODUCER_VERSION:
+            st = oc_str_set_cstr(arena, &m->producer_version, v);
+            OC_SET_HAS(ModelProto, m, producer_version);
+            break;
+        case META_OPT_DOC_STRING:
+            st = oc_str_set_cstr(arena, &m->doc_string, v);
+            OC_SET_HAS(ModelProto, m, doc_string);
+            break;
+        case META_OPT_SET:
+            st = set_key(arena, m, v, err);
+            if (st != OC_OK) return st;
+            break;
+        case META_OPT_UNSET:
+            remove_key(m, v, strlen(v));
+            break;
+        default: break;
+        }
+        if (st != OC_OK) return oc_error_set(err, st, OC_NO_OFFSET, "out of memory");
+    }
+    return st;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static void human_field(FILE *out, const char *key, int has, const oc_str *v)
+{
+    fprintf(out, "%-18s", key);
+    if (has) cli_put_text(out, v->data, v->size);
+    else fputs("-", out);
+    fputc('\n', out);
+}
+
+static void print_human(FILE *out, const onnx_ModelProto *m)
+{
+    human_field(out, "producer name", OC_HAS(ModelProto, m, producer_name), &m->producer_name);
+    human_field(out, "producer version", OC_HAS(ModelProto, m, producer_version),
+                &m->producer_version);
+    human_field(out, "doc_string", OC_HAS(ModelProto, m, doc_string), &m->doc_string);
+    fprintf(out, "%-18s%" PRIu64 "\n", "metadata_props", m->metadata_props.count);
+    for (uint64_t i = 0; i < m->metadata_props.count; i++) {
+        const onnx_StringStringEntryProto *e = m->metadata_props.items[i];
+        fputs("  ", out);
+        cli_put_text(out, e->key.data, e->key.size);
+        fputs(" = ", out);
+        cli_put_text(out, e->value.data, e->value.size);
+        fputc('\n', out);
+    }
+}
+
+static void json_field(FILE *out, const char *key, int has, const oc_str *v)
+{
+    fprintf(out, ", \"%s\": ", key);
+    if (has) json_put_string(out, v->data, v->size);
+    else fputs("null", out);
+}
+
+static void print_json(FILE *out, const char *path, cli_form form, const onnx_ModelProto *m)
+{
+    fputs("{\"file\": ", out);
+    json_put_cstring(out, path);
+    fprintf(out, ", \"format\": \"%s\"", form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");
+    json_field(out, "producer_name", OC_HAS(ModelProto, m, producer_name), &m->producer_name);
+    json_field(out, "producer_version", OC_HAS(ModelProto, m, producer_version),
+               &m->producer_version);
+    json_field(out, "doc_string", OC_HAS(ModelProto, m, doc_string), &m->doc_string);
+    fputs(", \"metadata_props\": [", out);
+    for (uint64_t i = 0; i < m->metadata_props.count; i++) {
+        const onnx_StringStringEntryProto *e = m->metadata_props.items[i];
+        fputs(i ? ", {\"key\": " : "{\"key\": ", out);
+        json_put_string(out, e->key.data, e->key.size);
+        fputs(", \"value\": ", out);
+        json_put_string(out, e->value.data, e->value.size);
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+}
+
+/* ---- the command ------------------------------------------------------------------- */
+
+static int run_meta(const cli_args *args)
+{
+    const char *path = args->positional[0];
+    cli_form form = cli_input_form(path);
+    oc_crypt_format cf = OC_CRYPT_NONE;
+    oc_parse_options opts;
+    oc_model *model = NULL;
+    oz_archive *ar = NULL;
+    oc_error err;
+    oc_status st;
+    int nedits, rc = check_edits(args, &nedits);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_error_clear(&err);
+    if (form == CLI_FORM_ONNX) {
+        cf = cli_detect_crypt(path);
+        if (cf != OC_CRYPT_NONE)
+            return cli_fail_msg(path, "is encrypted (%s): decrypt it, edit, and encrypt it again",
+                                oc_crypt_format_name(cf));
+    }
+    oc_parse_options_init(&opts);
+    /* The tensors' bytes are not needed: entries and data files stay references. */
+    opts.skip_external_data = 1;
+    if (form == CLI_FORM_ONNXZ) {
+        /* Copies, not borrowed bytes: the edit rewrites the mapped model entry. */
+        opts.no_copy = 0;
+        st = oz_archive_open(path, NULL, &ar, &err);
+        if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
+        oz_archive_close(ar);
+    } else {
+        /* The new file is renamed over the old one; the mapping keeps the old bytes. */
+        opts.no_copy = 1;
+        st = oc_model_load_file(path, &opts, &model, &err);
+    }
+    if (st != OC_OK) return cli_fail(path, &err);
+    if (nedits) {
+        double start = cli_now_ms();
+        st = apply_edits(args, model, &err);
+        if (st == OC_OK && form == CLI_FORM_ONNXZ) {
+            st = oz_archive_replace_model(path, &onnx_ModelProto_desc, oc_model_proto(model),
+                                          NULL, &err);
+        } else if (st == OC_OK) {
+            oc_serialize_options so;
+            oc_serialize_options_init(&so);
+            so.overwrite = 1;
+            st = oc_model_save_file(model, path, &so, &err);
+        }
+        if (st != OC_OK) {
+            oc_model_free(model);
+            return cli_fail(path, &err);
+        }
+        cli_note(args->verbosity, CLI_VERBOSE, "%s %s in %.1f ms",
+                 form == CLI_FORM_ONNXZ ? "edited the archive in place:" : "rewrote", path,
+                 cli_now_ms() - start);
+    }
+    if (args->seen[META_OPT_JSON]) print_json(stdout, path, form, oc_model_proto(model));
+    else if (args->verbosity >= CLI_NORMAL || !nedits) print_human(stdout, oc_model_proto(model));
+    oc_model_free(model);
+    return CLI_EXIT_OK;
+}
+
+static const char meta_help[] =
+    "Show a model's producer name and version, doc_string and metadata_props, or edit\n"
+    "them. FILE is a .onnx file or an .onnxz archive, told apart by content.\n"
+    "\n"
+    "With no edit options, prints the fields. With edits, applies them in the order\n"
+    "given and prints the fields as they are now (nothing with -q):\n"
+    "  an .onnxz archive is edited IN PLACE: only the model entry and the central\n"
+    "    directory are rewritten; the tensor entries keep their offsets and bytes, so\n"
+    "    even a huge archive costs almost nothing (spec/onnxz.md A-50..A-59). It must\n"
+    "    not be open (mapped) by another process meanwhile (A-57).\n"
+    "  a .onnx file is written anew beside itself and renamed over the old one (its\n"
+    "    external data files are not touched; their references are kept).\n"
+    "Encrypted files are refused: decrypt, edit, encrypt again.\n"
+    "\n"
+    "Options:\n"
+    "      --producer NAME          set producer_name\n"
+    "      --producer-version V     set producer_version\n"
+    "      --doc-string S           set the model's doc_string\n"
+    "      --set KEY=VALUE          set a metadata_props entry (replaces the value of an\n"
+    "                               existing KEY; repeatable)\n"
+    "      --unset KEY              remove the metadata_props entries of KEY (repeatable;\n"
+    "                               an absent KEY is no error)\n"
+    "      --json                   print one JSON object: file, format, producer_name,\n"
+    "                               producer_version, doc_string (null when absent),\n"
+    "                               metadata_props [{key, value}]\n"
+    "  -q, --quiet                  print nothing after an edit\n"
+    "  -v, --verbose                also print the time taken to stderr\n"
+    "  -h, --help                   show this help\n"
+    "\n"
+    "Examples:\n"
+    "  onnxz meta model.onnxz\n"
+    "  onnxz meta model.onnxz --producer my-exporter --producer-version 2.1\n"
+    "  onnxz meta model.onnx --set license=MIT --set author=me --unset draft\n"
+    "  onnxz meta --json model.onnxz | jq .metadata_props\n";
+
+const cli_command cmd_meta = {
+    "meta",
+    "show or edit producer, doc_string and metadata_props (archives in place)",
+    "onnxz meta [options] FILE",
+    meta_help,
+    meta_options,
+    meta_arg_names,
+    1,
+    1,
+    run_meta,
+};
