@@ -281,8 +281,9 @@ static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint
     if (!same) {
         char name[128];
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum mismatch (stored %.40s, computed %s)",
-                        tensor_name(t, name, sizeof name), want->size ? want->data : "", got);
+                        "tensor '%s': external data checksum mismatch (stored %.*s, computed %s)",
+                        tensor_name(t, name, sizeof name), want->size > 40 ? 40 : (int)want->size,
+                        want->data, got); /* the stored value is counted, not NUL-terminated */
     }
     return OC_OK;
 }
