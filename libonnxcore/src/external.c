@@ -89,6 +89,9 @@ static const char *location_problem(const oc_str *loc) {
         p = slash ? slash + 1 : end;
     }
     if (loc->data[loc->size - 1] == '/') return "names a directory";
+    /* the last component "." names the directory it is in (".", "sub/.") */
+    if (loc->data[loc->size - 1] == '.' && (loc->size == 1 || loc->data[loc->size - 2] == '/'))
+        return "names a directory";
     return NULL;
 }
 
@@ -119,7 +122,18 @@ static int open_beneath(int dirfd, const char *rel) {
         }
         fd = openat(cur, comp, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                                     : (flags | O_NOFOLLOW));
-        if (cur != dirfd) close(cur);
+        if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+            /* O_DIRECTORY|O_NOFOLLOW on a symlink gives ENOTDIR: say what it really is */
+            struct stat lst;
+            int e = errno;
+            errno = fstatat(cur, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)
+                        ? ELOOP : e;
+        }
+        if (cur != dirfd) {
+            int e = errno;
+            close(cur);
+            errno = e;
+        }
         if (fd < 0) {
             cur = dirfd;
             break;
@@ -255,7 +269,7 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
     memset(df, 0, sizeof *df);
     /* The key is kept NUL-free for messages; a location with a NUL never matches it, and
      * resolvers refuse such locations. */
-    df->key = strndup(loc->data, (size_t)loc->size);
+    df->key = loc->size ? strndup(loc->data, (size_t)loc->size) : strdup(""); /* data may be NULL */
     if (!df->key) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status s = l->resolve(l->resolve_ctx, t, loc, &df->map, l->err);
     if (s != OC_OK) {

@@ -126,7 +126,13 @@ static oc_status stream_msg(sctx *s, const oc_msgdesc *d, void *msg, uint64_t po
         OC_FORWARD(sread(s, pos, h, n));
         uint64_t next = 0, num = 0, len = 0, hdr = 0;
         uint32_t wt = 0;
-        OC_FORWARD(field_end(s, h, n, pos, end, &next, &wt, &num, &len, &hdr));
+        oc_status bad = field_end(s, h, n, pos, end, &next, &wt, &num, &len, &hdr);
+        if (bad != OC_OK) {
+            /* The fields before this one come first in the file: a fault among them is the
+             * one to report, as the mapped decoder would. */
+            OC_FORWARD(flush_run(s, d, msg, run, pos, depth));
+            return bad;
+        }
         const oc_field *f = wt == 2 ? oc__find_field(d, num) : NULL;
         int big_msg = f && f->type == OC_FT_MSG && len >= OC_STREAM_BIG;
         int big_span = f && f->type == OC_FT_SPAN && len >= OC_STREAM_BIG;

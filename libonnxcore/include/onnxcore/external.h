@@ -26,9 +26,12 @@ extern "C" {
  * external_data entries are gone and data_location is unset: the tensor is back in the form
  * it had before a writer moved its bytes out (spec E-16). Uses opts->no_copy (share one
  * mapping per data file), location, verify_checksums, buffer.alignment and num_threads.
- * Errors name the tensor: OC_ERR_UNSAFE_PATH, OC_ERR_NOT_FOUND, OC_ERR_MALFORMED (a bad
- * offset or length), OC_ERR_TRUNCATED (data past the end of its file), OC_ERR_CHECKSUM,
- * OC_ERR_UNSUPPORTED (no OpenSSL for checksums). On error the model is unchanged. */
+ * Errors name the tensor: OC_ERR_UNSAFE_PATH, OC_ERR_NOT_FOUND, OC_ERR_IO (the file cannot
+ * be opened or read, e.g. a name too long), OC_ERR_MALFORMED (a bad offset or length),
+ * OC_ERR_TRUNCATED (data past the end of its file), OC_ERR_INCONSISTENT (misaligned with
+ * no_copy, E-14), OC_ERR_CHECKSUM, OC_ERR_UNSUPPORTED (no OpenSSL for checksums),
+ * OC_ERR_INVALID_ARG (an alignment that is not a power of two). On error the model is
+ * unchanged. */
 oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err);
 
