@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh - builds and runs the whole test suite on a fresh Debian 12 machine:
-#   1. a release build and every test, including those labelled `large`;
+#   1. a Release build (what demo.sh builds) and every test, including the `large` ones;
 #   2. an ASan+UBSan build and every test but the `large` ones;
 #   3. a build without OpenSSL (-DONNXZ_WITH_OPENSSL=OFF) and every test but the `large`
 #      ones: everything else works, crypto and checksums fail with a clear error.
@@ -24,7 +24,7 @@ run_suite() { # dir, extra cmake args..., then ctest args after --
 large=()
 [ "${ONNXZ_SKIP_LARGE:-0}" = 1 ] && large=(-LE large)
 echo "== release build: all tests"
-run_suite "$root/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "${large[@]}"
+run_suite "$root/build-test" -DCMAKE_BUILD_TYPE=Release -- "${large[@]}"
 
 if [ "${ONNXZ_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== ASan+UBSan build: all tests but the large ones"

@@ -594,7 +594,7 @@ static oc_status zec1_chunks(zec1_reader *z, source *s, const uint8_t *h, oc_wri
                              void *write_ctx, oc_error *err) {
     const uint32_t cs = z->chunk_size;
     for (uint64_t i = 0;; i++) {
-        uint64_t at = s->offset, got;
+        uint64_t at = s->offset, got = 0;
         uint8_t *frame = z->in, *ct = z->in + OC_CRYPT_ZEC1_FRAME_SIZE;
         OC_FORWARD(source_fill(s, frame, OC_CRYPT_ZEC1_FRAME_SIZE, &got, err));
         if (got == 0) {
@@ -701,7 +701,7 @@ static oc_status zec1_decrypt(source *s, const uint8_t magic[OC_CRYPT_MAGIC_LEN]
 
 static oc_status cry1_stream(EVP_CIPHER_CTX *c, source *s, uint8_t *in, uint8_t *out,
                              oc_write_fn write, void *write_ctx, oc_error *err) {
-    uint64_t total = 0, got;
+    uint64_t total = 0, got = 0;
     int len = 0;
     for (;;) {
         OC_FORWARD(source_fill(s, in, PIECE_SIZE, &got, err));
@@ -762,7 +762,7 @@ static oc_status decrypt_source(source *s, oc_write_fn write, void *write_ctx, c
                        (int)want);
     OC_FORWARD(check_key(key, key_len, err));
     uint8_t magic[OC_CRYPT_MAGIC_LEN];
-    uint64_t got;
+    uint64_t got = 0;
     OC_FORWARD(source_fill(s, magic, sizeof magic, &got, err));
     oc_crypt_format f = oc_crypt_detect(magic, got);
     if (f == OC_CRYPT_NONE) {
@@ -861,7 +861,7 @@ oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *k
     *out_size = 0;
     OC_FORWARD(require_crypto(err));
     resolved r;
-    uint64_t total;
+    uint64_t total = 0;
     OC_FORWARD(resolve_options(opts, &r, err));
     OC_FORWARD(check_key(key, key_len, err));
     OC_FORWARD(encrypted_size(size, &r, &total, err));
@@ -1046,7 +1046,7 @@ oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, siz
     *out_size = 0;
     OC_FORWARD(require_crypto(err));
     resolved r;
-    uint64_t plain, total;
+    uint64_t plain = 0, total = 0;
     OC_FORWARD(resolve_options(copts, &r, err));
     OC_FORWARD(check_key(key, key_len, err));
     const onnx_ModelProto *proto = oc_model_proto_const(model);

@@ -165,7 +165,7 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
     uint64_t tail_len = r->size < OZ_ZIP_EOCD_SEARCH ? r->size : OZ_ZIP_EOCD_SEARCH;
     uint64_t tail_off = r->size - tail_len;
     uint8_t *tmp = NULL;
-    const uint8_t *tail;
+    const uint8_t *tail = NULL;
     oc_status st = src_view(r, tail_off, tail_len, &tmp, &tail, err);
     if (st != OC_OK) {
         free(tmp);
@@ -466,7 +466,7 @@ static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_erro
                        "the local header of '%s' runs past the end of the file (Z-73)", q);
     OZ_RETURN_ERROR_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at,
                        "the local header of '%s' overlaps the central directory (Z-73)", q);
-    const uint8_t *v;
+    const uint8_t *v = NULL;
     OZ_FORWARD(src_view(r, var_at, var, tmp, &v, err));
     if (nlen != e->name_len || memcmp(v, r->names + e->name_off, nlen) != 0) {
         char lq[OZ_QUOTE_MAX];
@@ -586,7 +586,7 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     r->cd_size = end.cd_size;
 
     uint8_t *tmp = NULL;
-    const uint8_t *cd;
+    const uint8_t *cd = NULL;
     oc_status st = src_view(r, r->cd_off, r->cd_size, &tmp, &cd, err);
     if (st == OC_OK) st = parse_central(r, cd, err);
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++) st = check_local(r, &r->e[i], &tmp, err);
@@ -922,7 +922,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
                              oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
-    const rentry *e;
+    const rentry *e = NULL;
     OZ_FORWARD(readable(r, index, &e, err));
     if (e->method == OZ_ZIP_STORED) {
         if (r->fd < 0) {
@@ -975,7 +975,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
 }
 
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
-    const rentry *e;
+    const rentry *e = NULL;
     OZ_FORWARD(readable(r, index, &e, err));
     uint32_t crc = 0;
     if (e->method == OZ_ZIP_STORED) {

@@ -357,7 +357,7 @@ static void commit_entry(oz_zip_writer *w, const wentry *e, const char *name, ui
 /* Writes header and data of a complete entry, then records it. */
 static oc_status emit(oz_zip_writer *w, wentry *e, const char *name, uint64_t hash,
                       const void *data, oc_error *err) {
-    size_t hlen;
+    size_t hlen = 0;
     OZ_FORWARD(build_local(w, e, name, &hlen, err));
     oc_status st = oc_atomic_write(&w->af, w->hdr, hlen, err);
     if (st == OC_OK && e->csize) st = oc_atomic_write(&w->af, data, e->csize, err);
@@ -461,7 +461,7 @@ oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
     e.method = OZ_ZIP_STORED;
     e.crc = 0; /* patched by end */
     e.csize = e.usize = size;
-    size_t hlen;
+    size_t hlen = 0;
     OZ_FORWARD(build_local(w, &e, name, &hlen, err));
     oc_status st = oc_atomic_write(&w->af, w->hdr, hlen, err);
     if (st != OC_OK) return poison(w, st);
