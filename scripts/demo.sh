@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # demo.sh - the main job on a fresh Debian 12 machine: install what is missing, build,
-# then take the bundled sample model through the tool.
+# then pack the bundled sample model into an .onnxz archive and show it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh" build
@@ -10,6 +10,9 @@ out="$root/out"
 mkdir -p "$out"
 onnxz="$root/build/tools/onnxz"
 set -x
-"$onnxz" convert -f "$root/samples/mlp.onnx" "$out/mlp.onnx"
-cmp "$root/samples/mlp.onnx" "$out/mlp.onnx"
-"$onnxz" info "$out/mlp.onnx"
+"$onnxz" convert -f "$root/samples/mlp.onnx" "$out/mlp.onnxz"   # pack: tensors 64-byte aligned
+"$onnxz" ls "$out/mlp.onnxz"                                      # entries, offsets, alignment
+"$onnxz" verify "$out/mlp.onnxz"                                  # every check, CRCs included
+"$onnxz" info "$out/mlp.onnxz"
+"$onnxz" convert -f "$out/mlp.onnxz" "$out/mlp.onnx"             # and back
+cmp "$root/samples/mlp.onnx" "$out/mlp.onnx"                     # the very same bytes
