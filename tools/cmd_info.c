@@ -133,6 +133,15 @@ static void human_tensors(FILE *out, const model_stats *s, int archive)
     if (s->external_unknown_length)
         fprintf(out, ", %" PRIu64 " without a length", s->external_unknown_length);
     fputc('\n', out);
+    if (s->external_other_keys) { /* keys kept and never acted on (spec E-3) */
+        put_key(out, "  other keys");
+        fprintf(out, "%" PRIu64 " entries onnxz does not act on:", s->external_other_keys);
+        for (unsigned i = 0; i < s->n_other_key_names; i++) {
+            fputs(i ? ", " : " ", out);
+            cli_put_text(out, s->other_key_names[i].data, s->other_key_names[i].size);
+        }
+        fputc('\n', out);
+    }
     /* An archive's locations are its entries, as many as its tensors: `ls` lists them. */
     for (uint64_t i = 0; !archive && i < s->nlocations; i++) {
         const external_location *loc = &s->locations[i];

@@ -3,6 +3,8 @@
  */
 #include "model_stats.h"
 
+#include <onnxcore/external.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +212,18 @@ static int parse_length(oc_str s, uint64_t *out)
     return 1;
 }
 
+/* Counts an external_data key onnxz does not act on and remembers a few distinct names. */
+static void note_other_key(model_stats *st, const oc_str *key)
+{
+    st->external_other_keys++;
+    for (unsigned i = 0; i < st->n_other_key_names; i++)
+        if (st->other_key_names[i].size == key->size &&
+            (key->size == 0 || memcmp(st->other_key_names[i].data, key->data, (size_t)key->size) == 0))
+            return;
+    if (st->n_other_key_names < sizeof st->other_key_names / sizeof st->other_key_names[0])
+        st->other_key_names[st->n_other_key_names++] = *key;
+}
+
 static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t)
 {
     static const char empty[] = "";
@@ -221,6 +235,7 @@ static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t)
         if (!kv) continue;
         if (oc_str_eq(kv->key, "location")) location = kv->value;
         else if (oc_str_eq(kv->key, "length")) known = parse_length(kv->value, &length);
+        else if (!oc_external_key_is_known(&kv->key)) note_other_key(walk->stats, &kv->key);
     }
     if (!known) {
         walk->stats->external_unknown_length++;

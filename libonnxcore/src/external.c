@@ -37,6 +37,23 @@
 
 /* ---- reading keys ---- */
 
+static const char *const known_keys[] = {"location", "offset", "length", "checksum", "basepath"};
+
+int oc_external_key_is_known(const oc_str *key) {
+    for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++)
+        if (oc_str_eq(*key, known_keys[i])) return 1;
+    return 0;
+}
+
+/* Drops the entries this library manages, keeping the others in order (E-3). */
+static void drop_known_keys(onnx_TensorProto *t) {
+    uint64_t kept = 0;
+    for (uint64_t i = 0; i < t->external_data.count; i++)
+        if (!oc_external_key_is_known(&t->external_data.items[i]->key))
+            t->external_data.items[kept++] = t->external_data.items[i];
+    t->external_data.count = kept;
+}
+
 int oc_tensor_is_external(const onnx_TensorProto *t) {
     return OC_HAS(TensorProto, t, data_location) && t->data_location == 1;
 }
@@ -398,7 +415,7 @@ static oc_status attach_all(loader *l) {
          * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
         t->data_location = 0;
         OC_CLEAR_HAS(TensorProto, t, data_location);
-        t->external_data.count = 0;
+        drop_known_keys(t); /* keys we do not define stay, never acted on (E-3) */
     }
     free(buffers);
     oc_arena_free(scratch);
@@ -474,13 +491,6 @@ typedef struct externalizer {
     oc_error *err;
 } externalizer;
 
-static const char *const managed_keys[] = {"location", "offset", "length", "checksum", "basepath"};
-
-static int is_managed_key(const oc_str *k) {
-    for (size_t i = 0; i < sizeof managed_keys / sizeof managed_keys[0]; i++)
-        if (oc_str_eq(*k, managed_keys[i])) return 1;
-    return 0;
-}
 
 static int add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const char *value) {
     onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
@@ -505,7 +515,7 @@ static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
     memset(&r->external_data, 0, sizeof r->external_data);
     for (uint64_t i = 0; i < t->external_data.count; i++) {
         const onnx_StringStringEntryProto *e = t->external_data.items[i];
-        if (is_managed_key(&e->key)) continue;
+        if (oc_external_key_is_known(&e->key)) continue;
         void **slot = oc_array_push(a, &r->external_data, sizeof(void *));
         if (!slot) return OC_ERR_NOMEM;
         memcpy(slot, &e, sizeof e);

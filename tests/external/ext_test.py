@@ -270,6 +270,10 @@ hostile("checksum_good", [L("good.bin"), ("checksum", hashlib.sha1(payload).hexd
         "ok" if HAVE_OPENSSL else "unsupported", "--verify")
 hostile("basepath_ignored", [L("good.bin"), ("basepath", outside)], "ok")
 hostile("unknown_key_ignored", [L("good.bin"), ("mystery", "../../etc/passwd")], "ok")
+# E-3: the key we do not define survives the load and the re-save; the known ones do not
+kept = onnx.load(os.path.join(H, "unknown_key_ignored.out.onnx"), load_external_data=False).graph.initializer[0]
+check([(e.key, e.value) for e in kept.external_data] == [("mystery", "../../etc/passwd")]
+      and kept.HasField("raw_data"), f"E-3: external_data after load + save: {list(kept.external_data)}")
 hostile("last_key_wins", [L("../outside/secret.bin"), L("good.bin")], "ok")
 hostile("misaligned_no_copy", [L("good.bin"), ("offset", "4"), ("length", "64")], "inconsistent",
         "--no-copy", "--align", "64", fragment="aligned")

@@ -22,8 +22,7 @@ extern "C" {
 
 /* Loads the external data of every EXTERNAL tensor in msg from files under base_dir (a
  * directory the caller trusts; locations inside the model are not trusted). Afterwards
- * each such tensor holds its bytes in raw_data, data_location is DEFAULT and its
- * external_data entries are gone and data_location is unset: the tensor is back in the form
+ * each such tensor holds its bytes in raw_data: the tensor is back in the form
  * it had before a writer moved its bytes out (spec E-16). Uses opts->no_copy (share one
  * mapping per data file), location, verify_checksums, buffer.alignment and num_threads.
  * Errors name the tensor: OC_ERR_UNSAFE_PATH, OC_ERR_NOT_FOUND, OC_ERR_IO (the file cannot
@@ -73,6 +72,11 @@ typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tenso
 oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
                              oc_external_put_fn put, void *put_ctx, oc_write_fn write,
                              void *write_ctx, oc_error *err);
+
+/* True for the external_data keys this library defines and acts on: location, offset,
+ * length, checksum (and basepath, which it recognises and never acts on). Other keys
+ * are kept as they are and never acted on (spec E-3). */
+int oc_external_key_is_known(const oc_str *key);
 
 /* True when the tensor's data lives outside the model (data_location == EXTERNAL). */
 int oc_tensor_is_external(const onnx_TensorProto *tensor);
