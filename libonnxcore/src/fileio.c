@@ -155,13 +155,12 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
         if (af->fd >= 0 || errno != EEXIST) break;
     }
     if (af->fd < 0) {
-        int e = errno;
-        oc__fail_errno(err, e, "cannot create a temporary file in %s", dir);
+        oc_status st = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
         free(dir);
         free(af->tmp_path); /* nothing was created */
         af->tmp_path = NULL;
         oc_atomic_abort(af);
-        return e == ENOENT ? OC_ERR_NOT_FOUND : err ? err->code : OC_ERR_IO;
+        return st;
     }
     free(dir);
     return OC_OK;
