@@ -155,12 +155,12 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
         if (af->fd >= 0 || errno != EEXIST) break;
     }
     if (af->fd < 0) {
-        oc_status st = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
+        oc_status failed = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
         free(dir);
         free(af->tmp_path); /* nothing was created */
         af->tmp_path = NULL;
         oc_atomic_abort(af);
-        return st;
+        return failed;
     }
     free(dir);
     return OC_OK;
