@@ -8,7 +8,7 @@ what=${1:-build}
 pkgs=(cmake gcc make zlib1g-dev libssl-dev)
 if [ "$what" = test ]; then
   pkgs+=(g++ clang libclang-rt-14-dev python3 python3-onnx python3-numpy python3-protobuf protobuf-compiler
-         unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography)
+         unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography pkgconf)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# install_test.sh BUILD_DIR SOURCE_DIR WORK C_COMPILER - cmake --install into a fresh
+# prefix, then build a consumer against it four ways (CMake package shared and static,
+# pkg-config shared and static) and run each on the sample model.
+set -euo pipefail
+build=$1 src=$2 work=$3 cc=$4
+rm -rf "$work"
+mkdir -p "$work"
+prefix="$work/prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+model="$src/samples/mlp.onnx"
+fail=0
+run() { # name, executable, [env]
+  local name=$1 exe=$2
+  if out=$(LD_LIBRARY_PATH="${3:-}" "$exe" "$model" "$work/$name.onnxz" 2>&1); then
+    echo "ok   $name: $out"
+  else
+    echo "FAIL $name: $out"; fail=1
+  fi
+}
+for kind in shared static; do
+  flag=OFF; [ $kind = static ] && flag=ON
+  cmake -S "$src/tests/install/consumer" -B "$work/cmake-$kind" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_C_COMPILER="$cc" -DCONSUMER_STATIC=$flag >/dev/null
+  cmake --build "$work/cmake-$kind" >/dev/null
+  run "cmake-$kind" "$work/cmake-$kind/consumer"
+done
+# The shared consumer must really use the installed .so, the static one must not need it.
+ldd "$work/cmake-shared/consumer" | grep -q "$prefix/lib/libonnxz.so" || { echo "FAIL shared consumer does not load $prefix/lib/libonnxz.so"; fail=1; }
+! ldd "$work/cmake-static/consumer" | grep -q libonnx || { echo "FAIL static consumer needs a shared onnx library"; fail=1; }
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+"$cc" -o "$work/pc-shared" "$src/tests/install/consumer/main.c" $(pkg-config --cflags --libs onnxz)
+run pc-shared "$work/pc-shared" "$prefix/lib"
+# shellcheck disable=SC2046
+"$cc" -o "$work/pc-static" "$src/tests/install/consumer/main.c" $(pkg-config --cflags onnxz) \
+      -Wl,-Bstatic -lonnxz -lonnxcore -Wl,-Bdynamic -L"$prefix/lib" \
+      $(pkg-config --libs-only-other --libs-only-l --static onnxz | sed 's/-lonnxz//; s/-lonnxcore//g')
+run pc-static "$work/pc-static"
+exit $fail
