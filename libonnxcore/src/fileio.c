@@ -4,15 +4,19 @@
  * Saving never writes the target in place: data goes to a temporary file in the target's
  * directory (same filesystem, so the rename is atomic), which is fsynced and renamed over
  * the target, and then the directory is fsynced. A failure at any point leaves the previous
- * file as it was. Temporary files are named `.<target>.tmp-<random>` so they are
- * recognisable.
+ * file as it was. Temporary files are named `.<target>.tmp-<12 hex digits>` so they are
+ * recognisable, and their writer holds an flock on them while it lives: the next save of
+ * the same target removes those left by a writer that died (lockable, and older than a
+ * minute, which also covers the instant between a writer's create and its lock).
  */
 #define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -126,6 +130,40 @@ static uint64_t name_entropy(unsigned attempt) {
     return x;
 }
 
+#define OC_STALE_TEMP_AGE 60 /* seconds */
+
+/* Removes `.<base>.tmp-<12 hex>` files in dir that no living writer holds. Best effort. */
+static void remove_stale_temps(const char *dir, const char *base) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    size_t blen = strlen(base);
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        if (n[0] != '.' || strncmp(n + 1, base, blen) != 0 || strncmp(n + 1 + blen, ".tmp-", 5) != 0)
+            continue;
+        const char *hex = n + 1 + blen + 5;
+        int ok = strlen(hex) == 12;
+        for (int i = 0; ok && i < 12; i++)
+            ok = (hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f');
+        if (!ok) continue;
+        int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > OC_STALE_TEMP_AGE &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), n, 0); /* its writer is gone: nobody holds the lock */
+        close(fd);
+    }
+    closedir(d);
+}
+
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
@@ -153,6 +191,10 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
                  base, (unsigned long long)(name_entropy(attempt) & 0xffffffffffffull));
         af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (af->fd >= 0 || errno != EEXIST) break;
+    }
+    if (af->fd >= 0) {
+        flock(af->fd, LOCK_EX); /* held while we live: marks the file as in use */
+        remove_stale_temps(dir, base);
     }
     if (af->fd < 0) {
         oc_status failed = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
