@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "model_stats.h"
 #include "passphrase.h"
+#include "progress.h"
 
 enum {
     CONVERT_OPT_FORCE = 0,
@@ -295,7 +296,9 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity)
     oc_error err;
     oc_status st;
     double start = cli_now_ms();
+    cli_progress bar;
     oc_error_clear(&err);
+    cli_progress_init(&bar, verbosity);
     if (p->encrypt_out) {
         oc_serialize_options so;
         cli_key key;
@@ -311,6 +314,8 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity)
         ao.serialize.buffer.alignment = p->align;
         ao.serialize.buffer.raw_data_threshold = p->threshold;
         ao.deflate_model = p->deflate_model ? 1 : 0;
+        ao.serialize.progress = cli_progress_update;
+        ao.serialize.progress_ctx = &bar;
         st = oz_archive_save(model, p->out, &ao, &err);
     } else {
         oc_serialize_options so;
@@ -323,8 +328,11 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity)
             so.buffer.alignment = p->align;
             so.buffer.raw_data_threshold = p->threshold;
         }
+        so.progress = cli_progress_update;
+        so.progress_ctx = &bar;
         st = oc_model_save_file(model, p->out, &so, &err);
     }
+    cli_progress_end(&bar);
     if (st != OC_OK) return cli_fail(p->out, &err);
     cli_note(verbosity, CLI_VERBOSE, "wrote %s in %.1f ms", p->out, cli_now_ms() - start);
     return CLI_EXIT_OK;

@@ -121,8 +121,9 @@ static int make_parents(const char *dir, const char *path, size_t dir_len)
     return rc;
 }
 
-/* Writes bytes to path through a temporary file renamed into place. */
-static int write_file(const char *path, const uint8_t *data, uint64_t size)
+/* Writes bytes to path through a temporary file renamed into place; bytes shared from a
+ * mapping are dropped from memory as they are written (oc_bytes_write). */
+static int write_file(const char *path, const oc_bytes *bytes)
 {
     oc_atomic_file af;
     oc_error err;
@@ -130,7 +131,7 @@ static int write_file(const char *path, const uint8_t *data, uint64_t size)
     oc_error_clear(&err);
     st = oc_atomic_open(&af, path, 1, &err);
     if (st != OC_OK) return cli_fail(path, &err);
-    st = oc_atomic_write(&af, data, size, &err);
+    st = oc_bytes_write(bytes, oc_atomic_write, &af, &err);
     if (st == OC_OK) st = oc_atomic_commit(&af, &err);
     oc_atomic_abort(&af);
     return st == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
@@ -147,7 +148,7 @@ static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index
     memset(&bytes, 0, sizeof bytes);
     oc_error_clear(&err);
     if (oz_zip_reader_read(zip, index, &bytes, &err) != OC_OK) return cli_fail(archive, &err);
-    rc = write_file(path, bytes.data, bytes.size);
+    rc = write_file(path, &bytes);
     oc_bytes_release(&bytes);
     return rc;
 }

@@ -16,6 +16,7 @@ struct oc_owner {
     atomic_uint_fast64_t refs;
     void (*release)(void *ctx);
     void *ctx;
+    bool file_backed; /* the storage is a read-only file mapping (set once, before sharing) */
 };
 
 oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
@@ -24,7 +25,12 @@ oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
     atomic_init(&o->refs, 1);
     o->release = release;
     o->ctx = ctx;
+    o->file_backed = false;
     return o;
+}
+
+void oc__owner_set_file_backed(oc_owner *o) {
+    if (o) o->file_backed = true;
 }
 
 oc_owner *oc_owner_ref(oc_owner *o) {
@@ -43,6 +49,24 @@ void oc_owner_unref(oc_owner *o) {
 
 uint64_t oc_owner_refcount(const oc_owner *o) {
     return o ? (uint64_t)atomic_load_explicit(&((oc_owner *)o)->refs, memory_order_relaxed) : 0;
+}
+
+oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_error *err) {
+    const uint8_t *p = s->data;
+    uint64_t left = s->size;
+    bool drop = s->mode == OC_BYTES_SHARED && s->owner && s->owner->file_backed;
+    while (left) {
+        /* Pieces end on a chunk-aligned address, so every page but the span's first and
+         * last partial ones is dropped whole. */
+        uint64_t n = OC_BYTES_WRITE_CHUNK - ((uintptr_t)p & (OC_BYTES_WRITE_CHUNK - 1u));
+        if (n > left) n = left;
+        oc_status st = write(ctx, p, n, err);
+        if (st != OC_OK) return st;
+        if (drop) oc__file_pages_done(p, n);
+        p += n;
+        left -= n;
+    }
+    return OC_OK;
 }
 
 void *oc_bytes_alloc_buffer(uint64_t size) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "onnxcore/codec.h"
+#include "onnxcore/file.h"
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/schema.h"
@@ -26,6 +27,14 @@
 void oc_serialize_options_init(oc_serialize_options *o) {
     static const oc_serialize_options defaults = OC_SERIALIZE_OPTIONS_INIT;
     *o = defaults;
+}
+
+oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
+                                 const oc_serialize_options *opts, oc_error *err) {
+    uint64_t total = 0;
+    if (opts && opts->progress) OC_FORWARD(oc_encoded_size(desc, msg, &total, err));
+    oc_progress_start(p, opts ? opts->progress : NULL, opts ? opts->progress_ctx : NULL, total);
+    return OC_OK;
 }
 
 typedef struct sizes {
@@ -261,6 +270,19 @@ static void put_len_bytes(writer *w, const oc_field *f, const void *data, uint64
     put_bytes(w, data, n);
 }
 
+/* A tensor's bytes: large ones go to the sink straight from their storage, in pieces,
+ * so a mapped input streams through with bounded memory (oc_bytes_write). */
+static void put_span(writer *w, const oc_field *f, const oc_bytes *b) {
+    if (!w->fn || b->size < OC_DIRECT_WRITE) {
+        put_len_bytes(w, f, b->data, b->size);
+        return;
+    }
+    put_tag(w, f, OC_WT_LEN);
+    put_varint(w, b->size);
+    flush(w);
+    if (w->st == OC_OK) w->st = oc_bytes_write(b, w->fn, w->ctx, w->err);
+}
+
 static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
     w->next_size++; /* this message's own size slot: its caller wrote the prefix */
     msg = oc__subst_next(&w->subst, d, msg);
@@ -306,8 +328,7 @@ static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
             const oc_str *s = (const oc_str *)(const void *)p;
             put_len_bytes(w, f, s->data, s->size);
         } else if (f->type == OC_FT_SPAN) {
-            const oc_bytes *b = (const oc_bytes *)(const void *)p;
-            put_len_bytes(w, f, b->data, b->size);
+            put_span(w, f, (const oc_bytes *)(const void *)p);
         } else {
             put_tag(w, f, f->wiretype);
             put_scalar(w, f, p);

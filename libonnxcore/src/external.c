@@ -298,11 +298,15 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
 }
 
 static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint8_t *data,
-                                uint64_t n) {
+                                uint64_t n, oc_owner *owner) {
     const oc_str *want = oc_tensor_external_value(t, "checksum");
     if (!want || !l->opts->verify_checksums) return OC_OK;
     char got[41];
-    OC_FORWARD(oc__sha1_hex(data, n, got, l->err));
+    /* With no_copy the tensor stays in the mapping: its pages may go once hashed (the
+     * caller touches them when it wants them). A copy reads them again at once: keep. */
+    oc_bytes view = {data, n, l->opts->no_copy ? owner : NULL,
+                     l->opts->no_copy ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
+    OC_FORWARD(oc__sha1_span_hex(&view, got, l->err));
     int same = want->size == 40;
     for (unsigned i = 0; same && i < 40; i++) {
         char c = want->data[i];
@@ -365,7 +369,7 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
                         tensor_name(t, name, sizeof name), (unsigned long long)offset,
                         (unsigned long long)align);
     }
-    OC_FORWARD(check_checksum(l, t, data, length));
+    OC_FORWARD(check_checksum(l, t, data, length, m->owner));
     if (l->nitems == l->capitems) {
         uint64_t cap = l->capitems ? l->capitems * 2 : 64;
         ext_item *it = realloc(l->items, (size_t)cap * sizeof *it);
@@ -580,6 +584,7 @@ typedef struct data_writer {
     part *parts;
     uint32_t nparts;
     char checksum[41];
+    oc_progress progress; /* across the data files and the model */
 } data_writer;
 
 static oc_status open_part(data_writer *w, oc_error *err) {
@@ -609,8 +614,21 @@ static oc_status open_part(data_writer *w, oc_error *err) {
         free(np->location);
         return st;
     }
+    np->af.progress = &w->progress;
     w->nparts++;
     return OC_OK;
+}
+
+/* Writes to a data file and, with checksums, hashes the same bytes on the way. */
+typedef struct tee_sink {
+    oc_atomic_file *af;
+    oc__sha1 *sha1; /* NULL: no checksum */
+} tee_sink;
+
+static oc_status tee_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    tee_sink *t = ctx;
+    if (t->sha1) OC_FORWARD(oc__sha1_update(t->sha1, data, size, err));
+    return oc_atomic_write(t->af, data, size, err);
 }
 
 static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
@@ -632,16 +650,25 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
         OC_FORWARD(oc_atomic_write(&p->af, zeros, k, err));
         p->size += k;
     }
-    OC_FORWARD(oc_atomic_write(&p->af, t->raw_data.data, n, err));
+    tee_sink sink = {&p->af, NULL};
+    oc__sha1 sha;
+    if (w->opts->checksum) {
+        OC_FORWARD(oc__sha1_begin(&sha, err));
+        sink.sha1 = &sha;
+    }
+    oc_status st = oc_bytes_write(&t->raw_data, tee_write, &sink, err);
+    if (st == OC_OK && sink.sha1) {
+        st = oc__sha1_end_hex(&sha, w->checksum, err);
+        ref->checksum = w->checksum; /* copied into the reference before the next put */
+    } else if (sink.sha1) {
+        oc__sha1_discard(&sha);
+    }
+    OC_FORWARD(st);
     p->size += n;
     ref->location = p->location;
     ref->offset = at;
     ref->has_offset = 1;
     ref->length = n;
-    if (w->opts->checksum) {
-        OC_FORWARD(oc__sha1_hex(t->raw_data.data, n, w->checksum, err));
-        ref->checksum = w->checksum; /* copied into the reference before the next put */
-    }
     return OC_OK;
 }
 
@@ -683,7 +710,9 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     oc_atomic_file model;
     model.fd = -1;
     model.tmp_path = model.path = NULL;
+    if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
     if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
+    model.progress = &w.progress;
     if (st == OC_OK)
         st = oc_encode_external(desc, msg, opts->buffer.raw_data_threshold, put_in_file, &w,
                                 oc_atomic_write, &model, err);
@@ -699,6 +728,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
         st = oc_atomic_commit(&model, err);
     else
         oc_atomic_abort(&model);
+    if (st == OC_OK) oc_progress_finish(&w.progress);
     free(w.parts);
     free(w.dir);
     free(w.location);

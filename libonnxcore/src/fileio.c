@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal/bytes.h"
 #include "internal/error.h"
 #include "onnxcore/file.h"
 
@@ -60,6 +61,15 @@ static oc_status read_whole(int fd, const char *path, uint64_t size, void **out,
     return OC_OK;
 }
 
+void oc__file_pages_done(const void *data, uint64_t size) {
+    long page = sysconf(_SC_PAGESIZE); /* once per piece of OC_BYTES_WRITE_CHUNK bytes */
+    uintptr_t mask = (uintptr_t)(page > 0 ? page : 4096) - 1u;
+    uintptr_t lo = ((uintptr_t)data + mask) & ~mask, hi = ((uintptr_t)data + size) & ~mask;
+    /* Read-only and backed by the file: dropping loses nothing, a later touch re-reads the
+     * page cache. Advice only, so a failure changes nothing either. */
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
     memset(out, 0, sizeof *out);
     struct stat st;
@@ -90,6 +100,7 @@ oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
         release_mapping(m);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
+    if (m->mapped) oc__owner_set_file_backed(out->owner);
     out->data = m->addr;
     out->size = size;
     return OC_OK;
@@ -164,6 +175,26 @@ static void remove_stale_temps(const char *dir, const char *base) {
     closedir(d);
 }
 
+void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total) {
+    p->fn = fn;
+    p->ctx = ctx;
+    p->done = 0;
+    p->total = total;
+    if (fn) fn(ctx, 0, total);
+}
+
+void oc_progress_add(oc_progress *p, uint64_t n) {
+    if (!p || !p->fn) return;
+    p->done = n < p->total - p->done ? p->done + n : p->total;
+    p->fn(p->ctx, p->done, p->total);
+}
+
+void oc_progress_finish(oc_progress *p) {
+    if (!p || !p->fn) return;
+    p->done = p->total;
+    p->fn(p->ctx, p->done, p->total);
+}
+
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
@@ -219,6 +250,7 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
         p += w;
         size -= (uint64_t)w;
         af->written += (uint64_t)w;
+        oc_progress_add(af->progress, (uint64_t)w);
     }
     return OC_OK;
 }

@@ -166,13 +166,18 @@ oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const ch
     if (!desc || !msg || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_save_file: missing argument");
     oc_atomic_file af;
+    oc_progress progress;
+    OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
     OC_FORWARD(oc_atomic_open(&af, path, opts ? opts->overwrite : 1, err));
+    af.progress = &progress;
     oc_status st = oc_encode(desc, msg, oc_atomic_write, &af, err);
     if (st != OC_OK) {
         oc_atomic_abort(&af);
         return st;
     }
-    return oc_atomic_commit(&af, err);
+    OC_FORWARD(oc_atomic_commit(&af, err));
+    oc_progress_finish(&progress);
+    return OC_OK;
 }
 
 oc_status oc_model_save_file(const oc_model *m, const char *path,

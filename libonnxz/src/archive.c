@@ -118,6 +118,10 @@ typedef struct writer_ctx {
     uint64_t model_size, model_cap;
 } writer_ctx;
 
+static oc_status zip_sink(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    return oz_zip_writer_write(ctx, data, size, err);
+}
+
 static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
                            oc_error *err) {
     writer_ctx *w = ctx;
@@ -125,7 +129,11 @@ static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref
     if (!name) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     int r = entry_name(&w->taken, &t->name, name);
     if (r < 0) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    OZ_FORWARD(oz_zip_writer_add(w->zip, name, t->raw_data.data, t->raw_data.size, NULL, err));
+    /* Streamed: the CRC is computed on the way and patched into the local header, so each
+     * piece is read once and, from a mapped input, dropped from memory once written. */
+    OZ_FORWARD(oz_zip_writer_begin(w->zip, name, t->raw_data.size, NULL, err));
+    OZ_FORWARD(oc_bytes_write(&t->raw_data, zip_sink, w->zip, err));
+    OZ_FORWARD(oz_zip_writer_end(w->zip, err));
     ref->location = name;
     ref->has_offset = 0; /* the entry is the tensor: offset 0 */
     ref->length = t->raw_data.size;
@@ -165,8 +173,12 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
         set_free(&w.taken);
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc_status st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite,
-                                      &w.zip, err);
+    oc_progress progress;
+    oc_status st = oc_progress_start_save(&progress, desc, msg, so, err);
+    if (st == OC_OK)
+        st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite, &w.zip,
+                                err);
+    if (st == OC_OK) oz_zip_writer_set_progress(w.zip, &progress);
     if (st == OC_OK)
         st = oc_encode_external(desc, msg, so->buffer.raw_data_threshold, put_entry, &w,
                                 gather_model, &w, err);
@@ -176,6 +188,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     else if (st == OC_OK)
         st = oz_zip_writer_add(w.zip, OZ_MODEL_ENTRY, w.model, w.model_size, NULL, err);
     if (st == OC_OK) st = oz_zip_writer_finish(w.zip, err);
+    if (st == OC_OK) oc_progress_finish(&progress);
     oz_zip_writer_free(w.zip); /* abandons the temporary file unless finished */
     free(w.model);
     set_free(&w.taken);

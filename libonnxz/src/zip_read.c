@@ -974,13 +974,22 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     return OC_OK;
 }
 
+static oc_status crc_sink(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    (void)err;
+    uint32_t *crc = ctx;
+    *crc = oz__crc32(*crc, data, size);
+    return OC_OK;
+}
+
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
     const rentry *e = NULL;
     OZ_FORWARD(readable(r, index, &e, err));
     uint32_t crc = 0;
     if (e->method == OZ_ZIP_STORED) {
-        if (r->fd < 0) {
-            crc = oz__crc32(0, r->base + e->data_off, e->usize);
+        if (r->fd < 0) { /* streamed like a write, so a mapped archive's pages go once read */
+            oc_bytes view = {e->usize ? r->base + e->data_off : NULL, e->usize, r->owner,
+                             r->owner ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
+            OZ_FORWARD(oc_bytes_write(&view, crc_sink, &crc, err));
         } else {
             uint8_t *buf = malloc(CHUNK);
             OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");

@@ -368,6 +368,10 @@ static oc_status emit(oz_zip_writer *w, wentry *e, const char *name, uint64_t ha
 
 /* ---- entries ---- */
 
+void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress) {
+    w->af.progress = progress;
+}
+
 oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data,
                             uint64_t size, uint64_t *data_offset, oc_error *err) {
     size_t n;

@@ -76,6 +76,19 @@ oc_status oc_bytes_copy(oc_bytes *dst, const oc_bytes *src, oc_error *err);
 /* Moves src into dst (dst is released first); src is left empty. Never fails. */
 void oc_bytes_move(oc_bytes *dst, oc_bytes *src);
 
+/* A destination for bytes (an encoder's output, a file being written): write(ctx, data,
+ * size) returns OC_OK or an error it has filled in err. Calls arrive in order; data is
+ * only valid during the call. */
+typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_error *err);
+
+/* Passes the span's bytes to write, in order, in pieces of at most OC_BYTES_WRITE_CHUNK.
+ * When the span lives in a read-only file mapping (oc_map_file), the pages of each piece
+ * are handed back to the kernel once written: they stay in the page cache and are read
+ * again if touched, but they stop counting in the process's memory, so streaming a
+ * mapped file of any size costs a bounded amount of it. The bytes never change. */
+#define OC_BYTES_WRITE_CHUNK (16u * 1024u * 1024u)
+oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
+
 /* Allocation of owned tensor storage: 64-byte aligned, freed with oc_bytes_free_buffer. */
 void *oc_bytes_alloc_buffer(uint64_t size);
 void oc_bytes_free_buffer(void *buffer);

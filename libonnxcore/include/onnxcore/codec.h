@@ -36,10 +36,6 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
 oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *size,
                           oc_error *err);
 
-/* A destination for encoded bytes: write(ctx, data, size) returns OC_OK or an error it
- * has filled in err. Calls arrive in order; data is only valid during the call. */
-typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_error *err);
-
 /* Encodes msg to a sink. Large raw_data spans are passed to the sink directly, without
  * copying them through a buffer. */
 oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn write, void *ctx,

@@ -50,6 +50,9 @@ typedef struct oc_parse_options {
 
 #define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, 0, NULL, NULL, 0 }
 
+/* Receives a save's progress (oc_serialize_options.progress). */
+typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
 typedef struct oc_serialize_options {
     /* raw_data_threshold (default 64): tensors below it stay inside the model when tensor
      * bytes are written elsewhere (external data, archives). */
@@ -63,9 +66,16 @@ typedef struct oc_serialize_options {
     const char *external_data;
     uint64_t max_external_file_size; /* > 0: split into LOCATION, LOCATION.1, ... */
     int checksum;                    /* write a `checksum` key (SHA-1) per tensor */
+
+    /* Progress of a save to a path: called as bytes reach the files, with the bytes
+     * written so far and the total expected (the model's serialized size with every
+     * tensor inside it; headers and padding make the files differ from it slightly, so
+     * done is capped at total, and the last call has done == total). NULL: no calls. */
+    oc_progress_fn progress;
+    void *progress_ctx;
 } oc_serialize_options;
 
-#define OC_SERIALIZE_OPTIONS_INIT { { 64u, 0u }, 1, NULL, 0u, 0 }
+#define OC_SERIALIZE_OPTIONS_INIT { { 64u, 0u }, 1, NULL, 0u, 0, NULL, NULL }
 
 void oc_parse_options_init(oc_parse_options *opts);
 void oc_serialize_options_init(oc_serialize_options *opts);

@@ -13,4 +13,12 @@ oc_status oc__bytes_set_uninit(oc_bytes *span, uint64_t size, uint8_t **out);
 /* Makes the span own buffer (from posix_memalign or oc_bytes_alloc_buffer), size bytes. */
 void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
 
+/* Marks the owner's storage as a read-only mapping of a file, whose pages may be dropped
+ * from the process once consumed (oc_bytes_write). Only fileio.c sets it. */
+void oc__owner_set_file_backed(oc_owner *owner);
+
+/* Drops the whole pages inside [data, data + size) of a read-only file mapping from the
+ * process (they are read again from the page cache if touched). Lives in fileio.c. */
+void oc__file_pages_done(const void *data, uint64_t size);
+
 #endif

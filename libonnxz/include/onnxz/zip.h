@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include <onnxcore/bytes.h>
+#include <onnxcore/file.h>
 #include <onnxcore/status.h>
 
 #include "limits.h"
@@ -60,6 +61,9 @@ typedef struct oz_zip_writer oz_zip_writer;
  * On success *out owns the writer; free it with oz_zip_writer_free. */
 oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
                              oz_zip_writer **out, oc_error *err);
+
+/* Counts every byte the writer writes in progress (NULL: stop counting). */
+void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress);
 
 /* Adds a STORED entry holding size bytes at data (data may be NULL when size is 0). Its
  * data starts on a multiple of the alignment; *data_offset (if not NULL) receives where.
