@@ -2054,6 +2054,119 @@ def group_stub(ctx):
     return None
 
 
+# Runs a command and prints its exit status and peak RSS (KiB). A fresh interpreter without
+# numpy or onnx does the fork: Linux counts the memory a child had before exec (a copy of
+# its parent's) in its peak, so a large parent would hide what the tool itself used.
+RSS_PROBE = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def measured_run(ctx, argv, env=None, stderr=None):
+    """Runs onnxz with argv; returns (exit status, peak RSS in bytes, stderr bytes or None).
+    stderr: a file descriptor for the tool's stderr (a terminal), else a pipe."""
+    full = {k: v for k, v in os.environ.items() if k != "ONNXZ_KEY"}
+    full.update(env or {})
+    p = subprocess.run([sys.executable, "-S", "-c", RSS_PROBE, ctx.onnxz, *argv],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=stderr if stderr is not None else subprocess.PIPE, env=full,
+                       timeout=300)
+    code, kib = p.stdout.split()[-2:]
+    return int(code), int(kib) * 1024, p.stderr
+
+
+def rss_is_the_tools(ctx):
+    """Peak RSS says something about onnxz itself only for a plain build run directly: not
+    through a wrapper script (valgrind) and not with ASan's shadow memory."""
+    with open(ctx.onnxz, "rb") as f:
+        exe = f.read()
+    return exe[:4] == b"\x7fELF" and b"__asan_init" not in exe
+
+
+def group_stream(ctx):
+    """Conversions stream tensor bytes from the input's mapping to the output with bounded
+    memory: every direction between a two-file model, an archive and a single .onnx of
+    200 MiB peaks far below the model's size. And the progress bar: on stderr only when it
+    is a terminal, never with -q or into a pipe."""
+    if onnx is None:
+        return SKIP
+    rng = numpy.random.default_rng(7)
+    sizes = [64 << 20, 64 << 20, 48 << 20, 24 << 20, 1000, 10]
+    tensors = [numpy_helper.from_array(rng.integers(0, 255, n, dtype=numpy.uint8), f"w{i}")
+               for i, n in enumerate(sizes)]
+    node = helper.make_node("Identity", ["x"], ["y"])
+    graph = helper.make_graph([node], "stream", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], tensors)
+    model = helper.make_model(graph)
+    want = raw_by_name(model)  # before onnx.save moves the bytes out of `model`
+    two = ctx.path("two.onnx")
+    onnx.save(model, two, save_as_external_data=True, location="two.data", size_threshold=0)
+    total = sum(sizes)
+    limit = 64 << 20  # the issue's bound; the graph here is a few hundred bytes
+    measure = rss_is_the_tools(ctx)
+    steps = [("pack", [two, ctx.path("a.onnxz")]),
+             ("unpack", [ctx.path("a.onnxz"), ctx.path("b.onnx"), "--external-data", "b.data"]),
+             ("archive to one file", [ctx.path("a.onnxz"), ctx.path("one.onnx")]),
+             ("one file to archive", [ctx.path("one.onnx"), ctx.path("c.onnxz")]),
+             ("one file to two files", [ctx.path("one.onnx"), ctx.path("d.onnx"),
+                                        "--external-data", "d.data", "--checksum"] if HAVE_OPENSSL
+              else [ctx.path("one.onnx"), ctx.path("d.onnx"), "--external-data", "d.data"])]
+    for what, argv in steps:
+        rc, rss, err = measured_run(ctx, ["convert", "-q", *argv])
+        ctx.equal(rc, 0, f"stream {what}: exit status (stderr {err!r})")
+        if measure:
+            ctx.check(rss < limit, f"stream {what}: peak RSS {rss >> 20} MiB for a "
+                                   f"{total >> 20} MiB model (limit {limit >> 20} MiB)")
+    for out in ["b.onnx", "one.onnx", "d.onnx"]:
+        got = raw_by_name(onnx.load(ctx.path(out)))
+        ctx.check(got == want, f"stream: {out} holds the source's tensors")
+    rc, out, err = ctx.run("verify", ctx.path("c.onnxz"))
+    ctx.equal(rc, 0, f"stream: the archive from one file verifies ({err!r})")
+
+    # The progress bar: a terminal on stderr, no delay.
+    import pty
+    master, slave = pty.openpty()
+    rc, _, _ = measured_run(ctx, ["convert", two, ctx.path("p.onnxz")],
+                            env={"ONNXZ_PROGRESS_DELAY_MS": "0"}, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    ctx.equal(rc, 0, "progress: convert on a terminal succeeds")
+    text = shown.decode("utf-8", "replace")
+    ctx.check(re.search(r"\[#+\.*\] +\d+%  [\d.]+ (B|KiB|MiB) / 200\.0 MiB  [\d.]+ \S+/s  ETA \d+:\d\d", text),
+              f"progress: a bar with bytes done / total, rate and ETA on the terminal: {text[:200]!r}")
+    ctx.check(" 100%" in text, "progress: the bar reaches 100%")
+    ctx.check(text.endswith("\r\x1b[K"), f"progress: the bar is erased at the end: {text[-40:]!r}")
+    # Not a terminal, or quiet: nothing but the result.
+    rc, _, err = measured_run(ctx, ["convert", "-q", two, ctx.path("q.onnxz")],
+                              env={"ONNXZ_PROGRESS_DELAY_MS": "0"})
+    ctx.equal((rc, err), (0, b""), "progress: nothing on stderr when it is a pipe")
+    master, slave = pty.openpty()
+    rc, _, _ = measured_run(ctx, ["convert", "-q", two, ctx.path("r.onnxz")],
+                            env={"ONNXZ_PROGRESS_DELAY_MS": "0"}, stderr=slave)
+    os.close(slave)
+    try:
+        quiet = os.read(master, 65536)
+    except OSError:
+        quiet = b""
+    os.close(master)
+    ctx.equal((rc, quiet), (0, b""), "progress: nothing with -q, even on a terminal")
+    return 0
+
+
 GROUPS = {
     "usage": group_usage,
     "help": group_help,
@@ -2075,6 +2188,7 @@ GROUPS = {
     "crypt_input": group_crypt_input,
     "meta": group_meta,
     "stub": group_stub,
+    "stream": group_stream,
 }
 
 
