@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <onnxcore/bytes.h>
 #include <onnxz/zip.h>
@@ -704,6 +705,50 @@ static void test_mutations(void) {
     CHECK(opened > 100 && refused > 1000);
 }
 
+/* The CRC of every entry is zlib's crc32 of its bytes, for every length around the folding
+ * steps (16 and 64 bytes), at every misalignment, and streamed in uneven pieces. */
+static void test_crc_matches_zlib(void) {
+    oc_error err;
+    oz_zip_writer *w;
+    const char *p = in_dir("crc_zlib.zip");
+    enum { BIG = (1 << 20) + 77, N = 320 };
+    uint8_t *buf = malloc(BIG + 64);
+    REQUIRE(buf);
+    fill(buf, BIG + 64, 99);
+    if (!CHECK_OK(oz_zip_writer_open(p, 64, 0, &w, &err), &err)) {
+        free(buf);
+        return;
+    }
+    uint32_t want[N + 2];
+    char name[32];
+    for (unsigned i = 0; i < N; i++) { /* length i at offset i % 37 */
+        snprintf(name, sizeof name, "e%u", i);
+        CHECK_OK(oz_zip_writer_add(w, name, buf + i % 37, i, NULL, &err), &err);
+        want[i] = (uint32_t)crc32(0, buf + i % 37, i);
+    }
+    CHECK_OK(oz_zip_writer_add(w, "big", buf + 5, BIG, NULL, &err), &err);
+    want[N] = (uint32_t)crc32(0, buf + 5, BIG);
+    CHECK_OK(oz_zip_writer_begin(w, "streamed", BIG, NULL, &err), &err);
+    for (size_t done = 0, k = 1; done < BIG; done += k, k = k * 3 + 1) {
+        if (k > BIG - done) k = BIG - done;
+        CHECK_OK(oz_zip_writer_write(w, buf + 1 + done, k, &err), &err);
+    }
+    CHECK_OK(oz_zip_writer_end(w, &err), &err);
+    want[N + 1] = (uint32_t)crc32(0, buf + 1, BIG);
+    CHECK_OK(oz_zip_writer_finish(w, &err), &err);
+    oz_zip_writer_free(w);
+    oz_zip_reader *r = NULL;
+    CHECK_OK(oz_zip_reader_open(p, NULL, &r, &err), &err);
+    for (unsigned i = 0; r && i < N + 2; i++) {
+        oz_zip_entry e;
+        CHECK_OK(oz_zip_reader_entry(r, i, &e, &err), &err);
+        CHECK_EQ(e.crc32, want[i]);
+    }
+    if (r) CHECK_OK(oz_zip_reader_verify_all(r, &err), &err);
+    oz_zip_reader_close(r);
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     const char *base = argc > 1 ? argv[1] : "/tmp";
     char cmd[4400];
@@ -729,6 +774,7 @@ int main(int argc, char **argv) {
     test_reader_limits();
     test_many_entries();
     test_mutations();
+    test_crc_matches_zlib();
     int rc = zcheck_report("test_zip");
     if (rc == 0) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
