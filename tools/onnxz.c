@@ -3,15 +3,19 @@
  *
  *   onnxz [-q|-v] COMMAND [options] ARGS     run a command (see cli.h for exit codes)
  *   onnxz --help | --version | help COMMAND
+ *   onnxz --man                               the manual page (roff), built from the helps
  */
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
-enum { GLOBAL_OPT_VERSION = 0 };
+enum { GLOBAL_OPT_VERSION = 0, GLOBAL_OPT_MAN };
 
 static const cli_option global_options[] = {
     {'V', "version", false},
+    {'\0', "man", false},
     {'\0', NULL, false},
 };
 
@@ -76,6 +80,63 @@ static void print_command_help(FILE *out, const cli_command *cmd)
     fprintf(out, "Usage: %s\n\n%s", cmd->usage, cmd->help);
 }
 
+/* Text as roff shows it verbatim: backslashes escaped, no line taken for a request. */
+static void put_roff(FILE *out, const char *text)
+{
+    bool line_start = true;
+    for (const char *p = text; *p; p++) {
+        if (line_start && (*p == '.' || *p == '\'')) fputs("\\&", out);
+        if (*p == '\\')
+            fputs("\\e", out);
+        else if (*p == '-')
+            fputs("\\-", out);
+        else
+            fputc(*p, out);
+        line_start = *p == '\n';
+    }
+}
+
+/* onnxz(1): the global help and every command's, as they are, so the page never drifts
+ * from --help. Generated at build time and installed with the tool. */
+static void print_man(FILE *out)
+{
+    fprintf(out, ".TH ONNXZ 1 \"\" \"onnxz %s\" \"User Commands\"\n", ONNXCORE_VERSION_STRING);
+    fputs(".SH NAME\nonnxz \\- convert, inspect and verify ONNX models and .onnxz archives\n"
+          ".SH SYNOPSIS\n.B onnxz\n[\\-q|\\-v]\n.I COMMAND\n[options] ARGS\n"
+          ".SH DESCRIPTION\n.nf\n",
+          out);
+    char buf[4096];
+    FILE *mem = fmemopen(buf, sizeof buf, "w");
+    if (mem) {
+        print_global_help(mem);
+        fputc('\0', mem);
+        fclose(mem);
+        buf[sizeof buf - 1] = '\0';
+        put_roff(out, buf);
+    }
+    fputs(".fi\n.SH COMMANDS\n", out);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        fprintf(out, ".SS %s\n.B ", commands[i]->name);
+        put_roff(out, commands[i]->usage);
+        fputs("\n.PP\n.nf\n", out);
+        put_roff(out, commands[i]->help);
+        fputs(".fi\n", out);
+    }
+    fputs(".SH ENVIRONMENT\n"
+          ".TP\n.B ONNXZ_KEY\n"
+          "the passphrase for encrypted models when no \\-\\-key\\-file is given\n"
+          ".TP\n.B ONNXZ_PROGRESS_DELAY_MS\n"
+          "milliseconds of work before the progress bar appears on a terminal (default 500)\n"
+          ".SH EXIT STATUS\n"
+          "0 on success; 1 for bad input or a failed read or write, with one line on stderr\n"
+          "naming the file, the problem and, where there is one, the offset; 2 for a usage\n"
+          "error.\n"
+          ".SH SEE ALSO\n"
+          "The formats are specified in the project's spec/ directory: onnx\\-wire.md,\n"
+          "external\\-data.md, onnxz.md, onnxz\\-zip.md, encryption.md and security.md.\n",
+          out);
+}
+
 static int run_help(const cli_args *args)
 {
     const cli_command *cmd;
@@ -123,6 +184,10 @@ static int run_main(int argc, char **argv)
     if (rc != CLI_EXIT_OK) return rc;
     if (global.help) {
         print_global_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (global.seen[GLOBAL_OPT_MAN]) {
+        print_man(stdout);
         return CLI_EXIT_OK;
     }
     if (global.seen[GLOBAL_OPT_VERSION]) {

@@ -401,6 +401,25 @@ def group_help(ctx):
         ctx.check(key in out, f"info --help documents JSON key {key}")
     rc, out, _ = ctx.run("convert", "--help")
     ctx.check("--force" in out, "convert --help documents --force")
+    # The manual page is the helps, in roff: every command's whole help is in it, and
+    # groff (when installed) renders it without a warning.
+    rc, man, err = ctx.expect_exit(["--man"], 0, "--man")
+    ctx.check(man.startswith(f'.TH ONNXZ 1 "" "onnxz {ctx.version}"'), f"--man: title line {man[:60]!r}")
+    for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "ENVIRONMENT", "EXIT STATUS"):
+        ctx.check(f"\n.SH {section}\n" in man, f"--man: section {section}")
+    groff = shutil.which("groff")
+    if groff:
+        p = subprocess.run([groff, "-man", "-Tutf8", "-ww"], input=man.encode(), capture_output=True)
+        ctx.equal((p.returncode, p.stderr), (0, b""), "--man: groff renders it without warnings")
+        page = p.stdout.decode("utf-8", "replace")
+        page = re.sub(r".\x08", "", page)  # overstrike bold and underline
+        flat = " ".join(page.split())
+        for cmd in COMMANDS:
+            _, text, _ = ctx.run(cmd, "--help")
+            body = " ".join(text.split("\n", 2)[2].split())  # the help after its usage line
+            ctx.check(body in flat, f"--man: the page holds all of `{cmd} --help`")
+    else:
+        MISSING_CLIENTS.add("groff")
 
 
 def group_errors(ctx):
