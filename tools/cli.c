@@ -348,6 +348,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     oc_parse_options_init(&opts);
     opts.no_copy = !o->copy;
     opts.num_threads = o->num_threads;
+    opts.storage_pool = o->storage_pool;
     opts.skip_external_data = o->external == CLI_EXTERNAL_KEEP;
     opts.data_dir = o->data_dir;
     opts.verify_checksums = o->verify_checksums;

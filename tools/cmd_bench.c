@@ -23,7 +23,7 @@
 #include "cli.h"
 
 enum { BENCH_OPT_THREADS = 0, BENCH_OPT_NO_COPY, BENCH_OPT_REPEAT, BENCH_OPT_JSON,
-       BENCH_OPT_TOUCH_PAGES };
+       BENCH_OPT_TOUCH_PAGES, BENCH_OPT_POOL };
 
 static const cli_option bench_options[] = {
     {'\0', "threads", true},
@@ -31,6 +31,7 @@ static const cli_option bench_options[] = {
     {'\0', "repeat", true},
     {'\0', "json", false},
     {'\0', "touch-pages", false},
+    {'\0', "pool", false},
     {'\0', NULL, false},
 };
 
@@ -197,9 +198,11 @@ static int run_bench(const cli_args *args)
     if (!is_load && strcmp(mode, "read") != 0 && strcmp(mode, "map") != 0)
         return cli_usage_error("bench", "unknown mode '%s' (read, map or load)", mode);
     if (!is_load && (args->seen[BENCH_OPT_THREADS] || args->seen[BENCH_OPT_NO_COPY] ||
-                     args->seen[BENCH_OPT_TOUCH_PAGES]))
-        return cli_usage_error("bench",
-                               "--threads, --no-copy and --touch-pages apply to 'bench load' only");
+                     args->seen[BENCH_OPT_TOUCH_PAGES] || args->seen[BENCH_OPT_POOL]))
+        return cli_usage_error("bench", "--threads, --no-copy, --touch-pages and --pool apply "
+                               "to 'bench load' only");
+    if (args->seen[BENCH_OPT_POOL] && args->seen[BENCH_OPT_NO_COPY])
+        return cli_usage_error("bench", "--pool applies to copying loads, not --no-copy");
     if (args->seen[BENCH_OPT_REPEAT])
         rc = cli_parse_int("bench", "repeat", args->value[BENCH_OPT_REPEAT], 1, BENCH_MAX_REPEAT,
                            &repeat);
@@ -209,16 +212,20 @@ static int run_bench(const cli_args *args)
     memset(&lo, 0, sizeof lo);
     lo.copy = !args->seen[BENCH_OPT_NO_COPY];
     lo.num_threads = (int)threads;
-    for (long i = 0; i < repeat; i++) {
+    if (args->seen[BENCH_OPT_POOL] && !(lo.storage_pool = oc_storage_pool_new(UINT64_MAX)))
+        return cli_fail_msg(path, "out of memory");
+    for (long i = 0; i < repeat && rc == CLI_EXIT_OK; i++) {
         memset(&run, 0, sizeof run);
         if (is_load) rc = run_load(path, &lo, args->seen[BENCH_OPT_TOUCH_PAGES], &run);
         else if (mode[0] == 'r') rc = run_read(path, &run);
         else rc = run_map(path, &run);
-        if (rc != CLI_EXIT_OK) return rc;
+        if (rc != CLI_EXIT_OK) break;
         times[i] = sorted[i] = run.seconds;
         bytes = run.bytes;
         cli_note(args->verbosity, CLI_VERBOSE, "run %ld: %.6f s", i + 1, run.seconds);
     }
+    oc_storage_pool_free(lo.storage_pool);
+    if (rc != CLI_EXIT_OK) return rc;
     qsort(sorted, (size_t)repeat, sizeof sorted[0], compare_double);
     median = repeat % 2 ? sorted[repeat / 2] : (sorted[repeat / 2 - 1] + sorted[repeat / 2]) / 2;
     if (args->seen[BENCH_OPT_JSON]) {
@@ -226,7 +233,10 @@ static int run_bench(const cli_args *args)
                times[0], sorted[0], median, bytes);
     } else if (args->verbosity >= CLI_NORMAL) {
         char size[32];
-        const char *what = !is_load ? mode : lo.copy ? "load (copy)" : "load (no-copy)";
+        const char *what = !is_load                      ? mode
+                           : !lo.copy                    ? "load (no-copy)"
+                           : args->seen[BENCH_OPT_POOL] ? "load (copy, pooled storage)"
+                                                          : "load (copy)";
         cli_format_size(bytes, size, sizeof size);
         printf("%s ", what);
         cli_put_text(stdout, path, strlen(path));
@@ -262,6 +272,9 @@ static const char bench_help[] =
     "                    tensor instead of every byte (the same work as the map floor)\n"
     "      --no-copy     load only: tensors share the file's mapping instead of being\n"
     "                    copied (the mode every other onnxz command uses)\n"
+    "      --pool        load only, copying: take tensor storage from one storage pool\n"
+    "                    kept across the runs (oc_parse_options.storage_pool), so runs\n"
+    "                    after the first copy into memory already faulted in\n"
     "      --json        print one line: {\"first_s\": .., \"min_s\": .., \"median_s\": ..,\n"
     "                    \"bytes\": ..}\n"
     "  -q, --quiet       print nothing but errors (except with --json)\n"
@@ -271,6 +284,7 @@ static const char bench_help[] =
     "Examples:\n"
     "  onnxz bench read model.onnx\n"
     "  onnxz bench load --no-copy --repeat 10 model.onnxz\n"
+    "  onnxz bench load --pool --threads 2 --repeat 10 model.onnx\n"
     "  /usr/bin/python3 bench/bench_load.py build/tools/onnxz --rounds 3\n";
 
 const cli_command cmd_bench = {

@@ -35,6 +35,7 @@ typedef struct dctx {
     int skip_raw_data;
     int alias_strings;     /* no_copy: strings point into the input instead of the arena */
     int threads;           /* > 1: payload copies are deferred to `copies`, run in parallel */
+    oc_storage_pool *pool; /* where copied payloads get their storage, or NULL */
     oc__copy_list copies;
 } dctx;
 
@@ -335,7 +336,7 @@ static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_
         /* Allocate now; copy now, or later with other threads when the payload is big. */
         uint8_t *dst = NULL;
         int defer = c->threads > 1 && len >= OC_DEFER_COPY;
-        if (oc__bytes_set_uninit(s, len, &dst) != OC_OK)
+        if (oc_bytes_set_storage(s, len, 64, c->pool, &dst, c->err) != OC_OK)
             return oc__fail(c->err, OC_ERR_NOMEM, off(c, field),
                             "%s.%s: out of memory for %llu bytes", d->name, f->name,
                             (unsigned long long)len);
@@ -491,6 +492,7 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
     c.no_copy = opts->no_copy;
     c.skip_raw_data = opts->skip_raw_data;
     c.threads = oc__resolve_threads(opts->num_threads);
+    c.pool = opts->storage_pool;
     memset(&c.copies, 0, sizeof c.copies);
     /* Strings alias the input with no_copy; an owner (a file mapping) is then also kept by
      * the arena, so the model's strings outlive the loader like its tensors do. */

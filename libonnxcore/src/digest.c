@@ -1,6 +1,8 @@
 /*
  * digest.c - SHA-1 for external-data checksums (the `checksum` key of ONNX).
  */
+#include <stddef.h>
+
 #include "internal/digest.h"
 #include "internal/error.h"
 

@@ -384,24 +384,23 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
 /* Second pass: cannot fail except for memory, checked before anything changes. */
 static oc_status attach_all(loader *l) {
     const oc_parse_options *o = l->opts;
-    uint64_t align = o->buffer.alignment > 64 ? o->buffer.alignment : 64;
-    uint8_t **buffers = NULL;
+    oc_bytes *copied = NULL; /* copy loads: each tensor's new storage, filled in parallel */
     oc_arena *scratch = NULL;
     oc__copy_list copies = {0};
     if (!o->no_copy && l->nitems) {
-        buffers = calloc((size_t)l->nitems, sizeof *buffers);
+        copied = calloc((size_t)l->nitems, sizeof *copied);
         scratch = oc_arena_new();
-        int ok = buffers && scratch;
+        int ok = copied && scratch;
         for (uint64_t i = 0; ok && i < l->nitems; i++) {
+            uint8_t *p = NULL;
             if (!l->items[i].length) continue;
-            void *p = NULL;
-            ok = posix_memalign(&p, (size_t)align, (size_t)l->items[i].length) == 0;
-            buffers[i] = p;
+            ok = oc_bytes_set_storage(&copied[i], l->items[i].length, o->buffer.alignment,
+                                      o->storage_pool, &p, l->err) == OC_OK;
             ok = ok && oc__copy_list_add(scratch, &copies, p, l->items[i].data, l->items[i].length);
         }
         if (!ok) {
-            for (uint64_t i = 0; buffers && i < l->nitems; i++) free(buffers[i]);
-            free(buffers);
+            for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);
+            free(copied);
             oc_arena_free(scratch);
             return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory loading external data");
         }
@@ -413,7 +412,7 @@ static oc_status attach_all(loader *l) {
         if (o->no_copy) /* owner NULL: the resolver's source outlives the tensors (borrowed) */
             oc_bytes_set_shared(&t->raw_data, it->data, it->length, l->files[it->file].map.owner);
         else
-            oc__bytes_adopt(&t->raw_data, buffers[i], it->length);
+            oc_bytes_move(&t->raw_data, &copied[i]);
         OC_SET_HAS(TensorProto, t, raw_data);
         /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
          * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
@@ -421,7 +420,7 @@ static oc_status attach_all(loader *l) {
         OC_CLEAR_HAS(TensorProto, t, data_location);
         drop_known_keys(t); /* keys we do not define stay, never acted on (E-3) */
     }
-    free(buffers);
+    free(copied);
     oc_arena_free(scratch);
     return OC_OK;
 }

@@ -155,7 +155,8 @@ static oc_status stream_msg(sctx *s, const oc_msgdesc *d, void *msg, uint64_t po
                 oc_bytes_release(span);
             } else {
                 uint8_t *dst;
-                if (oc__bytes_set_uninit(span, len, &dst) != OC_OK)
+                if (oc_bytes_set_storage(span, len, 64, s->opts->storage_pool, &dst, s->err) !=
+                    OC_OK)
                     return oc__fail(s->err, OC_ERR_NOMEM, pos, "out of memory for %llu bytes",
                                     (unsigned long long)len);
                 oc__hdr(msg)->has |= 1u << f->index;

@@ -2,7 +2,9 @@
  * test_tensor.c - oc_consolidate_tensors (onnxcore/tensor.h; seed 000's
  * ConsolidateTensorsToBuffer): which tensors move, alignment, ownership, bytes unchanged.
  */
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -124,8 +126,174 @@ static void test_consolidate_errors(void) {
     free(after);
 }
 
+/* ---- storage pools: repeated loads reuse the storage of the previous one ---- */
+
+static const uint64_t pool_sizes[] = {70000, 200000, 70000, 100, 65536, 65535};
+#define NPOOL (sizeof pool_sizes / sizeof pool_sizes[0])
+
+static oc_model *make_big_model(void) {
+    oc_model *m = oc_model_new();
+    oc_arena *a = oc_model_arena(m);
+    onnx_ModelProto *mp = oc_model_proto(m);
+    mp->graph = OC_NEW(a, GraphProto);
+    for (size_t i = 0; i < NPOOL; i++) {
+        onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
+        uint8_t *p;
+        oc_bytes_set_alloc(&t->raw_data, pool_sizes[i], &p, NULL);
+        for (uint64_t j = 0; j < pool_sizes[i]; j++) p[j] = (uint8_t)(i * 7 + j * 13);
+        OC_SET_HAS(TensorProto, t, raw_data);
+    }
+    return m;
+}
+
+typedef struct pool_seen {
+    const uint8_t *data[16];
+    unsigned n, pooled, owned, bad;
+} pool_seen;
+
+static oc_status pool_inspect(void *ctx, onnx_TensorProto *t) {
+    pool_seen *s = ctx;
+    const oc_bytes *b = &t->raw_data;
+    if (s->n < 16) s->data[s->n++] = b->data;
+    if (b->size >= OC_STORAGE_POOL_MIN_BLOCK) {
+        s->pooled++;
+        s->bad += b->mode != OC_BYTES_SHARED || !b->owner;
+    } else {
+        s->owned++;
+        s->bad += b->mode != OC_BYTES_OWNED;
+    }
+    s->bad += ((uintptr_t)b->data % 64) != 0;
+    return OC_OK;
+}
+
+static int same_pointers(const pool_seen *a, const pool_seen *b) {
+    for (unsigned i = 0; i < a->n; i++) { /* equal sizes may trade blocks: compare as sets */
+        if (pool_sizes[i] < OC_STORAGE_POOL_MIN_BLOCK) continue;
+        int found = 0;
+        for (unsigned j = 0; j < b->n; j++) found |= a->data[i] == b->data[j];
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+static void test_pool_loads(void) {
+    oc_model *src = make_big_model();
+    oc_error err;
+    void *bytes, *again;
+    uint64_t n, n2, pooled_bytes = 0;
+    REQUIRE(oc_model_save_memory(src, NULL, &bytes, &n, &err) == OC_OK);
+    for (size_t i = 0; i < NPOOL; i++)
+        if (pool_sizes[i] >= OC_STORAGE_POOL_MIN_BLOCK) pooled_bytes += pool_sizes[i];
+    for (int threads = 1; threads <= 2; threads++) {
+        oc_storage_pool *pool = oc_storage_pool_new(UINT64_MAX);
+        REQUIRE(pool);
+        oc_parse_options po;
+        oc_parse_options_init(&po);
+        po.storage_pool = pool;
+        po.num_threads = threads;
+        pool_seen first = {{0}, 0, 0, 0, 0}, second = {{0}, 0, 0, 0, 0};
+        oc_model *m = NULL;
+        CHECK_OK(oc_model_load_memory(bytes, n, &po, &m, &err), &err);
+        REQUIRE(m);
+        oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), pool_inspect, &first);
+        CHECK_EQ(first.pooled, 4);
+        CHECK_EQ(first.owned, 2);
+        CHECK_EQ(first.bad, 0);
+        CHECK_OK(oc_model_save_memory(m, NULL, &again, &n2, &err), &err);
+        CHECK(n2 == n && memcmp(again, bytes, (size_t)n) == 0);
+        free(again);
+        CHECK_EQ(oc_storage_pool_free_bytes(pool), 0);
+        oc_model_free(m);
+        CHECK_EQ(oc_storage_pool_free_bytes(pool), pooled_bytes);
+        /* The second load gets the same blocks back, and the same bytes in them. */
+        m = NULL;
+        CHECK_OK(oc_model_load_memory(bytes, n, &po, &m, &err), &err);
+        REQUIRE(m);
+        oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), pool_inspect, &second);
+        CHECK(same_pointers(&first, &second));
+        CHECK_EQ(oc_storage_pool_free_bytes(pool), 0);
+        CHECK_OK(oc_model_save_memory(m, NULL, &again, &n2, &err), &err);
+        CHECK(n2 == n && memcmp(again, bytes, (size_t)n) == 0);
+        free(again);
+        /* The pool may go first: blocks in use stay valid and go when released. */
+        oc_model *clone = NULL;
+        CHECK_OK(oc_model_clone(m, &clone, &err), &err);
+        oc_storage_pool_free(pool);
+        oc_model_free(m);
+        CHECK_OK(oc_model_save_memory(clone, NULL, &again, &n2, &err), &err);
+        CHECK(n2 == n && memcmp(again, bytes, (size_t)n) == 0);
+        free(again);
+        oc_model_free(clone);
+    }
+    free(bytes);
+    oc_model_free(src);
+}
+
+static void test_pool_storage(void) {
+    oc_error err;
+    uint8_t *p, *q;
+    /* A pool keeping at most 100,000 free bytes: a 200,000-byte block goes to the system. */
+    oc_storage_pool *pool = oc_storage_pool_new(100000);
+    REQUIRE(pool);
+    oc_bytes a, b, small;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&small, 0, sizeof small);
+    CHECK_OK(oc_bytes_set_storage(&a, 200000, 0, pool, &p, &err), &err);
+    CHECK_OK(oc_bytes_set_storage(&b, 90000, 4096, pool, &q, &err), &err);
+    CHECK_EQ((uintptr_t)q % 4096, 0);
+    CHECK_OK(oc_bytes_set_storage(&small, 1000, 0, pool, &p, &err), &err);
+    CHECK_EQ(small.mode, OC_BYTES_OWNED);
+    CHECK_EQ(a.mode, OC_BYTES_SHARED);
+    oc_bytes_release(&a);
+    CHECK_EQ(oc_storage_pool_free_bytes(pool), 0);
+    oc_bytes_release(&b);
+    CHECK_EQ(oc_storage_pool_free_bytes(pool), 90000);
+    /* Reuse honours the alignment asked for. */
+    CHECK_OK(oc_bytes_set_storage(&b, 90000, 4096, pool, &p, &err), &err);
+    CHECK_PTR_EQ(p, q);
+    oc_bytes_release(&b);
+    CHECK_STATUS(oc_bytes_set_storage(&b, 90000, 48, pool, &p, &err), OC_ERR_INVALID_ARG, &err);
+    oc_bytes_release(&small);
+    oc_storage_pool_free(pool);
+    oc_storage_pool_free(NULL);
+}
+
+/* Many threads taking and returning blocks of a few sizes at once (ASan/TSan food). */
+static void *pool_worker(void *arg) {
+    oc_storage_pool *pool = arg;
+    oc_error err;
+    for (int i = 0; i < 2000; i++) {
+        oc_bytes s;
+        uint8_t *p;
+        memset(&s, 0, sizeof s);
+        uint64_t size = OC_STORAGE_POOL_MIN_BLOCK + (uint64_t)(i % 3) * 4096;
+        if (oc_bytes_set_storage(&s, size, 0, pool, &p, &err) != OC_OK) return (void *)1;
+        p[0] = p[size - 1] = (uint8_t)i;
+        oc_bytes_release(&s);
+    }
+    return NULL;
+}
+
+static void test_pool_threads(void) {
+    oc_storage_pool *pool = oc_storage_pool_new(UINT64_MAX);
+    REQUIRE(pool);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&t[i], NULL, pool_worker, pool), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = (void *)1;
+        pthread_join(t[i], &r);
+        CHECK(r == NULL);
+    }
+    CHECK(oc_storage_pool_free_bytes(pool) <= 12u * (OC_STORAGE_POOL_MIN_BLOCK + 8192u));
+    oc_storage_pool_free(pool);
+}
+
 int main(void) {
     RUN(test_consolidate);
     RUN(test_consolidate_errors);
+    RUN(test_pool_storage);
+    RUN(test_pool_loads);
+    RUN(test_pool_threads);
     return check_report("test_tensor");
 }

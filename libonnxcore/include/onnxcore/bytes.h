@@ -89,6 +89,31 @@ typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_
 #define OC_BYTES_WRITE_CHUNK (16u * 1024u * 1024u)
 oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
 
+/* A pool of tensor storage for loads that repeat. Storage of OC_STORAGE_POOL_MIN_BLOCK
+ * bytes or more that a copying load takes from a pool (oc_parse_options.storage_pool)
+ * goes back to the pool when its last span is released, and the next load asking for a
+ * block of the same size gets it back: memory already faulted in, so a reload costs a
+ * copy instead of the first-touch page faults of fresh memory (on many machines the
+ * larger part of a copying load). Spans from a pool are OC_BYTES_SHARED, each block with
+ * its own owner token. Thread-safe: blocks may be taken and returned from any thread. */
+typedef struct oc_storage_pool oc_storage_pool;
+#define OC_STORAGE_POOL_MIN_BLOCK (64u * 1024u)
+
+/* A pool keeping at most max_free_bytes of free storage (more is given back to the
+ * system as it returns). NULL when out of memory. */
+oc_storage_pool *oc_storage_pool_new(uint64_t max_free_bytes);
+/* Gives the free storage back to the system and drops the caller's reference: blocks still
+ * in use go back to the system when their spans are released. NULL is accepted. */
+void oc_storage_pool_free(oc_storage_pool *pool);
+/* The bytes of free storage the pool holds now. */
+uint64_t oc_storage_pool_free_bytes(oc_storage_pool *pool);
+/* Makes the span hold size bytes of uninitialised storage aligned to `alignment` (a power
+ * of two; at least 64 is used) from the pool, or (pool NULL, or a small size) freshly
+ * allocated and owned; *out receives a writable pointer. On failure (OC_ERR_NOMEM) the
+ * span is unchanged. */
+oc_status oc_bytes_set_storage(oc_bytes *span, uint64_t size, uint64_t alignment,
+                               oc_storage_pool *pool, uint8_t **out, oc_error *err);
+
 /* Allocation of owned tensor storage: 64-byte aligned, freed with oc_bytes_free_buffer. */
 void *oc_bytes_alloc_buffer(uint64_t size);
 void oc_bytes_free_buffer(void *buffer);

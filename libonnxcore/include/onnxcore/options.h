@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "bytes.h"
 #include "limits.h"
 
 #ifdef __cplusplus
@@ -46,9 +47,13 @@ typedef struct oc_parse_options {
                               * moved file): it stands for the first location found and its
                               * `.N` parts; trusted (it comes from the caller) */
     int verify_checksums;    /* check `checksum` keys (SHA-1); needs OpenSSL */
+
+    /* Copying loads take tensor storage from this pool (bytes.h), so that loading again
+     * after the model is freed reuses memory already faulted in. NULL: plain allocation. */
+    oc_storage_pool *storage_pool;
 } oc_parse_options;
 
-#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, 0, NULL, NULL, 0 }
+#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, 0, NULL, NULL, 0, NULL }
 
 /* Receives a save's progress (oc_serialize_options.progress). */
 typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
