@@ -36,6 +36,7 @@ typedef struct dctx {
     int alias_strings;     /* no_copy: strings point into the input instead of the arena */
     int threads;           /* > 1: payload copies are deferred to `copies`, run in parallel */
     oc_storage_pool *pool; /* where copied payloads get their storage, or NULL */
+    uint64_t max_tensor;   /* oc_parse_options.max_tensor_bytes */
     oc__copy_list copies;
 } dctx;
 
@@ -327,6 +328,8 @@ static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_
         oc_bytes_release(s);
         return OC_OK;
     }
+    OC_FORWARD(oc__check_size(len, c->max_tensor, OC_DEFAULT_MAX_TENSOR_BYTES, "raw_data",
+                              "max_tensor_bytes", off(c, field), c->err));
     if (c->no_copy && len >= c->threshold) {
         if (c->owner)
             oc_bytes_set_shared(s, p, len, c->owner);
@@ -473,6 +476,14 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
 
 static void unref_owner(void *owner) { oc_owner_unref(owner); }
 
+oc_status oc__check_size(uint64_t size, uint64_t option_value, uint64_t default_cap,
+                         const char *what, const char *option, uint64_t offset, oc_error *err) {
+    uint64_t cap = option_value ? option_value : default_cap;
+    if (size <= cap) return OC_OK;
+    return oc__fail(err, OC_ERR_LIMIT, offset, "%s of %llu bytes is over the %s limit of %llu bytes",
+                    what, (unsigned long long)size, option, (unsigned long long)cap);
+}
+
 oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
                         uint64_t base_offset, uint32_t depth, oc_arena *arena,
                         const oc_parse_options *opts, oc_owner *owner, oc_error *err) {
@@ -493,6 +504,7 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
     c.skip_raw_data = opts->skip_raw_data;
     c.threads = oc__resolve_threads(opts->num_threads);
     c.pool = opts->storage_pool;
+    c.max_tensor = opts->max_tensor_bytes;
     memset(&c.copies, 0, sizeof c.copies);
     /* Strings alias the input with no_copy; an owner (a file mapping) is then also kept by
      * the arena, so the model's strings outlive the loader like its tensors do. */
@@ -517,5 +529,7 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
                     oc_error *err) {
     if (!desc || !msg || !arena || (!data && size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
+    OC_FORWARD(oc__check_size(size, opts ? opts->max_model_bytes : 0, OC_DEFAULT_MAX_MODEL_BYTES,
+                              "the serialized model", "max_model_bytes", OC_NO_OFFSET, err));
     return oc__decode_at(desc, msg, data, size, 0, 1, arena, opts, owner, err);
 }

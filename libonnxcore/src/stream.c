@@ -154,6 +154,9 @@ static oc_status stream_msg(sctx *s, const oc_msgdesc *d, void *msg, uint64_t po
             if (s->opts->skip_raw_data) {
                 oc_bytes_release(span);
             } else {
+                OC_FORWARD(oc__check_size(len, s->opts->max_tensor_bytes,
+                                          OC_DEFAULT_MAX_TENSOR_BYTES, "raw_data",
+                                          "max_tensor_bytes", pos, s->err));
                 uint8_t *dst;
                 if (oc_bytes_set_storage(span, len, 64, s->opts->storage_pool, &dst, s->err) !=
                     OC_OK)
@@ -199,7 +202,9 @@ oc_status oc__load_pread(const char *path, const oc_msgdesc *desc, void *msg, oc
         r = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
     if (r == OC_OK) {
         s.size = (uint64_t)st.st_size;
-        r = stream_msg(&s, desc, msg, 0, s.size, 1);
+        r = oc__check_size(s.size, copy_opts.max_model_bytes, OC_DEFAULT_MAX_MODEL_BYTES,
+                           "the serialized model", "max_model_bytes", OC_NO_OFFSET, err);
+        if (r == OC_OK) r = stream_msg(&s, desc, msg, 0, s.size, 1);
     }
     free(s.frag);
     close(s.fd);

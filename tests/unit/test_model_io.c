@@ -636,6 +636,51 @@ static void test_message_files(void) {
     oc_arena_free(a);
 }
 
+/* Size caps (limits.h): at the cap a load works; one byte under it fails with
+ * OC_ERR_LIMIT naming the option, from memory, a mapped file and the pread path alike. */
+static void test_size_limits(void) {
+    oc_model *m = make_model();
+    REQUIRE(m != NULL);
+    void *b = NULL;
+    uint64_t n = 0;
+    REQUIRE(save_mem(m, &b, &n));
+    char p[4200];
+    pathof(p, sizeof p, "limits.onnx");
+    oc_error err;
+    CHECK_OK(oc_model_save_file(m, p, NULL, &err), &err);
+    for (int how = 0; how < 3; how++) { /* memory, mapped file, pread */
+        for (int which = 0; which < 2; which++) { /* max_model_bytes, max_tensor_bytes */
+            uint64_t cap = which == 0 ? n : BIG;
+            for (int over = 0; over < 2; over++) {
+                oc_parse_options po;
+                oc_parse_options_init(&po);
+                po.use_pread = how == 2;
+                if (which == 0)
+                    po.max_model_bytes = cap - (uint64_t)over;
+                else
+                    po.max_tensor_bytes = cap - (uint64_t)over;
+                oc_model *got = NULL;
+                oc_status st = how == 0 ? oc_model_load_memory(b, n, &po, &got, &err)
+                                        : oc_model_load_file(p, &po, &got, &err);
+                if (!over) {
+                    CHECK_OK(st, &err);
+                    CHECK(got && raw_ok(init(got, "W"), BIG, 1));
+                } else {
+                    CHECK_STATUS(st, OC_ERR_LIMIT, &err);
+                    CHECK(strstr(err.message, which == 0 ? "max_model_bytes" : "max_tensor_bytes") != NULL);
+                    /* A tensor over the cap is found where it is: its offset is given. */
+                    if (which == 1) CHECK(err.offset != OC_NO_OFFSET && err.offset < n);
+                    CHECK(got == NULL);
+                }
+                oc_model_free(got);
+            }
+        }
+    }
+    free(b);
+    oc_model_free(m);
+    CHECK_EQ(remove(p), 0);
+}
+
 int main(int argc, char **argv) {
     const char *base = argc > 1 ? argv[1] : NULL;
     if (td_make(base, "model_io", dir, sizeof dir) != 0) {
@@ -648,6 +693,7 @@ int main(int argc, char **argv) {
     RUN(test_load_failures);
     RUN(test_no_copy_file);
     RUN(test_message_files);
+    RUN(test_size_limits);
     if (!CHECK_EQ(td_count(dir, 0), 0)) td_count(dir, 1);
     td_remove(dir);
     return check_report("test_model_io");

@@ -4,6 +4,8 @@
 #ifndef ONNXCORE_LIMITS_H
 #define ONNXCORE_LIMITS_H
 
+#include <stdint.h>
+
 /* Message nesting accepted by default when decoding (protobuf's default as well). The
  * root message is level 1. Raise it with oc_parse_options.max_depth. */
 #define OC_DEFAULT_MAX_DEPTH 100u
@@ -12,5 +14,19 @@
  * copier and tensor walk recurse on the C stack, and 1000 levels stay within 1 MiB of it
  * even in sanitizer builds. Real models nest a few dozen levels (subgraphs in subgraphs). */
 #define OC_MAX_DEPTH_HARD 1000u
+
+/* Sizes a load accepts, each adjustable in oc_parse_options (0 there means the default
+ * here). By default there is no cap beyond the format's own: models of any size load, and
+ * the memory a load takes follows from the sizes of the files it is given (a copying load
+ * about the model's size plus its external data; a no_copy load little more than the
+ * graph). A service loading models from strangers sets them to what it can afford;
+ * exceeding one is OC_ERR_LIMIT, naming the option. */
+/* The serialized model: the file, the buffer, or an archive's __MODEL_PROTO
+ * (oc_parse_options.max_model_bytes). */
+#define OC_DEFAULT_MAX_MODEL_BYTES UINT64_MAX
+/* One tensor's payload: its raw_data, or its external data (max_tensor_bytes). */
+#define OC_DEFAULT_MAX_TENSOR_BYTES UINT64_MAX
+/* All the external data one load reads (max_external_bytes). */
+#define OC_DEFAULT_MAX_EXTERNAL_BYTES UINT64_MAX
 
 #endif

@@ -35,6 +35,11 @@ typedef struct oc_parse_options {
     int no_copy;          /* borrow tensor bytes from the input instead of copying them */
     int num_threads;      /* 0 or 1 = serial, N = N threads, negative = number of cores */
     uint32_t max_depth;   /* nesting limit; 0 = OC_DEFAULT_MAX_DEPTH, at most OC_MAX_DEPTH_HARD */
+    /* Size caps (limits.h; 0 = the default, no cap): the serialized model, one tensor's
+     * payload (raw_data or external data), and all external data of one load. */
+    uint64_t max_model_bytes;
+    uint64_t max_tensor_bytes;
+    uint64_t max_external_bytes;
     int skip_raw_data;    /* drop tensor payloads (raw_data) while parsing: graph only */
     int use_pread;        /* file loads: read with pread, not a mapping (network
                            * filesystems); copies every tensor once, ignores no_copy */
@@ -53,7 +58,7 @@ typedef struct oc_parse_options {
     oc_storage_pool *storage_pool;
 } oc_parse_options;
 
-#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0, 0, 0, NULL, NULL, 0, NULL }
+#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0u, 0u, 0u, 0, 0, 0, NULL, NULL, 0, NULL }
 
 /* Receives a save's progress (oc_serialize_options.progress). */
 typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);

@@ -30,4 +30,9 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
                         uint64_t base_offset, uint32_t depth, oc_arena *arena,
                         const oc_parse_options *opts, oc_owner *owner, oc_error *err);
 
+/* OC_OK when size is within the cap an option sets (0: the default cap), else OC_ERR_LIMIT:
+ * "WHAT of SIZE bytes is over the OPTION limit of CAP bytes", at offset. */
+oc_status oc__check_size(uint64_t size, uint64_t option_value, uint64_t default_cap,
+                         const char *what, const char *option, uint64_t offset, oc_error *err);
+
 #endif
