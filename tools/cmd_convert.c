@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include <onnxz/archive.h>
+#include <onnxz/convert.h>
 
 #include "cli.h"
 #include "model_stats.h"
@@ -308,29 +309,22 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity)
         so.overwrite = p->force ? 1 : 0;
         st = oc_crypt_save_model_file(model, p->out, key.data, key.len, &p->crypt, &so, &err);
         cli_key_free(&key);
-    } else if (p->out_form == CLI_FORM_ONNXZ) {
+    } else {
+        /* One library call writes either form; the options not asked for keep defaults. */
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
         ao.serialize.overwrite = p->force ? 1 : 0;
-        ao.serialize.buffer.alignment = p->align;
-        ao.serialize.buffer.raw_data_threshold = p->threshold;
-        ao.deflate_model = p->deflate_model ? 1 : 0;
         ao.serialize.progress = cli_progress_update;
         ao.serialize.progress_ctx = &bar;
-        st = oz_archive_save(model, p->out, &ao, &err);
-    } else {
-        oc_serialize_options so;
-        oc_serialize_options_init(&so);
-        so.overwrite = p->force ? 1 : 0;
-        if (p->external_data) {
-            so.external_data = p->external_data;
-            so.max_external_file_size = p->max_file_size;
-            so.checksum = p->checksum ? 1 : 0;
-            so.buffer.alignment = p->align;
-            so.buffer.raw_data_threshold = p->threshold;
+        if (p->out_form == CLI_FORM_ONNXZ || p->external_data) {
+            ao.serialize.buffer.alignment = p->align;
+            ao.serialize.buffer.raw_data_threshold = p->threshold;
         }
-        so.progress = cli_progress_update;
-        so.progress_ctx = &bar;
-        st = oc_model_save_file(model, p->out, &so, &err);
+        ao.deflate_model = p->deflate_model ? 1 : 0;
+        ao.serialize.external_data = p->external_data;
+        ao.serialize.max_external_file_size = p->max_file_size;
+        ao.serialize.checksum = p->checksum ? 1 : 0;
+        st = oz_save_any(model, p->out,
+                         p->out_form == CLI_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, &err);
     }
     cli_progress_end(&bar);
     if (st != OC_OK) return cli_fail(p->out, &err);

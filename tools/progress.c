@@ -16,6 +16,7 @@ void cli_progress_init(cli_progress *p, int verbosity)
     const char *delay = getenv("ONNXZ_PROGRESS_DELAY_MS");
     p->enabled = verbosity >= CLI_NORMAL && isatty(STDERR_FILENO);
     p->drawn = false;
+    p->drawn_full = false;
     p->start_ms = cli_now_ms();
     p->last_ms = 0;
     p->delay_ms = delay && *delay ? atof(delay) : 500.0;
@@ -36,7 +37,9 @@ void cli_progress_update(void *ctx, uint64_t done, uint64_t total)
     double now = cli_now_ms(), elapsed = now - p->start_ms;
     char bar[PROGRESS_WIDTH + 1], d[32], t[32], rate[32], eta[32];
     if (!p->enabled || elapsed < p->delay_ms) return;
-    if (p->drawn && now - p->last_ms < PROGRESS_REDRAW_MS) return;
+    /* At most ten redraws a second, but the end is always shown (once). */
+    bool full = done >= total;
+    if (p->drawn && now - p->last_ms < PROGRESS_REDRAW_MS && (!full || p->drawn_full)) return;
     double frac = total ? (double)done / (double)total : 1.0;
     double per_s = elapsed > 0 ? (double)done / (elapsed / 1000.0) : 0;
     unsigned filled = (unsigned)(frac * PROGRESS_WIDTH);
@@ -51,6 +54,7 @@ void cli_progress_update(void *ctx, uint64_t done, uint64_t total)
             rate, eta);
     fflush(stderr);
     p->drawn = true;
+    p->drawn_full = full;
     p->last_ms = now;
 }
 

@@ -1,0 +1,69 @@
+/*
+ * onnxz/convert.h - a model from any form to any form, in one call.
+ *
+ * The forms: a single .onnx file; a .onnx file with its tensors in data files beside it
+ * (two-file, or N-file when split by size); and an .onnxz archive. The input's form is
+ * told by its content, the output's by the options (or OUT's name). Tensor bytes stream
+ * from the input's mapping to the output, a piece at a time, and each piece's pages are
+ * dropped once written (oc_bytes_write): converting a model of any size takes memory for
+ * its graph and a bounded amount more, never the weights.
+ */
+#ifndef ONNXZ_CONVERT_H
+#define ONNXZ_CONVERT_H
+
+#include <onnxcore/model.h>
+
+#include "archive.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum oz_form {
+    OZ_FORM_AUTO = 0,  /* output: by the name, ".onnxz" (any case) an archive, else .onnx */
+    OZ_FORM_ONNX = 1,  /* a .onnx file; with save.serialize.external_data, data files too */
+    OZ_FORM_ONNXZ = 2  /* an .onnxz archive */
+} oz_form;
+
+/* The form a file's name asks for: OZ_FORM_ONNXZ for "*.onnxz" (any case), else
+ * OZ_FORM_ONNX. */
+oz_form oz_form_of_name(const char *path);
+
+/* Loads a model in any unencrypted form, told by content: an .onnxz archive, or a .onnx
+ * file with its external data (resolved, or kept as references with
+ * opts->skip_external_data). For encrypted files see onnxz/encrypted.h. */
+oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
+                      oc_error *err);
+
+/* Saves model in the given form (AUTO: by path's name). For OZ_FORM_ONNX, opts->serialize
+ * is used as oc_model_save_file uses it (external_data and the rest); for OZ_FORM_ONNXZ,
+ * opts as oz_archive_save uses them. opts may be NULL (defaults). */
+oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
+                      const oz_archive_options *opts, oc_error *err);
+
+typedef struct oz_convert_options {
+    oz_form output;          /* OUT's form; AUTO: by its name */
+    /* How IN is read: data_dir, location, verify_checksums, the size caps. no_copy is
+     * always on (tensor bytes go from IN's mapping to OUT) and skip_external_data off. */
+    oc_parse_options load;
+    /* How OUT is written: serialize.overwrite (default 1: replace an existing OUT; a
+     * conversion onto its own input is safe, the old bytes stay mapped until the end),
+     * buffer.alignment and raw_data_threshold, external_data, max_external_file_size,
+     * checksum, progress; deflate_model for archives. */
+    oz_archive_options save;
+} oz_convert_options;
+
+#define OZ_CONVERT_OPTIONS_INIT { OZ_FORM_AUTO, OC_PARSE_OPTIONS_INIT, OZ_ARCHIVE_OPTIONS_INIT }
+
+/* Converts the model at `in` into `out`. After any chain of conversions the graph and
+ * every tensor are those of the source, and converting back to a single .onnx gives the
+ * bytes of saving the source directly. opts may be NULL. Errors are those of the load
+ * (naming IN) and of the save (naming OUT). */
+oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
+                     oc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

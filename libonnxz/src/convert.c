@@ -1,0 +1,53 @@
+/*
+ * convert.c - any form to any form (onnxz/convert.h).
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "onnxz/convert.h"
+#include "internal/error.h"
+
+oz_form oz_form_of_name(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    return n >= 6 && strcasecmp(path + n - 6, ".onnxz") == 0 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
+}
+
+oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
+                      oc_error *err) {
+    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_load_any: missing argument");
+    *out = NULL;
+    if (oz_is_archive_file(path)) return oz_archive_load(path, opts, out, err);
+    return oc_model_load_file(path, opts, out, err);
+}
+
+oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
+                      const oz_archive_options *opts, oc_error *err) {
+    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
+    if (!opts) opts = &defaults;
+    if (form == OZ_FORM_AUTO) form = oz_form_of_name(path);
+    if (form == OZ_FORM_ONNXZ) {
+        if (opts->serialize.external_data)
+            return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "external_data does not apply to an archive, which holds its "
+                            "tensors itself");
+        return oz_archive_save(model, path, opts, err);
+    }
+    if (form != OZ_FORM_ONNX)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "unknown output form %d", (int)form);
+    return oc_model_save_file(model, path, &opts->serialize, err);
+}
+
+oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
+                     oc_error *err) {
+    static const oz_convert_options defaults = OZ_CONVERT_OPTIONS_INIT;
+    if (!opts) opts = &defaults;
+    if (!in || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
+    oc_parse_options load = opts->load;
+    load.no_copy = 1;
+    load.skip_external_data = 0;
+    oc_model *model = NULL;
+    OZ_FORWARD(oz_load_any(in, &load, &model, err));
+    oc_status st = oz_save_any(model, out, opts->output, &opts->save, err);
+    oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
+    return st;
+}
