@@ -239,6 +239,22 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     return OC_OK;
 }
 
+/* Every OC_WRITEBACK_WINDOW bytes, start writing the new window to disk (without waiting):
+ * the disk works while we copy, the commit's fsync finds little left to do, and a large
+ * save never piles gigabytes of dirty pages into memory. Advice only: failures are the
+ * fsync's to report. */
+#define OC_WRITEBACK_WINDOW (64u << 20)
+static void start_writeback(oc_atomic_file *af) {
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
+    (void)sync_file_range(af->fd, (off_t)af->flushed, (off_t)(af->written - af->flushed),
+                          SYNC_FILE_RANGE_WRITE);
+    af->flushed = af->written;
+#else
+    (void)af;
+#endif
+}
+
 oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
     oc_atomic_file *af = ctx;
     const uint8_t *p = data;
@@ -252,6 +268,7 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
         af->written += (uint64_t)w;
         oc_progress_add(af->progress, (uint64_t)w);
     }
+    start_writeback(af);
     return OC_OK;
 }
 

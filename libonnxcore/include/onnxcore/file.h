@@ -59,6 +59,7 @@ typedef struct oc_atomic_file {
     char *path;
     char *tmp_path;
     uint64_t written;      /* bytes appended so far */
+    uint64_t flushed;      /* bytes whose writeback to disk has been started */
     oc_progress *progress; /* NULL after oc_atomic_open; set it to count writes */
 } oc_atomic_file;
 
