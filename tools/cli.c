@@ -190,11 +190,16 @@ int cli_usage_error(const char *command, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-/* Writes a message on the current line, turning any line break into a space: the
- * one-line error contract holds even if a message were to carry one. */
+/* Writes a message on the current line. Strings from files reach messages escaped
+ * (oc_quote); as a safety net for any that did not, a control byte or DEL left in the
+ * message is written as \xNN too (never raw: the one-line error contract holds and the
+ * terminal is never driven). The message's own text, backslashes included, is kept. */
 static void put_one_line(const char *msg)
 {
-    for (const char *p = msg; *p; p++) fputc((*p == '\n' || *p == '\r') ? ' ' : *p, stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", (unsigned)*p);
+        else fputc(*p, stderr);
+    }
 }
 
 /* The part of a library message worth printing after "FILE: ". The libraries name the
@@ -299,10 +304,19 @@ void cli_format_size(uint64_t bytes, char *buf, size_t size)
 
 void cli_put_text(FILE *out, const char *data, uint64_t size)
 {
-    for (uint64_t i = 0; i < size; i++) {
-        unsigned char c = (unsigned char)data[i];
-        if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", (unsigned)c);
-        else fputc(c, out);
+    /* oc_quote's rendering, piece by piece: a buffer of 4 bytes per input byte (and the
+     * room oc_quote keeps for "...") never cuts; pieces end between UTF-8 sequences. */
+    enum { PIECE = 256 };
+    char buf[4 * PIECE + 4];
+    const unsigned char *p = (const unsigned char *)data;
+    while (size > 0) {
+        uint64_t n = size < PIECE ? size : PIECE;
+        /* Back off over continuation bytes so that no sequence is split (a run of them
+         * longer than a sequence is malformed anyway and escaped byte by byte). */
+        for (uint64_t k = 0; n < size && k < 3 && n > 1 && (p[n] & 0xC0) == 0x80; k++) n--;
+        fputs(oc_quote(p, n, buf, sizeof buf), out);
+        p += n;
+        size -= n;
     }
 }
 
@@ -356,7 +370,9 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     *out = NULL;
     if (o->crypt_out) *o->crypt_out = OC_CRYPT_NONE;
     if (form == CLI_FORM_ONNX) {
-        oc_crypt_format cf = cli_detect_crypt(path);
+        oc_crypt_format cf;
+        /* An encrypted file cut inside its magic is reported as such (C-1), not decoded. */
+        if (cli_detect_crypt_checked(path, &cf) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
         if (cf != OC_CRYPT_NONE) {
             cli_key key;
             int is_archive = 0, rc = cli_require_crypto(path);
@@ -455,6 +471,17 @@ int cli_check_output(const char *in, const char *out, bool force)
         si.st_ino == st.st_ino)
         return cli_fail_msg(out, "output is the input file; use -f to replace it");
     return cli_fail_msg(out, "output file exists; use -f to overwrite it");
+}
+
+int cli_detect_crypt_checked(const char *path, oc_crypt_format *out)
+{
+    oc_error err;
+    oc_error_clear(&err);
+    *out = OC_CRYPT_NONE;
+    oc_status st = oc_crypt_detect_file(path, out, &err);
+    if (st == OC_ERR_TRUNCATED) return cli_fail(path, &err);
+    if (st != OC_OK) *out = OC_CRYPT_NONE; /* unreadable: the loader says why */
+    return CLI_EXIT_OK;
 }
 
 oc_crypt_format cli_detect_crypt(const char *path)

@@ -107,8 +107,10 @@ int cli_finish(int status);
 /* "512 B", "1.5 KiB", "3.2 MiB"...: binary units with one decimal. */
 void cli_format_size(uint64_t bytes, char *buf, size_t size);
 
-/* Writes size bytes of untrusted text on one line: control bytes and DEL as \xNN, so a
- * name from a model can never break the line structure of the output. */
+/* Writes size bytes of untrusted text on one line, rendered as oc_quote (onnxcore/status.h)
+ * renders it, without its length bound: control bytes, DEL, `\` and bytes that are not
+ * well-formed UTF-8 as \xNN, so a name from a model can never break the line structure
+ * of the output or drive the terminal. */
 void cli_put_text(FILE *out, const char *data, uint64_t size);
 
 /* Milliseconds from a monotonic clock, for -v timings. */
@@ -132,6 +134,10 @@ cli_form cli_input_form(const char *path);
 /* The encryption of a file by its first bytes; OC_CRYPT_NONE also when it cannot be read
  * (the loader that follows reports that in its own words). */
 oc_crypt_format cli_detect_crypt(const char *path);
+/* The same, except that a file cut inside an encryption magic (spec C-1) is an error,
+ * printed: returns CLI_EXIT_FAILURE then, else CLI_EXIT_OK with *out set. For commands
+ * that would otherwise read such a file as a model. */
+int cli_detect_crypt_checked(const char *path, oc_crypt_format *out);
 
 /* The form an output path asks for, by its extension: ".onnxz" (any case) is an
  * archive, anything else a .onnx file. */

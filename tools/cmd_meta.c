@@ -224,7 +224,8 @@ static int run_meta(const cli_args *args)
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
     if (form == CLI_FORM_ONNX) {
-        cf = cli_detect_crypt(path);
+        rc = cli_detect_crypt_checked(path, &cf); /* a cut magic is `truncated` (C-1) */
+        if (rc != CLI_EXIT_OK) return rc;
         if (cf != OC_CRYPT_NONE)
             return cli_fail_msg(path, "is encrypted (%s): decrypt it, edit, and encrypt it again",
                                 oc_crypt_format_name(cf));

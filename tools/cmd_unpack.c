@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <onnxz/archive.h>
 
@@ -57,8 +58,9 @@ static int check_dir(const char *dir, bool force, int *exists)
 }
 
 /* Everything extraction relies on, before a single file is written: the ZIP rules, every
- * CRC, the model decodes and its tensors resolve to entries (the checks of `verify`, less
- * the layout rules, which do not matter here). */
+ * CRC, no name both a file and a directory (Z-36), the model decodes and its tensors
+ * resolve to entries (the checks of `verify`, less the layout rules, which do not matter
+ * here). */
 static int open_checked(const char *path, int verbosity, oz_archive **out)
 {
     oc_error err;
@@ -70,6 +72,7 @@ static int open_checked(const char *path, int verbosity, oz_archive **out)
     *out = NULL;
     st = oz_archive_open(path, NULL, out, &err);
     if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(*out), &err);
+    if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(*out), &err);
     oc_parse_options_init(&opts);
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(*out, &opts, &model, &err);
@@ -95,26 +98,77 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
+/* What this run created, so that a failure half-way can take it back: files that did not
+ * exist before and directories it made, in order. Nothing that existed before is ever
+ * removed (a file replaced under -f stays replaced). */
+typedef struct created_list {
+    char **paths;
+    bool *is_dir;
+    size_t count, cap;
+} created_list;
+
+static bool created_add(created_list *c, const char *path, bool is_dir)
+{
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        char **p = realloc(c->paths, cap * sizeof *p);
+        if (!p) return false;
+        c->paths = p;
+        bool *d = realloc(c->is_dir, cap * sizeof *d);
+        if (!d) return false;
+        c->is_dir = d;
+        c->cap = cap;
+    }
+    if (!(c->paths[c->count] = strdup(path))) return false;
+    c->is_dir[c->count++] = is_dir;
+    return true;
+}
+
+/* Removes what was created, newest first (so directories are empty by then). */
+static void created_undo(created_list *c)
+{
+    for (size_t i = c->count; i-- > 0;) {
+        if (c->is_dir[i]) rmdir(c->paths[i]);
+        else unlink(c->paths[i]);
+    }
+}
+
+static void created_free(created_list *c)
+{
+    for (size_t i = 0; i < c->count; i++) free(c->paths[i]);
+    free(c->paths);
+    free(c->is_dir);
+}
+
 /* Creates the directory `path` unless it is one already. Something else in its place, a
  * symbolic link included, is refused: nothing may be written outside DIR. */
-static int make_dir(const char *dir, const char *path)
+static int make_dir(const char *dir, const char *path, created_list *made)
 {
     struct stat st;
-    if (mkdir(path, 0777) == 0) return CLI_EXIT_OK;
+    if (mkdir(path, 0777) == 0) {
+        if (!created_add(made, path, true)) {
+            rmdir(path);
+            return cli_fail_msg(dir, "out of memory");
+        }
+        return CLI_EXIT_OK;
+    }
     if (errno == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return CLI_EXIT_OK;
-    if (errno == EEXIST) return cli_fail_msg(dir, "%s exists and is not a directory", path);
-    return cli_fail_msg(dir, "cannot create directory %s: %s", path, strerror(errno));
+    int e = errno;
+    char q[OC_QUOTE_SIZE];
+    oc_quote(path, strlen(path), q, sizeof q);
+    if (e == EEXIST) return cli_fail_msg(dir, "%s exists and is not a directory", q);
+    return cli_fail_msg(dir, "cannot create directory %s: %s", q, strerror(e));
 }
 
 /* The directories on the way to DIR/NAME (NAME's own, too, when it ends in '/'). */
-static int make_parents(const char *dir, const char *path, size_t dir_len)
+static int make_parents(const char *dir, const char *path, size_t dir_len, created_list *made)
 {
     char *p = strdup(path);
     int rc = CLI_EXIT_OK;
     if (!p) return cli_fail_msg(dir, "out of memory");
     for (char *s = p + dir_len + 1; rc == CLI_EXIT_OK && (s = strchr(s, '/')) != NULL; s++) {
         *s = '\0';
-        rc = make_dir(dir, p);
+        rc = make_dir(dir, p, made);
         *s = '/';
     }
     free(p);
@@ -123,24 +177,31 @@ static int make_parents(const char *dir, const char *path, size_t dir_len)
 
 /* Writes bytes to path through a temporary file renamed into place; bytes shared from a
  * mapping are dropped from memory as they are written (oc_bytes_write). */
-static int write_file(const char *path, const oc_bytes *bytes)
+static int write_file(const char *path, const oc_bytes *bytes, created_list *made)
 {
     oc_atomic_file af;
     oc_error err;
     oc_status st;
+    struct stat old;
+    bool existed = lstat(path, &old) == 0;
     oc_error_clear(&err);
     st = oc_atomic_open(&af, path, 1, &err);
     if (st != OC_OK) return cli_fail(path, &err);
     st = oc_bytes_write(bytes, oc_atomic_write, &af, &err);
     if (st == OC_OK) st = oc_atomic_commit(&af, &err);
     oc_atomic_abort(&af);
-    return st == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
+    if (st != OC_OK) return cli_fail(path, &err);
+    if (!existed && !created_add(made, path, false)) {
+        unlink(path);
+        return cli_fail_msg(path, "out of memory");
+    }
+    return CLI_EXIT_OK;
 }
 
 /* Writes entry `index` as `path`: its bytes shared from the mapping (stored) or inflated
  * (deflated), never more than one entry in memory at a time. */
 static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index,
-                   const char *path)
+                   const char *path, created_list *made)
 {
     oc_bytes bytes;
     oc_error err;
@@ -148,9 +209,68 @@ static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index
     memset(&bytes, 0, sizeof bytes);
     oc_error_clear(&err);
     if (oz_zip_reader_read(zip, index, &bytes, &err) != OC_OK) return cli_fail(archive, &err);
-    rc = write_file(path, &bytes);
+    rc = write_file(path, &bytes, made);
     oc_bytes_release(&bytes);
     return rc;
+}
+
+/* The name an entry takes in DIR: its own, or model.onnx for __MODEL_PROTO. */
+static const char *target_name(const oz_zip_entry *e)
+{
+    return strcmp(e->name, OZ_MODEL_ENTRY) == 0 ? UNPACK_MODEL_FILE : e->name;
+}
+
+/* The plan, checked whole before anything is written. The archive: no entry may take the
+ * model's name, model.onnx, or make it a directory (the reader has checked the names
+ * themselves and that none is both a file and a directory, Z-30..Z-36). DIR, when it
+ * exists (-f): every directory on the way to an entry is a directory or absent (never a
+ * file or a symbolic link), and no file would land where a directory is. */
+static int check_plan(const char *archive, const oz_zip_reader *zip, const char *dir,
+                      bool dir_exists)
+{
+    uint64_t count = oz_zip_reader_count(zip);
+    size_t mlen = strlen(UNPACK_MODEL_FILE);
+    oz_zip_entry e;
+    oc_error err;
+    oc_error_clear(&err);
+    for (uint64_t i = 0; i < count; i++) {
+        if (oz_zip_reader_entry(zip, i, &e, &err) != OC_OK) return cli_fail(archive, &err);
+        if (strcmp(e.name, OZ_MODEL_ENTRY) == 0) continue;
+        if (strncmp(e.name, UNPACK_MODEL_FILE, mlen) == 0 &&
+            (e.name[mlen] == '\0' || e.name[mlen] == '/')) {
+            char q[OC_QUOTE_SIZE];
+            return cli_fail_msg(archive, "has an entry named %s, and " UNPACK_MODEL_FILE
+                                " is the name the model takes when unpacked",
+                                oc_quote(e.name, e.name_len, q, sizeof q));
+        }
+    }
+    if (!dir_exists) return CLI_EXIT_OK;
+    for (uint64_t i = 0; i < count; i++) {
+        struct stat st;
+        char *path;
+        int rc = CLI_EXIT_OK;
+        if (oz_zip_reader_entry(zip, i, &e, &err) != OC_OK) return cli_fail(archive, &err);
+        path = join(dir, target_name(&e));
+        if (!path) return cli_fail_msg(dir, "out of memory");
+        size_t len = strlen(path);
+        bool is_dir_entry = path[len - 1] == '/';
+        /* Each parent directory, and a directory entry's own. */
+        char q[OC_QUOTE_SIZE];
+        for (char *s = path + strlen(dir) + 1; rc == CLI_EXIT_OK && (s = strchr(s, '/')); s++) {
+            *s = '\0';
+            if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+                rc = cli_fail_msg(dir, "%s exists and is not a directory%s",
+                                  oc_quote(path, strlen(path), q, sizeof q),
+                                  S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
+            *s = '/';
+        }
+        if (rc == CLI_EXIT_OK && !is_dir_entry && lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            rc = cli_fail_msg(dir, "%s is a directory, where the archive has a file",
+                              oc_quote(path, strlen(path), q, sizeof q));
+        free(path);
+        if (rc != CLI_EXIT_OK) return rc;
+    }
+    return CLI_EXIT_OK;
 }
 
 typedef struct unpack_result {
@@ -159,7 +279,7 @@ typedef struct unpack_result {
 } unpack_result;
 
 static int unpack_entries(const char *archive, const oz_archive *ar, const char *dir,
-                          unpack_result *res)
+                          unpack_result *res, created_list *made)
 {
     const oz_zip_reader *zip = oz_archive_zip(ar);
     uint64_t count = oz_zip_reader_count(zip), model_index = 0;
@@ -177,9 +297,9 @@ static int unpack_entries(const char *archive, const oz_archive *ar, const char 
         }
         path = join(dir, e.name);
         if (!path) return cli_fail_msg(dir, "out of memory");
-        rc = make_parents(dir, path, dir_len);
+        rc = make_parents(dir, path, dir_len, made);
         if (rc == CLI_EXIT_OK && e.name[e.name_len - 1] != '/') { /* not a directory entry */
-            rc = extract(archive, zip, i, path);
+            rc = extract(archive, zip, i, path, made);
             res->files++;
             res->bytes += e.uncompressed_size;
         }
@@ -189,7 +309,7 @@ static int unpack_entries(const char *archive, const oz_archive *ar, const char 
     /* The model last: it never names data that is not in place (as E-24 orders it). */
     path = join(dir, UNPACK_MODEL_FILE);
     if (!path) return cli_fail_msg(dir, "out of memory");
-    rc = extract(archive, zip, model_index, path);
+    rc = extract(archive, zip, model_index, path, made);
     free(path);
     return rc;
 }
@@ -201,22 +321,28 @@ static int run_unpack(const cli_args *args)
     bool force = args->seen[UNPACK_OPT_FORCE];
     oz_archive *ar = NULL;
     unpack_result res;
-    uint64_t index;
-    oc_error ignored;
+    created_list made;
     double start;
     int exists;
     int rc = check_dir(dir, force, &exists);
     memset(&res, 0, sizeof res);
+    memset(&made, 0, sizeof made);
     if (rc == CLI_EXIT_OK) rc = open_checked(archive, args->verbosity, &ar);
     if (rc != CLI_EXIT_OK) return rc;
-    if (oz_zip_reader_find(oz_archive_zip(ar), UNPACK_MODEL_FILE, &index, &ignored) == OC_OK)
-        rc = cli_fail_msg(archive, "has an entry named " UNPACK_MODEL_FILE
-                          ", the name the model takes when unpacked");
-    if (rc == CLI_EXIT_OK && !exists && mkdir(dir, 0777) != 0)
-        rc = cli_fail_msg(dir, "cannot create directory: %s", strerror(errno));
+    /* Everything that can be known before writing is checked first. */
+    rc = check_plan(archive, oz_archive_zip(ar), dir, exists);
+    if (rc == CLI_EXIT_OK && !exists) {
+        if (mkdir(dir, 0777) != 0)
+            rc = cli_fail_msg(dir, "cannot create directory: %s", strerror(errno));
+        else if (!created_add(&made, dir, true))
+            rc = cli_fail_msg(dir, "out of memory");
+    }
     start = cli_now_ms();
-    if (rc == CLI_EXIT_OK) rc = unpack_entries(archive, ar, dir, &res);
+    if (rc == CLI_EXIT_OK) rc = unpack_entries(archive, ar, dir, &res, &made);
     oz_archive_close(ar);
+    /* A failure half-way (a full disk, a race) takes back what this run created. */
+    if (rc != CLI_EXIT_OK) created_undo(&made);
+    created_free(&made);
     if (rc != CLI_EXIT_OK) return rc;
     cli_note(args->verbosity, CLI_VERBOSE, "wrote %" PRIu64 " files in %.1f ms", res.files + 1,
              cli_now_ms() - start);
@@ -234,7 +360,8 @@ static const char unpack_help[] =
     "`unzip ARCHIVE -d DIR` followed by renaming __MODEL_PROTO to model.onnx gives, with\n"
     "the checks of `onnxz verify` first: the ZIP rules, every CRC-32, and the model\n"
     "decodes with every tensor resolving to its entry. Nothing is written unless they all\n"
-    "pass. (To get a single data file instead, use\n"
+    "pass, and if writing fails half-way, what was written is removed again. (To get a\n"
+    "single data file instead, use\n"
     "`onnxz convert ARCHIVE DIR/model.onnx --external-data model.data`.)\n"
     "\n"
     "Options:\n"
@@ -246,7 +373,8 @@ static const char unpack_help[] =
     "DIR is created if missing (its parent must exist). An existing DIR must be empty\n"
     "unless -f. Each file is written to a temporary name, synced and renamed into place,\n"
     "the model last; entries in subdirectories get them, but never through a symbolic\n"
-    "link. An archive with an entry named model.onnx is refused.\n"
+    "link. An archive with an entry named model.onnx (or model.onnx/...) is refused, and\n"
+    "so is one where a name is both a file and a directory ('a' and 'a/b', 'W' and 'W/').\n"
     "\n"
     "Examples:\n"
     "  onnxz unpack model.onnxz model_dir\n"

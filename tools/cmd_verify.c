@@ -51,6 +51,20 @@ typedef struct verify_report {
     cli_form payload;
 } verify_report;
 
+/* ---- every form ------------------------------------------------------------------ */
+
+static oc_status check_tensor_size(void *ctx, onnx_TensorProto *t)
+{
+    return oc_tensor_check_size(t, ctx);
+}
+
+/* W-40: every tensor's payload has the size its dims and data_type give (a loader takes
+ * any; onnx.load does too). model: loaded with its external data, or with references. */
+static oc_status check_sizes(oc_model *model, oc_error *err)
+{
+    return oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
+}
+
 /* ---- archives ------------------------------------------------------------------- */
 
 /* The spec's layout rules that a reader does not enforce (it accepts any ZIP), checked on
@@ -72,19 +86,21 @@ static int check_layout(const char *path, const archive_listing *l)
                             model->zip.data_offset);
     for (uint64_t i = 0; i < l->count; i++) {
         const archive_entry *e = &l->entries[i];
+        char qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
+        oc_quote(e->zip.name, e->zip.name_len, qe, sizeof qe);
         if (!e->is_model && e->ntensors && e->zip.method != OZ_ZIP_STORED) {
             const oc_str *t = &l->names[e->first_name];
             return cli_fail_msg(path,
-                                "entry '%s' of tensor '%.*s' is %s, not stored: it cannot be "
+                                "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
                                 "mapped in place (A-3)",
-                                e->zip.name, (int)(t->size > 200 ? 200 : t->size), t->data,
+                                qe, oc_quote(t->data, t->size, qt, sizeof qt),
                                 archive_method_name(e->zip.method, buf, sizeof buf));
         }
         if (e->zip.method == OZ_ZIP_STORED && e->zip.data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
             return cli_fail_msg(path,
                                 "entry '%s' has its data at offset %" PRIu64
                                 ", not on a %u-byte boundary (A-4)",
-                                e->zip.name, e->zip.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
+                                qe, e->zip.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
     }
     return CLI_EXIT_OK;
 }
@@ -104,6 +120,8 @@ static int verify_archive(const cli_args *args, verify_report *r)
     st = oz_archive_open(r->path, NULL, &ar, &err);
     /* 2. The CRC-32 of every entry, streaming. */
     if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(ar), &err);
+    /* No name is both a file and a directory: the archive could not be extracted (Z-36). */
+    if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(ar), &err);
     if (st == OC_OK)
         cli_note(args->verbosity, CLI_VERBOSE, "ZIP structure and CRC-32s checked in %.1f ms",
                  cli_now_ms() - start);
@@ -111,6 +129,8 @@ static int verify_archive(const cli_args *args, verify_report *r)
     oc_parse_options_init(&opts);
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
+    /* ... and every tensor holds the bytes its dims and type make (W-40). */
+    if (st == OC_OK) st = check_sizes(model, &err);
     oc_model_free(model);
     oz_archive_close(ar);
     if (st != OC_OK) return cli_fail(r->path, &err);
@@ -154,11 +174,17 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     memset(&lo, 0, sizeof lo);
     lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
     lo.verify_checksums = 1;
-    /* The check: decode, resolve every external tensor (E-10..E-16), verify checksums. */
+    /* The check: decode, resolve every external tensor (E-10..E-16), verify checksums;
+     * then every tensor's size against its dims and type (W-40). */
     rc = cli_load_input(r->path, &lo, args->verbosity, &model, NULL);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_error_clear(&err);
+    if (check_sizes(model, &err) != OC_OK) {
+        oc_model_free(model);
+        return cli_fail(r->path, &err);
+    }
     oc_model_free(model);
     model = NULL;
-    if (rc != CLI_EXIT_OK) return rc;
     /* The summary's figures come from the references themselves. */
     lo.external = CLI_EXTERNAL_KEEP;
     rc = cli_load_input(r->path, &lo, CLI_QUIET, &model, NULL);
@@ -198,7 +224,8 @@ static int verify_encrypted(const cli_args *args, verify_report *r)
     rc = cli_load_input(r->path, &lo, args->verbosity, &model, &r->payload);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
-    if (model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
+    if (check_sizes(model, &err) != OC_OK ||
+        model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
         oc_model_free(model);
         return cli_fail(r->path, &err);
     }
@@ -299,13 +326,16 @@ static const char verify_help[] =
     "\n"
     "An .onnxz archive, in this order:\n"
     "  1. every ZIP rule of spec/onnxz-zip.md (Z-60..Z-76) and the archive's (A-1, A-40);\n"
-    "  2. the CRC-32 of every entry (and the inflated size of deflated ones);\n"
+    "  2. the CRC-32 of every entry (and the inflated size of deflated ones); no name is\n"
+    "     both a file and a directory (Z-36);\n"
     "  3. the model decodes and every tensor resolves to an entry of its length (A-21);\n"
+    "     every tensor holds the bytes its dims and data type make (W-40);\n"
     "  4. __MODEL_PROTO is the last entry, in the central directory and in the file (A-2);\n"
     "     tensor entries are stored, not deflated (A-3); every stored entry's data starts\n"
     "     on a 64-byte boundary (A-4).\n"
     "A .onnx model: it decodes, every external tensor resolves to its data file under\n"
-    "the rules of spec/external-data.md, and every `checksum` key matches (SHA-1).\n"
+    "the rules of spec/external-data.md, every `checksum` key matches (SHA-1), and every\n"
+    "tensor holds the bytes its dims and data type make (W-40).\n"
     "\n"
     "An encrypted file (ONNXZEC1 or ONNXCRY1): it decrypts with the passphrase (every\n"
     "ONNXZEC1 chunk authenticates), and the model or archive inside decodes with every\n"

@@ -103,6 +103,13 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
     }
     close(fd);
     *out = oc_crypt_detect(magic, got);
+    /* C-1: a file shorter than a magic that begins one is an encrypted file cut short. */
+    if (got > 0 && got < sizeof magic &&
+        (memcmp(magic, OC_CRYPT_ZEC1_MAGIC, got) == 0 ||
+         memcmp(magic, OC_CRYPT_CRY1_MAGIC, got) == 0))
+        return oc__fail(err, OC_ERR_TRUNCATED, got,
+                        "truncated: the file ends inside the magic of an encrypted file (%zu of "
+                        "%u bytes) (C-1)", got, (unsigned)OC_CRYPT_MAGIC_LEN);
     return OC_OK;
 }
 

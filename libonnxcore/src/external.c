@@ -67,13 +67,13 @@ const oc_str *oc_tensor_external_value(const onnx_TensorProto *t, const char *ke
     return v;
 }
 
-static const char *tensor_name(const onnx_TensorProto *t, char *buf, size_t n) {
-    size_t len = t->name.size < n - 1 ? (size_t)t->name.size : n - 1;
-    if (len) memcpy(buf, t->name.data, len);
-    buf[len] = '\0';
-    for (size_t i = 0; i < len; i++) /* messages are one line of text */
-        if ((unsigned char)buf[i] < 0x20) buf[i] = '?';
-    return buf;
+/* Strings from a model reach messages only through oc_quote (status.h). */
+static const char *qname(const onnx_TensorProto *t, char buf[OC_QUOTE_SIZE]) {
+    return oc_quote(t->name.data, t->name.size, buf, OC_QUOTE_SIZE);
+}
+
+static const char *qstr(const oc_str *s, char buf[OC_QUOTE_SIZE]) {
+    return oc_quote(s->data, s->size, buf, OC_QUOTE_SIZE);
 }
 
 /* A decimal offset or length: digits only, at most INT64_MAX (onnx parses them with int()). */
@@ -88,6 +88,30 @@ static int parse_u63(const oc_str *s, uint64_t *out) {
     if (v > (uint64_t)INT64_MAX) return 0;
     *out = v;
     return 1;
+}
+
+oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset,
+                                   int *has_offset, uint64_t *length, int *has_length,
+                                   oc_error *err) {
+    if (!t || !offset || !length)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_tensor_external_range: missing argument");
+    const oc_str *o = oc_tensor_external_value(t, "offset");
+    const oc_str *n = oc_tensor_external_value(t, "length");
+    char name[OC_QUOTE_SIZE], text[OC_QUOTE_SIZE];
+    *offset = 0;
+    *length = 0;
+    if (has_offset) *has_offset = o != NULL;
+    if (has_length) *has_length = n != NULL;
+    if (o && !parse_u63(o, offset))
+        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "tensor '%s': external data offset '%s' is not a non-negative integer "
+                        "(E-12)", qname(t, name), qstr(o, text));
+    if (n && !parse_u63(n, length))
+        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "tensor '%s': external data length '%s' is not a non-negative integer "
+                        "(E-12)", qname(t, name), qstr(n, text));
+    return OC_OK;
 }
 
 /* ---- path safety ---- */
@@ -194,11 +218,6 @@ typedef struct loader {
     oc_str first_location; /* for the `location` override */
 } loader;
 
-static oc_status ext_fail(loader *l, oc_status code, const onnx_TensorProto *t, const char *fmt,
-                          const char *detail) {
-    char name[128];
-    return oc__fail(l->err, code, OC_NO_OFFSET, fmt, tensor_name(t, name, sizeof name), detail);
-}
 
 /* The override path standing for `loc`, when the caller gave one and loc is the first
  * location or one of its numbered parts; else NULL. Caller frees. */
@@ -226,8 +245,13 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
                               oc_mapped *out, oc_error *err) {
     loader *l = ctx;
     (void)err; /* the loader's own error record is the same one */
+    char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
+    qname(t, name);
+    qstr(loc, shown);
     const char *why = location_problem(loc);
-    if (why) return ext_fail(l, OC_ERR_UNSAFE_PATH, t, "tensor '%s': external data location %s", why);
+    if (why)
+        return oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                        "tensor '%s': external data location %s: '%s'", name, why, shown);
     if (l->dirfd < 0) { /* opened on first need: models without external data never touch it */
         l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (l->dirfd < 0) return oc__fail_errno(l->err, errno, "cannot open directory %s", l->base_dir);
@@ -236,29 +260,29 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
     char *ov = rel ? override_path(l, loc) : NULL;
     if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     int fd = ov ? open(ov, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open_beneath(l->dirfd, rel);
-    const char *shown = ov ? ov : rel;
+    if (ov) oc_quote(ov, strlen(ov), shown, sizeof shown); /* the caller's path, shown too */
     oc_status s = OC_OK;
-    char name[128];
-    tensor_name(t, name, sizeof name);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP || e == EXDEV)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
-                         "tensor '%s': external data file %s is or passes through a symbolic link",
-                         name, shown);
+                         "tensor '%s': external data file '%s' is or passes through a symbolic "
+                         "link", name, shown);
         else
-            s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file %s",
+            s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'",
                                name, shown);
     } else {
         struct stat st;
         if (fstat(fd, &st) != 0)
-            s = oc__fail_errno(l->err, errno, "cannot stat %s", shown);
+            s = oc__fail_errno(l->err, errno, "tensor '%s': cannot stat '%s'", name, shown);
         else if (!S_ISREG(st.st_mode))
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
-                         "tensor '%s': external data file %s is not a regular file", name, shown);
+                         "tensor '%s': external data file '%s' is not a regular file", name,
+                         shown);
         else if (!ov && st.st_nlink > 1)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
-                         "tensor '%s': external data file %s has several hard links", name, shown);
+                         "tensor '%s': external data file '%s' has several hard links", name,
+                         shown);
         if (s == OC_OK) s = oc_map_fd(fd, shown, out, l->err);
         close(fd);
     }
@@ -301,74 +325,69 @@ static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint
                                 uint64_t n, oc_owner *owner) {
     const oc_str *want = oc_tensor_external_value(t, "checksum");
     if (!want || !l->opts->verify_checksums) return OC_OK;
+    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+    int hex = want->size == 40;
+    for (unsigned i = 0; hex && i < 40; i++) {
+        char c = want->data[i];
+        hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    }
+    if (!hex) /* E-1: not a SHA-1 at all, so no data can match it (E-15's status) */
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
+                        "so no data matches it (E-1, E-15)", qname(t, name), qstr(want, stored));
     char got[41];
     /* With no_copy the tensor stays in the mapping: its pages may go once hashed (the
      * caller touches them when it wants them). A copy reads them again at once: keep. */
     oc_bytes view = {data, n, l->opts->no_copy ? owner : NULL,
                      l->opts->no_copy ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
     OC_FORWARD(oc__sha1_span_hex(&view, got, l->err));
-    int same = want->size == 40;
+    int same = 1;
     for (unsigned i = 0; same && i < 40; i++) {
         char c = want->data[i];
         if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
         same = c == got[i];
     }
-    if (!same) {
-        char name[128];
+    if (!same)
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum mismatch (stored %.*s, computed %s)",
-                        tensor_name(t, name, sizeof name), want->size > 40 ? 40 : (int)want->size,
-                        want->data, got); /* the stored value is counted, not NUL-terminated */
-    }
+                        "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
+                        "(E-15)", qname(t, name), qstr(want, stored), got);
     return OC_OK;
 }
 
 static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
     loader *l = ctx;
     if (!oc_tensor_is_external(t)) return OC_OK;
+    char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
     const oc_str *loc = oc_tensor_external_value(t, "location");
-    if (!loc) return ext_fail(l, OC_ERR_MALFORMED, t, "tensor '%s': external data has no location%s", "");
+    if (!loc)
+        return oc__fail(l->err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "tensor '%s': external data has no location (E-1)", qname(t, name));
+    /* E-12 first: a reference that cannot be read is refused before any file is opened. */
+    uint64_t offset, length;
+    int has_length;
+    OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, l->err));
     if (!l->first_location.size) l->first_location = *loc;
     uint32_t fi = 0;
     OC_FORWARD(open_datafile(l, t, loc, &fi));
     const oc_mapped *m = &l->files[fi].map;
-    uint64_t offset = 0, length;
-    const oc_str *o = oc_tensor_external_value(t, "offset");
-    const oc_str *n = oc_tensor_external_value(t, "length");
-    char text[32];
-    if (o && !parse_u63(o, &offset)) {
-        snprintf(text, sizeof text, "%.*s", o->size > 20 ? 20 : (int)o->size, o->data);
-        return ext_fail(l, OC_ERR_MALFORMED, t, "tensor '%s': external data offset '%s' is not a non-negative integer", text);
-    }
-    if (n && !parse_u63(n, &length)) {
-        snprintf(text, sizeof text, "%.*s", n->size > 20 ? 20 : (int)n->size, n->data);
-        return ext_fail(l, OC_ERR_MALFORMED, t, "tensor '%s': external data length '%s' is not a non-negative integer", text);
-    }
-    if (offset > m->size) {
-        char name[128];
+    if (offset > m->size)
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                        "tensor '%s': external data offset %llu is past the end of %s (%llu bytes)",
-                        tensor_name(t, name, sizeof name), (unsigned long long)offset,
-                        l->files[fi].key, (unsigned long long)m->size);
-    }
-    if (!n) length = m->size - offset; /* no length: to the end of the file, as onnx does */
-    if (length > m->size - offset) {   /* overflow-safe form of offset + length > size */
-        char name[128];
+                        "tensor '%s': external data offset %llu is past the end of '%s' (%llu "
+                        "bytes)", qname(t, name), (unsigned long long)offset, qstr(loc, shown),
+                        (unsigned long long)m->size);
+    if (!has_length) length = m->size - offset; /* to the end of the file, as onnx does */
+    if (length > m->size - offset)              /* overflow-safe offset + length > size */
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                        "tensor '%s': external data [%llu, +%llu) runs past the end of %s (%llu bytes)",
-                        tensor_name(t, name, sizeof name), (unsigned long long)offset,
-                        (unsigned long long)length, l->files[fi].key, (unsigned long long)m->size);
-    }
+                        "tensor '%s': external data [%llu, +%llu) runs past the end of '%s' "
+                        "(%llu bytes)", qname(t, name), (unsigned long long)offset,
+                        (unsigned long long)length, qstr(loc, shown), (unsigned long long)m->size);
     const uint8_t *data = length ? m->data + offset : NULL;
     uint64_t align = l->opts->buffer.alignment;
-    if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0) {
-        char name[128];
+    if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0)
         return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "tensor '%s': external data offset %llu is not aligned to %llu bytes, "
                         "so it cannot be used in place (load without no_copy for an aligned copy)",
-                        tensor_name(t, name, sizeof name), (unsigned long long)offset,
-                        (unsigned long long)align);
-    }
+                        qname(t, name), (unsigned long long)offset, (unsigned long long)align);
     OC_FORWARD(check_checksum(l, t, data, length, m->owner));
     if (l->nitems == l->capitems) {
         uint64_t cap = l->capitems ? l->capitems * 2 : 64;

@@ -74,3 +74,80 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
     snprintf(err->message + n, sizeof err->message - n, ": %s", strerror(errnum));
     return code;
 }
+
+/* The length of the UTF-8 sequence at s (n bytes available) when it is well formed and not
+ * a C1 control, else 0. Overlong forms, surrogates and values past U+10FFFF are not. */
+static size_t printable_utf8(const unsigned char *s, uint64_t n) {
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2, cp = c & 0x1Fu, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3, cp = c & 0x0Fu, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4, cp = c & 0x07u, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp <= 0x9F) return 0;
+    return len;
+}
+
+/* One unit of the rendering at s[0..n): *in input bytes become *w output bytes in unit. */
+static void quote_unit(const unsigned char *s, uint64_t n, char unit[4], size_t *in, size_t *w) {
+    static const char hex[] = "0123456789abcdef";
+    unsigned char c = s[0];
+    size_t k;
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+        unit[0] = (char)c;
+        *in = *w = 1;
+    } else if (c >= 0x80 && (k = printable_utf8(s, n)) != 0) {
+        memcpy(unit, s, k);
+        *in = *w = k;
+    } else {
+        unit[0] = '\\';
+        unit[1] = 'x';
+        unit[2] = hex[c >> 4];
+        unit[3] = hex[c & 15];
+        *in = 1;
+        *w = 4;
+    }
+}
+
+const char *oc_quote(const void *data, uint64_t size, char *out, size_t out_size) {
+    const unsigned char *s = data;
+    char unit[4];
+    size_t k, w, o = 0;
+    if (!out) return NULL;
+    if (out_size < 4) {
+        if (out_size) out[0] = '\0';
+        return out;
+    }
+    if (!s) size = 0;
+    /* Does the whole rendering fit? Then no room is kept for "...". */
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < size && total < out_size; i += k) {
+        quote_unit(s + i, size - i, unit, &k, &w);
+        total += w;
+    }
+    int whole = total < out_size;
+    for (uint64_t i = 0; i < size; i += k) {
+        quote_unit(s + i, size - i, unit, &k, &w);
+        /* Cut: room for this unit and a later "..." + NUL; each earlier step left room. */
+        if (!whole && o + w + 4 > out_size) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        memcpy(out + o, unit, w);
+        o += w;
+    }
+    out[o] = '\0';
+    return out;
+}

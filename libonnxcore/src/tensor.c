@@ -1,9 +1,11 @@
 /*
  * tensor.c - operations on all the tensors of a message tree.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnxcore/external.h"
 #include "onnxcore/tensor.h"
 #include "internal/error.h"
 
@@ -73,5 +75,128 @@ oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
         *buffer_out = p.owner; /* our creation reference becomes the caller's */
     else
         oc_owner_unref(p.owner);
+    return OC_OK;
+}
+
+/* ---- payload size against dims and data_type ---- */
+
+unsigned oc_tensor_element_bits(int32_t data_type) {
+    switch (data_type) {
+    case 1: return 32;  /* FLOAT */
+    case 2: return 8;   /* UINT8 */
+    case 3: return 8;   /* INT8 */
+    case 4: return 16;  /* UINT16 */
+    case 5: return 16;  /* INT16 */
+    case 6: return 32;  /* INT32 */
+    case 7: return 64;  /* INT64 */
+    case 9: return 8;   /* BOOL */
+    case 10: return 16; /* FLOAT16 */
+    case 11: return 64; /* DOUBLE */
+    case 12: return 32; /* UINT32 */
+    case 13: return 64; /* UINT64 */
+    case 14: return 64; /* COMPLEX64 */
+    case 15: return 128; /* COMPLEX128 */
+    case 16: return 16; /* BFLOAT16 */
+    case 17:            /* FLOAT8E4M3FN */
+    case 18:            /* FLOAT8E4M3FNUZ */
+    case 19:            /* FLOAT8E5M2 */
+    case 20:            /* FLOAT8E5M2FNUZ */
+    case 24: return 8;  /* FLOAT8E8M0 */
+    case 21:            /* UINT4 */
+    case 22:            /* INT4 */
+    case 23: return 4;  /* FLOAT4E2M1 */
+    case 25:            /* UINT2 */
+    case 26: return 2;  /* INT2 */
+    default: return 0;  /* UNDEFINED, STRING, unknown */
+    }
+}
+
+static const char *type_name(int32_t t) {
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
+        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",
+        "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+    return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : "type ?";
+}
+
+/* "[3, 5]", at most the first 6 dims, then "...". */
+static const char *format_dims(const onnx_TensorProto *t, char *buf, size_t size) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf, size, "[");
+    for (uint64_t i = 0; i < t->dims.count && o < size; i++) {
+        if (i == 6) {
+            o += (size_t)snprintf(buf + o, size - o, ", ... (%llu dims)",
+                                  (unsigned long long)t->dims.count);
+            break;
+        }
+        o += (size_t)snprintf(buf + o, size - o, "%s%lld", i ? ", " : "",
+                              (long long)t->dims.items[i]);
+    }
+    if (o < size) snprintf(buf + o, size - o, "]");
+    return buf;
+}
+
+oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
+    if (!t)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_tensor_check_size: no tensor");
+    char name[OC_QUOTE_SIZE], dims[96];
+    uint64_t elements = 1;
+    int overflow = 0;
+    for (uint64_t i = 0; i < t->dims.count; i++) {
+        int64_t d = t->dims.items[i];
+        if (d < 0)
+            return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "tensor '%s': dims %s: dim %llu is negative (W-40)",
+                            oc_quote(t->name.data, t->name.size, name, sizeof name),
+                            format_dims(t, dims, sizeof dims), (unsigned long long)i);
+        /* A zero anywhere makes the product 0, even after an overflowing prefix. */
+        if (d == 0) elements = 0, overflow = 0;
+        else if (!overflow && elements > UINT64_MAX / (uint64_t)d) overflow = 1;
+        else if (!overflow) elements *= (uint64_t)d;
+    }
+    if (overflow)
+        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "tensor '%s': dims %s make more than 2^64 - 1 elements (W-40)",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name),
+                        format_dims(t, dims, sizeof dims));
+    int32_t type = OC_HAS(TensorProto, t, data_type) ? t->data_type : 0;
+    unsigned bits = oc_tensor_element_bits(type);
+    if (!bits) return OC_OK;
+    uint64_t need;
+    if (bits >= 8) {
+        uint64_t per = bits / 8;
+        if (elements > UINT64_MAX / per)
+            return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "tensor '%s': dims %s of %s make more than 2^64 - 1 bytes (W-40)",
+                            oc_quote(t->name.data, t->name.size, name, sizeof name),
+                            format_dims(t, dims, sizeof dims), type_name(type));
+        need = elements * per;
+    } else {
+        uint64_t per_byte = 8 / bits; /* elements packed in one byte */
+        need = elements / per_byte + (elements % per_byte != 0);
+    }
+    uint64_t have;
+    const char *what;
+    if (t->segment) return OC_OK; /* a part of a larger tensor */
+    if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1) {
+        uint64_t offset, length;
+        int has_length;
+        OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, err));
+        if (!has_length) return OC_OK;
+        have = length;
+        what = "its external data length is";
+    } else if (OC_HAS(TensorProto, t, raw_data)) {
+        have = t->raw_data.size;
+        what = "its raw_data holds";
+    } else {
+        return OC_OK; /* typed fields, or no data */
+    }
+    if (have != need)
+        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': dims %s of %s make %llu bytes, but %s %llu (W-40)",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name),
+                        format_dims(t, dims, sizeof dims), type_name(type),
+                        (unsigned long long)need, what, (unsigned long long)have);
     return OC_OK;
 }

@@ -5,6 +5,7 @@
  * external-data loader, so every check of spec/external-data.md applies to archives too.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -348,29 +349,43 @@ static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_st
                                oc_mapped *out, oc_error *err) {
     const oz_archive *ar = ctx;
     char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
-    char tname[96];
-    snprintf(tname, sizeof tname, "%.*s", t->name.size > 80 ? 80 : (int)t->name.size, t->name.data);
+    char tname[OC_QUOTE_SIZE], qloc[OC_QUOTE_SIZE];
+    oc_quote(t->name.data, t->name.size, tname, sizeof tname);
+    oc_quote(loc->data, loc->size, qloc, sizeof qloc);
+    /* E-12 applies: a value that is no number is named as such. */
+    uint64_t offset, length;
+    int has_offset, has_length;
+    OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, err));
     if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
         return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                        "tensor '%s': its location names no entry of the archive (A-21)", tname);
+                        "tensor '%s': the archive has no entry '%s' (A-21)", tname, qloc);
     memcpy(name, loc->data, (size_t)loc->size);
     name[loc->size] = '\0';
     uint64_t index;
     oc_error tmp;
-    if (oz_zip_reader_find(ar->zip, name, &index, &tmp) != OC_OK || index == ar->model_index)
+    if (oz_zip_reader_find(ar->zip, name, &index, &tmp) != OC_OK)
         return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                        "tensor '%s': the archive has no entry '%.200s' (A-21)", tname, name);
+                        "tensor '%s': the archive has no entry '%s' (A-21)", tname, qloc);
+    if (index == ar->model_index) /* `not found`: no tensor entry has that name */
+        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                        "tensor '%s': its location is " OZ_MODEL_ENTRY ", the model's own entry, "
+                        "which cannot hold a tensor (A-21)", tname);
+    if (loc->size && loc->data[loc->size - 1] == '/')
+        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': its location '%s' names a directory entry (a name ending "
+                        "in /), which cannot hold a tensor (A-21)", tname, qloc);
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(ar->zip, index, &e, err));
-    const oc_str *len = oc_tensor_external_value(t, "length");
-    const oc_str *off = oc_tensor_external_value(t, "offset");
-    char want[24];
-    snprintf(want, sizeof want, "%llu", (unsigned long long)e.uncompressed_size);
-    if ((off && !oc_str_eq(*off, "0")) || (len && !oc_str_eq(*len, want)))
+    if (has_offset && offset != 0)
         return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': entry '%.200s' holds %llu bytes, which is not what the "
-                        "tensor's offset and length say (A-21)",
-                        tname, name, (unsigned long long)e.uncompressed_size);
+                        "tensor '%s': offset %llu in entry '%s', where a tensor entry is the "
+                        "tensor and its offset is 0 (A-21)", tname, (unsigned long long)offset,
+                        qloc);
+    if (has_length && length != e.uncompressed_size)
+        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': its length is %llu, but entry '%s' holds %llu bytes (A-21)",
+                        tname, (unsigned long long)length, qloc,
+                        (unsigned long long)e.uncompressed_size);
     oc_bytes b = {0};
     OZ_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
     return to_mapped(&b, out, err);
@@ -450,16 +465,18 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
     oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), find_tensor, &f);
     oc_status st;
     if (!f.found) {
-        st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%.200s'",
-                      tensor_name);
+        char q[OC_QUOTE_SIZE];
+        st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%s'",
+                      oc_quote(tensor_name, strlen(tensor_name), q, sizeof q));
     } else if (!oc_tensor_is_external(f.found)) {
         st = oc_bytes_copy(out, &f.found->raw_data, err); /* an inline (small) tensor */
     } else {
         oc_mapped mp;
         const oc_str *loc = oc_tensor_external_value(f.found, "location");
+        char q[OC_QUOTE_SIZE];
         st = loc ? resolve_entry((void *)(uintptr_t)ar, f.found, loc, &mp, err)
-                 : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%.200s' has no location",
-                            tensor_name);
+                 : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%s' has no location",
+                            oc_quote(tensor_name, strlen(tensor_name), q, sizeof q));
         if (st == OC_OK) {
             if (mp.owner)
                 oc_bytes_set_shared(out, mp.data, mp.size, mp.owner);
@@ -476,9 +493,17 @@ int oz_is_archive_file(const char *path) {
     unsigned char sig[4];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
-    ssize_t n = read(fd, sig, sizeof sig);
+    ssize_t n = 0, r;
+    while (n < (ssize_t)sizeof sig &&
+           ((r = read(fd, sig + n, sizeof sig - (size_t)n)) > 0 || (r < 0 && errno == EINTR)))
+        if (r > 0) n += r;
     close(fd);
-    /* A local header first, or the end record of an empty archive. */
-    return n == 4 && sig[0] == 'P' && sig[1] == 'K' &&
-           ((sig[2] == 3 && sig[3] == 4) || (sig[2] == 5 && sig[3] == 6));
+    /* A local header first, or the end record of an empty archive. A file of 1 to 3 bytes
+     * that begins one of them is an archive cut short (the ZIP reader says so): no model
+     * is that short, and "PK" would otherwise decode as a model of one unknown field. */
+    static const unsigned char local[4] = {'P', 'K', 3, 4}, end[4] = {'P', 'K', 5, 6};
+    if (n < 1) return 0;
+    if (n < 4)
+        return memcmp(sig, local, (size_t)n) == 0 || memcmp(sig, end, (size_t)n) == 0;
+    return memcmp(sig, local, 4) == 0 || memcmp(sig, end, 4) == 0;
 }

@@ -57,12 +57,12 @@ typedef struct ref_ctx {
 static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
     const ref_ctx *c = ctx;
     if (!oc_tensor_is_external(t)) return OC_OK;
-    char tname[OZ_QUOTE_MAX], qloc[OZ_QUOTE_MAX];
-    oz__quote((const uint8_t *)t->name.data, (size_t)t->name.size, tname);
+    char tname[OC_QUOTE_SIZE], qloc[OC_QUOTE_SIZE];
+    oc_quote((const uint8_t *)t->name.data, (size_t)t->name.size, tname, OC_QUOTE_SIZE);
     const oc_str *loc = oc_tensor_external_value(t, "location");
     OZ_RETURN_ERROR_IF(!loc, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                        "tensor '%s' is EXTERNAL but has no location (A-51)", tname);
-    oz__quote((const uint8_t *)loc->data, (size_t)loc->size, qloc);
+    oc_quote((const uint8_t *)loc->data, (size_t)loc->size, qloc, OC_QUOTE_SIZE);
     char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
     uint64_t index = 0;
     oc_error tmp;
@@ -79,11 +79,11 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
                        "(A-51)", tname, qloc);
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(c->zip, index, &e, c->err));
-    const oc_str *len = oc_tensor_external_value(t, "length");
-    const oc_str *off = oc_tensor_external_value(t, "offset");
-    char want[24];
-    snprintf(want, sizeof want, "%llu", (unsigned long long)e.uncompressed_size);
-    OZ_RETURN_ERROR_IF((off && !oc_str_eq(*off, "0")) || (len && !oc_str_eq(*len, want)),
+    uint64_t offset, length;
+    int has_offset, has_length;
+    OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, c->err));
+    OZ_RETURN_ERROR_IF((has_offset && offset != 0) ||
+                           (has_length && length != e.uncompressed_size),
                        c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                        "tensor '%s': entry '%s' holds %llu bytes, which is not what the "
                        "tensor's offset and length say (A-51)",
@@ -299,13 +299,13 @@ static oc_status find_layout(edit *ed, oc_error *err) {
     for (uint64_t i = 0; i < ed->count; i++) {
         if (i == ed->model_index) continue;
         OZ_FORWARD(oz_zip_reader_entry(ed->zip, i, &e, err));
-        char q[OZ_QUOTE_MAX];
+        char q[OC_QUOTE_SIZE];
         OZ_RETURN_ERROR_IF(e.local_header_offset > ed->m, err, OC_ERR_UNSUPPORTED,
                            e.local_header_offset,
                            "entry '%s' lies after " OZ_MODEL_ENTRY " in the file: only an "
                            "archive whose model is its last entry can be edited in place; "
                            "repack it instead (A-50)",
-                           oz__quote((const uint8_t *)e.name, e.name_len, q));
+                           oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE));
         uint64_t end = e.data_offset + e.compressed_size;
         /* a data descriptor (another writer's) follows the data: at most 24 bytes */
         if (e.flags & OZ_FLAG_DESCRIPTOR) end = ed->m - end < 24 ? ed->m : end + 24;

@@ -68,8 +68,8 @@ static void name_of(const void *ctx, uint32_t i, const uint8_t **name, size_t *l
     *len = r->e[i].name_len;
 }
 
-static const char *qname(const oz_zip_reader *r, const rentry *e, char q[OZ_QUOTE_MAX]) {
-    return oz__quote(r->names + e->name_off, e->name_len, q);
+static const char *qname(const oz_zip_reader *r, const rentry *e, char q[OC_QUOTE_SIZE]) {
+    return oc_quote(r->names + e->name_off, e->name_len, q, OC_QUOTE_SIZE);
 }
 
 /* ---- the source ---- */
@@ -146,10 +146,14 @@ typedef struct eocd_info {
     uint64_t count, cd_size, cd_off;
 } eocd_info;
 
+/* The input begins with a local header or end record signature, or with the start of one
+ * when it is shorter than a signature: an archive cut short rather than not one at all. */
 static int starts_like_zip(const oz_zip_reader *r) {
+    static const uint8_t local[4] = {'P', 'K', 3, 4}, end[4] = {'P', 'K', 5, 6};
     uint8_t b[4];
-    if (r->size < 4 || src_read(r, 0, b, 4, NULL) != OC_OK) return 0;
-    return oz__le32(b) == OZ_SIG_LOCAL;
+    size_t n = r->size < 4 ? (size_t)r->size : 4;
+    if (n == 0 || src_read(r, 0, b, n, NULL) != OC_OK) return 0;
+    return memcmp(b, local, n) == 0 || memcmp(b, end, n) == 0;
 }
 
 /* Z-60..Z-62: the end record is the one whose comment reaches exactly the end of the file;
@@ -226,9 +230,12 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint32_t z_disk = oz__get32(&c);
     uint64_t z_at = oz__get64(&c);
     uint32_t disks = oz__get32(&c);
-    OZ_RETURN_ERROR_IF(z_disk != 0 || disks > 1, err, OC_ERR_UNSUPPORTED, loc_at,
-                       "multi-disk archives are not supported (the zip64 locator names %u "
-                       "disks) (Z-63)", disks);
+    OZ_RETURN_ERROR_IF(z_disk != 0, err, OC_ERR_UNSUPPORTED, loc_at,
+                       "multi-disk archives are not supported: the zip64 locator puts the "
+                       "zip64 end record on disk %u (Z-63)", z_disk);
+    OZ_RETURN_ERROR_IF(disks > 1, err, OC_ERR_UNSUPPORTED, loc_at,
+                       "multi-disk archives are not supported: the zip64 locator counts %u "
+                       "disks (Z-63)", disks);
     OZ_RETURN_ERROR_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err,
                        OC_ERR_MALFORMED, loc_at,
                        "the zip64 locator points at %llu, where no zip64 end record fits "
@@ -250,8 +257,12 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint64_t n = oz__get64(&c);
     uint64_t cd_size = oz__get64(&c);
     uint64_t cd_off = oz__get64(&c);
-    OZ_RETURN_ERROR_IF(disk != 0 || cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
-                       "multi-disk archives are not supported (Z-63)");
+    OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
+                       "multi-disk archives are not supported: the zip64 end record is on "
+                       "disk %u (Z-63)", disk);
+    OZ_RETURN_ERROR_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
+                       "multi-disk archives are not supported: the zip64 end record puts the "
+                       "central directory on disk %u (Z-63)", cd_disk);
     OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at,
                        "the zip64 end record counts %llu entries on this disk but %llu in all "
                        "(Z-63)", (unsigned long long)n_disk, (unsigned long long)n);
@@ -302,8 +313,12 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
             return read_zip64_end(r, loc_at, disk, cd_disk, n_disk, n, cd_size, cd_off, out,
                                   err);
     }
-    OZ_RETURN_ERROR_IF(disk != 0 || cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
-                       "multi-disk archives are not supported (disk %u) (Z-63)", disk);
+    OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
+                       "multi-disk archives are not supported: the end record is on disk %u "
+                       "(Z-63)", disk);
+    OZ_RETURN_ERROR_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
+                       "multi-disk archives are not supported: the end record puts the "
+                       "central directory on disk %u (Z-63)", cd_disk);
     OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at,
                        "the end record counts %u entries on this disk but %u in all (Z-63)",
                        n_disk, n);
@@ -322,14 +337,14 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
 
 static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_t len,
                             uint64_t at, oc_error *err) {
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at,
                        "entry name '%s' is %u bytes, more than the limit of %u (Z-66)",
-                       oz__quote(name, len, q), len, r->max_name_len);
+                       oc_quote(name, len, q, OC_QUOTE_SIZE), len, r->max_name_len);
     oz__name_fault f = oz__name_check(name, len, 1);
     OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_MALFORMED, at,
-                       "entry name '%s' %s (%s)", oz__quote(name, len, q),
+                       "entry name '%s' %s (%s)", oc_quote(name, len, q, OC_QUOTE_SIZE),
                        oz__name_fault_text(f), oz__name_fault_rule(f));
     return OC_OK;
 }
@@ -347,7 +362,7 @@ static oc_status take_zip64(oz__cursor *z, const char *field, uint64_t *v, uint6
 
 static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *err) {
     uint64_t n = r->count, used = 0;
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     r->e = calloc(n ? (size_t)n : 1, sizeof *r->e);
     r->names = malloc((size_t)(r->cd_size + n + 1));
     OZ_RETURN_ERROR_IF(!r->e || !r->names || oz__nametab_init(&r->tab, n) != 0, err,
@@ -384,7 +399,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
                            "central header %llu runs past the end of the central directory "
                            "(Z-68)", (unsigned long long)i);
         OZ_FORWARD(check_name(r, name, nlen, at, err));
-        oz__quote(name, nlen, q);
+        oc_quote(name, nlen, q, OC_QUOTE_SIZE);
         OZ_RETURN_ERROR_IF(flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at,
                            "entry '%s': encrypted central directories are not supported (Z-72)",
                            q);
@@ -438,7 +453,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
 /* ---- opening: local headers (Z-73..Z-75) ---- */
 
 static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_error *err) {
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     qname(r, e, q);
     uint64_t at = e->lho;
     OZ_RETURN_ERROR_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
@@ -469,10 +484,10 @@ static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_erro
     const uint8_t *v = NULL;
     OZ_FORWARD(src_view(r, var_at, var, tmp, &v, err));
     if (nlen != e->name_len || memcmp(v, r->names + e->name_off, nlen) != 0) {
-        char lq[OZ_QUOTE_MAX];
+        char lq[OC_QUOTE_SIZE];
         return oz__fail(err, OC_ERR_INCONSISTENT, at,
                         "the local header names '%s' where the central directory names '%s' "
-                        "(Z-74)", oz__quote(v, nlen, lq), q);
+                        "(Z-74)", oc_quote(v, nlen, lq, OC_QUOTE_SIZE), q);
     }
     OZ_RETURN_ERROR_IF(method != e->method, err, OC_ERR_INCONSISTENT, at,
                        "entry '%s': compression method %u in the local header, %u in the "
@@ -535,7 +550,7 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
     qsort(s, (size_t)r->count, sizeof *s, span_cmp);
     for (uint64_t i = 1; i < r->count; i++) {
         if (s[i - 1].end > s[i].start) {
-            char qa[OZ_QUOTE_MAX], qb[OZ_QUOTE_MAX];
+            char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
             uint64_t at = s[i].start;
             qname(r, &r->e[s[i - 1].idx], qa);
             qname(r, &r->e[s[i].idx], qb);
@@ -765,9 +780,9 @@ oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t 
     size_t n = strlen(name);
     const uint8_t *un = (const uint8_t *)name;
     int64_t i = oz__nametab_find(&r->tab, un, n, oz__nametab_hash(&r->tab, un, n), name_of, r);
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(i < 0, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                       "no entry named '%s' in the archive", oz__quote(un, n, q));
+                       "no entry named '%s' in the archive", oc_quote(un, n, q, OC_QUOTE_SIZE));
     *index = (uint64_t)i;
     return OC_OK;
 }
@@ -782,7 +797,7 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const rentry *
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
     const rentry *e = &r->e[index];
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
                        OC_ERR_UNSUPPORTED, e->cd_at,
                        "entry '%s' is encrypted; ZIP encryption is not supported (Z-72)",
@@ -797,7 +812,7 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const rentry *
 
 /* Z-77: a DEFLATED entry's declared size must be one deflate could produce. */
 static oc_status plausible(const oz_zip_reader *r, const rentry *e, oc_error *err) {
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     uint64_t most = e->csize > (UINT64_MAX - OZ_ZIP_DEFLATE_RATIO_SLACK) / OZ_ZIP_MAX_DEFLATE_RATIO
                         ? UINT64_MAX
                         : e->csize * OZ_ZIP_MAX_DEFLATE_RATIO + OZ_ZIP_DEFLATE_RATIO_SLACK;
@@ -814,7 +829,7 @@ static oc_status plausible(const oz_zip_reader *r, const rentry *e, oc_error *er
  * stream are errors (Z-77). */
 static oc_status inflate_entry(const oz_zip_reader *r, const rentry *e, uint8_t *dst,
                                uint32_t *crc, oc_error *err) {
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     qname(r, e, q);
     z_stream zs;
     memset(&zs, 0, sizeof zs);
@@ -912,7 +927,7 @@ done:
 
 static oc_status crc_mismatch(const oz_zip_reader *r, const rentry *e, uint32_t got,
                               oc_error *err) {
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     return oz__fail(err, OC_ERR_CHECKSUM, e->data_off,
                     "the CRC-32 of '%s' is 0x%08x, but the central directory says 0x%08x "
                     "(Z-78)", qname(r, e, q), got, e->crc);
@@ -949,7 +964,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
         out->mode = OC_BYTES_OWNED;
         return OC_OK;
     }
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(e->usize > r->max_inflated, err, OC_ERR_LIMIT, e->cd_at,
                        "entry '%s' would inflate to %llu bytes, more than the limit of %llu "
                        "(Z-66)", qname(r, e, q), (unsigned long long)e->usize,
@@ -1016,4 +1031,65 @@ oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
     for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(oz_zip_reader_verify(r, i, err));
     return OC_OK;
+}
+
+/* ---- Z-36: no name is both a file and a directory ---- */
+
+typedef struct dir_claim {
+    const uint8_t *name; /* a directory path: a proper prefix of an entry name, or a
+                          * directory entry's name without its '/' */
+    uint32_t len;
+    uint32_t idx; /* the entry that makes it a directory */
+} dir_claim;
+
+static int claim_cmp(const void *pa, const void *pb) {
+    const dir_claim *a = pa, *b = pb;
+    uint32_t n = a->len < b->len ? a->len : b->len;
+    int c = n ? memcmp(a->name, b->name, n) : 0;
+    if (c) return c;
+    if (a->len != b->len) return a->len < b->len ? -1 : 1;
+    return a->idx < b->idx ? -1 : (a->idx > b->idx ? 1 : 0);
+}
+
+oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    uint64_t nclaims = 0;
+    for (uint64_t i = 0; i < r->count; i++) {
+        const uint8_t *s = r->names + r->e[i].name_off;
+        for (uint32_t k = 0; k < r->e[i].name_len; k++) nclaims += s[k] == '/';
+    }
+    if (!nclaims) return OC_OK;
+    dir_claim *c = malloc((size_t)nclaims * sizeof *c);
+    OZ_RETURN_ERROR_IF(!c, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < r->count; i++) {
+        const uint8_t *s = r->names + r->e[i].name_off;
+        for (uint32_t k = 0; k < r->e[i].name_len; k++)
+            if (s[k] == '/') c[n++] = (dir_claim){s, k, (uint32_t)i};
+    }
+    qsort(c, (size_t)n, sizeof *c, claim_cmp);
+    oc_status st = OC_OK;
+    for (uint64_t i = 0; st == OC_OK && i < r->count; i++) {
+        const rentry *e = &r->e[i];
+        const uint8_t *s = r->names + e->name_off;
+        if (e->name_len && s[e->name_len - 1] == '/') continue; /* a directory itself */
+        /* The first claim on this name (lowest entry index among equals). */
+        dir_claim key = {s, e->name_len, 0};
+        uint64_t lo = 0, hi = n;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (claim_cmp(&c[mid], &key) < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < n && c[lo].len == e->name_len && memcmp(c[lo].name, s, e->name_len) == 0) {
+            char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
+            qname(r, e, qa);
+            qname(r, &r->e[c[lo].idx], qb);
+            st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
+                          "entry '%s' is a file, but entry '%s' makes it a directory: they "
+                          "cannot both be extracted (Z-36)", qa, qb);
+        }
+    }
+    free(c);
+    return st;
 }

@@ -287,22 +287,23 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
                        "an entry is being streamed: end it first");
     OZ_RETURN_ERROR_IF(!name, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no entry name");
     size_t n = strlen(name);
-    char q[OZ_QUOTE_MAX];
+    char q[OC_QUOTE_SIZE];
     const uint8_t *un = (const uint8_t *)name;
     OZ_RETURN_ERROR_IF(n > OZ_ZIP_DEFAULT_MAX_NAME_LEN, err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                       "entry name '%s' is %zu bytes, more than %u (Z-30)", oz__quote(un, n, q),
-                       n, OZ_ZIP_DEFAULT_MAX_NAME_LEN);
+                       "entry name '%s' is %zu bytes, more than %u (Z-30)",
+                       oc_quote(un, n, q, OC_QUOTE_SIZE), n, OZ_ZIP_DEFAULT_MAX_NAME_LEN);
     oz__name_fault f = oz__name_check(un, n, 0);
     OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_INVALID_ARG,
-                       OC_NO_OFFSET, "entry name '%s' %s (%s)", oz__quote(un, n, q),
-                       oz__name_fault_text(f), oz__name_fault_rule(f));
+                       OC_NO_OFFSET, "entry name '%s' %s (%s)",
+                       oc_quote(un, n, q, OC_QUOTE_SIZE), oz__name_fault_text(f),
+                       oz__name_fault_rule(f));
     OZ_RETURN_ERROR_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
                        "more than %u entries (Z-66)", OZ_ZIP_DEFAULT_MAX_ENTRIES);
     uint64_t h = oz__nametab_hash(&w->tab, un, n);
     OZ_RETURN_ERROR_IF(oz__nametab_find(&w->tab, un, n, h, name_of, w) >= 0, err, OC_ERR_EXISTS,
                        OC_NO_OFFSET, "entry name '%s' is already in the archive (Z-35)",
-                       oz__quote(un, n, q));
+                       oc_quote(un, n, q, OC_QUOTE_SIZE));
     if (grow((void **)&w->e, &w->cap, w->count + 1, sizeof *w->e) != OC_OK ||
         grow((void **)&w->names, &w->names_cap, w->names_len + n + 1, 1) != OC_OK ||
         oz__nametab_reserve(&w->tab) != 0)
@@ -484,11 +485,12 @@ oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
                        "no entry is being streamed");
     OZ_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no data");
     const wentry *e = &w->e[w->count - 1];
+    char q[OC_QUOTE_SIZE];
     if (size > e->usize - w->s_written)
         return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                   "entry '%s' was declared as %llu bytes; writing %llu more "
                                   "after %llu overruns it",
-                                  (const char *)w->names + e->name_off,
+                                  oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
                                   (unsigned long long)e->usize, (unsigned long long)size,
                                   (unsigned long long)w->s_written));
     oc_status st = oc_atomic_write(&w->af, data, size, err);
@@ -503,10 +505,11 @@ oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err) {
     OZ_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no entry is being streamed");
     wentry *e = &w->e[w->count - 1];
+    char q[OC_QUOTE_SIZE];
     if (w->s_written != e->usize)
         return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                   "entry '%s' was declared as %llu bytes but %llu were written",
-                                  (const char *)w->names + e->name_off,
+                                  oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
                                   (unsigned long long)e->usize,
                                   (unsigned long long)w->s_written));
     uint8_t crc[4];
@@ -561,9 +564,11 @@ static oc_status write_tail(oz_zip_writer *w, outbuf *ob, oc_error *err) {
 
 oc_status oz_zip_writer_finish(oz_zip_writer *w, oc_error *err) {
     OZ_FORWARD(usable(w, err));
+    char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "entry '%s' is still being streamed",
-                       (const char *)w->names + w->e[w->count - 1].name_off);
+                       oc_quote(w->names + w->e[w->count - 1].name_off,
+                                w->e[w->count - 1].name_len, q, sizeof q));
     outbuf ob = {w, NULL, 0, (size_t)1 << 18};
     /* Every central record fits: 46 + a name of at most 4,096 bytes + 28. */
     ob.buf = malloc(ob.cap);

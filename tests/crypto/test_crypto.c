@@ -149,7 +149,10 @@ static void test_detect(void) {
     CHECK(td_write(p, "ONNXCRY1 and more", 17) == 0);
     CHECK_OK(oc_crypt_detect_file(p, &f, &err), &err);
     CHECK_EQ(f, OC_CRYPT_ONNXCRY1);
-    CHECK(td_write(p, "ONNX", 4) == 0);
+    CHECK(td_write(p, "ONNX", 4) == 0); /* a cut magic (C-1) */
+    CHECK_STATUS(oc_crypt_detect_file(p, &f, &err), OC_ERR_TRUNCATED, &err);
+    CHECK_EQ(f, OC_CRYPT_NONE);
+    CHECK(td_write(p, "PK", 2) == 0); /* short, but no magic */
     CHECK_OK(oc_crypt_detect_file(p, &f, &err), &err);
     CHECK_EQ(f, OC_CRYPT_NONE);
     remove(p);

@@ -1,6 +1,7 @@
 /*
  * test_tensor.c - oc_consolidate_tensors (onnxcore/tensor.h; seed 000's
  * ConsolidateTensorsToBuffer): which tensors move, alignment, ownership, bytes unchanged.
+ * oc_tensor_check_size (W-40), and oc_quote, with which its messages name tensors.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -289,7 +290,106 @@ static void test_pool_threads(void) {
     oc_storage_pool_free(pool);
 }
 
+#define CHECK_CSTR(got, want) CHECK(strcmp((got), (want)) == 0)
+
+/* oc_quote (status.h): the one rendering of strings from files in messages and output. */
+static void test_quote(void) {
+    char b[OC_QUOTE_SIZE];
+    CHECK_CSTR(oc_quote("W", 1, b, sizeof b), "W");
+    CHECK_CSTR(oc_quote(NULL, 0, b, sizeof b), "");
+    CHECK_CSTR(oc_quote("x\x1b[31m\nok", 9, b, sizeof b), "x\\x1b[31m\\x0aok");
+    CHECK_CSTR(oc_quote("1\0002", 3, b, sizeof b), "1\\x002"); /* counted, not cut at NUL */
+    CHECK_CSTR(oc_quote("a\\b\x7f", 4, b, sizeof b), "a\\x5cb\\x7f");
+    CHECK_CSTR(oc_quote("\xc3\xa9t\xc3", 4, b, sizeof b), "\xc3\xa9t\\xc3"); /* é kept */
+    CHECK_CSTR(oc_quote("\xc2\x9b", 2, b, sizeof b), "\\xc2\\x9b"); /* C1 CSI escaped */
+    CHECK_CSTR(oc_quote("\xed\xa0\x80", 3, b, sizeof b), "\\xed\\xa0\\x80"); /* surrogate */
+    /* Bounded: cut with "..." and never inside an escape; the whole fits exactly. */
+    char longname[200];
+    memset(longname, 'a', sizeof longname);
+    oc_quote(longname, sizeof longname, b, sizeof b);
+    CHECK_EQ(strlen(b), sizeof b - 1);
+    CHECK(strcmp(b + strlen(b) - 3, "...") == 0);
+    char small[8];
+    CHECK_CSTR(oc_quote("abcdefg", 7, small, sizeof small), "abcdefg");
+    CHECK_CSTR(oc_quote("abcdefgh", 8, small, sizeof small), "abcd...");
+    CHECK_CSTR(oc_quote("\x01\x02\x03", 3, small, sizeof small), "\\x01...");
+    CHECK_CSTR(oc_quote("\x01", 1, small, sizeof small), "\\x01");
+    CHECK_CSTR(oc_quote("abc", 3, small, 3), "");
+    CHECK(oc_quote("abc", 3, NULL, 8) == NULL);
+}
+
+static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type,
+                               const int64_t *dims, size_t ndims, uint64_t raw) {
+    onnx_TensorProto *t = oc_arena_alloc(a, sizeof *t);
+    memset(t, 0, sizeof *t);
+    oc_str_set_cstr(a, &t->name, name);
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = type;
+    OC_SET_HAS(TensorProto, t, data_type);
+    for (size_t i = 0; i < ndims; i++) *(int64_t *)oc_array_push(a, &t->dims, sizeof(int64_t)) = dims[i];
+    if (raw != UINT64_MAX) { /* borrowed: nothing to release (raw <= 64) */
+        static const uint8_t zeros[64];
+        oc_bytes_set_borrowed(&t->raw_data, zeros, raw);
+        OC_SET_HAS(TensorProto, t, raw_data);
+    }
+    return t;
+}
+
+/* oc_tensor_check_size (W-40): dims against data_type and the payload. */
+static void test_check_size(void) {
+    oc_arena *a = oc_arena_new();
+    oc_error err;
+    const int64_t d35[] = {3, 5}, dneg[] = {-3, 5}, d2[] = {2};
+    const int64_t dbig[] = {INT64_C(1) << 32, INT64_C(1) << 32, INT64_C(1) << 32};
+    const int64_t dbytes[] = {INT64_C(1) << 62}, dzero[] = {INT64_C(1) << 62, 0, 1 << 30};
+    const int64_t d3[] = {3};
+    onnx_TensorProto *t;
+    CHECK_OK(oc_tensor_check_size(sized(a, "W", 1, d35, 2, 60), &err), &err);
+    CHECK_OK(oc_tensor_check_size(sized(a, "W", 1, NULL, 0, 4), &err), &err); /* scalar */
+    CHECK_OK(oc_tensor_check_size(sized(a, "W", 1, dzero, 3, 0), &err), &err);
+    CHECK_OK(oc_tensor_check_size(sized(a, "W", 22, d3, 1, 2), &err), &err);  /* INT4: 2 */
+    CHECK_OK(oc_tensor_check_size(sized(a, "W", 26, d3, 1, 1), &err), &err);  /* INT2: 1 */
+    CHECK_OK(oc_tensor_check_size(sized(a, "W", 15, d2, 1, 32), &err), &err); /* COMPLEX128 */
+    CHECK_OK(oc_tensor_check_size(sized(a, "S", 8, d35, 2, 7), &err), &err);  /* STRING */
+    CHECK_OK(oc_tensor_check_size(sized(a, "T", 1, d35, 2, UINT64_MAX), &err), &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d35, 2, 7), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK(strstr(err.message, "tensor 'W'") && strstr(err.message, "60 bytes") &&
+          strstr(err.message, "7"));
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d2, 1, 12), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 22, d3, 1, 1), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dneg, 2, 60), &err), OC_ERR_MALFORMED, &err);
+    CHECK(strstr(err.message, "negative") != NULL);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dbig, 3, 4), &err), OC_ERR_MALFORMED, &err);
+    CHECK(strstr(err.message, "elements") != NULL);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dbytes, 1, 4), &err), OC_ERR_MALFORMED, &err);
+    CHECK(strstr(err.message, "bytes") != NULL);
+    /* No fixed size, but dims are still checked. */
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "S", 8, dneg, 2, 0), &err), OC_ERR_MALFORMED, &err);
+    /* EXTERNAL: the `length` key, read under E-12; no length, nothing to compare. */
+    t = sized(a, "E", 1, d35, 2, UINT64_MAX);
+    t->data_location = 1;
+    OC_SET_HAS(TensorProto, t, data_location);
+    CHECK_OK(oc_tensor_check_size(t, &err), &err);
+    onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
+    oc_str_set_cstr(a, &e->key, "length");
+    oc_str_set_cstr(a, &e->value, "60");
+    CHECK_OK(oc_tensor_check_size(t, &err), &err);
+    oc_str_set_cstr(a, &e->value, "59");
+    CHECK_STATUS(oc_tensor_check_size(t, &err), OC_ERR_INCONSISTENT, &err);
+    CHECK(strstr(err.message, "length") != NULL);
+    oc_str_set_cstr(a, &e->value, "-60");
+    CHECK_STATUS(oc_tensor_check_size(t, &err), OC_ERR_MALFORMED, &err);
+    CHECK(strstr(err.message, "'-60' is not a non-negative integer") != NULL);
+    /* The name is escaped. */
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W\x1b", 1, d2, 1, 1), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK(strstr(err.message, "tensor 'W\\x1b'") != NULL);
+    CHECK_STATUS(oc_tensor_check_size(NULL, &err), OC_ERR_INVALID_ARG, &err);
+    oc_arena_free(a);
+}
+
 int main(void) {
+    RUN(test_quote);
+    RUN(test_check_size);
     RUN(test_consolidate);
     RUN(test_consolidate_errors);
     RUN(test_pool_storage);

@@ -104,7 +104,9 @@ const char *oc_crypt_format_name(oc_crypt_format format);
 /* The format whose magic begins data (size bytes), or OC_CRYPT_NONE. Works without
  * OpenSSL. */
 oc_crypt_format oc_crypt_detect(const void *data, uint64_t size);
-/* The same for the first bytes of a file. A file shorter than a magic: OC_CRYPT_NONE. */
+/* The same for the first bytes of a file. A file of 1 to 7 bytes that is the start of a
+ * magic is an encrypted file cut short (spec C-1): OC_ERR_TRUNCATED, *out OC_CRYPT_NONE.
+ * Any other file shorter than a magic: OC_CRYPT_NONE. */
 oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error *err);
 
 /* 1 when data starts with a ZIP signature (local header "PK\3\4", or "PK\5\6" of an empty

@@ -10,6 +10,7 @@
 #ifndef ONNXCORE_STATUS_H
 #define ONNXCORE_STATUS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -68,6 +69,25 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* A buffer size for oc_quote that keeps a quoted string short: about 64 bytes of text, so
+ * that a message of OC_ERROR_MESSAGE_MAX bytes holding one or two of them always has room
+ * for the reason (the part a reader needs most). */
+#define OC_QUOTE_SIZE 72
+
+/* Renders `size` bytes of untrusted text (a tensor name, a location, an entry name, a key
+ * or value read from a file) for a message or a line of output, and returns out: printable
+ * ASCII is kept, except `\`; well-formed UTF-8 sequences are kept, except the C1 controls
+ * U+0080..U+009F; every other byte (control bytes, NUL, DEL, `\`, bytes that are not
+ * well-formed UTF-8) becomes `\xNN` (lower-case hex). So the rendering is one line, holds
+ * no byte a terminal acts on, is never cut by a NUL, and tells every input apart.
+ *
+ * out receives at most out_size bytes including the terminating NUL; when the whole
+ * rendering does not fit, it ends with "..." after the longest prefix that fits (an
+ * escape or a UTF-8 sequence is never split). out_size < 4 gives "" (or NULL out: nothing
+ * written, NULL returned). data may be NULL when size is 0. Uses no allocation; safe to
+ * call from any thread. OC_QUOTE_SIZE is the size every message of these libraries uses. */
+const char *oc_quote(const void *data, uint64_t size, char *out, size_t out_size);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,25 @@ oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
                                  const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
                                  const uint8_t **base_out, uint64_t *size_out, oc_error *err);
 
+/* The size of one element of data_type in bits (FLOAT 32, INT4 4, BOOL 8, COMPLEX128 128,
+ * ...), or 0 for types without a fixed size (STRING, UNDEFINED) and values this library
+ * does not know. Covers TensorProto.DataType of IR version 14 (1..26). */
+unsigned oc_tensor_element_bits(int32_t data_type);
+
+/* Checks one tensor's payload against its dims and data_type (spec onnx-wire.md W-40):
+ * every dim must be 0 or more (a negative one: OC_ERR_MALFORMED), their product must fit
+ * in 64 bits, as must the byte size it gives (elements x element bits / 8, rounded up for
+ * sub-byte types; otherwise OC_ERR_MALFORMED), and the payload must be exactly that many
+ * bytes (otherwise OC_ERR_INCONSISTENT). The payload is raw_data; for an EXTERNAL tensor,
+ * the value of its `length` key (an unreadable one is E-12's OC_ERR_MALFORMED). Tensors
+ * with nothing to compare are checked for their dims only: types without a fixed size
+ * (oc_tensor_element_bits 0, e.g. STRING), data in typed fields (float_data, ...), a
+ * `segment`, an EXTERNAL tensor without `length`. Messages name the tensor (oc_quote).
+ *
+ * Loading never applies this check (onnx.load accepts such tensors, and so do we); it is
+ * for validators such as `onnxz verify`. The tensor is not changed. */
+oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

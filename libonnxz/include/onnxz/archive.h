@@ -69,8 +69,11 @@ const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
 
 /* Decodes the archive's model. Unless opts->skip_external_data, every tensor that points at
  * an entry gets its bytes: shared in place with no_copy (STORED entries of a mapped
- * archive), copied otherwise; each entry must exist and hold exactly the tensor's length.
- * The model stays valid after oz_archive_close. */
+ * archive), copied otherwise; each entry must exist and hold exactly the tensor's length
+ * (spec A-21: a missing entry or __MODEL_PROTO: OC_ERR_NOT_FOUND; a directory entry, a
+ * length or an offset that does not fit the entry: OC_ERR_INCONSISTENT; an offset or length
+ * that is no number: OC_ERR_MALFORMED, as E-12). The model stays valid after
+ * oz_archive_close. */
 oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
                                 oc_model **out, oc_error *err);
 
@@ -133,7 +136,9 @@ typedef struct oz_archive_space {
 void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out);
 
 /* True when the file at path starts like a ZIP archive (local header or end record
- * signature), as a quick test of the form of an input. */
+ * signature), as a quick test of the form of an input. A file of 1 to 3 bytes that is the
+ * start of one of those signatures counts too: it is an archive cut short (which
+ * oz_archive_open reports as `truncated`), not a model, since no model is that short. */
 int oz_is_archive_file(const char *path);
 
 #ifdef __cplusplus

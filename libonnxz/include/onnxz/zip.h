@@ -185,6 +185,14 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err);
 oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err);
 
+/* Z-36: checks that no entry name is both a file and a directory, as extracting the
+ * archive would need: a file entry's name must not be the directory part of another
+ * name ("a" and "a/b") nor a directory entry's name without its '/' ("W" and "W/").
+ * Opening does not check this (finding entries by name is unaffected); extractors and
+ * validators do. A clash: OC_ERR_INCONSISTENT naming both entries, at the file entry's
+ * central header. Time O(n log n) in the number of '/' in all names. */
+oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err);
+
 /* The archive's size in bytes, whether it uses zip64 end records, and its comment
  * (*size receives its length; not NUL-terminated; NULL when empty). */
 uint64_t oz_zip_reader_size(const oz_zip_reader *r);

@@ -39,9 +39,7 @@
         if (OZ_UNLIKELY(cond)) return oz__fail((err), (code), (offset), __VA_ARGS__);      \
     } while (0)
 
-/* A name from an archive, fit for a message: printable ASCII kept, other bytes as \xNN,
- * cut at about 80 characters with "...". Returns out. */
-#define OZ_QUOTE_MAX 100
-const char *oz__quote(const uint8_t *name, size_t len, char out[OZ_QUOTE_MAX]);
+/* Names, locations and other strings from an archive go into messages through
+ * libonnxcore's oc_quote (onnxcore/status.h), with buffers of OC_QUOTE_SIZE bytes. */
 
 #endif
