@@ -29,6 +29,7 @@
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
 #include "internal/bytes.h"
+#include "internal/decode.h"
 #include "internal/digest.h"
 #include "internal/encode.h"
 #include "internal/error.h"
@@ -216,6 +217,7 @@ typedef struct loader {
     ext_item *items;
     uint64_t nitems, capitems;
     oc_str first_location; /* for the `location` override */
+    uint64_t total;        /* bytes of external data resolved so far (max_external_bytes) */
 } loader;
 
 
@@ -381,6 +383,16 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
                         "tensor '%s': external data [%llu, +%llu) runs past the end of '%s' "
                         "(%llu bytes)", qname(t, name), (unsigned long long)offset,
                         (unsigned long long)length, qstr(loc, shown), (unsigned long long)m->size);
+    /* The caller's caps (limits.h): one tensor, and all external data of this load. */
+    char what[2 * OC_QUOTE_SIZE];
+    snprintf(what, sizeof what, "tensor '%s': external data", qname(t, name));
+    OC_FORWARD(oc__check_size(length, l->opts->max_tensor_bytes, OC_DEFAULT_MAX_TENSOR_BYTES,
+                              what, "max_tensor_bytes", OC_NO_OFFSET, l->err));
+    l->total = length < UINT64_MAX - l->total ? l->total + length : UINT64_MAX;
+    snprintf(what, sizeof what, "external data up to tensor '%s'", qname(t, name));
+    OC_FORWARD(oc__check_size(l->total, l->opts->max_external_bytes,
+                              OC_DEFAULT_MAX_EXTERNAL_BYTES, what, "max_external_bytes",
+                              OC_NO_OFFSET, l->err));
     const uint8_t *data = length ? m->data + offset : NULL;
     uint64_t align = l->opts->buffer.alignment;
     if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0)

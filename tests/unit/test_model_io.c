@@ -676,6 +676,34 @@ static void test_size_limits(void) {
             }
         }
     }
+    /* External data: one tensor's cap, and the cap on all of it. */
+    oc_serialize_options so;
+    oc_serialize_options_init(&so);
+    so.external_data = "limits.data";
+    CHECK_OK(oc_model_save_file(m, p, &so, &err), &err);
+    for (int which = 0; which < 2; which++)
+        for (int over = 0; over < 2; over++) {
+            oc_parse_options po;
+            oc_parse_options_init(&po);
+            if (which == 0)
+                po.max_tensor_bytes = BIG - (uint64_t)over;
+            else
+                po.max_external_bytes = BIG - (uint64_t)over;
+            oc_model *got = NULL;
+            oc_status st = oc_model_load_file(p, &po, &got, &err);
+            if (!over) {
+                CHECK_OK(st, &err);
+                CHECK(got && raw_ok(init(got, "W"), BIG, 1));
+            } else {
+                CHECK_STATUS(st, OC_ERR_LIMIT, &err);
+                CHECK(strstr(err.message, which == 0 ? "max_tensor_bytes" : "max_external_bytes"));
+                CHECK(strstr(err.message, "'W'") != NULL);
+            }
+            oc_model_free(got);
+        }
+    pathof(p, sizeof p, "limits.data");
+    CHECK_EQ(remove(p), 0);
+    pathof(p, sizeof p, "limits.onnx");
     free(b);
     oc_model_free(m);
     CHECK_EQ(remove(p), 0);
