@@ -75,10 +75,11 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
     return code;
 }
 
-/* The length of the UTF-8 sequence at s (n bytes available) when it is well formed and not
- * a C1 control, else 0. Overlong forms, surrogates and values past U+10FFFF are not. */
-static size_t printable_utf8(const unsigned char *s, uint64_t n) {
+size_t oc_utf8_len(const void *data, uint64_t n) {
+    const unsigned char *s = data;
+    if (n == 0) return 0;
     unsigned char c = s[0];
+    if (c < 0x80) return 1;
     size_t len;
     uint32_t cp, min;
     if ((c & 0xE0) == 0xC0) {
@@ -95,8 +96,15 @@ static size_t printable_utf8(const unsigned char *s, uint64_t n) {
         if ((s[i] & 0xC0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3Fu);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp <= 0x9F) return 0;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
     return len;
+}
+
+/* The length of the multi-byte UTF-8 sequence at s when it is well formed and not a C1
+ * control (U+0080..U+009F), else 0. */
+static size_t printable_utf8(const unsigned char *s, uint64_t n) {
+    size_t len = oc_utf8_len(s, n);
+    return len > 1 && !(len == 2 && s[0] == 0xC2 && s[1] <= 0x9F) ? len : 0;
 }
 
 /* One unit of the rendering at s[0..n): *in input bytes become *w output bytes in unit. */

@@ -10,40 +10,18 @@
 #include <string.h>
 #include <time.h>
 
+#include <onnxcore/status.h>
+
 #include "internal/zipfmt.h"
 
 /* ---- the rules ---- */
 
-/* Length of the UTF-8 sequence starting at s (at most n bytes), or 0 when it is not a
- * well-formed one (overlong forms, surrogates and values past U+10FFFF are not). */
-static size_t utf8_seq(const uint8_t *s, size_t n) {
-    uint8_t c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2, cp = c & 0x1Fu, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, cp = c & 0x0Fu, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, cp = c & 0x07u, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
 
 oz__name_fault oz__name_check(const uint8_t *name, size_t len, int allow_dir) {
     if (len == 0) return OZ_NAME_EMPTY;
     for (size_t i = 0; i < len;) {
         if (name[i] == 0) return OZ_NAME_NUL;
-        size_t k = utf8_seq(name + i, len - i);
+        size_t k = oc_utf8_len(name + i, len - i);
         if (!k) return OZ_NAME_NOT_UTF8;
         i += k;
     }

@@ -70,6 +70,11 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
 #endif
     ;
 
+/* The length of the well-formed UTF-8 sequence at data (n bytes available): 1 for ASCII,
+ * 2 to 4 for a multi-byte one; 0 when it is not well formed (a stray continuation byte,
+ * an overlong form, a surrogate, a value past U+10FFFF, or cut short by n). */
+size_t oc_utf8_len(const void *data, uint64_t n);
+
 /* A buffer size for oc_quote that keeps a quoted string short: about 64 bytes of text, so
  * that a message of OC_ERROR_MESSAGE_MAX bytes holding one or two of them always has room
  * for the reason (the part a reader needs most). */
