@@ -2,13 +2,14 @@
 # deps.sh [build|test] - installs the Debian packages onnxz needs, only those missing.
 #   build: compiler, cmake, zlib and OpenSSL headers
 #   test:  build + the independent oracles the tests compare against (python3-onnx and
-#          libprotobuf via python3-protobuf, protoc, ZIP clients, python3-cryptography)
+#          libprotobuf via python3-protobuf, protoc, ZIP clients, python3-cryptography),
+#          and valgrind (the memcheck stage)
 set -euo pipefail
 what=${1:-build}
 pkgs=(cmake gcc make zlib1g-dev libssl-dev)
 if [ "$what" = test ]; then
   pkgs+=(g++ clang libclang-rt-14-dev python3 python3-onnx python3-numpy python3-protobuf protobuf-compiler
-         unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography pkgconf)
+         unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography pkgconf valgrind groff-base)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -46,6 +46,12 @@ shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
 failures = []
 MODEL = "__MODEL_PROTO"
+# Under valgrind (tests/CMakeLists.txt: ONNXZ_TEST_REDUCED=1 with ONNXZ_TEST_WRAPPER) every
+# driver run costs seconds: crash kills at 10 random moments instead of 40, and zip64 does
+# not load its 65,600-tensor archive (the load resolves each tensor's entry with a linear
+# search, O(n^2): 15 s natively, about 8 minutes under valgrind); python's zipfile and unzip
+# still check the edited archive, and every other build loads it.
+REDUCED = os.environ.get("ONNXZ_TEST_REDUCED") == "1"
 STEPS = ["journaled", "appending", "appended", "committed", "compacting", "compacted", "truncated"]
 
 
@@ -592,7 +598,7 @@ elif args.area == "crash":
     cur = 0
     rng = random.Random(11)
     outcomes = {"old": 0, "new": 0, "torn tail (journal applies)": 0, "appended layout": 0}
-    for i in range(40):
+    for i in range(10 if REDUCED else 40):
         k = rng.choice([x for x in range(3) if x != cur])
         p = subprocess.Popen([args.driver, "replace", arc, srcs[k]], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -641,7 +647,8 @@ elif args.area == "zip64":
     before, _ = run_replace(arc, new, "zip64", expect_steps=STEPS)
     z = check_edit(before, arc, new, "zip64")
     check(z and z["zip64"], "zip64: the edited archive has no zip64 end records (Z-23)")
-    loads_as(arc, inline(new, blobs), "zip64")
+    if not REDUCED:
+        loads_as(arc, inline(new, blobs), "zip64")
     p = subprocess.run([sys.executable, "-m", "zipfile", "-t", arc], capture_output=True, text=True)
     check(p.returncode == 0, f"zip64: python's zipfile rejects it: {p.stderr[-300:]}")
     p = subprocess.run(["unzip", "-tqq", arc], capture_output=True, text=True)

@@ -392,6 +392,13 @@ static oc_status predict_tensor(void *ctx, onnx_TensorProto *t) {
         predict_fail(p, OC_ERR_MALFORMED, OC_OK, "no location");
         return OC_OK;
     }
+    /* E-12: offset and length are read before the data file is opened. */
+    uint64_t offset = 0, length = 0;
+    const oc_str *o = ext_value(t, "offset"), *l = ext_value(t, "length");
+    if ((o && !parse_u63(o, &offset)) || (l && !parse_u63(l, &length))) {
+        predict_fail(p, OC_ERR_MALFORMED, OC_OK, "offset or length");
+        return OC_OK;
+    }
     resolved r;
     unsigned i = 0;
     while (i < p->nfiles && !(p->files[i].key.size == loc->size &&
@@ -409,12 +416,7 @@ static oc_status predict_tensor(void *ctx, onnx_TensorProto *t) {
         predict_fail(p, r.st, r.alt, "location");
         return OC_OK;
     }
-    uint64_t fsize = r.file->size, offset = 0, length = 0;
-    const oc_str *o = ext_value(t, "offset"), *l = ext_value(t, "length");
-    if ((o && !parse_u63(o, &offset)) || (l && !parse_u63(l, &length))) {
-        predict_fail(p, OC_ERR_MALFORMED, OC_OK, "offset or length");
-        return OC_OK;
-    }
+    uint64_t fsize = r.file->size;
     if (offset > fsize) {
         predict_fail(p, OC_ERR_TRUNCATED, OC_OK, "offset past the end");
         return OC_OK;

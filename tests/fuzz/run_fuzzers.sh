@@ -1,5 +1,6 @@
 #!/bin/sh
 # run_fuzzers.sh BUILD_DIR SECONDS [TARGET...]
+# run_fuzzers.sh --runs N BUILD_DIR [TARGET...]
 #
 # Runs each libFuzzer target of BUILD_DIR (configured with -DCMAKE_C_COMPILER=clang
 # -DONNXZ_FUZZ=ON and built) for SECONDS seconds, one after the other, with the seed
@@ -14,16 +15,36 @@
 # inputs are left there; minimise with `<fuzzer> -minimize_crash=1 -runs=100000 FILE` and
 # commit as tests/fuzz/crashers/<target>/<what-it-is>), 2 on a usage or setup error.
 #
+# --runs N (what CI runs, scripts/test.sh): a fixed amount of work instead of a fixed time,
+# so the result depends neither on the machine's speed nor on earlier runs. Each target
+# starts from a fresh copy of its seeds and committed corpus in
+# BUILD_DIR/tests/fuzz/runs/<target>/corpus/ (the repository is never written) and runs with
+# -seed=1 -runs=N (N executions, the initial corpus included) -reload=0 and fixed -max_len,
+# -timeout and -rss_limit_mb, with address space randomisation off (setarch -R): pointer
+# values the code compares feed libFuzzer's comparison tracing, and with ASLR they made two
+# runs of the same seed differ. A finding goes to BUILD_DIR/tests/fuzz/runs/<target>/artifacts/;
+# its path and the end of the log are printed.
+#
 # Environment: ONNXZ_FUZZ_JOBS=N runs N targets at a time (default 1);
 # ONNXZ_FUZZ_FLAGS adds libFuzzer flags; PYTHON (default /usr/bin/python3) runs make_seeds.py.
 set -u
 
-usage() { echo "usage: $0 BUILD_DIR SECONDS [TARGET...]" >&2; exit 2; }
-[ $# -ge 2 ] || usage
-build=$(cd "$1" 2>/dev/null && pwd) || { echo "run_fuzzers: no directory $1" >&2; exit 2; }
-seconds=$2
-shift 2
-case $seconds in ''|*[!0-9]*) usage ;; esac
+usage() { echo "usage: $0 BUILD_DIR SECONDS [TARGET...] | $0 --runs N BUILD_DIR [TARGET...]" >&2; exit 2; }
+runs=
+if [ "${1:-}" = --runs ]; then
+    [ $# -ge 3 ] || usage
+    runs=$2
+    shift 2
+    case $runs in ''|*[!0-9]*) usage ;; esac
+    build=$(cd "$1" 2>/dev/null && pwd) || { echo "run_fuzzers: no directory $1" >&2; exit 2; }
+    shift
+else
+    [ $# -ge 2 ] || usage
+    build=$(cd "$1" 2>/dev/null && pwd) || { echo "run_fuzzers: no directory $1" >&2; exit 2; }
+    seconds=$2
+    shift 2
+    case $seconds in ''|*[!0-9]*) usage ;; esac
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 fz=$build/tests/fuzz
@@ -41,9 +62,21 @@ else # every libFuzzer binary of the build, and fuzz_external once more without 
     [ -n "$targets" ] || { echo "run_fuzzers: no *_libfuzzer in $fz (configure with -DCMAKE_C_COMPILER=clang -DONNXZ_FUZZ=ON)" >&2; exit 2; }
 fi
 jobs=${ONNXZ_FUZZ_JOBS:-1}
+norandom=
+if [ -n "$runs" ]; then
+    if setarch "$(uname -m)" -R true 2>/dev/null; then
+        norandom="setarch $(uname -m) -R"
+    else
+        echo "run_fuzzers: setarch -R fails here: address space randomisation stays on, so runs may differ" >&2
+    fi
+fi
 python=${PYTHON:-/usr/bin/python3}
 
-if [ ! -d "$fz/seeds/fuzz_decode_model" ]; then
+if [ -n "$runs" ]; then # always the seeds of this source tree (make_seeds.py is deterministic)
+    echo "run_fuzzers: generating seeds into $fz/seeds"
+    "$python" "$here/make_seeds.py" "$fz/seeds" >/dev/null ||
+        { echo "run_fuzzers: make_seeds.py failed" >&2; exit 2; }
+elif [ ! -d "$fz/seeds/fuzz_decode_model" ]; then
     echo "run_fuzzers: generating seeds into $fz/seeds"
     "$python" "$here/make_seeds.py" "$fz/seeds" || {
         echo "run_fuzzers: make_seeds.py failed; going on with the committed corpus" >&2
@@ -60,8 +93,14 @@ run_one() { # target -> writes $fz/logs/$1.status
     esac
     exe=$fz/${bin}_libfuzzer
     log=$fz/logs/$t.log
-    art=$fz/artifacts/$t
-    work=$fz/work/$t
+    if [ -n "$runs" ]; then
+        art=$fz/runs/$t/artifacts
+        work=$fz/runs/$t/corpus
+        rm -rf "$fz/runs/$t"
+    else
+        art=$fz/artifacts/$t
+        work=$fz/work/$t
+    fi
     mkdir -p "$art" "$work" "$fz/logs"
     if [ ! -x "$exe" ]; then
         echo "missing $exe (configure with -DCMAKE_C_COMPILER=clang -DONNXZ_FUZZ=ON)" >"$fz/logs/$t.status"
@@ -69,29 +108,49 @@ run_one() { # target -> writes $fz/logs/$1.status
     fi
     dirs="$work"
     for d in "$fz/seeds/$bin" "$here/corpus/$bin"; do
-        [ -d "$d" ] && dirs="$dirs $d"
+        [ -d "$d" ] || continue
+        if [ -n "$runs" ]; then
+            cp -R "$d/." "$work/" || return # names do not collide: h-*, b-* (seeds), fuzzed-* (corpus)
+        else
+            dirs="$dirs $d"
+        fi
     done
     before=$(ls "$art" | wc -l)
+    if [ -n "$runs" ]; then
+        # Deterministic: fixed seed and number of executions, no re-reading of the corpus
+        # directory, the input size bound of make_seeds.py's seeds (32 KiB) twice over, and a
+        # per-input timeout far above any input's run time on a slow machine.
+        set -- -seed=1 -runs="$runs" -reload=0 -max_len=65536 -timeout=60 -rss_limit_mb=2048
+    else
+        set -- -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10
+    fi
     # shellcheck disable=SC2086 # dirs and ONNXZ_FUZZ_FLAGS are word lists
-    env $env_extra "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    $norandom env $env_extra "$exe" "$@" \
         -dict="$here/onnx.dict" -artifact_prefix="$art/" -print_final_stats=1 \
         ${ONNXZ_FUZZ_FLAGS:-} $dirs >"$log" 2>&1
     rc=$?
     after=$(ls "$art" | wc -l)
     stats=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -n 1 |
             sed -E 's/.*(cov: [0-9]+ ft: [0-9]+).*(exec\/s: [0-9]+).*/\1 \2/')
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    done_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    corp=$(ls "$work" | wc -l)
     if [ "$rc" -ne 0 ] || [ "$after" -gt "$before" ]; then
-        echo "FAILED (exit $rc) after ${runs:-?} runs, $stats; inputs in $art; log $log" >"$fz/logs/$t.status"
+        echo "FAILED (exit $rc) after ${done_runs:-?} runs, $stats; inputs in $art; log $log" >"$fz/logs/$t.status"
+    elif [ -n "$runs" ]; then
+        echo "ok: ${done_runs:-?} runs, seed 1, $stats, corpus $corp" >"$fz/logs/$t.status"
     else
-        echo "ok: ${runs:-?} runs in ${seconds}s, $stats" >"$fz/logs/$t.status"
+        echo "ok: ${done_runs:-?} runs in ${seconds}s, $stats" >"$fz/logs/$t.status"
     fi
 }
 
 running=0
 for t in $targets; do
     rm -f "$fz/logs/$t.status"
-    echo "run_fuzzers: $t for ${seconds}s"
+    if [ -n "$runs" ]; then
+        echo "run_fuzzers: $t for $runs runs"
+    else
+        echo "run_fuzzers: $t for ${seconds}s"
+    fi
     run_one "$t" &
     running=$((running + 1))
     if [ "$running" -ge "$jobs" ]; then
@@ -108,8 +167,18 @@ for t in $targets; do
     case $line in ok:*) ;; *) status=1 ;; esac
 done
 for t in $targets; do
-    for f in "$fz/artifacts/$t"/*; do
-        [ -f "$f" ] && echo "run_fuzzers: artifact $f"
+    if [ -n "$runs" ]; then
+        art=$fz/runs/$t/artifacts
+    else
+        art=$fz/artifacts/$t
+    fi
+    found=
+    for f in "$art"/*; do
+        [ -f "$f" ] && echo "run_fuzzers: artifact $f" && found=1
     done
+    if [ -n "$runs" ] && [ -n "$found$(grep -v '^ok:' "$fz/logs/$t.status" 2>/dev/null)" ]; then
+        echo "run_fuzzers: the end of $fz/logs/$t.log:"
+        tail -n 60 "$fz/logs/$t.log"
+    fi
 done
 exit $status

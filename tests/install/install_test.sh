@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# install_test.sh BUILD_DIR SOURCE_DIR WORK C_COMPILER - cmake --install into a fresh
-# prefix, then build a consumer against it four ways (CMake package shared and static,
-# pkg-config shared and static) and run each on the sample model.
+# install_test.sh BUILD_DIR SOURCE_DIR WORK C_COMPILER [WRAPPER...] - cmake --install into a
+# fresh prefix, then build a consumer against it four ways (CMake package shared and static,
+# pkg-config shared and static) and run each on the sample model (under WRAPPER, the
+# ONNXZ_TEST_WRAPPER command of tests/CMakeLists.txt, when given).
 set -euo pipefail
 build=$1 src=$2 work=$3 cc=$4
+shift 4
+wrapper=("$@")
 rm -rf "$work"
 mkdir -p "$work"
 prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 model="$src/samples/mlp.onnx"
 fail=0
+# The manual page comes with the tool.
+if [ -s "$prefix/share/man/man1/onnxz.1" ]; then echo "ok   man page"; else echo "FAIL no share/man/man1/onnxz.1 in the prefix"; fail=1; fi
 run() { # name, executable, [env]
   local name=$1 exe=$2
-  if out=$(LD_LIBRARY_PATH="${3:-}" "$exe" "$model" "$work/$name.onnxz" 2>&1); then
+  if out=$(LD_LIBRARY_PATH="${3:-}" "${wrapper[@]}" "$exe" "$model" "$work/$name.onnxz" 2>&1); then
     echo "ok   $name: $out"
   else
     echo "FAIL $name: $out"; fail=1

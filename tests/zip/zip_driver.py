@@ -45,6 +45,11 @@ EXT_ATTR = 0x81A40000
 ST = {"truncated": 3, "malformed": 4, "limit": 6, "not_found": 8, "unsupported": 9,
       "unsafe_path": 10, "checksum": 11, "inconsistent": 15}
 MODES = ("map", "pread", "fd", "memory")
+# Under valgrind (tests/CMakeLists.txt: ONNXZ_TEST_REDUCED=1 with ONNXZ_TEST_WRAPPER) every
+# ozip run costs about a second: hostile and interop check each archive in one reader mode,
+# in turn (every mode still sees a quarter of the cases), instead of all four (and hostile
+# without its summary line).
+REDUCED = os.environ.get("ONNXZ_TEST_REDUCED") == "1"
 
 FAILURES = []
 
@@ -344,11 +349,11 @@ def raw_name(info):
     return info.filename if info.flag_bits & 0x800 else info.filename.encode("cp437").decode("utf-8")
 
 
-def compare_with_zipfile(ctx, archive, label):
+def compare_with_zipfile(ctx, archive, label, modes=MODES):
     with zipfile.ZipFile(archive) as z:
         infos = z.infolist()
         contents = {raw_name(i): z.read(i) for i in infos if not i.filename.endswith("/")}
-    for mode in MODES:
+    for mode in modes:
         r = ctx.oz("list", archive, mode)
         if not check(r.returncode == 0, "%s: ozip list (%s): %s" % (label, mode, r.stdout)):
             return
@@ -373,7 +378,7 @@ def compare_with_zipfile(ctx, archive, label):
     ours_ok(ctx, archive, len(infos))
     print("  %-10s %d entries, methods %s, flag bits %s: read alike by zipfile and us (%s)" % (
         label, len(infos), sorted({i.compress_type for i in infos}),
-        sorted({"0x%04x" % i.flag_bits for i in infos}), ", ".join(MODES)), flush=True)
+        sorted({"0x%04x" % i.flag_bits for i in infos}), ", ".join(modes)), flush=True)
 
 
 def test_interop(ctx):
@@ -432,8 +437,8 @@ def test_interop(ctx):
         r = run(cmd + [p] + names, cwd=tree)
         if check(r.returncode == 0, "%s could not write: %s" % (label, r.stdout)):
             cases.append((label, p))
-    for label, p in cases:
-        compare_with_zipfile(ctx, p, label)
+    for i, (label, p) in enumerate(cases):
+        compare_with_zipfile(ctx, p, label, (MODES[i % len(MODES)],) if REDUCED else MODES)
 
 
 # ---------------------------------------------------------------------------------------
@@ -719,7 +724,7 @@ def test_hostile(ctx):
         p = os.path.join(d, "%02d.zip" % i)
         with open(p, "wb") as f:
             f.write(data)
-        for mode in MODES:
+        for mode in (MODES[i % len(MODES)],) if REDUCED else MODES:
             r = ctx.oz("check", p, mode)
             out = r.stdout.strip()
             if status == "ok":
@@ -728,7 +733,7 @@ def test_hostile(ctx):
             want = "error %d " % ST[status]
             check(r.returncode == 1 and out.startswith(want) and ("(%s)" % rule) in out,
                   "%s [%s]: expected %s citing %s, got: %s" % (label, mode, status, rule, out))
-        if status != "ok":
+        if status != "ok" and not REDUCED:
             print("  %-45s -> %s" % (label, ctx.oz("check", p).stdout.strip()[:150]))
 
 
