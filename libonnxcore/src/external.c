@@ -328,6 +328,13 @@ static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint
     const oc_str *want = oc_tensor_external_value(t, "checksum");
     if (!want || !l->opts->verify_checksums) return OC_OK;
     char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+    char got[41];
+    /* With no_copy the tensor stays in the mapping: its pages may go once hashed (the
+     * caller touches them when it wants them). A copy reads them again at once: keep.
+     * Hashed first: without OpenSSL any checksum is OC_ERR_UNSUPPORTED, well formed or not. */
+    oc_bytes view = {data, n, l->opts->no_copy ? owner : NULL,
+                     l->opts->no_copy ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
+    OC_FORWARD(oc__sha1_span_hex(&view, got, l->err));
     int hex = want->size == 40;
     for (unsigned i = 0; hex && i < 40; i++) {
         char c = want->data[i];
@@ -337,12 +344,6 @@ static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
                         "so no data matches it (E-1, E-15)", qname(t, name), qstr(want, stored));
-    char got[41];
-    /* With no_copy the tensor stays in the mapping: its pages may go once hashed (the
-     * caller touches them when it wants them). A copy reads them again at once: keep. */
-    oc_bytes view = {data, n, l->opts->no_copy ? owner : NULL,
-                     l->opts->no_copy ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
-    OC_FORWARD(oc__sha1_span_hex(&view, got, l->err));
     int same = 1;
     for (unsigned i = 0; same && i < 40; i++) {
         char c = want->data[i];
