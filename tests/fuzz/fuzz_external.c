@@ -259,8 +259,10 @@ static resolved resolve(const oc_str *loc) {
     resolved r = {OC_ERR_UNSAFE_PATH, OC_OK, NULL};
     const char *s = loc->data;
     uint64_t n = loc->size;
-    /* E-10: relative, non-empty, no NUL, no `..` component, not ending in '/' */
+    /* E-10: relative, non-empty, no NUL, no `..` component, not ending in '/'; a last
+     * component "." names a directory (E-11), whether or not the one before it exists */
     if (n == 0 || memchr(s, '\0', (size_t)n) || s[0] == '/' || s[n - 1] == '/') return r;
+    if (s[n - 1] == '.' && (n == 1 || s[n - 2] == '/')) return r;
     for (uint64_t i = 0; i < n;) {
         uint64_t j = i;
         while (j < n && s[j] != '/') j++;
