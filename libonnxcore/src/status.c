@@ -41,8 +41,38 @@ void oc_error_clear(oc_error *err) {
     err->message[0] = '\0';
 }
 
+/* The length of the rule tag " (X-NN)" that ends text[0..len) (spec/ rules: one to three
+ * capital letters, '-', one to three digits), or 0. */
+static size_t rule_tag_len(const char *text, size_t len) {
+    if (len < 5 || text[len - 1] != ')') return 0;
+    size_t i = len - 1, digits = 0, letters = 0;
+    while (i > 0 && text[i - 1] >= '0' && text[i - 1] <= '9' && digits < 4) i--, digits++;
+    if (!digits || digits > 3 || i == 0 || text[--i] != '-') return 0;
+    while (i > 0 && text[i - 1] >= 'A' && text[i - 1] <= 'Z' && letters < 4) i--, letters++;
+    if (!letters || letters > 3 || i == 0 || text[--i] != '(') return 0;
+    if (i > 0 && text[i - 1] == ' ') i--;
+    return len - i;
+}
+
+/* Formats into err->message. A message too long for it keeps its start and its rule tag:
+ * "start... (X-NN)", cut between UTF-8 sequences, so the rule a test or a user looks for
+ * survives a long quoted reason in the middle. */
 static void set_message(oc_error *err, const char *fmt, va_list ap) {
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    char full[4 * OC_ERROR_MESSAGE_MAX];
+    int n = vsnprintf(full, sizeof full, fmt, ap);
+    size_t len = n < 0 ? 0 : strlen(full), cap = sizeof err->message;
+    if (n < 0) full[0] = '\0';
+    if (len < cap) {
+        memcpy(err->message, full, len + 1);
+    } else {
+        size_t tag = rule_tag_len(full, len);
+        size_t head = cap - 1 - 3 - tag;
+        while (head > 0 && ((unsigned char)full[head] & 0xC0) == 0x80) head--;
+        memcpy(err->message, full, head);
+        memcpy(err->message + head, "...", 3);
+        memcpy(err->message + head + 3, full + len - tag, tag);
+        err->message[head + 3 + tag] = '\0';
+    }
     /* One line: a message built from file contents must not smuggle in newlines. */
     for (char *p = err->message; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';

@@ -335,6 +335,43 @@ static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type,
     return t;
 }
 
+/* oc_error_set: a message too long for oc_error keeps its start and its rule tag, and is
+ * never cut inside a UTF-8 sequence. */
+static void test_error_message(void) {
+    oc_error err;
+    char longtext[600];
+    memset(longtext, 'a', sizeof longtext - 1);
+    longtext[sizeof longtext - 1] = '\0';
+    oc_error_set(&err, OC_ERR_MALFORMED, 7, "short (W-1)");
+    CHECK_CSTR(err.message, "short (W-1)");
+    CHECK(err.code == OC_ERR_MALFORMED && err.offset == 7);
+    oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s (C-53)", longtext);
+    size_t n = strlen(err.message);
+    CHECK(n == OC_ERROR_MESSAGE_MAX - 1);
+    CHECK(strncmp(err.message, "bad: aaa", 8) == 0);
+    CHECK(strcmp(err.message + n - 10, "aaa (C-53)") != 0); /* "..." sits before the tag */
+    CHECK(strcmp(err.message + n - 10, "... (C-53)") == 0);
+    /* No tag: plain cut with "..." at the end. */
+    oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s", longtext);
+    CHECK(strlen(err.message) == OC_ERROR_MESSAGE_MAX - 1);
+    CHECK(strcmp(err.message + OC_ERROR_MESSAGE_MAX - 4, "...") == 0);
+    /* Something that only looks like a tag is kept only when it is one. */
+    oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s (see above)", longtext);
+    CHECK(strcmp(err.message + strlen(err.message) - 3, "...") == 0);
+    /* A cut never splits a multi-byte sequence: 'e' + 2-byte sequences across the cut. */
+    char utf8[600];
+    size_t k = 0;
+    utf8[k++] = 'e';
+    while (k + 2 < sizeof utf8) utf8[k++] = (char)0xC3, utf8[k++] = (char)0xA9;
+    utf8[k] = '\0';
+    for (int shift = 0; shift < 2; shift++) {
+        oc_error_set(&err, OC_ERR_MALFORMED, 0, "%s%s (Z-36)", shift ? "x" : "", utf8);
+        n = strlen(err.message);
+        CHECK(strcmp(err.message + n - 10, "... (Z-36)") == 0);
+        CHECK(oc_utf8_len(err.message + n - 12, 2) == 2); /* whole sequence before "..." */
+    }
+}
+
 /* oc_tensor_check_size (W-40): dims against data_type and the payload. */
 static void test_check_size(void) {
     oc_arena *a = oc_arena_new();
@@ -389,6 +426,7 @@ static void test_check_size(void) {
 
 int main(void) {
     RUN(test_quote);
+    RUN(test_error_message);
     RUN(test_check_size);
     RUN(test_consolidate);
     RUN(test_consolidate_errors);
