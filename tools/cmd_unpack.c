@@ -175,8 +175,8 @@ static int make_parents(const char *dir, const char *path, size_t dir_len, creat
     return rc;
 }
 
-/* Writes bytes to path through a temporary file renamed into place; bytes shared from a
- * mapping are dropped from memory as they are written (oc_bytes_write). */
+/* Writes bytes to path through a temporary file renamed into place; bytes shared from the
+ * archive's mapping are copied file to file by the kernel (oc_atomic_write_bytes). */
 static int write_file(const char *path, const oc_bytes *bytes, created_list *made)
 {
     oc_atomic_file af;
@@ -187,7 +187,7 @@ static int write_file(const char *path, const oc_bytes *bytes, created_list *mad
     oc_error_clear(&err);
     st = oc_atomic_open(&af, path, 1, &err);
     if (st != OC_OK) return cli_fail(path, &err);
-    st = oc_bytes_write(bytes, oc_atomic_write, &af, &err);
+    st = oc_atomic_write_bytes(&af, bytes, &err);
     if (st == OC_OK) st = oc_atomic_commit(&af, &err);
     oc_atomic_abort(&af);
     if (st != OC_OK) return cli_fail(path, &err);

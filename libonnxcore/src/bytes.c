@@ -16,7 +16,10 @@ struct oc_owner {
     atomic_uint_fast64_t refs;
     void (*release)(void *ctx);
     void *ctx;
-    bool file_backed; /* the storage is a read-only file mapping (set once, before sharing) */
+    /* Set once, before sharing, for a read-only mapping of a file: */
+    bool file_backed;
+    int file_fd;                 /* a descriptor of the file the storage keeps open, or -1 */
+    const uint8_t *file_base;    /* where the file's offset 0 is mapped */
 };
 
 oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
@@ -26,11 +29,24 @@ oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
     o->release = release;
     o->ctx = ctx;
     o->file_backed = false;
+    o->file_fd = -1;
+    o->file_base = NULL;
     return o;
 }
 
-void oc__owner_set_file_backed(oc_owner *o) {
-    if (o) o->file_backed = true;
+void oc__owner_set_file_backed(oc_owner *o, const void *base, int fd) {
+    if (!o) return;
+    o->file_backed = true;
+    o->file_base = base;
+    o->file_fd = fd;
+}
+
+bool oc__bytes_file_source(const oc_bytes *s, int *fd, uint64_t *offset) {
+    const oc_owner *o = s->mode == OC_BYTES_SHARED ? s->owner : NULL;
+    if (!o || !o->file_backed || o->file_fd < 0 || s->data < o->file_base) return false;
+    *fd = o->file_fd;
+    *offset = (uint64_t)(s->data - o->file_base);
+    return true;
 }
 
 oc_owner *oc_owner_ref(oc_owner *o) {

@@ -687,7 +687,8 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
         OC_FORWARD(oc__sha1_begin(&sha, err));
         sink.sha1 = &sha;
     }
-    oc_status st = oc_bytes_write(&t->raw_data, tee_write, &sink, err);
+    oc_status st = sink.sha1 ? oc_bytes_write(&t->raw_data, tee_write, &sink, err)
+                             : oc_atomic_write_bytes(&p->af, &t->raw_data, err);
     if (st == OC_OK && sink.sha1) {
         st = oc__sha1_end_hex(&sha, w->checksum, err);
         ref->checksum = w->checksum; /* copied into the reference before the next put */

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <dirent.h>
@@ -32,7 +33,27 @@ typedef struct mapping {
     void *addr;
     size_t len;
     int mapped; /* 1: munmap, 0: free */
+    int fd;     /* kept for kernel copies (oc_atomic_write_bytes), or -1 */
 } mapping;
+
+/* A mapping of at least OC_KEEP_FD_MIN bytes keeps a descriptor of its file, so that its
+ * bytes can be copied file to file by the kernel instead of through the mapping's pages.
+ * At most OC_KEEP_FD_MAX mappings do at once (a model of thousands of tensor files must
+ * not run the process out of descriptors); the others are copied through their pages. */
+#define OC_KEEP_FD_MIN (1u << 20)
+#define OC_KEEP_FD_MAX 64
+static atomic_int kept_fds;
+
+static int keep_fd(int fd, uint64_t size) {
+    if (size < OC_KEEP_FD_MIN) return -1;
+    if (atomic_fetch_add(&kept_fds, 1) >= OC_KEEP_FD_MAX) {
+        atomic_fetch_sub(&kept_fds, 1);
+        return -1;
+    }
+    int kept = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) atomic_fetch_sub(&kept_fds, 1);
+    return kept;
+}
 
 static void release_mapping(void *ctx) {
     mapping *m = ctx;
@@ -40,6 +61,10 @@ static void release_mapping(void *ctx) {
         munmap(m->addr, m->len);
     else
         free(m->addr);
+    if (m->fd >= 0) {
+        close(m->fd);
+        atomic_fetch_sub(&kept_fds, 1);
+    }
     free(m);
 }
 
@@ -81,6 +106,7 @@ oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
         return oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", name);
     mapping *m = calloc(1, sizeof *m);
     if (!m) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    m->fd = -1;
     if (size) {
         void *addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (addr != MAP_FAILED) {
@@ -100,7 +126,10 @@ oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
         release_mapping(m);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    if (m->mapped) oc__owner_set_file_backed(out->owner);
+    if (m->mapped) {
+        m->fd = keep_fd(fd, size);
+        oc__owner_set_file_backed(out->owner, m->addr, m->fd);
+    }
     out->data = m->addr;
     out->size = size;
     return OC_OK;
@@ -270,6 +299,36 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
     }
     start_writeback(af);
     return OC_OK;
+}
+
+oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err) {
+    int src;
+    uint64_t at, done = 0;
+    if (oc__bytes_file_source(span, &src, &at)) {
+        while (done < span->size) {
+            uint64_t left = span->size - done;
+            loff_t in = (loff_t)(at + done);
+            ssize_t n = copy_file_range(src, &in, af->fd, NULL,
+                                        left > OC_BYTES_WRITE_CHUNK ? OC_BYTES_WRITE_CHUNK : (size_t)left, 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                          errno == EOPNOTSUPP || errno == EBADF || errno == EPERM))
+                break; /* not between these files: the rest goes through the pages */
+            if (n < 0) return oc__fail_errno(err, errno, "cannot write %s", af->path);
+            if (n == 0) /* the mapping holds bytes the file no longer has */
+                return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                                "the file %s copies from shrank while being copied", af->path);
+            done += (uint64_t)n;
+            af->written += (uint64_t)n;
+            oc_progress_add(af->progress, (uint64_t)n);
+            start_writeback(af);
+        }
+    }
+    if (done == span->size) return OC_OK;
+    oc_bytes rest = *span; /* a view of what is left: no reference taken or dropped */
+    rest.data += done;
+    rest.size -= done;
+    return oc_bytes_write(&rest, oc_atomic_write, af, err);
 }
 
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,

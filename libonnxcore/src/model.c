@@ -7,6 +7,7 @@
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
 #include "onnxcore/model.h"
+#include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/stream.h"
@@ -170,7 +171,7 @@ oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const ch
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
     OC_FORWARD(oc_atomic_open(&af, path, opts ? opts->overwrite : 1, err));
     af.progress = &progress;
-    oc_status st = oc_encode(desc, msg, oc_atomic_write, &af, err);
+    oc_status st = oc__encode_file(desc, msg, &af, err);
     if (st != OC_OK) {
         oc_atomic_abort(&af);
         return st;

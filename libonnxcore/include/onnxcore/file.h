@@ -68,6 +68,13 @@ typedef struct oc_atomic_file {
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
 /* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
 oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
+/* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept
+ * (oc_map_file keeps one for mappings of 1 MiB or more, up to 64 at once) is copied file
+ * to file by the kernel (copy_file_range): none of its pages enter this process, which
+ * matters when the mapping's page cache is made of small pages. Any other span, or a
+ * file pair the kernel cannot copy between, goes through oc_bytes_write. Progress and
+ * writeback are counted as for oc_atomic_write. */
+oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
 /* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
  * directory. On failure the temporary file is removed. */
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);

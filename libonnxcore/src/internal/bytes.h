@@ -14,8 +14,15 @@ oc_status oc__bytes_set_uninit(oc_bytes *span, uint64_t size, uint8_t **out);
 void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
 
 /* Marks the owner's storage as a read-only mapping of a file, whose pages may be dropped
- * from the process once consumed (oc_bytes_write). Only fileio.c sets it. */
-void oc__owner_set_file_backed(oc_owner *owner);
+ * from the process once consumed (oc_bytes_write). base is where the file's offset 0 is
+ * mapped; fd >= 0 is a descriptor of the file that the storage keeps open (closed by the
+ * owner's release), from which the kernel can copy its bytes (oc_atomic_write_bytes), or
+ * -1. Only fileio.c sets it, before the owner is shared. */
+void oc__owner_set_file_backed(oc_owner *owner, const void *base, int fd);
+
+/* For a span inside a file mapping whose descriptor its owner kept: sets *fd and *offset
+ * (the file offset of the span's first byte) and returns true; else false. */
+bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
 
 /* Drops the whole pages inside [data, data + size) of a read-only file mapping from the
  * process (they are read again from the page cache if touched). Lives in fileio.c. */
