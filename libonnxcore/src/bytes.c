@@ -41,12 +41,16 @@ void oc__owner_set_file_backed(oc_owner *o, const void *base, int fd) {
     o->file_fd = fd;
 }
 
-bool oc__bytes_file_source(const oc_bytes *s, int *fd, uint64_t *offset) {
-    const oc_owner *o = s->mode == OC_BYTES_SHARED ? s->owner : NULL;
-    if (!o || !o->file_backed || o->file_fd < 0 || s->data < o->file_base) return false;
+bool oc__owner_file_offset(const oc_owner *o, const void *p, int *fd, uint64_t *offset) {
+    const uint8_t *at = p;
+    if (!o || !o->file_backed || o->file_fd < 0 || !at || at < o->file_base) return false;
     *fd = o->file_fd;
-    *offset = (uint64_t)(s->data - o->file_base);
+    *offset = (uint64_t)(at - o->file_base);
     return true;
+}
+
+bool oc__bytes_file_source(const oc_bytes *s, int *fd, uint64_t *offset) {
+    return s->mode == OC_BYTES_SHARED && oc__owner_file_offset(s->owner, s->data, fd, offset);
 }
 
 oc_owner *oc_owner_ref(oc_owner *o) {

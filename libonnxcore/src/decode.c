@@ -28,7 +28,8 @@ typedef struct dctx {
     uint64_t base_offset;  /* offset of base in the whole input (fragments, see stream.c) */
     oc_arena *arena;
     oc_error *err;
-    oc_owner *owner;       /* shared owner for no_copy spans, or NULL */
+    oc_owner *owner;       /* what keeps the input alive, or NULL: no_copy spans share it,
+                            * copies may read its file instead (internal/parallel.h) */
     uint64_t threshold;    /* no_copy: borrow raw_data of at least this many bytes */
     uint32_t max_depth;
     int no_copy;
@@ -283,8 +284,8 @@ static oc_status decode_packed(dctx *c, void *msg, const oc_field *f, const uint
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (f->wiretype != OC_WT_VARINT) { /* fixed-width little-endian: the bytes are the values */
         if (c->threads <= 1 || n * es < OC_DEFER_COPY)
-            memcpy(dst, p, (size_t)(n * es));
-        else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, n * es))
+            oc__copy_one(dst, p, n * es, c->owner);
+        else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, n * es, c->owner))
             return nomem(c, field);
         a.count += n;
         oc__array_put(msg, f, &a);
@@ -344,8 +345,8 @@ static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_
                             "%s.%s: out of memory for %llu bytes", d->name, f->name,
                             (unsigned long long)len);
         if (!defer) {
-            if (len) memcpy(dst, p, (size_t)len);
-        } else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, len)) {
+            if (len) oc__copy_one(dst, p, len, c->owner);
+        } else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, len, c->owner)) {
             return nomem(c, field);
         }
     }

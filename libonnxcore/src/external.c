@@ -428,7 +428,8 @@ static oc_status attach_all(loader *l) {
             if (!l->items[i].length) continue;
             ok = oc_bytes_set_storage(&copied[i], l->items[i].length, o->buffer.alignment,
                                       o->storage_pool, &p, l->err) == OC_OK;
-            ok = ok && oc__copy_list_add(scratch, &copies, p, l->items[i].data, l->items[i].length);
+            ok = ok && oc__copy_list_add(scratch, &copies, p, l->items[i].data, l->items[i].length,
+                                         l->files[l->items[i].file].map.owner);
         }
         if (!ok) {
             for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);

@@ -92,13 +92,9 @@ static oc_status decode_file(const char *path, const oc_parse_options *opts,
     return st;
 }
 
-static oc_owner *share_if_no_copy(const oc_mapped *map, const oc_parse_options *opts) {
-    return opts && opts->no_copy ? map->owner : NULL;
-}
-
 static oc_status decode_model(const oc_mapped *map, const oc_parse_options *opts, void *ctx,
                               oc_error *err) {
-    return load_bytes(map->data, map->size, opts, share_if_no_copy(map, opts), ctx, err);
+    return load_bytes(map->data, map->size, opts, map->owner, ctx, err);
 }
 
 oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
@@ -142,7 +138,7 @@ static oc_status decode_message(const oc_mapped *map, const oc_parse_options *op
     void *msg = oc_msg_new(l->arena, l->desc);
     if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     OC_FORWARD(oc_decode(l->desc, msg, map->data, map->size, l->arena, opts,
-                         share_if_no_copy(map, opts), err));
+                         map->owner, err));
     *l->out = msg;
     return OC_OK;
 }

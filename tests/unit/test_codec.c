@@ -2198,6 +2198,16 @@ static void test_threaded_decode(void) {
     wbuf full = {0};
     REQUIRE(encode3(&onnx_ModelProto_desc, m, &full));
     oc_arena_free(a);
+    /* The encoding in a file, mapped (its owner keeps a descriptor of the file). */
+    char path[] = "/tmp/test_codec_threads.XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, full.p, full.n) == (ssize_t)full.n);
+    close(fd);
+    oc_mapped mapped;
+    oc_error merr;
+    CHECK_OK(oc_map_file(path, &mapped, &merr), &merr);
+    unlink(path); /* the mapping and its descriptor keep the file */
 
     const int threads[] = {0, 1, 2, 4, -1};
     for (int ti = 0; ti < 5; ti++) {
@@ -2223,6 +2233,24 @@ static void test_threaded_decode(void) {
             }
             dec_free(&x);
         }
+        /* The same bytes from a mapped file, copying: payloads are read from the file the
+         * mapping's owner keeps open (pread), serially or shared among the threads. */
+        if (mapped.owner) {
+            oc_parse_options o = OC_PARSE_OPTIONS_INIT;
+            o.num_threads = threads[ti];
+            decoded x = dec(&onnx_ModelProto_desc, mapped.data, mapped.size, &o, mapped.owner);
+            CHECK_STATUS(x.st, OC_OK, &x.err);
+            if (x.st == OC_OK) {
+                wbuf out = {0};
+                encode3(&onnx_ModelProto_desc, x.msg, &out);
+                if (!CHECK(wb_same(&out, full.p, full.n)))
+                    fprintf(stderr, "  threads %d, from a mapped file\n", threads[ti]);
+                wb_free(&out);
+                onnx_TensorProto *t = find_init(((onnx_ModelProto *)x.msg)->graph, "big5");
+                if (CHECK(t != NULL)) CHECK_EQ(t->raw_data.mode, OC_BYTES_OWNED);
+            }
+            dec_free(&x);
+        }
         /* Cut inside the payloads: an error, and no read past the end (ASan). */
         for (int cut = 1; cut <= 7; cut++) {
             size_t len = full.n / 8 * (size_t)cut + (size_t)cut;
@@ -2237,6 +2265,7 @@ static void test_threaded_decode(void) {
             free(buf);
         }
     }
+    oc_owner_unref(mapped.owner);
     wb_free(&full);
 }
 

@@ -25,7 +25,9 @@ extern "C" {
  * from oc_msg_new). Strings and arrays are allocated in arena. With opts->no_copy, strings
  * and raw_data of at least opts->buffer.raw_data_threshold bytes point into data instead
  * of being copied: the caller keeps data alive, unless `owner` is given, in which case the
- * spans and the arena each hold a reference to it.
+ * spans and the arena each hold a reference to it. Without no_copy, an owner from
+ * oc_map_file lets large payloads be read from the mapped file (pread) rather than copied
+ * out of the mapping: the same bytes, without faulting the mapping's pages in.
  * On error msg holds what was decoded so far (still safe to free with the arena) and err
  * names the problem and its offset in data. */
 oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,

@@ -20,8 +20,11 @@ void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
  * -1. Only fileio.c sets it, before the owner is shared. */
 void oc__owner_set_file_backed(oc_owner *owner, const void *base, int fd);
 
-/* For a span inside a file mapping whose descriptor its owner kept: sets *fd and *offset
- * (the file offset of the span's first byte) and returns true; else false. */
+/* For p inside a file mapping whose descriptor its owner kept: sets *fd and *offset (the
+ * file offset of p) and returns true; else (owner NULL or not such a mapping) false. */
+bool oc__owner_file_offset(const oc_owner *owner, const void *p, int *fd, uint64_t *offset);
+
+/* The same for the first byte of a span that shares such a mapping. */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
 
 /* Drops the whole pages inside [data, data + size) of a read-only file mapping from the

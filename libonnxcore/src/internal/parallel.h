@@ -7,11 +7,19 @@
 #include <stdint.h>
 
 #include "onnxcore/arena.h"
+#include "onnxcore/bytes.h"
 
+/* A copy of size bytes from src to dst. When src lies in a file mapping whose owner kept
+ * a descriptor of the file (fd >= 0), large copies read the file with pread at
+ * file_offset instead: the same bytes, without faulting the mapping's pages into the
+ * process (which costs more than the copy when the page cache holds small pages, and
+ * serialises threads on the mapping's page tables). */
 typedef struct oc__copy_job {
     void *dst;
     const void *src;
     uint64_t size;
+    int fd;
+    uint64_t file_offset;
 } oc__copy_job;
 
 /* A growable list of copies, allocated in an arena. */
@@ -20,9 +28,13 @@ typedef struct oc__copy_list {
     uint64_t count, cap, bytes;
 } oc__copy_list;
 
-/* Appends a copy; returns 0 when out of memory. */
+/* Appends a copy of src, which lies in storage kept by `from` (NULL: plain memory);
+ * returns 0 when out of memory. */
 int oc__copy_list_add(oc_arena *arena, oc__copy_list *list, void *dst, const void *src,
-                      uint64_t size);
+                      uint64_t size, const oc_owner *from);
+
+/* Makes one such copy now, in the calling thread. */
+void oc__copy_one(void *dst, const void *src, uint64_t size, const oc_owner *from);
 
 /* Runs every copy of the list using up to `threads` threads (the caller's included); large
  * copies are split so that the threads share the bytes evenly. Falls back to the calling
