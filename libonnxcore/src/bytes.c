@@ -1,9 +1,11 @@
 /*
  * bytes.c - byte spans (owned / borrowed / shared) and reference-counted owner tokens.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "onnxcore/bytes.h"
 #include "internal/bytes.h"
@@ -71,7 +73,41 @@ uint64_t oc_owner_refcount(const oc_owner *o) {
     return o ? (uint64_t)atomic_load_explicit(&((oc_owner *)o)->refs, memory_order_relaxed) : 0;
 }
 
+/* oc_bytes_write for a span whose file descriptor is known: pread through a buffer. */
+static oc_status write_from_file(const oc_bytes *s, int fd, uint64_t at, uint8_t *buf,
+                                 oc_write_fn write, void *ctx, oc_error *err) {
+    uint64_t left = s->size;
+    while (left) {
+        size_t want = left < OC_BYTES_READ_PIECE ? (size_t)left : OC_BYTES_READ_PIECE, got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, buf + got, want - got, (off_t)(at + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return oc__fail_errno(err, errno, "cannot read a mapped file at offset %llu",
+                                             (unsigned long long)(at + got));
+            if (r == 0)
+                return oc__fail(err, OC_ERR_TRUNCATED, at + got,
+                                "a mapped file was cut short at offset %llu while being read",
+                                (unsigned long long)(at + got));
+            got += (size_t)r;
+        }
+        OC_FORWARD(write(ctx, buf, want, err));
+        at += want;
+        left -= want;
+    }
+    return OC_OK;
+}
+
 oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_error *err) {
+    int fd;
+    uint64_t at;
+    if (s->size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(s, &fd, &at)) {
+        uint8_t *buf = malloc(OC_BYTES_READ_PIECE);
+        if (buf) {
+            oc_status st = write_from_file(s, fd, at, buf, write, ctx, err);
+            free(buf);
+            return st;
+        }
+    }
     const uint8_t *p = s->data;
     uint64_t left = s->size;
     bool drop = s->mode == OC_BYTES_SHARED && s->owner && s->owner->file_backed;

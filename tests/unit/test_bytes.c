@@ -15,6 +15,9 @@
 
 #include "check.h"
 
+/* Internal (internal/bytes.h): whether a span's bytes can be read from its file. */
+bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
+
 /* An owner whose release we observe. */
 typedef struct probe {
     atomic_int released;
@@ -479,6 +482,7 @@ typedef struct collector {
     uint8_t *buf;
     uint64_t size, pieces, fail_after; /* fail_after: fail the call after this many */
     int misaligned_piece;              /* a piece after the first not chunk-aligned */
+    uint64_t largest;                  /* the largest piece */
 } collector;
 
 static oc_status collect(void *ctx, const void *data, uint64_t n, oc_error *err) {
@@ -491,6 +495,7 @@ static oc_status collect(void *ctx, const void *data, uint64_t n, oc_error *err)
     if (n == 0 || n > OC_BYTES_WRITE_CHUNK) c->misaligned_piece = 1;
     if (c->pieces && ((uintptr_t)data % OC_BYTES_WRITE_CHUNK) != 0) c->misaligned_piece = 1;
     if (c->buf) memcpy(c->buf + c->size, data, (size_t)n);
+    if (n > c->largest) c->largest = n;
     c->size += n;
     c->pieces++;
     return OC_OK;
@@ -517,7 +522,9 @@ static uint64_t resident_bytes(void) {
 
 static uint8_t pattern(uint64_t i) { return (uint8_t)((i * 2654435761u) >> 13); }
 
-static void test_bytes_write(void) {
+/* oc_bytes_write from a file mapping: read from the file (via_file: the mapping kept a
+ * descriptor) or through the mapping's pages, dropped as they are written. */
+static void check_bytes_write(int via_file) {
     const uint64_t size = 40u * 1024 * 1024 + 123;
     FILE *f = tmpfile();
     CHECK(f != NULL);
@@ -534,6 +541,13 @@ static void test_bytes_write(void) {
     oc_error err;
     oc_mapped m;
     CHECK_OK(oc_map_fd(fileno(f), "pattern", &m, &err), &err);
+    int fd_kept;
+    uint64_t fd_off;
+    oc_bytes whole;
+    memset(&whole, 0, sizeof whole);
+    oc_bytes_set_shared(&whole, m.data, size, m.owner);
+    CHECK_EQ(oc__bytes_file_source(&whole, &fd_kept, &fd_off), via_file);
+    oc_bytes_release(&whole);
     uint8_t *out = malloc((size_t)size);
     CHECK(out != NULL);
     /* Spans at awkward places in the mapping: every piece arrives in order, whole pieces
@@ -547,11 +561,16 @@ static void test_bytes_write(void) {
             oc_bytes span;
             memset(&span, 0, sizeof span);
             oc_bytes_set_shared(&span, m.data + off, len, m.owner);
-            collector c = {out, 0, 0, 0, 0};
+            collector c = {out, 0, 0, 0, 0, 0};
             CHECK_OK(oc_bytes_write(&span, collect, &c, &err), &err);
             CHECK_EQ(c.size, len);
-            CHECK_EQ(c.misaligned_piece, 0);
-            CHECK(c.pieces <= len / OC_BYTES_WRITE_CHUNK + 2);
+            if (via_file && len >= OC_BYTES_READ_PIECE) { /* pieces of the read buffer */
+                CHECK_EQ(c.pieces, (len + OC_BYTES_READ_PIECE - 1) / OC_BYTES_READ_PIECE);
+                CHECK(c.largest <= OC_BYTES_READ_PIECE);
+            } else {
+                CHECK_EQ(c.misaligned_piece, 0);
+                CHECK(c.pieces <= len / OC_BYTES_WRITE_CHUNK + 2);
+            }
             CHECK_MEM_EQ(out, m.data + off, (size_t)len);
             /* The dropped pages read back unchanged from the file. */
             int same = 1;
@@ -564,7 +583,7 @@ static void test_bytes_write(void) {
         oc_bytes span;
         memset(&span, 0, sizeof span);
         oc_bytes_set_shared(&span, m.data, size, m.owner);
-        collector c = {NULL, 0, 0, 1, 0};
+        collector c = {NULL, 0, 0, 1, 0, 0};
         CHECK_STATUS(oc_bytes_write(&span, collect, &c, &err), OC_ERR_IO, &err);
         CHECK_EQ(c.pieces, 1);
         oc_bytes_release(&span);
@@ -598,9 +617,36 @@ static void test_bytes_write(void) {
         CHECK_MEM_EQ(span.data, m.data, (size_t)(20u << 20));
         oc_bytes_release(&span);
     }
+    /* Read from the file: a file cut short under its mapping is an error, not a SIGBUS. */
+    if (via_file) {
+        CHECK_EQ(ftruncate(fileno(f), (off_t)(size / 2)), 0);
+        oc_bytes span;
+        memset(&span, 0, sizeof span);
+        oc_bytes_set_shared(&span, m.data, size, m.owner);
+        collector c = {NULL, 0, 0, 0, 0, 0};
+        CHECK_STATUS(oc_bytes_write(&span, collect, &c, &err), OC_ERR_TRUNCATED, &err);
+        CHECK_EQ(c.size, size / 2 / OC_BYTES_READ_PIECE * OC_BYTES_READ_PIECE);
+        CHECK_EQ(err.offset, size / 2);
+        oc_bytes_release(&span);
+    }
     free(out);
     free(block);
     oc_owner_unref(m.owner);
+    fclose(f);
+}
+
+static void test_bytes_write(void) {
+    check_bytes_write(1);
+    /* While 64 mappings hold descriptors, the next keeps none: its pages are used. */
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f) return;
+    CHECK_EQ(ftruncate(fileno(f), 1u << 20), 0);
+    oc_mapped held[64];
+    oc_error err;
+    for (int i = 0; i < 64; i++) CHECK_OK(oc_map_fd(fileno(f), "held", &held[i], &err), &err);
+    check_bytes_write(0);
+    for (int i = 0; i < 64; i++) oc_owner_unref(held[i].owner);
     fclose(f);
 }
 

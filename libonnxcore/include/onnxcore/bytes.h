@@ -82,11 +82,20 @@ void oc_bytes_move(oc_bytes *dst, oc_bytes *src);
 typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_error *err);
 
 /* Passes the span's bytes to write, in order, in pieces of at most OC_BYTES_WRITE_CHUNK.
- * When the span lives in a read-only file mapping (oc_map_file), the pages of each piece
- * are handed back to the kernel once written: they stay in the page cache and are read
- * again if touched, but they stop counting in the process's memory, so streaming a
- * mapped file of any size costs a bounded amount of it. The bytes never change. */
+ * When the span lives in a read-only file mapping (oc_map_file), streaming it costs a
+ * bounded amount of the process's memory whatever its size, in one of two ways:
+ *  - the mapping's owner kept a descriptor of its file (oc_map_file keeps one for files
+ *    of 1 MiB or more, up to 64 at once): spans of OC_BYTES_READ_PIECE bytes or more are
+ *    read from the file with pread, in pieces of that size, through one buffer small
+ *    enough to stay in the CPU's cache while write reads it; the mapping's pages are never
+ *    faulted in (which costs more than the copy when the page cache holds small pages).
+ *    A file cut short under its mapping gives OC_ERR_TRUNCATED;
+ *  - otherwise the pages of each piece are handed back to the kernel once written: they
+ *    stay in the page cache and are read again if touched, but they stop counting in the
+ *    process's memory.
+ * The bytes never change. */
 #define OC_BYTES_WRITE_CHUNK (16u * 1024u * 1024u)
+#define OC_BYTES_READ_PIECE (256u * 1024u)
 oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
 
 /* A pool of tensor storage for loads that repeat. Storage of OC_STORAGE_POOL_MIN_BLOCK
