@@ -14,6 +14,7 @@
 #include <onnxcore/onnxcore.h>
 
 #include "check.h"
+#include "testdir.h"
 
 /* Internal (internal/bytes.h): whether a span's bytes can be read from its file. */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
@@ -667,29 +668,12 @@ static void make_pattern_file(const char *path, uint64_t size, uint64_t seed) {
     fclose(f);
 }
 
-static uint8_t *read_all(const char *path, uint64_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *size = (uint64_t)n;
-    return b;
-}
-
 /* oc_atomic_write_bytes: spans of a file mapping (which keeps a descriptor of its file)
  * are copied by the kernel at the file position the writes before left, spans of memory
  * go through oc_bytes_write, and the result is the same bytes either way. */
 static void test_atomic_write_bytes(void) {
     char dir[4096], src[4200], dst[4200];
-    snprintf(dir, sizeof dir, "%s/atomic_bytes.XXXXXX", work_dir);
-    CHECK(mkdtemp(dir) != NULL);
+    REQUIRE(td_make(work_dir, "atomic_bytes", dir, sizeof dir) == 0);
     snprintf(src, sizeof src, "%s/src.bin", dir);
     snprintf(dst, sizeof dst, "%s/dst.bin", dir);
     const uint64_t size = (5u << 20) + 77;
@@ -719,8 +703,8 @@ static void test_atomic_write_bytes(void) {
             CHECK_EQ(af.written, 4 + 2 * len + 10);
             CHECK_OK(oc_atomic_commit(&af, &err), &err);
             oc_atomic_abort(&af);
-            uint64_t n = 0;
-            uint8_t *got = read_all(dst, &n);
+            size_t n = 0;
+            uint8_t *got = td_read(dst, &n);
             CHECK(got != NULL);
             CHECK_EQ(n, 4 + 2 * len + 10);
             if (got && n == 4 + 2 * len + 10) {
@@ -771,8 +755,9 @@ static void test_atomic_write_bytes(void) {
         }
         CHECK_OK(oc_atomic_commit(&af, &err), &err);
         oc_atomic_abort(&af);
-        uint64_t n = 0, at = 0;
-        uint8_t *got = read_all(dst, &n);
+        size_t n = 0;
+        uint64_t at = 0;
+        uint8_t *got = td_read(dst, &n);
         int same = got != NULL;
         for (int i = 0; i < N && same; i++) {
             same = at + maps[i].size <= n && memcmp(got + at, maps[i].data, maps[i].size) == 0;
@@ -793,9 +778,7 @@ static void test_atomic_write_bytes(void) {
         oc_owner_unref(maps[0].owner);
         remove(name);
     }
-    remove(src);
-    remove(dst);
-    rmdir(dir);
+    td_remove(dir);
 }
 
 int main(int argc, char **argv) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testdir.h"
 
 #define MB (1024u * 1024u)
 
@@ -41,18 +42,6 @@ static oc_model *make_model(uint8_t fill) {
         OC_SET_HAS(TensorProto, t, raw_data);
     }
     return m;
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(size > 0 ? (size_t)size : 1);
-    *n = b ? fread(b, 1, (size_t)size, f) : 0;
-    fclose(f);
-    return b;
 }
 
 /* Names of the temporary files of target `base` in dir; returns how many. */
@@ -106,7 +95,7 @@ int main(int argc, char **argv) {
         int finished = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         killed_midway += !finished;
         size_t n;
-        uint8_t *now = slurp(target, &n);
+        uint8_t *now = td_read(target, &n);
         int is_a = now && n == an && memcmp(now, ab, an) == 0;
         int is_b = now && n == bn && memcmp(now, bb, bn) == 0;
         if (!CHECK(finished ? is_b : (is_a || is_b)))
