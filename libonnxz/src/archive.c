@@ -79,6 +79,12 @@ static void set_free(name_set *s) {
     free(s->slots);
 }
 
+/* A byte of a tensor name as it appears in an entry name. */
+static char entry_char(char c) {
+    unsigned char u = (unsigned char)c;
+    return isalnum(u) && u < 0x80 ? c : '_';
+}
+
 /* Writes the entry name for a tensor into out (OZ_ENTRY_NAME_MAX + 24 bytes): the name
  * with every byte outside [A-Za-z0-9_] replaced by '_', "t" in front when it would start
  * with a digit or with "__" (reserved for the format's own entries), "tensor" when empty;
@@ -86,17 +92,18 @@ static void set_free(name_set *s) {
 static int entry_name(name_set *taken, const oc_str *tname, char *out) {
     char base[OZ_ENTRY_NAME_MAX + 2];
     size_t n = 0;
+    /* "would start with": after the replacement ("_." is "__" too, and must not come out
+     * as a reserved name such as __ONNXZ_VERSION) */
     int need_prefix = tname->size == 0 || (tname->data[0] >= '0' && tname->data[0] <= '9') ||
-                      (tname->size >= 2 && tname->data[0] == '_' && tname->data[1] == '_');
+                      (tname->size >= 2 && entry_char(tname->data[0]) == '_' &&
+                       entry_char(tname->data[1]) == '_');
     if (tname->size == 0) {
         memcpy(base, "tensor", 7);
         n = 6;
     } else {
         if (need_prefix) base[n++] = 't';
-        for (uint64_t i = 0; i < tname->size && n < OZ_ENTRY_NAME_MAX; i++) {
-            unsigned char c = (unsigned char)tname->data[i];
-            base[n++] = (char)(isalnum(c) && c < 0x80 ? c : (c == '_' ? '_' : '_'));
-        }
+        for (uint64_t i = 0; i < tname->size && n < OZ_ENTRY_NAME_MAX; i++)
+            base[n++] = entry_char(tname->data[i]);
         base[n] = '\0';
     }
     for (uint64_t k = 1;; k++) {
@@ -344,10 +351,9 @@ static oc_status to_mapped(oc_bytes *b, oc_mapped *out, oc_error *err) {
     return OC_OK;
 }
 
-/* Resolves a tensor's location to its entry. */
-static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
-                               oc_mapped *out, oc_error *err) {
-    const oz_archive *ar = ctx;
+/* A-21 on one tensor's reference: *index receives the entry it names. */
+static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t,
+                                 const oc_str *loc, uint64_t *index, oc_error *err) {
     char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
     char tname[OC_QUOTE_SIZE], qloc[OC_QUOTE_SIZE];
     oc_quote(t->name.data, t->name.size, tname, sizeof tname);
@@ -356,17 +362,18 @@ static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_st
     uint64_t offset, length;
     int has_offset, has_length;
     OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, err));
-    if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
+    /* a `location` key without a value has no bytes at all (data NULL) */
+    if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD ||
+        (loc->size && memchr(loc->data, '\0', (size_t)loc->size)))
         return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                         "tensor '%s': the archive has no entry '%s' (A-21)", tname, qloc);
-    memcpy(name, loc->data, (size_t)loc->size);
+    if (loc->size) memcpy(name, loc->data, (size_t)loc->size);
     name[loc->size] = '\0';
-    uint64_t index;
     oc_error tmp;
-    if (oz_zip_reader_find(ar->zip, name, &index, &tmp) != OC_OK)
+    if (oz_zip_reader_find(ar->zip, name, index, &tmp) != OC_OK)
         return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                         "tensor '%s': the archive has no entry '%s' (A-21)", tname, qloc);
-    if (index == ar->model_index) /* `not found`: no tensor entry has that name */
+    if (*index == ar->model_index) /* `not found`: no tensor entry has that name */
         return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                         "tensor '%s': its location is " OZ_MODEL_ENTRY ", the model's own entry, "
                         "which cannot hold a tensor (A-21)", tname);
@@ -375,7 +382,7 @@ static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_st
                         "tensor '%s': its location '%s' names a directory entry (a name ending "
                         "in /), which cannot hold a tensor (A-21)", tname, qloc);
     oz_zip_entry e;
-    OZ_FORWARD(oz_zip_reader_entry(ar->zip, index, &e, err));
+    OZ_FORWARD(oz_zip_reader_entry(ar->zip, *index, &e, err));
     if (has_offset && offset != 0)
         return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "tensor '%s': offset %llu in entry '%s', where a tensor entry is the "
@@ -386,9 +393,34 @@ static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_st
                         "tensor '%s': its length is %llu, but entry '%s' holds %llu bytes (A-21)",
                         tname, (unsigned long long)length, qloc,
                         (unsigned long long)e.uncompressed_size);
+    return OC_OK;
+}
+
+/* Resolves a tensor's location to its entry. */
+static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
+                               oc_mapped *out, oc_error *err) {
+    const oz_archive *ar = ctx;
+    uint64_t index;
+    OZ_FORWARD(check_reference(ar, t, loc, &index, err));
     oc_bytes b = {0};
     OZ_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
     return to_mapped(&b, out, err);
+}
+
+typedef struct refs_ctx {
+    const oz_archive *ar;
+    oc_error *err;
+} refs_ctx;
+
+/* The loader resolves each distinct location once, so A-21 is checked here first for every
+ * tensor: a tensor naming an entry that an earlier one named too would otherwise pass with
+ * an offset or a shorter length (a part of the entry). A missing location is the loader's
+ * to report (E-1). */
+static oc_status check_tensor_reference(void *ctx, onnx_TensorProto *t) {
+    refs_ctx *c = ctx;
+    const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
+    uint64_t index;
+    return loc ? check_reference(c->ar, t, loc, &index, c->err) : OC_OK;
 }
 
 /* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. */
@@ -418,8 +450,12 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     oc_model *m;
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
-        oc_status st = oc_load_external_data_with(&onnx_ModelProto_desc, oc_model_proto(m),
-                                                  resolve_entry, (void *)(uintptr_t)ar, opts, err);
+        refs_ctx rc = {ar, err};
+        oc_status st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m),
+                                        check_tensor_reference, &rc);
+        if (st == OC_OK)
+            st = oc_load_external_data_with(&onnx_ModelProto_desc, oc_model_proto(m),
+                                            resolve_entry, (void *)(uintptr_t)ar, opts, err);
         if (st != OC_OK) {
             oc_model_free(m);
             return st;
