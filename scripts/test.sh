@@ -64,10 +64,13 @@ if [ "${ONNXZ_SKIP_FUZZ:-0}" != 1 ]; then
   cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_C_COMPILER=clang -DONNXZ_FUZZ=ON >/dev/null
   cmake --build "$root/build-fuzz" -j"$jobs" --target fuzzers
   failed=0
-  # About 9,000 runs a second for the parsers, 350 for fuzz_external (files on disk): about
-  # a minute per target, two at a time.
+  # About 9,000 runs a second for the parsers, 350 for fuzz_external (files on disk), 5,500
+  # for fuzz_archive and 4,500 for fuzz_archive_roundtrip (archives in /dev/shm): about a
+  # minute per target, two at a time.
   ONNXZ_FUZZ_JOBS=$jobs "$root/tests/fuzz/run_fuzzers.sh" --runs 400000 "$root/build-fuzz" \
     fuzz_decode_model fuzz_decode_any fuzz_consolidate fuzz_decrypt || failed=1
+  ONNXZ_FUZZ_JOBS=$jobs "$root/tests/fuzz/run_fuzzers.sh" --runs 300000 "$root/build-fuzz" \
+    fuzz_archive fuzz_archive_roundtrip || failed=1
   ONNXZ_FUZZ_JOBS=$jobs "$root/tests/fuzz/run_fuzzers.sh" --runs 20000 "$root/build-fuzz" \
     fuzz_external fuzz_external-no-openat2 || failed=1
   [ $failed = 0 ]

@@ -3,10 +3,17 @@
  */
 #include "fuzz_common.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 void (*fuzz_on_fail)(void);
 
@@ -29,6 +36,105 @@ uint64_t fuzz_hash(const uint8_t *data, size_t size) {
         h *= 0x100000001b3u;
     }
     return h;
+}
+
+uint32_t fuzz_crc32(uint32_t crc, const uint8_t *data, uint64_t size) {
+    static uint32_t table[256];
+    if (!table[1]) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+    }
+    crc = ~crc;
+    for (uint64_t i = 0; i < size; i++) crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+#ifdef FUZZ_WRAP_CLOCK
+/* Linked with -Wl,--wrap=clock_gettime (the libFuzzer binaries of the archive targets):
+ * libonnxz keys each ZIP reader's name table with the wall clock (names.c), and libonnxcore
+ * names temporary files after it, which makes the paths a run takes, and so what libFuzzer
+ * learns from them, differ from one run of the same seed to the next (run_fuzzers.sh
+ * --runs). For the code linked into the binary the wall clock stands still at 1; other
+ * clocks pass through. */
+int __real_clock_gettime(clockid_t id, struct timespec *ts);
+int __wrap_clock_gettime(clockid_t id, struct timespec *ts);
+int __wrap_clock_gettime(clockid_t id, struct timespec *ts) {
+    if (id != CLOCK_REALTIME) return __real_clock_gettime(id, ts);
+    ts->tv_sec = 1;
+    ts->tv_nsec = 0;
+    return 0;
+}
+#endif
+
+/* ---- scratch directory ---- */
+
+static char scratch[4096];
+
+static void remove_flat_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[4096 + 256];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+                unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static void remove_scratch(void) {
+    if (scratch[0]) remove_flat_dir(scratch);
+    scratch[0] = '\0';
+}
+
+const char *fuzz_scratch_dir(const char *tag) {
+    if (scratch[0]) return scratch;
+    const char *tmp = getenv("TMPDIR");
+    struct stat st;
+    if (!tmp || !*tmp)
+        tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
+                  ? "/dev/shm" : "/tmp";
+    char prefix[128];
+    int plen = snprintf(prefix, sizeof prefix, "onnxz-fuzz-%s-", tag);
+    FUZZ_CHECK(plen > 0 && plen < (int)sizeof prefix, "tag too long");
+    DIR *d = opendir(tmp); /* directories of processes that crashed (no atexit then) */
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, prefix, (size_t)plen) != 0) continue;
+            char *endp;
+            long pid = strtol(e->d_name + plen, &endp, 10);
+            if (pid <= 0 || *endp != '-' || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+            char path[4096 + 256];
+            if (snprintf(path, sizeof path, "%s/%s", tmp, e->d_name) < (int)sizeof path)
+                remove_flat_dir(path);
+        }
+        closedir(d);
+    }
+    int n = snprintf(scratch, sizeof scratch, "%s/%s%ld-XXXXXX", tmp, prefix, (long)getpid());
+    FUZZ_CHECK(n > 0 && n < (int)sizeof scratch, "scratch path too long");
+    FUZZ_CHECK(mkdtemp(scratch) != NULL, "mkdtemp %s: %s", scratch, strerror(errno));
+    atexit(remove_scratch);
+    if (!fuzz_on_fail) fuzz_on_fail = remove_scratch;
+    return scratch;
+}
+
+void fuzz_write_file(const char *path, const uint8_t *data, size_t size) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    FUZZ_CHECK(fd >= 0, "cannot create %s: %s", path, strerror(errno));
+    size_t done = 0;
+    while (done < size) {
+        ssize_t w = write(fd, data + done, size - done);
+        FUZZ_CHECK(w > 0, "cannot write %s: %s", path, strerror(errno));
+        done += (size_t)w;
+    }
+    FUZZ_CHECK(close(fd) == 0, "cannot close %s: %s", path, strerror(errno));
 }
 
 int fuzz_is_decode_status(oc_status st) {

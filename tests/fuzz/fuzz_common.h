@@ -1,5 +1,6 @@
 /*
- * tests/fuzz/fuzz_common.h - invariants shared by the libFuzzer targets of libonnxcore.
+ * tests/fuzz/fuzz_common.h - invariants shared by the libFuzzer targets of libonnxcore and
+ * libonnxz.
  *
  * Every target is one file with LLVMFuzzerTestOneInput; it is linked either with libFuzzer
  * (clang, -fsanitize=fuzzer) or with replay.c (any compiler), which feeds it files. A
@@ -99,5 +100,18 @@ void fuzz_check_same(const char *what, const fuzz_buf *a, const fuzz_buf *b);
 
 /* FNV-1a over the input: a stable way to pick option variants without spending bytes. */
 uint64_t fuzz_hash(const uint8_t *data, size_t size);
+
+/* CRC-32 (ISO-HDLC, zlib's crc32), our own: continue from crc (0 to start). */
+uint32_t fuzz_crc32(uint32_t crc, const uint8_t *data, uint64_t size);
+
+/* A directory of this process's own, for targets whose API takes paths: made on the first
+ * call as DIR/onnxz-fuzz-TAG-PID-XXXXXX, DIR being $TMPDIR, else /dev/shm (no disk
+ * flushes) when it is a writable directory, else /tmp. It holds files only; it is removed
+ * at exit and by fuzz_fail (fuzz_on_fail, unless a target set its own), and directories of
+ * this tag left by processes that died are removed on the way. */
+const char *fuzz_scratch_dir(const char *tag);
+
+/* Writes size bytes to path (created or truncated), or fails the run. */
+void fuzz_write_file(const char *path, const uint8_t *data, size_t size);
 
 #endif
