@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "onnxcore/bytes.h"
@@ -22,6 +23,9 @@ struct oc_owner {
     bool file_backed;
     int file_fd;                 /* a descriptor of the file the storage keeps open, or -1 */
     const uint8_t *file_base;    /* where the file's offset 0 is mapped */
+    uint64_t file_size;          /* bytes mapped */
+    dev_t file_dev;              /* the file file_fd named when the mapping was made */
+    ino_t file_ino;
 };
 
 oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
@@ -33,26 +37,42 @@ oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
     o->file_backed = false;
     o->file_fd = -1;
     o->file_base = NULL;
+    o->file_size = 0;
     return o;
 }
 
-void oc__owner_set_file_backed(oc_owner *o, const void *base, int fd) {
+void oc__owner_set_file_backed(oc_owner *o, const void *base, uint64_t size, int fd) {
     if (!o) return;
+    struct stat st;
     o->file_backed = true;
     o->file_base = base;
-    o->file_fd = fd;
+    o->file_size = size;
+    o->file_fd = fd >= 0 && fstat(fd, &st) == 0 ? fd : -1;
+    if (o->file_fd >= 0) {
+        o->file_dev = st.st_dev;
+        o->file_ino = st.st_ino;
+    }
 }
 
-bool oc__owner_file_offset(const oc_owner *o, const void *p, int *fd, uint64_t *offset) {
-    const uint8_t *at = p;
-    if (!o || !o->file_backed || o->file_fd < 0 || !at || at < o->file_base) return false;
+bool oc__owner_file_offset(const oc_owner *o, const void *p, uint64_t n, int *fd,
+                           uint64_t *offset) {
+    uintptr_t at = (uintptr_t)p, base = o ? (uintptr_t)o->file_base : 0;
+    if (!o || !o->file_backed || o->file_fd < 0 || !p || at < base ||
+        at - base > o->file_size || n > o->file_size - (at - base))
+        return false;
+    /* The descriptor is ours, but a process may close descriptors it does not own (a
+     * daemon's closefrom) and the number be reused: use it only while it is the file. */
+    struct stat st;
+    if (fstat(o->file_fd, &st) != 0 || st.st_dev != o->file_dev || st.st_ino != o->file_ino)
+        return false;
     *fd = o->file_fd;
-    *offset = (uint64_t)(at - o->file_base);
+    *offset = (uint64_t)(at - base);
     return true;
 }
 
 bool oc__bytes_file_source(const oc_bytes *s, int *fd, uint64_t *offset) {
-    return s->mode == OC_BYTES_SHARED && oc__owner_file_offset(s->owner, s->data, fd, offset);
+    return s->mode == OC_BYTES_SHARED &&
+           oc__owner_file_offset(s->owner, s->data, s->size, fd, offset);
 }
 
 oc_owner *oc_owner_ref(oc_owner *o) {
@@ -73,43 +93,45 @@ uint64_t oc_owner_refcount(const oc_owner *o) {
     return o ? (uint64_t)atomic_load_explicit(&((oc_owner *)o)->refs, memory_order_relaxed) : 0;
 }
 
-/* oc_bytes_write for a span whose file descriptor is known: pread through a buffer. */
+/* oc_bytes_write for a span whose file descriptor is known: pread through a buffer. Sets
+ * *done to the bytes passed on; a read the descriptor refuses (EINVAL for O_DIRECT, ...)
+ * returns OC_OK early and leaves the rest to the mapping's pages. */
 static oc_status write_from_file(const oc_bytes *s, int fd, uint64_t at, uint8_t *buf,
-                                 oc_write_fn write, void *ctx, oc_error *err) {
-    uint64_t left = s->size;
-    while (left) {
+                                 oc_write_fn write, void *ctx, uint64_t *done, oc_error *err) {
+    *done = 0;
+    while (*done < s->size) {
+        uint64_t left = s->size - *done;
         size_t want = left < OC_BYTES_READ_PIECE ? (size_t)left : OC_BYTES_READ_PIECE, got = 0;
         while (got < want) {
             ssize_t r = pread(fd, buf + got, want - got, (off_t)(at + got));
             if (r < 0 && errno == EINTR) continue;
-            if (r < 0) return oc__fail_errno(err, errno, "cannot read a mapped file at offset %llu",
-                                             (unsigned long long)(at + got));
+            if (r < 0) return OC_OK;
             if (r == 0)
-                return oc__fail(err, OC_ERR_TRUNCATED, at + got,
-                                "a mapped file was cut short at offset %llu while being read",
-                                (unsigned long long)(at + got));
+                return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                                "a mapped input file was cut short at offset %llu while being "
+                                "read", (unsigned long long)(at + got));
             got += (size_t)r;
         }
         OC_FORWARD(write(ctx, buf, want, err));
         at += want;
-        left -= want;
+        *done += want;
     }
     return OC_OK;
 }
 
 oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_error *err) {
     int fd;
-    uint64_t at;
+    uint64_t at, done = 0;
     if (s->size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(s, &fd, &at)) {
         uint8_t *buf = malloc(OC_BYTES_READ_PIECE);
         if (buf) {
-            oc_status st = write_from_file(s, fd, at, buf, write, ctx, err);
+            oc_status st = write_from_file(s, fd, at, buf, write, ctx, &done, err);
             free(buf);
-            return st;
+            if (st != OC_OK || done == s->size) return st;
         }
     }
-    const uint8_t *p = s->data;
-    uint64_t left = s->size;
+    const uint8_t *p = s->data + done;
+    uint64_t left = s->size - done;
     bool drop = s->mode == OC_BYTES_SHARED && s->owner && s->owner->file_backed;
     while (left) {
         /* Pieces end on a chunk-aligned address, so every page but the span's first and

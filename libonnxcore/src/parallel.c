@@ -23,7 +23,7 @@
 
 static oc__copy_job make_job(void *dst, const void *src, uint64_t size, const oc_owner *from) {
     oc__copy_job j = {dst, src, size, -1, 0};
-    if (size >= OC_PREAD_MIN && !oc__owner_file_offset(from, src, &j.fd, &j.file_offset))
+    if (size >= OC_PREAD_MIN && !oc__owner_file_offset(from, src, size, &j.fd, &j.file_offset))
         j.fd = -1;
     return j;
 }

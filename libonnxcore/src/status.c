@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnxcore/onnxcore.h"
@@ -54,25 +55,42 @@ static size_t rule_tag_len(const char *text, size_t len) {
     return len - i;
 }
 
-/* Formats into err->message. A message too long for it keeps its start and its rule tag:
- * "start... (X-NN)", cut between UTF-8 sequences, so the rule a test or a user looks for
- * survives a long quoted reason in the middle. */
-static void set_message(oc_error *err, const char *fmt, va_list ap) {
-    char full[4 * OC_ERROR_MESSAGE_MAX];
-    int n = vsnprintf(full, sizeof full, fmt, ap);
-    size_t len = n < 0 ? 0 : strlen(full), cap = sizeof err->message;
-    if (n < 0) full[0] = '\0';
-    if (len < cap) {
-        memcpy(err->message, full, len + 1);
+/* Formats into err->message, then appends suffix (NULL: none). A message too long for it
+ * keeps its start, its rule tag and the suffix: "start... (X-NN): suffix", cut between
+ * UTF-8 sequences, so the rule a test or a user looks for, and the system's reason,
+ * survive a long quoted path or name in the middle. */
+static void set_message(oc_error *err, const char *suffix, const char *fmt, va_list ap) {
+    char local[4 * OC_ERROR_MESSAGE_MAX], *full = local;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(local, sizeof local, fmt, ap);
+    if (n >= (int)sizeof local) { /* rare: a very long path; the tag is at its end */
+        char *big = malloc((size_t)n + 1);
+        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n) full = big;
+        else free(big);
+    }
+    va_end(again);
+    if (n < 0) local[0] = '\0';
+    size_t len = strlen(full), cap = sizeof err->message - 1;
+    size_t slen = suffix ? strlen(suffix) : 0;
+    if (slen > cap / 2) slen = cap / 2; /* a suffix never crowds the message out */
+    while (slen > 0 && ((unsigned char)suffix[slen] & 0xC0) == 0x80) slen--;
+    if (len + slen <= cap) {
+        memcpy(err->message, full, len);
+        memcpy(err->message + len, suffix ? suffix : "", slen);
+        err->message[len + slen] = '\0';
     } else {
         size_t tag = rule_tag_len(full, len);
-        size_t head = cap - 1 - 3 - tag;
+        size_t head = cap - 3 - tag - slen;
         while (head > 0 && ((unsigned char)full[head] & 0xC0) == 0x80) head--;
-        memcpy(err->message, full, head);
-        memcpy(err->message + head, "...", 3);
-        memcpy(err->message + head + 3, full + len - tag, tag);
-        err->message[head + 3 + tag] = '\0';
+        char *m = err->message;
+        memcpy(m, full, head);
+        memcpy(m + head, "...", 3);
+        memcpy(m + head + 3, full + len - tag, tag);
+        memcpy(m + head + 3 + tag, suffix ? suffix : "", slen);
+        m[head + 3 + tag + slen] = '\0';
     }
+    if (full != local) free(full);
     /* One line: a message built from file contents must not smuggle in newlines. */
     for (char *p = err->message; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';
@@ -85,7 +103,7 @@ oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const cha
     err->offset = offset;
     va_list ap;
     va_start(ap, fmt);
-    set_message(err, fmt, ap);
+    set_message(err, NULL, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -96,12 +114,12 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
     err->code = code;
     err->sys_errno = errnum;
     err->offset = OC_NO_OFFSET;
+    char reason[OC_ERROR_MESSAGE_MAX];
+    snprintf(reason, sizeof reason, ": %s", strerror(errnum));
     va_list ap;
     va_start(ap, fmt);
-    set_message(err, fmt, ap);
+    set_message(err, reason, fmt, ap);
     va_end(ap);
-    size_t n = strlen(err->message);
-    snprintf(err->message + n, sizeof err->message - n, ": %s", strerror(errnum));
     return code;
 }
 

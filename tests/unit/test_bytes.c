@@ -627,7 +627,9 @@ static void check_bytes_write(int via_file) {
         collector c = {NULL, 0, 0, 0, 0, 0};
         CHECK_STATUS(oc_bytes_write(&span, collect, &c, &err), OC_ERR_TRUNCATED, &err);
         CHECK_EQ(c.size, size / 2 / OC_BYTES_READ_PIECE * OC_BYTES_READ_PIECE);
-        CHECK_EQ(err.offset, size / 2);
+        char at[64];
+        snprintf(at, sizeof at, "cut short at offset %llu ", (unsigned long long)(size / 2));
+        CHECK(strstr(err.message, at) != NULL);
         oc_bytes_release(&span);
     }
     free(out);
@@ -726,12 +728,50 @@ static void test_atomic_write_bytes(void) {
         oc_atomic_file af;
         CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
         CHECK_STATUS(oc_atomic_write_bytes(&af, &span, &err), OC_ERR_TRUNCATED, &err);
-        CHECK(strstr(err.message, "shrank") != NULL);
+        CHECK(strstr(err.message, "cut short at offset 1048576") != NULL);
         oc_atomic_abort(&af);
         oc_bytes_release(&span);
     }
     oc_owner_unref(m.owner);
     CHECK_EQ(open_fds(), fds); /* released with the mapping */
+    /* A process that closes descriptors it does not own (closefrom) and reuses the number
+     * for another file: the copy notices and reads the mapping's pages instead. */
+    {
+        make_pattern_file(src, size, 0);
+        char other[4200];
+        snprintf(other, sizeof other, "%s/other.bin", dir);
+        make_pattern_file(other, size, 99);
+        oc_mapped mm;
+        CHECK_OK(oc_map_file(src, &mm, &err), &err);
+        int kept = -1;
+        for (int fd = 3; fd < 4096 && kept < 0; fd++) {
+            char link[64], target[4300];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+            ssize_t k = readlink(link, target, sizeof target - 1);
+            if (k > 0) {
+                target[k] = '\0';
+                if (strcmp(target + (size_t)k - strlen("/src.bin"), "/src.bin") == 0) kept = fd;
+            }
+        }
+        CHECK(kept >= 0);
+        int o = open(other, O_RDONLY);
+        CHECK(o >= 0 && kept >= 0 && dup2(o, kept) == kept);
+        close(o);
+        oc_bytes span;
+        memset(&span, 0, sizeof span);
+        oc_bytes_set_shared(&span, mm.data, size, mm.owner);
+        oc_atomic_file af;
+        CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
+        CHECK_OK(oc_atomic_write_bytes(&af, &span, &err), &err);
+        CHECK_OK(oc_atomic_commit(&af, &err), &err);
+        oc_atomic_abort(&af);
+        size_t n = 0;
+        uint8_t *got = td_read(dst, &n);
+        CHECK(got && n == size && memcmp(got, mm.data, (size_t)size) == 0);
+        free(got);
+        oc_bytes_release(&span);
+        oc_owner_unref(mm.owner); /* closes `kept`, now the other file's: ours to lose */
+    }
     /* At most 64 mappings keep a descriptor; the others are written through their pages,
      * with the same result. Small files keep none. */
     {

@@ -3,6 +3,7 @@
  * ConsolidateTensorsToBuffer): which tensors move, alignment, ownership, bytes unchanged.
  * oc_tensor_check_size (W-40), and oc_quote, with which its messages name tensors.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +359,23 @@ static void test_error_message(void) {
     /* Something that only looks like a tag is kept only when it is one. */
     oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s (see above)", longtext);
     CHECK(strcmp(err.message + strlen(err.message) - 3, "...") == 0);
+    /* Longer than any stack buffer (a long path): the tag still survives. */
+    char huge[3000];
+    memset(huge, 'p', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    oc_error_set(&err, OC_ERR_MALFORMED, 0, "file %s is bad (E-12)", huge);
+    n = strlen(err.message);
+    CHECK(strcmp(err.message + n - 10, "... (E-12)") == 0);
+    /* A system error keeps its reason after the tag, and never ends in a lone ':'. */
+    oc_error_set_errno(&err, ENOENT, "cannot open %s (E-3)", huge);
+    n = strlen(err.message);
+    CHECK(n == OC_ERROR_MESSAGE_MAX - 1);
+    CHECK(strstr(err.message, "... (E-3): ") != NULL);
+    const char *why = strerror(ENOENT);
+    CHECK(n > strlen(why) && strcmp(err.message + n - strlen(why), why) == 0);
+    CHECK(err.code == OC_ERR_NOT_FOUND && err.sys_errno == ENOENT);
+    oc_error_set_errno(&err, EACCES, "cannot open %s", "x");
+    CHECK(strncmp(err.message, "cannot open x: ", 15) == 0);
     /* A cut never splits a multi-byte sequence: 'e' + 2-byte sequences across the cut. */
     char utf8[600];
     size_t k = 0;

@@ -28,7 +28,12 @@ typedef struct oc_mapped {
 } oc_mapped;
 
 /* Maps path read-only (or reads it, where mapping is impossible). Not a regular file:
- * OC_ERR_IO; missing: OC_ERR_NOT_FOUND. An empty file gives data NULL, size 0. */
+ * OC_ERR_IO; missing: OC_ERR_NOT_FOUND. An empty file gives data NULL, size 0.
+ * A mapping of 1 MiB or more also keeps a duplicate of its descriptor (at most 64
+ * mappings at once), closed with the mapping, so that bytes copied out of it can be read
+ * from the file instead of the pages (spec W-31). A duplicate shares the open file
+ * description: locks taken on the caller's descriptor (flock) last until the mapping
+ * goes. */
 oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err);
 /* The same for an open descriptor (not closed; name is used in messages). */
 oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err);

@@ -18,11 +18,13 @@ void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
  * mapped; fd >= 0 is a descriptor of the file that the storage keeps open (closed by the
  * owner's release), from which the kernel can copy its bytes (oc_atomic_write_bytes), or
  * -1. Only fileio.c sets it, before the owner is shared. */
-void oc__owner_set_file_backed(oc_owner *owner, const void *base, int fd);
+void oc__owner_set_file_backed(oc_owner *owner, const void *base, uint64_t size, int fd);
 
-/* For p inside a file mapping whose descriptor its owner kept: sets *fd and *offset (the
- * file offset of p) and returns true; else (owner NULL or not such a mapping) false. */
-bool oc__owner_file_offset(const oc_owner *owner, const void *p, int *fd, uint64_t *offset);
+/* For [p, p + n) inside a file mapping whose descriptor its owner kept, while that
+ * descriptor still names the mapped file: sets *fd and *offset (the file offset of p) and
+ * returns true; else (owner NULL, not such a mapping, a range outside it) false. */
+bool oc__owner_file_offset(const oc_owner *owner, const void *p, uint64_t n, int *fd,
+                           uint64_t *offset);
 
 /* The same for the first byte of a span that shares such a mapping. */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
