@@ -130,7 +130,7 @@ oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_err
             if (st != OC_OK || done == s->size) return st;
         }
     }
-    const uint8_t *p = s->data + done;
+    const uint8_t *p = done ? s->data + done : s->data; /* no arithmetic on NULL */
     uint64_t left = s->size - done;
     bool drop = s->mode == OC_BYTES_SHARED && s->owner && s->owner->file_backed;
     while (left) {
