@@ -17,7 +17,8 @@ measures for each file:
   onnx.load      python3-onnx's onnx.load (a fresh process per round; three loads in it,
                  so it has a first and an in-process repeat figure like onnxz's)
   protobuf.parse ModelProto.ParseFromString on bytes already in memory (C++ protobuf)
-Each contender runs in a fresh process per round (first load, cold process); onnxz also
+The page cache is filled the same way before each file's rounds (dropped, then read once
+sequentially; see warm()). Each contender runs in a fresh process per round (first load, cold process); onnxz also
 reports the median of in-process repeats. Prints medians, ratios against the floors and
 against onnx.load, and the machine; --json FILE writes the figures too.
 
@@ -33,6 +34,17 @@ import sys
 import time
 
 PY = "/usr/bin/python3"
+
+
+def warm(path):
+    """Puts the file in the page cache the same way on every run: dropped, then read once
+    sequentially, so the cache holds what readahead makes (on Linux 6.x, large pages
+    where the filesystem allows). How the cache was filled changes the map floor 15x
+    (a file whose pages came in 4 KiB at a time: one fault per 64 KiB), so leaving it
+    to the file's history made runs incomparable. Every contender then reads memory."""
+    with open(path, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
 
 
 def generate(work):
@@ -126,8 +138,7 @@ def main():
             "onnx.load": py_step("onnx.load", path),
             "protobuf.parse": py_step("protobuf.parse", path),
         }
-        # warm the page cache: every contender then reads from memory
-        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+        warm(path)
         first = {k: [] for k in steps}
         inproc = {k: [] for k in steps}
         for r in range(a.rounds):
