@@ -130,18 +130,6 @@ static node nodes[] = {
 
 static char root[PATH_MAX], mdir[PATH_MAX], model_path[PATH_MAX];
 
-static void put_file(const char *path, const uint8_t *data, size_t n) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    FUZZ_CHECK(fd >= 0, "cannot create %s: %s", path, strerror(errno));
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        FUZZ_CHECK(w > 0, "cannot write %s: %s", path, strerror(errno));
-        done += (size_t)w;
-    }
-    FUZZ_CHECK(close(fd) == 0, "close %s", path);
-}
-
 static char *join(char *buf, const char *a, const char *b) {
     int n = snprintf(buf, PATH_MAX, "%s/%s", a, b);
     FUZZ_CHECK(n > 0 && n < PATH_MAX, "path too long");
@@ -222,14 +210,14 @@ static void setup(void) {
     join(model_path, mdir, "model.onnx");
     FUZZ_CHECK(mkdir(mdir, 0755) == 0, "mkdir");
     FUZZ_CHECK(mkdir(join(p, root, "outdir"), 0755) == 0, "mkdir");
-    put_file(join(p, root, "outside.bin"), outside_bin, OUTSIDE_SIZE);
-    put_file(join(p, root, "outdir/secret.bin"), outside_bin, OUTSIDE_SIZE);
-    put_file(join(p, root, "outside-hard.bin"), outside_bin, OUTSIDE_SIZE);
-    put_file(model_path, NULL, 0);
-    put_file(join(p, mdir, "data.bin"), data_bin, DATA_SIZE);
-    put_file(join(p, mdir, "empty.bin"), NULL, 0);
+    fuzz_write_file(join(p, root, "outside.bin"), outside_bin, OUTSIDE_SIZE);
+    fuzz_write_file(join(p, root, "outdir/secret.bin"), outside_bin, OUTSIDE_SIZE);
+    fuzz_write_file(join(p, root, "outside-hard.bin"), outside_bin, OUTSIDE_SIZE);
+    fuzz_write_file(model_path, NULL, 0);
+    fuzz_write_file(join(p, mdir, "data.bin"), data_bin, DATA_SIZE);
+    fuzz_write_file(join(p, mdir, "empty.bin"), NULL, 0);
     FUZZ_CHECK(mkdir(join(p, mdir, "sub"), 0755) == 0, "mkdir");
-    put_file(join(p, mdir, "sub/inner.bin"), inner_bin, INNER_SIZE);
+    fuzz_write_file(join(p, mdir, "sub/inner.bin"), inner_bin, INNER_SIZE);
     FUZZ_CHECK(symlink("../outside.bin", join(p, mdir, "link.bin")) == 0, "symlink");
     FUZZ_CHECK(symlink(join(q, root, "outside.bin"), join(p, mdir, "abslink.bin")) == 0, "symlink");
     FUZZ_CHECK(symlink("data.bin", join(p, mdir, "inlink.bin")) == 0, "symlink");
@@ -531,7 +519,7 @@ enum { V_COPY, V_NO_COPY, V_MEMORY, V_PREAD, NVARIANTS };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     setup();
-    put_file(model_path, data, size);
+    fuzz_write_file(model_path, data, size);
     nodes[0].content = (uint8_t *)(uintptr_t)data;
     nodes[0].size = size;
 
