@@ -454,11 +454,6 @@ static const oc_str *ext_value(const onnx_TensorProto *t, const char *key) {
     return v;
 }
 
-static int known_key(const oc_str *k) {
-    return oc_str_eq(*k, "location") || oc_str_eq(*k, "offset") || oc_str_eq(*k, "length") ||
-           oc_str_eq(*k, "checksum") || oc_str_eq(*k, "basepath");
-}
-
 typedef struct predict {
     const oz_zip_reader *zip;
     const entry_result *entries;
@@ -525,22 +520,7 @@ static oc_status predict_tensor(void *ctx, onnx_TensorProto *t) {
     OC_SET_HAS(TensorProto, t, raw_data);
     t->data_location = 0;
     OC_CLEAR_HAS(TensorProto, t, data_location);
-    uint64_t kept = 0;
-    for (uint64_t i = 0; i < t->external_data.count; i++)
-        if (!known_key(&t->external_data.items[i]->key))
-            t->external_data.items[kept++] = t->external_data.items[i];
-    t->external_data.count = kept;
-    return OC_OK;
-}
-
-typedef struct first_named {
-    const char *name;
-    const onnx_TensorProto *t;
-} first_named;
-
-static oc_status find_named(void *ctx, onnx_TensorProto *t) {
-    first_named *f = ctx;
-    if (!f->t && oc_str_eq(t->name, f->name)) f->t = t;
+    fuzz_drop_external_keys(t);
     return OC_OK;
 }
 
@@ -671,13 +651,13 @@ static void check_archive(readers *rs, const char *path, const entry_result *ent
         oc_bytes b = {0};
         oc_error e2;
         oc_status rst = oz_archive_read_tensor(ar, pick, &b, &e2);
-        first_named f = {pick, NULL};
-        oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), find_named, &f);
-        FUZZ_CHECK(f.t != NULL, "the loaded model lost tensor '%s'", pick);
+        const onnx_TensorProto *found =
+            fuzz_first_named(&onnx_ModelProto_desc, oc_model_proto(m), pick, strlen(pick));
+        FUZZ_CHECK(found != NULL, "the loaded model lost tensor '%s'", pick);
         FUZZ_CHECK(rst == OC_OK, "oz_archive_read_tensor('%s') after a good load: %s", pick,
                    e2.message);
-        FUZZ_CHECK(b.size == f.t->raw_data.size &&
-                       (b.size == 0 || memcmp(b.data, f.t->raw_data.data, b.size) == 0),
+        FUZZ_CHECK(b.size == found->raw_data.size &&
+                       (b.size == 0 || memcmp(b.data, found->raw_data.data, b.size) == 0),
                    "oz_archive_read_tensor('%s') reads other bytes than the load", pick);
         oc_bytes_release(&b);
     }

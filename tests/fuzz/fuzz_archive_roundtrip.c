@@ -185,19 +185,6 @@ static oc_status plan_tensor(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
-static int known_key(const oc_str *k) {
-    return oc_str_eq(*k, "location") || oc_str_eq(*k, "offset") || oc_str_eq(*k, "length") ||
-           oc_str_eq(*k, "checksum") || oc_str_eq(*k, "basepath");
-}
-
-static void drop_known_keys(onnx_TensorProto *t) {
-    uint64_t kept = 0;
-    for (uint64_t i = 0; i < t->external_data.count; i++)
-        if (!known_key(&t->external_data.items[i]->key))
-            t->external_data.items[kept++] = t->external_data.items[i];
-    t->external_data.count = kept;
-}
-
 /* The model a load gives back: moved tensors without data_location and E-1's keys. */
 static oc_status as_loaded(void *ctx, onnx_TensorProto *t) {
     plan *p = ctx;
@@ -205,7 +192,7 @@ static oc_status as_loaded(void *ctx, onnx_TensorProto *t) {
     if (!p->flags[p->at++]) return OC_OK;
     t->data_location = 0;
     OC_CLEAR_HAS(TensorProto, t, data_location);
-    drop_known_keys(t);
+    fuzz_drop_external_keys(t);
     return OC_OK;
 }
 
@@ -229,7 +216,7 @@ static oc_status as_referenced(void *ctx, onnx_TensorProto *t) {
     OC_CLEAR_HAS(TensorProto, t, raw_data);
     t->data_location = 1;
     OC_SET_HAS(TensorProto, t, data_location);
-    drop_known_keys(t);
+    fuzz_drop_external_keys(t);
     add_key(p->arena, t, "location", p->m[k].name);
     add_key(p->arena, t, "length", len);
     return OC_OK;
@@ -336,19 +323,6 @@ static oc_status check_in_place(void *ctx, onnx_TensorProto *t) {
                "a moved tensor loaded with no_copy from a mapping is not in place, aligned to "
                "%llu (mode %d, address %p)", (unsigned long long)c->align,
                (int)t->raw_data.mode, (const void *)t->raw_data.data);
-    return OC_OK;
-}
-
-typedef struct first_named {
-    const oc_str *name;
-    const onnx_TensorProto *t;
-} first_named;
-
-static oc_status find_named(void *ctx, onnx_TensorProto *t) {
-    first_named *f = ctx;
-    if (!f->t && t->name.size == f->name->size &&
-        (t->name.size == 0 || memcmp(t->name.data, f->name->data, (size_t)t->name.size) == 0))
-        f->t = t;
     return OC_OK;
 }
 
@@ -500,10 +474,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     FUZZ_CHECK(st == OC_OK, "loading our own archive: %s: %s", oc_status_name(st), err.message);
     if (p.nm) { /* random access to the first moved tensor that is the first of its name */
-        first_named fn = {&p.m[0].tensor->name, NULL};
-        oc_visit_tensors(desc, src, find_named, &fn);
         const oc_str *nm = &p.m[0].tensor->name;
-        if (fn.t == p.m[0].tensor && !(nm->size && memchr(nm->data, 0, (size_t)nm->size)) &&
+        if (fuzz_first_named(desc, src, nm->data, nm->size) == p.m[0].tensor &&
+            !(nm->size && memchr(nm->data, 0, (size_t)nm->size)) &&
             nm->size < 4096) {
             char name[4096];
             if (nm->size) memcpy(name, nm->data, (size_t)nm->size);

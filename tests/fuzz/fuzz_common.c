@@ -38,6 +38,40 @@ uint64_t fuzz_hash(const uint8_t *data, size_t size) {
     return h;
 }
 
+static int e1_key(const oc_str *k) {
+    return oc_str_eq(*k, "location") || oc_str_eq(*k, "offset") || oc_str_eq(*k, "length") ||
+           oc_str_eq(*k, "checksum") || oc_str_eq(*k, "basepath");
+}
+
+void fuzz_drop_external_keys(onnx_TensorProto *t) {
+    uint64_t kept = 0;
+    for (uint64_t i = 0; i < t->external_data.count; i++)
+        if (!e1_key(&t->external_data.items[i]->key))
+            t->external_data.items[kept++] = t->external_data.items[i];
+    t->external_data.count = kept;
+}
+
+typedef struct first_named {
+    const void *name;
+    uint64_t size;
+    const onnx_TensorProto *t;
+} first_named;
+
+static oc_status find_named(void *ctx, onnx_TensorProto *t) {
+    first_named *f = ctx;
+    if (!f->t && t->name.size == f->size &&
+        (f->size == 0 || memcmp(t->name.data, f->name, (size_t)f->size) == 0))
+        f->t = t;
+    return OC_OK;
+}
+
+const onnx_TensorProto *fuzz_first_named(const oc_msgdesc *desc, void *msg, const void *name,
+                                         uint64_t size) {
+    first_named f = {name, size, NULL};
+    oc_visit_tensors(desc, msg, find_named, &f);
+    return f.t;
+}
+
 uint32_t fuzz_crc32(uint32_t crc, const uint8_t *data, uint64_t size) {
     static uint32_t table[256];
     if (!table[1]) {

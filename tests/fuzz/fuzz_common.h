@@ -114,4 +114,12 @@ const char *fuzz_scratch_dir(const char *tag);
 /* Writes size bytes to path (created or truncated), or fails the run. */
 void fuzz_write_file(const char *path, const uint8_t *data, size_t size);
 
+/* Removes a tensor's external-data keys that E-1 defines (location, offset, length,
+ * checksum, basepath), keeping any others in their order: what a load leaves of them. */
+void fuzz_drop_external_keys(onnx_TensorProto *t);
+
+/* The first tensor of msg, in oc_visit_tensors order, named exactly name[0..size), or NULL. */
+const onnx_TensorProto *fuzz_first_named(const oc_msgdesc *desc, void *msg, const void *name,
+                                         uint64_t size);
+
 #endif
