@@ -31,7 +31,12 @@ run_suite() { # dir, extra cmake args..., then ctest args after --
   [ $# -gt 0 ] && shift
   ct=("$@")
   build "$dir" "${cm[@]}"
+  space "$dir"
   (cd "$dir" && ctest --output-on-failure -j"$jobs" "${ct[@]}")
+  rm -rf "$dir/testwork" # passed: its gigabytes of test files are not needed for the next stage
+}
+space() { # the free space where a stage writes its test files: tests need a few GiB
+  df -h --output=avail,target "$1" | awk -v d="$1" 'NR == 2 {print "== free space for " d ": " $1 " on " $2}'
 }
 
 large=()
@@ -54,10 +59,12 @@ if [ "${ONNXZ_SKIP_VALGRIND:-0}" != 1 ]; then
   build "$vg" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
     "-DONNXZ_TEST_WRAPPER=$root/tests/valgrind/memcheck.sh;$vg/memcheck"
   rm -rf "$vg/memcheck"
+  space "$vg"
   failed=0
   (cd "$vg" && ctest --output-on-failure -j"$jobs" -LE large) || failed=1
   "$root/tests/valgrind/memcheck.sh" --check "$vg/memcheck" || failed=1 # reports of every run
   [ $failed = 0 ]
+  rm -rf "$vg/testwork"
 fi
 if [ "${ONNXZ_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== libFuzzer targets: a fixed number of runs each, seed 1"
