@@ -155,9 +155,8 @@ typedef struct writer {
     uint8_t *buf;
     uint64_t pos, cap;
     oc_write_fn fn;   /* NULL: buf is the whole output, sized exactly */
-    void *ctx;
-    oc_atomic_file *file; /* fn is oc_atomic_write into it: spans by oc_atomic_write_bytes */
-    oc_error *err;
+    void *ctx;        /* with fn oc_atomic_write, an oc_atomic_file: spans go by */
+    oc_error *err;    /* oc_atomic_write_bytes (copy_file_range from a mapped file) */
     oc_status st;     /* sticky: once set, writes are dropped */
     const uint64_t *sizes;
     uint64_t next_size;
@@ -282,8 +281,8 @@ static void put_span(writer *w, const oc_field *f, const oc_bytes *b) {
     put_varint(w, b->size);
     flush(w);
     if (w->st != OC_OK) return;
-    w->st = w->file ? oc_atomic_write_bytes(w->file, b, w->err)
-                    : oc_bytes_write(b, w->fn, w->ctx, w->err);
+    w->st = w->fn == oc_atomic_write ? oc_atomic_write_bytes(w->ctx, b, w->err)
+                                     : oc_bytes_write(b, w->fn, w->ctx, w->err);
 }
 
 static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
@@ -368,9 +367,8 @@ oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn fn, voi
     return oc__encode_subst(desc, msg, NULL, 0, fn, ctx, err);
 }
 
-static oc_status encode_to(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
-                           uint64_t nsubs, oc_write_fn fn, void *ctx, oc_atomic_file *file,
-                           oc_error *err) {
+oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
+                           uint64_t nsubs, oc_write_fn fn, void *ctx, oc_error *err) {
     if (!desc || !msg || !fn)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode: missing argument");
     sizes s;
@@ -382,22 +380,12 @@ static oc_status encode_to(const oc_msgdesc *desc, const void *msg, const oc__su
         free(s.v);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the write buffer");
     }
-    writer w = {buf, 0, cap, fn, ctx, file, err, OC_OK, s.v, 0, {subs, nsubs, 0}};
+    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0, {subs, nsubs, 0}};
     encode_msg(&w, desc, msg);
     flush(&w);
     free(buf);
     free(s.v);
     return w.st;
-}
-
-oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
-                           uint64_t nsubs, oc_write_fn fn, void *ctx, oc_error *err) {
-    return encode_to(desc, msg, subs, nsubs, fn, ctx, NULL, err);
-}
-
-oc_status oc__encode_file(const oc_msgdesc *desc, const void *msg, oc_atomic_file *af,
-                          oc_error *err) {
-    return encode_to(desc, msg, NULL, 0, oc_atomic_write, af, af, err);
 }
 
 oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **out,
@@ -416,7 +404,7 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
                         "out of memory for %llu bytes of output", (unsigned long long)total);
     }
     /* The buffer is exactly the output: the writer never needs to flush. */
-    writer w = {buf, 0, total + 16, NULL, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}};
+    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}};
     encode_msg(&w, desc, msg);
     free(s.v);
     if (w.st != OC_OK) {

@@ -167,7 +167,7 @@ oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const ch
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
     OC_FORWARD(oc_atomic_open(&af, path, opts ? opts->overwrite : 1, err));
     af.progress = &progress;
-    oc_status st = oc__encode_file(desc, msg, &af, err);
+    oc_status st = oc_encode(desc, msg, oc_atomic_write, &af, err); /* spans: file to file */
     if (st != OC_OK) {
         oc_atomic_abort(&af);
         return st;

@@ -39,7 +39,8 @@ oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *siz
                           oc_error *err);
 
 /* Encodes msg to a sink. Large raw_data spans are passed to the sink directly, without
- * copying them through a buffer. */
+ * copying them through a buffer; with the sink oc_atomic_write (file.h), spans in a file
+ * mapping are copied file to file by the kernel (oc_atomic_write_bytes). */
 oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn write, void *ctx,
                     oc_error *err);
 

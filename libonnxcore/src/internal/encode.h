@@ -31,10 +31,4 @@ static inline const void *oc__subst_next(oc__subst_cursor *c, const oc_msgdesc *
 oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
                            uint64_t nsubs, oc_write_fn fn, void *ctx, oc_error *err);
 
-/* oc_encode into a file being saved: large spans go by oc_atomic_write_bytes, so bytes in
- * a file mapping are copied file to file by the kernel. */
-struct oc_atomic_file;
-oc_status oc__encode_file(const oc_msgdesc *desc, const void *msg, struct oc_atomic_file *af,
-                          oc_error *err);
-
 #endif
