@@ -8,6 +8,7 @@ then, alternating the contenders round by round so that machine noise hits all a
 measures for each file:
   floor.read     read the file into freshly allocated memory (onnxz bench read)
   floor.map      map the file and touch every page (onnxz bench map)
+  floor.map.bytes  map the file and read every byte (onnxz bench map --every-byte)
   onnxz.copy     onnxz bench load (copying every tensor; touches every byte)
   onnxz.copy.tN  the same with N threads
   onnxz.copy.pool[.tN]  copying, with tensor storage from a pool kept across the
@@ -19,8 +20,10 @@ measures for each file:
   protobuf.parse ModelProto.ParseFromString on bytes already in memory (C++ protobuf)
 The page cache is filled the same way before each file's rounds (dropped, then read once
 sequentially; see warm()). Each contender runs in a fresh process per round (first load, cold process); onnxz also
-reports the median of in-process repeats. Prints medians, ratios against the floors and
-against onnx.load, and the machine; --json FILE writes the figures too.
+reports the median of in-process repeats. Prints medians, each onnxz contender's ratio to
+the floor that does the same work (copy: floor.read; no-copy touching pages: floor.map;
+no-copy reading every byte: floor.map.bytes) and to onnx.load, then each target of the
+loading issue as the ratio it names, and the machine; --json FILE writes the figures too.
 
 usage: bench_load.py ONNXZ_EXE [--work DIR] [--rounds N] [--threads N] [--json FILE]
 """
@@ -109,6 +112,46 @@ def machine():
     return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.platform()}"
 
 
+def like_floor(k):
+    """The floor that does the same work as contender k."""
+    if k == "onnxz.nocopy":
+        return "floor.map.bytes"
+    return "floor.map" if "nocopy" in k else "floor.read"
+
+
+def targets(label, med, rep, n):
+    """Prints the loading issue's targets as measured here; returns them as records."""
+    tn = f".t{n}"
+    if label.startswith("weights"):
+        rows = [
+            ("copy first load / floor.read", med["onnxz.copy"] / med["floor.read"], "<=", 1.2),
+            (f"copy{tn} first load / floor.read", med["onnxz.copy" + tn] / med["floor.read"], "<=", 1.2),
+            ("onnx.load / copy first load", med["onnx.load"] / med["onnxz.copy"], ">", 1.0),
+            (f"onnx.load repeat / copy.pool{tn} repeat",
+             rep["onnx.load"] / rep["onnxz.copy.pool" + tn], ">=", 10.0),
+            ("no-copy every byte / floor.map (pages)", med["onnxz.nocopy"] / med["floor.map"], "<=", 1.5),
+            ("no-copy every byte / floor.map.bytes", med["onnxz.nocopy"] / med["floor.map.bytes"], "<=", 1.5),
+            ("no-copy touching pages / floor.map", med["onnxz.nocopy.pages"] / med["floor.map"], "<=", 1.5),
+            ("onnx.load / no-copy every byte", med["onnx.load"] / med["onnxz.nocopy"], ">=", 30.0),
+            (f"copy / copy{tn} (threads buy)", med["onnxz.copy"] / med["onnxz.copy" + tn], ">=", 1.0),
+        ]
+    else:
+        rows = [
+            ("protobuf.parse / copy", med["protobuf.parse"] / med["onnxz.copy"], ">=", 1.5),
+            ("onnx.load / copy", med["onnx.load"] / med["onnxz.copy"], ">=", 4.0),
+            ("protobuf.parse / no-copy", med["protobuf.parse"] / med["onnxz.nocopy"], ">=", 1.5),
+            (f"copy / copy{tn} (threads buy)", med["onnxz.copy"] / med["onnxz.copy" + tn], ">=", 1.0),
+        ]
+    met = {"<=": lambda x, t: x <= t, ">=": lambda x, t: x >= t, ">": lambda x, t: x > t}
+    out = []
+    print("targets:")
+    for what, x, op, t in rows:
+        ok = met[op](x, t)
+        print(f"  {what:45} {x:7.2f}  (target {op} {t:g}: {'met' if ok else 'NOT met'})")
+        out.append({"what": what, "ratio": x, "target": f"{op} {t:g}", "met": ok})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("onnxz")
@@ -124,6 +167,7 @@ def main():
         steps = {
             "floor.read": [z, "bench", "read", path, "--json"],
             "floor.map": [z, "bench", "map", path, "--json"],
+            "floor.map.bytes": [z, "bench", "map", path, "--every-byte", "--json"],
             "onnxz.copy": [z, "bench", "load", path, "--repeat", "3", "--json"],
             f"onnxz.copy.t{a.threads}": [z, "bench", "load", path, "--threads", str(a.threads),
                                          "--repeat", "3", "--json"],
@@ -155,13 +199,14 @@ def main():
         print(f"{'contender':22} {'first load':>11} {'vs floor':>9} {'vs onnx.load':>13} "
               f"{'repeat':>9} {'vs onnx.load repeat':>20}")
         for k, v in med.items():
-            floor = med["floor.map"] if "nocopy" in k else med["floor.read"]
+            floor = med[like_floor(k)]
             vs_floor = f"{v / floor:8.2f}x" if k.startswith("onnxz") else ""
             vs_onnx = f"{med['onnx.load'] / v:11.1f}x" if k != "onnx.load" else ""
             rp = f"{rep_med[k]:8.4f}s" if k in rep_med else ""
             vs_rp = (f"{rep_med['onnx.load'] / rep_med[k]:18.1f}x"
                      if k in rep_med and k != "onnx.load" else "")
             print(f"{k:22} {v:10.4f}s {vs_floor:>9} {vs_onnx:>13} {rp:>9} {vs_rp:>20}")
+        results[label]["targets"] = targets(label, med, rep_med, a.threads)
     print(f"\nmachine: {machine()}")
     if a.json:
         with open(a.json, "w") as f:

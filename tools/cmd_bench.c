@@ -5,7 +5,7 @@
  *   read  malloc a fresh buffer of the file's size and read() the file into it: what any
  *         copying load must at least pay;
  *   map   mmap the file and touch one byte per 4 KiB page: what any in-place load pays
- *         once its bytes are used;
+ *         once its bytes are used (--every-byte: read every byte, as load does);
  *   load  load the model (a .onnx file with its external data, or an .onnxz archive),
  *         then read every tensor byte once, so that lazily mapped pages are paid for.
  * Each run is timed from opening the file to the last byte touched; tearing down (free,
@@ -23,7 +23,7 @@
 #include "cli.h"
 
 enum { BENCH_OPT_THREADS = 0, BENCH_OPT_NO_COPY, BENCH_OPT_REPEAT, BENCH_OPT_JSON,
-       BENCH_OPT_TOUCH_PAGES, BENCH_OPT_POOL };
+       BENCH_OPT_TOUCH_PAGES, BENCH_OPT_POOL, BENCH_OPT_EVERY_BYTE };
 
 static const cli_option bench_options[] = {
     {'\0', "threads", true},
@@ -32,6 +32,7 @@ static const cli_option bench_options[] = {
     {'\0', "json", false},
     {'\0', "touch-pages", false},
     {'\0', "pool", false},
+    {'\0', "every-byte", false},
     {'\0', NULL, false},
 };
 
@@ -94,12 +95,30 @@ static int run_read(const char *path, bench_run *run)
     return CLI_EXIT_OK;
 }
 
+/* Reads n bytes at p and folds them into a word: every byte (a running XOR of the 64-bit
+ * words), or with pages_only one byte per 4 KiB page (the work of a page fault, not of
+ * memory bandwidth). The map floor and the load's touch share it, so that the two
+ * measure the same work. */
+static uint64_t touch_bytes(const uint8_t *p, uint64_t n, int pages_only)
+{
+    uint64_t i = 0, x = 0, w;
+    if (pages_only) {
+        for (; i < n; i += BENCH_PAGE) x += ((const volatile uint8_t *)p)[i];
+        return x;
+    }
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        x ^= w;
+    }
+    for (; i < n; i++) x ^= (uint64_t)p[i] << (8 * (i & 7));
+    return x;
+}
+
 /* ---- map ------------------------------------------------------------------------- */
 
-static int run_map(const char *path, bench_run *run)
+static int run_map(const char *path, int every_byte, bench_run *run)
 {
     struct stat st;
-    const volatile uint8_t *p;
     void *addr = NULL;
     uint64_t size, sum = 0;
     double start = now_s();
@@ -119,8 +138,7 @@ static int run_map(const char *path, bench_run *run)
         }
     }
     close(fd);
-    p = addr;
-    for (uint64_t off = 0; off < size; off += BENCH_PAGE) sum += p[off];
+    sum = touch_bytes(addr, size, !every_byte);
     run->seconds = now_s() - start;
     run->bytes = size;
     bench_sink += sum;
@@ -136,27 +154,12 @@ typedef struct touch {
     int pages_only; /* --touch-pages: one byte per page, like the map floor */
 } touch;
 
-/* A running XOR of the 64-bit words of every raw_data span: every byte is read once.
- * With --touch-pages, one byte per 4 KiB page instead: what the map floor does, so that
- * the two compare the same work (page faults, not memory bandwidth). */
+/* Every byte of every raw_data span once (--touch-pages: one byte per page). */
 static oc_status touch_tensor(void *ctx, onnx_TensorProto *t)
 {
     touch *tc = ctx;
-    const uint8_t *p = t->raw_data.data;
-    uint64_t n = t->raw_data.size, i = 0, x = 0, w;
-    if (tc->pages_only) {
-        for (; i < n; i += BENCH_PAGE) x += p[i];
-        tc->x ^= x;
-        tc->bytes += n;
-        return OC_OK;
-    }
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        x ^= w;
-    }
-    for (; i < n; i++) x ^= (uint64_t)p[i] << (8 * (i & 7));
-    tc->x ^= x;
-    tc->bytes += n;
+    tc->x ^= touch_bytes(t->raw_data.data, t->raw_data.size, tc->pages_only);
+    tc->bytes += t->raw_data.size;
     return OC_OK;
 }
 
@@ -201,6 +204,8 @@ static int run_bench(const cli_args *args)
                      args->seen[BENCH_OPT_TOUCH_PAGES] || args->seen[BENCH_OPT_POOL]))
         return cli_usage_error("bench", "--threads, --no-copy, --touch-pages and --pool apply "
                                "to 'bench load' only");
+    if (args->seen[BENCH_OPT_EVERY_BYTE] && strcmp(mode, "map") != 0)
+        return cli_usage_error("bench", "--every-byte applies to 'bench map' only");
     if (args->seen[BENCH_OPT_POOL] && args->seen[BENCH_OPT_NO_COPY])
         return cli_usage_error("bench", "--pool applies to copying loads, not --no-copy");
     if (args->seen[BENCH_OPT_REPEAT])
@@ -218,7 +223,7 @@ static int run_bench(const cli_args *args)
         memset(&run, 0, sizeof run);
         if (is_load) rc = run_load(path, &lo, args->seen[BENCH_OPT_TOUCH_PAGES], &run);
         else if (mode[0] == 'r') rc = run_read(path, &run);
-        else rc = run_map(path, &run);
+        else rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE], &run);
         if (rc != CLI_EXIT_OK) break;
         times[i] = sorted[i] = run.seconds;
         bytes = run.bytes;
@@ -259,6 +264,8 @@ static const char bench_help[] =
     "  load  load the model (.onnx with its external data, or .onnxz, told by content),\n"
     "        then read every tensor byte once (a running XOR of 64-bit words over each\n"
     "        raw_data), so that lazily mapped pages are paid for too.\n"
+    "        With --every-byte, map reads every byte the same way: the least a load that\n"
+    "        uses every byte in place can cost (page faults and memory bandwidth).\n"
     "Each run is timed from opening the file to the last byte touched; freeing and\n"
     "unmapping afterwards are not timed. Prints the first run (a cold process), the\n"
     "fastest and the median, in seconds; \"bytes\" is the file's size for read and map\n"
@@ -272,6 +279,7 @@ static const char bench_help[] =
     "                    tensor instead of every byte (the same work as the map floor)\n"
     "      --no-copy     load only: tensors share the file's mapping instead of being\n"
     "                    copied (the mode every other onnxz command uses)\n"
+    "      --every-byte  map only: read every byte of the mapping, not one per page\n"
     "      --pool        load only, copying: take tensor storage from one storage pool\n"
     "                    kept across the runs (oc_parse_options.storage_pool), so runs\n"
     "                    after the first copy into memory already faulted in\n"
