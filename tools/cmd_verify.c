@@ -174,6 +174,7 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     memset(&lo, 0, sizeof lo);
     lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
     lo.verify_checksums = 1;
+    lo.num_threads = -1; /* checksums are hashed on every core */
     /* The check: decode, resolve every external tensor (E-10..E-16), verify checksums;
      * then every tensor's size against its dims and type (W-40). */
     rc = cli_load_input(r->path, &lo, args->verbosity, &model, NULL);
@@ -218,6 +219,7 @@ static int verify_encrypted(const cli_args *args, verify_report *r)
     memset(&lo, 0, sizeof lo);
     lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
     lo.verify_checksums = 1;
+    lo.num_threads = -1; /* checksums are hashed on every core */
     lo.command = "verify";
     lo.key_file = args->value[VERIFY_OPT_KEY_FILE];
     lo.crypt_out = &r->crypt;
@@ -334,8 +336,8 @@ static const char verify_help[] =
     "     tensor entries are stored, not deflated (A-3); every stored entry's data starts\n"
     "     on a 64-byte boundary (A-4).\n"
     "A .onnx model: it decodes, every external tensor resolves to its data file under\n"
-    "the rules of spec/external-data.md, every `checksum` key matches (SHA-1), and every\n"
-    "tensor holds the bytes its dims and data type make (W-40).\n"
+    "the rules of spec/external-data.md, every `checksum` key matches (SHA-1, hashed on\n"
+    "every core), and every tensor holds the bytes its dims and data type make (W-40).\n"
     "\n"
     "An encrypted file (ONNXZEC1 or ONNXCRY1): it decrypts with the passphrase (every\n"
     "ONNXZEC1 chunk authenticates), and the model or archive inside decodes with every\n"

@@ -323,18 +323,34 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
     return OC_OK;
 }
 
-static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint8_t *data,
-                                uint64_t n, oc_owner *owner) {
-    const oc_str *want = oc_tensor_external_value(t, "checksum");
-    if (!want || !l->opts->verify_checksums) return OC_OK;
-    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+/* E-15 for every item with a checksum, once all references are resolved (E-16): the
+ * hashes are computed by up to num_threads threads, the first failure in tensor order is
+ * reported, so the result is the serial one. Bytes in a file mapping are hashed from the
+ * file (oc_bytes_write reads them with pread), whatever the load then does with them. */
+typedef struct hash_job {
+    const ext_item *item;
+    oc_owner *owner; /* the data file's mapping (NULL: the resolver's memory) */
+    const oc_str *want;
+    oc_status st;
+    oc_error err;
     char got[41];
-    /* With no_copy the tensor stays in the mapping: its pages may go once hashed (the
-     * caller touches them when it wants them). A copy reads them again at once: keep.
-     * Hashed first: without OpenSSL any checksum is OC_ERR_UNSUPPORTED, well formed or not. */
-    oc_bytes view = {data, n, l->opts->no_copy ? owner : NULL,
-                     l->opts->no_copy ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
-    OC_FORWARD(oc__sha1_span_hex(&view, got, l->err));
+} hash_job;
+
+static void hash_one(void *ctx, uint64_t i) {
+    hash_job *h = &((hash_job *)ctx)[i];
+    oc_bytes view = {h->item->data, h->item->length, h->owner, OC_BYTES_SHARED}; /* no ref */
+    h->st = oc__sha1_span_hex(&view, h->got, &h->err);
+}
+
+static oc_status check_hash(loader *l, const hash_job *h) {
+    const onnx_TensorProto *t = h->item->tensor;
+    const oc_str *want = h->want;
+    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+    /* Hashed first: without OpenSSL any checksum is OC_ERR_UNSUPPORTED, well formed or not. */
+    if (h->st != OC_OK) {
+        if (l->err) *l->err = h->err;
+        return h->st;
+    }
     int hex = want->size == 40;
     for (unsigned i = 0; hex && i < 40; i++) {
         char c = want->data[i];
@@ -348,13 +364,34 @@ static oc_status check_checksum(loader *l, const onnx_TensorProto *t, const uint
     for (unsigned i = 0; same && i < 40; i++) {
         char c = want->data[i];
         if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
-        same = c == got[i];
+        same = c == h->got[i];
     }
     if (!same)
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
-                        "(E-15)", qname(t, name), qstr(want, stored), got);
+                        "(E-15)", qname(t, name), qstr(want, stored), h->got);
     return OC_OK;
+}
+
+static oc_status check_checksums(loader *l) {
+    if (!l->opts->verify_checksums) return OC_OK;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < l->nitems; i++)
+        n += oc_tensor_external_value(l->items[i].tensor, "checksum") != NULL;
+    if (!n) return OC_OK;
+    hash_job *jobs = calloc((size_t)n, sizeof *jobs);
+    if (!jobs) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (uint64_t i = 0, k = 0; i < l->nitems; i++) {
+        const oc_str *want = oc_tensor_external_value(l->items[i].tensor, "checksum");
+        if (want)
+            jobs[k++] = (hash_job){.item = &l->items[i], .want = want,
+                                   .owner = l->files[l->items[i].file].map.owner};
+    }
+    oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, jobs);
+    oc_status st = OC_OK;
+    for (uint64_t k = 0; k < n && st == OC_OK; k++) st = check_hash(l, &jobs[k]);
+    free(jobs);
+    return st;
 }
 
 static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
@@ -401,7 +438,6 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
                         "tensor '%s': external data offset %llu is not aligned to %llu bytes, "
                         "so it cannot be used in place (load without no_copy for an aligned copy)",
                         qname(t, name), (unsigned long long)offset, (unsigned long long)align);
-    OC_FORWARD(check_checksum(l, t, data, length, m->owner));
     if (l->nitems == l->capitems) {
         uint64_t cap = l->capitems ? l->capitems * 2 : 64;
         ext_item *it = realloc(l->items, (size_t)cap * sizeof *it);
@@ -465,6 +501,7 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
                         "alignment %llu is not a power of two",
                         (unsigned long long)opts->buffer.alignment);
     oc_status st = oc_visit_tensors(desc, msg, resolve_tensor, l);
+    if (st == OC_OK) st = check_checksums(l);
     if (st == OC_OK) st = attach_all(l);
     for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
         oc_owner_unref(l->files[i].map.owner);

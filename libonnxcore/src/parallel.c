@@ -1,5 +1,6 @@
 /*
- * parallel.c - copies of tensor payloads shared among threads.
+ * parallel.c - work shared among threads: copies of tensor payloads, and any list of
+ * independent jobs (oc__parallel_for; checksums of external data use it).
  *
  * Loading a large model is dominated by copying payloads into fresh memory, and on many
  * machines by the page faults of first touching that memory; both scale with threads.
@@ -77,51 +78,66 @@ int oc__resolve_threads(int requested) {
     return requested > OC_MAX_THREADS ? OC_MAX_THREADS : requested;
 }
 
-typedef struct shared {
-    const oc__copy_list *list;
-    const uint64_t *first_chunk; /* chunk number where each job starts; [count] = total */
-    atomic_uint_fast64_t next;   /* next unclaimed chunk */
-} shared;
+typedef struct pfor {
+    void (*fn)(void *ctx, uint64_t i);
+    void *ctx;
+    uint64_t n;
+    atomic_uint_fast64_t next; /* next unclaimed index */
+} pfor;
 
-static void *worker(void *arg) {
-    shared *s = arg;
-    const oc__copy_list *l = s->list;
-    uint64_t total = s->first_chunk[l->count], job = 0;
+static void *pfor_worker(void *arg) {
+    pfor *p = arg;
     for (;;) {
-        uint64_t k = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
-        if (k >= total) return NULL;
-        /* One thread's claims only rise, so its job cursor only moves forward. */
-        while (s->first_chunk[job + 1] <= k) job++;
-        const oc__copy_job *j = &l->jobs[job];
-        uint64_t begin = (k - s->first_chunk[job]) * OC_COPY_CHUNK;
-        uint64_t n = j->size - begin < OC_COPY_CHUNK ? j->size - begin : OC_COPY_CHUNK;
-        copy_range(j, begin, n);
+        uint64_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (i >= p->n) return NULL;
+        p->fn(p->ctx, i);
     }
 }
 
-static void copy_serial(const oc__copy_list *l) {
-    for (uint64_t i = 0; i < l->count; i++)
-        if (l->jobs[i].size) copy_range(&l->jobs[i], 0, l->jobs[i].size);
+void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i), void *ctx) {
+    pfor p = {fn, ctx, n, 0};
+    atomic_init(&p.next, 0);
+    pthread_t tids[OC_MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < threads && (uint64_t)i < n && i < OC_MAX_THREADS; i++, started++)
+        if (pthread_create(&tids[started], NULL, pfor_worker, &p) != 0) break;
+    pfor_worker(&p); /* the calling thread works too; indices left by failed starts get done */
+    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+}
+
+typedef struct chunks {
+    const oc__copy_list *list;
+    const uint64_t *first_chunk; /* chunk number where each job starts; [count] = total */
+} chunks;
+
+/* Chunk k of the list: the job holding it is found by binary search over first_chunk. */
+static void copy_chunk(void *ctx, uint64_t k) {
+    const chunks *c = ctx;
+    uint64_t lo = 0, hi = c->list->count - 1; /* the last job whose first chunk is <= k */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (c->first_chunk[mid] <= k) lo = mid;
+        else hi = mid - 1;
+    }
+    const oc__copy_job *j = &c->list->jobs[lo];
+    uint64_t begin = (k - c->first_chunk[lo]) * OC_COPY_CHUNK;
+    uint64_t n = j->size - begin < OC_COPY_CHUNK ? j->size - begin : OC_COPY_CHUNK;
+    copy_range(j, begin, n);
 }
 
 void oc__copy_run(const oc__copy_list *l, int threads) {
     if (l->count == 0) return;
     uint64_t *first = threads > 1 && l->bytes >= 2u * OC_COPY_CHUNK
                           ? malloc((size_t)(l->count + 1) * sizeof *first) : NULL;
-    if (!first) {
-        copy_serial(l);
+    if (!first) { /* one thread: whole jobs, in order */
+        for (uint64_t i = 0; i < l->count; i++)
+            if (l->jobs[i].size) copy_range(&l->jobs[i], 0, l->jobs[i].size);
         return;
     }
     first[0] = 0;
     for (uint64_t i = 0; i < l->count; i++)
         first[i + 1] = first[i] + (l->jobs[i].size + OC_COPY_CHUNK - 1) / OC_COPY_CHUNK;
-    shared s = {l, first, 0};
-    atomic_init(&s.next, 0);
-    pthread_t tids[OC_MAX_THREADS];
-    int started = 0;
-    for (int i = 1; i < threads && i < OC_MAX_THREADS; i++, started++)
-        if (pthread_create(&tids[started], NULL, worker, &s) != 0) break;
-    worker(&s); /* the calling thread works too; chunks left by failed starts get done */
-    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    chunks c = {l, first};
+    oc__parallel_for(first[l->count], threads, copy_chunk, &c);
     free(first);
 }

@@ -1,5 +1,5 @@
 /*
- * internal/parallel.h - copying many byte ranges with several threads.
+ * internal/parallel.h - copying many byte ranges, and running many jobs, with several threads.
  */
 #ifndef ONNXCORE_INTERNAL_PARALLEL_H
 #define ONNXCORE_INTERNAL_PARALLEL_H
@@ -40,6 +40,11 @@ void oc__copy_one(void *dst, const void *src, uint64_t size, const oc_owner *fro
  * copies are split so that the threads share the bytes evenly. Falls back to the calling
  * thread alone when threads cannot be started. */
 void oc__copy_run(const oc__copy_list *list, int threads);
+
+/* Calls fn(ctx, i) once for every i in [0, n), in no set order, using up to `threads`
+ * threads (the caller's included; never more than n). Falls back to fewer threads, down
+ * to the calling thread alone, when threads cannot be started. */
+void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i), void *ctx);
 
 /* The thread count an option value asks for: <= 1 -> 1, negative -> online cores. */
 int oc__resolve_threads(int requested);
