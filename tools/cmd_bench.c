@@ -1,11 +1,13 @@
 /*
- * tools/cmd_bench.c - `onnxz bench read|map|load FILE`: the machine's floors for loading a
+ * tools/cmd_bench.c - `onnxz bench read|map|copy|load FILE`: the machine's floors for loading a
  * file, and our loader, timed in-process (bench/bench_load.py drives it).
  *
  *   read  malloc a fresh buffer of the file's size and read() the file into it: what any
  *         copying load must at least pay;
  *   map   mmap the file and touch one byte per 4 KiB page: what any in-place load pays
  *         once its bytes are used (--every-byte: read every byte, as load does);
+ *   copy  copy the file's bytes from memory into memory already faulted in, then read
+ *         them: what a repeated load into pooled storage pays (memory bandwidth);
  *   load  load the model (a .onnx file with its external data, or an .onnxz archive),
  *         then read every tensor byte once, so that lazily mapped pages are paid for.
  * Each run is timed from opening the file to the last byte touched; tearing down (free,
@@ -13,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +39,12 @@ static const cli_option bench_options[] = {
     {'\0', NULL, false},
 };
 
-static const char *const bench_arg_names[] = {"MODE (read, map or load)", "FILE"};
+static const char *const bench_arg_names[] = {"MODE (read, map, copy or load)", "FILE"};
 
 #define BENCH_DEFAULT_REPEAT 3
 #define BENCH_MAX_REPEAT 1000
 #define BENCH_PAGE 4096u
+#define BENCH_MAX_THREADS 1024
 
 /* Results are folded into this so that no work can be optimised away. */
 static volatile uint64_t bench_sink;
@@ -57,37 +61,47 @@ static double now_s(void)
 
 /* ---- read ------------------------------------------------------------------------ */
 
-static int run_read(const char *path, bench_run *run)
+/* The whole file in a fresh malloc'd buffer (*buf, *size); on failure a message and the
+ * exit status. */
+static int read_file(const char *path, uint8_t **buf, uint64_t *size)
 {
     struct stat st;
-    uint8_t *buf;
-    uint64_t size, done = 0;
-    double start = now_s();
+    uint64_t done = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return cli_fail_msg(path, "cannot open: %s", strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return cli_fail_msg(path, "not a regular file");
     }
-    size = (uint64_t)st.st_size;
-    buf = malloc(size ? (size_t)size : 1);
-    if (!buf) {
+    *size = (uint64_t)st.st_size;
+    *buf = malloc(*size ? (size_t)*size : 1);
+    if (!*buf) {
         close(fd);
-        return cli_fail_msg(path, "out of memory for %" PRIu64 " bytes", size);
+        return cli_fail_msg(path, "out of memory for %" PRIu64 " bytes", *size);
     }
-    while (done < size) {
-        size_t chunk = size - done > (1u << 30) ? (1u << 30) : (size_t)(size - done);
-        ssize_t n = read(fd, buf + done, chunk);
+    while (done < *size) {
+        size_t chunk = *size - done > (1u << 30) ? (1u << 30) : (size_t)(*size - done);
+        ssize_t n = read(fd, *buf + done, chunk);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             int e = n < 0 ? errno : 0;
-            free(buf);
+            free(*buf);
             close(fd);
             return cli_fail_msg(path, "read failed: %s", e ? strerror(e) : "file shrank");
         }
         done += (uint64_t)n;
     }
     close(fd);
+    return CLI_EXIT_OK;
+}
+
+static int run_read(const char *path, bench_run *run)
+{
+    uint8_t *buf;
+    uint64_t size;
+    double start = now_s();
+    int rc = read_file(path, &buf, &size);
+    if (rc != CLI_EXIT_OK) return rc;
     run->seconds = now_s() - start;
     run->bytes = size;
     bench_sink += size ? buf[size - 1] : 0;
@@ -146,6 +160,59 @@ static int run_map(const char *path, int every_byte, bench_run *run)
     return CLI_EXIT_OK;
 }
 
+/* ---- copy ------------------------------------------------------------------------ */
+
+typedef struct copy_part {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t n;
+} copy_part;
+
+static void *copy_part_run(void *arg)
+{
+    copy_part *p = arg;
+    memcpy(p->dst, p->src, p->n);
+    return NULL;
+}
+
+/* The file read into memory and a second buffer of its size faulted in, both not timed;
+ * timed: copying the first into the second, split among `threads` threads, then reading
+ * every byte of the copy. What a repeated copying load into storage already faulted in
+ * (bench load --pool), then used, costs at least: memory bandwidth. */
+static int run_copy(const char *path, int threads, bench_run *run)
+{
+    uint8_t *src, *dst;
+    uint64_t size;
+    copy_part parts[BENCH_MAX_THREADS];
+    pthread_t tids[BENCH_MAX_THREADS];
+    int started = 0, rc = read_file(path, &src, &size);
+    if (rc != CLI_EXIT_OK) return rc;
+    dst = malloc(size ? (size_t)size : 1);
+    if (!dst) {
+        free(src);
+        return cli_fail_msg(path, "out of memory for %" PRIu64 " bytes", size);
+    }
+    memset(dst, 0xa5, (size_t)size);
+    if (threads < 1) threads = 1;
+    double start = now_s();
+    for (int i = 0; i < threads; i++) { /* 64-byte-aligned slices, the last takes the rest */
+        uint64_t from = size / (uint64_t)threads * (uint64_t)i & ~(uint64_t)63;
+        uint64_t to = i + 1 == threads ? size : size / (uint64_t)threads * (uint64_t)(i + 1) & ~(uint64_t)63;
+        parts[i] = (copy_part){dst + from, src + from, (size_t)(to - from)};
+    }
+    for (int i = 1; i < threads; i++, started++)
+        if (pthread_create(&tids[started], NULL, copy_part_run, &parts[i]) != 0) break;
+    for (int i = 1 + started; i < threads; i++) copy_part_run(&parts[i]); /* not started */
+    copy_part_run(&parts[0]);
+    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    bench_sink += touch_bytes(dst, size, 0);
+    run->seconds = now_s() - start;
+    run->bytes = size;
+    free(dst);
+    free(src);
+    return CLI_EXIT_OK;
+}
+
 /* ---- load ------------------------------------------------------------------------ */
 
 typedef struct touch {
@@ -198,12 +265,15 @@ static int run_bench(const cli_args *args)
     uint64_t bytes = 0;
     int is_load = strcmp(mode, "load") == 0;
     int rc = CLI_EXIT_OK;
-    if (!is_load && strcmp(mode, "read") != 0 && strcmp(mode, "map") != 0)
-        return cli_usage_error("bench", "unknown mode '%s' (read, map or load)", mode);
-    if (!is_load && (args->seen[BENCH_OPT_THREADS] || args->seen[BENCH_OPT_NO_COPY] ||
-                     args->seen[BENCH_OPT_TOUCH_PAGES] || args->seen[BENCH_OPT_POOL]))
-        return cli_usage_error("bench", "--threads, --no-copy, --touch-pages and --pool apply "
-                               "to 'bench load' only");
+    int is_copy = strcmp(mode, "copy") == 0;
+    if (!is_load && !is_copy && strcmp(mode, "read") != 0 && strcmp(mode, "map") != 0)
+        return cli_usage_error("bench", "unknown mode '%s' (read, map, copy or load)", mode);
+    if (!is_load && (args->seen[BENCH_OPT_NO_COPY] || args->seen[BENCH_OPT_TOUCH_PAGES] ||
+                     args->seen[BENCH_OPT_POOL]))
+        return cli_usage_error("bench", "--no-copy, --touch-pages and --pool apply to "
+                               "'bench load' only");
+    if (!is_load && !is_copy && args->seen[BENCH_OPT_THREADS])
+        return cli_usage_error("bench", "--threads applies to 'bench load' and 'bench copy' only");
     if (args->seen[BENCH_OPT_EVERY_BYTE] && strcmp(mode, "map") != 0)
         return cli_usage_error("bench", "--every-byte applies to 'bench map' only");
     if (args->seen[BENCH_OPT_POOL] && args->seen[BENCH_OPT_NO_COPY])
@@ -222,6 +292,7 @@ static int run_bench(const cli_args *args)
     for (long i = 0; i < repeat && rc == CLI_EXIT_OK; i++) {
         memset(&run, 0, sizeof run);
         if (is_load) rc = run_load(path, &lo, args->seen[BENCH_OPT_TOUCH_PAGES], &run);
+        else if (is_copy) rc = run_copy(path, (int)threads, &run);
         else if (mode[0] == 'r') rc = run_read(path, &run);
         else rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE], &run);
         if (rc != CLI_EXIT_OK) break;
@@ -260,21 +331,24 @@ static const char bench_help[] =
     "  read  malloc a fresh buffer of the file's size and read() the file into it: the\n"
     "        least a load that copies the bytes can cost;\n"
     "  map   mmap the file and touch one byte per 4 KiB page (summing them): the least a\n"
-    "        load that uses the bytes in place can cost;\n"
+    "        load that uses the bytes in place can cost; with --every-byte, read every\n"
+    "        byte as load does: the least such a load costs once every byte is used;\n"
+    "  copy  copy the file's bytes (read into memory first, not timed) into a buffer\n"
+    "        already faulted in, with --threads N threads, then read every byte of the\n"
+    "        copy: the least a repeated copying load into pooled storage can cost;\n"
     "  load  load the model (.onnx with its external data, or .onnxz, told by content),\n"
     "        then read every tensor byte once (a running XOR of 64-bit words over each\n"
     "        raw_data), so that lazily mapped pages are paid for too.\n"
-    "        With --every-byte, map reads every byte the same way: the least a load that\n"
-    "        uses every byte in place can cost (page faults and memory bandwidth).\n"
     "Each run is timed from opening the file to the last byte touched; freeing and\n"
     "unmapping afterwards are not timed. Prints the first run (a cold process), the\n"
-    "fastest and the median, in seconds; \"bytes\" is the file's size for read and map\n"
-    "and the tensor bytes touched for load. Run it on a warm page cache (cat FILE\n"
+    "fastest and the median, in seconds; \"bytes\" is the file's size for read, map and\n"
+    "copy, and the tensor bytes touched for load. Run it on a warm page cache (cat FILE\n"
     ">/dev/null) to measure the loader rather than the disk.\n"
     "\n"
     "Options:\n"
     "      --repeat N    runs to time (default 3, at most 1000)\n"
-    "      --threads N   load only: parse options' num_threads (copies in parallel)\n"
+    "      --threads N   load: parse options' num_threads (copies in parallel); copy:\n"
+    "                    the threads sharing the copy\n"
     "      --touch-pages load only: after each load touch one byte per 4 KiB page of each\n"
     "                    tensor instead of every byte (the same work as the map floor)\n"
     "      --no-copy     load only: tensors share the file's mapping instead of being\n"
@@ -297,8 +371,8 @@ static const char bench_help[] =
 
 const cli_command cmd_bench = {
     "bench",
-    "time loading a file: read and map floors, and our loader",
-    "onnxz bench [options] read|map|load FILE",
+    "time loading a file: read, map and copy floors, and our loader",
+    "onnxz bench [options] read|map|copy|load FILE",
     bench_help,
     bench_options,
     bench_arg_names,
