@@ -10,8 +10,8 @@
  *         them: what a repeated load into pooled storage pays (memory bandwidth);
  *   load  load the model (a .onnx file with its external data, or an .onnxz archive),
  *         then read every tensor byte once, so that lazily mapped pages are paid for.
- * Each run is timed from opening the file to the last byte touched; tearing down (free,
- * munmap) is not timed.
+ * Each run is timed from opening the file (copy: from the first byte copied) to the last
+ * byte touched; tearing down (free, munmap) is not timed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +194,8 @@ static int run_copy(const char *path, int threads, bench_run *run)
     }
     memset(dst, 0xa5, (size_t)size);
     if (threads < 1) threads = 1;
+    if ((uint64_t)threads > (size >> 20)) /* at least 1 MiB per thread, as in the loader */
+        threads = size >> 20 ? (int)(size >> 20) : 1;
     double start = now_s();
     for (int i = 0; i < threads; i++) { /* 64-byte-aligned slices, the last takes the rest */
         uint64_t from = size / (uint64_t)threads * (uint64_t)i & ~(uint64_t)63;
@@ -339,16 +341,17 @@ static const char bench_help[] =
     "  load  load the model (.onnx with its external data, or .onnxz, told by content),\n"
     "        then read every tensor byte once (a running XOR of 64-bit words over each\n"
     "        raw_data), so that lazily mapped pages are paid for too.\n"
-    "Each run is timed from opening the file to the last byte touched; freeing and\n"
-    "unmapping afterwards are not timed. Prints the first run (a cold process), the\n"
-    "fastest and the median, in seconds; \"bytes\" is the file's size for read, map and\n"
-    "copy, and the tensor bytes touched for load. Run it on a warm page cache (cat FILE\n"
-    ">/dev/null) to measure the loader rather than the disk.\n"
+    "Each run is timed from opening the file (copy: from the first byte copied) to the\n"
+    "last byte touched; freeing and unmapping afterwards are not timed. Prints the\n"
+    "first run (a cold process), the fastest and the median, in seconds; \"bytes\" is\n"
+    "the file's size for read, map and copy, and the tensor bytes touched for load.\n"
+    "Run it on a warm page cache (cat FILE >/dev/null) to measure the loader rather\n"
+    "than the disk.\n"
     "\n"
     "Options:\n"
     "      --repeat N    runs to time (default 3, at most 1000)\n"
     "      --threads N   load: parse options' num_threads (copies in parallel); copy:\n"
-    "                    the threads sharing the copy\n"
+    "                    the threads sharing the copy, one per MiB at most (default 1)\n"
     "      --touch-pages load only: after each load touch one byte per 4 KiB page of each\n"
     "                    tensor instead of every byte (the same work as the map floor)\n"
     "      --no-copy     load only: tensors share the file's mapping instead of being\n"

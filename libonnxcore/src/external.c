@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* syscall() for openat2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,54 +324,88 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
     return OC_OK;
 }
 
-/* E-15 for every item with a checksum, once all references are resolved (E-16): the
- * hashes are computed by up to num_threads threads, the first failure in tensor order is
- * reported, so the result is the serial one. Bytes in a file mapping are hashed from the
- * file (oc_bytes_write reads them with pread), whatever the load then does with them. */
+/* E-15 for every item with a checksum, once all references are resolved (E-16): up to
+ * num_threads threads hash the items; the first failure in model order is reported, so
+ * the result is the serial one whatever the thread count. Items after a known failure are
+ * not hashed (their result cannot matter); the failing item is hashed again, alone, for
+ * its message. */
 typedef struct hash_job {
     const ext_item *item;
-    oc_owner *owner; /* the data file's mapping (NULL: the resolver's memory) */
     const oc_str *want;
-    oc_status st;
-    oc_error err;
     char got[41];
 } hash_job;
 
-static void hash_one(void *ctx, uint64_t i) {
-    hash_job *h = &((hash_job *)ctx)[i];
-    oc_bytes view = {h->item->data, h->item->length, h->owner, OC_BYTES_SHARED}; /* no ref */
-    h->st = oc__sha1_span_hex(&view, h->got, &h->err);
+typedef struct hashing {
+    const loader *l;
+    hash_job *jobs;
+    atomic_uint_fast64_t first_failed; /* lowest failed job so far; the job count: none */
+} hashing;
+
+/* An item's bytes as a span to hash (no reference taken). A no_copy load keeps them in
+ * the mapping, so they are hashed with its owner: read from the file with pread where a
+ * descriptor was kept, else through the pages, which may go once hashed. A copy load
+ * reads them again at once, so only spans that pread will read get the owner; the others
+ * are hashed through the mapping's pages, which stay for the copy. */
+static oc_bytes hash_view(const loader *l, const ext_item *it) {
+    oc_bytes v = {it->data, it->length, l->files[it->file].map.owner, OC_BYTES_SHARED};
+    int fd;
+    uint64_t at;
+    if (!l->opts->no_copy &&
+        !(v.size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(&v, &fd, &at))) {
+        v.owner = NULL;
+        v.mode = OC_BYTES_BORROWED;
+    }
+    return v;
 }
 
-static oc_status check_hash(loader *l, const hash_job *h) {
-    const onnx_TensorProto *t = h->item->tensor;
-    const oc_str *want = h->want;
-    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
-    /* Hashed first: without OpenSSL any checksum is OC_ERR_UNSUPPORTED, well formed or not. */
-    if (h->st != OC_OK) {
-        if (l->err) *l->err = h->err;
-        return h->st;
-    }
-    int hex = want->size == 40;
-    for (unsigned i = 0; hex && i < 40; i++) {
-        char c = want->data[i];
-        hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-    }
-    if (!hex) /* E-1: not a SHA-1 at all, so no data can match it (E-15's status) */
-        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
-                        "so no data matches it (E-1, E-15)", qname(t, name), qstr(want, stored));
+/* 0: want is got; 1: want is not 40 hex digits (E-1: no data matches it); 2: differs. */
+static int compare_digest(const oc_str *want, const char got[41]) {
+    if (want->size != 40) return 1;
     int same = 1;
-    for (unsigned i = 0; same && i < 40; i++) {
+    for (unsigned i = 0; i < 40; i++) {
         char c = want->data[i];
         if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
-        same = c == h->got[i];
+        else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 1;
+        same = same && c == got[i];
     }
-    if (!same)
+    return same ? 0 : 2;
+}
+
+static void hash_one(void *ctx, uint64_t i) {
+    hashing *h = ctx;
+    if (i > atomic_load_explicit(&h->first_failed, memory_order_relaxed)) return;
+    hash_job *j = &h->jobs[i];
+    oc_bytes v = hash_view(h->l, j->item);
+    oc_error scratch;
+    if (oc__sha1_span_hex(&v, j->got, &scratch) == OC_OK && compare_digest(j->want, j->got) == 0)
+        return;
+    uint_fast64_t cur = atomic_load_explicit(&h->first_failed, memory_order_relaxed);
+    while (i < cur && !atomic_compare_exchange_weak(&h->first_failed, &cur, i)) {
+    }
+}
+
+/* The failure of one job, with its message. Hashed first: without OpenSSL any checksum
+ * is OC_ERR_UNSUPPORTED, well formed or not. */
+static oc_status hash_failure(const loader *l, hash_job *j) {
+    const onnx_TensorProto *t = j->item->tensor;
+    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+    oc_bytes v = hash_view(l, j->item);
+    OC_FORWARD(oc__sha1_span_hex(&v, j->got, l->err));
+    switch (compare_digest(j->want, j->got)) {
+    case 0: /* later items were not hashed: this cannot pass as success */
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum did not match, then matched when "
+                        "hashed again: its data file changed during the load (E-15)",
+                        qname(t, name));
+    case 1:
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
+                        "so no data matches it (E-1, E-15)", qname(t, name), qstr(j->want, stored));
+    default:
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
-                        "(E-15)", qname(t, name), qstr(want, stored), h->got);
-    return OC_OK;
+                        "(E-15)", qname(t, name), qstr(j->want, stored), j->got);
+    }
 }
 
 static oc_status check_checksums(loader *l) {
@@ -379,18 +414,17 @@ static oc_status check_checksums(loader *l) {
     for (uint64_t i = 0; i < l->nitems; i++)
         n += oc_tensor_external_value(l->items[i].tensor, "checksum") != NULL;
     if (!n) return OC_OK;
-    hash_job *jobs = calloc((size_t)n, sizeof *jobs);
-    if (!jobs) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    hashing h = {.l = l, .jobs = calloc((size_t)n, sizeof *h.jobs)};
+    if (!h.jobs) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    atomic_init(&h.first_failed, n);
     for (uint64_t i = 0, k = 0; i < l->nitems; i++) {
         const oc_str *want = oc_tensor_external_value(l->items[i].tensor, "checksum");
-        if (want)
-            jobs[k++] = (hash_job){.item = &l->items[i], .want = want,
-                                   .owner = l->files[l->items[i].file].map.owner};
+        if (want) h.jobs[k++] = (hash_job){.item = &l->items[i], .want = want};
     }
-    oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, jobs);
-    oc_status st = OC_OK;
-    for (uint64_t k = 0; k < n && st == OC_OK; k++) st = check_hash(l, &jobs[k]);
-    free(jobs);
+    oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, &h);
+    uint64_t failed = atomic_load(&h.first_failed);
+    oc_status st = failed < n ? hash_failure(l, &h.jobs[failed]) : OC_OK;
+    free(h.jobs);
     return st;
 }
 

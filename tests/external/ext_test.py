@@ -271,41 +271,49 @@ hostile("checksum_good", [L("good.bin"), ("checksum", hashlib.sha1(payload).hexd
 
 
 def checksums_in_parallel():
-    """E-15 with threads: 24 tensors of 320 KiB (hashed from the file with pread) in one data
-    file, checksums from hashlib; two of them wrong. Every thread count, copying or not,
-    reports the first wrong tensor in model order, as a serial load does, and a model with
-    every checksum right loads to the same bytes."""
+    """E-15 with threads, in two layouts: 24 tensors of 320 KiB in one data file (hashed from
+    the file with pread) and 24 files of 40 KiB (hashed through their mappings, no
+    descriptor kept); checksums from hashlib, two of them wrong. Every thread count, copying
+    or not, reports the first wrong tensor in model order, as a serial load does, and a
+    model with every checksum right loads to the same bytes."""
     d = os.path.join(H, "par_sum")
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(11)
-    blobs = [rng.integers(0, 256, 320 << 10, dtype=np.uint8).tobytes() for _ in range(24)]
-    with open(os.path.join(d, "w.bin"), "wb") as f:
-        f.write(b"".join(blobs))
-    for bad in ([], [7, 19]):
-        inits = []
-        for i, blob in enumerate(blobs):
-            t = TensorProto(name=f"p{i}", data_type=TensorProto.UINT8, dims=[len(blob)],
-                            data_location=TensorProto.EXTERNAL)
-            digest = hashlib.sha1(blob).hexdigest()
-            for k, v in [("location", "w.bin"), ("offset", str(i * len(blob))),
-                         ("length", str(len(blob))),
-                         ("checksum", "f" * 40 if i in bad else digest.upper() if i % 2 else digest)]:
-                e = t.external_data.add()
-                e.key, e.value = k, v
-            inits.append(t)
-        path = os.path.join(d, f"bad{len(bad)}.onnx")
-        open(path, "wb").write(helper.make_model(helper.make_graph([], "g", [], [], inits)).SerializeToString())
-        for threads in ["1", "2", "5"]:
-            for mode in [[], ["--no-copy"]]:
-                out = os.path.join(d, "out.onnx")
-                rc, msg = run(path, out, "--verify", "--threads", threads, *mode)
-                what = f"checksums, {len(bad)} wrong, {threads} threads {mode}"
-                if bad:
-                    check(rc == 1 and msg.startswith("checksum mismatch:") and "'p7'" in msg,
-                          f"{what}: want the first wrong tensor p7: rc={rc} '{msg}'")
-                elif check(rc == 0, f"{what}: rc={rc} '{msg}'"):
-                    got = [numpy_helper.to_array(t).tobytes() for t in onnx.load(out).graph.initializer]
-                    check(got == blobs, f"{what}: the loaded bytes differ")
+    for layout, size in [("one", 320 << 10), ("many", 40 << 10)]:
+        blobs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(24)]
+        if layout == "one":
+            refs = [("w.bin", i * size) for i in range(24)]
+            with open(os.path.join(d, "w.bin"), "wb") as f:
+                f.write(b"".join(blobs))
+        else:
+            refs = [(f"w{i}.bin", 0) for i in range(24)]
+            for (name, _), blob in zip(refs, blobs):
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(blob)
+        for bad in ([], [7, 19]):
+            inits = []
+            for i, (blob, (loc, off)) in enumerate(zip(blobs, refs)):
+                t = TensorProto(name=f"p{i}", data_type=TensorProto.UINT8, dims=[len(blob)],
+                                data_location=TensorProto.EXTERNAL)
+                digest = hashlib.sha1(blob).hexdigest()
+                for k, v in [("location", loc), ("offset", str(off)), ("length", str(len(blob))),
+                             ("checksum", "f" * 40 if i in bad else digest.upper() if i % 2 else digest)]:
+                    e = t.external_data.add()
+                    e.key, e.value = k, v
+                inits.append(t)
+            path = os.path.join(d, f"{layout}{len(bad)}.onnx")
+            open(path, "wb").write(helper.make_model(helper.make_graph([], "g", [], [], inits)).SerializeToString())
+            for threads in ["1", "2", "5"]:
+                for mode in [[], ["--no-copy"]]:
+                    out = os.path.join(d, "out.onnx")
+                    rc, msg = run(path, out, "--verify", "--threads", threads, *mode)
+                    what = f"checksums, {layout} file(s), {len(bad)} wrong, {threads} threads {mode}"
+                    if bad:
+                        check(rc == 1 and msg.startswith("checksum mismatch:") and "'p7'" in msg,
+                              f"{what}: want the first wrong tensor p7: rc={rc} '{msg}'")
+                    elif check(rc == 0, f"{what}: rc={rc} '{msg}'"):
+                        got = [numpy_helper.to_array(t).tobytes() for t in onnx.load(out).graph.initializer]
+                        check(got == blobs, f"{what}: the loaded bytes differ")
 
 
 if HAVE_OPENSSL:
