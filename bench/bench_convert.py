@@ -13,7 +13,8 @@ Then, alternating the contenders round by round so that machine noise hits all a
 For each: median wall seconds, the ratio to cp and to cp+sync, and peak RSS (measured by a
 small fresh interpreter that forks the command: Linux counts a child's pre-exec memory in
 its peak, so the parent must be small). The page cache is warm for every contender (the
-input is read once before the first round); outputs are deleted between runs.
+input is dropped from it, then read once sequentially, before the first round); outputs
+are deleted between runs.
 
 usage: bench_convert.py ONNXZ_EXE [--work DIR] [--size-gib N] [--rounds N] [--json FILE]
 """
@@ -108,7 +109,11 @@ def main():
     model, data = generate(a.work, a.size_gib)
     w = lambda name: os.path.join(a.work, name)
     size = os.path.getsize(data)
-    subprocess.run(["cat", data], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    # The page cache filled the same way on every run (dropped, then read once sequentially),
+    # as bench_load.py does: how it was filled decides whether it holds large pages.
+    with open(data, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    subprocess.run(["cat", data], stdout=subprocess.DEVNULL, check=True)
     remove(w("two.onnxz"))
     probe([z, "convert", "-q", model, w("two.onnxz")])  # unpack needs an archive
     steps = {
