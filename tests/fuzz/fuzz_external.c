@@ -349,6 +349,8 @@ typedef struct predictor {
     oc_status st;            /* the first failure, or OC_OK */
     oc_status alt;           /* another acceptable failure, or OC_OK */
     const char *why;
+    oc_status sum_st;        /* the first checksum failure (E-15: checked after the rest) */
+    const char *sum_why;
     tensor_expect *t;
     uint64_t n, cap;
     opened files[64];
@@ -360,6 +362,13 @@ static void predict_fail(predictor *p, oc_status st, oc_status alt, const char *
         p->st = st;
         p->alt = alt;
         p->why = why;
+    }
+}
+
+static void predict_sum_fail(predictor *p, oc_status st, const char *why) {
+    if (p->sum_st == OC_OK) {
+        p->sum_st = st;
+        p->sum_why = why;
     }
 }
 
@@ -434,12 +443,18 @@ static oc_status predict_tensor(void *ctx, onnx_TensorProto *t) {
             if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
             same = c == got[k];
         }
-        if (!same) predict_fail(p, OC_ERR_CHECKSUM, OC_OK, "checksum");
+        if (!same) predict_sum_fail(p, OC_ERR_CHECKSUM, "checksum");
 #else
-        predict_fail(p, OC_ERR_UNSUPPORTED, OC_OK, "checksum without OpenSSL");
+        predict_sum_fail(p, OC_ERR_UNSUPPORTED, "checksum without OpenSSL");
 #endif
     }
     return OC_OK;
+}
+
+/* After the walk: checksums are the last check of a load (E-15), so the first checksum
+ * failure counts only when every reference passed everything else. */
+static void predict_checksums(predictor *p) {
+    if (p->sum_st != OC_OK) predict_fail(p, p->sum_st, OC_OK, p->sum_why);
 }
 
 /* ---- checking a load ---- */
@@ -565,6 +580,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             p.why = "the model does not decode";
         } else {
             oc_visit_tensors(&onnx_ModelProto_desc, msg, predict_tensor, &p);
+            predict_checksums(&p);
         }
         oc_model *m = NULL;
         oc_error err;
