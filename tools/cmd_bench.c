@@ -197,9 +197,10 @@ static int run_copy(const char *path, int threads, bench_run *run)
     if ((uint64_t)threads > (size >> 20)) /* at least 1 MiB per thread, as in the loader */
         threads = size >> 20 ? (int)(size >> 20) : 1;
     double start = now_s();
+    uint64_t slice = size / (uint64_t)threads;
     for (int i = 0; i < threads; i++) { /* 64-byte-aligned slices, the last takes the rest */
-        uint64_t from = size / (uint64_t)threads * (uint64_t)i & ~(uint64_t)63;
-        uint64_t to = i + 1 == threads ? size : size / (uint64_t)threads * (uint64_t)(i + 1) & ~(uint64_t)63;
+        uint64_t from = slice * (uint64_t)i & ~(uint64_t)63;
+        uint64_t to = i + 1 == threads ? size : slice * (uint64_t)(i + 1) & ~(uint64_t)63;
         parts[i] = (copy_part){dst + from, src + from, (size_t)(to - from)};
     }
     for (int i = 1; i < threads; i++, started++)
@@ -284,7 +285,8 @@ static int run_bench(const cli_args *args)
         rc = cli_parse_int("bench", "repeat", args->value[BENCH_OPT_REPEAT], 1, BENCH_MAX_REPEAT,
                            &repeat);
     if (rc == CLI_EXIT_OK && args->seen[BENCH_OPT_THREADS])
-        rc = cli_parse_int("bench", "threads", args->value[BENCH_OPT_THREADS], 1, 1024, &threads);
+        rc = cli_parse_int("bench", "threads", args->value[BENCH_OPT_THREADS], 1,
+                           BENCH_MAX_THREADS, &threads);
     if (rc != CLI_EXIT_OK) return rc;
     memset(&lo, 0, sizeof lo);
     lo.copy = !args->seen[BENCH_OPT_NO_COPY];

@@ -332,7 +332,6 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
 typedef struct hash_job {
     const ext_item *item;
     const oc_str *want;
-    char got[41];
 } hash_job;
 
 typedef struct hashing {
@@ -374,10 +373,11 @@ static int compare_digest(const oc_str *want, const char got[41]) {
 static void hash_one(void *ctx, uint64_t i) {
     hashing *h = ctx;
     if (i > atomic_load_explicit(&h->first_failed, memory_order_relaxed)) return;
-    hash_job *j = &h->jobs[i];
+    const hash_job *j = &h->jobs[i];
     oc_bytes v = hash_view(h->l, j->item);
     oc_error scratch;
-    if (oc__sha1_span_hex(&v, j->got, &scratch) == OC_OK && compare_digest(j->want, j->got) == 0)
+    char got[41];
+    if (oc__sha1_span_hex(&v, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0)
         return;
     uint_fast64_t cur = atomic_load_explicit(&h->first_failed, memory_order_relaxed);
     while (i < cur && !atomic_compare_exchange_weak(&h->first_failed, &cur, i)) {
@@ -386,12 +386,12 @@ static void hash_one(void *ctx, uint64_t i) {
 
 /* The failure of one job, with its message. Hashed first: without OpenSSL any checksum
  * is OC_ERR_UNSUPPORTED, well formed or not. */
-static oc_status hash_failure(const loader *l, hash_job *j) {
+static oc_status hash_failure(const loader *l, const hash_job *j) {
     const onnx_TensorProto *t = j->item->tensor;
-    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE], got[41];
     oc_bytes v = hash_view(l, j->item);
-    OC_FORWARD(oc__sha1_span_hex(&v, j->got, l->err));
-    switch (compare_digest(j->want, j->got)) {
+    OC_FORWARD(oc__sha1_span_hex(&v, got, l->err));
+    switch (compare_digest(j->want, got)) {
     case 0: /* later items were not hashed: this cannot pass as success */
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum did not match, then matched when "
@@ -404,23 +404,23 @@ static oc_status hash_failure(const loader *l, hash_job *j) {
     default:
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
-                        "(E-15)", qname(t, name), qstr(j->want, stored), j->got);
+                        "(E-15)", qname(t, name), qstr(j->want, stored), got);
     }
 }
 
 static oc_status check_checksums(loader *l) {
     if (!l->opts->verify_checksums) return OC_OK;
+    hashing h = {.l = l};
     uint64_t n = 0;
-    for (uint64_t i = 0; i < l->nitems; i++)
-        n += oc_tensor_external_value(l->items[i].tensor, "checksum") != NULL;
-    if (!n) return OC_OK;
-    hashing h = {.l = l, .jobs = calloc((size_t)n, sizeof *h.jobs)};
-    if (!h.jobs) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    atomic_init(&h.first_failed, n);
-    for (uint64_t i = 0, k = 0; i < l->nitems; i++) {
+    for (uint64_t i = 0; i < l->nitems; i++) {
         const oc_str *want = oc_tensor_external_value(l->items[i].tensor, "checksum");
-        if (want) h.jobs[k++] = (hash_job){.item = &l->items[i], .want = want};
+        if (!want) continue;
+        if (!h.jobs && !(h.jobs = malloc((size_t)(l->nitems - i) * sizeof *h.jobs)))
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        h.jobs[n++] = (hash_job){&l->items[i], want};
     }
+    if (!n) return OC_OK;
+    atomic_init(&h.first_failed, n);
     oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, &h);
     uint64_t failed = atomic_load(&h.first_failed);
     oc_status st = failed < n ? hash_failure(l, &h.jobs[failed]) : OC_OK;
