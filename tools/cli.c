@@ -327,6 +327,20 @@ double cli_now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+char *cli_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    char *dir;
+    if (slash == path) n = 1; /* "/x" lives in "/" */
+    dir = malloc(n + 1);
+    if (!dir) return NULL;
+    if (slash) memcpy(dir, path, n);
+    else dir[0] = '.';
+    dir[n] = '\0';
+    return dir;
+}
+
 cli_form cli_input_form(const char *path)
 {
     return oz_is_archive_file(path) ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;

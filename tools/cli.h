@@ -128,6 +128,10 @@ typedef enum cli_form {
     CLI_FORM_ONNXZ  /* an .onnxz archive (spec/onnxz.md) */
 } cli_form;
 
+/* The directory part of path ("." when there is none, "/" for "/x"), malloc'd; NULL when
+ * out of memory. */
+char *cli_dir_of(const char *path);
+
 /* The form of an input file, told by its content (a ZIP signature), not its name. */
 cli_form cli_input_form(const char *path);
 
@@ -182,6 +186,12 @@ int cli_parse_int(const char *command, const char *option, const char *text, lon
 /* Refuses to clobber without force: out must not exist (it may be in only with force).
  * Returns CLI_EXIT_OK or CLI_EXIT_FAILURE after printing the error. */
 int cli_check_output(const char *in, const char *out, bool force);
+
+/* Sets the model's metadata_props entry key (klen bytes) to value: the first entry with
+ * the key gets it, later ones go; one is added when there is none (cmd_meta.c). OC_OK or
+ * OC_ERR_NOMEM. */
+oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *model, const char *key,
+                           size_t klen, const char *value);
 
 /* The commands (cmd_*.c). */
 extern const cli_command cmd_convert;

@@ -74,49 +74,37 @@ static uint64_t remove_key(onnx_ModelProto *m, const char *key, size_t klen)
     return n - kept;
 }
 
-static oc_status set_key(oc_arena *arena, onnx_ModelProto *m, const char *kv, oc_error *err)
+oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *m, const char *key, size_t klen,
+                           const char *value)
 {
-    const char *eq = strchr(kv, '=');
-    size_t klen = (size_t)(eq - kv);
     onnx_StringStringEntryProto *e = NULL;
-    char *key;
-    oc_status st;
+    oc_status st = OC_OK;
     /* The first entry with the key gets the value; later duplicates go. */
     for (uint64_t i = 0; i < m->metadata_props.count; i++) {
         onnx_StringStringEntryProto *x = m->metadata_props.items[i];
-        if (x && str_eq(&x->key, kv, klen)) {
+        if (x && str_eq(&x->key, key, klen)) {
             e = x;
             break;
         }
     }
-    key = malloc(klen + 1);
-    if (!key) return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    memcpy(key, kv, klen);
-    key[klen] = '\0';
     if (!e) {
         e = OC_ADD(arena, StringStringEntryProto, m->metadata_props);
-        if (!e) {
-            free(key);
-            return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        }
-        st = oc_str_set_cstr(arena, &e->key, key);
+        if (!e) return OC_ERR_NOMEM;
+        st = oc_str_set(arena, &e->key, key, klen);
         if (st == OC_OK) OC_SET_HAS(StringStringEntryProto, e, key);
     } else {
         /* Keep e, drop the others with the same key. */
         uint64_t kept = 0;
         for (uint64_t i = 0; i < m->metadata_props.count; i++) {
             onnx_StringStringEntryProto *x = m->metadata_props.items[i];
-            if (x != e && x && str_eq(&x->key, kv, klen)) continue;
+            if (x != e && x && str_eq(&x->key, key, klen)) continue;
             m->metadata_props.items[kept++] = x;
         }
         m->metadata_props.count = kept;
-        st = OC_OK;
     }
-    free(key);
-    if (st == OC_OK) st = oc_str_set_cstr(arena, &e->value, eq + 1);
+    if (st == OC_OK) st = oc_str_set_cstr(arena, &e->value, value);
     if (st == OC_OK) OC_SET_HAS(StringStringEntryProto, e, value);
-    if (st != OC_OK) return oc_error_set(err, st, OC_NO_OFFSET, "out of memory");
-    return OC_OK;
+    return st;
 }
 
 static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *err)
@@ -140,8 +128,7 @@ static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *er
             OC_SET_HAS(ModelProto, m, doc_string);
             break;
         case META_OPT_SET:
-            st = set_key(arena, m, v, err);
-            if (st != OC_OK) return st;
+            st = cli_metadata_set(arena, m, v, (size_t)(strchr(v, '=') - v), strchr(v, '=') + 1);
             break;
         case META_OPT_UNSET:
             remove_key(m, v, strlen(v));

@@ -14,6 +14,7 @@
 #include <onnxz/archive.h>
 
 #include "cli.h"
+#include "stub_record.h"
 
 enum { STUB_OPT_FORCE = 0 };
 
@@ -28,29 +29,15 @@ typedef struct stub_ctx {
     const oz_zip_reader *zip;
     oc_arena *arena;
     const char *archive_name; /* the archive's file name, the new location */
+    stub_records records;     /* the entries used, for the check of A-62 */
     uint64_t tensors;
     uint64_t bytes;
     char message[600];        /* the tool's own error, when the visit stops */
 } stub_ctx;
 
-/* The directory part of path ("." when there is none). */
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 1;
-    char *dir;
-    if (slash == path) n = 1; /* "/x" lives in "/" */
-    dir = malloc(n + 1);
-    if (!dir) return NULL;
-    if (slash) memcpy(dir, path, n);
-    else dir[0] = '.';
-    dir[n] = '\0';
-    return dir;
-}
-
 static int same_directory(const char *a, const char *b, int *same)
 {
-    char *da = dir_of(a), *db = dir_of(b);
+    char *da = cli_dir_of(a), *db = cli_dir_of(b);
     struct stat sa, sb;
     int ok = da && db && stat(da, &sa) == 0 && stat(db, &sb) == 0;
     *same = ok && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
@@ -92,6 +79,7 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     oz_zip_entry entry;
     oc_error err;
     oc_status st;
+    char qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
     if (!oc_tensor_is_external(t)) return OC_OK;
     loc = oc_tensor_external_value(t, "location");
     if (!loc) {
@@ -122,11 +110,19 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
                  entry.name, (int)(t->name.size > 200 ? 200 : t->name.size), t->name.data);
         return OC_ERR_UNSUPPORTED;
     }
+    if (memchr(entry.name, '\n', entry.name_len)) {
+        snprintf(ctx->message, sizeof ctx->message,
+                 "entry '%s' of tensor '%s' has a line break in its name: the stub cannot "
+                 "record it (A-61)", oc_quote(entry.name, entry.name_len, qe, sizeof qe),
+                 oc_quote(t->name.data, t->name.size, qt, sizeof qt));
+        return OC_ERR_UNSUPPORTED;
+    }
     st = set_ext(ctx->arena, t, "location", ctx->archive_name);
     snprintf(num, sizeof num, "%" PRIu64, entry.data_offset);
     if (st == OC_OK) st = set_ext(ctx->arena, t, "offset", num);
     snprintf(num, sizeof num, "%" PRIu64, entry.uncompressed_size);
     if (st == OC_OK) st = set_ext(ctx->arena, t, "length", num);
+    if (st == OC_OK) st = stub_records_add(&ctx->records, &entry);
     if (st != OC_OK) {
         snprintf(ctx->message, sizeof ctx->message, "out of memory");
         return st;
@@ -185,6 +181,11 @@ static int run_stub(const cli_args *args)
     ctx.arena = oc_model_arena(model);
     st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), point_into_archive, &ctx);
     oz_archive_close(ar);
+    if (st == OC_OK && stub_records_attach(&ctx.records, model) != OC_OK) {
+        st = OC_ERR_NOMEM;
+        snprintf(ctx.message, sizeof ctx.message, "out of memory");
+    }
+    stub_records_free(&ctx.records);
     if (st != OC_OK) {
         oc_model_free(model);
         return cli_fail_msg(archive, "%s", ctx.message[0] ? ctx.message : oc_status_name(st));
@@ -215,8 +216,16 @@ static const char stub_help[] =
     "OUT must be in the same directory as ARCHIVE (locations are relative to the\n"
     "model's directory). Only STORED entries can be referenced: a deflated tensor entry\n"
     "is an error (`onnxz convert` rewrites the archive with stored entries). Tensors\n"
-    "held inside the model stay there. OUT stays valid only while ARCHIVE is unchanged:\n"
-    "`onnxz meta` edits keep the tensor entries where they are, a new archive does not.\n"
+    "held inside the model stay there.\n"
+    "\n"
+    "OUT also records, in its metadata_props under \"onnxz.stub\", each entry it uses:\n"
+    "name, data offset, size and CRC-32 (runtimes ignore it), so that `onnxz verify OUT`\n"
+    "can tell whether ARCHIVE still holds those entries where OUT reads them. What\n"
+    "survives: `onnxz meta` edits of ARCHIVE (they rewrite only __MODEL_PROTO; the\n"
+    "weights do not move), and edits of OUT itself. What does not: rebuilding ARCHIVE\n"
+    "(`onnxz convert -f ... ARCHIVE`, another --align, a zip tool), after which OUT reads\n"
+    "the wrong bytes and a runtime gives wrong answers without an error: `onnxz verify\n"
+    "OUT` fails, naming the tensor; make the stub again (spec/onnxz.md A-60..A-64).\n"
     "\n"
     "Options:\n"
     "  -f, --force     overwrite OUT if it exists\n"
@@ -225,6 +234,7 @@ static const char stub_help[] =
     "\n"
     "Examples:\n"
     "  onnxz stub model.onnxz model.onnx\n"
+    "  onnxz verify model.onnx          (still the archive it was made from?)\n"
     "  onnxz stub /models/big.onnxz /models/big.onnx && python3 -c \\\n"
     "      'import onnx; onnx.load(\"/models/big.onnx\")'\n";
 

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "model_stats.h"
 #include "passphrase.h"
+#include "stub_record.h"
 
 enum {
     VERIFY_OPT_JSON = 0,
@@ -46,6 +47,7 @@ typedef struct verify_report {
     uint64_t external_files;
     uint64_t external_bytes;
     uint64_t checksums;
+    uint64_t stub_references; /* tensors checked against archive entries */
     /* encrypted files */
     oc_crypt_format crypt;
     cli_form payload;
@@ -201,8 +203,10 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     r->external_bytes = stats.external.bytes;
     oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), count_checksum, &r->checksums);
     model_stats_free(&stats);
+    /* A stub: every reference into an archive is the entry it was made from. */
+    rc = stub_check(r->path, lo.data_dir, model, &r->stub_references);
     oc_model_free(model);
-    return CLI_EXIT_OK;
+    return rc;
 }
 
 /* ---- encrypted files ------------------------------------------------------------- */
@@ -270,6 +274,10 @@ static void print_human(FILE *out, const verify_report *r)
                     r->checksums == 1 ? "" : "s");
         else
             fputs(", no checksums to verify", out);
+        if (r->stub_references)
+            fprintf(out, ", %" PRIu64 " reference%s into an archive match%s its entries",
+                    r->stub_references, r->stub_references == 1 ? "" : "s",
+                    r->stub_references == 1 ? "es" : "");
     }
     fputc('\n', out);
 }
@@ -290,13 +298,17 @@ static void print_json(FILE *out, const verify_report *r)
                 ", \"tensor_entries\": %" PRIu64 ", \"entry_tensors\": %" PRIu64
                 ", \"entry_bytes\": %" PRIu64 ", \"model_size\": %" PRIu64 "}\n",
                 r->entries, r->tensor_entries, r->entry_tensors, r->entry_bytes, r->model_size);
-    else
+    else {
         fprintf(out,
                 ", \"format\": \"onnx\", \"ok\": true, \"tensors\": %" PRIu64
                 ", \"external_tensors\": %" PRIu64 ", \"external_files\": %" PRIu64
-                ", \"external_bytes\": %" PRIu64 ", \"checksums_verified\": %" PRIu64 "}\n",
+                ", \"external_bytes\": %" PRIu64 ", \"checksums_verified\": %" PRIu64,
                 r->tensors, r->external_tensors, r->external_files, r->external_bytes,
                 r->checksums);
+        if (r->stub_references)
+            fprintf(out, ", \"archive_references\": %" PRIu64, r->stub_references);
+        fputs("}\n", out);
+    }
 }
 
 static int run_verify(const cli_args *args)
@@ -338,6 +350,10 @@ static const char verify_help[] =
     "A .onnx model: it decodes, every external tensor resolves to its data file under\n"
     "the rules of spec/external-data.md, every `checksum` key matches (SHA-1, hashed on\n"
     "every core), and every tensor holds the bytes its dims and data type make (W-40).\n"
+    "A stub (`onnxz stub`: tensors whose location is an .onnxz archive): each such\n"
+    "reference is still the entry the stub was made from: same name, data offset, size\n"
+    "and CRC-32, and the bytes have that CRC-32 (spec/onnxz.md A-62). A rebuilt archive\n"
+    "fails, naming the tensor; an archive edited by `onnxz meta` passes.\n"
     "\n"
     "An encrypted file (ONNXZEC1 or ONNXCRY1): it decrypts with the passphrase (every\n"
     "ONNXZEC1 chunk authenticates), and the model or archive inside decodes with every\n"
@@ -355,9 +371,9 @@ static const char verify_help[] =
     "\n"
     "JSON keys: file, format (\"onnxz\" or \"onnx\"), ok (true); for archives entries,\n"
     "  tensor_entries, entry_tensors, entry_bytes, model_size; for .onnx files tensors,\n"
-    "  external_tensors, external_files, external_bytes, checksums_verified; for\n"
-    "  encrypted files format \"encrypted\", encryption, payload (\"onnx\" or \"onnxz\"),\n"
-    "  tensors.\n"
+    "  external_tensors, external_files, external_bytes, checksums_verified, and for a\n"
+    "  stub archive_references; for encrypted files format \"encrypted\", encryption,\n"
+    "  payload (\"onnx\" or \"onnxz\"), tensors.\n"
     "A failure prints no JSON: only the error line, on stderr.\n"
     "\n"
     "Examples:\n"
