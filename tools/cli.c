@@ -362,6 +362,24 @@ static oc_status load_archive(const char *path, const oc_parse_options *opts, oc
     return st;
 }
 
+static oc_status check_tensor_size(void *err, onnx_TensorProto *t)
+{
+    return oc_tensor_check_size(t, err);
+}
+
+oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err)
+{
+    return oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
+}
+
+int cli_refuse_empty(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        return cli_fail_msg(path, "empty file, not an ONNX model");
+    return CLI_EXIT_OK;
+}
+
 int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
                    oc_model **out, cli_form *form_out)
 {
@@ -373,6 +391,8 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     cli_form form = cli_input_form(path);
     if (!o) o = &defaults;
     if (form_out) *form_out = form;
+    *out = NULL;
+    if (cli_refuse_empty(path) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
     oc_parse_options_init(&opts);
     opts.no_copy = !o->copy;
     opts.num_threads = o->num_threads;

@@ -172,6 +172,15 @@ typedef struct cli_load_options {
 int cli_load_input(const char *path, const cli_load_options *opts, int verbosity,
                    oc_model **out, cli_form *form);
 
+/* An empty regular file is no model, though it decodes as one with nothing set: prints
+ * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK
+ * (a file that cannot be read passes: its loader says why). cli_load_input applies it. */
+int cli_refuse_empty(const char *path);
+
+/* W-40 on every tensor of the model (oc_tensor_check_size): the first tensor whose payload
+ * is not the size its dims and data_type make, named in err. */
+oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err);
+
 /* cli_load_input with the default options but `external`. */
 int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out);
 

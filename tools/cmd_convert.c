@@ -385,6 +385,17 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity)
     putchar('\n');
 }
 
+/* A-13: an archive holds only tensors whose bytes are the size their dims and data_type
+ * make (W-40), which a runtime can map and index by shape. */
+static int check_packable(oc_model *model, const char *in)
+{
+    oc_error err;
+    oc_error_clear(&err);
+    if (cli_check_tensor_sizes(model, &err) == OC_OK) return CLI_EXIT_OK;
+    return cli_fail_msg(in, "%s; an .onnxz archive holds only tensors of the size their "
+                        "shape makes (A-13)", err.message);
+}
+
 static int run_convert(const cli_args *args)
 {
     convert_plan plan;
@@ -404,6 +415,7 @@ static int run_convert(const cli_args *args)
     lo.key_file = plan.key_file;
     if (rc == CLI_EXIT_OK && plan.encrypt_out) rc = cli_require_crypto(plan.out);
     if (rc == CLI_EXIT_OK) rc = cli_load_input(plan.in, &lo, args->verbosity, &model, NULL);
+    if (rc == CLI_EXIT_OK && plan.out_form == CLI_FORM_ONNXZ) rc = check_packable(model, plan.in);
     /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
      * the mapping the tensors borrow from keeps the old contents alive until freed. The
      * same holds for data files replaced while their old contents are mapped. */

@@ -208,6 +208,7 @@ static int run_meta(const cli_args *args)
     oc_error err;
     oc_status st;
     int nedits, rc = check_edits(args, &nedits);
+    if (rc == CLI_EXIT_OK) rc = cli_refuse_empty(path);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
     if (form == CLI_FORM_ONNX) {

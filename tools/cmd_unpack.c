@@ -323,8 +323,9 @@ static int run_unpack(const cli_args *args)
     unpack_result res;
     created_list made;
     double start;
-    int exists;
-    int rc = check_dir(dir, force, &exists);
+    int exists = 0;
+    int rc = cli_refuse_empty(archive);
+    if (rc == CLI_EXIT_OK) rc = check_dir(dir, force, &exists);
     memset(&res, 0, sizeof res);
     memset(&made, 0, sizeof made);
     if (rc == CLI_EXIT_OK) rc = open_checked(archive, args->verbosity, &ar);

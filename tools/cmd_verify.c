@@ -55,16 +55,20 @@ typedef struct verify_report {
 
 /* ---- every form ------------------------------------------------------------------ */
 
-static oc_status check_tensor_size(void *ctx, onnx_TensorProto *t)
+/* W-41 and W-40: the model states its IR version and has a graph (a loader takes a model
+ * without: onnx.load does too, and `convert` passes it on unchanged), and every tensor's
+ * payload has the size its dims and data_type give. model: loaded with its external
+ * data, or with references. */
+static oc_status check_model(oc_model *model, oc_error *err)
 {
-    return oc_tensor_check_size(t, ctx);
-}
-
-/* W-40: every tensor's payload has the size its dims and data_type give (a loader takes
- * any; onnx.load does too). model: loaded with its external data, or with references. */
-static oc_status check_sizes(oc_model *model, oc_error *err)
-{
-    return oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
+    const onnx_ModelProto *m = oc_model_proto(model);
+    if (!OC_HAS(ModelProto, m, ir_version))
+        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "the model has no ir_version: every ONNX model states one (W-41)");
+    if (!m->graph)
+        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "the model has no graph (W-41)");
+    return cli_check_tensor_sizes(model, err);
 }
 
 /* ---- archives ------------------------------------------------------------------- */
@@ -132,7 +136,7 @@ static int verify_archive(const cli_args *args, verify_report *r)
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
     /* ... and every tensor holds the bytes its dims and type make (W-40). */
-    if (st == OC_OK) st = check_sizes(model, &err);
+    if (st == OC_OK) st = check_model(model, &err);
     oc_model_free(model);
     oz_archive_close(ar);
     if (st != OC_OK) return cli_fail(r->path, &err);
@@ -182,7 +186,7 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     rc = cli_load_input(r->path, &lo, args->verbosity, &model, NULL);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
-    if (check_sizes(model, &err) != OC_OK) {
+    if (check_model(model, &err) != OC_OK) {
         oc_model_free(model);
         return cli_fail(r->path, &err);
     }
@@ -230,7 +234,7 @@ static int verify_encrypted(const cli_args *args, verify_report *r)
     rc = cli_load_input(r->path, &lo, args->verbosity, &model, &r->payload);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
-    if (check_sizes(model, &err) != OC_OK ||
+    if (check_model(model, &err) != OC_OK ||
         model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
         oc_model_free(model);
         return cli_fail(r->path, &err);
@@ -342,14 +346,16 @@ static const char verify_help[] =
     "  1. every ZIP rule of spec/onnxz-zip.md (Z-60..Z-76) and the archive's (A-1, A-40);\n"
     "  2. the CRC-32 of every entry (and the inflated size of deflated ones); no name is\n"
     "     both a file and a directory (Z-36);\n"
-    "  3. the model decodes and every tensor resolves to an entry of its length (A-21);\n"
-    "     every tensor holds the bytes its dims and data type make (W-40);\n"
+    "  3. the model decodes, states its ir_version and has a graph (W-41), and every\n"
+    "     tensor resolves to an entry of its length (A-21) and holds the bytes its dims\n"
+    "     and data type make (W-40);\n"
     "  4. __MODEL_PROTO is the last entry, in the central directory and in the file (A-2);\n"
     "     tensor entries are stored, not deflated (A-3); every stored entry's data starts\n"
     "     on a 64-byte boundary (A-4).\n"
-    "A .onnx model: it decodes, every external tensor resolves to its data file under\n"
-    "the rules of spec/external-data.md, every `checksum` key matches (SHA-1, hashed on\n"
-    "every core), and every tensor holds the bytes its dims and data type make (W-40).\n"
+    "A .onnx model: it decodes, states its ir_version and has a graph (W-41), every\n"
+    "external tensor resolves to its data file under the rules of\n"
+    "spec/external-data.md, every `checksum` key matches (SHA-1, hashed on every core),\n"
+    "and every tensor holds the bytes its dims and data type make (W-40).\n"
     "A stub (`onnxz stub`: tensors whose location is an .onnxz archive): each such\n"
     "reference is still the entry the stub was made from: same name, data offset, size\n"
     "and CRC-32, and the bytes have that CRC-32 (spec/onnxz.md A-62). A rebuilt archive\n"
