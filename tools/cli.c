@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <onnxz/archive.h>
+#include <onnxz/convert.h>
 #include <onnxz/encrypted.h>
 
 #include "passphrase.h"
@@ -346,10 +347,18 @@ cli_form cli_input_form(const char *path)
     return oz_is_archive_file(path) ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
 }
 
-cli_form cli_output_form(const char *path)
+static int ends_with(const char *path, const char *suffix)
 {
-    size_t n = strlen(path);
-    return n >= 6 && strcasecmp(path + n - 6, ".onnxz") == 0 ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    size_t n = strlen(path), k = strlen(suffix);
+    return n > k && strcasecmp(path + n - k, suffix) == 0;
+}
+
+cli_out_form cli_form_of_name(const char *path)
+{
+    if (oz_form_of_name(path) == OZ_FORM_ONNXZ) return CLI_OUT_ONNXZ; /* the library's rule */
+    if (ends_with(path, ".onnxc")) return CLI_OUT_ONNXC;
+    if (ends_with(path, ".onnx")) return CLI_OUT_ONNX;
+    return CLI_OUT_UNKNOWN;
 }
 
 static oc_status load_archive(const char *path, const oc_parse_options *opts, oc_model **out,
@@ -493,9 +502,12 @@ int cli_parse_int(const char *command, const char *option, const char *text, lon
     return CLI_EXIT_OK;
 }
 
-int cli_check_output(const char *in, const char *out, bool force)
+int cli_check_output(const char *command, const char *in, const char *out, bool force)
 {
     struct stat st, si;
+    if (out[0] == '\0') return cli_usage_error(command, "the output file name is empty");
+    /* Even with -f: a file is never renamed over a directory. */
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return cli_fail_msg(out, "is a directory");
     if (force) return CLI_EXIT_OK;
     if (lstat(out, &st) != 0) {
         if (errno == ENOENT) return CLI_EXIT_OK;

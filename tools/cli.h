@@ -143,9 +143,17 @@ oc_crypt_format cli_detect_crypt(const char *path);
  * that would otherwise read such a file as a model. */
 int cli_detect_crypt_checked(const char *path, oc_crypt_format *out);
 
-/* The form an output path asks for, by its extension: ".onnxz" (any case) is an
- * archive, anything else a .onnx file. */
-cli_form cli_output_form(const char *path);
+/* The forms of output file a name can ask for. */
+typedef enum cli_out_form {
+    CLI_OUT_UNKNOWN = 0, /* a name of none of these forms */
+    CLI_OUT_ONNX,        /* *.onnx: a .onnx file (maybe with external data files) */
+    CLI_OUT_ONNXZ,       /* *.onnxz: an archive */
+    CLI_OUT_ONNXC        /* *.onnxc: an encrypted model */
+} cli_out_form;
+
+/* The form an output file's name asks for, by its extension (any case): the one place
+ * the tool tells a form by a name (".onnxz" as the library's oz_form_of_name says). */
+cli_out_form cli_form_of_name(const char *path);
 
 /* How cli_load_input loads. Zero-initialised means: external data loaded, model's own
  * directory, serial, no checksum verification. */
@@ -192,9 +200,11 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
 int cli_parse_int(const char *command, const char *option, const char *text, long min,
                   long max, long *out);
 
-/* Refuses to clobber without force: out must not exist (it may be in only with force).
- * Returns CLI_EXIT_OK or CLI_EXIT_FAILURE after printing the error. */
-int cli_check_output(const char *in, const char *out, bool force);
+/* What every command that writes a file OUT checks first: an empty name is a usage error
+ * (CLI_EXIT_USAGE); an existing directory is "OUT: is a directory", even with force; and
+ * without force OUT must not exist (nor be in under another name). Returns CLI_EXIT_OK or
+ * the exit status after printing the error. in may be NULL. */
+int cli_check_output(const char *command, const char *in, const char *out, bool force);
 
 /* Sets the model's metadata_props entry key (klen bytes) to value: the first entry with
  * the key gets it, later ones go; one is added when there is none (cmd_meta.c). OC_OK or

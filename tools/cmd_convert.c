@@ -14,7 +14,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include <onnxz/archive.h>
@@ -39,7 +38,8 @@ enum {
     CONVERT_OPT_PASSPHRASE,
     CONVERT_OPT_FORMAT,
     CONVERT_OPT_ITERATIONS,
-    CONVERT_OPT_CHUNK_SIZE
+    CONVERT_OPT_CHUNK_SIZE,
+    CONVERT_OPT_TO
 };
 
 static const cli_option convert_options[] = {
@@ -57,6 +57,7 @@ static const cli_option convert_options[] = {
     {'\0', "format", true},
     {'\0', "iterations", true},
     {'\0', "chunk-size", true},
+    {'\0', "to", true},
     {'\0', NULL, false},
 };
 
@@ -94,15 +95,42 @@ static int option_needs(const cli_args *args, int opt, bool allowed, const char 
     return CLI_EXIT_OK;
 }
 
+/* OUT's form: --to when given, else by OUT's name; a name of no known form is a usage
+ * error (an empty name and an existing directory are refused with the other output
+ * checks, cli_check_output, in their own words). */
+static int output_form(const cli_args *args, const char *out, cli_out_form *form)
+{
+    static const char *const names[] = {"onnx", "onnxz", "onnxc"};
+    static const cli_out_form forms[] = {CLI_OUT_ONNX, CLI_OUT_ONNXZ, CLI_OUT_ONNXC};
+    const char *to = args->value[CONVERT_OPT_TO];
+    struct stat st;
+    *form = to ? CLI_OUT_UNKNOWN : cli_form_of_name(out);
+    for (size_t i = 0; to && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(to, names[i]) == 0) *form = forms[i];
+    if (to && *form == CLI_OUT_UNKNOWN) {
+        return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
+    } else if (*form == CLI_OUT_UNKNOWN && out[0] != '\0' &&
+               !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+        return cli_usage_error("convert", "OUT '%s': its form is not known by its name; name "
+                               "it *.onnx, *.onnxz or *.onnxc, or give --to onnx|onnxz|onnxc",
+                               out);
+    }
+    return CLI_EXIT_OK;
+}
+
 static int make_plan(const cli_args *args, convert_plan *p)
 {
+    cli_out_form form;
     bool archive, external;
     int rc = CLI_EXIT_OK;
     memset(p, 0, sizeof *p);
     p->in = args->positional[0];
     p->out = args->positional[1];
     p->force = args->seen[CONVERT_OPT_FORCE];
-    p->out_form = cli_output_form(p->out);
+    rc = output_form(args, p->out, &form);
+    if (rc != CLI_EXIT_OK) return rc;
+    p->out_form = form == CLI_OUT_ONNXZ ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    p->encrypt_out = form == CLI_OUT_ONNXC;
     p->in_form = cli_input_form(p->in);
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
     p->deflate_model = args->seen[CONVERT_OPT_DEFLATE_MODEL];
@@ -113,10 +141,6 @@ static int make_plan(const cli_args *args, convert_plan *p)
     archive = p->out_form == CLI_FORM_ONNXZ;
     external = p->external_data != NULL;
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
-    {
-        size_t n = strlen(p->out);
-        p->encrypt_out = n >= 6 && strcasecmp(p->out + n - 6, ".onnxc") == 0;
-    }
     rc = cli_refuse_argv_key("convert", args->seen, CONVERT_OPT_KEY, CONVERT_OPT_PASSPHRASE);
     if (rc == CLI_EXIT_OK && !p->encrypt_out &&
         (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
@@ -183,22 +207,6 @@ static int same_file(const char *a, const char *b)
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
-}
-
-/* Refuses to clobber: OUT must not exist, and must not be IN under another name (a hard
- * link or a different spelling of the path), unless --force. The library checks again
- * when it renames the new file into place (overwrite = 0), so this is about failing
- * early with a clear message, before any work is done. */
-static int check_output(const char *in, const char *out, bool force)
-{
-    struct stat st;
-    if (force) return CLI_EXIT_OK;
-    if (lstat(out, &st) != 0) {
-        if (errno == ENOENT) return CLI_EXIT_OK;
-        return cli_fail_msg(out, "%s", strerror(errno));
-    }
-    if (same_file(in, out)) return cli_fail_msg(out, "output is the input file; use -f to replace it");
-    return cli_fail_msg(out, "output file exists; use -f to overwrite it");
 }
 
 /* OUT's directory with a trailing slash ("" for the current one), as the library places
@@ -405,7 +413,7 @@ static int run_convert(const cli_args *args)
     int rc = make_plan(args, &plan);
     if (rc != CLI_EXIT_OK) return rc;
     in_size = size_of(plan.in);
-    rc = check_output(plan.in, plan.out, plan.force);
+    rc = cli_check_output("convert", plan.in, plan.out, plan.force);
     if (rc == CLI_EXIT_OK && plan.external_data) rc = check_data_files(&plan);
     /* External data is read in, as onnx.load does, so OUT stands on its own wherever it
      * goes: references relative to IN's directory would break beside OUT. */
@@ -426,29 +434,31 @@ static int run_convert(const cli_args *args)
 }
 
 static const char convert_help[] =
-    "Read the model IN and write it to OUT, in the form OUT's name asks for.\n"
+    "Read the model IN and write it to OUT, in the form OUT's name (or --to) asks for.\n"
     "\n"
     "IN is told by its content: an encrypted file (ONNXZEC1 or ONNXCRY1, holding a\n"
     "model or an archive; decrypted once, in memory), an .onnxz archive (a ZIP), or a\n"
-    ".onnx file, whose\n"
-    "external data files (two-file or N-file models) are read in from beside it, or from\n"
-    "--data-dir when they moved. The input is mapped and tensor bytes go from it to OUT\n"
-    "without a copy in memory.\n"
+    ".onnx file, whose external data files (two-file or N-file models) are read in from\n"
+    "beside it, or from --data-dir when they moved. The input is mapped and tensor bytes\n"
+    "go from it to OUT without a copy in memory.\n"
     "\n"
-    "OUT by its name:\n"
+    "OUT by its name, or by --to:\n"
     "  *.onnxc   an encrypted model (spec/encryption.md; every tensor inside it, none\n"
     "            in the clear): the serialized model, encrypted. Only a model payload:\n"
     "            for an encrypted archive, convert to .onnxz and run `onnxz encrypt`;\n"
     "  *.onnxz   an archive (spec/onnxz.md): each tensor of at least --threshold bytes\n"
     "            is a stored entry aligned to --align, the model last as __MODEL_PROTO;\n"
-    "  other     a .onnx file holding every tensor, the bytes protobuf would write (so\n"
+    "  *.onnx    a .onnx file holding every tensor, the bytes protobuf would write (so\n"
     "            .onnx -> .onnxz -> .onnx gives back the .onnx -> .onnx bytes); with\n"
     "            --external-data, tensors of at least --threshold bytes go to data files\n"
     "            beside it instead (spec/external-data.md), any ONNX reader loads them.\n"
+    "Another name (model.bin) is a usage error without --to. An archive refuses a\n"
+    "tensor whose bytes are not the size its dims and type make (A-13).\n"
     "\n"
     "Options:\n"
     "  -f, --force              overwrite OUT (and its data files) if they exist, even\n"
     "                           when OUT is IN\n"
+    "      --to FORM            onnx, onnxz or onnxc: OUT's form, whatever its name\n"
     "      --data-dir DIR       .onnx input: read its external data files from DIR\n"
     "      --align N            .onnxz or --external-data: put each tensor's bytes on a\n"
     "                           multiple of N, a power of two (default 64; archives 64\n"
@@ -476,7 +486,7 @@ static const char convert_help[] =
     "OUT and every data file are written to a temporary file next to them, synced and\n"
     "renamed into place (data files first), so each is replaced whole or not at all.\n"
     "Without -f an existing OUT or data file (LOC, LOC.N) is left untouched and convert\n"
-    "fails (exit status 1).\n"
+    "fails (exit status 1). OUT is never a directory, even with -f.\n"
     "\n"
     "Examples:\n"
     "  onnxz convert model.onnx model.onnxz\n"

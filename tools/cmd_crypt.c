@@ -82,7 +82,7 @@ static int run_crypt(const cli_args *args, bool encrypting)
             return cli_fail_msg(in, "not an encrypted file: it starts with neither "
                                     "ONNXZEC1 nor ONNXCRY1");
     }
-    rc = cli_check_output(in, out, force);
+    rc = cli_check_output(cmd, in, out, force);
     if (rc != CLI_EXIT_OK) return rc;
     in_size = size_of(in);
     rc = cli_key_get(cmd, args->value[CRYPT_OPT_KEY_FILE], encrypting ? out : in, encrypting,

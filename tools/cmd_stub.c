@@ -146,8 +146,13 @@ static int run_stub(const cli_args *args)
     stub_ctx ctx;
     int same = 0, rc;
     struct stat st_out;
+    cli_out_form named = cli_form_of_name(out);
     memset(&ctx, 0, sizeof ctx);
     ctx.archive_name = slash ? slash + 1 : archive;
+    if (named == CLI_OUT_ONNXZ || named == CLI_OUT_ONNXC)
+        return cli_usage_error("stub", "OUT '%s' is named as an %s; a stub is a .onnx model: "
+                               "name it *.onnx", out,
+                               named == CLI_OUT_ONNXZ ? ".onnxz archive" : "encrypted .onnxc model");
     if (cli_input_form(archive) != CLI_FORM_ONNXZ) {
         oc_crypt_format cf = cli_detect_crypt(archive);
         if (cf != OC_CRYPT_NONE)
@@ -166,7 +171,7 @@ static int run_stub(const cli_args *args)
         if (stat(out, &sa) == 0 && sa.st_dev == st_out.st_dev && sa.st_ino == st_out.st_ino)
             return cli_fail_msg(out, "output is the archive itself");
     }
-    rc = cli_check_output(archive, out, force);
+    rc = cli_check_output("stub", archive, out, force);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
     oc_parse_options_init(&opts);

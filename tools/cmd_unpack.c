@@ -324,7 +324,8 @@ static int run_unpack(const cli_args *args)
     created_list made;
     double start;
     int exists = 0;
-    int rc = cli_refuse_empty(archive);
+    int rc = dir[0] ? cli_refuse_empty(archive)
+                    : cli_usage_error("unpack", "the output directory name is empty");
     if (rc == CLI_EXIT_OK) rc = check_dir(dir, force, &exists);
     memset(&res, 0, sizeof res);
     memset(&made, 0, sizeof made);
