@@ -367,14 +367,18 @@ def hostile_external():
     return s
 
 
-def hostile_consolidate():
+def hostile_consolidate(sized=False):
+    """sized: every raw tensor a UINT8 vector of its length (W-40 holds), as the tool needs
+    to pack it (A-13); else FLOAT scalars whatever their bytes."""
+    def rt(name, data):
+        return tensor(name, raw=data, dims=(len(data),), data_type=2) if sized else tensor(name, raw=data)
     sizes = [0, 1, 15, 16, 63, 64, 100, 1024, 2000]
-    inits = [tensor(f"t{n}", raw=bytes((i * 7) & 0xFF for i in range(n))) for n in sizes]
+    inits = [rt(f"t{n}", bytes((i * 7) & 0xFF for i in range(n))) for n in sizes]
     inits.append(tensor("noraw", dims=(1,), extra=f_float(4, 1.0)))
-    sub = graph([tensor("sub", raw=bytes(300))], [node()])
+    sub = graph([rt("sub", bytes(300))], [node()])
     nested = model(graph(inits, [node("If", [attr_graph("g", sub),
-                                             attr_tensor("t", tensor("at", raw=bytes(70)))])],
-                         sparse=[f_len(1, tensor("sv", raw=bytes(24))) + f_len(2, tensor("si", raw=bytes(8)))]))
+                                             attr_tensor("t", rt("at", bytes(70)))])],
+                         sparse=[f_len(1, rt("sv", bytes(24))) + f_len(2, rt("si", bytes(8)))]))
     s = {}
     for sel in (0x00, 0x07, 0x0A, 0x0B, 0x0C, 0x0F, 0x17, 0x25, 0x33, 0x40, 0x47, 0x87, 0xC9, 0xFF):
         s[f"sel-{sel:02x}"] = bytes([sel]) + nested
@@ -774,7 +778,7 @@ def tool_archives(tool):
     sizes = [("w0", raw(64)), ("W0", raw(200, 2)), ("t", raw(10, 3)), ("_.x", raw(70, 4))]
     src = {"three": model(graph([tensor(n, raw=r, dims=(len(r),), data_type=2) for n, r in sizes],
                                 [node()])),
-           "nested": hostile_consolidate()["sel-00"][1:]}
+           "nested": hostile_consolidate(sized=True)["sel-00"][1:]}
     with tempfile.TemporaryDirectory() as d:
         for name, data in src.items():
             inp = os.path.join(d, name + ".onnx")
