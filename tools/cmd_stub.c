@@ -149,6 +149,7 @@ static int run_stub(const cli_args *args)
     cli_out_form named = cli_form_of_name(out);
     memset(&ctx, 0, sizeof ctx);
     ctx.archive_name = slash ? slash + 1 : archive;
+    if (out[0] == '\0') return cli_check_output("stub", archive, out, force); /* usage */
     if (named == CLI_OUT_ONNXZ || named == CLI_OUT_ONNXC)
         return cli_usage_error("stub", "OUT '%s' is named as an %s; a stub is a .onnx model: "
                                "name it *.onnx", out,
