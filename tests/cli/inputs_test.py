@@ -161,6 +161,17 @@ def group_stub_check(ctx):
     flip_byte(arc, arc, int(external_refs(stub)[0][1]["offset"]) + 3)
     ctx.expect_error(["verify", stub], stub, "verify a stub whose archive bytes changed", message="CRC")
 
+    # Not a stub: a two-file model whose data file starts like a ZIP (its first tensor's
+    # bytes) is ordinary external data, which verify takes as it did.
+    t = numpy_helper.from_array(cli_test.numpy.frombuffer(b"PK\x03\x04" + bytes(124), dtype="uint8"), "pk")
+    pk = ctx.path("pk.onnx")
+    g = helper.make_graph([], "g", [], [helper.make_tensor_value_info("pk", TensorProto.UINT8, None)], [t])
+    onnx.save(helper.make_model(g), pk)
+    two = ctx.path("pk_two.onnx")
+    ctx.expect_exit(["convert", pk, two, "--external-data", "pk_two.data"], 0, "two-file with a PK data file")
+    ctx.check(read(ctx.path("pk_two.data"))[:4] == b"PK\x03\x04", "precondition: the data file starts like a ZIP")
+    ctx.expect_exit(["verify", two], 0, "verify a two-file model whose data starts like a ZIP")
+
     # The stub is refused where it would be wrong from the start.
     d = ctx.path("s")
     arc = os.path.join(d, "m.onnxz")
