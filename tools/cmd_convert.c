@@ -4,8 +4,9 @@
  *
  *   IN   a .onnx file (its external data files are read in, from --data-dir if they
  *        moved) or an .onnxz archive, told apart by content;
- *   OUT  "*.onnxz": an archive; anything else: a .onnx file, with --external-data its
- *        tensors in data files beside it.
+ *   OUT  "*.onnxz": an archive; "*.onnxc": an encrypted model; "*.onnx": a .onnx file,
+ *        with --external-data its tensors in data files beside it; --to says which for
+ *        any other name (without it, another name is a usage error).
  * The input is mapped and its tensors share the mapping (no_copy), so the tensor bytes go
  * from the input's pages to the output file without a copy in memory.
  */
