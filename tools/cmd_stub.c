@@ -231,7 +231,7 @@ static const char stub_help[] =
     "weights do not move), and edits of OUT itself. What does not: rebuilding ARCHIVE\n"
     "(`onnxz convert -f ... ARCHIVE`, another --align, a zip tool), after which OUT reads\n"
     "the wrong bytes and a runtime gives wrong answers without an error: `onnxz verify\n"
-    "OUT` fails, naming the tensor; make the stub again (spec/onnxz.md A-60..A-64).\n"
+    "OUT` fails, naming the tensor; make the stub again (spec/onnxz.md A-60..A-63).\n"
     "\n"
     "Options:\n"
     "  -f, --force     overwrite OUT if it exists\n"

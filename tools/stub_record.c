@@ -1,6 +1,6 @@
 /*
  * tools/stub_record.c - the entry records of a stub and their check (stub_record.h,
- * spec/onnxz.md A-60..A-64).
+ * spec/onnxz.md A-60..A-63).
  */
 #include "stub_record.h"
 

@@ -1,7 +1,7 @@
 /*
  * tools/stub_record.h - what a stub (`onnxz stub`) records of the archive entries its
  * tensors point into, and the check `onnxz verify` makes with it (spec/onnxz.md
- * A-60..A-64).
+ * A-60..A-63).
  *
  * A stub's tensors are classic external data (location = the archive's file name,
  * offset = an entry's data offset, length = its size), which is all a runtime reads.
