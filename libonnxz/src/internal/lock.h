@@ -26,7 +26,8 @@ oc_status oz__lock(int fd, int first, int last, short type, const char *path, co
                    oc_error *err);
 
 /* A stop point for tests (tests/hostile/scene_edit.py): when the environment variable
- * ONNXZ_TEST_STOP_AT names `point`, the process stops itself (SIGSTOP) there, so that a
+ * ONNXZ_TEST_STOP_AT names `point`, the process stops itself (SIGSTOP) there, the first
+ * time it gets there, so that a
  * test can run a competitor at exactly that moment and then continue it (SIGCONT). It
  * touches nothing else; the points are named in spec/onnxz.md A-58. */
 void oz__test_point(const char *point);
