@@ -548,6 +548,22 @@ elif args.area == "refuse":
     check(open(arc, "rb").read() == refused_before, "not a journal: the archive changed")
     os.remove(arc + "-journal")
 
+    # a forged journal, well formed and with the right CRC, whose old_size lies inside the
+    # tensor entries of a complete archive: the edit must neither cut the file there (data
+    # loss) nor start from that prefix; the stale journal goes
+    cur = open(arc, "rb").read()
+    body = b"OZJRNL01" + struct.pack("<QQQI", 4096, len(cur) + 1, 0, zlib.crc32(cur[:4096]))
+    open(arc + "-journal", "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+    rc, msg, _ = drv("space", arc)
+    check(rc == 0 and msg.split()[:2] == [str(len(cur))] * 2, f"forged journal: readers take a prefix: {msg}")
+    forged_new = edited(m, "doc")
+    rc, msg, _ = drv("replace", arc, write_model(forged_new, "forged.onnx"))
+    check(rc == 0 and not os.path.exists(arc + "-journal"), f"forged journal: {msg}")
+    z = parse_zip(arc)
+    check(all(span(z, e) == cur[e["lho"]:e["data_off"] + e["csize"]] for e in z["entries"] if e["name"] != MODEL),
+          "forged journal: tensor entries changed (data loss)")
+    loads_as(arc, inline(forged_new, blobs_of(arc)), "forged journal: the edit")
+
 # ======================================================================================
 elif args.area == "crash":
     def expect_after_kill(arc, before, old_inl, new_inl, step, what, direct=False):
