@@ -14,6 +14,7 @@
  * It is never followed through a link, never opened so that a FIFO could block, and only
  * ever created anew (O_EXCL): a name that is anything else is refused, never removed.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -30,11 +31,18 @@
 static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
 
 char *oz__journal_path(const char *archive_path) {
-    size_t n = strlen(archive_path), k = sizeof OZ_JOURNAL_SUFFIX;
+    /* A link to the archive is followed (A-55, W-32): every name of it finds one journal. */
+    struct stat st;
+    char *real = lstat(archive_path, &st) == 0 && S_ISLNK(st.st_mode)
+                     ? realpath(archive_path, NULL) : NULL;
+    const char *base = real ? real : archive_path;
+    size_t n = strlen(base), k = sizeof OZ_JOURNAL_SUFFIX;
     char *p = malloc(n + k);
-    if (!p) return NULL;
-    memcpy(p, archive_path, n);
-    memcpy(p + n, OZ_JOURNAL_SUFFIX, k);
+    if (p) {
+        memcpy(p, base, n);
+        memcpy(p + n, OZ_JOURNAL_SUFFIX, k);
+    }
+    free(real);
     return p;
 }
 

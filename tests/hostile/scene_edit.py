@@ -373,6 +373,12 @@ def save_mode_owner_links():
               f"meta through a link to .{form}: the link was replaced: {err.strip()}")
         m = model_by_zipfile(target) if form == "onnxz" else onnx.load(target, load_external_data=False)
         check(props(m).get("via") == "link", f"meta through a link to .{form}: the target was not edited")
+        if form == "onnxz":  # one journal for every name of the archive: the target's
+            os.mkfifo(target + "-journal")
+            rc, _, err = run("meta", link, "--set", "via=again", "-q", timeout=60)
+            check(rc == 1 and one_error(err, os.path.realpath(target) + "-journal", "FIFO"),
+                  f"meta through a link: the journal beside the target was not found: {err.strip()}")
+            os.remove(target + "-journal")
     link = os.path.join(d, "out.onnx")
     os.symlink("target.onnx", link)
     rc, _, err = run("convert", "-f", SAMPLE, link)

@@ -25,7 +25,8 @@ typedef struct oz__journal {
     uint32_t check_crc;  /* may overwrite later; its CRC-32 */
 } oz__journal;
 
-/* archive_path + OZ_JOURNAL_SUFFIX in a new string (free it), or NULL when out of memory. */
+/* archive_path + OZ_JOURNAL_SUFFIX in a new string (free it), or NULL when out of memory;
+ * when archive_path is a symbolic link, the file it points at + OZ_JOURNAL_SUFFIX. */
 char *oz__journal_path(const char *archive_path);
 
 /* CRC-32 of bytes [from, to) of fd, read with pread in chunks. */
