@@ -8,7 +8,7 @@
  * external data references kept as they are. Either way the model is read, changed and
  * written under a lock (A-58), so that two edits at once never lose one of them.
  */
-#define _DEFAULT_SOURCE /* flock */
+#define _DEFAULT_SOURCE /* flock, realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -252,9 +252,9 @@ static int lock_model_file(const char *path, int *fd_out)
     return cli_fail_msg(path, "busy: it keeps being replaced while we lock it (A-58)");
 }
 
-static int run_meta(const cli_args *args)
+/* Shows or edits the file at path (a link already resolved by run_meta). */
+static int meta_file(const cli_args *args, const char *path)
 {
-    const char *path = args->positional[0];
     cli_form form = cli_input_form(path);
     oc_crypt_format cf = OC_CRYPT_NONE;
     oc_parse_options opts;
@@ -319,6 +319,20 @@ static int run_meta(const cli_args *args)
     else if (args->verbosity >= CLI_NORMAL || !nedits) print_human(stdout, oc_model_proto(model));
     oc_model_free(model);
     return CLI_EXIT_OK;
+}
+
+/* An edit changes the file a symbolic link names, archive and .onnx alike (W-32): the
+ * link is resolved here, once, for everything that follows. */
+static int run_meta(const cli_args *args)
+{
+    const char *path = args->positional[0];
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return meta_file(args, path);
+    char *target = realpath(path, NULL);
+    if (!target) return cli_fail_msg(path, "a symbolic link to nothing usable: %s", strerror(errno));
+    int rc = meta_file(args, target);
+    free(target);
+    return rc;
 }
 
 static const char meta_help[] =

@@ -236,28 +236,6 @@ void oc_progress_finish(oc_progress *p) {
     p->fn(p->ctx, p->done, p->total);
 }
 
-/* What a save replaces (spec W-32): a symbolic link is followed, so that the file it
- * points at is replaced and the link stays (a link to nothing is refused); *target gets
- * the path to write (a new string) and *st the replaced file's status (st_mode 0: there
- * is none). */
-static oc_status replaced_file(const char *path, char **target, struct stat *st, oc_error *err) {
-    memset(st, 0, sizeof *st);
-    struct stat lst;
-    if (lstat(path, &lst) != 0 || !S_ISLNK(lst.st_mode)) {
-        *target = strdup(path);
-        if (*target && lstat(path, &lst) == 0) *st = lst;
-    } else {
-        *target = realpath(path, NULL);
-        if (!*target && errno != ENOMEM)
-            return oc__fail_errno(err, errno, "cannot replace %s: a symbolic link to nothing "
-                                              "usable", path);
-        if (*target && stat(*target, st) != 0) memset(st, 0, sizeof *st);
-    }
-    if (!*target) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    if (S_ISDIR(st->st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
-    return OC_OK;
-}
-
 /* The new file takes the replaced one's owner (where we may) and permissions. */
 static void adopt_owner_and_mode(int fd, const struct stat *st) {
     if (!S_ISREG(st->st_mode)) return;
@@ -272,19 +250,21 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     memset(af, 0, sizeof *af);
     af->fd = -1;
     af->overwrite = overwrite;
+    /* What is replaced is the name (W-32): a link there is replaced, never written
+     * through; a regular file there passes its mode and owner on. */
     struct stat st;
-    if (lstat(path, &st) == 0 && !overwrite)
-        return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
-    oc_status failed = replaced_file(path, &af->path, &st, err);
-    if (failed != OC_OK) {
-        oc_atomic_abort(af);
-        return failed;
+    memset(&st, 0, sizeof st);
+    if (lstat(path, &st) == 0) {
+        if (!overwrite)
+            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
+        if (S_ISDIR(st.st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
     }
-    char *dir = dir_of(af->path);
-    const char *base = strrchr(af->path, '/') ? strrchr(af->path, '/') + 1 : af->path;
-    size_t n = strlen(af->path) + 40;
+    af->path = strdup(path);
+    char *dir = dir_of(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t n = strlen(path) + 40;
     af->tmp_path = malloc(n);
-    if (!dir || !af->tmp_path) {
+    if (!af->path || !dir || !af->tmp_path) {
         free(dir);
         oc_atomic_abort(af);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -305,7 +285,7 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
         remove_stale_temps(dir, base);
     }
     if (af->fd < 0) {
-        failed = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
+        oc_status failed = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
         free(dir);
         free(af->tmp_path); /* nothing was created */
         af->tmp_path = NULL;
