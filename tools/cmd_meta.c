@@ -2,14 +2,22 @@
  * tools/cmd_meta.c - `onnxz meta FILE [edits]`: show or edit a model's producer,
  * producer_version, doc_string and metadata_props.
  *
- * An .onnxz archive is edited in place (oz_archive_replace_model, spec/onnxz.md A-50..):
- * only __MODEL_PROTO and the central directory are rewritten, the tensor entries neither
- * move nor change. A .onnx file is rewritten whole, atomically (temporary file + rename),
- * its external data references kept as they are.
+ * An .onnxz archive is edited in place (oz_archive_edit_*, spec/onnxz.md A-50..): only
+ * __MODEL_PROTO and the central directory are rewritten, the tensor entries neither move
+ * nor change. A .onnx file is rewritten whole, atomically (temporary file + rename), its
+ * external data references kept as they are. Either way the model is read, changed and
+ * written under a lock (A-58), so that two edits at once never lose one of them.
  */
+#define _DEFAULT_SOURCE /* flock, realpath */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <onnxz/archive.h>
 
@@ -22,7 +30,8 @@ enum {
     META_OPT_DOC_STRING,
     META_OPT_SET,
     META_OPT_UNSET,
-    META_OPT_JSON
+    META_OPT_JSON,
+    META_OPT_APPEND_ONLY
 };
 
 static const cli_option meta_options[] = {
@@ -32,6 +41,7 @@ static const cli_option meta_options[] = {
     {'\0', "set", true},
     {'\0', "unset", true},
     {'\0', "json", false},
+    {'\0', "append-only", false},
     {'\0', NULL, false},
 };
 
@@ -56,7 +66,7 @@ static int check_edits(const cli_args *args, int *nedits)
         } else if (opt == META_OPT_UNSET && v[0] == '\0') {
             return cli_usage_error("meta", "--unset needs a non-empty KEY");
         }
-        (*nedits)++;
+        if (opt != META_OPT_JSON && opt != META_OPT_APPEND_ONLY) (*nedits)++;
     }
     return CLI_EXIT_OK;
 }
@@ -197,14 +207,48 @@ static void print_json(FILE *out, const char *path, cli_form form, const onnx_Mo
 
 /* ---- the command ------------------------------------------------------------------- */
 
-static int run_meta(const cli_args *args)
+/* The test stop point of spec/onnxz.md A-58 (as libonnxz's): with ONNXZ_TEST_STOP_AT=point
+ * in the environment the process stops itself there, for tests that interleave processes. */
+static void test_point(const char *point)
 {
-    const char *path = args->positional[0];
+    const char *stop = getenv("ONNXZ_TEST_STOP_AT");
+    if (stop && strcmp(stop, point) == 0) raise(SIGSTOP);
+}
+
+/* One editor of a .onnx file at a time (A-58): an exclusive flock on the file, taken
+ * before it is read and held until the new file has replaced it. Another editor's rename
+ * may have replaced the name between our open and our lock: then the lock is on a file
+ * nobody will read again, so it is taken again on the file the name now holds. */
+static int lock_model_file(const char *path, int *fd_out)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        struct stat a, b;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) return cli_fail_msg(path, "cannot open: %s", strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+            close(fd);
+            return cli_fail_msg(path, "busy: another edit of it is in progress (A-58)");
+        }
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            *fd_out = fd;
+            return CLI_EXIT_OK;
+        }
+        close(fd);
+    }
+    return cli_fail_msg(path, "busy: it keeps being replaced while we lock it (A-58)");
+}
+
+/* Shows or edits the file at path (a link already resolved by run_meta). */
+static int meta_file(const cli_args *args, const char *path)
+{
     cli_form form = cli_input_form(path);
     oc_crypt_format cf = OC_CRYPT_NONE;
     oc_parse_options opts;
     oc_model *model = NULL;
     oz_archive *ar = NULL;
+    oz_archive_edit *ed = NULL;
+    int lock_fd = -1;
     oc_error err;
     oc_status st;
     int nedits, rc = check_edits(args, &nedits);
@@ -221,42 +265,62 @@ static int run_meta(const cli_args *args)
     oc_parse_options_init(&opts);
     /* The tensors' bytes are not needed: entries and data files stay references. */
     opts.skip_external_data = 1;
-    if (form == CLI_FORM_ONNXZ) {
-        /* Copies, not borrowed bytes: the edit rewrites the mapped model entry. */
-        opts.no_copy = 0;
+    if (form == CLI_FORM_ONNXZ && nedits) {
+        oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+        ao.append_only = args->seen[META_OPT_APPEND_ONLY];
+        st = oz_archive_edit_begin(path, &ao, &ed, &err);
+        if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
+    } else if (form == CLI_FORM_ONNXZ) {
         st = oz_archive_open(path, NULL, &ar, &err);
         if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
         oz_archive_close(ar);
     } else {
+        if (nedits && (rc = lock_model_file(path, &lock_fd)) != CLI_EXIT_OK) return rc;
         /* The new file is renamed over the old one; the mapping keeps the old bytes. */
         opts.no_copy = 1;
         st = oc_model_load_file(path, &opts, &model, &err);
     }
-    if (st != OC_OK) return cli_fail(path, &err);
-    if (nedits) {
+    if (st == OC_OK && nedits) {
         double start = cli_now_ms();
+        test_point("meta-read");
         st = apply_edits(args, model, &err);
         if (st == OC_OK && form == CLI_FORM_ONNXZ) {
-            st = oz_archive_replace_model(path, &onnx_ModelProto_desc, oc_model_proto(model),
-                                          NULL, &err);
+            st = oz_archive_edit_commit(ed, &onnx_ModelProto_desc, oc_model_proto(model), &err);
         } else if (st == OC_OK) {
             oc_serialize_options so;
             oc_serialize_options_init(&so);
             so.overwrite = 1;
             st = oc_model_save_file(model, path, &so, &err);
         }
-        if (st != OC_OK) {
-            oc_model_free(model);
-            return cli_fail(path, &err);
-        }
-        cli_note(args->verbosity, CLI_VERBOSE, "%s %s in %.1f ms",
-                 form == CLI_FORM_ONNXZ ? "edited the archive in place:" : "rewrote", path,
-                 cli_now_ms() - start);
+        if (st == OC_OK)
+            cli_note(args->verbosity, CLI_VERBOSE, "%s %s in %.1f ms",
+                     form == CLI_FORM_ONNXZ ? "edited the archive in place:" : "rewrote", path,
+                     cli_now_ms() - start);
+    }
+    oz_archive_edit_end(ed);
+    if (lock_fd >= 0) close(lock_fd);
+    if (st != OC_OK) {
+        oc_model_free(model);
+        return cli_fail(path, &err);
     }
     if (args->seen[META_OPT_JSON]) print_json(stdout, path, form, oc_model_proto(model));
     else if (args->verbosity >= CLI_NORMAL || !nedits) print_human(stdout, oc_model_proto(model));
     oc_model_free(model);
     return CLI_EXIT_OK;
+}
+
+/* An edit changes the file a symbolic link names, archive and .onnx alike (W-32): the
+ * link is resolved here, once, for everything that follows. */
+static int run_meta(const cli_args *args)
+{
+    const char *path = args->positional[0];
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return meta_file(args, path);
+    char *target = realpath(path, NULL);
+    if (!target) return cli_fail_msg(path, "a symbolic link to nothing usable: %s", strerror(errno));
+    int rc = meta_file(args, target);
+    free(target);
+    return rc;
 }
 
 static const char meta_help[] =
@@ -267,10 +331,13 @@ static const char meta_help[] =
     "given and prints the fields as they are now (nothing with -q):\n"
     "  an .onnxz archive is edited IN PLACE: only the model entry and the central\n"
     "    directory are rewritten; the tensor entries keep their offsets and bytes, so\n"
-    "    even a huge archive costs almost nothing (spec/onnxz.md A-50..A-59). It must\n"
-    "    not be open (mapped) by another process meanwhile (A-57).\n"
+    "    even a huge archive costs almost nothing (spec/onnxz.md A-50..A-59). While\n"
+    "    another process has it open (onnxz info, verify, a server...), the edit is\n"
+    "    refused as busy, unless --append-only (A-57, A-58).\n"
     "  a .onnx file is written anew beside itself and renamed over the old one (its\n"
     "    external data files are not touched; their references are kept).\n"
+    "One edit of a file at a time: a second one meanwhile is refused as busy. A\n"
+    "symbolic link is followed: the file it points at is edited.\n"
     "Encrypted files are refused: decrypt, edit, encrypt again.\n"
     "\n"
     "Options:\n"
@@ -281,6 +348,9 @@ static const char meta_help[] =
     "                               existing KEY; repeatable)\n"
     "      --unset KEY              remove the metadata_props entries of KEY (repeatable;\n"
     "                               an absent KEY is no error)\n"
+    "      --append-only            archives: only append the new model, leaving the old\n"
+    "                               one as unused bytes, so that processes reading the\n"
+    "                               archive meanwhile are not disturbed (A-57)\n"
     "      --json                   print one JSON object: file, format, producer_name,\n"
     "                               producer_version, doc_string (null when absent),\n"
     "                               metadata_props [{key, value}]\n"

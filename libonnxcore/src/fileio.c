@@ -32,8 +32,9 @@
 typedef struct mapping {
     void *addr;
     size_t len;
-    int mapped; /* 1: munmap, 0: free */
-    int fd;     /* kept for kernel copies (oc_atomic_write_bytes), or -1 */
+    int mapped;  /* 1: munmap, 0: free */
+    int fd;      /* kept for kernel copies (oc_atomic_write_bytes), or -1 */
+    int counted; /* fd counts towards OC_KEEP_FD_MAX */
 } mapping;
 
 /* A mapping of at least OC_KEEP_FD_MIN bytes keeps a descriptor of its file, so that its
@@ -44,15 +45,15 @@ typedef struct mapping {
 #define OC_KEEP_FD_MAX 64
 static atomic_int kept_fds;
 
-static int keep_fd(int fd, uint64_t size) {
-    if (size < OC_KEEP_FD_MIN) return -1;
+static void keep_fd(mapping *m, int fd, uint64_t size) {
+    if (size < OC_KEEP_FD_MIN) return;
     if (atomic_fetch_add(&kept_fds, 1) >= OC_KEEP_FD_MAX) {
         atomic_fetch_sub(&kept_fds, 1);
-        return -1;
+        return;
     }
-    int kept = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* never 0-2, even when those are closed */
-    if (kept < 0) atomic_fetch_sub(&kept_fds, 1);
-    return kept;
+    m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* never 0-2, even when those are closed */
+    m->counted = m->fd >= 0;
+    if (m->fd < 0) atomic_fetch_sub(&kept_fds, 1);
 }
 
 static void release_mapping(void *ctx) {
@@ -61,10 +62,8 @@ static void release_mapping(void *ctx) {
         munmap(m->addr, m->len);
     else
         free(m->addr);
-    if (m->fd >= 0) {
-        close(m->fd);
-        atomic_fetch_sub(&kept_fds, 1);
-    }
+    if (m->fd >= 0) close(m->fd);
+    if (m->counted) atomic_fetch_sub(&kept_fds, 1);
     free(m);
 }
 
@@ -95,7 +94,9 @@ void oc__file_pages_done(const void *data, uint64_t size) {
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
+/* always_keep: the mapping keeps a duplicate of fd whatever its size (oc_map_fd_keep). */
+static oc_status map_fd(int fd, const char *name, int always_keep, oc_mapped *out,
+                        oc_error *err) {
     memset(out, 0, sizeof *out);
     struct stat st;
     if (fstat(fd, &st) != 0) return oc__fail_errno(err, errno, "cannot stat %s", name);
@@ -121,18 +122,29 @@ oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
             }
         }
     }
+    if (m->mapped) keep_fd(m, fd, size);
+    if (always_keep && m->fd < 0 && (m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+        int e = errno;
+        release_mapping(m);
+        return oc__fail_errno(err, e, "cannot duplicate the descriptor of %s", name);
+    }
     out->owner = oc_owner_new(release_mapping, m);
     if (!out->owner) {
         release_mapping(m);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    if (m->mapped) {
-        m->fd = keep_fd(fd, size);
-        oc__owner_set_file_backed(out->owner, m->addr, size, m->fd);
-    }
+    if (m->mapped) oc__owner_set_file_backed(out->owner, m->addr, size, m->fd);
     out->data = m->addr;
     out->size = size;
     return OC_OK;
+}
+
+oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
+    return map_fd(fd, name, 0, out, err);
+}
+
+oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err) {
+    return map_fd(fd, name, 1, out, err);
 }
 
 oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err) {
@@ -224,11 +236,24 @@ void oc_progress_finish(oc_progress *p) {
     p->fn(p->ctx, p->done, p->total);
 }
 
+/* The new file takes the replaced one's owner (where we may) and permissions. */
+static void adopt_owner_and_mode(int fd, const struct stat *st) {
+    if (!S_ISREG(st->st_mode)) return;
+    /* Only a privileged process may give a file away: for others' files this fails
+     * (EPERM) and the new file stays ours. The mode goes after, as chown may clear it. */
+    int ignored = fchown(fd, st->st_uid, st->st_gid);
+    (void)ignored;
+    (void)fchmod(fd, st->st_mode & 07777);
+}
+
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
     af->overwrite = overwrite;
+    /* What is replaced is the name (W-32): a link there is replaced, never written
+     * through; a regular file there passes its mode and owner on. */
     struct stat st;
+    memset(&st, 0, sizeof st);
     if (lstat(path, &st) == 0) {
         if (!overwrite)
             return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
@@ -245,15 +270,18 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     /* O_EXCL with our own random names rather than mkstemp: the kernel then applies the
-     * umask to mode 0666, so the result has the permissions of a normally created file. */
+     * umask to mode 0666, so the result has the permissions of a normally created file.
+     * A file that replaces another is created private and then given the other's. */
     for (unsigned attempt = 0; attempt < 100; attempt++) {
         snprintf(af->tmp_path, n, "%s%s.%s.tmp-%012llx", dir, strcmp(dir, "/") ? "/" : "",
                  base, (unsigned long long)(name_entropy(attempt) & 0xffffffffffffull));
-        af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                      S_ISREG(st.st_mode) ? 0600 : 0666);
         if (af->fd >= 0 || errno != EEXIST) break;
     }
     if (af->fd >= 0) {
         flock(af->fd, LOCK_EX); /* held while we live: marks the file as in use */
+        adopt_owner_and_mode(af->fd, &st);
         remove_stale_temps(dir, base);
     }
     if (af->fd < 0) {

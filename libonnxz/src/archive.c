@@ -19,7 +19,6 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/journal.h"
-#include "internal/zipread.h"
 
 /* ---- entry names (A-10) ---- */
 
@@ -217,7 +216,6 @@ struct oz_archive {
     oz_zip_reader *zip;
     char *path;
     uint64_t model_index;
-    uint64_t file_size; /* the file's size; more than the archive's after an interrupted edit */
 };
 
 /* an archive of a later format version says so in __ONNXZ_VERSION; refuse it. */
@@ -241,29 +239,20 @@ static oc_status check_version(const oz_archive *ar, oc_error *err) {
     return OC_OK;
 }
 
-/* A-56: when the journal of an interrupted in-place edit applies to the file, the archive
- * is the file's first *size bytes (the rest is the edit's unfinished tail). Returns 1 then,
- * 0 when there is no journal or it does not apply (or cannot be read: the file is then
- * opened as it is, and stands or falls on its own). *file_size receives the file's size. */
-static int interrupted_edit(const char *path, uint64_t *size, uint64_t *file_size) {
+/* A-56: readers never take the journal of an interrupted edit into account; when the
+ * archive does not open and one is there, the message says so. */
+static void mention_journal(const char *path, oc_status st, oc_error *err) {
     char *jpath = oz__journal_path(path);
-    if (!jpath) return 0;
-    int applies = 0;
-    if (access(jpath, F_OK) == 0) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-            int found;
-            oc_error tmp;
-            *file_size = (uint64_t)st.st_size;
-            if (oz__journal_check(jpath, fd, (uint64_t)st.st_size, &found, &applies, size,
-                                  &tmp) != OC_OK)
-                applies = 0;
-        }
-        if (fd >= 0) close(fd);
+    struct stat st_j;
+    if (err && jpath && (st == OC_ERR_MALFORMED || st == OC_ERR_TRUNCATED ||
+                         st == OC_ERR_INCONSISTENT) &&
+        lstat(jpath, &st_j) == 0) {
+        size_t n = strlen(err->message);
+        snprintf(err->message + n, sizeof err->message - n,
+                 " (an in-place edit of it was interrupted: %s is there; the next edit rolls "
+                 "it back, A-56)", jpath);
     }
     free(jpath);
-    return applies;
 }
 
 oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out,
@@ -275,7 +264,6 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     ar->zip = zip;
-    ar->file_size = oz_zip_reader_size(zip);
     oc_error tmp;
     oc_status st = OC_OK;
     if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
@@ -295,15 +283,13 @@ uint64_t oz__archive_model_index(const oz_archive *ar) { return ar->model_index;
 oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
                           oz_archive **out, oc_error *err) {
     if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
-    uint64_t size = 0, file_size = 0;
     oz_zip_reader *zip = NULL;
-    int cut = interrupted_edit(path, &size, &file_size);
-    oc_status st = cut ? oz__zip_reader_open_prefix(path, size, zip_opts, &zip, err)
-                       : oz_zip_reader_open(path, zip_opts, &zip, err);
-    OZ_FORWARD(st);
-    OZ_FORWARD(oz__archive_wrap(zip, path, out, err));
-    if (cut) (*out)->file_size = file_size;
-    return OC_OK;
+    oc_status st = oz_zip_reader_open(path, zip_opts, &zip, err);
+    if (st != OC_OK) {
+        mention_journal(path, st, err);
+        return st;
+    }
+    return oz__archive_wrap(zip, path, out, err);
 }
 
 void oz_archive_close(oz_archive *ar) {
@@ -318,8 +304,7 @@ const oz_zip_reader *oz_archive_zip(const oz_archive *ar) { return ar ? ar->zip 
 void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out) {
     memset(out, 0, sizeof *out);
     if (!ar) return;
-    out->archive_size = oz_zip_reader_size(ar->zip);
-    out->file_size = ar->file_size > out->archive_size ? ar->file_size : out->archive_size;
+    out->archive_size = out->file_size = oz_zip_reader_size(ar->zip);
     uint64_t cd_off, covered = 0;
     oz_zip_reader_central_dir(ar->zip, &cd_off, NULL);
     uint64_t n = oz_zip_reader_count(ar->zip);

@@ -10,22 +10,23 @@
  *   direct   if |tail(D)| <= M - D, the bytes [D, M) are unused already (an earlier
  *            edit's): write tail(D) there, fsync, cut the file at D + |tail(D)|, fsync.
  *   append   otherwise: journal (old size E) made durable; tail(P) written at
- *            P = max(E, D + |tail(D)|) (a gap [E, P) stays a hole); fsync; journal removed
- *            (the commit point); then, unless append_only, compact: tail(D) written over
- *            the now unused [D, P), fsync, cut the file at D + |tail(D)|, fsync.
+ *            P = max(E, D + |tail(D)|) (a gap [E, P) stays a hole); fsync (the commit
+ *            point: the file is the new archive); journal removed; then, unless
+ *            append_only, compact: tail(D) written over the now unused [D, P), fsync, cut
+ *            the file at D + |tail(D)|, fsync.
  *
  * Every write lands on bytes that no state a reader may see still refers to, and every
- * switch from one archive to the next is one ftruncate or the journal's removal (the
- * argument: spec A-54..A-56). Nothing is written before D, so no tensor byte is ever
- * touched, and nothing is written at all before every check has passed.
+ * switch from one archive to the next is one ftruncate or one fsync of a complete tail
+ * (the argument: spec A-54..A-56). Nothing is written before D, so no tensor byte is ever
+ * touched, and nothing is written at all before every check has passed. The whole edit,
+ * from reading the model to the last write, runs under the locks of A-58
+ * (internal/lock.h): oz_archive_edit_begin takes them, oz_archive_edit_end drops them.
  */
-#define _DEFAULT_SOURCE /* flock */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,13 +38,16 @@
 #include "internal/edit.h"
 #include "internal/error.h"
 #include "internal/journal.h"
+#include "internal/lock.h"
 #include "internal/zipbuild.h"
+#include "internal/zipread.h"
 #include "onnxz/archive.h"
 
 void (*oz__edit_test_hook)(const char *step) = NULL;
 
 static void step(const char *name) {
     if (oz__edit_test_hook) oz__edit_test_hook(name);
+    oz__test_point(name);
 }
 
 /* ---- the new model against the archive (A-51) ---- */
@@ -93,9 +97,14 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
 
 /* ---- the edit ---- */
 
-typedef struct edit {
-    const char *path;
+struct oz_archive_edit {
+    char *path;
+    char *jpath;         /* path + OZ_JOURNAL_SUFFIX */
     int fd;
+    int append_only;
+    int deflate_model;
+    uint64_t align;      /* asked for; 0: the archive's own */
+    int done;            /* a commit was tried: the archive below is stale */
     oz_archive *ar;
     const oz_zip_reader *zip;
     uint64_t model_index;
@@ -112,7 +121,8 @@ typedef struct edit {
     uint16_t comment_len;
     uint8_t *lh;         /* scratch: a local header */
     uint8_t *cd;         /* scratch: the central directory and end records */
-} edit;
+};
+typedef struct oz_archive_edit edit;
 
 /* One placement of the new tail. */
 typedef struct tail {
@@ -245,33 +255,57 @@ static oc_status pread_all(int fd, void *buf, uint64_t n, uint64_t at, oc_error 
     return OC_OK;
 }
 
-/* The file, opened for writing and locked against other editors (readers do not lock). */
+/* The file, opened for writing and locked (A-58): against other editors always, against
+ * readers unless the edit only appends. */
 static oc_status open_locked(edit *ed, oc_error *err) {
-    ed->fd = open(ed->path, O_RDWR | O_CLOEXEC);
+    ed->fd = open(ed->path, O_RDWR | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
     if (ed->fd < 0) return oz__fail_errno(err, errno, "cannot open %s for editing", ed->path);
     struct stat st;
     if (fstat(ed->fd, &st) != 0) return oz__fail_errno(err, errno, "cannot stat %s", ed->path);
     OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
                        "%s is not a regular file", ed->path);
-    /* Where the filesystem has no flock (some network filesystems), go on unlocked. */
-    OZ_RETURN_ERROR_IF(flock(ed->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK, err,
-                       OC_ERR_IO, OC_NO_OFFSET, "another edit of %s is in progress (A-58)",
-                       ed->path);
+    OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, ed->path,
+                        "is being edited by another process", err));
+    if (!ed->append_only)
+        OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, ed->path,
+                            "is open in another process (or this one), which an edit that "
+                            "overwrites or shortens it would break; edit it once it is "
+                            "closed, or append only", err));
     return OC_OK;
 }
 
-/* A-56: a journal left by an interrupted edit. If it applies, the file is cut back to the
- * old archive; either way the journal goes. */
-static oc_status recover(edit *ed, const char *jpath, oc_error *err) {
+/* True when the first `size` bytes of the file (all of it: UINT64_MAX) are an archive. */
+static int opens_as_archive(const edit *ed, uint64_t size) {
+    oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
+    zo.use_pread = 1;
+    oz_zip_reader *zip;
+    oz_archive *ar = NULL;
+    oc_error tmp;
+    int ok = oz__zip_reader_open_fd_prefix(ed->fd, size, &zo, &zip, &tmp) == OC_OK &&
+             oz__archive_wrap(zip, ed->path, &ar, &tmp) == OC_OK;
+    oz_archive_close(ar);
+    return ok;
+}
+
+/* A-56: the journal of an interrupted edit. The file is cut back to the journal's old
+ * size only when that provably restores the archive this library had before: the file is
+ * no archive as it is, the journal fits it (its CRC of the old model's bytes included),
+ * and the first old_size bytes are an archive. A journal of ours whose edit completed is
+ * removed; anything else at the journal's name is refused and left alone. */
+static oc_status recover(edit *ed, oc_error *err) {
+    oz__journal j;
+    int found;
+    OZ_FORWARD(oz__journal_read(ed->jpath, &j, &found, err));
+    if (!found) return OC_OK;
     struct stat st;
     if (fstat(ed->fd, &st) != 0) return oz__fail_errno(err, errno, "cannot stat %s", ed->path);
-    int found, applies;
-    uint64_t old = 0;
-    OZ_FORWARD(oz__journal_check(jpath, ed->fd, (uint64_t)st.st_size, &found, &applies, &old,
-                                 err));
-    if (!found) return OC_OK;
-    if (applies) OZ_FORWARD(cut(ed, old, err));
-    return oz__journal_remove(jpath, err);
+    if (!opens_as_archive(ed, UINT64_MAX)) {
+        if (!oz__journal_applies(&j, ed->fd, (uint64_t)st.st_size) ||
+            !opens_as_archive(ed, j.old_size))
+            return OC_OK; /* not ours to mend: the archive's own fault is reported next */
+        OZ_FORWARD(cut(ed, j.old_size, err));
+    }
+    return oz__journal_remove(ed->jpath, err);
 }
 
 static oc_status open_archive(edit *ed, oc_error *err) {
@@ -345,11 +379,11 @@ static oc_status read_others(edit *ed, oc_error *err) {
     return st;
 }
 
-static oc_status run(edit *ed, const char *jpath, int append_only, oc_error *err) {
+static oc_status run(edit *ed, oc_error *err) {
     tail t;
     place(ed, ed->d, &t);
     uint64_t compact = t.size; /* |tail(D)| */
-    if (!append_only && compact <= ed->m - ed->d) {
+    if (!ed->append_only && compact <= ed->m - ed->d) {
         /* direct: [D, M) is unused already (left by an earlier edit) */
         OZ_FORWARD(write_tail(ed, &t, "compacting", err));
         step("compacted");
@@ -360,24 +394,24 @@ static oc_status run(edit *ed, const char *jpath, int append_only, oc_error *err
     /* Append at P >= E, far enough that tail(D) will fit below it: P = max(E, D + |tail(D)|).
      * A gap [E, P) reads as zeros (a hole) and is never written. */
     uint64_t p = ed->e;
-    if (!append_only && compact > ed->e - ed->d) p = ed->d + compact;
+    if (!ed->append_only && compact > ed->e - ed->d) p = ed->d + compact;
     tail a;
     place(ed, p, &a);
     oz__journal j = {ed->e, p + a.size, ed->m, 0};
     OZ_FORWARD(oz__crc_range(ed->fd, ed->m, ed->e, &j.check_crc, err));
-    OZ_FORWARD(oz__journal_write(jpath, &j, err));
+    OZ_FORWARD(oz__journal_write(ed->jpath, &j, err));
     step("journaled");
     oc_status st = write_tail(ed, &a, "appending", err);
-    if (st == OC_OK) {
-        step("appended");
-        st = oz__journal_remove(jpath, err); /* the commit point */
-    }
     if (st != OC_OK) { /* back to the old archive; if this fails too, the journal stays */
-        if (cut(ed, ed->e, NULL) == OC_OK) (void)oz__journal_remove(jpath, NULL);
+        if (cut(ed, ed->e, NULL) == OC_OK) (void)oz__journal_remove(ed->jpath, NULL);
         return st;
     }
+    /* The commit point: the file is the new archive, complete and durable. The journal
+     * is stale now; should it stay (a failure here, a crash), the next edit removes it. */
+    step("appended");
+    (void)oz__journal_remove(ed->jpath, NULL);
     step("committed");
-    if (append_only) return OC_OK;
+    if (ed->append_only) return OC_OK;
     /* Compaction: [D, P) is unused now. Best effort after the commit point: a failure
      * leaves the appended layout, which is complete (A-54). */
     place(ed, ed->d, &t);
@@ -388,86 +422,127 @@ static oc_status run(edit *ed, const char *jpath, int append_only, oc_error *err
     return OC_OK;
 }
 
-oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
-                                   const oz_archive_options *opts, oc_error *err) {
+oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
+                                oz_archive_edit **out, oc_error *err) {
     static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
     if (!opts) opts = &defaults;
-    OZ_RETURN_ERROR_IF(!path || !*path || !desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "oz_archive_replace_model: missing argument");
+    OZ_RETURN_ERROR_IF(!path || !*path || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_edit_begin: missing argument");
+    *out = NULL;
     uint64_t align = opts->serialize.buffer.alignment;
     OZ_RETURN_ERROR_IF(align && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT ||
                                  (align & (align - 1)) != 0),
                        err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "alignment %llu is not a power of two from %u to %u (Z-10)",
                        (unsigned long long)align, OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
-    edit ed;
-    memset(&ed, 0, sizeof ed);
-    ed.path = path;
-    ed.fd = -1;
+    edit *ed = calloc(1, sizeof *ed);
+    OZ_RETURN_ERROR_IF(!ed, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    ed->fd = -1;
+    ed->append_only = opts->append_only;
+    ed->deflate_model = opts->deflate_model;
+    ed->align = align;
+    oc_status st = OC_OK;
+    if (!(ed->path = strdup(path)) || !(ed->jpath = oz__journal_path(path)))
+        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (st == OC_OK) st = open_locked(ed, err);
+    if (st == OC_OK) st = recover(ed, err);
+    if (st == OC_OK) st = open_archive(ed, err);
+    if (st != OC_OK) {
+        oz_archive_edit_end(ed);
+        return st;
+    }
+    oz__test_point("edit-begun");
+    *out = ed;
+    return OC_OK;
+}
+
+const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed) {
+    return ed && !ed->done ? ed->ar : NULL;
+}
+
+oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
+                                 oc_error *err) {
+    OZ_RETURN_ERROR_IF(!ed || !desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_edit_commit: missing argument");
+    OZ_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_edit_commit: this edit has already been committed");
+    ed->done = 1;
     void *encoded = NULL;
     uint8_t *packed = NULL;
     uint64_t encoded_n = 0;
-    char *jpath = NULL;
     /* Everything is read, checked and laid out before the first byte is written. */
     oc_status st = oc_encode_to_memory(desc, msg, &encoded, &encoded_n, err);
-    if (st == OC_OK) st = open_locked(&ed, err);
-    if (st == OC_OK && !(jpath = oz__journal_path(path)))
-        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    if (st == OC_OK) st = recover(&ed, jpath, err);
-    if (st == OC_OK) st = open_archive(&ed, err);
     if (st == OC_OK) {
-        ref_ctx c = {ed.zip, ed.model_index, err};
+        ref_ctx c = {ed->zip, ed->model_index, err};
         st = oc_visit_tensors(desc, (void *)(uintptr_t)msg, check_ref, &c);
     }
-    if (st == OC_OK) st = find_layout(&ed, err);
-    if (st == OC_OK) st = read_others(&ed, err);
+    if (st == OC_OK) st = find_layout(ed, err);
+    if (st == OC_OK) st = read_others(ed, err);
     if (st == OC_OK) {
-        if (align)
-            ed.alignment = (uint32_t)align;
+        if (ed->align)
+            ed->alignment = (uint32_t)ed->align;
         else
-            st = archive_alignment(&ed, &ed.alignment, err);
+            st = archive_alignment(ed, &ed->alignment, err);
     }
     if (st == OC_OK) {
-        ed.model.name = (const uint8_t *)OZ_MODEL_ENTRY;
-        ed.model.name_len = (uint32_t)strlen(OZ_MODEL_ENTRY);
-        ed.model.crc = oz__crc32(0, encoded, encoded_n);
-        ed.model.usize = encoded_n;
-        ed.model.method = OZ_ZIP_STORED;
-        ed.model.csize = encoded_n;
-        ed.data = encoded;
-        if (opts->deflate_model) {
+        ed->model.name = (const uint8_t *)OZ_MODEL_ENTRY;
+        ed->model.name_len = (uint32_t)strlen(OZ_MODEL_ENTRY);
+        ed->model.crc = oz__crc32(0, encoded, encoded_n);
+        ed->model.usize = encoded_n;
+        ed->model.method = OZ_ZIP_STORED;
+        ed->model.csize = encoded_n;
+        ed->data = encoded;
+        if (ed->deflate_model) {
             if (encoded_n > OZ_ZIP_DEFAULT_MAX_INFLATED)
                 st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
                               "a DEFLATED model of %llu bytes is over the %llu-byte read limit "
                               "(Z-66)", (unsigned long long)encoded_n,
                               (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
             else
-                st = oz__deflate(encoded, encoded_n, -1, &packed, &ed.model.csize, err);
-            ed.model.method = OZ_ZIP_DEFLATED;
-            ed.data = packed;
+                st = oz__deflate(encoded, encoded_n, -1, &packed, &ed->model.csize, err);
+            ed->model.method = OZ_ZIP_DEFLATED;
+            ed->data = packed;
         }
     }
     if (st == OC_OK) {
         /* Z-52: nothing a reader with default limits would refuse. The model's central
          * header is at most 46 + name + 28 bytes. */
-        uint64_t cd_max = ed.others_len + OZ_CENTRAL_SIZE + ed.model.name_len + 28u;
+        uint64_t cd_max = ed->others_len + OZ_CENTRAL_SIZE + ed->model.name_len + 28u;
         if (cd_max > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR)
             st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
                           "the central directory would exceed %llu bytes (Z-66)",
                           (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
-        ed.lh = st == OC_OK ? malloc(OZ_LOCAL_MAX(ed.model.name_len, ed.alignment)) : NULL;
-        ed.cd = st == OC_OK ? malloc((size_t)cd_max + OZ_END_MAX + ed.comment_len) : NULL;
-        if (st == OC_OK && (!ed.lh || !ed.cd))
+        ed->lh = st == OC_OK ? malloc(OZ_LOCAL_MAX(ed->model.name_len, ed->alignment)) : NULL;
+        ed->cd = st == OC_OK ? malloc((size_t)cd_max + OZ_END_MAX + ed->comment_len) : NULL;
+        if (st == OC_OK && (!ed->lh || !ed->cd))
             st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    if (st == OC_OK) st = run(&ed, jpath, opts->append_only, err);
-    oz_archive_close(ed.ar);
-    if (ed.fd >= 0) close(ed.fd); /* releases the lock */
-    free(jpath);
+    if (st == OC_OK) st = run(ed, err);
+    ed->data = NULL;
     free(encoded);
     free(packed);
-    free(ed.others);
-    free(ed.lh);
-    free(ed.cd);
+    return st;
+}
+
+void oz_archive_edit_end(oz_archive_edit *ed) {
+    if (!ed) return;
+    oz_archive_close(ed->ar);
+    if (ed->fd >= 0) close(ed->fd); /* releases the locks */
+    free(ed->path);
+    free(ed->jpath);
+    free(ed->others);
+    free(ed->lh);
+    free(ed->cd);
+    free(ed);
+}
+
+oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
+                                   const oz_archive_options *opts, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_replace_model: missing argument");
+    oz_archive_edit *ed;
+    OZ_FORWARD(oz_archive_edit_begin(path, opts, &ed, err));
+    oc_status st = oz_archive_edit_commit(ed, desc, msg, err);
+    oz_archive_edit_end(ed);
     return st;
 }

@@ -11,10 +11,14 @@
  *   36  4  CRC-32 of bytes 0..35 of the journal
  * The journal is untrusted input like the archive: a file of another size, another magic
  * or a wrong checksum is not a journal, and its numbers are checked against the archive.
+ * It is never followed through a link, never opened so that a FIFO could block, and only
+ * ever created anew (O_EXCL): a name that is anything else is refused, never removed.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,11 +31,18 @@
 static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
 
 char *oz__journal_path(const char *archive_path) {
-    size_t n = strlen(archive_path), k = sizeof OZ_JOURNAL_SUFFIX;
+    /* A link to the archive is followed (A-55, W-32): every name of it finds one journal. */
+    struct stat st;
+    char *real = lstat(archive_path, &st) == 0 && S_ISLNK(st.st_mode)
+                     ? realpath(archive_path, NULL) : NULL;
+    const char *base = real ? real : archive_path;
+    size_t n = strlen(base), k = sizeof OZ_JOURNAL_SUFFIX;
     char *p = malloc(n + k);
-    if (!p) return NULL;
-    memcpy(p, archive_path, n);
-    memcpy(p + n, OZ_JOURNAL_SUFFIX, k);
+    if (p) {
+        memcpy(p, base, n);
+        memcpy(p + n, OZ_JOURNAL_SUFFIX, k);
+    }
+    free(real);
     return p;
 }
 
@@ -93,7 +104,7 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
     p = oz__put64(p, j->check_from);
     p = oz__put32(p, j->check_crc);
     oz__put32(p, oz__crc32(0, b, JOURNAL_SIZE - 4));
-    int fd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) return oz__fail_errno(err, errno, "cannot create the edit journal %s", jpath);
     ssize_t n;
     do {
@@ -124,38 +135,54 @@ oc_status oz__journal_remove(const char *jpath, oc_error *err) {
     return OC_OK;
 }
 
-oc_status oz__journal_check(const char *jpath, int fd, uint64_t size, int *found, int *applies,
-                            uint64_t *old_size, oc_error *err) {
-    *found = *applies = 0;
-    int jfd = open(jpath, O_RDONLY | O_CLOEXEC);
-    if (jfd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
-        return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
-    }
+oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_error *err) {
+    *found = 0;
+    /* O_NOFOLLOW: a link is refused (ELOOP), even a dangling one; O_NONBLOCK: a FIFO
+     * opens at once and is then refused for what it is. */
+    int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (jfd < 0 && (errno == ENOENT || errno == ENOTDIR)) return OC_OK;
+    if (jfd < 0 && errno == ELOOP)
+        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                        "%s is a symbolic link, not an edit journal: move it away to edit "
+                        "(A-55)", jpath);
+    if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
     *found = 1;
+    struct stat st;
     uint8_t b[JOURNAL_SIZE + 1];
-    ssize_t n;
-    do {
-        n = pread(jfd, b, sizeof b, 0);
-    } while (n < 0 && errno == EINTR);
-    int e = errno;
+    ssize_t n = -1;
+    int e = 0;
+    if (fstat(jfd, &st) != 0) {
+        e = errno;
+    } else if (S_ISREG(st.st_mode)) {
+        do {
+            n = pread(jfd, b, sizeof b, 0);
+        } while (n < 0 && errno == EINTR);
+        e = n < 0 ? errno : 0;
+    }
     close(jfd);
-    if (n < 0) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
-    if (n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
-        oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4))
-        return OC_OK; /* not a journal of ours */
+    if (e) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
+    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
+                       "%s is %s, not an edit journal: move it away to edit (A-55)", jpath,
+                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                                   : "not a regular file");
+    OZ_RETURN_ERROR_IF(n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
+                           oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4),
+                       err, OC_ERR_IO, OC_NO_OFFSET,
+                       "%s is no complete edit journal (an edit that stopped before it "
+                       "changed the archive leaves that, or the file is not ours): move it "
+                       "away to edit (A-55)", jpath);
     oz__cursor c = oz__cursor_make(b + sizeof magic, JOURNAL_SIZE - sizeof magic);
-    oz__journal j;
-    j.old_size = oz__get64(&c);
-    j.new_size = oz__get64(&c);
-    j.check_from = oz__get64(&c);
-    j.check_crc = oz__get32(&c);
-    if (!(j.check_from < j.old_size && j.old_size < size && size <= j.new_size)) return OC_OK;
+    j->old_size = oz__get64(&c);
+    j->new_size = oz__get64(&c);
+    j->check_from = oz__get64(&c);
+    j->check_crc = oz__get32(&c);
+    return OC_OK;
+}
+
+int oz__journal_applies(const oz__journal *j, int fd, uint64_t size) {
+    if (!(j->check_from < j->old_size && j->old_size < size && size <= j->new_size)) return 0;
     uint32_t crc;
     oc_error tmp;
-    if (oz__crc_range(fd, j.check_from, j.old_size, &crc, &tmp) != OC_OK) return OC_OK;
-    if (crc != j.check_crc) return OC_OK;
-    *applies = 1;
-    *old_size = j.old_size;
-    return OC_OK;
+    return oz__crc_range(fd, j->check_from, j->old_size, &crc, &tmp) == OC_OK &&
+           crc == j->check_crc;
 }

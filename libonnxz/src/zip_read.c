@@ -25,6 +25,7 @@
 #include "internal/crc.h"
 #include "internal/cursor.h"
 #include "internal/error.h"
+#include "internal/lock.h"
 #include "internal/zipfmt.h"
 #include "internal/zipread.h"
 #include "onnxz/zip.h"
@@ -639,7 +640,7 @@ static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o,
 }
 
 /* The archive's bytes are the first `limit` bytes of the file (UINT64_MAX: all of them),
- * for oz__zip_reader_open_prefix; a file shorter than limit is refused. */
+ * for oz__zip_reader_open_fd_prefix; a file shorter than limit is refused. */
 static oc_status apply_limit(uint64_t *size, uint64_t limit, const char *what, oc_error *err) {
     if (limit == UINT64_MAX) return OC_OK;
     OZ_RETURN_ERROR_IF(limit > *size, err, OC_ERR_TRUNCATED, *size,
@@ -679,49 +680,59 @@ static oc_status open_with_fd(int fd, const char *what, uint64_t limit,
     return finish_open(r, o, out, err);
 }
 
-static oc_status open_path(const char *path, uint64_t limit, const oz_zip_reader_options *options,
-                           oz_zip_reader **out, oc_error *err) {
+/* A-58: the shared locks are taken before the file's size is, so that no edit is half-way
+ * through appending then; the content lock stays with the reader's descriptor (pread) or
+ * with the mapping's duplicate of it, the edit lock goes once the reader is open. */
+oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
+                             oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no path or output pointer");
     *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
+    if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
+    oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, path,
+                            "is being edited in place; try again once the edit is done", err);
+    if (st != OC_OK) {
+        close(fd);
+        return st;
+    }
     if (options && options->use_pread) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
-        return open_with_fd(fd, path, limit, options, out, err);
+        OZ_FORWARD(open_with_fd(fd, path, UINT64_MAX, options, out, err));
+        (void)oz__lock((*out)->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
+        oz__test_point("reader-open");
+        return OC_OK;
     }
     oc_mapped m;
-    OZ_FORWARD(oc_map_file(path, &m, err));
-    uint64_t size = m.size;
-    oc_status s = apply_limit(&size, limit, path, err);
-    oz_zip_reader *r = s == OC_OK ? reader_new() : NULL;
+    st = oc_map_fd_keep(fd, path, &m, err);
+    (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
+    close(fd); /* the mapping keeps a duplicate, and with it the content lock */
+    OZ_FORWARD(st);
+    oz_zip_reader *r = reader_new();
     if (!r) {
         oc_owner_unref(m.owner);
-        return s != OC_OK ? s : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     r->base = m.data;
-    r->size = size;
-    r->owner = m.owner; /* the reference oc_map_file gave us */
-    return finish_open(r, options, out, err);
+    r->size = m.size;
+    r->owner = m.owner; /* the reference oc_map_fd_keep gave us */
+    OZ_FORWARD(finish_open(r, options, out, err));
+    oz__test_point("reader-open");
+    return OC_OK;
 }
 
-oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
-                             oz_zip_reader **out, oc_error *err) {
-    return open_path(path, UINT64_MAX, options, out, err);
-}
-
-oc_status oz__zip_reader_open_prefix(const char *path, uint64_t size,
-                                     const oz_zip_reader_options *options, oz_zip_reader **out,
-                                     oc_error *err) {
-    return open_path(path, size, options, out, err);
-}
-
-oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
-                                oz_zip_reader **out, oc_error *err) {
+oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size,
+                                        const oz_zip_reader_options *options,
+                                        oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (own < 0) return oz__fail_errno(err, errno, "cannot duplicate descriptor %d", fd);
-    return open_with_fd(own, "the archive", UINT64_MAX, options, out, err);
+    return open_with_fd(own, "the archive", size, options, out, err);
+}
+
+oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
+                                oz_zip_reader **out, oc_error *err) {
+    return oz__zip_reader_open_fd_prefix(fd, UINT64_MAX, options, out, err);
 }
 
 oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,

@@ -7,9 +7,12 @@
  *       archive's model. --crash-at kills the process with SIGKILL when the editor reaches
  *       STEP (internal/edit.h); --pause-ms sleeps at every step (for kills at random
  *       moments). Prints the steps taken, then `ok` or `<status>: <message>`.
- *   edit_driver touch ARCHIVE KEY VALUE [--no-copy]
- *       the usual flow in C: load the model with skip_external_data (and no_copy), add a
- *       metadata_props entry, replace, free.
+ *   edit_driver touch ARCHIVE KEY VALUE [--no-copy] [--mapped] [--append-only]
+ *       the usual flow in C: begin an edit, load its model with skip_external_data (and
+ *       no_copy), add a metadata_props entry, commit, end. --mapped: the flow without an
+ *       edit handle (oz_archive_load, then oz_archive_replace_model), whose mapping the
+ *       process still holds while it edits (A-58 refuses that unless append-only).
+ *   edit_driver recover ARCHIVE   begin an edit and end it: rolls an interrupted one back
  *   edit_driver load ARCHIVE OUT.onnx [--pread]
  *       the model with its tensors, as a plain .onnx (read through a mapping, or pread)
  *   edit_driver model ARCHIVE OUT.onnx     the model alone (its tensors stay references)
@@ -32,6 +35,7 @@
 
 static const char *crash_at;
 static long pause_ms;
+static int mapped;
 
 static void on_step(const char *step) {
     printf("step %s\n", step);
@@ -113,6 +117,7 @@ static void options(int argc, char **argv, int from, oz_archive_options *ao, int
         if (!strcmp(argv[i], "--deflate")) ao->deflate_model = 1;
         else if (!strcmp(argv[i], "--append-only")) ao->append_only = 1;
         else if (!strcmp(argv[i], "--no-copy")) *no_copy = 1;
+        else if (!strcmp(argv[i], "--mapped")) mapped = 1;
         else if (!strcmp(argv[i], "--align") && i + 1 < argc)
             ao->serialize.buffer.alignment = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc) crash_at = argv[++i];
@@ -151,7 +156,13 @@ int main(int argc, char **argv) {
         po.no_copy = no_copy;
         po.buffer.raw_data_threshold = 0;
         oz__edit_test_hook = on_step;
-        st = oz_archive_load(argv[2], &po, &m, &err);
+        oz_archive_edit *ed = NULL;
+        if (mapped) {
+            st = oz_archive_load(argv[2], &po, &m, &err);
+        } else {
+            st = oz_archive_edit_begin(argv[2], &ao, &ed, &err);
+            if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), &po, &m, &err);
+        }
         if (st == OC_OK) {
             onnx_ModelProto *p = oc_model_proto(m);
             oc_arena *a = oc_model_arena(m);
@@ -163,9 +174,17 @@ int main(int argc, char **argv) {
             }
             OC_SET_HAS(StringStringEntryProto, kv, key);
             OC_SET_HAS(StringStringEntryProto, kv, value);
-            st = oz_archive_replace_model(argv[2], &onnx_ModelProto_desc, p, &ao, &err);
+            st = ed ? oz_archive_edit_commit(ed, &onnx_ModelProto_desc, p, &err)
+                    : oz_archive_replace_model(argv[2], &onnx_ModelProto_desc, p, &ao, &err);
         }
+        oz_archive_edit_end(ed);
         oc_model_free(m);
+        return report(st, &err);
+    }
+    if (argc == 3 && !strcmp(argv[1], "recover")) {
+        oz_archive_edit *ed = NULL;
+        st = oz_archive_edit_begin(argv[2], NULL, &ed, &err);
+        oz_archive_edit_end(ed);
         return report(st, &err);
     }
     if ((argc == 4 || argc == 5) && !strcmp(argv[1], "load")) {

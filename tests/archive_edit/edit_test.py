@@ -10,10 +10,12 @@ Areas (one ctest each):
            same tensors; unzip -t, 7z t, python -m zipfile -t, bsdtar -tf and zipalign -c
            accept every result
   refuse   every refusal leaves the file byte-identical and no journal behind; so does an
-           append that fails half-way (a file size limit standing in for a full disk)
+           append that fails half-way (a file size limit standing in for a full disk); the
+           locks of A-58 (another editor, a reader, the editor's own mapping)
   crash    the editor killed (SIGKILL) at each step of A-54 and at random moments: the
-           archive always opens with the old model or the new one, never neither, and the
-           next edit completes normally
+           archive opens with the old model or the new one, or (killed while appending) is
+           refused by our reader as by python's zipfile until the next edit rolls it back
+           to the old one (A-56); the next edit completes normally
   zip64    an archive with more than 65,535 entries (zip64 end records, Z-23)
   large    a 4.1 GiB tensor entry: the model and the central directory past 4 GiB (zip64
            offsets, Z-22, Z-23); ctest label `large`
@@ -330,6 +332,11 @@ if args.area == "replace":
     arc = saved_archive("touch", base)
     old, blobs = model_of(arc), blobs_of(arc)
     before = parse_zip(arc)
+    data0 = open(arc, "rb").read()
+    rc, msg, _ = drv("touch", arc, "k", "v", "--no-copy", "--mapped")
+    check(rc == 1 and msg.startswith("i/o error: busy:") and "A-58" in msg,
+          f"touch while the process maps the archive: expected busy (A-58), got {rc} '{msg}'")
+    check(open(arc, "rb").read() == data0, "touch, refused: the file changed")
     rc, msg, _ = drv("touch", arc, "k", "v", "--no-copy")
     check(rc == 0 and msg == "ok", f"touch: {msg}")
     new = edited(old, "same")
@@ -464,11 +471,29 @@ elif args.area == "refuse":
             dst.writestr(name, src.read(name))
     refused("model_not_last", notlast, m, "unsupported", "A-50")
 
-    # another editor holds the lock
-    with open(arc, "rb") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        refused("locked", arc, edited(m, "metadata"), "i/o error", "in progress")
-        fcntl.flock(f, fcntl.LOCK_UN)
+    # another editor holds the edit lock (byte 0), a reader the content lock (byte 1): A-58.
+    # Python's lockf takes process-owned POSIX locks, which conflict with our OFD locks; a
+    # process of its own holds them (any close of the file in this one would drop them).
+    def holding(kind, byte):
+        p = subprocess.Popen([sys.executable, "-c", "import fcntl, sys\n"
+                              f"f = open({arc!r}, 'r+b')\n"
+                              f"fcntl.lockf(f, fcntl.{kind} | fcntl.LOCK_NB, 1, {byte})\n"
+                              "print('held', flush=True)\nsys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        check(p.stdout.readline().strip() == "held", f"lock {kind} on byte {byte}: not taken")
+        return p
+
+    def release(p):
+        p.stdin.close()
+        p.wait()
+
+    h = holding("LOCK_EX", 0)
+    refused("locked", arc, edited(m, "metadata"), "i/o error", "busy")
+    refused("locked_append_only", arc, edited(m, "metadata"), "i/o error", "busy", "--append-only")
+    release(h)
+    h = holding("LOCK_SH", 1)
+    refused("reader_open", arc, edited(m, "metadata"), "i/o error", "busy")
+    release(h)
 
     # not an archive for us: a later format version, no model, not a ZIP, a cut archive
     v2 = path_in("v2.onnxz")
@@ -511,12 +536,33 @@ elif args.area == "refuse":
     check(open(arc, "rb").read() == orig, "failed append: the file was not rolled back")
     check(not os.path.exists(arc + "-journal"), "failed append: a journal was left behind")
 
-    # a journal that does not apply is ignored by readers (A-56) and removed by the next edit
+    # a file at the journal's name that is no journal is ignored by readers and refused
+    # (left alone) by editors (A-55, A-56)
     open(arc + "-journal", "wb").write(b"OZJRNL01" + b"\0" * 32)
     rc, msg, _ = drv("space", arc)
     check(rc == 0, f"stale journal: the archive does not open: {msg}")
+    refused_before = open(arc, "rb").read()
     rc, msg, _ = drv("replace", arc, write_model(edited(m, "doc"), "stale.onnx"))
-    check(rc == 0 and not os.path.exists(arc + "-journal"), f"stale journal: {msg}")
+    check(rc == 1 and "no complete edit journal" in msg and os.path.exists(arc + "-journal"),
+          f"not a journal: expected a refusal that leaves it, got {rc} '{msg}'")
+    check(open(arc, "rb").read() == refused_before, "not a journal: the archive changed")
+    os.remove(arc + "-journal")
+
+    # a forged journal, well formed and with the right CRC, whose old_size lies inside the
+    # tensor entries of a complete archive: the edit must neither cut the file there (data
+    # loss) nor start from that prefix; the stale journal goes (A-56)
+    cur = open(arc, "rb").read()
+    body = b"OZJRNL01" + struct.pack("<QQQI", 4096, len(cur) + 1, 0, zlib.crc32(cur[:4096]))
+    open(arc + "-journal", "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+    rc, msg, _ = drv("space", arc)
+    check(rc == 0 and msg.split()[:2] == [str(len(cur))] * 2, f"forged journal: readers take a prefix: {msg}")
+    forged_new = edited(m, "doc")
+    rc, msg, _ = drv("replace", arc, write_model(forged_new, "forged.onnx"))
+    check(rc == 0 and not os.path.exists(arc + "-journal"), f"forged journal: {msg}")
+    z = parse_zip(arc)
+    check(all(span(z, e) == cur[e["lho"]:e["data_off"] + e["csize"]] for e in z["entries"] if e["name"] != MODEL),
+          "forged journal: tensor entries changed (data loss)")
+    loads_as(arc, inline(forged_new, blobs_of(arc)), "forged journal: the edit")
 
 # ======================================================================================
 elif args.area == "crash":
@@ -534,16 +580,32 @@ elif args.area == "crash":
                       f"{what}: entry {e['name']} changed (A-50)")
         if step == "journaled":
             check(data == before["data"], f"{what}: the file changed before the first append")
-        committed = step == "truncated" if direct else step not in ("journaled", "appending", "appended")
+        # the commit point: the appended tail made durable (A-54)
+        committed = step == "truncated" if direct else step not in ("journaled", "appending")
+        if step == "appending" and not direct:
+            # a torn tail: refused by our reader (A-56), the same way with or without the
+            # journal, whose presence only adds a note to the message; the next edit rolls
+            # it back
+            rc, msg, _ = drv("space", arc)
+            check(rc == 1 and "Z-6" in msg and "-journal is there" in msg,
+                  f"{what}: a torn tail must be refused, naming the journal: {rc} '{msg}'")
+            os.rename(arc + "-journal", arc + ".aside")
+            rc2, msg2, _ = drv("space", arc)
+            os.rename(arc + ".aside", arc + "-journal")
+            check(rc2 == 1 and msg.startswith(msg2), f"{what}: without the journal: '{msg2}'")
+            rc, msg, _ = drv("recover", arc)
+            check(rc == 0 and data_after_rollback(arc, before), f"{what}: rollback: {msg}")
         for mode in ((), ("--pread",)):
             loads_as(arc, new_inl if committed else old_inl,
                      f"{what} ({'new' if committed else 'old'} model{', pread' if mode else ''})", *mode)
         rc, msg, _ = drv("space", arc)
         fs, asz, _ = (int(x) for x in msg.split()) if rc == 0 else (0, 0, 0)
-        check(rc == 0 and (fs > asz) == (step in ("appending", "appended")),
-              f"{what}: oz_archive_get_space after {step}: '{msg}'")
+        check(rc == 0 and fs == asz, f"{what}: oz_archive_get_space after {step}: '{msg}'")
         if committed:  # a complete archive for everyone
             clients(arc, 64, what)
+
+    def data_after_rollback(arc, before):
+        return open(arc, "rb").read() == before["data"] and not os.path.exists(arc + "-journal")
 
     def recover(arc, blobs, m0, before, what):
         """The next edit rolls an interrupted one back (A-56) and completes. `before`: the
@@ -597,7 +659,7 @@ elif args.area == "crash":
     check(rc == 0, f"random: first edit: {msg}")
     cur = 0
     rng = random.Random(11)
-    outcomes = {"old": 0, "new": 0, "torn tail (journal applies)": 0, "appended layout": 0}
+    outcomes = {"old": 0, "new": 0, "torn tail (refused, rolled back)": 0, "appended layout": 0}
     for i in range(10 if REDUCED else 40):
         k = rng.choice([x for x in range(3) if x != cur])
         p = subprocess.Popen([args.driver, "replace", arc, srcs[k]], stdout=subprocess.DEVNULL,
@@ -606,9 +668,14 @@ elif args.area == "crash":
         p.kill()
         p.wait()
         rc, msg, _ = drv("space", arc)
+        if rc != 0:  # killed while appending: refused until the next edit rolls it back
+            check("-journal is there" in msg, f"random kill {i}: refused without a journal: {msg}")
+            outcomes["torn tail (refused, rolled back)"] += 1
+            rc, msg, _ = drv("recover", arc)
+            check(rc == 0, f"random kill {i}: rollback: {msg}")
+            rc, msg, _ = drv("space", arc)
         if rc == 0:
             fs, asz, un = (int(x) for x in msg.split())
-            outcomes["torn tail (journal applies)"] += fs > asz
             outcomes["appended layout"] += fs == asz and un > 0
         out = arc + ".out.onnx"
         rc, msg, _ = drv("load", arc, out)

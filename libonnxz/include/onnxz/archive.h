@@ -39,8 +39,8 @@ typedef struct oz_archive_options {
     oc_serialize_options serialize;
     int deflate_model;  /* store __MODEL_PROTO deflated (the tensors stay STORED) */
     /* oz_archive_replace_model: only append, never overwrite or shorten the file (A-57), so
-     * that processes which have the archive mapped keep valid bytes; the old model stays
-     * behind as unused bytes. */
+     * that processes which have the archive open keep valid bytes (such an edit does not
+     * wait for them to close it, A-58); the old model stays behind as unused bytes. */
     int append_only;
 } oz_archive_options;
 
@@ -92,6 +92,9 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
 /* Replaces the archive's model by msg (a message of type desc, normally a ModelProto),
  * rewriting only __MODEL_PROTO and the central directory after the tensor entries, which
  * neither move nor change: no copy of the weights is made, however large they are.
+ * oz_archive_edit_begin + oz_archive_edit_commit + oz_archive_edit_end; to change the
+ * model the archive holds (read, modify, write), use those, so that the model is read
+ * under the edit's locks and no concurrent edit is lost.
  *
  * msg is written as it is (A-51): its EXTERNAL tensors must name entries of the archive
  * with their exact length (as a model loaded from it with skip_external_data does), else
@@ -101,32 +104,50 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
  * deflate_model as for saving; serialize.buffer.alignment 0 keeps the archive's own
  * alignment (A-53); append_only (see oz_archive_options); nothing else applies.
  *
- * Crash safety (A-54..A-56): at every moment the file holds the old model or the new one.
- * The new tail is appended first; meanwhile a journal `<path>-journal` marks the old end,
- * which oz_archive_open honours, and the next edit rolls an interrupted edit back. Then the
- * new tail is written again right after the last tensor entry and the file cut there, so
- * the result is compact (unless append_only). Every refusal (model not the last entry in
- * the file: OC_ERR_UNSUPPORTED; a tensor naming no entry: OC_ERR_INCONSISTENT; another edit
- * running: OC_ERR_IO; the archive's own faults as oz_archive_open reports them) leaves the
- * file byte-identical. Once the new model is in place the call succeeds, even if
- * compacting fails (oz_archive_get_space shows the unused bytes left).
+ * Crash safety (A-54..A-56): at every moment the file holds the old archive or the new
+ * one, except while a new tail is being appended: a crash then leaves the old archive
+ * followed by a torn tail, which every ZIP reader (this one included) refuses until the
+ * next edit rolls it back, guided by a journal `<path>-journal` that readers never look
+ * at. Then the new tail is written again right after the last tensor entry and the file
+ * cut there, so the result is compact (unless append_only). Every refusal (model not the
+ * last entry in the file: OC_ERR_UNSUPPORTED; a tensor naming no entry:
+ * OC_ERR_INCONSISTENT; busy, or something other than a journal at the journal's name:
+ * OC_ERR_IO; the archive's own faults as oz_archive_open reports them) leaves the file
+ * byte-identical. Once the new model is in place the call succeeds, even if compacting
+ * fails (oz_archive_get_space shows the unused bytes left).
  *
- * Not for archives that are open elsewhere (A-57): compaction overwrites the old model's
- * bytes and shortens the file, so mappings of those bytes would change or fault; use
- * append_only, or save a new archive and rename it. The same holds for msg itself when it
- * was loaded from this archive with no_copy: it is encoded before anything is written, but
- * free it afterwards rather than read its inline tensors. Needs write access to the file
- * and its directory (for the journal). One edit per archive at a time (a flock); any
- * number of archives may be edited from different threads. */
+ * Locks (A-58): one edit per archive at a time; unless append_only, no reader may have
+ * the archive open (in this process or another: an oz_archive, a zip reader, a model
+ * loaded with no_copy that still shares its mapping), since compaction overwrites the old
+ * model's bytes and shortens the file. Nobody waits: a conflict is OC_ERR_IO, "busy".
+ * Needs write access to the file and its directory (for the journal). Any number of
+ * archives may be edited from different threads. */
 oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
                                    const oz_archive_options *opts, oc_error *err);
+
+/* An edit in progress: the archive open for writing under the locks of A-58. */
+typedef struct oz_archive_edit oz_archive_edit;
+
+/* Begins an edit of the archive at path (opts as for oz_archive_replace_model; NULL for
+ * defaults): opens the file for writing, takes the locks (busy: OC_ERR_IO), rolls back an
+ * edit that was interrupted while it appended (A-56), and opens the archive, which must
+ * pass every check of oz_archive_open. *out: free it with oz_archive_edit_end. */
+oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
+                                oz_archive_edit **out, oc_error *err);
+/* The archive being edited, as it is before the commit (read with pread, so loaded
+ * models hold copies); NULL once oz_archive_edit_commit has been called. Owned by ed. */
+const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed);
+/* Replaces the model by msg, as oz_archive_replace_model says. At most once per edit. */
+oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
+                                 oc_error *err);
+/* Ends the edit (committed or not) and releases the locks. NULL is accepted. */
+void oz_archive_edit_end(oz_archive_edit *ed);
 
 /* Where an archive's bytes go. */
 typedef struct oz_archive_space {
     uint64_t file_size;    /* bytes in the file */
-    uint64_t archive_size; /* the archive is the file's first archive_size bytes: less than
-                            * file_size only while an interrupted edit's journal applies
-                            * (A-56) */
+    uint64_t archive_size; /* equal to file_size: readers take the whole file as the archive,
+                            * whatever journal lies beside it (A-56) */
     uint64_t unused_bytes; /* bytes of the archive before its central directory that no
                             * entry holds: old models left by in-place edits (A-54), data
                             * descriptors of other writers */

@@ -135,13 +135,18 @@ typedef struct oz_zip_reader_options {
 /* Opens the archive at path: maps it read-only (default) or reads it with pread
  * (options->use_pread), then checks everything Z-60..Z-76 requires before returning. CRCs
  * are not checked here (see oz_zip_reader_verify). options may be NULL. Missing file:
- * OC_ERR_NOT_FOUND; a rule broken: the status the spec gives it. *out owns the reader. */
+ * OC_ERR_NOT_FOUND; a rule broken: the status the spec gives it. *out owns the reader.
+ * Locks (spec/onnxz.md A-58): the reader holds a shared lock on the file for as long as it
+ * or its mapping lives (spans read from it included), so that no in-place edit overwrites
+ * or shortens the file under it; while an edit is running the open fails at once with
+ * OC_ERR_IO ("busy"). */
 oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
                              oz_zip_reader **out, oc_error *err);
 
 /* As oz_zip_reader_open, reading through fd with pread. The reader works on its own
  * duplicate of fd (the caller may close fd at once); the file must not change while the
- * reader is open. */
+ * reader is open. No lock is taken: that is the caller's business (a duplicate shares the
+ * caller's open file description, and with it the caller's own locks). */
 oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
                                 oz_zip_reader **out, oc_error *err);
 

@@ -1,0 +1,35 @@
+/*
+ * internal/lock.h - the advisory locks that keep editors and readers of one archive apart
+ * (spec/onnxz.md A-58), and the test stop points of editors and readers.
+ *
+ * Two bytes of the archive file carry open-file-description locks (fcntl F_OFD_SETLK):
+ * such a lock belongs to one open() of the file, never conflicts with itself, and does
+ * not go away when some other descriptor of the same file is closed in the process.
+ *   OZ_LOCK_EDIT    byte 0: exclusive for an editor for its whole edit; shared for a
+ *                   reader while it takes the file's size and maps it.
+ *   OZ_LOCK_CONTENT byte 1: shared for a reader for as long as its descriptor (or the
+ *                   mapping that keeps a duplicate of it) lives; exclusive for an editor
+ *                   that overwrites or shortens the file (every edit but append_only).
+ * Nobody waits: a conflict is OC_ERR_IO with "busy" in the message. A filesystem without
+ * such locks leaves the file unlocked (as flock did before).
+ */
+#ifndef ONNXZ_INTERNAL_LOCK_H
+#define ONNXZ_INTERNAL_LOCK_H
+
+#include <onnxcore/status.h>
+
+enum { OZ_LOCK_EDIT = 0, OZ_LOCK_CONTENT = 1 };
+
+/* Takes (F_RDLCK, F_WRLCK) or releases (F_UNLCK) the locks on bytes [first, last] of fd,
+ * without waiting. Held by another open file: OC_ERR_IO, "busy: <path> <why>". */
+oc_status oz__lock(int fd, int first, int last, short type, const char *path, const char *why,
+                   oc_error *err);
+
+/* A stop point for tests (tests/hostile/scene_edit.py): when the environment variable
+ * ONNXZ_TEST_STOP_AT names `point`, the process stops itself (SIGSTOP) there, the first
+ * time it gets there, so that a
+ * test can run a competitor at exactly that moment and then continue it (SIGCONT). It
+ * touches nothing else; the points are named in spec/onnxz.md A-58. */
+void oz__test_point(const char *point);
+
+#endif
