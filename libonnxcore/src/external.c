@@ -138,9 +138,14 @@ static const char *location_problem(const oc_str *loc) {
     return NULL;
 }
 
-/* Opens rel beneath dirfd without following any symbolic link, or returns -1 with errno. */
-static int open_beneath(int dirfd, const char *rel) {
-    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+/* How a data file is opened for reading: never blocking (a FIFO), never a terminal. */
+#define OC_READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
+/* Opens rel beneath dirfd without following any symbolic link, or returns -1 with errno.
+ * flags: OC_READ_FLAGS, or O_PATH | O_CLOEXEC to look at the file without opening it
+ * (then a symbolic link as the last component gives a descriptor of the link itself
+ * where openat2 is missing: the caller checks the type). */
+static int open_beneath(int dirfd, const char *rel, int flags) {
 #if defined(OC_HAVE_OPENAT2_H) && defined(SYS_openat2)
     struct open_how how;
     memset(&how, 0, sizeof how);
@@ -243,7 +248,39 @@ static char *override_path(const loader *l, const oc_str *loc) {
     return p;
 }
 
-/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17). */
+/* Opens the regular file that pathfd (an O_PATH descriptor) stands for, for reading,
+ * after checking its type without opening it (E-18): a device, FIFO or socket is never
+ * opened, since opening some devices acts (a watchdog arms, a tape rewinds). The reopen
+ * goes through /proc/self/fd, which names pathfd's own inode; without /proc, `again`
+ * opens the name once more (dir_fd/rel beneath, or the caller's path) and the inode must
+ * be the same. Returns the descriptor, or -1 with *why set (errno or a reason). */
+static int reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
+                          struct stat *st, const char **why) {
+    *why = NULL;
+    if (fstat(pathfd, st) != 0) return -1;
+    if (S_ISLNK(st->st_mode)) {
+        errno = ELOOP;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        *why = "is not a regular file";
+        return -1;
+    }
+    char proc[40];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", pathfd);
+    int fd = open(proc, OC_READ_FLAGS);
+    if (fd < 0 && errno == ENOENT) /* no /proc: by name, then the same inode */
+        fd = path ? open(path, OC_READ_FLAGS) : open_beneath(dir_fd, rel, OC_READ_FLAGS);
+    struct stat now;
+    if (fd >= 0 && (fstat(fd, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)) {
+        close(fd);
+        *why = "changed while it was opened";
+        return -1;
+    }
+    return fd;
+}
+
+/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17, E-18). */
 static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
                               oc_mapped *out, oc_error *err) {
     loader *l = ctx;
@@ -262,10 +299,21 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
     char *rel = strndup(loc->data, (size_t)loc->size);
     char *ov = rel ? override_path(l, loc) : NULL;
     if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    int fd = ov ? open(ov, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open_beneath(l->dirfd, rel);
+    int pathfd = ov ? open(ov, O_PATH | O_CLOEXEC) : open_beneath(l->dirfd, rel, O_PATH | O_CLOEXEC);
     if (ov) oc_quote(ov, strlen(ov), shown, sizeof shown); /* the caller's path, shown too */
     oc_status s = OC_OK;
-    if (fd < 0) {
+    struct stat st;
+    const char *odd = NULL;
+    int fd = pathfd < 0 ? -1 : reopen_regular(pathfd, l->dirfd, rel, ov, &st, &odd);
+    if (pathfd >= 0) {
+        int e = errno;
+        close(pathfd);
+        errno = e;
+    }
+    if (odd) {
+        s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                     "tensor '%s': external data file '%s' %s", name, shown, odd);
+    } else if (fd < 0) {
         int e = errno;
         if (e == ELOOP || e == EXDEV)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
@@ -275,14 +323,7 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
             s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'",
                                name, shown);
     } else {
-        struct stat st;
-        if (fstat(fd, &st) != 0)
-            s = oc__fail_errno(l->err, errno, "tensor '%s': cannot stat '%s'", name, shown);
-        else if (!S_ISREG(st.st_mode))
-            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
-                         "tensor '%s': external data file '%s' is not a regular file", name,
-                         shown);
-        else if (!ov && st.st_nlink > 1)
+        if (!ov && st.st_nlink > 1)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' has several hard links", name,
                          shown);
