@@ -19,6 +19,7 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         FAILED.append(what)
+    return cond
 
 
 def finish():
