@@ -13,10 +13,13 @@
 #define _GNU_SOURCE /* syscall() for openat2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,6 +32,7 @@
 
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
+#include "onnxcore/model.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
 #include "internal/digest.h"
@@ -36,6 +40,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/parallel.h"
+#include "internal/testpoint.h"
 
 /* ---- reading keys ---- */
 
@@ -823,6 +828,131 @@ static char *dir_prefix(const char *path) {
     return strndup(path, n);
 }
 
+/* ---- one pair: the commit of a multi-file save (E-25, E-26) ---- */
+
+int oc__pair_lock(const char *model_path, int exclusive) {
+    char *dir = dir_prefix(model_path);
+    if (!dir) return -1;
+    int fd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0) return -1;
+    int r;
+    do r = flock(fd, exclusive ? LOCK_EX : LOCK_SH);
+    while (r != 0 && errno == EINTR);
+    if (r != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void oc__pair_unlock(int fd) {
+    if (fd >= 0) close(fd); /* closing the only descriptor releases the flock */
+}
+
+/* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model
+ * being replaced references and this save does not write: only those, whatever else the
+ * old model names (another location may be shared with other models). */
+typedef struct stale_parts {
+    const char *location; /* this save's first location */
+    uint32_t nparts;      /* parts this save writes: LOCATION, .1 .. .(nparts-1) */
+    oc_arena *arena;
+    char **names;
+    uint32_t n, cap;
+} stale_parts;
+
+static oc_status note_stale(void *ctx, onnx_TensorProto *t) {
+    stale_parts *sp = ctx;
+    const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
+    size_t ll = strlen(sp->location);
+    if (!loc || location_problem(loc) || loc->size < ll + 2 || memcmp(loc->data, sp->location, ll) ||
+        loc->data[ll] != '.' || loc->data[ll + 1] < '1' || loc->data[ll + 1] > '9' || loc->size - ll > 11)
+        return OC_OK;
+    uint64_t num = 0;
+    for (uint64_t i = ll + 1; i < loc->size; i++) {
+        if (loc->data[i] < '0' || loc->data[i] > '9') return OC_OK;
+        num = num * 10 + (uint64_t)(loc->data[i] - '0');
+    }
+    if (num < sp->nparts) return OC_OK; /* written again by this save */
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (oc_str_eq(*loc, sp->names[i])) return OC_OK;
+    if (sp->n == sp->cap) {
+        uint32_t cap = sp->cap ? sp->cap * 2 : 8;
+        char **p = realloc(sp->names, cap * sizeof *p);
+        if (!p) return OC_ERR_NOMEM;
+        sp->names = p;
+        sp->cap = cap;
+    }
+    char *name = oc_arena_alloc(sp->arena, (size_t)loc->size + 1);
+    if (!name) return OC_ERR_NOMEM;
+    memcpy(name, loc->data, (size_t)loc->size);
+    name[loc->size] = '\0';
+    sp->names[sp->n++] = name;
+    return OC_OK;
+}
+
+/* Reads the model at path (the one being replaced, if any) for its stale parts. Best
+ * effort: a model that does not decode has none we may remove. */
+static void find_stale_parts(const char *path, stale_parts *sp) {
+    void *old = NULL;
+    oc_parse_options po;
+    oc_parse_options_init(&po);
+    po.no_copy = 1;
+    if (!sp->arena) return;
+    if (oc_message_load_file(&onnx_ModelProto_desc, path, sp->arena, &po, &old, NULL) == OC_OK)
+        (void)oc_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp);
+}
+
+/* Removes them (regular files only, beneath dir) once the new model is in place. */
+static void remove_stale_parts(const char *dir, const stale_parts *sp) {
+    for (uint32_t i = 0; i < sp->n; i++) {
+        size_t n = strlen(dir) + strlen(sp->names[i]) + 1;
+        char *p = malloc(n);
+        struct stat st;
+        if (!p) return;
+        snprintf(p, n, "%s%s", dir, sp->names[i]);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) unlink(p);
+        free(p);
+    }
+}
+
+/* Data files, then the model, renamed under the pair lock with the signals that end the
+ * process held back (a handler must not run between two renames), then the stale parts
+ * of the replaced model removed. */
+static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *path,
+                             oc_error *err) {
+    stale_parts sp = {w->location, w->nparts, NULL, NULL, 0, 0};
+    sigset_t fatal, saved;
+    sigemptyset(&fatal);
+    sigaddset(&fatal, SIGINT);
+    sigaddset(&fatal, SIGTERM);
+    sigaddset(&fatal, SIGHUP);
+    int lock = oc__pair_lock(path, 1);
+    oc__test_point("pair-locked");
+    if (w->opts->overwrite) {
+        sp.arena = oc_arena_new();
+        find_stale_parts(path, &sp);
+    }
+    int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;
+    oc_status st = OC_OK;
+    for (uint32_t i = 0; i < w->nparts; i++) {
+        if (st == OC_OK)
+            st = oc_atomic_commit(&w->parts[i].af, err);
+        else
+            oc_atomic_abort(&w->parts[i].af);
+    }
+    if (st == OC_OK)
+        st = oc_atomic_commit(model, err);
+    else
+        oc_atomic_abort(model);
+    if (st == OC_OK) remove_stale_parts(w->dir, &sp);
+    if (masked) pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    oc__pair_unlock(lock);
+    free(sp.names);
+    oc_arena_free(sp.arena);
+    return st;
+}
+
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err) {
     uint64_t align = opts->buffer.alignment;
@@ -862,17 +992,13 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
         st = oc_encode_external(desc, msg, opts->buffer.raw_data_threshold, put_in_file, &w,
                                 oc_atomic_write, &model, err);
     /* Data first, then the model: a model file never names data that is not in place. */
-    for (uint32_t i = 0; i < w.nparts; i++) {
-        if (st == OC_OK)
-            st = oc_atomic_commit(&w.parts[i].af, err);
-        else
-            oc_atomic_abort(&w.parts[i].af);
-        free(w.parts[i].location);
-    }
-    if (st == OC_OK)
-        st = oc_atomic_commit(&model, err);
-    else
+    if (st == OC_OK) {
+        st = commit_pair(&w, &model, path, err);
+    } else {
+        for (uint32_t i = 0; i < w.nparts; i++) oc_atomic_abort(&w.parts[i].af);
         oc_atomic_abort(&model);
+    }
+    for (uint32_t i = 0; i < w.nparts; i++) free(w.parts[i].location);
     if (st == OC_OK) oc_progress_finish(&w.progress);
     free(w.parts);
     free(w.dir);
