@@ -93,34 +93,30 @@ def main():
         return start_stopped([exe, "-q", "convert", "-f", "A.onnx", "t.onnx"] + ext,
                              "atomic-renamed:1", d)
 
-    # 1. Two writers.
-    d = fresh(1)
-    a = writer_a(d)
-    if check(a is not None, "two writers: A stops between its renames"):
-        b = subprocess.Popen([exe, "-q", "convert", "-f", "B.onnx", "t.onnx"] + ext, cwd=d,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        state = wait_blocked(b)
-        check(state == "blocked", f"two writers: B waits for A's pair lock ({state})")
+    def during_commit(n, argv, what):
+        """Runs argv while writer A is stopped between its renames: it must wait for A's
+        pair lock; then A continues. Returns the directory, or None."""
+        d = fresh(n)
+        a = writer_a(d)
+        if not check(a is not None, f"{what}: A stops between its renames"):
+            return None
+        other = subprocess.Popen([exe, "-q"] + argv, cwd=d, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+        state = wait_blocked(other)
+        check(state == "blocked", f"{what}: waits for A's pair lock ({state})")
         sa, ea = resume(a)
-        _, eb = b.communicate(timeout=120)
-        check(sa == 0 and b.returncode == 0, f"two writers: both succeed ({sa} {ea} / {b.returncode} {eb})")
-        doc, same, vals = which(os.path.join(d, "t.onnx"))
-        check(same, f"two writers: model and data from one write (doc {doc}, weights {vals})")
+        _, eo = other.communicate(timeout=120)
+        ok = sa == 0 and other.returncode == 0
+        check(ok, f"{what}: both succeed ({sa} {ea} / {other.returncode} {eo})")
+        return d if ok else None
 
-    # 2. A reader meanwhile.
-    d = fresh(2)
-    a = writer_a(d)
-    if check(a is not None, "reader: A stops between its renames"):
-        r = subprocess.Popen([exe, "-q", "convert", "t.onnx", "r.onnx"], cwd=d,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        state = wait_blocked(r)
-        check(state == "blocked", f"reader: waits for the writer's pair lock ({state})")
-        sa, ea = resume(a)
-        _, er = r.communicate(timeout=120)
-        check(sa == 0 and r.returncode == 0, f"reader: both succeed ({sa} {ea} / {r.returncode} {er})")
-        if r.returncode == 0:
-            doc, same, vals = which(os.path.join(d, "r.onnx"))
-            check(same, f"reader: read one write (doc {doc}, weights {vals})")
+    # 1. Two writers; 2. an onnxz reader meanwhile.
+    for argv, what, result in ((["convert", "-f", "B.onnx", "t.onnx"] + ext, "two writers", "t.onnx"),
+                               (["convert", "t.onnx", "r.onnx"], "reader", "r.onnx")):
+        d = during_commit(len(what), argv, what)
+        if d:
+            doc, same, vals = which(os.path.join(d, result))
+            check(same, f"{what}: model and data from one write (doc {doc}, weights {vals})")
 
     # 3. A signal between the renames.
     d = fresh(3)

@@ -29,6 +29,13 @@ import zipfile
 
 from scenelib import check, diff, finish, snapshot
 
+try:
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+except ImportError:
+    onnx = None
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Code points that act on the line around them (oc_utf8_printable_len).
 ACTING = [0x061C, 0x200E, 0x200F, 0x2028, 0x2029] + list(range(0x202A, 0x202F)) + \
@@ -48,11 +55,7 @@ def no_acting(what, data):
 
 
 def names(exe, work):
-    try:
-        import onnx
-        import numpy as np
-        from onnx import helper, numpy_helper, TensorProto
-    except ImportError:
+    if onnx is None:
         print("skip names: python3-onnx missing")
         return
     d = os.path.join(work, "names")
@@ -108,10 +111,7 @@ def reaching(body_of, field_at, build, no_nul):
 
 def end_records(exe, work):
     """Values that look like ZIP records, written by convert and meta --set."""
-    try:
-        import onnx
-        from onnx import helper
-    except ImportError:
+    if onnx is None:
         print("skip end records: python3-onnx missing")
         return
     d = os.path.join(work, "records")
@@ -182,11 +182,7 @@ def anchored_in_tensor(exe, work):
     directory (offset + size) ends where it stands: every field a reader checks first
     agrees with it. Ours is still the last record, so the archive reads as the writer
     meant (and as the oracles read it)."""
-    try:
-        import onnx
-        import numpy as np
-        from onnx import numpy_helper
-    except ImportError:
+    if onnx is None:
         print("skip anchored record: python3-onnx missing")
         return
     d = os.path.join(work, "anchored")
