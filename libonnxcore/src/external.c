@@ -256,9 +256,9 @@ static char *override_path(const loader *l, const oc_str *loc) {
 /* Opens the regular file that pathfd (an O_PATH descriptor) stands for, for reading,
  * after checking its type without opening it (E-18): a device, FIFO or socket is never
  * opened, since opening some devices acts (a watchdog arms, a tape rewinds). The reopen
- * goes through /proc/self/fd, which names pathfd's own inode; without /proc, `again`
- * opens the name once more (dir_fd/rel beneath, or the caller's path) and the inode must
- * be the same. Returns the descriptor, or -1 with *why set (errno or a reason). */
+ * goes through /proc/self/fd, which names pathfd's own inode; without /proc the name is
+ * opened once more (rel beneath dir_fd, or the caller's path) and the inode must be the
+ * same. Returns the descriptor, or -1 with errno, or -1 with *why set (a reason). */
 static int reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
                           struct stat *st, const char **why) {
     *why = NULL;
