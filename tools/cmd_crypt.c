@@ -3,10 +3,15 @@
  * model, an .onnxz archive) to an encrypted file and back (spec/encryption.md), streaming.
  * The passphrase comes from --key-file, ONNXZ_KEY or the terminal (passphrase.h).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <onnxz/archive.h>
 
 #include "cli.h"
 #include "passphrase.h"
@@ -47,6 +52,82 @@ static uint64_t size_of(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* C-56: an ONNXCRY1 payload must be a model or an archive, since the format cannot tell
+ * a wrong passphrase from the right one about once in 256 (C-53). Returns NULL when the
+ * file at path is an .onnxz archive that opens, or decodes as a model with an ir_version
+ * and a graph (random bytes from a wrong key are neither); else what it is not, with err
+ * holding the reader's reason. */
+static const char *not_a_payload(const char *path, oc_error *err)
+{
+    oc_mapped map;
+    if (oc_map_file(path, &map, err) != OC_OK) return "cannot be read";
+    int zip = oc_crypt_is_zip(map.data, map.size);
+    oc_owner_unref(map.owner);
+    if (zip) {
+        oz_archive *ar = NULL;
+        oc_status st = oz_archive_open(path, NULL, &ar, err);
+        oz_archive_close(ar);
+        return st == OC_OK ? NULL : "is not an .onnxz archive that opens";
+    }
+    oc_parse_options opts;
+    oc_parse_options_init(&opts);
+    opts.skip_external_data = 1;
+    opts.no_copy = 1;
+    oc_model *m = NULL;
+    const char *why = NULL;
+    if (oc_model_load_file(path, &opts, &m, err) != OC_OK)
+        why = "is not an ONNX model";
+    else if (!OC_HAS(ModelProto, oc_model_proto(m), ir_version) ||
+             !oc_model_proto(m)->graph)
+        why = "is not an ONNX model (no ir_version or no graph)";
+    oc_model_free(m);
+    return why;
+}
+
+typedef struct fd_source {
+    int fd;
+    const char *path;
+} fd_source;
+
+static oc_status read_fd(void *ctx, void *buf, uint64_t cap, uint64_t *got, oc_error *err)
+{
+    fd_source *s = ctx;
+    ssize_t r;
+    do r = read(s->fd, buf, cap > (1u << 30) ? (1u << 30) : (size_t)cap);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) return oc_error_set_errno(err, errno, "cannot read %s", s->path);
+    *got = (uint64_t)r;
+    return OC_OK;
+}
+
+/* ONNXCRY1 decryption: as oc_crypt_decrypt_file, and the plaintext is checked (C-56)
+ * while it is still the temporary file, so a failed check leaves OUT untouched. */
+static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *key,
+                              bool force, oc_error *err)
+{
+    fd_source src = {open(in, O_RDONLY | O_CLOEXEC | O_NONBLOCK), in};
+    if (src.fd < 0) return oc_error_set_errno(err, errno, "cannot open %s", in);
+    oc_atomic_file af;
+    oc_status st = oc_atomic_open(&af, out, !force, err);
+    if (st == OC_OK)
+        st = oc_crypt_decrypt_stream(read_fd, &src, oc_atomic_write, &af, key->data, key->len,
+                                     NULL, err);
+    close(src.fd);
+    if (st == OC_OK) {
+        oc_error why;
+        oc_error_clear(&why);
+        const char *problem = not_a_payload(af.tmp_path, &why);
+        if (problem)
+            st = oc_error_set(err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
+                              "wrong passphrase, or damaged data: the decrypted ONNXCRY1 payload "
+                              "%s (%s; ONNXCRY1's padding check misses about one wrong "
+                              "passphrase in 256) (C-53, C-56)", problem, why.message);
+    }
+    if (st == OC_OK) return oc_atomic_commit(&af, err);
+    oc_atomic_abort(&af);
+    return st;
 }
 
 static int parse_encrypt_options(const cli_args *args, oc_crypt_options *o)
@@ -90,8 +171,20 @@ static int run_crypt(const cli_args *args, bool encrypting)
     if (rc != CLI_EXIT_OK) return rc;
     o.no_overwrite = force ? 0 : 1;
     start = cli_now_ms();
+    if (encrypting && o.format == OC_CRYPT_ONNXCRY1) { /* C-56: only what decrypt accepts */
+        oc_error why;
+        oc_error_clear(&why);
+        const char *problem = not_a_payload(in, &why);
+        if (problem) {
+            cli_key_free(&key);
+            return cli_fail_msg(in, "%s (%s): ONNXCRY1 holds only models and archives, "
+                                    "since a wrong passphrase is told only by what it decrypts "
+                                    "to (C-56); use ONNXZEC1", problem, why.message);
+        }
+    }
     st = encrypting ? oc_crypt_encrypt_file(in, out, key.data, key.len, &o, &err)
-                    : oc_crypt_decrypt_file(in, out, key.data, key.len, &o, &err);
+         : in_format == OC_CRYPT_ONNXCRY1 ? decrypt_cry1(in, out, &key, force, &err)
+                                          : oc_crypt_decrypt_file(in, out, key.data, key.len, &o, &err);
     cli_key_free(&key);
     if (st != OC_OK) {
         /* Errors about the output name it; everything else is about the input. */

@@ -74,17 +74,18 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     stub_ctx *ctx = vctx;
     const oc_str *loc;
     char *name;
-    char num[32];
+    char num[32], qt[OC_QUOTE_SIZE], qe[OC_QUOTE_SIZE]; /* names from the file: oc_quote */
     uint64_t index;
     oz_zip_entry entry;
     oc_error err;
     oc_status st;
     char qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
     if (!oc_tensor_is_external(t)) return OC_OK;
+    oc_quote(t->name.data, t->name.size, qt, sizeof qt);
     loc = oc_tensor_external_value(t, "location");
     if (!loc) {
-        snprintf(ctx->message, sizeof ctx->message, "tensor '%.*s' is external without a location",
-                 (int)(t->name.size > 200 ? 200 : t->name.size), t->name.data);
+        snprintf(ctx->message, sizeof ctx->message, "tensor '%s' is external without a location",
+                 qt);
         return OC_ERR_MALFORMED;
     }
     name = malloc(loc->size + 1);
@@ -97,17 +98,17 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     if (st == OC_OK) st = oz_zip_reader_entry(ctx->zip, index, &entry, &err);
     if (st != OC_OK) {
         snprintf(ctx->message, sizeof ctx->message,
-                 "tensor '%.*s' names the entry '%.200s', which the archive does not have",
-                 (int)(t->name.size > 200 ? 200 : t->name.size), t->name.data, name);
+                 "tensor '%s' names the entry '%s', which the archive does not have", qt,
+                 oc_quote(loc->data, loc->size, qe, sizeof qe));
         free(name);
         return OC_ERR_NOT_FOUND;
     }
     free(name);
     if (entry.method != OZ_ZIP_STORED) {
         snprintf(ctx->message, sizeof ctx->message,
-                 "entry '%.200s' of tensor '%.*s' is deflated, not stored: its bytes are not "
+                 "entry '%s' of tensor '%s' is deflated, not stored: its bytes are not "
                  "in the file as they are (rewrite the archive with `onnxz convert`)",
-                 entry.name, (int)(t->name.size > 200 ? 200 : t->name.size), t->name.data);
+                 oc_quote(entry.name, entry.name_len, qe, sizeof qe), qt);
         return OC_ERR_UNSUPPORTED;
     }
     if (memchr(entry.name, '\n', entry.name_len)) {

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <onnxcore/cleanup.h>
 #include <onnxz/archive.h>
 
 #include "cli.h"
@@ -100,10 +101,13 @@ static char *join(const char *dir, const char *name)
 
 /* What this run created, so that a failure half-way can take it back: files that did not
  * exist before and directories it made, in order. Nothing that existed before is ever
- * removed (a file replaced under -f stays replaced). */
+ * removed (a file replaced under -f stays replaced). Each is also registered for the
+ * signal cleanup (onnxcore/cleanup.h) until the run succeeds: an interrupted unpack
+ * leaves no half directory either. */
 typedef struct created_list {
     char **paths;
     bool *is_dir;
+    oc_cleanup_entry **entries;
     size_t count, cap;
 } created_list;
 
@@ -117,9 +121,16 @@ static bool created_add(created_list *c, const char *path, bool is_dir)
         bool *d = realloc(c->is_dir, cap * sizeof *d);
         if (!d) return false;
         c->is_dir = d;
+        oc_cleanup_entry **e = realloc(c->entries, cap * sizeof *e);
+        if (!e) return false;
+        c->entries = e;
         c->cap = cap;
     }
-    if (!(c->paths[c->count] = strdup(path))) return false;
+    if (!(c->entries[c->count] = oc_cleanup_register(path, is_dir))) return false;
+    if (!(c->paths[c->count] = strdup(path))) {
+        oc_cleanup_forget(c->entries[c->count]);
+        return false;
+    }
     c->is_dir[c->count++] = is_dir;
     return true;
 }
@@ -135,9 +146,30 @@ static void created_undo(created_list *c)
 
 static void created_free(created_list *c)
 {
-    for (size_t i = 0; i < c->count; i++) free(c->paths[i]);
+    for (size_t i = 0; i < c->count; i++) {
+        oc_cleanup_forget(c->entries[i]);
+        free(c->paths[i]);
+    }
     free(c->paths);
     free(c->is_dir);
+    free(c->entries);
+}
+
+/* mkdir, with the directory listed first (as write_file lists a new file). Returns 0, or
+ * -1 with errno (ENOMEM when it could not be listed: then nothing was created). */
+static int mkdir_listed(const char *path, created_list *made)
+{
+    if (!created_add(made, path, true)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (mkdir(path, 0777) == 0) return 0;
+    int e = errno;
+    made->count--; /* not ours: take it off the list again */
+    oc_cleanup_forget(made->entries[made->count]);
+    free(made->paths[made->count]);
+    errno = e;
+    return -1;
 }
 
 /* Creates the directory `path` unless it is one already. Something else in its place, a
@@ -145,13 +177,7 @@ static void created_free(created_list *c)
 static int make_dir(const char *dir, const char *path, created_list *made)
 {
     struct stat st;
-    if (mkdir(path, 0777) == 0) {
-        if (!created_add(made, path, true)) {
-            rmdir(path);
-            return cli_fail_msg(dir, "out of memory");
-        }
-        return CLI_EXIT_OK;
-    }
+    if (mkdir_listed(path, made) == 0) return CLI_EXIT_OK;
     if (errno == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return CLI_EXIT_OK;
     int e = errno;
     char q[OC_QUOTE_SIZE];
@@ -183,7 +209,10 @@ static int write_file(const char *path, const oc_bytes *bytes, created_list *mad
     oc_error err;
     oc_status st;
     struct stat old;
-    bool existed = lstat(path, &old) == 0;
+    /* A new file is listed before it appears, so no moment exists where a signal would
+     * leave it behind (removing a name that is not there yet does nothing). */
+    if (lstat(path, &old) != 0 && !created_add(made, path, false))
+        return cli_fail_msg(path, "out of memory");
     oc_error_clear(&err);
     st = oc_atomic_open(&af, path, 1, &err);
     if (st != OC_OK) return cli_fail(path, &err);
@@ -191,10 +220,6 @@ static int write_file(const char *path, const oc_bytes *bytes, created_list *mad
     if (st == OC_OK) st = oc_atomic_commit(&af, &err);
     oc_atomic_abort(&af);
     if (st != OC_OK) return cli_fail(path, &err);
-    if (!existed && !created_add(made, path, false)) {
-        unlink(path);
-        return cli_fail_msg(path, "out of memory");
-    }
     return CLI_EXIT_OK;
 }
 
@@ -334,10 +359,8 @@ static int run_unpack(const cli_args *args)
     /* Everything that can be known before writing is checked first. */
     rc = check_plan(archive, oz_archive_zip(ar), dir, exists);
     if (rc == CLI_EXIT_OK && !exists) {
-        if (mkdir(dir, 0777) != 0)
+        if (mkdir_listed(dir, &made) != 0)
             rc = cli_fail_msg(dir, "cannot create directory: %s", strerror(errno));
-        else if (!created_add(&made, dir, true))
-            rc = cli_fail_msg(dir, "out of memory");
     }
     start = cli_now_ms();
     if (rc == CLI_EXIT_OK) rc = unpack_entries(archive, ar, dir, &res, &made);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "interrupt.h"
 
 enum { GLOBAL_OPT_VERSION = 0, GLOBAL_OPT_MAN };
 
@@ -202,5 +203,6 @@ static int run_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    interrupt_install();
     return cli_finish(run_main(argc, argv));
 }

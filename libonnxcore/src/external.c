@@ -13,10 +13,13 @@
 #define _GNU_SOURCE /* syscall() for openat2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,6 +32,7 @@
 
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
+#include "onnxcore/model.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
 #include "internal/digest.h"
@@ -36,6 +40,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/parallel.h"
+#include "internal/testpoint.h"
 
 /* ---- reading keys ---- */
 
@@ -138,9 +143,14 @@ static const char *location_problem(const oc_str *loc) {
     return NULL;
 }
 
-/* Opens rel beneath dirfd without following any symbolic link, or returns -1 with errno. */
-static int open_beneath(int dirfd, const char *rel) {
-    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+/* How a data file is opened for reading: never blocking (a FIFO), never a terminal. */
+#define OC_READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
+/* Opens rel beneath dirfd without following any symbolic link, or returns -1 with errno.
+ * flags: OC_READ_FLAGS, or O_PATH | O_CLOEXEC to look at the file without opening it
+ * (then a symbolic link as the last component gives a descriptor of the link itself
+ * where openat2 is missing: the caller checks the type). */
+static int open_beneath(int dirfd, const char *rel, int flags) {
 #if defined(OC_HAVE_OPENAT2_H) && defined(SYS_openat2)
     struct open_how how;
     memset(&how, 0, sizeof how);
@@ -243,7 +253,39 @@ static char *override_path(const loader *l, const oc_str *loc) {
     return p;
 }
 
-/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17). */
+/* Opens the regular file that pathfd (an O_PATH descriptor) stands for, for reading,
+ * after checking its type without opening it (E-18): a device, FIFO or socket is never
+ * opened, since opening some devices acts (a watchdog arms, a tape rewinds). The reopen
+ * goes through /proc/self/fd, which names pathfd's own inode; without /proc the name is
+ * opened once more (rel beneath dir_fd, or the caller's path) and the inode must be the
+ * same. Returns the descriptor, or -1 with errno, or -1 with *why set (a reason). */
+static int reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
+                          struct stat *st, const char **why) {
+    *why = NULL;
+    if (fstat(pathfd, st) != 0) return -1;
+    if (S_ISLNK(st->st_mode)) {
+        errno = ELOOP;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        *why = "is not a regular file";
+        return -1;
+    }
+    char proc[40];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", pathfd);
+    int fd = open(proc, OC_READ_FLAGS);
+    if (fd < 0 && errno == ENOENT) /* no /proc: by name, then the same inode */
+        fd = path ? open(path, OC_READ_FLAGS) : open_beneath(dir_fd, rel, OC_READ_FLAGS);
+    struct stat now;
+    if (fd >= 0 && (fstat(fd, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)) {
+        close(fd);
+        *why = "changed while it was opened";
+        return -1;
+    }
+    return fd;
+}
+
+/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17, E-18). */
 static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
                               oc_mapped *out, oc_error *err) {
     loader *l = ctx;
@@ -262,10 +304,21 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
     char *rel = strndup(loc->data, (size_t)loc->size);
     char *ov = rel ? override_path(l, loc) : NULL;
     if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    int fd = ov ? open(ov, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : open_beneath(l->dirfd, rel);
+    int pathfd = ov ? open(ov, O_PATH | O_CLOEXEC) : open_beneath(l->dirfd, rel, O_PATH | O_CLOEXEC);
     if (ov) oc_quote(ov, strlen(ov), shown, sizeof shown); /* the caller's path, shown too */
     oc_status s = OC_OK;
-    if (fd < 0) {
+    struct stat st;
+    const char *odd = NULL;
+    int fd = pathfd < 0 ? -1 : reopen_regular(pathfd, l->dirfd, rel, ov, &st, &odd);
+    if (pathfd >= 0) {
+        int e = errno;
+        close(pathfd);
+        errno = e;
+    }
+    if (odd) {
+        s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                     "tensor '%s': external data file '%s' %s", name, shown, odd);
+    } else if (fd < 0) {
         int e = errno;
         if (e == ELOOP || e == EXDEV)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
@@ -275,14 +328,7 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
             s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'",
                                name, shown);
     } else {
-        struct stat st;
-        if (fstat(fd, &st) != 0)
-            s = oc__fail_errno(l->err, errno, "tensor '%s': cannot stat '%s'", name, shown);
-        else if (!S_ISREG(st.st_mode))
-            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
-                         "tensor '%s': external data file '%s' is not a regular file", name,
-                         shown);
-        else if (!ov && st.st_nlink > 1)
+        if (!ov && st.st_nlink > 1)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' has several hard links", name,
                          shown);
@@ -782,6 +828,131 @@ static char *dir_prefix(const char *path) {
     return strndup(path, n);
 }
 
+/* ---- one pair: the commit of a multi-file save (E-25, E-26) ---- */
+
+int oc__pair_lock(const char *model_path, int exclusive) {
+    char *dir = dir_prefix(model_path);
+    if (!dir) return -1;
+    int fd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0) return -1;
+    int r;
+    do r = flock(fd, exclusive ? LOCK_EX : LOCK_SH);
+    while (r != 0 && errno == EINTR);
+    if (r != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void oc__pair_unlock(int fd) {
+    if (fd >= 0) close(fd); /* closing the only descriptor releases the flock */
+}
+
+/* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model
+ * being replaced references and this save does not write: only those, whatever else the
+ * old model names (another location may be shared with other models). */
+typedef struct stale_parts {
+    const char *location; /* this save's first location */
+    uint32_t nparts;      /* parts this save writes: LOCATION, .1 .. .(nparts-1) */
+    oc_arena *arena;
+    char **names;
+    uint32_t n, cap;
+} stale_parts;
+
+static oc_status note_stale(void *ctx, onnx_TensorProto *t) {
+    stale_parts *sp = ctx;
+    const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
+    size_t ll = strlen(sp->location);
+    if (!loc || location_problem(loc) || loc->size < ll + 2 || memcmp(loc->data, sp->location, ll) ||
+        loc->data[ll] != '.' || loc->data[ll + 1] < '1' || loc->data[ll + 1] > '9' || loc->size - ll > 11)
+        return OC_OK;
+    uint64_t num = 0;
+    for (uint64_t i = ll + 1; i < loc->size; i++) {
+        if (loc->data[i] < '0' || loc->data[i] > '9') return OC_OK;
+        num = num * 10 + (uint64_t)(loc->data[i] - '0');
+    }
+    if (num < sp->nparts) return OC_OK; /* written again by this save */
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (oc_str_eq(*loc, sp->names[i])) return OC_OK;
+    if (sp->n == sp->cap) {
+        uint32_t cap = sp->cap ? sp->cap * 2 : 8;
+        char **p = realloc(sp->names, cap * sizeof *p);
+        if (!p) return OC_ERR_NOMEM;
+        sp->names = p;
+        sp->cap = cap;
+    }
+    char *name = oc_arena_alloc(sp->arena, (size_t)loc->size + 1);
+    if (!name) return OC_ERR_NOMEM;
+    memcpy(name, loc->data, (size_t)loc->size);
+    name[loc->size] = '\0';
+    sp->names[sp->n++] = name;
+    return OC_OK;
+}
+
+/* Reads the model at path (the one being replaced, if any) for its stale parts. Best
+ * effort: a model that does not decode has none we may remove. */
+static void find_stale_parts(const char *path, stale_parts *sp) {
+    void *old = NULL;
+    oc_parse_options po;
+    oc_parse_options_init(&po);
+    po.no_copy = 1;
+    if (!sp->arena) return;
+    if (oc_message_load_file(&onnx_ModelProto_desc, path, sp->arena, &po, &old, NULL) == OC_OK)
+        (void)oc_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp);
+}
+
+/* Removes them (regular files only, beneath dir) once the new model is in place. */
+static void remove_stale_parts(const char *dir, const stale_parts *sp) {
+    for (uint32_t i = 0; i < sp->n; i++) {
+        size_t n = strlen(dir) + strlen(sp->names[i]) + 1;
+        char *p = malloc(n);
+        struct stat st;
+        if (!p) return;
+        snprintf(p, n, "%s%s", dir, sp->names[i]);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) unlink(p);
+        free(p);
+    }
+}
+
+/* Data files, then the model, renamed under the pair lock with the signals that end the
+ * process held back (a handler must not run between two renames), then the stale parts
+ * of the replaced model removed. */
+static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *path,
+                             oc_error *err) {
+    stale_parts sp = {w->location, w->nparts, NULL, NULL, 0, 0};
+    sigset_t fatal, saved;
+    sigemptyset(&fatal);
+    sigaddset(&fatal, SIGINT);
+    sigaddset(&fatal, SIGTERM);
+    sigaddset(&fatal, SIGHUP);
+    int lock = oc__pair_lock(path, 1);
+    oc__test_point("pair-locked");
+    if (w->opts->overwrite) {
+        sp.arena = oc_arena_new();
+        find_stale_parts(path, &sp);
+    }
+    int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;
+    oc_status st = OC_OK;
+    for (uint32_t i = 0; i < w->nparts; i++) {
+        if (st == OC_OK)
+            st = oc_atomic_commit(&w->parts[i].af, err);
+        else
+            oc_atomic_abort(&w->parts[i].af);
+    }
+    if (st == OC_OK)
+        st = oc_atomic_commit(model, err);
+    else
+        oc_atomic_abort(model);
+    if (st == OC_OK) remove_stale_parts(w->dir, &sp);
+    if (masked) pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    oc__pair_unlock(lock);
+    free(sp.names);
+    oc_arena_free(sp.arena);
+    return st;
+}
+
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err) {
     uint64_t align = opts->buffer.alignment;
@@ -821,17 +992,13 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
         st = oc_encode_external(desc, msg, opts->buffer.raw_data_threshold, put_in_file, &w,
                                 oc_atomic_write, &model, err);
     /* Data first, then the model: a model file never names data that is not in place. */
-    for (uint32_t i = 0; i < w.nparts; i++) {
-        if (st == OC_OK)
-            st = oc_atomic_commit(&w.parts[i].af, err);
-        else
-            oc_atomic_abort(&w.parts[i].af);
-        free(w.parts[i].location);
-    }
-    if (st == OC_OK)
-        st = oc_atomic_commit(&model, err);
-    else
+    if (st == OC_OK) {
+        st = commit_pair(&w, &model, path, err);
+    } else {
+        for (uint32_t i = 0; i < w.nparts; i++) oc_atomic_abort(&w.parts[i].af);
         oc_atomic_abort(&model);
+    }
+    for (uint32_t i = 0; i < w.nparts; i++) free(w.parts[i].location);
     if (st == OC_OK) oc_progress_finish(&w.progress);
     free(w.parts);
     free(w.dir);

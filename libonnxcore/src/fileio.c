@@ -25,6 +25,8 @@
 
 #include "internal/bytes.h"
 #include "internal/error.h"
+#include "internal/testpoint.h"
+#include "onnxcore/cleanup.h"
 #include "onnxcore/file.h"
 
 /* ---- reading ---- */
@@ -246,6 +248,19 @@ static void adopt_owner_and_mode(int fd, const struct stat *st) {
     (void)fchmod(fd, st->st_mode & 07777);
 }
 
+/* The temporary file is in the cleanup registry while it exists under its own name: an
+ * interrupted process removes it (oc_cleanup_run). Out of memory leaves it out, which
+ * only costs the signal cleanup of this one file (W-30's sweep still finds it). */
+static void register_temp(oc_atomic_file *af) {
+    af->cleanup = oc_cleanup_register(af->tmp_path, 0);
+    oc__test_point("atomic-opened");
+}
+
+static void forget_temp(oc_atomic_file *af) {
+    oc_cleanup_forget(af->cleanup);
+    af->cleanup = NULL;
+}
+
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
@@ -282,6 +297,7 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     if (af->fd >= 0) {
         flock(af->fd, LOCK_EX); /* held while we live: marks the file as in use */
         adopt_owner_and_mode(af->fd, &st);
+        register_temp(af);
         remove_stale_temps(dir, base);
     }
     if (af->fd < 0) {
@@ -406,8 +422,10 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
             st = errno == EEXIST ? oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", af->path)
                                  : oc__fail_errno(err, errno, "cannot rename %s to %s", af->tmp_path, af->path);
         } else {
+            forget_temp(af);
             free(af->tmp_path);
             af->tmp_path = NULL; /* renamed: nothing left to remove */
+            oc__test_point("atomic-renamed");
             fsync_dir(af->path);
         }
     }
@@ -419,6 +437,7 @@ void oc_atomic_abort(oc_atomic_file *af) {
     if (af->fd >= 0) close(af->fd);
     af->fd = -1;
     if (af->tmp_path) unlink(af->tmp_path);
+    if (af->tmp_path) forget_temp(af);
     free(af->tmp_path);
     free(af->path);
     af->tmp_path = NULL;

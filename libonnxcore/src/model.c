@@ -97,10 +97,22 @@ static oc_status decode_model(const oc_mapped *map, const oc_parse_options *opts
     return load_bytes(map->data, map->size, opts, map->owner, ctx, err);
 }
 
+static oc_status load_file_locked(const char *path, const oc_parse_options *opts,
+                                  oc_model **out, oc_error *err);
+
 oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                              oc_error *err) {
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
+    /* E-25: the model and its data files from one save, never a mix of two. */
+    int lock = opts && opts->skip_external_data ? -1 : oc__pair_lock(path, 0);
+    oc_status st = load_file_locked(path, opts, out, err);
+    oc__pair_unlock(lock);
+    return st;
+}
+
+static oc_status load_file_locked(const char *path, const oc_parse_options *opts,
+                                  oc_model **out, oc_error *err) {
     if (opts && opts->use_pread) {
         oc_model *m;
         OC_FORWARD(new_model(&m, err));

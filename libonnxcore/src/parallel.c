@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,14 @@ void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i)
     atomic_init(&p.next, 0);
     pthread_t tids[OC_MAX_THREADS];
     int started = 0;
+    /* Workers start with every signal blocked, so a program's handler (which may call
+     * oc_cleanup_run) runs on one of its own threads, never on ours. */
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
     for (int i = 1; i < threads && (uint64_t)i < n && i < OC_MAX_THREADS; i++, started++)
         if (pthread_create(&tids[started], NULL, pfor_worker, &p) != 0) break;
+    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
     pfor_worker(&p); /* the calling thread works too; indices left by failed starts get done */
     for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
 }

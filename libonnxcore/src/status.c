@@ -148,11 +148,22 @@ size_t oc_utf8_len(const void *data, uint64_t n) {
     return len;
 }
 
-/* The length of the multi-byte UTF-8 sequence at s when it is well formed and not a C1
- * control (U+0080..U+009F), else 0. */
-static size_t printable_utf8(const unsigned char *s, uint64_t n) {
+/* Code points that are well formed but act on the line they are in: the C1 controls, the
+ * bidirectional formatting characters (which reorder what follows on screen: U+061C,
+ * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) and the line and paragraph separators
+ * U+2028, U+2029 (a line break to some terminals and editors). */
+static int acts_on_line(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+           (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t oc_utf8_printable_len(const void *data, uint64_t n) {
+    const unsigned char *s = data;
     size_t len = oc_utf8_len(s, n);
-    return len > 1 && !(len == 2 && s[0] == 0xC2 && s[1] <= 0x9F) ? len : 0;
+    if (len < 2) return 0;
+    uint32_t cp = s[0] & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
+    for (size_t i = 1; i < len; i++) cp = (cp << 6) | (s[i] & 0x3Fu);
+    return acts_on_line(cp) ? 0 : len;
 }
 
 /* One unit of the rendering at s[0..n): *in input bytes become *w output bytes in unit. */
@@ -163,7 +174,7 @@ static void quote_unit(const unsigned char *s, uint64_t n, char unit[4], size_t 
     if (c >= 0x20 && c < 0x7f && c != '\\') {
         unit[0] = (char)c;
         *in = *w = 1;
-    } else if (c >= 0x80 && (k = printable_utf8(s, n)) != 0) {
+    } else if (c >= 0x80 && (k = oc_utf8_printable_len(s, n)) != 0) {
         memcpy(unit, s, k);
         *in = *w = k;
     } else {

@@ -157,8 +157,35 @@ static int starts_like_zip(const oz_zip_reader *r) {
     return memcmp(b, local, n) == 0 || memcmp(b, end, n) == 0;
 }
 
-/* Z-60..Z-62: the end record is the one whose comment reaches exactly the end of the file;
- * there must be exactly one such. */
+/* Whether the end record at `at` is anchored: the central directory it describes ends
+ * exactly where it begins, or, with a zip64 locator right before it, where the zip64 end
+ * record the locator names begins (as every end record a writer makes is). */
+static oc_status anchored(const oz_zip_reader *r, uint64_t at, int *yes, oc_error *err) {
+    uint8_t b[OZ_ZIP64_EOCD_SIZE];
+    *yes = 0;
+    OZ_FORWARD(src_read(r, at, b, OZ_EOCD_SIZE, err));
+    uint64_t cd_size = oz__le32(b + 12), cd_off = oz__le32(b + 16);
+    if (at >= OZ_ZIP64_LOCATOR_SIZE) {
+        uint64_t loc = at - OZ_ZIP64_LOCATOR_SIZE;
+        OZ_FORWARD(src_read(r, loc, b, OZ_ZIP64_LOCATOR_SIZE, err));
+        if (oz__le32(b) == OZ_SIG_ZIP64_LOCATOR) {
+            uint64_t z_at = oz__le64(b + 8);
+            if (z_at > loc || loc - z_at < OZ_ZIP64_EOCD_SIZE) return OC_OK;
+            OZ_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
+            cd_size = oz__le64(b + 40);
+            cd_off = oz__le64(b + 48);
+            *yes = oz__le32(b) == OZ_SIG_ZIP64_EOCD && cd_off <= z_at && z_at - cd_off == cd_size;
+            return OC_OK;
+        }
+    }
+    *yes = cd_size != OZ_MAX32 && cd_off != OZ_MAX32 && cd_off + cd_size == at;
+    return OC_OK;
+}
+
+/* Z-60..Z-62: the end record is the last one in the file whose comment reaches exactly the
+ * end of the file (the one every ZIP reader finds first, searching backwards). Another
+ * such record before it (in an entry's data: a tensor's bytes, a metadata value) is
+ * ignored when the last one is anchored (anchored()); otherwise the archive is ambiguous. */
 static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
     if (r->size < OZ_EOCD_SIZE) {
         OZ_RETURN_ERROR_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size,
@@ -177,7 +204,7 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
         return st;
     }
     int found = 0, seen = 0;
-    uint64_t found_at = 0, first_end = 0, first_at = 0;
+    uint64_t found_at = 0, other_at = 0, first_end = 0, first_at = 0;
     for (uint64_t pos = tail_len - OZ_EOCD_SIZE;; pos--) {
         if (oz__le32(tail + pos) == OZ_SIG_EOCD) {
             uint64_t end = pos + OZ_EOCD_SIZE + oz__le16(tail + pos + 20);
@@ -186,23 +213,22 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
                 first_end = end;
                 first_at = tail_off + pos;
             }
-            if (end == tail_len) {
-                if (found) {
-                    free(tmp);
-                    return oz__fail(err, OC_ERR_MALFORMED, tail_off + pos,
-                                    "two end of central directory records both end the file "
-                                    "(at %llu and %llu) (Z-61)",
-                                    (unsigned long long)(tail_off + pos),
-                                    (unsigned long long)found_at);
-                }
-                found = 1;
+            if (end == tail_len && found++ == 0)
                 found_at = tail_off + pos;
-            }
+            else if (end == tail_len && found == 2)
+                other_at = tail_off + pos;
         }
         if (pos == 0) break;
     }
     free(tmp);
     if (found) {
+        int yes = 1;
+        if (found > 1) OZ_FORWARD(anchored(r, found_at, &yes, err));
+        OZ_RETURN_ERROR_IF(!yes, err, OC_ERR_MALFORMED, found_at,
+                           "two end of central directory records both end the file (at %llu "
+                           "and %llu), and the central directory does not end at the last "
+                           "(Z-61)", (unsigned long long)found_at,
+                           (unsigned long long)other_at);
         *eocd_at = found_at;
         return OC_OK;
     }

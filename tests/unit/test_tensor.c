@@ -304,6 +304,17 @@ static void test_quote(void) {
     CHECK_CSTR(oc_quote("\xc3\xa9t\xc3", 4, b, sizeof b), "\xc3\xa9t\\xc3"); /* é kept */
     CHECK_CSTR(oc_quote("\xc2\x9b", 2, b, sizeof b), "\\xc2\\x9b"); /* C1 CSI escaped */
     CHECK_CSTR(oc_quote("\xed\xa0\x80", 3, b, sizeof b), "\\xed\\xa0\\x80"); /* surrogate */
+    /* Bidirectional controls and line separators: every byte escaped (issue 16). */
+    CHECK_CSTR(oc_quote("a\xe2\x80\xae" "b", 5, b, sizeof b), "a\\xe2\\x80\\xae" "b"); /* U+202E */
+    CHECK_CSTR(oc_quote("\xe2\x80\xaa\xe2\x81\xa9", 6, b, sizeof b),
+               "\\xe2\\x80\\xaa\\xe2\\x81\\xa9"); /* U+202A, U+2069 */
+    CHECK_CSTR(oc_quote("\xe2\x81\xa6\xe2\x80\x8f\xd8\x9c", 8, b, sizeof b),
+               "\\xe2\\x81\\xa6\\xe2\\x80\\x8f\\xd8\\x9c"); /* U+2066, U+200F, U+061C */
+    CHECK_CSTR(oc_quote("\xe2\x80\xa8\xe2\x80\x8e", 6, b, sizeof b),
+               "\\xe2\\x80\\xa8\\xe2\\x80\\x8e"); /* U+2028, U+200E */
+    /* Neighbours stay: U+2027, U+202F, U+206A, U+061B. */
+    CHECK_CSTR(oc_quote("\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xaa\xd8\x9b", 11, b, sizeof b),
+               "\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xaa\xd8\x9b");
     /* Bounded: cut with "..." and never inside an escape; the whole fits exactly. */
     char longname[200];
     memset(longname, 'a', sizeof longname);

@@ -4,6 +4,7 @@
  * Every file onnxz writes goes through oc_atomic_file: the bytes go to a temporary file
  * in the target's directory (`.<name>.tmp-<hex>`), which is fsynced and renamed over the
  * target; a failure at any point leaves the previous target untouched (spec W-30).
+ * While it exists, the temporary file is registered for oc_cleanup_run (cleanup.h).
  * Not thread-safe per object; distinct objects may be used from distinct threads.
  */
 #ifndef ONNXCORE_FILE_H
@@ -70,6 +71,7 @@ typedef struct oc_atomic_file {
     uint64_t written;      /* bytes appended so far */
     uint64_t flushed;      /* bytes whose writeback to disk has been started */
     oc_progress *progress; /* NULL after oc_atomic_open; set it to count writes */
+    struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
 } oc_atomic_file;
 
 /* Creates the temporary file for path. Without overwrite, an existing path fails now with

@@ -7,6 +7,7 @@
 
 #include "arena.h"
 #include "bytes.h"
+#include "cleanup.h"
 #include "codec.h"
 #include "crypto.h"
 #include "external.h"

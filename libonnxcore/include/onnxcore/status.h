@@ -75,6 +75,12 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
  * an overlong form, a surrogate, a value past U+10FFFF, or cut short by n). */
 size_t oc_utf8_len(const void *data, uint64_t n);
 
+/* The same for a multi-byte sequence that is safe to show as it is: 0 also for ASCII and
+ * for the code points that act on the line around them (the C1 controls U+0080..U+009F,
+ * the bidirectional controls U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069, and
+ * the separators U+2028, U+2029), which oc_quote escapes. */
+size_t oc_utf8_printable_len(const void *data, uint64_t n);
+
 /* A buffer size for oc_quote that keeps a quoted string short: about 64 bytes of text, so
  * that a message of OC_ERROR_MESSAGE_MAX bytes holding one or two of them always has room
  * for the reason (the part a reader needs most). */
@@ -82,9 +88,11 @@ size_t oc_utf8_len(const void *data, uint64_t n);
 
 /* Renders `size` bytes of untrusted text (a tensor name, a location, an entry name, a key
  * or value read from a file) for a message or a line of output, and returns out: printable
- * ASCII is kept, except `\`; well-formed UTF-8 sequences are kept, except the C1 controls
- * U+0080..U+009F; every other byte (control bytes, NUL, DEL, `\`, bytes that are not
- * well-formed UTF-8) becomes `\xNN` (lower-case hex). So the rendering is one line, holds
+ * ASCII is kept, except `\`; well-formed UTF-8 sequences are kept, except those that act
+ * on the line around them: the C1 controls U+0080..U+009F, the bidirectional controls
+ * (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) and U+2028, U+2029; every
+ * other byte (control bytes, NUL, DEL, `\`, bytes that are not well-formed UTF-8, and
+ * each byte of those sequences) becomes `\xNN` (lower-case hex). So the rendering is one line, holds
  * no byte a terminal acts on, is never cut by a NUL, and tells every input apart.
  *
  * out receives at most out_size bytes including the terminating NUL; when the whole

@@ -61,6 +61,9 @@ static inline uint32_t oz__le32(const uint8_t *b) {
     return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
            ((uint32_t)b[3] << 24);
 }
+static inline uint64_t oz__le64(const uint8_t *b) {
+    return (uint64_t)oz__le32(b) | ((uint64_t)oz__le32(b + 4) << 32);
+}
 
 /* Writing: the caller has sized the buffer; each put returns the position after it. */
 static inline uint8_t *oz__put16(uint8_t *p, uint16_t v) {
