@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -207,13 +206,10 @@ static void print_json(FILE *out, const char *path, cli_form form, const onnx_Mo
 
 /* ---- the command ------------------------------------------------------------------- */
 
-/* The test stop point of spec/onnxz.md A-58 (as libonnxz's): with ONNXZ_TEST_STOP_AT=point
- * in the environment the process stops itself there, for tests that interleave processes. */
-static void test_point(const char *point)
-{
-    const char *stop = getenv("ONNXZ_TEST_STOP_AT");
-    if (stop && strcmp(stop, point) == 0) raise(SIGSTOP);
-}
+/* libonnxcore's test stop points (spec/security.md S-4, libonnxcore/src/testpoint.c):
+ * with ONNXZ_TEST_STOP=point the process stops itself there, for tests that interleave
+ * processes. */
+void oc__test_point(const char *name);
 
 /* One editor of a .onnx file at a time (A-58): an exclusive flock on the file, taken
  * before it is read and held until the new file has replaced it. Another editor's rename
@@ -282,7 +278,7 @@ static int meta_file(const cli_args *args, const char *path)
     }
     if (st == OC_OK && nedits) {
         double start = cli_now_ms();
-        test_point("meta-read");
+        oc__test_point("meta-read");
         st = apply_edits(args, model, &err);
         if (st == OC_OK && form == CLI_FORM_ONNXZ) {
             st = oz_archive_edit_commit(ed, &onnx_ModelProto_desc, oc_model_proto(model), &err);

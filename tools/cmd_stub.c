@@ -79,7 +79,6 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     oz_zip_entry entry;
     oc_error err;
     oc_status st;
-    char qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
     if (!oc_tensor_is_external(t)) return OC_OK;
     oc_quote(t->name.data, t->name.size, qt, sizeof qt);
     loc = oc_tensor_external_value(t, "location");
@@ -114,8 +113,7 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     if (memchr(entry.name, '\n', entry.name_len)) {
         snprintf(ctx->message, sizeof ctx->message,
                  "entry '%s' of tensor '%s' has a line break in its name: the stub cannot "
-                 "record it (A-61)", oc_quote(entry.name, entry.name_len, qe, sizeof qe),
-                 oc_quote(t->name.data, t->name.size, qt, sizeof qt));
+                 "record it (A-61)", oc_quote(entry.name, entry.name_len, qe, sizeof qe), qt);
         return OC_ERR_UNSUPPORTED;
     }
     st = set_ext(ctx->arena, t, "location", ctx->archive_name);

@@ -47,7 +47,7 @@ void (*oz__edit_test_hook)(const char *step) = NULL;
 
 static void step(const char *name) {
     if (oz__edit_test_hook) oz__edit_test_hook(name);
-    oz__test_point(name);
+    oc__test_point(name);
 }
 
 /* ---- the new model against the archive (A-51) ---- */
@@ -451,7 +451,7 @@ oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts
         oz_archive_edit_end(ed);
         return st;
     }
-    oz__test_point("edit-begun");
+    oc__test_point("edit-begun");
     *out = ed;
     return OC_OK;
 }

@@ -725,7 +725,7 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     if (options && options->use_pread) {
         OZ_FORWARD(open_with_fd(fd, path, UINT64_MAX, options, out, err));
         (void)oz__lock((*out)->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
-        oz__test_point("reader-open");
+        oc__test_point("reader-open");
         return OC_OK;
     }
     oc_mapped m;
@@ -742,7 +742,7 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     r->size = m.size;
     r->owner = m.owner; /* the reference oc_map_fd_keep gave us */
     OZ_FORWARD(finish_open(r, options, out, err));
-    oz__test_point("reader-open");
+    oc__test_point("reader-open");
     return OC_OK;
 }
 

@@ -5,7 +5,7 @@ Each scene builds its files in a directory of its own, runs the onnxz tool, and 
 the exit status, the message, what the target holds (read with python's zipfile and
 python3-onnx, and `unzip -p`, never with our reader) and that nothing else in the
 directory changed. Interleavings are forced, never timed: a process is stopped at a named
-point (ONNXZ_TEST_STOP_AT, spec/onnxz.md A-58: it raises SIGSTOP there), the competitor
+point (ONNXZ_TEST_STOP, spec/onnxz.md A-58: it raises SIGSTOP there), the competitor
 runs, and the first is continued (SIGCONT).
 
   journal_*   spec/onnxz.md A-55, A-56 and security.md "Side files": a FIFO, a dangling
@@ -58,7 +58,7 @@ def run(*a, env=None, timeout=TIMEOUT):
 
 def stopped_at(point, *a):
     """Starts onnxz and waits until it stops itself at `point`."""
-    env = dict(os.environ, ONNXZ_TEST_STOP_AT=point)
+    env = dict(os.environ, ONNXZ_TEST_STOP=point)
     p = subprocess.Popen([ONNXZ, *a], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)
     _, status = os.waitpid(p.pid, os.WUNTRACED)

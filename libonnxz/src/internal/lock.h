@@ -25,11 +25,11 @@ enum { OZ_LOCK_EDIT = 0, OZ_LOCK_CONTENT = 1 };
 oc_status oz__lock(int fd, int first, int last, short type, const char *path, const char *why,
                    oc_error *err);
 
-/* A stop point for tests (tests/hostile/scene_edit.py): when the environment variable
- * ONNXZ_TEST_STOP_AT names `point`, the process stops itself (SIGSTOP) there, the first
- * time it gets there, so that a
- * test can run a competitor at exactly that moment and then continue it (SIGCONT). It
- * touches nothing else; the points are named in spec/onnxz.md A-58. */
-void oz__test_point(const char *point);
+/* The stop points of tests (spec/security.md S-4; the points of edits are named in
+ * spec/onnxz.md A-58): libonnxcore's, one mechanism for both libraries and the tool.
+ * When the environment variable ONNXZ_TEST_STOP is "point" or "point:N" the process
+ * stops itself (SIGSTOP) at that pass, so that a test runs a competitor at exactly that
+ * moment and then continues it (SIGCONT). Defined in libonnxcore/src/testpoint.c. */
+void oc__test_point(const char *name);
 
 #endif
