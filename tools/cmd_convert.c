@@ -63,7 +63,6 @@ static const cli_option convert_options[] = {
 static const char *const convert_arg_names[] = {"IN", "OUT"};
 
 #define CONVERT_DEFAULT_ALIGN 64u
-#define CONVERT_DEFAULT_THRESHOLD 64u
 /* The largest alignment for data files: far beyond any page size, small enough that the
  * padding it may add stays reasonable. */
 #define CONVERT_MAX_FILE_ALIGN (1u << 20)
@@ -109,7 +108,7 @@ static int make_plan(const cli_args *args, convert_plan *p)
     p->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
     p->checksum = args->seen[CONVERT_OPT_CHECKSUM];
     p->align = CONVERT_DEFAULT_ALIGN;
-    p->threshold = CONVERT_DEFAULT_THRESHOLD;
+    p->threshold = OC_EXTERNAL_THRESHOLD_DEFAULT;
     archive = p->out_form == CLI_FORM_ONNXZ;
     external = p->external_data != NULL;
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
@@ -442,7 +441,9 @@ static const char convert_help[] =
     "                           multiple of N, a power of two (default 64; archives 64\n"
     "                           to 32K, data files 1 to 1M)\n"
     "      --threshold BYTES    .onnxz or --external-data: tensors with fewer bytes of\n"
-    "                           raw_data stay inside the model (default 64)\n"
+    "                           raw_data stay inside the model (default 1024, which\n"
+    "                           keeps the shape inputs ONNX Runtime needs; empty\n"
+    "                           tensors always stay)\n"
     "      --deflate-model      .onnxz: store __MODEL_PROTO deflated (tensors stay stored)\n"
     "      --external-data LOC  .onnx output: write tensor bytes to the file LOC, relative\n"
     "                           to OUT's directory (an absolute path keeps its file name)\n"

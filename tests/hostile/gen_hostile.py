@@ -671,7 +671,7 @@ def fam_tensor(g):
     os.makedirs(d)
     with open(os.path.join(d, "x.onnx"), "wb") as f:
         f.write(model_with_tensor(x))
-    g.tool("convert", "x.onnx", "x.onnxz", cwd=d)
+    g.tool("convert", "--threshold", "64", "x.onnx", "x.onnxz", cwd=d)  # W as an entry
     with open(os.path.join(d, "x.onnxz"), "rb") as f:
         arch = f.read()
     g.case("dims_overflow_archive", "tensor", "an archive whose tensor W has dims "
@@ -1654,8 +1654,9 @@ def main():
     d = g.tmp
     with open(os.path.join(d, "m.onnx"), "wb") as f:
         f.write(model)
-    g.tool("convert", "m.onnx", "m.onnxz")
-    g.tool("convert", "--deflate-model", "m.onnx", "md.onnxz")
+    # The base model's tensors are small: --threshold 64 makes W an entry to damage.
+    g.tool("convert", "--threshold", "64", "m.onnx", "m.onnxz")
+    g.tool("convert", "--threshold", "64", "--deflate-model", "m.onnx", "md.onnxz")
     arch = open(os.path.join(d, "m.onnxz"), "rb").read()
     deflated = open(os.path.join(d, "md.onnxz"), "rb").read()
     wdata, mp = archive_parts(arch)
