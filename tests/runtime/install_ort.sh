@@ -6,14 +6,14 @@
 # A failed install fails the test run (the `runtime` tests need it; CI reaches npm).
 set -euo pipefail
 dir=$1 version=$2
-pkg=$dir/node_modules/onnxruntime-node/package.json
-if [ -f "$pkg" ] && node -e "process.exit(require('$pkg').version === '$version' ? 0 : 1)"; then
-  exit 0
-fi
 command -v node >/dev/null && command -v npm >/dev/null ||
   { echo "install_ort.sh: node and npm are needed (scripts/deps.sh test)" >&2; exit 1; }
 mkdir -p "$dir"
 cd "$dir"
+pkg=./node_modules/onnxruntime-node/package.json
+if [ -f "$pkg" ] && node -e "process.exit(require('$pkg').version === '$version' ? 0 : 1)"; then
+  exit 0
+fi
 [ -f package.json ] || echo '{"private": true}' > package.json
 npm install --ignore-scripts --no-audit --no-fund --loglevel=error "onnxruntime-node@$version"
 node -e "require('./node_modules/onnxruntime-node')" # the native binding loads here
