@@ -371,6 +371,26 @@ static void report_data_files(const char *out)
     free(dir);
 }
 
+/* The largest message protobuf-based readers (ONNX Runtime, python3-onnx) parse: 2 GiB - 1. */
+#define CONVERT_PROTOBUF_LIMIT 0x7fffffffu
+
+/* A single .onnx over the protobuf limit is written (we read it back), but most ONNX
+ * readers cannot load it: say so on stderr, unless -q, with the forms that they can. */
+static void warn_protobuf_limit(const convert_plan *p, int verbosity)
+{
+    uint64_t size;
+    if (verbosity < CLI_NORMAL || p->out_form == CLI_FORM_ONNXZ || p->external_data ||
+        p->encrypt_out)
+        return;
+    size = size_of(p->out);
+    if (size <= CONVERT_PROTOBUF_LIMIT) return;
+    fputs("onnxz: warning: ", stderr);
+    cli_put_text(stderr, p->out, strlen(p->out));
+    fprintf(stderr, ": %" PRIu64 " bytes, more than 2 GiB: protobuf-based readers (ONNX "
+            "Runtime, python3-onnx) cannot load it; use --external-data LOC, or an .onnxz "
+            "with `onnxz stub`, for a file they load\n", size);
+}
+
 /* "IN -> OUT (N => M bytes)" on stdout, unless -q. Sizes come from the files themselves,
  * IN's taken before the conversion (with -f, OUT may be IN). */
 static void report(const convert_plan *p, uint64_t in_size, int verbosity)
@@ -409,6 +429,7 @@ static int run_convert(const cli_args *args)
     if (rc == CLI_EXIT_OK) rc = save(model, &plan, args->verbosity);
     oc_model_free(model);
     if (rc == CLI_EXIT_OK) report(&plan, in_size, args->verbosity);
+    if (rc == CLI_EXIT_OK) warn_protobuf_limit(&plan, args->verbosity);
     return rc;
 }
 
