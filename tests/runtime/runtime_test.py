@@ -15,6 +15,9 @@ Also checked, as facts the spec and README state about ORT:
   the model), and the forms that put data outside the model really do so;
 - with --threshold 0 (everything out), the empty tensors stay inside the model (E-25,
   A-13) and every form of the `empty` model loads;
+- `unpack` of an archive from another writer whose empty tensors are 0-byte entries
+  writes those tensors inside the model (A-31): ORT loads it (it aborted the node
+  process before) and onnx.load reads it;
 - ORT cannot open an .onnxz itself (it is a ZIP): the stub is the way (A-70).
 """
 import json
@@ -22,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import onnx
 from onnx import TensorProto
@@ -191,6 +195,64 @@ def check_model(onnxz, ort_dir, work, name, src, extra, externals):
     shutil.rmtree(d)
 
 
+def foreign_archive(src, path):
+    """An archive as another writer may make it (Python's zipfile, no alignment): every
+    tensor with raw_data an entry, the empty ones too (0-byte entries, length 0)."""
+    model = onnx.load(src)
+    entries = []
+    for t in onnx.external_data_helper._get_all_tensors(model):
+        if t.HasField("raw_data"):
+            entries.append((t.name, t.raw_data))
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+            for k, v in (("location", t.name), ("length", str(len(entries[-1][1])))):
+                e = t.external_data.add()
+                e.key, e.value = k, v
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name, data in entries:
+            z.writestr(name, data)
+        z.writestr("__MODEL_PROTO", model.SerializeToString())
+    return sum(1 for _, d in entries if not d)
+
+
+def check_foreign_empty(onnxz, ort_dir, work, src):
+    d = os.path.join(work, "foreign")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    arc = os.path.join(d, "f.onnxz")
+    n_empty = foreign_archive(src, arc)
+    if n_empty == 0:
+        fail("foreign archive: the corpus's empty model has no empty raw_data tensor")
+    un = os.path.join(d, "un")
+    try:
+        run(onnxz, "-q", "unpack", arc, un)
+    except RuntimeError as e:
+        fail(f"unpack of an archive with 0-byte entries: {e}")
+        return
+    model_path = os.path.join(un, "model.onnx")
+    refs = onnx.load(model_path, load_external_data=False)
+    zero = [t.name for t in onnx.external_data_helper._get_all_tensors(refs)
+            if t.data_location == TensorProto.EXTERNAL
+            and any(e.key == "length" and e.value == "0" for e in t.external_data)]
+    if zero:
+        fail(f"unpack: references of length 0 left in the model (A-31): {zero}")
+    try:
+        loaded = onnx.load(model_path)
+        onnx.checker.check_model(loaded)
+    except Exception as e:  # noqa: BLE001 - the oracle's failure is the finding
+        fail(f"unpack with 0-byte entries: onnx.load fails: {e}")
+    feeds = feeds_for(src)
+    res = run_ort(ort_dir, work, [{"id": "original", "model": src, "feeds": feeds},
+                                  {"id": "unpacked", "model": model_path, "feeds": feeds}])
+    if "error" in res.get("unpacked", {"error": "no result"}):
+        fail(f"unpack with 0-byte entries: ORT: {res.get('unpacked', {}).get('error', 'no result')}")
+    elif res["unpacked"]["outputs"] != res["original"]["outputs"]:
+        fail("unpack with 0-byte entries: outputs differ from the original's")
+    else:
+        print(f"ok unpack of a foreign archive with {n_empty} empty entries (A-31)", flush=True)
+    shutil.rmtree(d)
+
+
 def main():
     onnxz, ort_dir, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
@@ -213,6 +275,7 @@ def main():
     # Everything out but the 0-byte tensors (E-25, A-13).
     check_model(onnxz, ort_dir, work, "empty", os.path.join(corpus, "empty.onnx"),
                 ["--threshold", "0"], {})
+    check_foreign_empty(onnxz, ort_dir, work, os.path.join(corpus, "empty.onnx"))
     # ORT and an archive: it cannot open the ZIP itself; the stub is the way (A-70).
     archive = os.path.join(work, "direct.onnxz")
     run(onnxz, "-q", "convert", "-f", os.path.join(corpus, "cnn.onnx"), archive)
