@@ -12,7 +12,7 @@ const path = require('path');
 const fs = require('fs');
 const crypto = require('crypto');
 
-const ort = require(path.join(process.argv[2], 'node_modules', 'onnxruntime-node'));
+const ort = require(path.resolve(process.argv[2], 'node_modules', 'onnxruntime-node'));
 const jobs = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
 
 const arrays = {
