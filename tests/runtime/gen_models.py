@@ -184,7 +184,7 @@ def control(out):
 
 def many(out):
     r = rng(5)
-    inits, nodes, outs = [], [], []
+    inits, nodes = [], []
     for i in range(160):
         n = 1 + (i * 26 + 7) % 4099  # odd sizes, 1 to 4099 floats
         inits.append(numpy_helper.from_array(r.standard_normal(n).astype(np.float32), f"w{i}"))

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 
-import onnx
 from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -162,6 +162,7 @@ def check_model(onnxz, ort_dir, work, name, src, extra, externals):
     """Every form of src against src itself, in one node process."""
     d = os.path.join(work, name + ("-t0" if extra else ""))
     shutil.rmtree(d, ignore_errors=True)
+    failed_before = len(failures)
     os.makedirs(d)
     feeds = feeds_for(src)
     jobs = [{"id": "original", "model": src, "feeds": feeds},
@@ -190,9 +191,10 @@ def check_model(onnxz, ort_dir, work, name, src, extra, externals):
         elif res["outputs"] != base["outputs"]:
             diff = [k for k in base["outputs"] if res["outputs"].get(k) != base["outputs"][k]]
             fail(f"{label}: outputs differ from the original's: {', '.join(diff)}")
-    print(f"ok {name}{' ' + ' '.join(extra) if extra else ''}: {len(jobs) - 1} forms, "
-          f"{len(base['outputs'])} outputs each", flush=True)
-    shutil.rmtree(d)
+    if len(failures) == failed_before:  # a failing model's forms stay for a look
+        print(f"ok {name}{' ' + ' '.join(extra) if extra else ''}: {len(jobs) - 1} forms, "
+              f"{len(base['outputs'])} outputs each", flush=True)
+        shutil.rmtree(d)
 
 
 def foreign_archive(src, path):
@@ -283,10 +285,10 @@ def main():
     if "error" not in res:
         fail("ORT opened an .onnxz itself: README and A-70 say it cannot")
     print(f"ok ORT on an .onnxz itself: {res.get('error', '')[:120]}")
-    shutil.rmtree(corpus)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
+    shutil.rmtree(corpus)
     print(f"all {len(models)} models in every form: outputs bit-identical to the originals")
     return 0
 
