@@ -13,10 +13,11 @@
 #   5. the libFuzzer targets (clang, ASan+UBSan, tests/fuzz) from their seeds for a fixed
 #      number of runs each from seed 1: the same inputs on every machine, so a red run is a
 #      real defect; the crashing input's path is printed.
-# The `runtime` tests (ONNX Runtime as an oracle, tests/runtime: about a minute and a half)
-# run in stages 1 to 3; stage 4 leaves them out (-LE runtime): every onnxz process under
-# memcheck would take them to a quarter of an hour, and what they check is what ORT reads,
-# not our memory use, which the other tests cover under valgrind.
+# The `runtime` tests (ONNX Runtime as an oracle, tests/runtime: about a minute and a half
+# in Release; the sanitizer build runs them on the small corpus) run in stages 1 to 3;
+# stage 4 leaves them out (-LE runtime): every onnxz process under memcheck would take them
+# to a quarter of an hour, and what they check is what ORT reads, not our memory use,
+# which the other tests cover under valgrind.
 # Set ONNXZ_SKIP_SANITIZE=1, ONNXZ_SKIP_LARGE=1, ONNXZ_SKIP_NOSSL=1, ONNXZ_SKIP_VALGRIND=1 or
 # ONNXZ_SKIP_FUZZ=1 to leave a part out while developing.
 set -euo pipefail

@@ -15,7 +15,7 @@ of it that loses, moves or misreads a byte gives other outputs or fails to load:
   many         160 initializers of odd sizes (1..4099 floats), summed
   big          one 72 MiB float initializer (more than 64 MiB), read through Gather
 (The 100 MB embedding table is torch's: export_torch.py.)
---reduced (valgrind runs) makes `big` 1 MiB.
+--reduced (the sanitizer build) makes `big` 1 MiB.
 """
 import os
 import sys

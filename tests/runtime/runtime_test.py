@@ -7,8 +7,8 @@ writes every model in every form onnxz writes, runs each form in ONNX Runtime
 came from, and requires the outputs to be bit-identical to the original's (a digest of
 each output's dtype, dims and bytes). A form that ORT refuses to load or run fails the
 test with ORT's message. Forms that need OpenSSL (checksums, encryption) are left out in
-a build without it (ONNXZ_HAVE_OPENSSL=0); ONNXZ_TEST_REDUCED=1 (valgrind) uses the
-small corpus only (no 72 MiB and 100 MB models).
+a build without it (ONNXZ_HAVE_OPENSSL=0); ONNXZ_TEST_REDUCED=1 (the sanitizer build,
+tests/runtime/CMakeLists.txt) uses the small corpus only (no 72 MiB and 100 MB models).
 
 Also checked, as facts the spec and README state about ORT:
 - at the default threshold, every model loads in every form (RT-1: shape inputs stay in
