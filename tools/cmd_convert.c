@@ -371,7 +371,8 @@ static void report_data_files(const char *out)
     free(dir);
 }
 
-/* The largest message protobuf-based readers (ONNX Runtime, python3-onnx) parse: 2 GiB - 1. */
+/* The largest message protobuf-based readers (ONNX Runtime, python3-onnx) parse: 2 GiB - 1
+ * bytes. */
 #define CONVERT_PROTOBUF_LIMIT 0x7fffffffu
 
 /* A single .onnx over the protobuf limit is written (we read it back), but most ONNX
@@ -386,7 +387,7 @@ static void warn_protobuf_limit(const convert_plan *p, int verbosity)
     if (size <= CONVERT_PROTOBUF_LIMIT) return;
     fputs("onnxz: warning: ", stderr);
     cli_put_text(stderr, p->out, strlen(p->out));
-    fprintf(stderr, ": %" PRIu64 " bytes, more than 2 GiB: protobuf-based readers (ONNX "
+    fprintf(stderr, ": %" PRIu64 " bytes, 2 GiB or more: protobuf-based readers (ONNX "
             "Runtime, python3-onnx) cannot load it; use --external-data LOC, or an .onnxz "
             "with `onnxz stub`, for a file they load\n", size);
 }

@@ -287,15 +287,11 @@ static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t
         oc_bytes_release(&bytes);
         return cli_fail(archive, &err);
     }
-    if (!refs.count) {
-        rc = write_file(path, &bytes, made);
-    } else {
-        memset(&encoded, 0, sizeof encoded);
-        encoded.data = out;
-        encoded.size = size;
-        encoded.mode = OC_BYTES_BORROWED;
-        rc = write_file(path, &encoded, made);
-    }
+    memset(&encoded, 0, sizeof encoded);
+    encoded.data = out;
+    encoded.size = size;
+    encoded.mode = OC_BYTES_BORROWED;
+    rc = write_file(path, refs.count ? &encoded : &bytes, made);
     free(out);
     oc_bytes_release(&bytes);
     return rc;
