@@ -216,7 +216,7 @@ static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index
     return rc;
 }
 
-/* A-31: references to empty entries (other writers make them; ours never do, A-13) become
+/* A-31: references to empty entries (other writers make them; ours never do, A-14) become
  * empty raw_data inside the model, since ONNX Runtime and onnx.load read a reference of
  * length 0 as "to the end of the file". */
 typedef struct empty_refs {

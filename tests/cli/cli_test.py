@@ -872,7 +872,7 @@ def zip_clients(ctx, path, align, what):
                   f"{what}: {' '.join(argv)} rejects {path}: {(p.stdout + p.stderr)[-300:]!r}")
 
 
-# convert's default --threshold (OC_EXTERNAL_THRESHOLD_DEFAULT, spec/external-data.md E-25):
+# convert's default --threshold (OC_EXTERNAL_THRESHOLD_DEFAULT, spec/external-data.md E-27):
 # of the sample mlp's tensors, fc2.bias (768 bytes) and fc3.bias (40) stay inside the model.
 DEFAULT_THRESHOLD = 1024
 
@@ -880,7 +880,7 @@ DEFAULT_THRESHOLD = 1024
 def check_archive(ctx, arc, source, threshold, align, what):
     """The archive against the model it was made from (python3-onnx's loaded view):
     A-2 model last, A-4 stored data aligned, A-11/A-12/A-20 exactly the tensors with
-    raw_data >= threshold (and not empty: A-13) are entries holding their bytes, every other
+    raw_data >= threshold (and not empty: A-14) are entries holding their bytes, every other
     tensor unchanged."""
     try:
         entries = zip_entries(arc)

@@ -13,8 +13,8 @@ tests/runtime/CMakeLists.txt) uses the small corpus only (no 72 MiB and 100 MB m
 Also checked, as facts the spec and README state about ORT:
 - at the default threshold, every model loads in every form (RT-1: shape inputs stay in
   the model), and the forms that put data outside the model really do so;
-- with --threshold 0 (everything out), the empty tensors stay inside the model (E-25,
-  A-13) and every form of the `empty` model loads;
+- with --threshold 0 (everything out), the empty tensors stay inside the model (E-27,
+  A-14) and every form of the `empty` model loads;
 - `unpack` of an archive from another writer whose empty tensors are 0-byte entries
   writes those tensors inside the model (A-31): ORT loads it (it aborted the node
   process before) and onnx.load reads it;
@@ -274,7 +274,7 @@ def main():
     for form in sorted(EXTERNAL_FORMS & set(externals)):
         if externals[form] == 0:
             fail(f"[{form}]: no tensor of the corpus left the model at the default threshold")
-    # Everything out but the 0-byte tensors (E-25, A-13).
+    # Everything out but the 0-byte tensors (E-27, A-14).
     check_model(onnxz, ort_dir, work, "empty", os.path.join(corpus, "empty.onnx"),
                 ["--threshold", "0"], {})
     check_foreign_empty(onnxz, ort_dir, work, os.path.join(corpus, "empty.onnx"))

@@ -66,7 +66,7 @@ typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 typedef struct oc_serialize_options {
     /* raw_data_threshold (default OC_EXTERNAL_THRESHOLD_DEFAULT, 1024): tensors below it
      * stay inside the model when tensor bytes are written elsewhere (external data,
-     * archives); tensors with no raw_data bytes always do (spec/external-data.md E-25). */
+     * archives); tensors with no raw_data bytes always do (spec/external-data.md E-27). */
     oc_tensor_buffer_options buffer;
     int overwrite;        /* save to a path: replace an existing file (default 1) */
 
@@ -87,7 +87,7 @@ typedef struct oc_serialize_options {
 } oc_serialize_options;
 
 /* The default threshold for writing tensors outside the model (spec/external-data.md
- * E-25): ONNX Runtime resolves a graph's shape inputs (Pad's pads, Reshape's shape, Slice,
+ * E-27): ONNX Runtime resolves a graph's shape inputs (Pad's pads, Reshape's shape, Slice,
  * Expand, Tile...) only from bytes inside the model, and 1024 bytes hold any of them up
  * to rank 128; it is also onnx.save's default. */
 #define OC_EXTERNAL_THRESHOLD_DEFAULT 1024u
