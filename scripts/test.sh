@@ -4,7 +4,8 @@
 #   2. an ASan+UBSan build and every test but the `large` ones;
 #   3. a build without OpenSSL (-DONNXZ_WITH_OPENSSL=OFF) and every test but the `large`
 #      ones: everything else works, crypto and checksums fail with a clear error;
-#   4. a plain -O1 -g build and every test but the `large` ones under valgrind memcheck:
+#   4. a plain -O1 -g build and every test but the `large` and `runtime` ones under
+#      valgrind memcheck:
 #      every process of ours (test executables, the onnxz tool and the C drivers the Python
 #      tests start) runs through tests/valgrind/memcheck.sh, and any error or definitely /
 #      indirectly lost block fails the stage (tests that would take more than about 3
@@ -12,6 +13,11 @@
 #   5. the libFuzzer targets (clang, ASan+UBSan, tests/fuzz) from their seeds for a fixed
 #      number of runs each from seed 1: the same inputs on every machine, so a red run is a
 #      real defect; the crashing input's path is printed.
+# The `runtime` tests (ONNX Runtime as an oracle, tests/runtime: about a minute and a half
+# in Release; the sanitizer build runs them on the small corpus) run in stages 1 to 3;
+# stage 4 leaves them out (-LE runtime): every onnxz process under memcheck would take them
+# to a quarter of an hour, and what they check is what ORT reads, not our memory use,
+# which the other tests cover under valgrind.
 # Set ONNXZ_SKIP_SANITIZE=1, ONNXZ_SKIP_LARGE=1, ONNXZ_SKIP_NOSSL=1, ONNXZ_SKIP_VALGRIND=1 or
 # ONNXZ_SKIP_FUZZ=1 to leave a part out while developing.
 set -euo pipefail
@@ -54,14 +60,14 @@ if [ "${ONNXZ_SKIP_NOSSL:-0}" != 1 ]; then
   run_suite "$root/build-nossl" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXZ_WITH_OPENSSL=OFF -- -LE large
 fi
 if [ "${ONNXZ_SKIP_VALGRIND:-0}" != 1 ]; then
-  echo "== valgrind memcheck: all tests but the large ones"
+  echo "== valgrind memcheck: all tests but the large and runtime ones"
   vg=$root/build-valgrind
   build "$vg" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
     "-DONNXZ_TEST_WRAPPER=$root/tests/valgrind/memcheck.sh;$vg/memcheck"
   rm -rf "$vg/memcheck"
   space "$vg"
   failed=0
-  (cd "$vg" && ctest --output-on-failure -j"$jobs" -LE large) || failed=1
+  (cd "$vg" && ctest --output-on-failure -j"$jobs" -LE 'large|runtime') || failed=1
   "$root/tests/valgrind/memcheck.sh" --check "$vg/memcheck" || failed=1 # reports of every run
   [ $failed = 0 ]
   rm -rf "$vg/testwork"

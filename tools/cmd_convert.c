@@ -65,7 +65,6 @@ static const cli_option convert_options[] = {
 static const char *const convert_arg_names[] = {"IN", "OUT"};
 
 #define CONVERT_DEFAULT_ALIGN 64u
-#define CONVERT_DEFAULT_THRESHOLD 64u
 /* The largest alignment for data files: far beyond any page size, small enough that the
  * padding it may add stays reasonable. */
 #define CONVERT_MAX_FILE_ALIGN (1u << 20)
@@ -138,7 +137,7 @@ static int make_plan(const cli_args *args, convert_plan *p)
     p->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
     p->checksum = args->seen[CONVERT_OPT_CHECKSUM];
     p->align = CONVERT_DEFAULT_ALIGN;
-    p->threshold = CONVERT_DEFAULT_THRESHOLD;
+    p->threshold = OC_EXTERNAL_THRESHOLD_DEFAULT;
     archive = p->out_form == CLI_FORM_ONNXZ;
     external = p->external_data != NULL;
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
@@ -381,6 +380,27 @@ static void report_data_files(const char *out)
     free(dir);
 }
 
+/* The largest message protobuf-based readers (ONNX Runtime, python3-onnx) parse: 2 GiB - 1
+ * bytes. */
+#define CONVERT_PROTOBUF_LIMIT 0x7fffffffu
+
+/* A single .onnx over the protobuf limit is written (we read it back), but most ONNX
+ * readers cannot load it: say so on stderr, unless -q, with the forms that they can. */
+static void warn_protobuf_limit(const convert_plan *p, int verbosity)
+{
+    uint64_t size;
+    if (verbosity < CLI_NORMAL || p->out_form == CLI_FORM_ONNXZ || p->external_data ||
+        p->encrypt_out)
+        return;
+    size = size_of(p->out);
+    if (size <= CONVERT_PROTOBUF_LIMIT) return;
+    fputs("onnxz: warning: ", stderr);
+    cli_put_text(stderr, p->out, strlen(p->out));
+    fprintf(stderr, ": %" PRIu64 " bytes, 2 GiB or more: protobuf-based readers (ONNX "
+            "Runtime, python3-onnx) cannot load it; use --external-data LOC, or an .onnxz "
+            "with `onnxz stub`, for a file they load\n", size);
+}
+
 /* "IN -> OUT (N => M bytes)" on stdout, unless -q. Sizes come from the files themselves,
  * IN's taken before the conversion (with -f, OUT may be IN). */
 static void report(const convert_plan *p, uint64_t in_size, int verbosity)
@@ -431,6 +451,7 @@ static int run_convert(const cli_args *args)
     if (rc == CLI_EXIT_OK) rc = save(model, &plan, args->verbosity);
     oc_model_free(model);
     if (rc == CLI_EXIT_OK) report(&plan, in_size, args->verbosity);
+    if (rc == CLI_EXIT_OK) warn_protobuf_limit(&plan, args->verbosity);
     return rc;
 }
 
@@ -465,7 +486,9 @@ static const char convert_help[] =
     "                           multiple of N, a power of two (default 64; archives 64\n"
     "                           to 32K, data files 1 to 1M)\n"
     "      --threshold BYTES    .onnxz or --external-data: tensors with fewer bytes of\n"
-    "                           raw_data stay inside the model (default 64)\n"
+    "                           raw_data stay inside the model (default 1024, which\n"
+    "                           keeps the shape inputs ONNX Runtime needs; empty\n"
+    "                           tensors always stay)\n"
     "      --deflate-model      .onnxz: store __MODEL_PROTO deflated (tensors stay stored)\n"
     "      --external-data LOC  .onnx output: write tensor bytes to the file LOC, relative\n"
     "                           to OUT's directory (an absolute path keeps its file name)\n"

@@ -3,7 +3,8 @@
  * model (spec/onnxz.md A-30): every entry becomes a file of the same name in DIR, and
  * __MODEL_PROTO becomes DIR/model.onnx. The model is written byte for byte as the archive
  * holds it: its tensors already name their entries in `location`, so the files beside it
- * are exactly its external data, and any ONNX reader loads DIR/model.onnx.
+ * are exactly its external data, and any ONNX reader loads DIR/model.onnx. The one
+ * exception (A-31): a tensor whose entry is empty is written inside the model.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <onnxcore/cleanup.h>
+#include <onnxcore/external.h>
 #include <onnxz/archive.h>
 
 #include "cli.h"
@@ -239,6 +241,87 @@ static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index
     return rc;
 }
 
+/* A-31: references to empty entries (other writers make them; ours never do, A-14) become
+ * empty raw_data inside the model, since ONNX Runtime and onnx.load read a reference of
+ * length 0 as "to the end of the file". */
+typedef struct empty_refs {
+    const oz_zip_reader *zip;
+    uint64_t count;
+} empty_refs;
+
+static int refers_to_empty_entry(const oz_zip_reader *zip, const onnx_TensorProto *t)
+{
+    uint64_t offset, length, index;
+    int has_offset, has_length;
+    oz_zip_entry e;
+    oc_error err;
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    char *name;
+    oc_error_clear(&err);
+    if (!loc || oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, &err) != OC_OK)
+        return 0;
+    if (has_length) return length == 0;
+    name = malloc(loc->size + 1);
+    if (!name) return 0;
+    memcpy(name, loc->data, loc->size);
+    name[loc->size] = '\0';
+    int empty = oz_zip_reader_find(zip, name, &index, &err) == OC_OK &&
+                oz_zip_reader_entry(zip, index, &e, &err) == OC_OK && e.uncompressed_size == 0;
+    free(name);
+    return empty;
+}
+
+static oc_status inline_empty(void *ctx, onnx_TensorProto *t)
+{
+    empty_refs *r = ctx;
+    if (!oc_tensor_is_external(t) || !refers_to_empty_entry(r->zip, t)) return OC_OK;
+    t->external_data.count = 0;
+    t->data_location = 0;
+    OC_CLEAR_HAS(TensorProto, t, data_location);
+    memset(&t->raw_data, 0, sizeof t->raw_data);
+    OC_SET_HAS(TensorProto, t, raw_data);
+    r->count++;
+    return OC_OK;
+}
+
+/* Writes __MODEL_PROTO as DIR/model.onnx: byte for byte, or re-encoded when A-31 moved
+ * tensors inside it. */
+static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t index,
+                         const char *path, created_list *made)
+{
+    oc_bytes bytes, encoded;
+    oc_parse_options po;
+    oc_model *model = NULL;
+    empty_refs refs = {zip, 0};
+    void *out = NULL;
+    uint64_t size = 0;
+    oc_error err;
+    oc_status st;
+    int rc;
+    memset(&bytes, 0, sizeof bytes);
+    oc_error_clear(&err);
+    if (oz_zip_reader_read(zip, index, &bytes, &err) != OC_OK) return cli_fail(archive, &err);
+    oc_parse_options_init(&po);
+    po.skip_external_data = 1;
+    st = oc_model_load_memory(bytes.data, bytes.size, &po, &model, &err);
+    if (st == OC_OK)
+        st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), inline_empty, &refs);
+    if (st == OC_OK && refs.count) st = oc_model_save_memory(model, NULL, &out, &size, &err);
+    oc_model_free(model);
+    if (st != OC_OK) {
+        oc_bytes_release(&bytes);
+        return cli_fail(archive, &err);
+    }
+    memset(&encoded, 0, sizeof encoded);
+    encoded.data = out;
+    encoded.size = size;
+    encoded.mode = OC_BYTES_BORROWED;
+    rc = write_file(path, refs.count ? &encoded : &bytes, made);
+    free(out);
+    oc_bytes_release(&bytes);
+    return rc;
+}
+
 /* The name an entry takes in DIR: its own, or model.onnx for __MODEL_PROTO. */
 static const char *target_name(const oz_zip_entry *e)
 {
@@ -334,7 +417,7 @@ static int unpack_entries(const char *archive, const oz_archive *ar, const char 
     /* The model last: it never names data that is not in place (as E-24 orders it). */
     path = join(dir, UNPACK_MODEL_FILE);
     if (!path) return cli_fail_msg(dir, "out of memory");
-    rc = extract(archive, zip, model_index, path, made);
+    rc = extract_model(archive, zip, model_index, path, made);
     free(path);
     return rc;
 }
@@ -385,7 +468,9 @@ static const char unpack_help[] =
     "`unzip ARCHIVE -d DIR` followed by renaming __MODEL_PROTO to model.onnx gives, with\n"
     "the checks of `onnxz verify` first: the ZIP rules, every CRC-32, and the model\n"
     "decodes with every tensor resolving to its entry. Nothing is written unless they all\n"
-    "pass, and if writing fails half-way, what was written is removed again. (To get a\n"
+    "pass, and if writing fails half-way, what was written is removed again. A tensor\n"
+    "whose entry is empty (0 bytes) is written inside model.onnx instead (A-31): runtimes\n"
+    "read a reference of length 0 as \"to the end of the file\". (To get a\n"
     "single data file instead, use\n"
     "`onnxz convert ARCHIVE DIR/model.onnx --external-data model.data`.)\n"
     "\n"

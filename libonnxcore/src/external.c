@@ -693,8 +693,10 @@ static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
 
 static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
     externalizer *x = ctx;
-    if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size < x->threshold ||
-        oc_tensor_is_external(t))
+    /* E-27: an empty tensor never leaves the model, at any threshold (a reference of
+     * length 0 reads as "to the end of the file" in ONNX Runtime and onnx.load). */
+    if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size == 0 ||
+        t->raw_data.size < x->threshold || oc_tensor_is_external(t))
         return OC_OK;
     oc_external_ref ref = {NULL, 0, 0, t->raw_data.size, NULL};
     OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));

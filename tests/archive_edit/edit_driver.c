@@ -127,6 +127,7 @@ static void options(int argc, char **argv, int from, oz_archive_options *ao, int
 
 int main(int argc, char **argv) {
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+    ao.serialize.buffer.raw_data_threshold = 64; /* the test models' small tensors as entries */
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oc_error err;
     oc_error_clear(&err);

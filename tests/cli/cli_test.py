@@ -873,10 +873,16 @@ def zip_clients(ctx, path, align, what):
                   f"{what}: {' '.join(argv)} rejects {path}: {(p.stdout + p.stderr)[-300:]!r}")
 
 
+# convert's default --threshold (OC_EXTERNAL_THRESHOLD_DEFAULT, spec/external-data.md E-27):
+# of the sample mlp's tensors, fc2.bias (768 bytes) and fc3.bias (40) stay inside the model.
+DEFAULT_THRESHOLD = 1024
+
+
 def check_archive(ctx, arc, source, threshold, align, what):
     """The archive against the model it was made from (python3-onnx's loaded view):
     A-2 model last, A-4 stored data aligned, A-11/A-12/A-20 exactly the tensors with
-    raw_data >= threshold are entries holding their bytes, every other tensor unchanged."""
+    raw_data >= threshold (and not empty: A-14) are entries holding their bytes, every other
+    tensor unchanged."""
     try:
         entries = zip_entries(arc)
         model = archive_model(arc)
@@ -897,7 +903,7 @@ def check_archive(ctx, arc, source, threshold, align, what):
         return None
     used = set()
     for s, g in zip(src, got):
-        if s.HasField("raw_data") and len(s.raw_data) >= threshold:
+        if s.HasField("raw_data") and len(s.raw_data) >= max(threshold, 1):
             kv = {e.key: e.value for e in g.external_data}
             loc = kv.get("location")
             ctx.check(is_external(g) and not g.HasField("raw_data") and "offset" not in kv,
@@ -998,7 +1004,7 @@ def group_convert_archive(ctx):
     ctx.equal(err, "", "convert to .onnxz: stderr")
     ctx.check(re.match(rf"^{re.escape(sample)} -> {re.escape(arc)} \(453914 => \d+ bytes\)\n$", out),
               f"convert to .onnxz: summary line {out!r}")
-    check_archive(ctx, arc, src, 64, 64, "default archive")
+    check_archive(ctx, arc, src, DEFAULT_THRESHOLD, 64, "default archive")
     zip_clients(ctx, arc, 64, "default archive")
     back = ctx.path("mlp.back.onnx")
     ctx.expect_exit(["convert", arc, back], 0, "convert .onnxz to .onnx")
@@ -1014,12 +1020,12 @@ def group_convert_archive(ctx):
 
     # --align, with and without a size suffix; zipalign checks the larger alignment.
     a4k = make_archive(ctx, sample, "a4k.onnxz", "--align", "4K")
-    check_archive(ctx, a4k, src, 64, 4096, "--align 4K")
+    check_archive(ctx, a4k, src, DEFAULT_THRESHOLD, 4096, "--align 4K")
     zip_clients(ctx, a4k, 4096, "--align 4K")
     ctx.check(read(make_archive(ctx, sample, "a4096.onnxz", "--align", "4096")) == read(a4k),
               "--align 4K and --align 4096 give the same archive")
     a32k = make_archive(ctx, sample, "a32k.onnxz", "--align=32KiB")
-    check_archive(ctx, a32k, src, 64, 32768, "--align=32KiB")
+    check_archive(ctx, a32k, src, DEFAULT_THRESHOLD, 32768, "--align=32KiB")
 
     # --threshold: nothing moves out at 1M; 1K is 1024.
     whole = make_archive(ctx, sample, "whole.onnxz", "--threshold", "1M")
@@ -1035,7 +1041,7 @@ def group_convert_archive(ctx):
 
     # --deflate-model: the model deflated, tensors stored and aligned.
     dm = make_archive(ctx, sample, "dm.onnxz", "--deflate-model")
-    entries = check_archive(ctx, dm, src, 64, 64, "--deflate-model")
+    entries = check_archive(ctx, dm, src, DEFAULT_THRESHOLD, 64, "--deflate-model")
     if entries:
         ctx.equal(entries[-1]["method"], "deflated", "--deflate-model: __MODEL_PROTO deflated")
         ctx.check(all(e["method"] == "stored" for e in entries[:-1]), "--deflate-model: tensors stored")
@@ -1045,7 +1051,7 @@ def group_convert_archive(ctx):
 
     # Entry names (A-10) and a tensor inside a node attribute.
     names = build_names_model(ctx.work)
-    narc = make_archive(ctx, names, "names.onnxz")
+    narc = make_archive(ctx, names, "names.onnxz", "--threshold", "64")  # small tensors too
     entries = check_archive(ctx, narc, onnx.load(names), 64, 64, "names archive")
     if entries:
         ctx.equal([e["name"] for e in entries], NAMES_ENTRIES, "entry names follow A-10")
@@ -1055,7 +1061,7 @@ def group_convert_archive(ctx):
 
     # An N-file external-data model (three data files) in, its data read in.
     rich = build_rich_model(ctx.work)
-    rarc = make_archive(ctx, rich, "rich.onnxz")
+    rarc = make_archive(ctx, rich, "rich.onnxz", "--threshold", "64")
     ctx.expect_exit(["convert", rich, ctx.path("rich.direct.onnx")], 0, "convert rich model to .onnx")
     check_archive(ctx, rarc, python_load(rich), 64, 64, "rich archive")
     ctx.expect_exit(["convert", rarc, ctx.path("rich.back.onnx")], 0, "convert rich archive back")
@@ -1090,14 +1096,15 @@ def group_convert_external(ctx):
     src_raw = raw_by_name(src)
     two = ctx.path("two.onnx")
     rc, out, _ = ctx.expect_exit(["convert", sample, two, "--external-data", "two.data"], 0, "two-file convert")
-    ctx.check(out.startswith(f"{sample} -> {two} (") and "data in two.data (452352 bytes)" in out,
+    ctx.check(out.startswith(f"{sample} -> {two} (") and "data in two.data (451584 bytes)" in out,
               f"two-file convert: summary line {out!r}")
     same_tensors(ctx, src, two, "two-file")
     checker_passes(ctx, two, "two-file")
     refs = external_refs(two)
     ctx.equal([n for n, _, _ in refs],
-              [t.name for t in walk_messages(src, "onnx.TensorProto") if len(t.raw_data) >= 64],
-              "two-file: exactly the tensors of >= 64 bytes went out")
+              [t.name for t in walk_messages(src, "onnx.TensorProto")
+               if len(t.raw_data) >= DEFAULT_THRESHOLD],
+              "two-file: exactly the tensors of >= 1024 bytes went out")
     data = read(ctx.path("two.data"))
     for name, kv, keys in refs:
         ctx.equal(keys, ["location", "offset", "length"], f"two-file: {name} keys in order (E-20)")
@@ -1277,7 +1284,7 @@ def group_verify(ctx):
     sample = ctx.sample
     arc = make_archive(ctx, sample, "mlp.onnxz")
     rc, out, err = ctx.expect_exit(["verify", arc], 0, "verify archive")
-    ctx.check(out.startswith(f"OK {arc}: onnxz archive, 6 entries") and out.count("\n") == 1,
+    ctx.check(out.startswith(f"OK {arc}: onnxz archive, 5 entries") and out.count("\n") == 1,
               f"verify archive: OK line {out!r}")
     rc, out, _ = ctx.expect_exit(["verify", "--json", arc], 0, "verify --json archive")
     try:
@@ -1300,13 +1307,13 @@ def group_verify(ctx):
         ck = ctx.path("ck.onnx")
         ctx.expect_exit(["convert", sample, ck, "--external-data", "ck.data", "--checksum"], 0, "two-file with checksums")
         rc, out, _ = ctx.expect_exit(["verify", ck], 0, "verify two-file")
-        ctx.equal(out, f"OK {ck}: onnx model, 8 tensors, 5 in 1 external data file (441.8 KiB), "
-                       "5 checksums verified\n", "verify two-file: OK line")
+        ctx.equal(out, f"OK {ck}: onnx model, 8 tensors, 4 in 1 external data file (441.0 KiB), "
+                       "4 checksums verified\n", "verify two-file: OK line")
         rc, out, _ = ctx.expect_exit(["verify", "--json", ck], 0, "verify two-file --json")
         if rc == 0:
             ctx.equal(json.loads(out), {"file": ck, "format": "onnx", "ok": True, "tensors": 8,
-                                        "external_tensors": 5, "external_files": 1,
-                                        "external_bytes": 452352, "checksums_verified": 5}, "verify --json two-file")
+                                        "external_tensors": 4, "external_files": 1,
+                                        "external_bytes": 451584, "checksums_verified": 4}, "verify --json two-file")
         first = external_refs(ck)[0][1]
         flip_byte(ctx.path("ck.data"), ctx.path("ck.data"), int(first["offset"]) + 3)
         rc, _, err = ctx.run("verify", ck)
@@ -1378,7 +1385,7 @@ def group_unpack(ctx):
     cases = [("mlp", make_archive(ctx, sample, "mlp.onnxz"), src),
              ("dm", make_archive(ctx, sample, "dm.onnxz", "--deflate-model"), src)]
     names = build_names_model(ctx.work)
-    narc = make_archive(ctx, names, "names.onnxz")
+    narc = make_archive(ctx, names, "names.onnxz", "--threshold", "64")
     # Entries in a subdirectory and deflated tensors, as a generic ZIP tool may write them.
     sub = rezip(narc, ctx.path("sub.onnxz"), tensor_method=zipfile.ZIP_DEFLATED,
                 rename=("layer_0_weight", "weights/layer_0_weight"))
@@ -1487,15 +1494,15 @@ def group_info_archive(ctx):
             ctx.equal(set(info["archive"]), ARCHIVE_KEYS, "archive JSON keys")
     rc, out, err = ctx.expect_exit(["info", arc], 0, "info archive")
     lines = out.splitlines()
-    for line in ["format:               onnxz archive", "archive entries:      6",
-                 "  tensor entries:     5, stored, aligned to 64: zero-copy",
+    for line in ["format:               onnxz archive", "archive entries:      5",
+                 "  tensor entries:     4, stored, aligned to 64: zero-copy",
                  "  deflated:           0 entries, 0 bytes",
-                 "  model entry:        __MODEL_PROTO, stored, 1746 bytes (1.7 KiB)",
-                 "  external data:      5 tensors, 452352 bytes (441.8 KiB)"]:
+                 "  model entry:        __MODEL_PROTO, stored, 2479 bytes (2.4 KiB)",
+                 "  external data:      4 tensors, 451584 bytes (441.0 KiB)"]:
         ctx.check(line in lines, f"info archive: line {line!r} in\n{out}")
     ctx.check(not any(l.startswith("    ") for l in lines), "info archive: no per-entry location lines")
     rc, out, _ = ctx.expect_exit(["info", deflated], 0, "info deflated archive")
-    ctx.check("5 deflated: not zero-copy" in out, f"info deflated archive notes it is not zero-copy:\n{out}")
+    ctx.check("4 deflated: not zero-copy" in out, f"info deflated archive notes it is not zero-copy:\n{out}")
     rc, out, _ = ctx.expect_exit(["info", first], 0, "info model-first archive")
     ctx.check("not the last entry" in out, f"info notes the model is not last:\n{out}")
     # Archives are told by content, not by name.

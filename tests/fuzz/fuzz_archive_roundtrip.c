@@ -163,8 +163,9 @@ static oc_status neutralize(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
-static int moves(const plan *p, const onnx_TensorProto *t) { /* */
+static int moves(const plan *p, const onnx_TensorProto *t) { /* */
     return OC_HAS(TensorProto, t, raw_data) && t->raw_data.size >= p->threshold &&
+           t->raw_data.size > 0 &&
            !(OC_HAS(TensorProto, t, data_location) && t->data_location == 1);
 }
 

@@ -8,7 +8,7 @@
  * offset 0).
  *
  * Initialise with the *_INIT macros or the *_init functions: the documented defaults are
- * not all zero (raw_data_threshold is 1024 for parsing, 64 for serialization, and 0 is a
+ * not all zero (raw_data_threshold is 1024 for parsing and for serialization, and 0 is a
  * meaningful threshold). A NULL options pointer always means "the defaults".
  */
 #ifndef ONNXCORE_OPTIONS_H
@@ -64,8 +64,9 @@ typedef struct oc_parse_options {
 typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 typedef struct oc_serialize_options {
-    /* raw_data_threshold (default 64): tensors below it stay inside the model when tensor
-     * bytes are written elsewhere (external data, archives). */
+    /* raw_data_threshold (default OC_EXTERNAL_THRESHOLD_DEFAULT, 1024): tensors below it
+     * stay inside the model when tensor bytes are written elsewhere (external data,
+     * archives); tensors with no raw_data bytes always do (spec/external-data.md E-27). */
     oc_tensor_buffer_options buffer;
     int overwrite;        /* save to a path: replace an existing file (default 1) */
 
@@ -85,7 +86,12 @@ typedef struct oc_serialize_options {
     void *progress_ctx;
 } oc_serialize_options;
 
-#define OC_SERIALIZE_OPTIONS_INIT { { 64u, 0u }, 1, NULL, 0u, 0, NULL, NULL }
+/* The default threshold for writing tensors outside the model (spec/external-data.md
+ * E-27): ONNX Runtime resolves a graph's shape inputs (Pad's pads, Reshape's shape, Slice,
+ * Expand, Tile...) only from bytes inside the model, and 1024 bytes hold any of them up
+ * to rank 128; it is also onnx.save's default. */
+#define OC_EXTERNAL_THRESHOLD_DEFAULT 1024u
+#define OC_SERIALIZE_OPTIONS_INIT { { OC_EXTERNAL_THRESHOLD_DEFAULT, 0u }, 1, NULL, 0u, 0, NULL, NULL }
 
 void oc_parse_options_init(oc_parse_options *opts);
 void oc_serialize_options_init(oc_serialize_options *opts);

@@ -32,8 +32,9 @@ extern "C" {
 #define OZ_VERSION_ENTRY "__ONNXZ_VERSION"
 
 typedef struct oz_archive_options {
-    /* serialize.buffer.raw_data_threshold (default 64): tensors whose raw_data has at least
-     * this many bytes become entries; smaller ones stay inside the model.
+    /* serialize.buffer.raw_data_threshold (default 1024): tensors whose raw_data has at
+     * least this many bytes (and at least one) become entries; smaller ones stay inside
+     * the model (spec/onnxz.md A-11).
      * serialize.buffer.alignment: 0 for 64, else a power of two from 64 to 32768.
      * serialize.overwrite: replace an existing file (default 1). */
     oc_serialize_options serialize;
