@@ -13,7 +13,8 @@ Groups (each a ctest test, in its own work directory):
                 source's outputs, bit for bit, after a meta edit too; a stale one runs with
                 other outputs (what A-62 catches); ORT refuses an unknown external_data
                 key (why A-61 records in metadata). Skipped (77) without node and
-                onnxruntime-node: ONNXZ_ORT_MODULES names a node_modules directory.
+                onnxruntime-node: ONNXZ_ORT_DIR names the directory tests/runtime/install_ort.sh
+                installed it into (ctest sets it).
   inputs        empty files, models without ir_version or graph (W-41), tensors an
                 archive must not hold (A-13).
   outputs       OUT: an empty name, a directory, a name of no known form, --to.
@@ -22,6 +23,7 @@ The tool's conventions (exit codes, one error line) are checked with cli_test.py
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -184,50 +186,42 @@ def group_stub_check(ctx):
 
 # ---- ONNX Runtime ------------------------------------------------------------------
 
-ORT_RUNNER = r"""
-// node ort_run.js MODEL: one CPU session, one thread, the sample's input x = fixed values;
-// prints "NAME SHA1" per output, or "ERROR message" and exit 1.
-const ort = require('onnxruntime-node');
-const crypto = require('crypto');
-(async () => {
-  try {
-    const s = await ort.InferenceSession.create(process.argv[2],
-        {intraOpNumThreads: 1, interOpNumThreads: 1, executionProviders: ['cpu']});
-    const x = new Float32Array(2 * 96);
-    for (let i = 0; i < x.length; i++) x[i] = ((i * 37) % 101) / 50 - 1;
-    const out = await s.run({x: new ort.Tensor('float32', x, [2, 96])});
-    for (const k of Object.keys(out).sort())
-      console.log(k, crypto.createHash('sha1').update(Buffer.from(out[k].data.buffer)).digest('hex'));
-  } catch (e) { console.log('ERROR ' + String(e.message).split('\n')[0]); process.exit(1); }
-})();
-"""
+# ONNX Runtime through the suite's one runner (tests/runtime/runner.js): ONNXZ_ORT_DIR names
+# the directory whose node_modules holds onnxruntime-node (tests/runtime/install_ort.sh).
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "runner.js")
 
 
 def find_ort():
-    """A node_modules directory holding onnxruntime-node, or None."""
+    """(node, ORT_DIR), or (None, None) when the variable is not set (a run by hand)."""
+    d = os.environ.get("ONNXZ_ORT_DIR")
     node = shutil.which("node")
-    if not node:
+    if not d:
         return None, None
-    for d in filter(None, [os.environ.get("ONNXZ_ORT_MODULES")]):
-        if os.path.isdir(os.path.join(d, "onnxruntime-node")):
-            return node, d
-    return node, None
+    if not node or not os.path.isdir(os.path.join(d, "node_modules", "onnxruntime-node")):
+        sys.exit(f"ONNXZ_ORT_DIR={d}: node or onnxruntime-node is missing")
+    return node, d
 
 
 def group_stub_runtime(ctx):
     if onnx is None:
         return SKIP
-    node, modules = find_ort()
-    if not modules:
-        print("SKIP stub_runtime: node or onnxruntime-node not found (set ONNXZ_ORT_MODULES)")
+    node, ort_dir = find_ort()
+    if not ort_dir:
+        print("SKIP stub_runtime: ONNXZ_ORT_DIR is not set (ctest sets it: tests/cli/CMakeLists.txt)")
         return SKIP
-    runner = ctx.path("ort_run.js")
-    write(runner, ORT_RUNNER.encode())
-    env = dict(os.environ, NODE_PATH=modules)
+    jobs = ctx.path("ort_jobs.json")
+    x = [((i * 37) % 101) / 50 - 1 for i in range(2 * 96)]  # the sample's input, fixed values
 
     def run(model):
-        p = subprocess.run([node, runner, model], capture_output=True, env=env, timeout=120)
-        return p.returncode, p.stdout.decode()
+        """(0, digests of every output) or (1, "ERROR " + ORT's message)."""
+        with open(jobs, "w") as f:
+            json.dump([{"id": "m", "model": model,
+                        "feeds": {"x": {"type": "float32", "dims": [2, 96], "data": x}}}], f)
+        p = subprocess.run([node, RUNNER, ort_dir, jobs], capture_output=True, timeout=300)
+        r = json.loads(p.stdout.decode().splitlines()[-1])
+        if "error" in r:
+            return 1, "ERROR " + r["error"]
+        return 0, json.dumps(r["outputs"], sort_keys=True)
 
     rc, want = run(ctx.sample)
     if not ctx.equal(rc, 0, f"ORT runs the sample ({want!r})"):
