@@ -53,11 +53,11 @@ def main():
     # (name, argv after exe, stop point). Each replaces `target` (or writes a new DIR)
     # and is stopped once its temporary file exists (atomic-opened: the Nth temporary).
     scenes = [
-        ("convert to .onnxz", ["convert", "-f", "m.onnx", "target"], "atomic-opened"),
-        ("convert to .onnx", ["convert", "-f", "m.onnxz", "target"], "atomic-opened"),
-        ("convert to two files", ["convert", "-f", "m.onnx", "target", "--external-data",
+        ("convert to .onnxz", ["convert", "-f", "--to", "onnxz", "m.onnx", "target"], "atomic-opened"),
+        ("convert to .onnx", ["convert", "-f", "--to", "onnx", "m.onnxz", "target"], "atomic-opened"),
+        ("convert to two files", ["convert", "-f", "--to", "onnx", "m.onnx", "target", "--external-data",
                                   "target.data"], "atomic-opened:2"),
-        ("convert to N files", ["convert", "-f", "m.onnx", "target", "--external-data",
+        ("convert to N files", ["convert", "-f", "--to", "onnx", "m.onnx", "target", "--external-data",
                                 "target.data", "--max-file-size", "64K"], "atomic-opened:4"),
         ("stub", ["stub", "-f", "old.onnxz", "target"], "atomic-opened"),
         ("meta on .onnx", ["meta", "target.onnx", "--set", "k=v"], "atomic-opened"),
