@@ -3,17 +3,18 @@
 #   build: compiler, cmake, zlib and OpenSSL headers
 #   test:  build + the independent oracles the tests compare against (python3-onnx and
 #          libprotobuf via python3-protobuf, protoc, ZIP clients, python3-cryptography),
-#          and valgrind (the memcheck stage); for the `runtime` tests python3-torch (the
-#          PyTorch exports of their corpus, about 50 MB to download, two minutes to install)
-#          and node with npm (onnxruntime-node comes from npm in the test run: install_ort.sh),
-#          from Debian only when no node / npm is on PATH (a NodeSource node bundles npm)
+#          valgrind (the memcheck stage), strace (hostile_devices: how a device node is
+#          opened); for the `runtime` tests python3-torch (the PyTorch exports of their
+#          corpus, about 50 MB to download, two minutes to install) and node with npm
+#          (onnxruntime-node comes from npm in the test run: install_ort.sh), from Debian
+#          only when no node / npm is on PATH (a NodeSource node bundles npm)
 set -euo pipefail
 what=${1:-build}
 pkgs=(cmake gcc make zlib1g-dev libssl-dev)
 if [ "$what" = test ]; then
   pkgs+=(g++ clang libclang-rt-14-dev python3 python3-onnx python3-numpy python3-protobuf protobuf-compiler
          unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography pkgconf valgrind groff-base
-         python3-torch)
+         python3-torch strace)
   command -v node >/dev/null || pkgs+=(nodejs)
   command -v npm >/dev/null || pkgs+=(npm)
 fi
