@@ -58,9 +58,10 @@ def names(exe, work):
     d = os.path.join(work, "names")
     os.makedirs(d)
     name = "W\u202eevil\u2066x\u2069\u200f\u061c\u2028\\\u0085"
-    t = numpy_helper.from_array(np.arange(64, dtype=np.float32), name)
+    # 4 KiB: over the default threshold (E-27), so the tensor is an entry of the archive.
+    t = numpy_helper.from_array(np.arange(1024, dtype=np.float32), name)
     g = helper.make_graph([helper.make_node("Identity", [name], ["y"])], "g\u202e", [],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])], [t])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1024])], [t])
     m = helper.make_model(g)
     helper.set_model_props(m, {"k\u202e": "v\u2067\u0085"})
     onnx.save(m, os.path.join(d, "m.onnx"))
