@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include <onnxcore/file.h>
+#include <onnxcore/nametab.h>
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
@@ -54,7 +55,7 @@ struct oz_zip_reader {
     rentry *e;
     uint64_t count;
     uint8_t *names;
-    oz__nametab tab;
+    oc_nametab *tab;
     int zip64;
     uint8_t *comment;
     uint32_t comment_len;
@@ -62,7 +63,7 @@ struct oz_zip_reader {
     uint32_t max_name_len;
 };
 
-static void name_of(const void *ctx, uint32_t i, const uint8_t **name, size_t *len) {
+static void name_of(const void *ctx, uint64_t i, const void **name, size_t *len) {
     const oz_zip_reader *r = ctx;
     *name = r->names + r->e[i].name_off;
     *len = r->e[i].name_len;
@@ -365,7 +366,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
     char q[OC_QUOTE_SIZE];
     r->e = calloc(n ? (size_t)n : 1, sizeof *r->e);
     r->names = malloc((size_t)(r->cd_size + n + 1));
-    OZ_RETURN_ERROR_IF(!r->e || !r->names || oz__nametab_init(&r->tab, n) != 0, err,
+    OZ_RETURN_ERROR_IF(!r->e || !r->names || !(r->tab = oc_nametab_new(n, name_of, r)), err,
                        OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     uint64_t names_len = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -425,8 +426,8 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
                            at, "STORED entry '%s' has a compressed size of %llu but an "
                            "uncompressed size of %llu (Z-75)", q, (unsigned long long)csize,
                            (unsigned long long)usize);
-        uint64_t h = oz__nametab_hash(&r->tab, name, nlen);
-        OZ_RETURN_ERROR_IF(oz__nametab_find(&r->tab, name, nlen, h, name_of, r) >= 0, err,
+        uint64_t h = oc_nametab_hash(name, nlen);
+        OZ_RETURN_ERROR_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err,
                            OC_ERR_INCONSISTENT, at, "entry name '%s' appears twice (Z-71)", q);
         rentry *e = &r->e[i];
         e->name_off = names_len;
@@ -441,7 +442,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
         e->usize = usize;
         e->lho = lho;
         e->cd_at = at;
-        oz__nametab_insert(&r->tab, (uint32_t)i, h);
+        oc_nametab_insert(r->tab, i, h);
         used += OZ_CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
     }
     OZ_RETURN_ERROR_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used,
@@ -620,7 +621,7 @@ void oz_zip_reader_close(oz_zip_reader *r) {
     if (!r) return;
     if (r->fd >= 0) close(r->fd);
     oc_owner_unref(r->owner);
-    oz__nametab_free(&r->tab);
+    oc_nametab_free(r->tab);
     free(r->e);
     free(r->names);
     free(r->comment);
@@ -779,7 +780,7 @@ oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t 
                        "no reader, name or output");
     size_t n = strlen(name);
     const uint8_t *un = (const uint8_t *)name;
-    int64_t i = oz__nametab_find(&r->tab, un, n, oz__nametab_hash(&r->tab, un, n), name_of, r);
+    int64_t i = oc_nametab_find(r->tab, un, n, oc_nametab_hash(un, n));
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(i < 0, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry named '%s' in the archive", oc_quote(un, n, q, OC_QUOTE_SIZE));

@@ -14,6 +14,7 @@
 #include "limits.h"
 #include "messages.h"
 #include "model.h"
+#include "nametab.h"
 #include "options.h"
 #include "status.h"
 #include "tensor.h"
