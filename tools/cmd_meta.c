@@ -230,13 +230,13 @@ static int run_meta(const cli_args *args)
             return cli_fail_msg(path, "is encrypted (%s): decrypt it, edit, and encrypt it again",
                                 oc_crypt_format_name(cf));
     }
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     /* The tensors' bytes are not needed: entries and data files stay references. */
     opts.skip_external_data = 1;
     if (form == CLI_FORM_ONNXZ) {
         /* Copies, not borrowed bytes: the edit rewrites the mapped model entry. */
         opts.no_copy = 0;
-        st = oz_archive_open(path, NULL, &ar, &err);
+        st = cli_archive_open(path, &ar, &err);
         if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
         oz_archive_close(ar);
     } else {

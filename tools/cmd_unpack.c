@@ -70,10 +70,10 @@ static int open_checked(const char *path, int verbosity, oz_archive **out)
     double start = cli_now_ms();
     oc_error_clear(&err);
     *out = NULL;
-    st = oz_archive_open(path, NULL, out, &err);
+    st = cli_archive_open(path, out, &err);
     if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(*out), &err);
     if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(*out), &err);
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(*out, &opts, &model, &err);
     oc_model_free(model);

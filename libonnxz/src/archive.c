@@ -444,9 +444,25 @@ static oc_status check_tensor_reference(void *ctx, onnx_TensorProto *t) {
     return loc ? check_reference(c->ar, t, loc, &index, c->err) : OC_OK;
 }
 
-/* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. */
+/* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. A
+ * deflated one is inflated into memory first, which counts against the memory budget
+ * (M-1): checked before inflating, and the decode gets what is left. */
 static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts,
                               oc_model **out, oc_error *err) {
+    oz_zip_entry e;
+    OZ_FORWARD(oz_zip_reader_entry(ar->zip, ar->model_index, &e, err));
+    oc_parse_options budgeted;
+    if (opts) budgeted = *opts;
+    else oc_parse_options_init(&budgeted);
+    uint64_t budget = budgeted.max_memory ? budgeted.max_memory : OC_DEFAULT_MAX_MEMORY;
+    if (e.method != OZ_ZIP_STORED && budget != OC_DEFAULT_MAX_MEMORY) {
+        OZ_RETURN_ERROR_IF(e.uncompressed_size >= budget, err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                           "inflating " OZ_MODEL_ENTRY " takes %llu bytes, more than the "
+                           "memory budget of %llu bytes (max_memory, M-1)",
+                           (unsigned long long)e.uncompressed_size, (unsigned long long)budget);
+        budgeted.max_memory = budget - e.uncompressed_size;
+    }
+    opts = &budgeted;
     oc_bytes b = {0};
     OZ_FORWARD(oz_zip_reader_read(ar->zip, ar->model_index, &b, err));
     oc_mapped m;
@@ -457,6 +473,11 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
         st = oc_decode(&onnx_ModelProto_desc, oc_model_proto(model), m.data, m.size,
                        oc_model_arena(model), opts, m.owner, err);
     oc_owner_unref(m.owner);
+    if (st == OC_ERR_LIMIT && budgeted.max_memory != budget)
+        st = oz__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
+                      "decoding needs more memory than the budget of %llu bytes, of which "
+                      "inflating " OZ_MODEL_ENTRY " took %llu (max_memory, M-1)",
+                      (unsigned long long)budget, (unsigned long long)e.uncompressed_size);
     if (st != OC_OK) {
         oc_model_free(model);
         return st;

@@ -59,7 +59,7 @@ struct oz_zip_reader {
     int zip64;
     uint8_t *comment;
     uint32_t comment_len;
-    uint64_t max_entries, max_central_dir, max_inflated;
+    uint64_t max_entries, max_central_dir, max_inflated, max_memory;
     uint32_t max_name_len;
 };
 
@@ -572,6 +572,8 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     r->max_central_dir = o && o->max_central_dir ? o->max_central_dir
                                                  : OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR;
     r->max_inflated = o && o->max_inflated ? o->max_inflated : OZ_ZIP_DEFAULT_MAX_INFLATED;
+    r->max_memory = o && o->max_memory ? o->max_memory : UINT64_MAX;
+    if (r->max_inflated > r->max_memory) r->max_inflated = r->max_memory;
 
     eocd_info end = {0, 0, 0, 0, 0};
     OZ_FORWARD(read_end(r, &end, err));
@@ -597,6 +599,14 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
                        end.at,
                        "%llu entries cannot fit in a central directory of %llu bytes (Z-67)",
                        (unsigned long long)end.count, (unsigned long long)end.cd_size);
+    /* M-2: what the reader holds while open (the central directory, its copy of the names,
+     * an entry record and up to four table slots per entry) fits the memory budget. */
+    uint64_t tables = end.count * (sizeof(rentry) + 49u) + 2 * end.cd_size;
+    OZ_RETURN_ERROR_IF(tables > r->max_memory, err, OC_ERR_LIMIT, end.at,
+                       "%llu entries in a central directory of %llu bytes need about %llu "
+                       "bytes of memory, more than the budget of %llu (max_memory, M-2)",
+                       (unsigned long long)end.count, (unsigned long long)end.cd_size,
+                       (unsigned long long)tables, (unsigned long long)r->max_memory);
     r->count = end.count;
     r->cd_off = end.cd_off;
     r->cd_size = end.cd_size;
@@ -968,8 +978,9 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(e->usize > r->max_inflated, err, OC_ERR_LIMIT, e->cd_at,
                        "entry '%s' would inflate to %llu bytes, more than the limit of %llu "
-                       "(Z-66)", qname(r, e, q), (unsigned long long)e->usize,
-                       (unsigned long long)r->max_inflated);
+                       "(%s)", qname(r, e, q), (unsigned long long)e->usize,
+                       (unsigned long long)r->max_inflated,
+                       r->max_inflated == r->max_memory ? "max_memory, M-2" : "Z-66");
     OZ_FORWARD(plausible(r, e, err));
     uint8_t *buf = NULL; /* an empty entry still goes through inflate (into scratch) */
     if (e->usize) {
