@@ -1047,15 +1047,18 @@ oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
 
 /* ---- Z-36: no name is both a file and a directory ---- */
 
-typedef struct dir_claim {
-    const uint8_t *name; /* a directory path: a proper prefix of an entry name, or a
-                          * directory entry's name without its '/' */
+/* Every name, sorted by its bytes (then by entry index). A file F clashes with the names
+ * that start with "F/": in sorted order they form one run, found by binary search. That
+ * costs O(B log n) for names of B bytes in all (K-1); a list of every directory prefix
+ * of every name cost O(L^2) per name of length L. */
+typedef struct sorted_name {
+    const uint8_t *name;
     uint32_t len;
-    uint32_t idx; /* the entry that makes it a directory */
-} dir_claim;
+    uint32_t idx;
+} sorted_name;
 
-static int claim_cmp(const void *pa, const void *pb) {
-    const dir_claim *a = pa, *b = pb;
+static int sorted_cmp(const void *pa, const void *pb) {
+    const sorted_name *a = pa, *b = pb;
     uint32_t n = a->len < b->len ? a->len : b->len;
     int c = n ? memcmp(a->name, b->name, n) : 0;
     if (c) return c;
@@ -1063,44 +1066,47 @@ static int claim_cmp(const void *pa, const void *pb) {
     return a->idx < b->idx ? -1 : (a->idx > b->idx ? 1 : 0);
 }
 
+/* Compares a name with the key "F/" (F: flen bytes): <0, 0 when the name starts with the
+ * key, >0. */
+static int cmp_dir_key(const sorted_name *x, const uint8_t *f, uint32_t flen) {
+    uint32_t n = x->len < flen ? x->len : flen;
+    int c = n ? memcmp(x->name, f, n) : 0;
+    if (c) return c;
+    if (x->len < flen) return -1;
+    if (x->len == flen) return -1; /* F itself sorts before "F/..." */
+    return (int)x->name[flen] - '/';
+}
+
 oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
-    uint64_t nclaims = 0;
-    for (uint64_t i = 0; i < r->count; i++) {
-        const uint8_t *s = r->names + r->e[i].name_off;
-        for (uint32_t k = 0; k < r->e[i].name_len; k++) nclaims += s[k] == '/';
-    }
-    if (!nclaims) return OC_OK;
-    dir_claim *c = malloc((size_t)nclaims * sizeof *c);
+    if (!r->count) return OC_OK;
+    sorted_name *c = malloc((size_t)r->count * sizeof *c);
     OZ_RETURN_ERROR_IF(!c, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    uint64_t n = 0;
-    for (uint64_t i = 0; i < r->count; i++) {
-        const uint8_t *s = r->names + r->e[i].name_off;
-        for (uint32_t k = 0; k < r->e[i].name_len; k++)
-            if (s[k] == '/') c[n++] = (dir_claim){s, k, (uint32_t)i};
-    }
-    qsort(c, (size_t)n, sizeof *c, claim_cmp);
+    for (uint64_t i = 0; i < r->count; i++)
+        c[i] = (sorted_name){r->names + r->e[i].name_off, r->e[i].name_len, (uint32_t)i};
+    qsort(c, (size_t)r->count, sizeof *c, sorted_cmp);
     oc_status st = OC_OK;
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++) {
         const rentry *e = &r->e[i];
         const uint8_t *s = r->names + e->name_off;
         if (e->name_len && s[e->name_len - 1] == '/') continue; /* a directory itself */
-        /* The first claim on this name (lowest entry index among equals). */
-        dir_claim key = {s, e->name_len, 0};
-        uint64_t lo = 0, hi = n;
+        uint64_t lo = 0, hi = r->count;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (claim_cmp(&c[mid], &key) < 0) lo = mid + 1;
+            if (cmp_dir_key(&c[mid], s, e->name_len) < 0) lo = mid + 1;
             else hi = mid;
         }
-        if (lo < n && c[lo].len == e->name_len && memcmp(c[lo].name, s, e->name_len) == 0) {
-            char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
-            qname(r, e, qa);
-            qname(r, &r->e[c[lo].idx], qb);
-            st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
-                          "entry '%s' is a file, but entry '%s' makes it a directory: they "
-                          "cannot both be extracted (Z-36)", qa, qb);
-        }
+        if (lo == r->count || cmp_dir_key(&c[lo], s, e->name_len) != 0) continue;
+        /* The first entry (lowest index) that makes it a directory. */
+        uint32_t first = c[lo].idx;
+        for (uint64_t k = lo + 1; k < r->count && cmp_dir_key(&c[k], s, e->name_len) == 0; k++)
+            if (c[k].idx < first) first = c[k].idx;
+        char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
+        qname(r, e, qa);
+        qname(r, &r->e[first], qb);
+        st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
+                      "entry '%s' is a file, but entry '%s' makes it a directory: they "
+                      "cannot both be extracted (Z-36)", qa, qb);
     }
     free(c);
     return st;

@@ -267,7 +267,72 @@ def case_writer_names():
             times["crafted"], times["plain"], SAME_SIZE_BOUND)
 
 
-CASES = [case_archive_entries, case_same_name, case_info_locations, case_writer_names]
+def aligned_info(z, name):
+    """A ZipInfo whose data will start on a 64-byte boundary (A-4): Android's alignment
+    record (0xD935, Z-11) of the right length in the local header."""
+    import struct
+    import zipfile
+    p = (-(z.fp.tell() + 30 + len(name.encode()))) % 64
+    if p < 6:
+        p += 64
+    zi = zipfile.ZipInfo(name)
+    zi.extra = struct.pack("<HHH", 0xD935, p - 4, 64) + b"\0" * (p - 6)
+    return zi
+
+
+def write_names_archive(path, names):
+    """An archive (written by python's zipfile) of empty entries with these names."""
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for name in names:
+            z.writestr(aligned_info(z, name), b"")
+        z.writestr(aligned_info(z, "__MODEL_PROTO"), b"\x08\x08")
+
+
+def case_deep_names():
+    """K-1, Z-36: no name may be both a file and a directory. The check listed every
+    directory prefix of every name and sorted them: O(L^2 log) per name of length L, so
+    500 names 2,000 levels deep took 8 times as long to verify as 500 flat names of the
+    same length."""
+    n = 20 if REDUCED else 500
+    times = {}
+    for kind, names in (("deep", ["a/" * 2000 + "f%d" % i for i in range(n)]),
+                        ("flat", ["b" * 4000 + "f%d" % i for i in range(n)])):
+        path = os.path.join(WORK, "paths_%s.onnxz" % kind)
+        write_names_archive(path, names)
+        times[kind] = best_of([EXE, "verify", path], lambda p: expect_ok(
+            p, r"^OK .*%d entries with valid CRC-32s" % (n + 1)))
+    compare("verify of %d names 2,000 levels deep against %d flat names" % (n, n),
+            times["deep"], times["flat"], SAME_SIZE_BOUND)
+
+
+def case_unpack_depth():
+    """K-1: unpack makes and checks the parents of each entry, each with a path that the
+    kernel walks from the top: O(d^2) per name d levels deep. 1,000 names 2,000 levels
+    deep (8 MB) kept it busy for more than ten minutes. Names deeper than 64 levels are
+    refused before anything is written; 64 levels unpack."""
+    n = 50 if REDUCED else 1000
+    deep = os.path.join(WORK, "unpack_deep.onnxz")
+    write_names_archive(deep, ["a/" * 2000 + "f%d" % i for i in range(n)])
+    out = os.path.join(WORK, "unpack_out")
+    _, p = cpu_run([EXE, "unpack", deep, out], cwd=WORK)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode != 1 or "is nested 2000 directories deep, more than unpack's limit of 64" \
+            not in err:
+        raise AssertionError("unpack of names 2,000 deep: exit %d, %r" % (p.returncode, err))
+    if os.path.exists(out):
+        raise AssertionError("unpack wrote %s before refusing" % out)
+    ok = os.path.join(WORK, "unpack_64.onnxz")
+    write_names_archive(ok, ["a/" * 63 + "b/f%d" % i for i in range(3)])
+    _, p = cpu_run([EXE, "unpack", "-q", ok, out], cwd=WORK)
+    expect_ok(p)
+    if not os.path.isfile(os.path.join(out, "a/" * 63 + "b/f2")):
+        raise AssertionError("unpack of names 64 levels deep did not write them")
+    print("  2,000 levels refused, 64 levels unpacked")
+
+
+CASES = [case_archive_entries, case_same_name, case_info_locations, case_writer_names,
+         case_deep_names, case_unpack_depth]
 
 
 def main():
