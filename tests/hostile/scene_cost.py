@@ -18,11 +18,9 @@ those checks run: valgrind's own cost swamps the timing.
 Exit status 0 when every case passed, 1 otherwise, 77 when python3-onnx is missing.
 """
 
-import argparse
 import os
 import re
 import resource
-import shutil
 import subprocess
 import sys
 
@@ -42,6 +40,9 @@ SCALING_BOUND = 7.0
 # CPU seconds added to both sides of a ratio: process start-up and timer granularity,
 # so two tiny times do not make a big ratio out of noise.
 NOISE = 0.02
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scene_common import run_scenes  # noqa: E402
 
 EXE = None
 WORK = None
@@ -335,33 +336,10 @@ CASES = [case_archive_entries, case_same_name, case_info_locations, case_writer_
          case_deep_names, case_unpack_depth]
 
 
-def main():
+def configure(exe, work):
     global EXE, WORK
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
-    ap.add_argument("exe")
-    ap.add_argument("work")
-    a = ap.parse_args()
-    EXE = os.path.abspath(a.exe)
-    WORK = os.path.abspath(a.work)
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
-    failed = 0
-    for case in CASES:
-        if not re.search(a.only, case.__name__):
-            continue
-        print("%s:" % case.__name__)
-        try:
-            case()
-            print("  ok")
-        except AssertionError as e:
-            print("  FAILED: %s" % e)
-            failed += 1
-    if not failed:
-        shutil.rmtree(WORK, ignore_errors=True)
-    print("%s" % ("all passed" if not failed else "%d failed" % failed))
-    return 1 if failed else 0
+    EXE, WORK = exe, work
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_scenes(CASES, configure))

@@ -17,10 +17,8 @@ checked (valgrind's own use dominates it).
 Exit status 0 when every case passed, 1 otherwise.
 """
 
-import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +30,9 @@ DEFAULT_BUDGET = 1 << 30  # CLI_DEFAULT_MAX_MEMORY
 # inflated model, the last arena block (up to 8 MiB) and the allocator's slack.
 RSS_SLACK = 96 << 20
 ERROR_RE = re.compile(r"^onnxz: error: (?P<file>.+?): (?P<msg>.*)$")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scene_common import run_scenes  # noqa: E402
 
 EXE = None
 WORK = None
@@ -184,35 +185,10 @@ def case_zip_tables():
 CASES = [case_bomb_archive, case_bomb_plain, case_raise_budget, case_zip_tables]
 
 
-def main():
+def configure(exe, work):
     global EXE, WORK
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
-    ap.add_argument("exe")
-    ap.add_argument("work")
-    a = ap.parse_args()
-    EXE = os.path.abspath(a.exe)
-    WORK = os.path.abspath(a.work)
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
-    os.chdir(WORK)
-    failed = 0
-    for case in CASES:
-        if not re.search(a.only, case.__name__):
-            continue
-        print("%s:" % case.__name__)
-        try:
-            case()
-            print("  ok")
-        except AssertionError as e:
-            print("  FAILED: %s" % e)
-            failed += 1
-    os.chdir("/")
-    if not failed:
-        shutil.rmtree(WORK, ignore_errors=True)
-    print("all passed" if not failed else "%d failed" % failed)
-    return 1 if failed else 0
+    EXE, WORK = exe, work
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_scenes(CASES, configure))
