@@ -143,7 +143,7 @@ def case_raise_budget():
     """M-3: a legitimately large graph (200,000 initializers, some 80 MB decoded) fails
     under a budget too small for it, and loads once --max-memory is raised (and under
     the default)."""
-    n = 200_000
+    n = 20_000 if REDUCED else 200_000
     path = "large.onnx"
     with open(os.path.join(WORK, path), "wb") as f:
         f.write(empty_initializers(n))
@@ -174,7 +174,7 @@ def case_zip_tables():
         for i in range(n):
             z.writestr("e%06d" % i, b"")
         z.writestr("__MODEL_PROTO", empty_initializers(1))
-    budget = (1 << 20) if REDUCED else (8 << 20)
+    budget = (128 << 10) if REDUCED else (8 << 20)
     status, out, err, _ = run(["ls", path, "--max-memory", str(budget)])
     if status != 1 or not re.search(r"need about \d+ bytes of memory, more than the budget "
                                     r"of %d \(max_memory, M-2\); --max-memory" % budget, err):
