@@ -507,10 +507,17 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     return OC_OK;
 }
 
+oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts) {
+    oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
+    if (opts) zo.max_memory = opts->max_memory;
+    return zo;
+}
+
 oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
                           oc_error *err) {
     oz_archive *ar;
-    OZ_FORWARD(oz_archive_open(path, NULL, &ar, err));
+    oz_zip_reader_options zo = oz__zip_options_for(opts);
+    OZ_FORWARD(oz_archive_open(path, &zo, &ar, err));
     oc_status st = oz_archive_load_model(ar, opts, out, err);
     oz_archive_close(ar); /* tensors keep the mapping alive on their own */
     return st;
