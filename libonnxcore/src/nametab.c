@@ -94,8 +94,9 @@ static uint64_t siphash13(uint64_t k0, uint64_t k1, const uint8_t *p, size_t len
 }
 
 uint64_t oc_nametab_hash(const void *name, size_t len) {
+    static const uint8_t empty[1];
     pthread_once(&key_once, make_key);
-    return siphash13(key[0], key[1], name, len);
+    return siphash13(key[0], key[1], len ? name : empty, len); /* no arithmetic on NULL */
 }
 
 /* ---- the table ---- */

@@ -114,6 +114,8 @@ static void test_nametab(void) {
     CHECK_EQ(oc_nametab_find(t, "w7", 2, oc_nametab_hash("w7", 2)), 14);
     CHECK_EQ(oc_nametab_find(t, "w", 1, oc_nametab_hash("w", 1)), -1);
     CHECK_EQ(oc_nametab_find(t, "", 0, oc_nametab_hash("", 0)), -1);
+    /* An empty name may come as NULL (an empty oc_str): the same name as "". */
+    CHECK_EQ(oc_nametab_hash(NULL, 0), oc_nametab_hash("", 0));
     /* Names are bytes: a NUL inside is part of the name. */
     memcpy(n.s[1], "w0\0x", 4);
     n.len[1] = 4;
