@@ -157,11 +157,11 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out)
     memset(out, 0, sizeof *out);
     memset(&walk, 0, sizeof walk);
     oc_error_clear(&err);
-    if (oz_archive_open(path, NULL, &out->archive, &err) != OC_OK) {
+    if (cli_archive_open(path, &out->archive, &err) != OC_OK) {
         out->archive = NULL;
         return cli_fail(path, &err);
     }
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     opts.no_copy = 1;
     opts.skip_external_data = 1;
     if (oz_archive_load_model(out->archive, &opts, &out->model, &err) != OC_OK) {

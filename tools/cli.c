@@ -23,7 +23,8 @@ typedef enum common_option {
     COMMON_NONE,
     COMMON_QUIET,
     COMMON_VERBOSE,
-    COMMON_HELP
+    COMMON_HELP,
+    COMMON_MAX_MEMORY /* takes a value */
 } common_option;
 
 static common_option common_short(char c)
@@ -41,6 +42,7 @@ static common_option common_long(const char *name, size_t len)
     if (len == 5 && strncmp(name, "quiet", len) == 0) return COMMON_QUIET;
     if (len == 7 && strncmp(name, "verbose", len) == 0) return COMMON_VERBOSE;
     if (len == 4 && strncmp(name, "help", len) == 0) return COMMON_HELP;
+    if (len == 10 && strncmp(name, "max-memory", len) == 0) return COMMON_MAX_MEMORY;
     return COMMON_NONE;
 }
 
@@ -53,8 +55,36 @@ static void apply_common(common_option opt, cli_args *args)
         args->verbosity = args->verbosity < CLI_VERBOSE ? CLI_VERBOSE : args->verbosity + 1;
         break;
     case COMMON_HELP: args->help = true; break;
+    case COMMON_MAX_MEMORY:
     case COMMON_NONE: break;
     }
+}
+
+/* ---- the memory budget (spec/security.md M-3) ---- */
+
+static uint64_t max_memory = CLI_DEFAULT_MAX_MEMORY;
+
+static int set_max_memory(const char *command, const char *text)
+{
+    uint64_t v;
+    int rc = cli_parse_size(command ? command : "onnxz", "max-memory", text, &v);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (v == 0) return cli_usage_error(command, "--max-memory must be more than 0");
+    max_memory = v;
+    return CLI_EXIT_OK;
+}
+
+void cli_parse_options_init(oc_parse_options *opts)
+{
+    oc_parse_options_init(opts);
+    opts->max_memory = max_memory;
+}
+
+oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err)
+{
+    oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
+    zo.max_memory = max_memory;
+    return oz_archive_open(path, &zo, out, err);
 }
 
 /* The index of an option in the table, or -1. */
@@ -95,6 +125,12 @@ static int parse_long(const cli_option *options, int argc, char **argv, int *i, 
     const char *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     common_option common = common_long(name, len);
+    if (common == COMMON_MAX_MEMORY) {
+        const char *value = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!value)
+            return cli_usage_error(args->command, "option '--max-memory' needs a value");
+        return set_max_memory(args->command, value);
+    }
     if (common != COMMON_NONE && !eq) {
         apply_common(common, args);
         return CLI_EXIT_OK;
@@ -245,6 +281,9 @@ int cli_fail(const char *file, const oc_error *err)
     cli_put_text(stderr, file, strlen(file));
     fputs(": ", stderr);
     put_one_line(msg);
+    /* The library names its option; the tool's is the flag (M-3). */
+    if (err->code == OC_ERR_LIMIT && strstr(msg, "(max_memory, M-"))
+        fprintf(stderr, "; --max-memory raises the budget");
     if (err->offset != OC_NO_OFFSET) fprintf(stderr, " (at offset %" PRIu64 ")", err->offset);
     fputc('\n', stderr);
     return CLI_EXIT_FAILURE;
@@ -365,7 +404,7 @@ static oc_status load_archive(const char *path, const oc_parse_options *opts, oc
                               oc_error *err)
 {
     oz_archive *ar = NULL;
-    oc_status st = oz_archive_open(path, NULL, &ar, err);
+    oc_status st = cli_archive_open(path, &ar, err);
     if (st == OC_OK) st = oz_archive_load_model(ar, opts, out, err);
     oz_archive_close(ar); /* the tensors keep the mapping alive on their own */
     return st;
@@ -402,7 +441,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     if (form_out) *form_out = form;
     *out = NULL;
     if (cli_refuse_empty(path) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     opts.no_copy = !o->copy;
     opts.num_threads = o->num_threads;
     opts.storage_pool = o->storage_pool;

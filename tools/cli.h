@@ -20,6 +20,7 @@
 
 #include <onnxcore/crypto.h>
 #include <onnxcore/onnxcore.h>
+#include <onnxz/archive.h>
 
 #if defined(__GNUC__)
 #define CLI_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
@@ -196,6 +197,15 @@ int cli_load_model(const char *path, cli_external external, int verbosity, oc_mo
  * suffix K, M, G or T (powers of 1024; "KiB" and lower case are accepted too). Returns
  * CLI_EXIT_OK, or CLI_EXIT_USAGE after printing the error. */
 int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out);
+
+/* The memory budget of every load (spec/security.md M-3): what decoding a model and
+ * holding an archive's directory may take, --max-memory SIZE (a common option of every
+ * command), 1 GiB by default. cli_parse_options_init is oc_parse_options_init with it;
+ * cli_archive_open is oz_archive_open with it. Past it a load fails with OC_ERR_LIMIT,
+ * and cli_fail names the flag. */
+#define CLI_DEFAULT_MAX_MEMORY (1ull << 30)
+void cli_parse_options_init(oc_parse_options *opts);
+oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
 /* Parses a plain decimal integer in [min, max] for an option. Same returns. */
 int cli_parse_int(const char *command, const char *option, const char *text, long min,
                   long max, long *out);

@@ -258,7 +258,7 @@ static int meta_file(const cli_args *args, const char *path)
             return cli_fail_msg(path, "is encrypted (%s): decrypt it, edit, and encrypt it again",
                                 oc_crypt_format_name(cf));
     }
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     /* The tensors' bytes are not needed: entries and data files stay references. */
     opts.skip_external_data = 1;
     if (form == CLI_FORM_ONNXZ && nedits) {
@@ -267,7 +267,7 @@ static int meta_file(const cli_args *args, const char *path)
         st = oz_archive_edit_begin(path, &ao, &ed, &err);
         if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
     } else if (form == CLI_FORM_ONNXZ) {
-        st = oz_archive_open(path, NULL, &ar, &err);
+        st = cli_archive_open(path, &ar, &err);
         if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
         oz_archive_close(ar);
     } else {

@@ -174,9 +174,9 @@ static int run_stub(const cli_args *args)
     rc = cli_check_output("stub", archive, out, force);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     opts.skip_external_data = 1;
-    st = oz_archive_open(archive, NULL, &ar, &err);
+    st = cli_archive_open(archive, &ar, &err);
     if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
     if (st != OC_OK) {
         oz_archive_close(ar);

@@ -32,6 +32,13 @@ static const char *const unpack_arg_names[] = {"ARCHIVE", "DIR"};
 
 #define UNPACK_MODEL_FILE "model.onnx"
 
+/* Directories an entry name may nest (spec/security.md K-1). Making and checking the
+ * parents of a name of d levels takes d system calls that each walk up to d levels, so
+ * d is bounded: 64 levels cost a few thousand steps per entry, where 2,000 levels (a
+ * 4 KB name) cost millions and an 8 MB archive kept unpack busy for ten minutes and
+ * more. Tensor entries are never nested (A-10); this is far beyond any real archive. */
+#define UNPACK_MAX_DEPTH 64
+
 /* 1 when DIR exists, 0 when not; refuses a DIR that is not a directory, and one that has
  * anything in it unless force. */
 static int check_dir(const char *dir, bool force, int *exists)
@@ -73,10 +80,10 @@ static int open_checked(const char *path, int verbosity, oz_archive **out)
     double start = cli_now_ms();
     oc_error_clear(&err);
     *out = NULL;
-    st = oz_archive_open(path, NULL, out, &err);
+    st = cli_archive_open(path, out, &err);
     if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(*out), &err);
     if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(*out), &err);
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(*out, &opts, &model, &err);
     oc_model_free(model);
@@ -344,6 +351,15 @@ static int check_plan(const char *archive, const oz_zip_reader *zip, const char 
     for (uint64_t i = 0; i < count; i++) {
         if (oz_zip_reader_entry(zip, i, &e, &err) != OC_OK) return cli_fail(archive, &err);
         if (strcmp(e.name, OZ_MODEL_ENTRY) == 0) continue;
+        uint64_t depth = 0;
+        for (const char *p = e.name; (p = strchr(p, '/')) != NULL; p++) depth++;
+        if (depth > UNPACK_MAX_DEPTH) {
+            char q[OC_QUOTE_SIZE];
+            return cli_fail_msg(archive, "entry %s is nested %" PRIu64 " directories deep, "
+                                "more than unpack's limit of %d",
+                                oc_quote(e.name, e.name_len, q, sizeof q), depth,
+                                UNPACK_MAX_DEPTH);
+        }
         if (strncmp(e.name, UNPACK_MODEL_FILE, mlen) == 0 &&
             (e.name[mlen] == '\0' || e.name[mlen] == '/')) {
             char q[OC_QUOTE_SIZE];

@@ -123,7 +123,7 @@ static int verify_archive(const cli_args *args, verify_report *r)
     double start = cli_now_ms();
     oc_error_clear(&err);
     /* 1. Every ZIP check (Z-60..Z-76) and the archive's own. */
-    st = oz_archive_open(r->path, NULL, &ar, &err);
+    st = cli_archive_open(r->path, &ar, &err);
     /* 2. The CRC-32 of every entry, streaming. */
     if (st == OC_OK) st = oz_zip_reader_verify_all(oz_archive_zip(ar), &err);
     /* No name is both a file and a directory: the archive could not be extracted (Z-36). */
@@ -132,7 +132,7 @@ static int verify_archive(const cli_args *args, verify_report *r)
         cli_note(args->verbosity, CLI_VERBOSE, "ZIP structure and CRC-32s checked in %.1f ms",
                  cli_now_ms() - start);
     /* 3. The model decodes and every tensor resolves to its entry, in place. */
-    oc_parse_options_init(&opts);
+    cli_parse_options_init(&opts);
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
     /* ... and every tensor holds the bytes its dims and type make (W-40). */

@@ -78,62 +78,25 @@ static void count_graph(const onnx_GraphProto *graph, model_stats *stats)
     stats->value_infos = graph->value_info.count;
 }
 
-/* ---- external locations: an open-addressing table keyed by the location string ---- */
+/* ---- external locations: gathered one per tensor, then sorted and merged ------------
+ * Sorting costs O(n log n) whatever the locations are; a hash table with a fixed hash
+ * let crafted locations collide and made this quadratic (spec/security.md K-1). */
 
 typedef struct location_table {
-    external_location *slots; /* a slot is in use when its tensors count is not 0 */
-    uint64_t cap;             /* a power of two, or 0 before the first insertion */
-    uint64_t used;
+    external_location *items; /* one per external tensor until table_finish merges them */
+    uint64_t count, cap;
 } location_table;
-
-static uint64_t hash_str(oc_str s)
-{
-    uint64_t h = 14695981039346656037u; /* FNV-1a */
-    for (uint64_t i = 0; i < s.size; i++) {
-        h ^= (unsigned char)s.data[i];
-        h *= 1099511628211u;
-    }
-    return h;
-}
-
-static int str_same(oc_str a, oc_str b)
-{
-    return a.size == b.size && (a.size == 0 || memcmp(a.data, b.data, (size_t)a.size) == 0);
-}
-
-static external_location *table_slot(external_location *slots, uint64_t cap, oc_str key)
-{
-    uint64_t i = hash_str(key) & (cap - 1);
-    while (slots[i].tensors != 0 && !str_same(slots[i].location, key)) i = (i + 1) & (cap - 1);
-    return &slots[i];
-}
-
-/* Doubles the table (keeps it at most half full). Returns 0 when out of memory. */
-static int table_grow(location_table *table)
-{
-    uint64_t cap = table->cap ? table->cap * 2 : 16;
-    external_location *slots = calloc((size_t)cap, sizeof *slots);
-    if (!slots) return 0;
-    for (uint64_t i = 0; i < table->cap; i++)
-        if (table->slots[i].tensors != 0)
-            *table_slot(slots, cap, table->slots[i].location) = table->slots[i];
-    free(table->slots);
-    table->slots = slots;
-    table->cap = cap;
-    return 1;
-}
 
 static int table_add(location_table *table, oc_str location, uint64_t bytes)
 {
-    external_location *slot;
-    if ((table->used + 1) * 2 > table->cap && !table_grow(table)) return 0;
-    slot = table_slot(table->slots, table->cap, location);
-    if (slot->tensors == 0) {
-        slot->location = location;
-        table->used++;
+    if (table->count == table->cap) {
+        uint64_t cap = table->cap ? table->cap * 2 : 16;
+        external_location *items = realloc(table->items, (size_t)cap * sizeof *items);
+        if (!items) return 0;
+        table->items = items;
+        table->cap = cap;
     }
-    slot->tensors++;
-    slot->bytes += bytes;
+    table->items[table->count++] = (external_location){location, 1, bytes};
     return 1;
 }
 
@@ -147,17 +110,24 @@ static int compare_locations(const void *a, const void *b)
     return (x.size > y.size) - (x.size < y.size);
 }
 
-/* Moves the table's entries into stats, sorted so the output does not depend on hashing. */
+/* Moves the locations into stats, sorted, one per distinct location with its totals. */
 static void table_finish(location_table *table, model_stats *stats)
 {
     uint64_t n = 0;
-    for (uint64_t i = 0; i < table->cap; i++)
-        if (table->slots[i].tensors != 0) table->slots[n++] = table->slots[i];
-    if (n) qsort(table->slots, (size_t)n, sizeof *table->slots, compare_locations);
-    stats->locations = table->slots;
+    if (table->count)
+        qsort(table->items, (size_t)table->count, sizeof *table->items, compare_locations);
+    for (uint64_t i = 0; i < table->count; i++) {
+        if (n && compare_locations(&table->items[n - 1], &table->items[i]) == 0) {
+            table->items[n - 1].tensors++;
+            table->items[n - 1].bytes += table->items[i].bytes;
+        } else {
+            table->items[n++] = table->items[i];
+        }
+    }
+    stats->locations = table->items;
     stats->nlocations = n;
-    table->slots = NULL;
-    table->cap = table->used = 0;
+    table->items = NULL;
+    table->count = table->cap = 0;
 }
 
 /* ---- tensors ----------------------------------------------------------------------- */
@@ -290,7 +260,7 @@ oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_err
     walk.stats = stats;
     st = oc_visit_tensors(&onnx_ModelProto_desc, model, visit_tensor, &walk);
     if (st != OC_OK) {
-        free(walk.table.slots);
+        free(walk.table.items);
         set_nomem(err);
         return OC_ERR_NOMEM;
     }

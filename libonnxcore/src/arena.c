@@ -52,6 +52,10 @@ static oc_block *map_block(uint64_t size) {
 
 static oc_block *new_block(oc_arena *a, uint64_t size) {
     if (size > (uint64_t)SIZE_MAX - sizeof(oc_block) - OC_ARENA_HUGE_BLOCK) return NULL;
+    if (a->cap && (a->total > a->cap || size > a->cap - a->total)) {
+        a->hit_cap = 1;
+        return NULL;
+    }
     oc_block *b = size >= OC_ARENA_HUGE_BLOCK ? map_block(size) : NULL;
     if (!b) {
         b = calloc(1, sizeof *b + (size_t)size); /* calloc: fresh pages come zeroed */
@@ -117,6 +121,15 @@ oc_status oc_arena_add_cleanup(oc_arena *a, void (*fn)(void *ptr), void *ptr) {
 }
 
 uint64_t oc_arena_bytes_used(const oc_arena *a) { return a ? a->total : 0; }
+
+uint64_t oc__arena_cap(oc_arena *a, uint64_t more) {
+    uint64_t previous = a->cap;
+    a->cap = more >= UINT64_MAX - a->total ? 0 : a->total + more;
+    a->hit_cap = 0;
+    return previous;
+}
+
+void oc__arena_uncap(oc_arena *a, uint64_t previous) { a->cap = previous; }
 
 oc_status oc_str_set(oc_arena *a, oc_str *dst, const void *src, uint64_t size) {
     if (size == 0) {

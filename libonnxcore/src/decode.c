@@ -532,5 +532,25 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
     OC_FORWARD(oc__check_size(size, opts ? opts->max_model_bytes : 0, OC_DEFAULT_MAX_MODEL_BYTES,
                               "the serialized model", "max_model_bytes", OC_NO_OFFSET, err));
-    return oc__decode_at(desc, msg, data, size, 0, 1, arena, opts, owner, err);
+    uint64_t previous = oc__budget_begin(arena, opts);
+    oc_status st = oc__decode_at(desc, msg, data, size, 0, 1, arena, opts, owner, err);
+    return oc__budget_end(arena, previous, opts, st, err);
+}
+
+uint64_t oc__budget_of(const oc_parse_options *opts) {
+    return opts && opts->max_memory ? opts->max_memory : OC_DEFAULT_MAX_MEMORY;
+}
+
+uint64_t oc__budget_begin(oc_arena *arena, const oc_parse_options *opts) {
+    return oc__arena_cap(arena, oc__budget_of(opts));
+}
+
+oc_status oc__budget_end(oc_arena *arena, uint64_t previous, const oc_parse_options *opts,
+                         oc_status st, oc_error *err) {
+    int hit = arena->hit_cap;
+    oc__arena_uncap(arena, previous);
+    if (st != OC_ERR_NOMEM || !hit) return st;
+    return oc__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
+                    "decoding needs more memory than the budget of %llu bytes (max_memory, M-1)",
+                    (unsigned long long)oc__budget_of(opts));
 }

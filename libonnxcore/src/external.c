@@ -33,6 +33,7 @@
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
 #include "onnxcore/model.h"
+#include "onnxcore/nametab.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
 #include "internal/digest.h"
@@ -205,7 +206,8 @@ static int open_beneath(int dirfd, const char *rel, int flags) {
 /* ---- loading ---- */
 
 typedef struct datafile {
-    char *key;      /* the location as the model spells it */
+    char *key;      /* the location as the model spells it, NUL-terminated */
+    uint64_t key_len;
     oc_mapped map;
 } datafile;
 
@@ -225,6 +227,7 @@ typedef struct loader {
     oc_error *err;
     datafile *files;
     uint32_t nfiles, capfiles;
+    oc_nametab *file_index; /* location -> files[] (made on first need) */
     ext_item *items;
     uint64_t nitems, capitems;
     oc_str first_location; /* for the `location` override */
@@ -340,14 +343,24 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
     return s;
 }
 
-/* Each distinct location is resolved once per load. */
+static void file_key(const void *ctx, uint64_t i, const void **name, size_t *len) {
+    const loader *l = ctx;
+    *name = l->files[i].key;
+    *len = (size_t)l->files[i].key_len;
+}
+
+/* Each distinct location is resolved once per load, found again through a keyed table
+ * (K-1: a load of N tensors in M files costs O(N), not O(N*M)). */
 static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_str *loc,
                                uint32_t *index) {
-    for (uint32_t i = 0; i < l->nfiles; i++)
-        if (oc_str_eq(*loc, l->files[i].key)) {
-            *index = i;
-            return OC_OK;
-        }
+    if (!l->file_index && !(l->file_index = oc_nametab_new(8, file_key, l)))
+        return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    uint64_t h = oc_nametab_hash(loc->data, (size_t)loc->size);
+    int64_t found = oc_nametab_find(l->file_index, loc->data, (size_t)loc->size, h);
+    if (found >= 0) {
+        *index = (uint32_t)found;
+        return OC_OK;
+    }
     if (l->nfiles == l->capfiles) {
         uint32_t cap = l->capfiles ? l->capfiles * 2 : 8;
         datafile *f = realloc(l->files, cap * sizeof *f);
@@ -355,17 +368,22 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
         l->files = f;
         l->capfiles = cap;
     }
+    if (oc_nametab_reserve(l->file_index) != OC_OK)
+        return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     datafile *df = &l->files[l->nfiles];
     memset(df, 0, sizeof *df);
-    /* The key is kept NUL-free for messages; a location with a NUL never matches it, and
-     * resolvers refuse such locations. */
-    df->key = loc->size ? strndup(loc->data, (size_t)loc->size) : strdup(""); /* data may be NULL */
+    /* The key keeps every byte (a NUL too, though resolvers refuse such locations). */
+    df->key = malloc((size_t)loc->size + 1);
     if (!df->key) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (loc->size) memcpy(df->key, loc->data, (size_t)loc->size); /* data may be NULL */
+    df->key[loc->size] = '\0';
+    df->key_len = loc->size;
     oc_status s = l->resolve(l->resolve_ctx, t, loc, &df->map, l->err);
     if (s != OC_OK) {
         free(df->key);
         return s;
     }
+    oc_nametab_insert(l->file_index, l->nfiles, h);
     *index = l->nfiles++;
     return OC_OK;
 }
@@ -588,6 +606,7 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
         free(l->files[i].key);
     }
     free(l->files);
+    oc_nametab_free(l->file_index);
     free(l->items);
     if (l->dirfd >= 0) close(l->dirfd);
     return st;

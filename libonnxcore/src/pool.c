@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "onnxcore/bytes.h"
+#include "onnxcore/nametab.h"
 #include "internal/bytes.h"
 #include "internal/error.h"
 
@@ -32,8 +33,12 @@ struct oc_storage_pool {
     block *buckets[POOL_BUCKETS];
 };
 
+/* Keyed (nametab.h's per-process key), so tensor sizes chosen by a file cannot all land
+ * in one chain (spec/security.md K-2). */
 static unsigned bucket_of(uint64_t size) {
-    return (unsigned)((size * 0x9e3779b97f4a7c15ull) >> 54) & (POOL_BUCKETS - 1u);
+    uint8_t b[8];
+    for (unsigned i = 0; i < 8; i++) b[i] = (uint8_t)(size >> (8 * i));
+    return (unsigned)(oc_nametab_hash(b, sizeof b) & (POOL_BUCKETS - 1u));
 }
 
 oc_storage_pool *oc_storage_pool_new(uint64_t max_free_bytes) {

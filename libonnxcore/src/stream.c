@@ -204,7 +204,11 @@ oc_status oc__load_pread(const char *path, const oc_msgdesc *desc, void *msg, oc
         s.size = (uint64_t)st.st_size;
         r = oc__check_size(s.size, copy_opts.max_model_bytes, OC_DEFAULT_MAX_MODEL_BYTES,
                            "the serialized model", "max_model_bytes", OC_NO_OFFSET, err);
-        if (r == OC_OK) r = stream_msg(&s, desc, msg, 0, s.size, 1);
+        if (r == OC_OK) {
+            uint64_t previous = oc__budget_begin(arena, &copy_opts);
+            r = stream_msg(&s, desc, msg, 0, s.size, 1);
+            r = oc__budget_end(arena, previous, &copy_opts, r, err);
+        }
     }
     free(s.frag);
     close(s.fd);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <onnxcore/external.h>
+#include <onnxcore/nametab.h>
 
 #include "onnxz/archive.h"
 #include "internal/archive.h"
@@ -26,56 +27,67 @@
  * before a uniqueness suffix, so that an unpacked archive has portable file names. */
 #define OZ_ENTRY_NAME_MAX 120
 
-/* Lower-cased names taken so far, in an open-addressing set. */
+/* Lower-cased names taken so far, found through onnxcore's keyed table. Each name also
+ * remembers the next uniqueness suffix to try when it comes up again as a base, so N
+ * tensors with one name cost O(N), not O(N^2) (K-1). */
 typedef struct name_set {
-    char **slots;
-    uint64_t cap, count;
+    oc_nametab *tab;
+    oc_arena *arena; /* the lower-cased copies */
+    oc_str *names;
+    uint64_t *next_suffix; /* 0: none tried yet (the next is 2) */
+    uint64_t count, cap;
 } name_set;
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
+static void set_name_of(const void *ctx, uint64_t i, const void **name, size_t *len) {
+    const name_set *s = ctx;
+    *name = s->names[i].data;
+    *len = (size_t)s->names[i].size;
 }
 
-static int set_grow(name_set *s) {
-    uint64_t cap = s->cap ? s->cap * 2 : 256;
-    char **slots = calloc((size_t)cap, sizeof *slots);
-    if (!slots) return 0;
-    for (uint64_t i = 0; i < s->cap; i++) {
-        if (!s->slots[i]) continue;
-        uint64_t j = hash_str(s->slots[i]) & (cap - 1);
-        while (slots[j]) j = (j + 1) & (cap - 1);
-        slots[j] = s->slots[i];
-    }
-    free(s->slots);
-    s->slots = slots;
-    s->cap = cap;
-    return 1;
+static int set_init(name_set *s, oc_arena *arena) {
+    memset(s, 0, sizeof *s);
+    s->arena = arena;
+    s->tab = oc_nametab_new(256, set_name_of, s);
+    return s->tab ? 0 : -1;
 }
 
-/* Adds lower-cased `name` unless present. 1: added, 0: present, -1: out of memory. */
-static int set_add(name_set *s, const char *name) {
-    if ((s->count + 1) * 2 > s->cap && !set_grow(s)) return -1;
-    char *low = strdup(name);
-    if (!low) return -1;
-    for (char *p = low; *p; p++) *p = (char)tolower((unsigned char)*p);
-    uint64_t j = hash_str(low) & (s->cap - 1);
-    while (s->slots[j]) {
-        if (strcmp(s->slots[j], low) == 0) {
-            free(low);
-            return 0;
-        }
-        j = (j + 1) & (s->cap - 1);
+/* Adds lower-cased `name` unless present; *at receives its index either way.
+ * 1: added, 0: present, -1: out of memory. */
+static int set_add(name_set *s, const char *name, uint64_t *at) {
+    char low[OZ_ENTRY_NAME_MAX + 24];
+    size_t n = strlen(name);
+    if (n >= sizeof low) return -1; /* entry_name never makes one this long */
+    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)name[i]);
+    uint64_t h = oc_nametab_hash(low, n);
+    int64_t found = oc_nametab_find(s->tab, low, n, h);
+    if (found >= 0) {
+        *at = (uint64_t)found;
+        return 0;
     }
-    s->slots[j] = low;
-    s->count++;
+    char *copy = oc_arena_alloc(s->arena, n + 1);
+    if (!copy) return -1;
+    memcpy(copy, low, n);
+    if (s->count == s->cap) {
+        uint64_t cap = s->cap ? s->cap * 2 : 256;
+        oc_str *names = realloc(s->names, (size_t)cap * sizeof *names);
+        if (names) s->names = names;
+        uint64_t *next = realloc(s->next_suffix, (size_t)cap * sizeof *next);
+        if (next) s->next_suffix = next;
+        if (!names || !next) return -1;
+        s->cap = cap;
+    }
+    if (oc_nametab_reserve(s->tab) != OC_OK) return -1;
+    s->names[s->count] = (oc_str){copy, n};
+    s->next_suffix[s->count] = 0;
+    oc_nametab_insert(s->tab, s->count, h);
+    *at = s->count++;
     return 1;
 }
 
 static void set_free(name_set *s) {
-    for (uint64_t i = 0; i < s->cap; i++) free(s->slots[i]);
-    free(s->slots);
+    oc_nametab_free(s->tab);
+    free(s->names);
+    free(s->next_suffix);
 }
 
 /* A byte of a tensor name as it appears in an entry name. */
@@ -105,13 +117,20 @@ static int entry_name(name_set *taken, const oc_str *tname, char *out) {
             base[n++] = entry_char(tname->data[i]);
         base[n] = '\0';
     }
-    for (uint64_t k = 1;; k++) {
-        if (k == 1)
-            snprintf(out, OZ_ENTRY_NAME_MAX + 24, "%s", base);
-        else
-            snprintf(out, OZ_ENTRY_NAME_MAX + 24, "%s_%llu", base, (unsigned long long)k);
-        int r = set_add(taken, out);
-        if (r != 0) return r;
+    uint64_t base_at;
+    snprintf(out, OZ_ENTRY_NAME_MAX + 24, "%s", base);
+    int r = set_add(taken, out, &base_at);
+    if (r != 0) return r;
+    /* Taken: the suffixes from where the last tensor with this base stopped. Each failed
+     * try meets a name that is base_k for this base alone, so the tries stay O(entries). */
+    for (uint64_t k = taken->next_suffix[base_at] ? taken->next_suffix[base_at] : 2;; k++) {
+        uint64_t at;
+        snprintf(out, OZ_ENTRY_NAME_MAX + 24, "%s_%llu", base, (unsigned long long)k);
+        r = set_add(taken, out, &at);
+        if (r != 0) {
+            taken->next_suffix[base_at] = k + 1;
+            return r;
+        }
     }
 }
 
@@ -174,8 +193,10 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
                         (unsigned long long)so->buffer.alignment);
     writer_ctx w;
     memset(&w, 0, sizeof w);
+    uint64_t model_at;
     w.names = oc_arena_new();
-    if (!w.names || set_add(&w.taken, OZ_MODEL_ENTRY) < 0) {
+    if (!w.names || set_init(&w.taken, w.names) != 0 ||
+        set_add(&w.taken, OZ_MODEL_ENTRY, &model_at) < 0) {
         oc_arena_free(w.names);
         set_free(&w.taken);
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -408,9 +429,25 @@ static oc_status check_tensor_reference(void *ctx, onnx_TensorProto *t) {
     return loc ? check_reference(c->ar, t, loc, &index, c->err) : OC_OK;
 }
 
-/* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. */
+/* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. A
+ * deflated one is inflated into memory first, which counts against the memory budget
+ * (M-1): checked before inflating, and the decode gets what is left. */
 static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts,
                               oc_model **out, oc_error *err) {
+    oz_zip_entry e;
+    OZ_FORWARD(oz_zip_reader_entry(ar->zip, ar->model_index, &e, err));
+    oc_parse_options budgeted;
+    if (opts) budgeted = *opts;
+    else oc_parse_options_init(&budgeted);
+    uint64_t budget = budgeted.max_memory ? budgeted.max_memory : OC_DEFAULT_MAX_MEMORY;
+    if (e.method != OZ_ZIP_STORED && budget != OC_DEFAULT_MAX_MEMORY) {
+        OZ_RETURN_ERROR_IF(e.uncompressed_size >= budget, err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                           "inflating " OZ_MODEL_ENTRY " takes %llu bytes, more than the "
+                           "memory budget of %llu bytes (max_memory, M-1)",
+                           (unsigned long long)e.uncompressed_size, (unsigned long long)budget);
+        budgeted.max_memory = budget - e.uncompressed_size;
+    }
+    opts = &budgeted;
     oc_bytes b = {0};
     OZ_FORWARD(oz_zip_reader_read(ar->zip, ar->model_index, &b, err));
     oc_mapped m;
@@ -421,6 +458,11 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
         st = oc_decode(&onnx_ModelProto_desc, oc_model_proto(model), m.data, m.size,
                        oc_model_arena(model), opts, m.owner, err);
     oc_owner_unref(m.owner);
+    if (st == OC_ERR_LIMIT && budgeted.max_memory != budget)
+        st = oz__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
+                      "decoding needs more memory than the budget of %llu bytes, of which "
+                      "inflating " OZ_MODEL_ENTRY " took %llu (max_memory, M-1)",
+                      (unsigned long long)budget, (unsigned long long)e.uncompressed_size);
     if (st != OC_OK) {
         oc_model_free(model);
         return st;
@@ -450,10 +492,17 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     return OC_OK;
 }
 
+oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts) {
+    oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
+    if (opts) zo.max_memory = opts->max_memory;
+    return zo;
+}
+
 oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
                           oc_error *err) {
     oz_archive *ar;
-    OZ_FORWARD(oz_archive_open(path, NULL, &ar, err));
+    oz_zip_reader_options zo = oz__zip_options_for(opts);
+    OZ_FORWARD(oz_archive_open(path, &zo, &ar, err));
     oc_status st = oz_archive_load_model(ar, opts, out, err);
     oz_archive_close(ar); /* tensors keep the mapping alive on their own */
     return st;

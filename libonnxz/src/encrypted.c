@@ -59,7 +59,8 @@ oc_status oz_load_encrypted(const char *path, const void *key, size_t key_len,
     oc_status st;
     if (zip) {
         oz_archive *ar = NULL;
-        st = open_plain(&plain, path, NULL, &ar, err);
+        oz_zip_reader_options zo = oz__zip_options_for(popts);
+        st = open_plain(&plain, path, &zo, &ar, err);
         if (st == OC_OK) st = oz_archive_load_model(ar, popts, out, err);
         oz_archive_close(ar); /* no_copy tensors keep the buffer alive on their own */
     } else {

@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include <onnxcore/file.h>
+#include <onnxcore/nametab.h>
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
@@ -55,15 +56,15 @@ struct oz_zip_reader {
     rentry *e;
     uint64_t count;
     uint8_t *names;
-    oz__nametab tab;
+    oc_nametab *tab;
     int zip64;
     uint8_t *comment;
     uint32_t comment_len;
-    uint64_t max_entries, max_central_dir, max_inflated;
+    uint64_t max_entries, max_central_dir, max_inflated, max_memory;
     uint32_t max_name_len;
 };
 
-static void name_of(const void *ctx, uint32_t i, const uint8_t **name, size_t *len) {
+static void name_of(const void *ctx, uint64_t i, const void **name, size_t *len) {
     const oz_zip_reader *r = ctx;
     *name = r->names + r->e[i].name_off;
     *len = r->e[i].name_len;
@@ -392,7 +393,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
     char q[OC_QUOTE_SIZE];
     r->e = calloc(n ? (size_t)n : 1, sizeof *r->e);
     r->names = malloc((size_t)(r->cd_size + n + 1));
-    OZ_RETURN_ERROR_IF(!r->e || !r->names || oz__nametab_init(&r->tab, n) != 0, err,
+    OZ_RETURN_ERROR_IF(!r->e || !r->names || !(r->tab = oc_nametab_new(n, name_of, r)), err,
                        OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     uint64_t names_len = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -452,8 +453,8 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
                            at, "STORED entry '%s' has a compressed size of %llu but an "
                            "uncompressed size of %llu (Z-75)", q, (unsigned long long)csize,
                            (unsigned long long)usize);
-        uint64_t h = oz__nametab_hash(&r->tab, name, nlen);
-        OZ_RETURN_ERROR_IF(oz__nametab_find(&r->tab, name, nlen, h, name_of, r) >= 0, err,
+        uint64_t h = oc_nametab_hash(name, nlen);
+        OZ_RETURN_ERROR_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err,
                            OC_ERR_INCONSISTENT, at, "entry name '%s' appears twice (Z-71)", q);
         rentry *e = &r->e[i];
         e->name_off = names_len;
@@ -468,7 +469,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
         e->usize = usize;
         e->lho = lho;
         e->cd_at = at;
-        oz__nametab_insert(&r->tab, (uint32_t)i, h);
+        oc_nametab_insert(r->tab, i, h);
         used += OZ_CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
     }
     OZ_RETURN_ERROR_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used,
@@ -598,6 +599,8 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     r->max_central_dir = o && o->max_central_dir ? o->max_central_dir
                                                  : OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR;
     r->max_inflated = o && o->max_inflated ? o->max_inflated : OZ_ZIP_DEFAULT_MAX_INFLATED;
+    r->max_memory = o && o->max_memory ? o->max_memory : UINT64_MAX;
+    if (r->max_inflated > r->max_memory) r->max_inflated = r->max_memory;
 
     eocd_info end = {0, 0, 0, 0, 0};
     OZ_FORWARD(read_end(r, &end, err));
@@ -623,6 +626,14 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
                        end.at,
                        "%llu entries cannot fit in a central directory of %llu bytes (Z-67)",
                        (unsigned long long)end.count, (unsigned long long)end.cd_size);
+    /* M-2: what the reader holds while open (the central directory, its copy of the names,
+     * an entry record and up to four table slots per entry) fits the memory budget. */
+    uint64_t tables = end.count * (sizeof(rentry) + 49u) + 2 * end.cd_size;
+    OZ_RETURN_ERROR_IF(tables > r->max_memory, err, OC_ERR_LIMIT, end.at,
+                       "%llu entries in a central directory of %llu bytes need about %llu "
+                       "bytes of memory, more than the budget of %llu (max_memory, M-2)",
+                       (unsigned long long)end.count, (unsigned long long)end.cd_size,
+                       (unsigned long long)tables, (unsigned long long)r->max_memory);
     r->count = end.count;
     r->cd_off = end.cd_off;
     r->cd_size = end.cd_size;
@@ -647,7 +658,7 @@ void oz_zip_reader_close(oz_zip_reader *r) {
     if (!r) return;
     if (r->fd >= 0) close(r->fd);
     oc_owner_unref(r->owner);
-    oz__nametab_free(&r->tab);
+    oc_nametab_free(r->tab);
     free(r->e);
     free(r->names);
     free(r->comment);
@@ -816,7 +827,7 @@ oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t 
                        "no reader, name or output");
     size_t n = strlen(name);
     const uint8_t *un = (const uint8_t *)name;
-    int64_t i = oz__nametab_find(&r->tab, un, n, oz__nametab_hash(&r->tab, un, n), name_of, r);
+    int64_t i = oc_nametab_find(r->tab, un, n, oc_nametab_hash(un, n));
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(i < 0, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry named '%s' in the archive", oc_quote(un, n, q, OC_QUOTE_SIZE));
@@ -1004,8 +1015,9 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(e->usize > r->max_inflated, err, OC_ERR_LIMIT, e->cd_at,
                        "entry '%s' would inflate to %llu bytes, more than the limit of %llu "
-                       "(Z-66)", qname(r, e, q), (unsigned long long)e->usize,
-                       (unsigned long long)r->max_inflated);
+                       "(%s)", qname(r, e, q), (unsigned long long)e->usize,
+                       (unsigned long long)r->max_inflated,
+                       r->max_inflated == r->max_memory ? "max_memory, M-2" : "Z-66");
     OZ_FORWARD(plausible(r, e, err));
     uint8_t *buf = NULL; /* an empty entry still goes through inflate (into scratch) */
     if (e->usize) {
@@ -1072,15 +1084,18 @@ oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
 
 /* ---- Z-36: no name is both a file and a directory ---- */
 
-typedef struct dir_claim {
-    const uint8_t *name; /* a directory path: a proper prefix of an entry name, or a
-                          * directory entry's name without its '/' */
+/* Every name, sorted by its bytes (then by entry index). A file F clashes with the names
+ * that start with "F/": in sorted order they form one run, found by binary search. That
+ * costs O(B log n) for names of B bytes in all (K-1); a list of every directory prefix
+ * of every name cost O(L^2) per name of length L. */
+typedef struct sorted_name {
+    const uint8_t *name;
     uint32_t len;
-    uint32_t idx; /* the entry that makes it a directory */
-} dir_claim;
+    uint32_t idx;
+} sorted_name;
 
-static int claim_cmp(const void *pa, const void *pb) {
-    const dir_claim *a = pa, *b = pb;
+static int sorted_cmp(const void *pa, const void *pb) {
+    const sorted_name *a = pa, *b = pb;
     uint32_t n = a->len < b->len ? a->len : b->len;
     int c = n ? memcmp(a->name, b->name, n) : 0;
     if (c) return c;
@@ -1088,44 +1103,47 @@ static int claim_cmp(const void *pa, const void *pb) {
     return a->idx < b->idx ? -1 : (a->idx > b->idx ? 1 : 0);
 }
 
+/* Compares a name with the key "F/" (F: flen bytes): <0, 0 when the name starts with the
+ * key, >0. */
+static int cmp_dir_key(const sorted_name *x, const uint8_t *f, uint32_t flen) {
+    uint32_t n = x->len < flen ? x->len : flen;
+    int c = n ? memcmp(x->name, f, n) : 0;
+    if (c) return c;
+    if (x->len < flen) return -1;
+    if (x->len == flen) return -1; /* F itself sorts before "F/..." */
+    return (int)x->name[flen] - '/';
+}
+
 oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
-    uint64_t nclaims = 0;
-    for (uint64_t i = 0; i < r->count; i++) {
-        const uint8_t *s = r->names + r->e[i].name_off;
-        for (uint32_t k = 0; k < r->e[i].name_len; k++) nclaims += s[k] == '/';
-    }
-    if (!nclaims) return OC_OK;
-    dir_claim *c = malloc((size_t)nclaims * sizeof *c);
+    if (!r->count) return OC_OK;
+    sorted_name *c = malloc((size_t)r->count * sizeof *c);
     OZ_RETURN_ERROR_IF(!c, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    uint64_t n = 0;
-    for (uint64_t i = 0; i < r->count; i++) {
-        const uint8_t *s = r->names + r->e[i].name_off;
-        for (uint32_t k = 0; k < r->e[i].name_len; k++)
-            if (s[k] == '/') c[n++] = (dir_claim){s, k, (uint32_t)i};
-    }
-    qsort(c, (size_t)n, sizeof *c, claim_cmp);
+    for (uint64_t i = 0; i < r->count; i++)
+        c[i] = (sorted_name){r->names + r->e[i].name_off, r->e[i].name_len, (uint32_t)i};
+    qsort(c, (size_t)r->count, sizeof *c, sorted_cmp);
     oc_status st = OC_OK;
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++) {
         const rentry *e = &r->e[i];
         const uint8_t *s = r->names + e->name_off;
         if (e->name_len && s[e->name_len - 1] == '/') continue; /* a directory itself */
-        /* The first claim on this name (lowest entry index among equals). */
-        dir_claim key = {s, e->name_len, 0};
-        uint64_t lo = 0, hi = n;
+        uint64_t lo = 0, hi = r->count;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (claim_cmp(&c[mid], &key) < 0) lo = mid + 1;
+            if (cmp_dir_key(&c[mid], s, e->name_len) < 0) lo = mid + 1;
             else hi = mid;
         }
-        if (lo < n && c[lo].len == e->name_len && memcmp(c[lo].name, s, e->name_len) == 0) {
-            char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
-            qname(r, e, qa);
-            qname(r, &r->e[c[lo].idx], qb);
-            st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
-                          "entry '%s' is a file, but entry '%s' makes it a directory: they "
-                          "cannot both be extracted (Z-36)", qa, qb);
-        }
+        if (lo == r->count || cmp_dir_key(&c[lo], s, e->name_len) != 0) continue;
+        /* The first entry (lowest index) that makes it a directory. */
+        uint32_t first = c[lo].idx;
+        for (uint64_t k = lo + 1; k < r->count && cmp_dir_key(&c[k], s, e->name_len) == 0; k++)
+            if (c[k].idx < first) first = c[k].idx;
+        char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
+        qname(r, e, qa);
+        qname(r, &r->e[first], qb);
+        st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
+                      "entry '%s' is a file, but entry '%s' makes it a directory: they "
+                      "cannot both be extracted (Z-36)", qa, qb);
     }
     free(c);
     return st;

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include <onnxcore/file.h>
+#include <onnxcore/nametab.h>
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
@@ -46,7 +47,7 @@ struct oz_zip_writer {
     uint64_t count, cap;
     uint8_t *names;     /* NUL-terminated names, back to back */
     uint64_t names_len, names_cap;
-    oz__nametab tab;
+    oc_nametab *tab;
     uint8_t *hdr;       /* header scratch */
     size_t hdr_cap;
     uint64_t cd_size;   /* central directory bytes the entries so far will need */
@@ -56,7 +57,7 @@ struct oz_zip_writer {
     uint32_t s_crc;
 };
 
-static void name_of(const void *ctx, uint32_t i, const uint8_t **name, size_t *len) {
+static void name_of(const void *ctx, uint64_t i, const void **name, size_t *len) {
     const oz_zip_writer *w = ctx;
     *name = w->names + w->e[i].name_off;
     *len = w->e[i].name_len;
@@ -203,13 +204,13 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
     OZ_RETURN_ERROR_IF(!w, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     w->alignment = alignment;
     w->af.fd = -1;
-    if (oz__nametab_init(&w->tab, 16) != 0) {
+    if (!(w->tab = oc_nametab_new(16, name_of, w))) {
         free(w);
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     oc_status st = oc_atomic_open(&w->af, path, overwrite, err);
     if (st != OC_OK) {
-        oz__nametab_free(&w->tab);
+        oc_nametab_free(w->tab);
         free(w);
         return st;
     }
@@ -221,7 +222,7 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
 void oz_zip_writer_free(oz_zip_writer *w) {
     if (!w) return;
     if (w->af_live) oc_atomic_abort(&w->af);
-    oz__nametab_free(&w->tab);
+    oc_nametab_free(w->tab);
     free(w->e);
     free(w->names);
     free(w->hdr);
@@ -300,13 +301,13 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
                        oz__name_fault_rule(f));
     OZ_RETURN_ERROR_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
                        "more than %u entries (Z-66)", OZ_ZIP_DEFAULT_MAX_ENTRIES);
-    uint64_t h = oz__nametab_hash(&w->tab, un, n);
-    OZ_RETURN_ERROR_IF(oz__nametab_find(&w->tab, un, n, h, name_of, w) >= 0, err, OC_ERR_EXISTS,
+    uint64_t h = oc_nametab_hash(un, n);
+    OZ_RETURN_ERROR_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS,
                        OC_NO_OFFSET, "entry name '%s' is already in the archive (Z-35)",
                        oc_quote(un, n, q, OC_QUOTE_SIZE));
     if (grow((void **)&w->e, &w->cap, w->count + 1, sizeof *w->e) != OC_OK ||
         grow((void **)&w->names, &w->names_cap, w->names_len + n + 1, 1) != OC_OK ||
-        oz__nametab_reserve(&w->tab) != 0)
+        oc_nametab_reserve(w->tab) != OC_OK)
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* The header scratch: fixed part, name, zip64 record, padding of up to alignment + 5. */
     size_t need = OZ_LOCAL_SIZE + n + 20 + w->alignment + OZ_EXTRA_ALIGN_MIN;
@@ -349,7 +350,7 @@ static void commit_entry(oz_zip_writer *w, const wentry *e, const char *name, ui
     d->name_off = w->names_len;
     memcpy(w->names + w->names_len, name, e->name_len + 1u);
     w->names_len += e->name_len + 1u;
-    oz__nametab_insert(&w->tab, (uint32_t)w->count, hash);
+    oc_nametab_insert(w->tab, w->count, hash);
     oz__rec r = rec_of(e, (const uint8_t *)name);
     w->cd_size += oz__central_len(&r);
     w->count++;

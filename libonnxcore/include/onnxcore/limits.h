@@ -29,4 +29,16 @@
 /* All the external data one load reads (max_external_bytes). */
 #define OC_DEFAULT_MAX_EXTERNAL_BYTES UINT64_MAX
 
+/* The memory a decode may take for what it builds (oc_parse_options.max_memory, spec
+ * security.md M-1): the bytes the model's arena takes from the system for messages,
+ * strings and repeated fields, plus an archive's __MODEL_PROTO when it has to be inflated
+ * into memory. This is what the serialized size does not bound: a 2-byte empty tensor
+ * decodes into a TensorProto of about 400 bytes, and deflate multiplies the input up to
+ * 1,032 times. Tensor payloads are not counted (their bytes come from the file: mapped
+ * with no_copy, else copied once; max_tensor_bytes and max_external_bytes bound them).
+ * By default there is no cap, as for the sizes above: the library cannot know what the
+ * process can afford; a service decoding models from strangers sets one (the onnxz tool
+ * does: 1 GiB unless --max-memory says otherwise). Exceeding it is OC_ERR_LIMIT. */
+#define OC_DEFAULT_MAX_MEMORY UINT64_MAX
+
 #endif

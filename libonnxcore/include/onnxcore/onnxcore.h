@@ -15,6 +15,7 @@
 #include "limits.h"
 #include "messages.h"
 #include "model.h"
+#include "nametab.h"
 #include "options.h"
 #include "status.h"
 #include "tensor.h"

@@ -56,9 +56,13 @@ typedef struct oc_parse_options {
     /* Copying loads take tensor storage from this pool (bytes.h), so that loading again
      * after the model is freed reuses memory already faulted in. NULL: plain allocation. */
     oc_storage_pool *storage_pool;
+
+    /* The memory budget of a decode (limits.h OC_DEFAULT_MAX_MEMORY; 0 = the default, no
+     * cap): bytes of decoded structures (the arena) plus an inflated __MODEL_PROTO. */
+    uint64_t max_memory;
 } oc_parse_options;
 
-#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0u, 0u, 0u, 0, 0, 0, NULL, NULL, 0, NULL }
+#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0u, 0u, 0u, 0, 0, 0, NULL, NULL, 0, NULL, 0u }
 
 /* Receives a save's progress (oc_serialize_options.progress). */
 typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);

@@ -35,7 +35,15 @@ struct oc_arena {
     oc_cleanup *cleanups;  /* newest first */
     uint64_t next_block;   /* size of the next block, doubling up to OC_ARENA_MAX_BLOCK */
     uint64_t total;        /* bytes obtained from the system */
+    uint64_t cap;          /* total may not pass this (0: no cap); see oc__arena_cap */
+    int hit_cap;           /* an allocation failed because of cap */
 };
+
+/* Caps what the arena takes from the system at `more` bytes beyond what it holds now
+ * (UINT64_MAX: no cap) and clears hit_cap; returns the previous cap, for
+ * oc__arena_uncap. A decode runs under the cap of its max_memory (M-1). */
+uint64_t oc__arena_cap(oc_arena *a, uint64_t more);
+void oc__arena_uncap(oc_arena *a, uint64_t previous);
 
 /* Allocations that do not fit the head block (and absurd sizes). */
 void *oc__arena_alloc_slow(oc_arena *a, uint64_t size);

@@ -35,4 +35,13 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
 oc_status oc__check_size(uint64_t size, uint64_t option_value, uint64_t default_cap,
                          const char *what, const char *option, uint64_t offset, oc_error *err);
 
+/* The memory budget of a decode (M-1): opts->max_memory (0: the default), which
+ * oc__budget_begin sets as the arena's cap beyond what it holds, returning the previous
+ * cap. oc__budget_end restores it and turns an OC_ERR_NOMEM that the cap caused into
+ * OC_ERR_LIMIT naming the budget; other statuses pass through. */
+uint64_t oc__budget_of(const oc_parse_options *opts);
+uint64_t oc__budget_begin(oc_arena *arena, const oc_parse_options *opts);
+oc_status oc__budget_end(oc_arena *arena, uint64_t previous, const oc_parse_options *opts,
+                         oc_status st, oc_error *err);
+
 #endif

@@ -128,9 +128,13 @@ typedef struct oz_zip_reader_options {
     uint32_t max_name_len;     /* 0: OZ_ZIP_DEFAULT_MAX_NAME_LEN (at most ..._HARD) */
     uint64_t max_central_dir;  /* 0: OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR */
     uint64_t max_inflated;     /* 0: OZ_ZIP_DEFAULT_MAX_INFLATED */
+    /* The memory budget (spec/security.md M-2; 0: no cap): what the reader holds while
+     * open (its tables: about 80 bytes per entry plus twice the central directory) and
+     * any one entry it inflates into memory. Over it: OC_ERR_LIMIT naming max_memory. */
+    uint64_t max_memory;
 } oz_zip_reader_options;
 
-#define OZ_ZIP_READER_OPTIONS_INIT {0, 0, 0, 0, 0}
+#define OZ_ZIP_READER_OPTIONS_INIT {0, 0, 0, 0, 0, 0}
 
 /* Opens the archive at path: maps it read-only (default) or reads it with pread
  * (options->use_pread), then checks everything Z-60..Z-76 requires before returning. CRCs

@@ -14,6 +14,10 @@
 oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out,
                            oc_error *err);
 
+/* Reader options for the one-call loads: the parse options' memory budget bounds the
+ * reader too (M-2). */
+oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts);
+
 /* The index of __MODEL_PROTO in the archive's central directory. */
 uint64_t oz__archive_model_index(const oz_archive *ar);
 

@@ -76,29 +76,4 @@ const char *oz__name_fault_rule(oz__name_fault f);
 /* True for faults that make a path unsafe (rather than merely malformed). */
 int oz__name_fault_unsafe(oz__name_fault f);
 
-/* ---- the name table: open addressing over entry indices, keyed by a seeded hash ---- */
-
-typedef struct oz__nametab {
-    uint64_t *hashes;  /* per slot; meaningful where idx != 0 */
-    uint32_t *idx;     /* entry index + 1; 0: empty */
-    uint64_t cap;      /* power of two */
-    uint64_t count;
-    uint64_t seed;
-} oz__nametab;
-
-/* How the table reaches the name of entry i. */
-typedef void (*oz__name_of_fn)(const void *ctx, uint32_t i, const uint8_t **name, size_t *len);
-
-/* Sets up a table for at least `expected` names. Returns 0, or -1 when out of memory. */
-int oz__nametab_init(oz__nametab *t, uint64_t expected);
-void oz__nametab_free(oz__nametab *t);
-/* Makes room for one more name (may reallocate). Returns 0 or -1 (out of memory). */
-int oz__nametab_reserve(oz__nametab *t);
-uint64_t oz__nametab_hash(const oz__nametab *t, const uint8_t *name, size_t len);
-/* The index of the entry with this name, or -1. */
-int64_t oz__nametab_find(const oz__nametab *t, const uint8_t *name, size_t len, uint64_t hash,
-                         oz__name_of_fn name_of, const void *ctx);
-/* Inserts entry i (the caller found no equal name and reserved room). */
-void oz__nametab_insert(oz__nametab *t, uint32_t i, uint64_t hash);
-
 #endif
