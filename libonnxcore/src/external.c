@@ -22,6 +22,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__has_include)
 #if __has_include(<linux/openat2.h>)
@@ -745,17 +746,49 @@ typedef struct part {
     oc_atomic_file af;
     char *location;
     uint64_t size;
+    int existed; /* a file had the part's name before the commit renamed it into place */
 } part;
 
 typedef struct data_writer {
     const oc_serialize_options *opts;
     char *dir;          /* the model's directory, with a trailing slash or empty */
+    const char *model_path;
     char *location;     /* the first part's location */
     part *parts;
     uint32_t nparts;
     char checksum[41];
     oc_progress progress; /* across the data files and the model */
 } data_writer;
+
+static char *dir_prefix(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) + 1 : 0;
+    return strndup(path, n);
+}
+
+/* Whether paths a and b name the same directory entry: the same last component in the
+ * same directory (by device and inode, so "k/./x" and "k/sub/../x" are "k/x"). That is
+ * what a rename replaces; a link elsewhere to the same file is another name. */
+static int same_name(const char *a, const char *b) {
+    const char *ba = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+    const char *bb = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
+    if (strcmp(ba, bb) != 0) return 0;
+    char *da = dir_prefix(a), *db = dir_prefix(b);
+    struct stat sa, sb;
+    int same = da && db && stat(da[0] ? da : ".", &sa) == 0 && stat(db[0] ? db : ".", &sb) == 0 &&
+               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    free(da);
+    free(db);
+    return same;
+}
+
+/* The path of a part: the model's directory and the part's location. NULL: no memory. */
+static char *part_path(const data_writer *w, const char *location) {
+    size_t n = strlen(w->dir) + strlen(location) + 1;
+    char *path = malloc(n);
+    if (path) snprintf(path, n, "%s%s", w->dir, location);
+    return path;
+}
 
 static oc_status open_part(data_writer *w, oc_error *err) {
     part *p = realloc(w->parts, (w->nparts + 1) * sizeof *p);
@@ -771,14 +804,19 @@ static oc_status open_part(data_writer *w, oc_error *err) {
         snprintf(np->location, n, "%s.%u", w->location, w->nparts);
     else
         snprintf(np->location, n, "%s", w->location);
-    size_t pn = strlen(w->dir) + strlen(np->location) + 1;
-    char *path = malloc(pn);
+    char *path = part_path(w, np->location);
     if (!path) {
         free(np->location);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    snprintf(path, pn, "%s%s", w->dir, np->location);
-    oc_status st = oc_atomic_open(&np->af, path, w->opts->overwrite, err);
+    /* D1 of the review: a part renamed over the model's own name ("./x.onnx", or x.1 for
+     * a model named x.1) would be replaced by the model, or the model by it. Refused here,
+     * before any file is renamed into place (E-25). */
+    oc_status st = same_name(path, w->model_path)
+                       ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                  "external data file %s would be the model file %s itself",
+                                  path, w->model_path)
+                       : oc_atomic_open(&np->af, path, w->opts->overwrite, err);
     free(path);
     if (st != OC_OK) {
         free(np->location);
@@ -843,12 +881,6 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
     return OC_OK;
 }
 
-static char *dir_prefix(const char *path) {
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) + 1 : 0;
-    return strndup(path, n);
-}
-
 /* ---- one pair: the commit of a multi-file save (E-25, E-26) ---- */
 
 int oc__pair_lock(const char *model_path, int exclusive) {
@@ -857,14 +889,36 @@ int oc__pair_lock(const char *model_path, int exclusive) {
     int fd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
     if (fd < 0) return -1;
-    int r;
-    do r = flock(fd, exclusive ? LOCK_EX : LOCK_SH);
-    while (r != 0 && errno == EINTR);
-    if (r != 0) {
-        close(fd);
-        return -1;
+    /* D5 of the review: a blocking flock would let any process holding the directory's
+     * lock (a foreign `flock DIR cmd`, a stopped writer) hang every reader and writer of
+     * every model there. Try without blocking, with a growing pause (10 ms doubling up to
+     * 250 ms), for about OC__PAIR_LOCK_WAIT_MS in all. */
+    long waited = 0, pause = 10;
+    for (;;) {
+        if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return fd;
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) break; /* no flock here: nothing is serialized */
+        if (waited == 0) oc__test_point("pair-busy");
+        if (waited >= OC__PAIR_LOCK_WAIT_MS) {
+            close(fd);
+            return OC__PAIR_BUSY;
+        }
+        struct timespec ts = {0, pause * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        waited += pause;
+        pause = pause * 2 > 250 ? 250 : pause * 2;
     }
-    return fd;
+    close(fd);
+    return -1;
+}
+
+oc_status oc__pair_busy(const char *model_path, oc_error *err) {
+    char *dir = dir_prefix(model_path);
+    oc_status st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                            "busy: another process holds the lock of directory '%s' (E-25); "
+                            "try again", dir && dir[0] ? dir : ".");
+    free(dir);
+    return st;
 }
 
 void oc__pair_unlock(int fd) {
@@ -912,27 +966,73 @@ static oc_status note_stale(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
-/* Reads the model at path (the one being replaced, if any) for its stale parts. Best
- * effort: a model that does not decode has none we may remove. */
+/* What decoding the replaced model may cost (D4 of the review): it runs under the
+ * exclusive pair lock, and the old file is whatever is there. */
+#define STALE_SCAN_MAX_MEMORY (64u << 20)
+
+/* Reads the model at path (the one being replaced, if any) for its stale parts, without
+ * its tensor bytes and within STALE_SCAN_MAX_MEMORY. Conservative: a file that does not
+ * decode as a model within that budget, or whose scan fails, has none we may remove. */
 static void find_stale_parts(const char *path, stale_parts *sp) {
     void *old = NULL;
     oc_parse_options po;
     oc_parse_options_init(&po);
     po.no_copy = 1;
+    po.skip_raw_data = 1;
+    po.max_memory = STALE_SCAN_MAX_MEMORY;
     if (!sp->arena) return;
-    if (oc_message_load_file(&onnx_ModelProto_desc, path, sp->arena, &po, &old, NULL) == OC_OK)
-        (void)oc_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp);
+    if (oc_message_load_file(&onnx_ModelProto_desc, path, sp->arena, &po, &old, NULL) == OC_OK &&
+        oc_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp) != OC_OK)
+        sp->n = 0; /* a partial list is still correct, but keep the rule simple: none */
 }
 
-/* Removes them (regular files only, beneath dir) once the new model is in place. */
-static void remove_stale_parts(const char *dir, const stale_parts *sp) {
+/* Whether path is one this save has just put in place: the model or one of its parts. */
+static int written_by_save(const data_writer *w, const char *path) {
+    if (same_name(path, w->model_path)) return 1;
+    for (uint32_t i = 0; i < w->nparts; i++) {
+        char *p = part_path(w, w->parts[i].location);
+        int same = !p || same_name(path, p); /* no memory: keep the file */
+        free(p);
+        if (same) return 1;
+    }
+    return 0;
+}
+
+/* Removes them (regular files only, beneath the model's directory) once the new model is
+ * in place, never a file this save wrote (D2 of the review: the new model itself may be
+ * named LOCATION.N, honestly or by a hostile old model naming itself). */
+static void remove_stale_parts(const data_writer *w, const stale_parts *sp) {
     for (uint32_t i = 0; i < sp->n; i++) {
-        size_t n = strlen(dir) + strlen(sp->names[i]) + 1;
-        char *p = malloc(n);
+        char *p = part_path(w, sp->names[i]);
         struct stat st;
         if (!p) return;
-        snprintf(p, n, "%s%s", dir, sp->names[i]);
-        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) unlink(p);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && !written_by_save(w, p)) unlink(p);
+        free(p);
+    }
+}
+
+/* Without overwrite, fails if any file of the pair (a part or the model) already has its
+ * name, before anything is renamed (D1 of the review): a refused save leaves nothing. */
+static oc_status check_none_exists(const data_writer *w, const oc_atomic_file *model,
+                                   oc_error *err) {
+    struct stat st;
+    for (uint32_t i = 0; i < w->nparts; i++)
+        if (lstat(w->parts[i].af.path, &st) == 0)
+            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists",
+                            w->parts[i].af.path);
+    if (lstat(model->path, &st) == 0)
+        return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", model->path);
+    return OC_OK;
+}
+
+/* The model's rename failed after the parts were renamed: removes the parts whose names
+ * were new, so nothing of this save remains. A part that replaced a file cannot give it
+ * back (E-25). */
+static void take_back_parts(const data_writer *w, uint32_t renamed) {
+    for (uint32_t i = 0; i < renamed; i++) {
+        if (w->parts[i].existed) continue;
+        char *p = part_path(w, w->parts[i].location);
+        if (p) unlink(p);
         free(p);
     }
 }
@@ -949,26 +1049,35 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     sigaddset(&fatal, SIGTERM);
     sigaddset(&fatal, SIGHUP);
     int lock = oc__pair_lock(path, 1);
+    oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err) : OC_OK;
     oc__test_point("pair-locked");
-    if (w->opts->overwrite) {
+    if (st == OC_OK && !w->opts->overwrite) st = check_none_exists(w, model, err);
+    if (st == OC_OK && w->opts->overwrite) {
         sp.arena = oc_arena_new();
         find_stale_parts(path, &sp);
     }
     int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;
-    oc_status st = OC_OK;
+    uint32_t renamed = 0;
     for (uint32_t i = 0; i < w->nparts; i++) {
-        if (st == OC_OK)
+        struct stat old;
+        if (st == OC_OK) {
+            w->parts[i].existed = lstat(w->parts[i].af.path, &old) == 0;
             st = oc_atomic_commit(&w->parts[i].af, err);
-        else
+            renamed += st == OC_OK;
+        } else {
             oc_atomic_abort(&w->parts[i].af);
+        }
     }
     if (st == OC_OK)
         st = oc_atomic_commit(model, err);
     else
         oc_atomic_abort(model);
-    if (st == OC_OK) remove_stale_parts(w->dir, &sp);
+    if (st == OC_OK)
+        remove_stale_parts(w, &sp);
+    else
+        take_back_parts(w, renamed);
     if (masked) pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    oc__pair_unlock(lock);
+    if (lock >= 0) oc__pair_unlock(lock);
     free(sp.names);
     oc_arena_free(sp.arena);
     return st;
@@ -992,17 +1101,14 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     memset(&w, 0, sizeof w);
     w.opts = opts;
     w.dir = dir_prefix(path);
+    w.model_path = path;
     w.location = strdup(loc);
     if (!w.dir || !w.location) {
         free(w.dir);
         free(w.location);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    const char *model_base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    oc_status st = OC_OK;
-    if (strcmp(model_base, loc) == 0 && !strchr(loc, '/'))
-        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                      "external data location '%s' is the model file itself", loc);
+    oc_status st = OC_OK; /* a location naming the model itself: open_part refuses it */
     oc_atomic_file model;
     model.fd = -1;
     model.tmp_path = model.path = NULL;

@@ -106,6 +106,7 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
     /* E-25: the model and its data files from one save, never a mix of two. */
     int lock = opts && opts->skip_external_data ? -1 : oc__pair_lock(path, 0);
+    if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err); /* never a mixed pair */
     oc_status st = load_file_locked(path, opts, out, err);
     oc__pair_unlock(lock);
     return st;

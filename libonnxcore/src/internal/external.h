@@ -13,10 +13,16 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
 
 /* E-25: the lock that keeps a model and its data files one pair. An flock on the
  * directory of model_path (exclusive: a multi-file save committing; shared: a reader from
- * before it reads the model until its data files are open). Returns the descriptor to
- * give oc__pair_unlock, or -1 where the directory cannot be opened or locked (then
- * nothing is serialized: a directory one may not read, a filesystem without flock). */
+ * before it reads the model until its data files are open). Never waits for long: while
+ * another process holds it the lock is tried again for about OC__PAIR_LOCK_WAIT_MS, then
+ * given up with OC__PAIR_BUSY (the caller fails "busy"). Returns the descriptor to give
+ * oc__pair_unlock, OC__PAIR_BUSY, or -1 where the directory cannot be opened or locked
+ * (then nothing is serialized: a directory one may not read, a filesystem without flock). */
+#define OC__PAIR_BUSY (-2)
+#define OC__PAIR_LOCK_WAIT_MS 2000
 int oc__pair_lock(const char *model_path, int exclusive);
+/* The error for OC__PAIR_BUSY, naming the directory of model_path. */
+oc_status oc__pair_busy(const char *model_path, oc_error *err);
 void oc__pair_unlock(int fd);
 
 #endif
