@@ -135,18 +135,30 @@ oc_status oz__journal_remove(const char *jpath, oc_error *err) {
     return OC_OK;
 }
 
+/* What is at the journal's name, for the message that refuses it. */
+static const char *kind_of(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+                         : S_ISLNK(mode) ? "a symbolic link" : "not a regular file";
+}
+
 oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_error *err) {
     *found = 0;
-    /* O_NOFOLLOW: a link is refused (ELOOP), even a dangling one; O_NONBLOCK: a FIFO
-     * opens at once and is then refused for what it is. */
-    int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (jfd < 0 && (errno == ENOENT || errno == ENOTDIR)) return OC_OK;
-    if (jfd < 0 && errno == ELOOP)
-        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "%s is a symbolic link, not an edit journal: move it away to edit "
-                        "(A-55)", jpath);
-    if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
+    /* The name is looked at before anything is opened (as external data is, E-18): a
+     * device, a FIFO, a socket or a link at it is refused without an open(), which on a
+     * device would run its driver's open. Then only a regular file is opened, again with
+     * O_NOFOLLOW | O_NONBLOCK (the name may have changed in between), and fstat must show
+     * the same file, still regular. */
+    struct stat named;
+    if (lstat(jpath, &named) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
+        return oz__fail_errno(err, errno, "cannot look at the edit journal %s", jpath);
+    }
     *found = 1;
+    OZ_RETURN_ERROR_IF(!S_ISREG(named.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
+                       "%s is %s, not an edit journal: move it away to edit (A-55)", jpath,
+                       kind_of(named.st_mode));
+    int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
     struct stat st;
     uint8_t b[JOURNAL_SIZE + 1];
     ssize_t n = -1;
@@ -161,10 +173,11 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
     }
     close(jfd);
     if (e) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
-    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s is %s, not an edit journal: move it away to edit (A-55)", jpath,
-                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                                                   : "not a regular file");
+    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
+                           st.st_ino != named.st_ino,
+                       err, OC_ERR_IO, OC_NO_OFFSET,
+                       "%s changed while it was read (now %s): move it away to edit (A-55)",
+                       jpath, S_ISREG(st.st_mode) ? "another file" : kind_of(st.st_mode));
     OZ_RETURN_ERROR_IF(n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
                            oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4),
                        err, OC_ERR_IO, OC_NO_OFFSET,

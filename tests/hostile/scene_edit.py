@@ -9,7 +9,7 @@ point (ONNXZ_TEST_STOP, spec/onnxz.md A-58: it raises SIGSTOP there), the compet
 runs, and the first is continued (SIGCONT).
 
   journal_*   spec/onnxz.md A-55, A-56 and security.md "Side files": a FIFO, a dangling
-              link or a directory at the journal's name; a forged journal beside a complete
+              link, a directory or a device at the journal's name; a forged journal beside a complete
               archive; a torn tail with its genuine journal, and with one that does not fit
   edit_*      A-58: two edits at once (archive, .onnx); readers against a compacting edit,
               and against an edit half-way through appending; --append-only beside readers
@@ -264,6 +264,39 @@ def journal_torn():
             check(snapshot(d) == before, "torn, journal does not fit: something changed")
 
 
+def journal_device():
+    """A character device (/dev/null's numbers) at the journal's name: the edit refuses it
+    as not a regular file without ever opening it (an open runs the device's driver),
+    which strace shows (security.md "Side files")."""
+    d = scene("journal_device")
+    arc = archive(d)
+    j = arc + "-journal"
+    try:
+        os.mknod(j, 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))
+    except OSError as e:
+        print(f"skip journal_device: cannot make a device node here ({e})")
+        return
+    before = snapshot(d)
+    strace = shutil.which("strace")
+    trace = os.path.join(d, "trace")
+    cmd = [strace, "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", trace] if strace else []
+    p = subprocess.run(cmd + [ONNXZ, "meta", arc, "--set", "k=v"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    if strace and p.returncode != 1 and "ptrace" in p.stderr:
+        print(f"skip journal_device's strace part: {p.stderr.strip()}")
+        p = subprocess.run([ONNXZ, "meta", arc, "--set", "k=v"], capture_output=True, text=True)
+        strace = None
+    check(p.returncode == 1 and one_error(p.stderr, j, "not a regular file", "A-55"),
+          f"device journal: meta must refuse it: rc={p.returncode} {p.stderr.strip()}")
+    if strace:
+        opened = [l for l in open(trace) if j in l]
+        check(not opened, f"device journal: opened: {opened}")
+        os.remove(trace)
+    else:
+        print("skip journal_device's open check: no strace")
+    check(snapshot(d) == before, "device journal: something changed")
+
+
 def tensors_by_zipfile_bytes(data):
     import io
     with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -397,7 +430,8 @@ def save_mode_owner_links():
 
 
 os.makedirs(WORK, exist_ok=True)
-for f in (journal_not_a_file, journal_forged, journal_torn, edit_two_editors,
+for f in (journal_not_a_file, journal_forged, journal_torn, journal_device,
+          edit_two_editors,
           edit_readers_vs_compaction, edit_reader_during_append, save_mode_owner_links):
     before = len(failures)
     f()
