@@ -9,8 +9,10 @@ point (ONNXZ_TEST_STOP, spec/onnxz.md A-58: it raises SIGSTOP there), the compet
 runs, and the first is continued (SIGCONT).
 
   journal_*   spec/onnxz.md A-55, A-56 and security.md "Side files": a FIFO, a dangling
-              link, a directory or a device at the journal's name; a forged journal beside a complete
-              archive; a torn tail with its genuine journal, and with one that does not fit
+              link, a directory or a device at the journal's name; a forged journal beside
+              a complete archive, and beside one that onnxz refuses but other readers read
+              (entries appended after its end); a torn tail with its genuine journal, and
+              with one that does not fit
   edit_*      A-58: two edits at once (archive, .onnx); readers against a compacting edit,
               and against an edit half-way through appending; --append-only beside readers
   save_*      W-32 (spec/onnx-wire.md): a save keeps the replaced file's mode and owner, and
@@ -255,6 +257,9 @@ def journal_torn():
         rc, _, err = run("meta", arc, "--set", "next=1", "-q")
         if fits:
             check(rc == 0, f"torn: the next edit: {err.strip()}")
+            check(err.strip() == f"onnxz: {arc}: rolled back an interrupted edit: removed its "
+                  f"torn tail, the bytes from offset {len(old)} to the end at {len(torn)} (A-56)",
+                  f"torn: the rollback must be reported, even with -q: {err.strip()}")
             got = props(model_by_zipfile(arc))
             check(got.get("next") == "1" and "torn" not in got, f"torn: after the rollback: {got}")
             check(not os.path.exists(arc + "-journal"), "torn: the journal stayed")
@@ -262,6 +267,58 @@ def journal_torn():
         else:
             check(rc == 1 and one_error(err, "Z-6"), f"torn, journal does not fit: rc={rc} {err.strip()}")
             check(snapshot(d) == before, "torn, journal does not fit: something changed")
+
+
+def append_entries(old, name, bodies, trailer=b""):
+    """old (an archive with no comment) followed by STORED entries all named `name`, a new
+    central directory (the old headers, then theirs) and end record, then `trailer`: what
+    another ZIP tool could leave after an interrupted edit's torn tail was cut, or an
+    attacker appends so that the file is more than onnxz takes it for."""
+    count, cd_size, cd_off = struct.unpack("<HII", old[-12:-2])
+    data, central = bytearray(old), bytearray(old[cd_off:cd_off + cd_size])
+    for body in bodies:
+        crc, at, n = zlib.crc32(body), len(data), name.encode()
+        data += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0x21, crc, len(body),
+                            len(body), len(n), 0) + n + body
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0x21, crc,
+                               len(body), len(body), len(n), 0, 0, 0, 0, 0, at) + n
+    n = count + len(bodies)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, n, n, len(central), len(data), 0)
+    return bytes(data + central + end + trailer)
+
+
+def journal_foreign_end():
+    """A genuine-looking journal (the 40 bytes anyone can compute: old size, the model's
+    offset, an unkeyed CRC) beside an archive to which ZIP entries were appended, with a
+    central directory and end record of their own: python's zipfile and unzip read them,
+    onnxz refuses the file (Z-71, duplicate names), and the journal's numbers fit. An edit
+    must not roll back to the old end (that would cut the appended entries away for every
+    reader): it is refused, naming the journal, and nothing changes (A-56). The same with
+    a few stray bytes after the appended end record (readers that search for the last end
+    signature still take it)."""
+    for what, trailer in (("appended end", b""), ("stray bytes after it", b"\0" * 7)):
+        d = scene("journal_foreign_end" + ("_trailer" if trailer else ""))
+        arc = archive(d)
+        old = open(arc, "rb").read()
+        m_off = model_offset(arc)
+        new = append_entries(old, "notes.txt", (b"first note\n", b"second note\n"), trailer)
+        open(arc, "wb").write(new)
+        open(arc + "-journal", "wb").write(forged(len(old), len(new) + 1, m_off,
+                                                  zlib.crc32(old[m_off:])))
+        with zipfile.ZipFile(arc) as z:
+            names = [i.filename for i in z.infolist()]
+        check(names.count("notes.txt") == 2, f"foreign end ({what}): zipfile reads {names}")
+        if shutil.which("unzip") and not trailer:
+            u = subprocess.run(["unzip", "-t", arc], capture_output=True, text=True)
+            check(u.returncode == 0, f"foreign end ({what}): unzip -t: {u.stdout}")
+        rc, _, err = run("info", arc)
+        check(rc == 1, f"foreign end ({what}): onnxz opens the file: rc={rc}")
+        before = snapshot(d)
+        rc, _, err = run("meta", arc, "--set", "k=v", "-q")
+        check(rc == 1 and one_error(err, arc + "-journal", "nothing cut", f"cut it to {len(old)} bytes", "A-56"),
+              f"foreign end ({what}): the edit must be refused, naming the journal: rc={rc} {err.strip()}")
+        check(snapshot(d) == before,
+              f"foreign end ({what}): the file changed ({len(new)} -> {os.path.getsize(arc)} bytes)")
 
 
 def journal_device():
@@ -430,8 +487,8 @@ def save_mode_owner_links():
 
 
 os.makedirs(WORK, exist_ok=True)
-for f in (journal_not_a_file, journal_forged, journal_torn, journal_device,
-          edit_two_editors,
+for f in (journal_not_a_file, journal_forged, journal_torn, journal_foreign_end,
+          journal_device, edit_two_editors,
           edit_readers_vs_compaction, edit_reader_during_append, save_mode_owner_links):
     before = len(failures)
     f()
