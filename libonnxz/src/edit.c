@@ -361,10 +361,9 @@ static oc_status recover(edit *ed, oc_error *err) {
             return OC_OK; /* not ours to mend: the archive's own fault is reported next */
         uint64_t end = zip_end_after(ed->fd, j.old_size, size);
         OZ_RETURN_ERROR_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end,
-                           "%s: its edit was interrupted, but another ZIP end follows "
-                           "(another program's?): nothing cut; remove the journal if the file "
-                           "is right, or cut it to %llu bytes (A-56)",
-                           ed->jpath, (unsigned long long)j.old_size);
+                           "another ZIP end follows an interrupted edit: nothing cut; to undo "
+                           "the edit cut the file to %llu bytes, else remove the journal %s "
+                           "(A-56)", (unsigned long long)j.old_size, ed->jpath);
         OZ_FORWARD(cut(ed, j.old_size, err));
         ed->cut_from = j.old_size;
         ed->cut_to = size;
