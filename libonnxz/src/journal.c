@@ -12,15 +12,21 @@
  * The journal is untrusted input like the archive: a file of another size, another magic
  * or a wrong checksum is not a journal, and its numbers are checked against the archive.
  * It is never followed through a link, never opened so that a FIFO could block, and only
- * ever created anew (O_EXCL): a name that is anything else is refused, never removed.
+ * ever created anew (written under a temporary name and linked to its own, which fails
+ * if the name exists): a name that is anything else is refused, never removed.
  */
 #define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <onnxcore/cleanup.h>
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
@@ -104,8 +110,28 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
     p = oz__put64(p, j->check_from);
     p = oz__put32(p, j->check_crc);
     oz__put32(p, oz__crc32(0, b, JOURNAL_SIZE - 4));
-    int fd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) return oz__fail_errno(err, errno, "cannot create the edit journal %s", jpath);
+    /* Written whole under a temporary name, then linked to its name: link() fails when the
+     * name exists, as O_EXCL does, and a crash never leaves the journal's name holding part
+     * of a journal (an empty one would stop every later edit, A-55). The temporary is in the
+     * signal cleanup registry while it exists; SIGKILL can leave it, under its own name. */
+    size_t tn = strlen(jpath) + 32;
+    char *tmp = malloc(tn);
+    if (!tmp) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = ((uint64_t)getpid() << 20) ^ (uint64_t)attempt ^ (uint64_t)(uintptr_t)tmp;
+        snprintf(tmp, tn, "%s.tmp-%012llx", jpath, (unsigned long long)(r & 0xffffffffffffull));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return oz__fail_errno(err, e, "cannot create the edit journal %s", jpath);
+    }
+    oc_cleanup_entry *ce = oc_cleanup_register(tmp, 0);
     ssize_t n;
     do {
         n = write(fd, b, JOURNAL_SIZE);
@@ -116,9 +142,15 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
         n = -1;
     }
     close(fd);
+    if (n == (ssize_t)JOURNAL_SIZE && link(tmp, jpath) != 0) {
+        e = errno;
+        n = -1;
+    }
+    unlink(tmp);
+    oc_cleanup_forget(ce);
+    free(tmp);
     if (n != (ssize_t)JOURNAL_SIZE) {
-        unlink(jpath);
-        return e ? oz__fail_errno(err, e, "cannot write the edit journal %s", jpath)
+        return e ? oz__fail_errno(err, e, "cannot create the edit journal %s", jpath)
                  : oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "cannot write the edit journal %s",
                             jpath);
     }
