@@ -32,6 +32,7 @@
 #include "internal/cursor.h"
 #include "internal/error.h"
 #include "internal/journal.h"
+#include "internal/lock.h"
 
 #define JOURNAL_SIZE 40u
 static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
@@ -132,6 +133,7 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
         return oz__fail_errno(err, e, "cannot create the edit journal %s", jpath);
     }
     oc_cleanup_entry *ce = oc_cleanup_register(tmp, 0);
+    oc__test_point("journal-opened"); /* hostile_edit: killed here, no journal is left */
     ssize_t n;
     do {
         n = write(fd, b, JOURNAL_SIZE);

@@ -269,6 +269,24 @@ def journal_torn():
             check(snapshot(d) == before, "torn, journal does not fit: something changed")
 
 
+def journal_killed_while_written():
+    """An edit killed while it writes its journal (stopped once the journal's file is
+    created, then SIGKILL) leaves no journal name behind, only at most its hidden
+    temporary: the next edit goes ahead. (A journal created under its own name and killed
+    before its 40 bytes were written stopped every later edit.)"""
+    d = scene("journal_killed_while_written")
+    arc = archive(d)
+    old = open(arc, "rb").read()
+    p = stopped_at("journal-opened", "meta", arc, "--doc-string", BIG, "--set", "k=1")
+    os.kill(p.pid, signal.SIGKILL)
+    p.communicate()
+    check(open(arc, "rb").read() == old, "killed while writing the journal: the archive changed")
+    check(not os.path.lexists(arc + "-journal"), "killed while writing the journal: a journal name is left")
+    rc, _, err = run("meta", arc, "--set", "next=1", "-q")
+    check(rc == 0, f"killed while writing the journal: the next edit fails: {err.strip()}")
+    check(props(model_by_zipfile(arc)).get("next") == "1", "killed while writing the journal: the next edit is not there")
+
+
 def append_entries(old, name, bodies, trailer=b""):
     """old (an archive with no comment) followed by STORED entries all named `name`, a new
     central directory (the old headers, then theirs) and end record, then `trailer`: what
@@ -489,8 +507,8 @@ def save_mode_owner_links():
 
 
 os.makedirs(WORK, exist_ok=True)
-for f in (journal_not_a_file, journal_forged, journal_torn, journal_foreign_end,
-          journal_device, edit_two_editors,
+for f in (journal_not_a_file, journal_forged, journal_torn, journal_killed_while_written,
+          journal_foreign_end, journal_device, edit_two_editors,
           edit_readers_vs_compaction, edit_reader_during_append, save_mode_owner_links):
     before = len(failures)
     f()
