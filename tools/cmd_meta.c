@@ -265,6 +265,12 @@ static int meta_file(const cli_args *args, const char *path)
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
         ao.append_only = args->seen[META_OPT_APPEND_ONLY];
         st = oz_archive_edit_begin(path, &ao, &ed, &err);
+        uint64_t cut_from, cut_to;
+        if (st == OC_OK && oz_archive_edit_rolled_back(ed, &cut_from, &cut_to))
+            cli_note(args->verbosity, CLI_QUIET, /* always: bytes were removed */
+                     "%s: rolled back an interrupted edit: removed its torn tail, the "
+                     "bytes from offset %llu to the end at %llu (A-56)", path,
+                     (unsigned long long)cut_from, (unsigned long long)cut_to);
         if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
     } else if (form == CLI_FORM_ONNXZ) {
         st = cli_archive_open(path, &ar, &err);

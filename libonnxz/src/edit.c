@@ -121,6 +121,8 @@ struct oz_archive_edit {
     uint16_t comment_len;
     uint8_t *lh;         /* scratch: a local header */
     uint8_t *cd;         /* scratch: the central directory and end records */
+    uint64_t cut_from;   /* a rollback removed bytes [cut_from, cut_to) */
+    uint64_t cut_to;     /* (both 0: none) */
 };
 typedef struct oz_archive_edit edit;
 
@@ -287,11 +289,65 @@ static int opens_as_archive(const edit *ed, uint64_t size) {
     return ok;
 }
 
+/* True when `count` central headers, by the generic ZIP structure (signature, three
+ * lengths), fill exactly [at, at + size) of the file, which ends by `end`. */
+static int central_parses(int fd, uint64_t at, uint64_t size, uint64_t count, uint64_t end) {
+    if (at > end || size > end - at) return 0;
+    uint64_t used = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint8_t h[OZ_CENTRAL_SIZE];
+        if (size - used < OZ_CENTRAL_SIZE ||
+            pread(fd, h, OZ_CENTRAL_SIZE, (off_t)(at + used)) != (ssize_t)OZ_CENTRAL_SIZE ||
+            oz__le32(h) != OZ_SIG_CENTRAL)
+            return 0;
+        used += OZ_CENTRAL_SIZE + (uint64_t)oz__le16(h + 28) + oz__le16(h + 30) +
+                oz__le16(h + 32);
+        if (used > size) return 0;
+    }
+    return used == size;
+}
+
+/* A-56: the offset of an end of central directory record at or after `from` that some ZIP
+ * reader would take as the file's end (UINT64_MAX: none). Readers differ in which record
+ * they take (the last whose comment reaches the end of the file; the last signature in
+ * the file's last 22 + 65,535 bytes), and some let the central directory sit right before
+ * the record whatever offset it states; so any signature in that window counts whose
+ * central directory parses by the generic structure at either place. A zip64 end (a
+ * saturated field) counts unparsed. Unreadable bytes count as none. */
+static uint64_t zip_end_after(int fd, uint64_t from, uint64_t size) {
+    const uint64_t window = OZ_EOCD_SIZE + 65535u;
+    uint64_t lo = size > window ? size - window : 0;
+    if (lo < from) lo = from;
+    if (size < lo + OZ_EOCD_SIZE) return UINT64_MAX;
+    size_t n = (size_t)(size - lo);
+    uint8_t *b = malloc(n);
+    if (!b || pread(fd, b, n, (off_t)lo) != (ssize_t)n) {
+        free(b);
+        return UINT64_MAX;
+    }
+    uint64_t found = UINT64_MAX;
+    for (size_t i = n - OZ_EOCD_SIZE + 1; i-- > 0 && found == UINT64_MAX;) {
+        const uint8_t *r = b + i;
+        if (oz__le32(r) != OZ_SIG_EOCD) continue;
+        uint64_t at = lo + i, count = oz__le16(r + 10);
+        uint64_t cd_size = oz__le32(r + 12), cd_off = oz__le32(r + 16);
+        if (count == OZ_MAX16 || cd_size == OZ_MAX32 || cd_off == OZ_MAX32 ||
+            central_parses(fd, cd_off, cd_size, count, at) ||
+            (cd_size <= at && central_parses(fd, at - cd_size, cd_size, count, at)))
+            found = at;
+    }
+    free(b);
+    return found;
+}
+
 /* A-56: the journal of an interrupted edit. The file is cut back to the journal's old
- * size only when that provably restores the archive this library had before: the file is
- * no archive as it is, the journal fits it (its CRC of the old model's bytes included),
- * and the first old_size bytes are an archive. A journal of ours whose edit completed is
- * removed; anything else at the journal's name is refused and left alone. */
+ * size only when that provably removes nothing but the torn tail of this library's own
+ * append: the file is no archive as it is; the journal fits it (its CRC of the old
+ * model's bytes included); nothing past the old end is a ZIP end another reader could
+ * take (bytes appended by another program after the crash are not cut away: the edit is
+ * refused instead); and the first old_size bytes are an archive. A journal of ours whose
+ * edit completed is removed; anything else at the journal's name is refused and left
+ * alone. */
 static oc_status recover(edit *ed, oc_error *err) {
     oz__journal j;
     int found;
@@ -299,11 +355,18 @@ static oc_status recover(edit *ed, oc_error *err) {
     if (!found) return OC_OK;
     struct stat st;
     if (fstat(ed->fd, &st) != 0) return oz__fail_errno(err, errno, "cannot stat %s", ed->path);
+    uint64_t size = (uint64_t)st.st_size;
     if (!opens_as_archive(ed, UINT64_MAX)) {
-        if (!oz__journal_applies(&j, ed->fd, (uint64_t)st.st_size) ||
-            !opens_as_archive(ed, j.old_size))
+        if (!oz__journal_applies(&j, ed->fd, size) || !opens_as_archive(ed, j.old_size))
             return OC_OK; /* not ours to mend: the archive's own fault is reported next */
+        uint64_t end = zip_end_after(ed->fd, j.old_size, size);
+        OZ_RETURN_ERROR_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end,
+                           "another ZIP end follows an interrupted edit: nothing cut; to undo "
+                           "the edit cut the file to %llu bytes, else remove the journal %s "
+                           "(A-56)", (unsigned long long)j.old_size, ed->jpath);
         OZ_FORWARD(cut(ed, j.old_size, err));
+        ed->cut_from = j.old_size;
+        ed->cut_to = size;
     }
     return oz__journal_remove(ed->jpath, err);
 }
@@ -454,6 +517,13 @@ oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts
     oc__test_point("edit-begun");
     *out = ed;
     return OC_OK;
+}
+
+int oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to) {
+    if (!ed || ed->cut_to == 0) return 0;
+    if (from) *from = ed->cut_from;
+    if (to) *to = ed->cut_to;
+    return 1;
 }
 
 const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed) {

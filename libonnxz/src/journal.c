@@ -12,20 +12,27 @@
  * The journal is untrusted input like the archive: a file of another size, another magic
  * or a wrong checksum is not a journal, and its numbers are checked against the archive.
  * It is never followed through a link, never opened so that a FIFO could block, and only
- * ever created anew (O_EXCL): a name that is anything else is refused, never removed.
+ * ever created anew (written under a temporary name and linked to its own, which fails
+ * if the name exists): a name that is anything else is refused, never removed.
  */
 #define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <onnxcore/cleanup.h>
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
 #include "internal/error.h"
 #include "internal/journal.h"
+#include "internal/lock.h"
 
 #define JOURNAL_SIZE 40u
 static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
@@ -104,8 +111,29 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
     p = oz__put64(p, j->check_from);
     p = oz__put32(p, j->check_crc);
     oz__put32(p, oz__crc32(0, b, JOURNAL_SIZE - 4));
-    int fd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) return oz__fail_errno(err, errno, "cannot create the edit journal %s", jpath);
+    /* Written whole under a temporary name, then linked to its name: link() fails when the
+     * name exists, as O_EXCL does, and a crash never leaves the journal's name holding part
+     * of a journal (an empty one would stop every later edit, A-55). The temporary is in the
+     * signal cleanup registry while it exists; SIGKILL can leave it, under its own name. */
+    size_t tn = strlen(jpath) + 32;
+    char *tmp = malloc(tn);
+    if (!tmp) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = ((uint64_t)getpid() << 20) ^ (uint64_t)attempt ^ (uint64_t)(uintptr_t)tmp;
+        snprintf(tmp, tn, "%s.tmp-%012llx", jpath, (unsigned long long)(r & 0xffffffffffffull));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return oz__fail_errno(err, e, "cannot create the edit journal %s", jpath);
+    }
+    oc_cleanup_entry *ce = oc_cleanup_register(tmp, 0);
+    oc__test_point("journal-opened"); /* hostile_edit: killed here, no journal is left */
     ssize_t n;
     do {
         n = write(fd, b, JOURNAL_SIZE);
@@ -116,9 +144,15 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
         n = -1;
     }
     close(fd);
+    if (n == (ssize_t)JOURNAL_SIZE && link(tmp, jpath) != 0) {
+        e = errno;
+        n = -1;
+    }
+    unlink(tmp);
+    oc_cleanup_forget(ce);
+    free(tmp);
     if (n != (ssize_t)JOURNAL_SIZE) {
-        unlink(jpath);
-        return e ? oz__fail_errno(err, e, "cannot write the edit journal %s", jpath)
+        return e ? oz__fail_errno(err, e, "cannot create the edit journal %s", jpath)
                  : oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "cannot write the edit journal %s",
                             jpath);
     }
@@ -135,18 +169,30 @@ oc_status oz__journal_remove(const char *jpath, oc_error *err) {
     return OC_OK;
 }
 
+/* What is at the journal's name, for the message that refuses it. */
+static const char *kind_of(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+                         : S_ISLNK(mode) ? "a symbolic link" : "not a regular file";
+}
+
 oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_error *err) {
     *found = 0;
-    /* O_NOFOLLOW: a link is refused (ELOOP), even a dangling one; O_NONBLOCK: a FIFO
-     * opens at once and is then refused for what it is. */
-    int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (jfd < 0 && (errno == ENOENT || errno == ENOTDIR)) return OC_OK;
-    if (jfd < 0 && errno == ELOOP)
-        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "%s is a symbolic link, not an edit journal: move it away to edit "
-                        "(A-55)", jpath);
-    if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
+    /* The name is looked at before anything is opened (as external data is, E-18): a
+     * device, a FIFO, a socket or a link at it is refused without an open(), which on a
+     * device would run its driver's open. Then only a regular file is opened, again with
+     * O_NOFOLLOW | O_NONBLOCK (the name may have changed in between), and fstat must show
+     * the same file, still regular. */
+    struct stat named;
+    if (lstat(jpath, &named) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
+        return oz__fail_errno(err, errno, "cannot look at the edit journal %s", jpath);
+    }
     *found = 1;
+    OZ_RETURN_ERROR_IF(!S_ISREG(named.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
+                       "%s is %s, not an edit journal: move it away to edit (A-55)", jpath,
+                       kind_of(named.st_mode));
+    int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
     struct stat st;
     uint8_t b[JOURNAL_SIZE + 1];
     ssize_t n = -1;
@@ -161,10 +207,11 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
     }
     close(jfd);
     if (e) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
-    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s is %s, not an edit journal: move it away to edit (A-55)", jpath,
-                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                                                   : "not a regular file");
+    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
+                           st.st_ino != named.st_ino,
+                       err, OC_ERR_IO, OC_NO_OFFSET,
+                       "%s changed while it was read (now %s): move it away to edit (A-55)",
+                       jpath, S_ISREG(st.st_mode) ? "another file" : kind_of(st.st_mode));
     OZ_RETURN_ERROR_IF(n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
                            oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4),
                        err, OC_ERR_IO, OC_NO_OFFSET,

@@ -135,6 +135,10 @@ typedef struct oz_archive_edit oz_archive_edit;
  * pass every check of oz_archive_open. *out: free it with oz_archive_edit_end. */
 oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
                                 oz_archive_edit **out, oc_error *err);
+/* When oz_archive_edit_begin rolled back an interrupted edit (A-56): 1, and the bytes it
+ * cut from the end of the file were [*from, *to) (either pointer may be NULL). Else 0.
+ * Callers that talk to a user should say so: those bytes are gone. */
+int oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to);
 /* The archive being edited, as it is before the commit (read with pread, so loaded
  * models hold copies); NULL once oz_archive_edit_commit has been called. Owned by ed. */
 const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed);
