@@ -81,11 +81,25 @@ oc_status stub_records_attach(const stub_records *r, oc_model *model)
 
 /* ---- the check ------------------------------------------------------------------- */
 
-/* One location the model names, and the archive it is (NULL: not an archive). */
+/* One location the model names, and the archive it is (NULL: not an archive). The two
+ * arrays keep the check linear in the tensors however they share entries (K-1): */
 typedef struct stub_location {
     const oc_str *location;
     oz_archive *archive;
+    /* Entry offsets sorted, for a model without records: each tensor's entry is found by
+     * binary search, not by scanning every entry. Built on first use; NULL until then. */
+    struct entry_at *by_offset;
+    uint64_t nby_offset;
+    /* One flag per entry: its CRC-32 has been checked and matched. Many tensors may name
+     * one entry; its bytes are read once, not once per tensor. (A mismatch ends the
+     * check, so no failed result is ever needed again.) NULL until first use. */
+    uint8_t *crc_ok;
 } stub_location;
+
+/* An entry's data offset and its index in the central directory. */
+struct entry_at {
+    uint64_t offset, index;
+};
 
 typedef struct stub_checker {
     const char *path;
@@ -163,17 +177,17 @@ static const stub_record *find_record(const stub_checker *c, uint64_t offset)
     return bsearch(&key, c->records.items, (size_t)c->records.count, sizeof key, by_offset);
 }
 
-/* The archive a location names, opened once; NULL when it is not one. */
-static int location_archive(stub_checker *c, const oc_str *loc, oz_archive **out)
+/* The location loc names, its archive opened once (archive NULL when it is not one). */
+static int location_archive(stub_checker *c, const oc_str *loc, stub_location **where)
 {
     stub_location *grown;
     char *file;
     oc_error err;
-    *out = NULL;
+    oz_archive *archive = NULL;
     for (uint64_t i = 0; i < c->nlocations; i++) {
         if (c->locations[i].location->size == loc->size &&
             memcmp(c->locations[i].location->data, loc->data, loc->size) == 0) {
-            *out = c->locations[i].archive;
+            *where = &c->locations[i];
             return CLI_EXIT_OK;
         }
     }
@@ -188,8 +202,8 @@ static int location_archive(stub_checker *c, const oc_str *loc, oz_archive **out
     /* The load before this one resolved every location safely (E-10, E-11). */
     sprintf(file, "%s/%.*s", c->dir, (int)loc->size, loc->data);
     oc_error_clear(&err);
-    if (oz_is_archive_file(file) && oz_archive_open(file, NULL, out, &err) != OC_OK) {
-        *out = NULL;
+    if (oz_is_archive_file(file) && oz_archive_open(file, NULL, &archive, &err) != OC_OK) {
+        archive = NULL;
         /* Without records, a data file that only starts like a ZIP (a tensor's first
          * bytes) is ordinary data; a stub's archive must open (A-62). */
         if (c->has_records) {
@@ -200,29 +214,61 @@ static int location_archive(stub_checker *c, const oc_str *loc, oz_archive **out
         }
     }
     free(file);
+    memset(&c->locations[c->nlocations], 0, sizeof c->locations[c->nlocations]);
     c->locations[c->nlocations].location = loc;
-    c->locations[c->nlocations].archive = *out;
-    c->nlocations++;
+    c->locations[c->nlocations].archive = archive;
+    *where = &c->locations[c->nlocations++];
     return CLI_EXIT_OK;
 }
 
+static int by_entry_offset(const void *a, const void *b)
+{
+    const struct entry_at *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Sorts the archive's entries but its model by data offset, once per location: then
+ * equal offsets keep central directory order, the one a scan would have found first. */
+static oc_status index_offsets(stub_location *l)
+{
+    const oz_zip_reader *zip = oz_archive_zip(l->archive);
+    uint64_t n = oz_zip_reader_count(zip);
+    oz_zip_entry e;
+    oc_error err;
+    l->by_offset = malloc((size_t)(n ? n : 1) * sizeof *l->by_offset);
+    if (!l->by_offset) return OC_ERR_NOMEM;
+    oc_error_clear(&err);
+    for (uint64_t i = 0; i < n; i++) {
+        if (oz_zip_reader_entry(zip, i, &e, &err) != OC_OK || strcmp(e.name, OZ_MODEL_ENTRY) == 0)
+            continue;
+        l->by_offset[l->nby_offset].offset = e.data_offset;
+        l->by_offset[l->nby_offset++].index = i;
+    }
+    qsort(l->by_offset, (size_t)l->nby_offset, sizeof *l->by_offset, by_entry_offset);
+    return OC_OK;
+}
+
 /* The entry a tensor's reference means: the recorded one (by name), or without records
- * the one whose data starts at the offset. */
-static int find_entry(const oz_zip_reader *zip, const stub_record *rec, uint64_t offset,
+ * the first one (central directory order) whose data starts at the offset. 1 when found,
+ * 0 when not, -1 when out of memory. */
+static int find_entry(stub_location *l, const stub_record *rec, uint64_t offset,
                       uint64_t *index)
 {
     oc_error err;
-    oz_zip_entry e;
+    uint64_t lo = 0, hi;
     oc_error_clear(&err);
-    if (rec) return oz_zip_reader_find(zip, rec->name, index, &err) == OC_OK;
-    for (uint64_t i = 0; i < oz_zip_reader_count(zip); i++) {
-        if (oz_zip_reader_entry(zip, i, &e, &err) == OC_OK && e.data_offset == offset &&
-            strcmp(e.name, OZ_MODEL_ENTRY) != 0) {
-            *index = i;
-            return 1;
-        }
+    if (rec) return oz_zip_reader_find(oz_archive_zip(l->archive), rec->name, index, &err) == OC_OK;
+    if (!l->by_offset && index_offsets(l) != OC_OK) return -1;
+    /* The first element whose offset is not below the one sought. */
+    for (hi = l->nby_offset; lo < hi;) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (l->by_offset[mid].offset < offset) lo = mid + 1;
+        else hi = mid;
     }
-    return 0;
+    if (lo == l->nby_offset || l->by_offset[lo].offset != offset) return 0;
+    *index = l->by_offset[lo].index;
+    return 1;
 }
 
 static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
@@ -231,16 +277,16 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
     const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
     const stub_record *rec;
     const oz_zip_reader *zip;
-    oz_archive *ar;
+    stub_location *l = NULL;
     oz_zip_entry e;
     uint64_t offset, length, index = 0;
-    int has_offset, has_length;
+    int has_offset, has_length, found;
     char qt[OC_QUOTE_SIZE], qe[OC_QUOTE_SIZE], ql[OC_QUOTE_SIZE];
     oc_error err;
     if (!loc) return OC_OK;
-    if (location_archive(c, loc, &ar) != CLI_EXIT_OK) return OC_ERR_IO;
-    if (!ar) return OC_OK;
-    zip = oz_archive_zip(ar);
+    if (location_archive(c, loc, &l) != CLI_EXIT_OK) return OC_ERR_IO;
+    if (!l->archive) return OC_OK;
+    zip = oz_archive_zip(l->archive);
     oc_error_clear(&err);
     oc_quote(t->name.data, t->name.size, qt, sizeof qt);
     oc_quote(loc->data, loc->size, ql, sizeof ql);
@@ -256,8 +302,13 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
                      "offset %" PRIu64 " (A-62)", qt, ql, offset);
         return OC_ERR_INCONSISTENT;
     }
-    if (!find_entry(zip, rec, offset, &index) ||
-        oz_zip_reader_entry(zip, index, &e, &err) != OC_OK) {
+    found = find_entry(l, rec, offset, &index);
+    if (found < 0 || (!l->crc_ok && !(l->crc_ok = calloc((size_t)oz_zip_reader_count(zip) + 1, 1)))) {
+        c->failed = 1;
+        cli_fail_msg(c->path, "out of memory");
+        return OC_ERR_NOMEM;
+    }
+    if (!found || oz_zip_reader_entry(zip, index, &e, &err) != OC_OK) {
         c->failed = 1;
         if (rec)
             cli_fail_msg(c->path, "tensor '%s': %s has no entry '%s' any more: the archive "
@@ -285,11 +336,12 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
         return OC_ERR_INCONSISTENT;
     }
     /* The bytes the runtime reads are the entry's own: their CRC-32 is the entry's. */
-    if (oz_zip_reader_verify(zip, index, &err) != OC_OK) {
+    if (!l->crc_ok[index] && oz_zip_reader_verify(zip, index, &err) != OC_OK) {
         c->failed = 1;
         cli_fail_msg(c->path, "tensor '%s': %s", qt, err.message);
         return OC_ERR_CHECKSUM;
     }
+    l->crc_ok[index] = 1;
     c->checked++;
     return OC_OK;
 }
@@ -317,7 +369,11 @@ int stub_check(const char *path, const char *data_dir, oc_model *model,
         oc_visit_tensors(&onnx_ModelProto_desc, m, check_tensor, &c) != OC_OK)
         rc = CLI_EXIT_FAILURE;
     if (rc != CLI_EXIT_OK && !c.failed) rc = cli_fail_msg(path, "cannot check the stub");
-    for (uint64_t i = 0; i < c.nlocations; i++) oz_archive_close(c.locations[i].archive);
+    for (uint64_t i = 0; i < c.nlocations; i++) {
+        oz_archive_close(c.locations[i].archive);
+        free(c.locations[i].by_offset);
+        free(c.locations[i].crc_ok);
+    }
     free(c.locations);
     stub_records_free(&c.records);
     free(dir);

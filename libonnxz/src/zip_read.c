@@ -186,7 +186,8 @@ static oc_status anchored(const oz_zip_reader *r, uint64_t at, int *yes, oc_erro
 /* Z-60..Z-62: the end record is the last one in the file whose comment reaches exactly the
  * end of the file (the one every ZIP reader finds first, searching backwards). Another
  * such record before it (in an entry's data: a tensor's bytes, a metadata value) is
- * ignored when the last one is anchored (anchored()); otherwise the archive is ambiguous. */
+ * ignored when the last one is anchored (anchored()); otherwise the archive is ambiguous,
+ * as it is when a signature lies in the last one's comment. */
 static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
     if (r->size < OZ_EOCD_SIZE) {
         OZ_RETURN_ERROR_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size,
@@ -221,7 +222,21 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
         }
         if (pos == 0) break;
     }
+    /* Z-61: python's zipfile, unzip and others take the last end record signature in the
+     * file wherever its comment ends, so with a comment, no signature may begin after the
+     * record's own (in its comment or overlapping it): they would read another archive.
+     * (An empty comment leaves room for one only in the record's own fields, and zipfile
+     * tries the file's last 22 bytes first: not checked, so a central directory at an
+     * offset spelling the signature stays readable.) */
+    uint64_t later_at = 0;
+    if (found && oz__le16(tail + (found_at - tail_off) + 20) != 0)
+        for (uint64_t pos = tail_len - 4; pos > found_at - tail_off && !later_at; pos--)
+            if (oz__le32(tail + pos) == OZ_SIG_EOCD) later_at = tail_off + pos;
     free(tmp);
+    OZ_RETURN_ERROR_IF(later_at, err, OC_ERR_MALFORMED, later_at,
+                       "an end of central directory signature lies in the comment of the end "
+                       "record at %llu: ZIP readers that take the last signature would read "
+                       "another archive (Z-61)", (unsigned long long)found_at);
     if (found) {
         int yes = 1;
         if (found > 1) OZ_FORWARD(anchored(r, found_at, &yes, err));

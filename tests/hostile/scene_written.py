@@ -225,6 +225,59 @@ def archive_checks(exe, d, out, what):
         check(r.returncode == 0 and b"Everything is Ok" in r.stdout, f"{what}: 7z t")
 
 
+def oracles_read(path):
+    """What python zipfile and unzip -l read in path: (zipfile names or an error text,
+    unzip -l exit status and output)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            py = sorted(z.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        py = f"error: {e}"
+    r = subprocess.run(["unzip", "-l", path], capture_output=True)
+    return py, r.returncode, r.stdout.decode(errors="replace").strip()
+
+
+def comment_signature(exe, work):
+    """Z-61: an end record signature inside the end record's comment. Python's zipfile
+    and unzip take the last signature in the file, so with one in the comment they read
+    another archive (none, or an error), while the end record ending the file names
+    ours (unzip only when a whole record fits after the signature). onnxz must refuse every such archive (naming the signature's offset) and accept
+    the same comment without it. The archives onnxz writes carry no comment at all."""
+    d = os.path.join(work, "comment")
+    os.makedirs(d)
+    shutil.copy(SAMPLE, os.path.join(d, "m.onnx"))
+    r = run(exe, ["-q", "convert", "m.onnx", "a.onnxz"], d)
+    data = open(os.path.join(d, "a.onnxz"), "rb").read() if r.returncode == 0 else b""
+    if not check(data[-22:-18] == b"PK\x05\x06" and data[-2:] == b"\0\0",
+                 "comment: onnxz writes an end record with no comment"):
+        return
+    with zipfile.ZipFile(os.path.join(d, "a.onnxz")) as z:
+        names_py = sorted(z.namelist())
+    sig = b"PK\x05\x06"
+    variants = [("a whole empty end record", sig + b"\0" * 18 + b"X" * 10),
+                ("a signature in text", b"xx " + sig + b" not an end"),
+                ("a signature in the last bytes", b"abc" + sig)]
+    for what, comment in variants:
+        path = os.path.join(d, "c.onnxz")
+        with open(path, "wb") as f:
+            f.write(data[:-2] + struct.pack("<H", len(comment)) + comment)
+        py, urc, uout = oracles_read(path)
+        # The whole record: both read no entries. The others: zipfile fails, unzip
+        # (which wants a whole record) finds ours.
+        check(py != names_py and (urc != 0 or "zipfile is empty" in uout
+                                  or len(comment) < 22),
+              f"comment with {what}: zipfile reads another archive ({py}), "
+              f"unzip too when the record is whole ({urc})")
+        at = len(data) + comment.rindex(sig)
+        r = run(exe, ["ls", "c.onnxz"], d)
+        err = r.stderr.decode(errors="replace")
+        check(r.returncode == 1 and "(Z-61)" in err and f"(at offset {at})" in err,
+              f"comment with {what}: onnxz refuses it at offset {at} ({err.strip()})")
+    with open(os.path.join(d, "c.onnxz"), "wb") as f:
+        f.write(data[:-2] + struct.pack("<H", 12) + b"just a note.")
+    archive_checks(exe, d, "c.onnxz", "comment without a signature")
+
+
 def cry1_wrong_key(exe, work):
     if os.environ.get("ONNXZ_HAVE_OPENSSL", "1") == "0":
         print("skip ONNXCRY1: built without OpenSSL")
@@ -286,6 +339,7 @@ def main():
         names(exe, work)
         end_records(exe, work)
         anchored_in_tensor(exe, work)
+    comment_signature(exe, work)
     cry1_wrong_key(exe, work)
     finish()
 
