@@ -10,6 +10,8 @@
 #ifndef ONNXCORE_ARENA_H
 #define ONNXCORE_ARENA_H
 
+#include "export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,22 +30,22 @@ typedef struct oc_str {
 } oc_str;
 
 /* Creates an empty arena; NULL when out of memory. */
-oc_arena *oc_arena_new(void);
+OC_API oc_arena *oc_arena_new(void);
 /* Runs the registered cleanups (newest first) and frees all memory. NULL is accepted. */
-void oc_arena_free(oc_arena *arena);
+OC_API void oc_arena_free(oc_arena *arena);
 /* size bytes of zeroed memory aligned to 16, or NULL when out of memory or size is absurd. */
-void *oc_arena_alloc(oc_arena *arena, uint64_t size);
+OC_API void *oc_arena_alloc(oc_arena *arena, uint64_t size);
 /* Registers fn(ptr) to run when the arena is freed. Returns OC_ERR_NOMEM on failure. */
-oc_status oc_arena_add_cleanup(oc_arena *arena, void (*fn)(void *ptr), void *ptr);
+OC_API oc_status oc_arena_add_cleanup(oc_arena *arena, void (*fn)(void *ptr), void *ptr);
 /* Bytes the arena holds from the system (for statistics). */
-uint64_t oc_arena_bytes_used(const oc_arena *arena);
+OC_API uint64_t oc_arena_bytes_used(const oc_arena *arena);
 
 /* Sets *dst to a copy of size bytes at src, allocated in the arena. */
-oc_status oc_str_set(oc_arena *arena, oc_str *dst, const void *src, uint64_t size);
+OC_API oc_status oc_str_set(oc_arena *arena, oc_str *dst, const void *src, uint64_t size);
 /* Sets *dst to a copy of the NUL-terminated string src. */
-oc_status oc_str_set_cstr(oc_arena *arena, oc_str *dst, const char *src);
+OC_API oc_status oc_str_set_cstr(oc_arena *arena, oc_str *dst, const char *src);
 /* True when s holds exactly the NUL-terminated string cstr. */
-int oc_str_eq(oc_str s, const char *cstr);
+OC_API int oc_str_eq(oc_str s, const char *cstr);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,8 @@
 #ifndef ONNXCORE_BYTES_H
 #define ONNXCORE_BYTES_H
 
+#include "export.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,36 +47,36 @@ typedef struct oc_bytes {
 
 /* Creates a token with one reference; release(ctx) runs when the count reaches zero.
  * Returns NULL when out of memory (release is then not called). */
-oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx);
+OC_API oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx);
 /* Takes another reference and returns the token. NULL is accepted and returned. */
-oc_owner *oc_owner_ref(oc_owner *owner);
+OC_API oc_owner *oc_owner_ref(oc_owner *owner);
 /* Drops a reference. NULL is accepted. */
-void oc_owner_unref(oc_owner *owner);
+OC_API void oc_owner_unref(oc_owner *owner);
 /* The current reference count (for tests and diagnostics; racy by nature). */
-uint64_t oc_owner_refcount(const oc_owner *owner);
+OC_API uint64_t oc_owner_refcount(const oc_owner *owner);
 
 /* True when the span does not own its bytes (BORROWED or SHARED). */
-bool oc_bytes_is_borrowed(const oc_bytes *span);
+OC_API bool oc_bytes_is_borrowed(const oc_bytes *span);
 
 /* Releases what the span holds and leaves it empty and owned. NULL is accepted. */
-void oc_bytes_release(oc_bytes *span);
+OC_API void oc_bytes_release(oc_bytes *span);
 
 /* Makes the span an owned copy of size bytes at data. On failure the span is unchanged. */
-oc_status oc_bytes_set_copy(oc_bytes *span, const void *data, uint64_t size, oc_error *err);
+OC_API oc_status oc_bytes_set_copy(oc_bytes *span, const void *data, uint64_t size, oc_error *err);
 /* Makes the span own a fresh zero-filled buffer of size bytes; *out receives a writable
  * pointer to it. On failure the span is unchanged. */
-oc_status oc_bytes_set_alloc(oc_bytes *span, uint64_t size, uint8_t **out, oc_error *err);
+OC_API oc_status oc_bytes_set_alloc(oc_bytes *span, uint64_t size, uint8_t **out, oc_error *err);
 /* Makes the span borrow size bytes at data without an owner (caller keeps them alive). */
-void oc_bytes_set_borrowed(oc_bytes *span, const void *data, uint64_t size);
+OC_API void oc_bytes_set_borrowed(oc_bytes *span, const void *data, uint64_t size);
 /* Makes the span borrow size bytes at data kept alive by owner; takes its own reference. */
-void oc_bytes_set_shared(oc_bytes *span, const void *data, uint64_t size, oc_owner *owner);
+OC_API void oc_bytes_set_shared(oc_bytes *span, const void *data, uint64_t size, oc_owner *owner);
 
 /* Copies src into dst (dst is released first) following the mode table: owned bytes are
  * duplicated, borrowed pointers stay borrowed, shared tokens gain a reference. dst and src
  * may not be the same span. On failure dst is left empty. */
-oc_status oc_bytes_copy(oc_bytes *dst, const oc_bytes *src, oc_error *err);
+OC_API oc_status oc_bytes_copy(oc_bytes *dst, const oc_bytes *src, oc_error *err);
 /* Moves src into dst (dst is released first); src is left empty. Never fails. */
-void oc_bytes_move(oc_bytes *dst, oc_bytes *src);
+OC_API void oc_bytes_move(oc_bytes *dst, oc_bytes *src);
 
 /* A destination for bytes (an encoder's output, a file being written): write(ctx, data,
  * size) returns OC_OK or an error it has filled in err. Calls arrive in order; data is
@@ -96,7 +98,7 @@ typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_
  * The bytes never change. */
 #define OC_BYTES_WRITE_CHUNK (16u * 1024u * 1024u)
 #define OC_BYTES_READ_PIECE (256u * 1024u)
-oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
+OC_API oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
 
 /* A pool of tensor storage for loads that repeat. Storage of OC_STORAGE_POOL_MIN_BLOCK
  * bytes or more that a copying load takes from a pool (oc_parse_options.storage_pool)
@@ -110,22 +112,22 @@ typedef struct oc_storage_pool oc_storage_pool;
 
 /* A pool keeping at most max_free_bytes of free storage (more is given back to the
  * system as it returns). NULL when out of memory. */
-oc_storage_pool *oc_storage_pool_new(uint64_t max_free_bytes);
+OC_API oc_storage_pool *oc_storage_pool_new(uint64_t max_free_bytes);
 /* Gives the free storage back to the system and drops the caller's reference: blocks still
  * in use go back to the system when their spans are released. NULL is accepted. */
-void oc_storage_pool_free(oc_storage_pool *pool);
+OC_API void oc_storage_pool_free(oc_storage_pool *pool);
 /* The bytes of free storage the pool holds now. */
-uint64_t oc_storage_pool_free_bytes(oc_storage_pool *pool);
+OC_API uint64_t oc_storage_pool_free_bytes(oc_storage_pool *pool);
 /* Makes the span hold size bytes of uninitialised storage aligned to `alignment` (a power
  * of two; at least 64 is used) from the pool, or (pool NULL, or a small size) freshly
  * allocated and owned; *out receives a writable pointer. On failure (OC_ERR_NOMEM) the
  * span is unchanged. */
-oc_status oc_bytes_set_storage(oc_bytes *span, uint64_t size, uint64_t alignment,
+OC_API oc_status oc_bytes_set_storage(oc_bytes *span, uint64_t size, uint64_t alignment,
                                oc_storage_pool *pool, uint8_t **out, oc_error *err);
 
 /* Allocation of owned tensor storage: 64-byte aligned, freed with oc_bytes_free_buffer. */
-void *oc_bytes_alloc_buffer(uint64_t size);
-void oc_bytes_free_buffer(void *buffer);
+OC_API void *oc_bytes_alloc_buffer(uint64_t size);
+OC_API void oc_bytes_free_buffer(void *buffer);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,8 @@
 #ifndef ONNXCORE_CLEANUP_H
 #define ONNXCORE_CLEANUP_H
 
+#include "export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,11 +27,11 @@ typedef struct oc_cleanup_entry oc_cleanup_entry;
 /* Registers path (a file, or with is_dir a directory) for removal by oc_cleanup_run.
  * Returns the entry, or NULL when out of memory (then nothing is registered). The path
  * is copied. Thread-safe; not async-signal-safe. */
-oc_cleanup_entry *oc_cleanup_register(const char *path, int is_dir);
+OC_API oc_cleanup_entry *oc_cleanup_register(const char *path, int is_dir);
 
 /* Forgets an entry (the path was committed, or removed by its owner). NULL is accepted.
  * Thread-safe; not async-signal-safe. */
-void oc_cleanup_forget(oc_cleanup_entry *entry);
+OC_API void oc_cleanup_forget(oc_cleanup_entry *entry);
 
 /* Removes every registered path: files first (unlink), then directories (rmdir, which
  * removes only empty ones; deepest first, whatever the order they were registered in).
@@ -37,7 +39,7 @@ void oc_cleanup_forget(oc_cleanup_entry *entry);
  * no lock; errno is preserved. Meant to be called once, from a handler of a signal
  * that ends the process; entries stay registered (a second call finds nothing left).
  * Threads the libraries start block every signal, so a handler never runs on them. */
-void oc_cleanup_run(void);
+OC_API void oc_cleanup_run(void);
 
 #ifdef __cplusplus
 }

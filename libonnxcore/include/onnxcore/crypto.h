@@ -37,6 +37,8 @@
 #ifndef ONNXCORE_CRYPTO_H
 #define ONNXCORE_CRYPTO_H
 
+#include "export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -96,22 +98,22 @@ typedef struct oc_crypt_options {
 } oc_crypt_options;
 
 /* 1 when this build can encrypt and decrypt (it has OpenSSL), else 0. */
-int oc_crypt_available(void);
+OC_API int oc_crypt_available(void);
 
 /* "ONNXZEC1", "ONNXCRY1", or "none". Never NULL. */
-const char *oc_crypt_format_name(oc_crypt_format format);
+OC_API const char *oc_crypt_format_name(oc_crypt_format format);
 
 /* The format whose magic begins data (size bytes), or OC_CRYPT_NONE. Works without
  * OpenSSL. */
-oc_crypt_format oc_crypt_detect(const void *data, uint64_t size);
+OC_API oc_crypt_format oc_crypt_detect(const void *data, uint64_t size);
 /* The same for the first bytes of a file. A file of 1 to 7 bytes that is the start of a
  * magic is an encrypted file cut short (spec C-1): OC_ERR_TRUNCATED, *out OC_CRYPT_NONE.
  * Any other file shorter than a magic: OC_CRYPT_NONE. */
-oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error *err);
+OC_API oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error *err);
 
 /* 1 when data starts with a ZIP signature (local header "PK\3\4", or "PK\5\6" of an empty
  * archive): decrypted bytes that are an .onnxz archive rather than a serialized model. */
-int oc_crypt_is_zip(const void *data, uint64_t size);
+OC_API int oc_crypt_is_zip(const void *data, uint64_t size);
 
 /* ---- streaming encryption: push plaintext, get ciphertext through a sink ---- */
 
@@ -120,17 +122,17 @@ typedef struct oc_crypt_writer oc_crypt_writer;
 /* Derives the key (PBKDF2: the slow step), allocates everything, then writes the header to
  * `write`. Ciphertext follows through `write` as plaintext comes in; memory use is one
  * chunk whatever the total size. *out owns the writer. */
-oc_status oc_crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key,
+OC_API oc_status oc_crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key,
                                size_t key_len, const oc_crypt_options *opts,
                                oc_crypt_writer **out, oc_error *err);
 /* Encrypts size more bytes; an oc_write_fn, so it can be the sink of oc_encode (ctx is the
  * writer). After a failure the writer only accepts oc_crypt_writer_free. */
-oc_status oc_crypt_writer_write(void *writer, const void *data, uint64_t size, oc_error *err);
+OC_API oc_status oc_crypt_writer_write(void *writer, const void *data, uint64_t size, oc_error *err);
 /* Writes the final chunk (ONNXZEC1) or the padding block (ONNXCRY1). Without it the output
  * is incomplete and readers refuse it (OC_ERR_TRUNCATED). */
-oc_status oc_crypt_writer_finish(oc_crypt_writer *w, oc_error *err);
+OC_API oc_status oc_crypt_writer_finish(oc_crypt_writer *w, oc_error *err);
 /* Wipes the key and frees the writer. NULL is accepted. */
-void oc_crypt_writer_free(oc_crypt_writer *w);
+OC_API void oc_crypt_writer_free(oc_crypt_writer *w);
 
 /* ---- streaming decryption: pull ciphertext from a source ---- */
 
@@ -144,7 +146,7 @@ typedef oc_status (*oc_crypt_read_fn)(void *ctx, void *buf, uint64_t cap, uint64
  * whole is known to be complete and in order only when this returns OC_OK: on any error
  * the caller must discard what was written (the file functions below do). ONNXCRY1 output
  * is never authenticated. */
-oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_write_fn write,
+OC_API oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_write_fn write,
                                   void *write_ctx, const void *key, size_t key_len,
                                   const oc_crypt_options *opts, oc_error *err);
 
@@ -152,7 +154,7 @@ oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_writ
 
 /* Encrypts size bytes at data into a new buffer of *out_size bytes (free it with free()).
  * The same bytes as the file form. */
-oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *key,
+OC_API oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *key,
                                   size_t key_len, const oc_crypt_options *opts, void **out,
                                   uint64_t *out_size, oc_error *err);
 /* Decrypts size bytes at data (either format, by magic). On success *out (released first)
@@ -160,7 +162,7 @@ oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *k
  * token: hand out->owner to anything that should borrow from it (oc_decode with no_copy,
  * oz_zip_reader_open_memory), then oc_bytes_release(out); the buffer goes with the last
  * reference. An empty plaintext gives an empty span. On failure *out is left empty. */
-oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *key,
+OC_API oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *key,
                                   size_t key_len, const oc_crypt_options *opts, oc_bytes *out,
                                   oc_error *err);
 
@@ -170,12 +172,12 @@ oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *k
  * depend on the size; 64-bit sizes). The output goes through oc_atomic_file: out_path is
  * replaced whole, or left untouched on any error (no unauthenticated plaintext survives a
  * failed decryption). in_path and out_path may name the same file. */
-oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const void *key,
+OC_API oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const void *key,
                                 size_t key_len, const oc_crypt_options *opts, oc_error *err);
-oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const void *key,
+OC_API oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const void *key,
                                 size_t key_len, const oc_crypt_options *opts, oc_error *err);
 /* Decrypts a file into memory: *out as for oc_crypt_decrypt_memory. */
-oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, size_t key_len,
+OC_API oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, size_t key_len,
                                           const oc_crypt_options *opts, oc_bytes *out,
                                           oc_error *err);
 
@@ -185,10 +187,10 @@ oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, siz
  * never whole in memory nor on disk) or into a new buffer (free()). sopts may be NULL;
  * external data is refused (OC_ERR_INVALID_ARG: it would be written in the clear);
  * sopts->overwrite == 0 or copts->no_overwrite refuses an existing path. */
-oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, const void *key,
+OC_API oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, const void *key,
                                    size_t key_len, const oc_crypt_options *copts,
                                    const oc_serialize_options *sopts, oc_error *err);
-oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, size_t key_len,
+OC_API oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, size_t key_len,
                                      const oc_crypt_options *copts, void **out,
                                      uint64_t *out_size, oc_error *err);
 
@@ -201,11 +203,11 @@ oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, siz
  * oz_zip_reader_open_memory(span.data, span.size, span.owner, ...) in libonnxz. For
  * ONNXCRY1, a plaintext that does not decode gives OC_ERR_BAD_KEY (the padding check lets
  * ~1/256 wrong passphrases through). */
-oc_status oc_crypt_load_model_memory(const void *data, uint64_t size, const void *key,
+OC_API oc_status oc_crypt_load_model_memory(const void *data, uint64_t size, const void *key,
                                      size_t key_len, const oc_crypt_options *copts,
                                      const oc_parse_options *popts, oc_model **out,
                                      oc_error *err);
-oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key_len,
+OC_API oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key_len,
                                    const oc_crypt_options *copts, const oc_parse_options *popts,
                                    oc_model **out, oc_error *err);
 
@@ -216,7 +218,7 @@ oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key
  * decoding failure into OC_ERR_BAD_KEY, C-53). External data is resolved beneath base_dir,
  * or popts->data_dir when base_dir is NULL, or not at all when both are NULL. An archive:
  * OC_ERR_UNSUPPORTED. Works without OpenSSL (it only decodes). plain is not released. */
-oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
+OC_API oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
                                 const char *base_dir, const oc_parse_options *popts,
                                 oc_model **out, oc_error *err);
 

@@ -11,6 +11,8 @@
 #ifndef ONNXCORE_EXTERNAL_H
 #define ONNXCORE_EXTERNAL_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include "codec.h"
@@ -31,7 +33,7 @@ extern "C" {
  * no_copy, E-14), OC_ERR_CHECKSUM, OC_ERR_UNSUPPORTED (no OpenSSL for checksums),
  * OC_ERR_INVALID_ARG (an alignment that is not a power of two). On error the model is
  * unchanged. */
-oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
+OC_API oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err);
 
 /* Finds the bytes a location names, for oc_load_external_data_with. It fills *out with the
@@ -46,7 +48,7 @@ typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *t
 /* As oc_load_external_data, with locations resolved by `resolve` instead of files beneath
  * a directory (libonnxz resolves them to archive entries). The `location` override and
  * path rules of files do not apply; everything else does. */
-oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
+OC_API oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
                                      oc_external_resolve_fn resolve, void *resolve_ctx,
                                      const oc_parse_options *opts, oc_error *err);
 
@@ -69,26 +71,26 @@ typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tenso
  * replaced by an EXTERNAL reference to where `put` stored it. All put calls happen before
  * the first write call. The model itself is not modified. Tensors that are EXTERNAL
  * already are written as they are. */
-oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+OC_API oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
                              oc_external_put_fn put, void *put_ctx, oc_write_fn write,
                              void *write_ctx, oc_error *err);
 
 /* True for the external_data keys this library defines and acts on: location, offset,
  * length, checksum (and basepath, which it recognises and never acts on). Other keys
  * are kept as they are and never acted on (spec E-3). */
-int oc_external_key_is_known(const oc_str *key);
+OC_API int oc_external_key_is_known(const oc_str *key);
 
 /* True when the tensor's data lives outside the model (data_location == EXTERNAL). */
-int oc_tensor_is_external(const onnx_TensorProto *tensor);
+OC_API int oc_tensor_is_external(const onnx_TensorProto *tensor);
 /* The value of an external_data key, or NULL (the last entry wins, as in onnx). */
-const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, const char *key);
+OC_API const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, const char *key);
 /* Reads a tensor's `offset` and `length` keys under spec E-12: each may be absent (then
  * *offset is 0, *length 0, and *has_offset / *has_length, when not NULL, are 0); present,
  * it must be 1 to 19 decimal digits, at most 2^63 - 1. Anything else (a sign, a space,
  * hex, a NUL, ...) is OC_ERR_MALFORMED with "tensor 'NAME': external data offset 'VALUE'
  * is not a non-negative integer (E-12)", NAME and VALUE escaped by oc_quote. Archives
  * (libonnxz, spec onnxz.md A-21) read their tensors' keys with the same rule. */
-oc_status oc_tensor_external_range(const onnx_TensorProto *tensor, uint64_t *offset,
+OC_API oc_status oc_tensor_external_range(const onnx_TensorProto *tensor, uint64_t *offset,
                                    int *has_offset, uint64_t *length, int *has_length,
                                    oc_error *err);
 

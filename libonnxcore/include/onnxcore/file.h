@@ -10,6 +10,8 @@
 #ifndef ONNXCORE_FILE_H
 #define ONNXCORE_FILE_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include "bytes.h"
@@ -35,13 +37,13 @@ typedef struct oc_mapped {
  * from the file instead of the pages (spec W-31). A duplicate shares the open file
  * description: locks taken on the caller's descriptor (flock) last until the mapping
  * goes. */
-oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err);
+OC_API oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err);
 /* The same for an open descriptor (not closed; name is used in messages). */
-oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err);
+OC_API oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err);
 /* As oc_map_fd, and the mapping keeps a duplicate of fd until it goes, whatever its size:
  * locks held on fd's open file description last exactly as long as the mapping (the
  * archive reader's shared lock, spec/onnxz.md A-58). */
-oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err);
+OC_API oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err);
 
 /* A file written under a temporary name beside its target and renamed into place. */
 /* Bytes written across the files of one save, reported to an oc_progress_fn. */
@@ -52,15 +54,15 @@ typedef struct oc_progress {
 } oc_progress;
 
 /* Starts counting towards total bytes for fn (which may be NULL). */
-void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
+OC_API void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
 /* Adds n bytes and reports (done never passes total). NULL p is accepted. */
-void oc_progress_add(oc_progress *p, uint64_t n);
+OC_API void oc_progress_add(oc_progress *p, uint64_t n);
 /* Reports done == total: the work is complete. NULL p is accepted. */
-void oc_progress_finish(oc_progress *p);
+OC_API void oc_progress_finish(oc_progress *p);
 
 /* Starts counting a save of msg for opts->progress (total: msg's encoded size, which is
  * computed only when there is a callback). opts may be NULL. */
-oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
+OC_API oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
                                  const oc_serialize_options *opts, oc_error *err);
 
 typedef struct oc_atomic_file {
@@ -76,25 +78,25 @@ typedef struct oc_atomic_file {
 
 /* Creates the temporary file for path. Without overwrite, an existing path fails now with
  * OC_ERR_EXISTS (and again at commit if one appeared meanwhile). */
-oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
+OC_API oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
 /* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
-oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
+OC_API oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
 /* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept
  * (oc_map_file keeps one for mappings of 1 MiB or more, up to 64 at once) is copied file
  * to file by the kernel (copy_file_range): none of its pages enter this process, which
  * matters when the mapping's page cache is made of small pages. Any other span, or a
  * file pair the kernel cannot copy between, goes through oc_bytes_write. Progress and
  * writeback are counted as for oc_atomic_write. */
-oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
+OC_API oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
 /* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
  * directory. On failure the temporary file is removed. */
-oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
+OC_API oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
 /* Removes the temporary file and frees the object's memory. Safe after a commit (then it
  * does nothing) and more than once. */
-void oc_atomic_abort(oc_atomic_file *af);
+OC_API void oc_atomic_abort(oc_atomic_file *af);
 
 /* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
-oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+OC_API oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err);
 
 #ifdef __cplusplus

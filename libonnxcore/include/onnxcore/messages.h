@@ -18,6 +18,8 @@
 #ifndef ONNXCORE_MESSAGES_H
 #define ONNXCORE_MESSAGES_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include "arena.h"
@@ -87,7 +89,7 @@ ONNX_MESSAGES(OC_X_INDICES_)
 #undef OC_X_INDEX_
 
 /* Descriptors: onnx_<Message>_desc. */
-#define OC_X_DESC_(M, N) extern const oc_msgdesc onnx_##M##_desc;
+#define OC_X_DESC_(M, N) extern OC_API const oc_msgdesc onnx_##M##_desc;
 ONNX_MESSAGES(OC_X_DESC_)
 #undef OC_X_DESC_
 
@@ -98,24 +100,24 @@ ONNX_MESSAGES(OC_X_DESC_)
 
 /* Allocates a zeroed message of a descriptor's type in the arena (NULL when out of memory).
  * A TensorProto is registered so that the arena releases its raw_data span. */
-void *oc_msg_new(oc_arena *arena, const oc_msgdesc *desc);
+OC_API void *oc_msg_new(oc_arena *arena, const oc_msgdesc *desc);
 
 /* Appends one zeroed element to a repeated field and returns a pointer to it (NULL when
  * out of memory). array is the address of the field; elem_size the size of one item. */
-void *oc_array_push(oc_arena *arena, void *array, uint64_t elem_size);
+OC_API void *oc_array_push(oc_arena *arena, void *array, uint64_t elem_size);
 
 /* Typed helpers. OC_NEW(arena, TensorProto) -> onnx_TensorProto *;
  * OC_ADD(arena, TensorProto, graph->initializer) allocates a message, appends it to the
  * repeated field and returns it (NULL when out of memory). */
 #define OC_NEW(arena, M) ((onnx_##M *)oc_msg_new((arena), &onnx_##M##_desc))
 #define OC_ADD(arena, M, field) ((onnx_##M *)oc_array_add_msg((arena), &(field), &onnx_##M##_desc))
-void *oc_array_add_msg(oc_arena *arena, void *array, const oc_msgdesc *desc);
+OC_API void *oc_array_add_msg(oc_arena *arena, void *array, const oc_msgdesc *desc);
 
 /* The message name of a descriptor ("TensorProto", "TypeProto.Tensor", ...). */
-const char *oc_msgdesc_name(const oc_msgdesc *desc);
+OC_API const char *oc_msgdesc_name(const oc_msgdesc *desc);
 /* The descriptor of a message by name ("ModelProto", "TensorProto", "SequenceProto",
  * "TypeProto.Tensor"...), or NULL. */
-const oc_msgdesc *oc_msgdesc_find(const char *name);
+OC_API const oc_msgdesc *oc_msgdesc_find(const char *name);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 #ifndef ONNXCORE_MODEL_H
 #define ONNXCORE_MODEL_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include "codec.h"
@@ -20,40 +22,40 @@ extern "C" {
 typedef struct oc_model oc_model;
 
 /* An empty model (ModelProto with no fields set); NULL when out of memory. */
-oc_model *oc_model_new(void);
+OC_API oc_model *oc_model_new(void);
 /* Frees the model, its arena, and releases every tensor span. NULL is accepted. */
-void oc_model_free(oc_model *model);
+OC_API void oc_model_free(oc_model *model);
 /* The ModelProto and the arena to allocate additions from (valid until oc_model_free). */
-onnx_ModelProto *oc_model_proto(oc_model *model);
-const onnx_ModelProto *oc_model_proto_const(const oc_model *model);
-oc_arena *oc_model_arena(oc_model *model);
+OC_API onnx_ModelProto *oc_model_proto(oc_model *model);
+OC_API const onnx_ModelProto *oc_model_proto_const(const oc_model *model);
+OC_API oc_arena *oc_model_arena(oc_model *model);
 
 /* Loads a serialized ModelProto from memory. See oc_decode for no_copy. */
-oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
+OC_API oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
                                oc_model **out, oc_error *err);
 /* Loads a .onnx file. The file is mapped read-only; without no_copy every tensor gets its
  * own copy and the mapping is dropped before returning; with no_copy tensors share it. */
-oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
+OC_API oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                              oc_error *err);
 
 /* Serializes the model into a new buffer (free it with free()). */
-oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,
+OC_API oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,
                                void **out, uint64_t *size, oc_error *err);
 /* Writes the model to path through a temporary file in the same directory that is fsynced
  * and renamed over path: path is replaced whole or not at all. With opts->overwrite == 0 an
  * existing path gives OC_ERR_EXISTS. */
-oc_status oc_model_save_file(const oc_model *model, const char *path,
+OC_API oc_status oc_model_save_file(const oc_model *model, const char *path,
                              const oc_serialize_options *opts, oc_error *err);
 
 /* A deep copy (see oc_msg_copy for how tensor bytes are shared). */
-oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error *err);
+OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error *err);
 
 /* Generic loading of any message type from a file (TensorProto, SequenceProto... test
  * data). The message lives in arena; the file mapping is shared with no_copy as above. */
-oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
+OC_API oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
                                const oc_parse_options *opts, void **out, oc_error *err);
 /* Writes any message to path atomically, as oc_model_save_file does. */
-oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
+OC_API oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
                                const oc_serialize_options *opts, oc_error *err);
 
 #ifdef __cplusplus

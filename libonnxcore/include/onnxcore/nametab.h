@@ -13,6 +13,8 @@
 #ifndef ONNXCORE_NAMETAB_H
 #define ONNXCORE_NAMETAB_H
 
+#include "export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,27 +36,27 @@ typedef void (*oc_nametab_name_fn)(const void *ctx, uint64_t index, const void *
 
 /* A table sized for `expected` names (it grows past that), reading names through
  * name_of(ctx, ...). NULL when out of memory. */
-oc_nametab *oc_nametab_new(uint64_t expected, oc_nametab_name_fn name_of, const void *ctx);
+OC_API oc_nametab *oc_nametab_new(uint64_t expected, oc_nametab_name_fn name_of, const void *ctx);
 /* Frees the table (not the names). NULL is accepted. */
-void oc_nametab_free(oc_nametab *t);
+OC_API void oc_nametab_free(oc_nametab *t);
 /* The number of names in the table. */
-uint64_t oc_nametab_count(const oc_nametab *t);
+OC_API uint64_t oc_nametab_count(const oc_nametab *t);
 
 /* The keyed hash of a name, for find and insert (computed once, used for both). */
-uint64_t oc_nametab_hash(const void *name, size_t len);
+OC_API uint64_t oc_nametab_hash(const void *name, size_t len);
 /* The index of the name equal to name (hash from oc_nametab_hash), or -1. */
-int64_t oc_nametab_find(const oc_nametab *t, const void *name, size_t len, uint64_t hash);
+OC_API int64_t oc_nametab_find(const oc_nametab *t, const void *name, size_t len, uint64_t hash);
 /* Makes room for one more name, so that the next insert cannot fail. OC_ERR_NOMEM, or
  * OC_ERR_LIMIT past OC_NAMETAB_MAX names. */
-oc_status oc_nametab_reserve(oc_nametab *t);
+OC_API oc_status oc_nametab_reserve(oc_nametab *t);
 /* Inserts index under the name it has (hash: its oc_nametab_hash). The caller reserved
  * room and found no equal name. */
-void oc_nametab_insert(oc_nametab *t, uint64_t index, uint64_t hash);
+OC_API void oc_nametab_insert(oc_nametab *t, uint64_t index, uint64_t hash);
 
 /* Find, and insert index when the name is not there yet: returns the index of the equal
  * name already in the table, or index when it was inserted; -1 when out of room (as
  * reserve). */
-int64_t oc_nametab_add(oc_nametab *t, const void *name, size_t len, uint64_t index);
+OC_API int64_t oc_nametab_add(oc_nametab *t, const void *name, size_t len, uint64_t index);
 
 #ifdef __cplusplus
 }

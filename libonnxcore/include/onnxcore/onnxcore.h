@@ -5,6 +5,8 @@
 #ifndef ONNXCORE_ONNXCORE_H
 #define ONNXCORE_ONNXCORE_H
 
+#include "export.h"
+
 #include "arena.h"
 #include "bytes.h"
 #include "cleanup.h"
@@ -30,7 +32,7 @@ extern "C" {
 #define ONNXCORE_VERSION_STRING "0.1.0"
 
 /* The library's version string (may differ from the header's when linked dynamically). */
-const char *oc_version(void);
+OC_API const char *oc_version(void);
 
 #ifdef __cplusplus
 }

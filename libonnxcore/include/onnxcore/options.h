@@ -14,6 +14,8 @@
 #ifndef ONNXCORE_OPTIONS_H
 #define ONNXCORE_OPTIONS_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include "bytes.h"
@@ -97,8 +99,8 @@ typedef struct oc_serialize_options {
 #define OC_EXTERNAL_THRESHOLD_DEFAULT 1024u
 #define OC_SERIALIZE_OPTIONS_INIT { { OC_EXTERNAL_THRESHOLD_DEFAULT, 0u }, 1, NULL, 0u, 0, NULL, NULL }
 
-void oc_parse_options_init(oc_parse_options *opts);
-void oc_serialize_options_init(oc_serialize_options *opts);
+OC_API void oc_parse_options_init(oc_parse_options *opts);
+OC_API void oc_serialize_options_init(oc_serialize_options *opts);
 
 #ifdef __cplusplus
 }

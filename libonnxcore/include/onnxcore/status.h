@@ -10,6 +10,8 @@
 #ifndef ONNXCORE_STATUS_H
 #define ONNXCORE_STATUS_H
 
+#include "export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,15 +50,15 @@ typedef struct oc_error {
 } oc_error;
 
 /* A short stable name for a status ("truncated", "malformed", ...). Never NULL. */
-const char *oc_status_name(oc_status status);
+OC_API const char *oc_status_name(oc_status status);
 
 /* Resets an error record to OC_OK with an empty message. NULL is accepted. */
-void oc_error_clear(oc_error *err);
+OC_API void oc_error_clear(oc_error *err);
 
 /* Fills err (NULL is accepted) with code, offset (or OC_NO_OFFSET) and a printf-style
  * message kept to one line (line breaks become spaces); returns code. For libraries built
  * on this one (libonnxz) and for callers' own errors. */
-oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
+OC_API oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
@@ -64,7 +66,7 @@ oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const cha
 /* As oc_error_set for a failed system call: records errnum, appends ": strerror(errnum)",
  * and picks the code from errnum (ENOENT: OC_ERR_NOT_FOUND, EEXIST: OC_ERR_EXISTS,
  * ENOMEM: OC_ERR_NOMEM, else OC_ERR_IO). */
-oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
+OC_API oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -73,13 +75,13 @@ oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
 /* The length of the well-formed UTF-8 sequence at data (n bytes available): 1 for ASCII,
  * 2 to 4 for a multi-byte one; 0 when it is not well formed (a stray continuation byte,
  * an overlong form, a surrogate, a value past U+10FFFF, or cut short by n). */
-size_t oc_utf8_len(const void *data, uint64_t n);
+OC_API size_t oc_utf8_len(const void *data, uint64_t n);
 
 /* The same for a multi-byte sequence that is safe to show as it is: 0 also for ASCII and
  * for the code points that act on the line around them (the C1 controls U+0080..U+009F,
  * the bidirectional controls U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069, and
  * the separators U+2028, U+2029), which oc_quote escapes. */
-size_t oc_utf8_printable_len(const void *data, uint64_t n);
+OC_API size_t oc_utf8_printable_len(const void *data, uint64_t n);
 
 /* A buffer size for oc_quote that keeps a quoted string short: about 64 bytes of text, so
  * that a message of OC_ERROR_MESSAGE_MAX bytes holding one or two of them always has room
@@ -100,7 +102,7 @@ size_t oc_utf8_printable_len(const void *data, uint64_t n);
  * escape or a UTF-8 sequence is never split). out_size < 4 gives "" (or NULL out: nothing
  * written, NULL returned). data may be NULL when size is 0. Uses no allocation; safe to
  * call from any thread. OC_QUOTE_SIZE is the size every message of these libraries uses. */
-const char *oc_quote(const void *data, uint64_t size, char *out, size_t out_size);
+OC_API const char *oc_quote(const void *data, uint64_t size, char *out, size_t out_size);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #ifndef ONNXCORE_TENSOR_H
 #define ONNXCORE_TENSOR_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include "codec.h"
@@ -23,14 +25,14 @@ extern "C" {
  * when no tensor qualified; base_out and size_out (may be NULL) its address and length.
  * Errors: OC_ERR_INVALID_ARG for an alignment that is not a power of two, OC_ERR_NOMEM.
  * On error nothing has changed. */
-oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
+OC_API oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
                                  const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
                                  const uint8_t **base_out, uint64_t *size_out, oc_error *err);
 
 /* The size of one element of data_type in bits (FLOAT 32, INT4 4, BOOL 8, COMPLEX128 128,
  * ...), or 0 for types without a fixed size (STRING, UNDEFINED) and values this library
  * does not know. Covers TensorProto.DataType of IR version 14 (1..26). */
-unsigned oc_tensor_element_bits(int32_t data_type);
+OC_API unsigned oc_tensor_element_bits(int32_t data_type);
 
 /* Checks one tensor's payload against its dims and data_type (spec onnx-wire.md W-40):
  * every dim must be 0 or more (a negative one: OC_ERR_MALFORMED), their product must fit
@@ -44,7 +46,7 @@ unsigned oc_tensor_element_bits(int32_t data_type);
  *
  * Loading never applies this check (onnx.load accepts such tensors, and so do we); it is
  * for validators such as `onnxz verify`. The tensor is not changed. */
-oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *err);
+OC_API oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
 #ifndef ONNXZ_ARCHIVE_H
 #define ONNXZ_ARCHIVE_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include <onnxcore/model.h>
@@ -51,9 +53,9 @@ typedef struct oz_archive_options {
  * it atomically. Tensor bytes go from their spans to the file as they are met: nothing of
  * the weights is copied into memory (the serialized model without its weights is). The
  * model is not modified. */
-oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
+OZ_API oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
                                   const oz_archive_options *opts, oc_error *err);
-oc_status oz_archive_save(const oc_model *model, const char *path,
+OZ_API oc_status oz_archive_save(const oc_model *model, const char *path,
                           const oz_archive_options *opts, oc_error *err);
 
 /* An open archive: its ZIP reader and the location of its model. */
@@ -62,11 +64,11 @@ typedef struct oz_archive oz_archive;
 /* Opens and validates an archive (every ZIP check of oz_zip_reader_open, plus: a
  * `__MODEL_PROTO` entry exists, and no __ONNXZ_VERSION entry names a later format:
  * OC_ERR_UNSUPPORTED). zip_opts may be NULL (map the file). */
-oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
+OZ_API oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
                           oz_archive **out, oc_error *err);
-void oz_archive_close(oz_archive *ar);
+OZ_API void oz_archive_close(oz_archive *ar);
 /* The ZIP reader under the archive (valid until oz_archive_close). */
-const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
+OZ_API const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
 
 /* Decodes the archive's model. Unless opts->skip_external_data, every tensor that points at
  * an entry gets its bytes: shared in place with no_copy (STORED entries of a mapped
@@ -75,17 +77,17 @@ const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
  * length or an offset that does not fit the entry: OC_ERR_INCONSISTENT; an offset or length
  * that is no number: OC_ERR_MALFORMED, as E-12). The model stays valid after
  * oz_archive_close. */
-oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
+OZ_API oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
                                 oc_model **out, oc_error *err);
 
 /* Opens, loads and closes: the model alone. */
-oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
+OZ_API oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
                           oc_error *err);
 
 /* Random access: the bytes of the tensor named `tensor_name` (the TensorProto's name, not
  * the entry's), found through the model without reading any other tensor. The span shares
  * the mapping (or is an owned copy for pread and deflated entries). */
-oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
+OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
                                  oc_error *err);
 
 /* ---- editing in place (spec/onnxz.md A-50..A-59) ---- */
@@ -123,7 +125,7 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
  * model's bytes and shortens the file. Nobody waits: a conflict is OC_ERR_IO, "busy".
  * Needs write access to the file and its directory (for the journal). Any number of
  * archives may be edited from different threads. */
-oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
+OZ_API oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
                                    const oz_archive_options *opts, oc_error *err);
 
 /* An edit in progress: the archive open for writing under the locks of A-58. */
@@ -133,20 +135,20 @@ typedef struct oz_archive_edit oz_archive_edit;
  * defaults): opens the file for writing, takes the locks (busy: OC_ERR_IO), rolls back an
  * edit that was interrupted while it appended (A-56), and opens the archive, which must
  * pass every check of oz_archive_open. *out: free it with oz_archive_edit_end. */
-oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
+OZ_API oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
                                 oz_archive_edit **out, oc_error *err);
 /* When oz_archive_edit_begin rolled back an interrupted edit (A-56): 1, and the bytes it
  * cut from the end of the file were [*from, *to) (either pointer may be NULL). Else 0.
  * Callers that talk to a user should say so: those bytes are gone. */
-int oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to);
+OZ_API int oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to);
 /* The archive being edited, as it is before the commit (read with pread, so loaded
  * models hold copies); NULL once oz_archive_edit_commit has been called. Owned by ed. */
-const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed);
+OZ_API const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed);
 /* Replaces the model by msg, as oz_archive_replace_model says. At most once per edit. */
-oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
+OZ_API oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
                                  oc_error *err);
 /* Ends the edit (committed or not) and releases the locks. NULL is accepted. */
-void oz_archive_edit_end(oz_archive_edit *ed);
+OZ_API void oz_archive_edit_end(oz_archive_edit *ed);
 
 /* Where an archive's bytes go. */
 typedef struct oz_archive_space {
@@ -159,13 +161,13 @@ typedef struct oz_archive_space {
 } oz_archive_space;
 
 /* Fills *out for an open archive (zeros for NULL). */
-void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out);
+OZ_API void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out);
 
 /* True when the file at path starts like a ZIP archive (local header or end record
  * signature), as a quick test of the form of an input. A file of 1 to 3 bytes that is the
  * start of one of those signatures counts too: it is an archive cut short (which
  * oz_archive_open reports as `truncated`), not a model, since no model is that short. */
-int oz_is_archive_file(const char *path);
+OZ_API int oz_is_archive_file(const char *path);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #ifndef ONNXZ_CONVERT_H
 #define ONNXZ_CONVERT_H
 
+#include "export.h"
+
 #include <onnxcore/model.h>
 
 #include "archive.h"
@@ -27,18 +29,18 @@ typedef enum oz_form {
 
 /* The form a file's name asks for: OZ_FORM_ONNXZ for "*.onnxz" (any case), else
  * OZ_FORM_ONNX. */
-oz_form oz_form_of_name(const char *path);
+OZ_API oz_form oz_form_of_name(const char *path);
 
 /* Loads a model in any unencrypted form, told by content: an .onnxz archive, or a .onnx
  * file with its external data (resolved, or kept as references with
  * opts->skip_external_data). For encrypted files see onnxz/encrypted.h. */
-oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
+OZ_API oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
                       oc_error *err);
 
 /* Saves model in the given form (AUTO: by path's name). For OZ_FORM_ONNX, opts->serialize
  * is used as oc_model_save_file uses it (external_data and the rest); for OZ_FORM_ONNXZ,
  * opts as oz_archive_save uses them. opts may be NULL (defaults). */
-oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
+OZ_API oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
                       const oz_archive_options *opts, oc_error *err);
 
 typedef struct oz_convert_options {
@@ -59,7 +61,7 @@ typedef struct oz_convert_options {
  * every tensor are those of the source, and converting back to a single .onnx gives the
  * bytes of saving the source directly. opts may be NULL. Errors are those of the load
  * (naming IN) and of the save (naming OUT). */
-oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
+OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
                      oc_error *err);
 
 #ifdef __cplusplus

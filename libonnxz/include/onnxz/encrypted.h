@@ -6,6 +6,8 @@
 #ifndef ONNXZ_ENCRYPTED_H
 #define ONNXZ_ENCRYPTED_H
 
+#include "export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,7 +22,7 @@ extern "C" {
  * the archive takes a reference and STORED entries (tensors loaded with no_copy) share
  * the bytes in place; without one the caller keeps them alive and unchanged until the
  * archive and everything read from it are gone. */
-oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
+OZ_API oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                  const oz_zip_reader_options *zip_opts, oz_archive **out,
                                  oc_error *err);
 
@@ -28,7 +30,7 @@ oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owne
  * opens the archive in it; tensors loaded with no_copy share the buffer, which lives as
  * long as the archive or any such tensor. A plaintext that is not a ZIP:
  * OC_ERR_MALFORMED. Decryption errors as oc_crypt_decrypt_file_to_memory. */
-oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t key_len,
+OZ_API oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t key_len,
                                     const oc_crypt_options *copts,
                                     const oz_zip_reader_options *zip_opts, oz_archive **out,
                                     oc_error *err);
@@ -36,7 +38,7 @@ oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t ke
 /* Loads the model of an encrypted file, whichever it holds: an .onnxz archive (as
  * oz_archive_load_model) or a serialized model (as oc_crypt_load_model_file), decrypting
  * once. *is_archive (may be NULL) tells which it was. */
-oc_status oz_load_encrypted(const char *path, const void *key, size_t key_len,
+OZ_API oc_status oz_load_encrypted(const char *path, const void *key, size_t key_len,
                             const oc_crypt_options *copts, const oc_parse_options *popts,
                             oc_model **out, int *is_archive, oc_error *err);
 

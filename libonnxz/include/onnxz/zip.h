@@ -18,6 +18,8 @@
 #ifndef ONNXZ_ZIP_H
 #define ONNXZ_ZIP_H
 
+#include "export.h"
+
 #include <stdint.h>
 
 #include <onnxcore/bytes.h>
@@ -59,11 +61,11 @@ typedef struct oz_zip_writer oz_zip_writer;
  * (64), else a power of two from OZ_ZIP_MIN_ALIGNMENT to OZ_ZIP_MAX_ALIGNMENT.
  * overwrite: 0 refuses an existing path with OC_ERR_EXISTS (now and at finish).
  * On success *out owns the writer; free it with oz_zip_writer_free. */
-oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
+OZ_API oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
                              oz_zip_writer **out, oc_error *err);
 
 /* Counts every byte the writer writes in progress (NULL: stop counting). */
-void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress);
+OZ_API void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress);
 
 /* Adds a STORED entry holding size bytes at data (data may be NULL when size is 0). Its
  * data starts on a multiple of the alignment; *data_offset (if not NULL) receives where.
@@ -73,14 +75,14 @@ void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress);
  * OC_ERR_UNSAFE_PATH; the name of an earlier entry: OC_ERR_EXISTS. More entries or a larger
  * central directory than a reader accepts by default: OC_ERR_LIMIT. A failed write
  * (OC_ERR_IO) leaves the writer failed: later calls return OC_ERR_INVALID_ARG. */
-oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data,
+OZ_API oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data,
                             uint64_t size, uint64_t *data_offset, oc_error *err);
 
 /* Adds a DEFLATED entry: size bytes at data are compressed (raw deflate, zlib level
  * `level`, -1 for zlib's default, 0..9 otherwise) in memory before anything is written.
  * Not aligned (only STORED data is). Errors as oz_zip_writer_add; a size over
  * OZ_ZIP_DEFAULT_MAX_INFLATED (readers would refuse to inflate it): OC_ERR_LIMIT. */
-oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const void *data,
+OZ_API oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const void *data,
                                      uint64_t size, int level, oc_error *err);
 
 /* Streams a STORED entry of exactly `size` bytes: begin writes the local header (and tells
@@ -88,30 +90,30 @@ oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const v
  * checks that exactly `size` bytes came and patches the CRC into the local header. Memory
  * use does not depend on size. Between begin and end no other entry can be added. Writing
  * past `size`, or ending short of it: OC_ERR_INVALID_ARG, and the writer is failed. */
-oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
+OZ_API oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
                               uint64_t *data_offset, oc_error *err);
-oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
+OZ_API oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
                               oc_error *err);
-oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err);
+OZ_API oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err);
 
 /* Entries added so far, and what will be written about entry `index` (0-based, in order of
  * addition; the name belongs to the writer). An index out of range: OC_ERR_NOT_FOUND. */
-uint64_t oz_zip_writer_count(const oz_zip_writer *w);
-oc_status oz_zip_writer_entry(const oz_zip_writer *w, uint64_t index, oz_zip_entry *out,
+OZ_API uint64_t oz_zip_writer_count(const oz_zip_writer *w);
+OZ_API oc_status oz_zip_writer_entry(const oz_zip_writer *w, uint64_t index, oz_zip_entry *out,
                               oc_error *err);
 
 /* The alignment the writer applies (after resolving 0 to the default). */
-uint32_t oz_zip_writer_alignment(const oz_zip_writer *w);
+OZ_API uint32_t oz_zip_writer_alignment(const oz_zip_writer *w);
 
 /* Writes the central directory and end records (zip64 ones when needed, Z-20..Z-24),
  * then fsyncs and renames the file into place. Afterwards the writer only accepts
  * oz_zip_writer_free. On failure the target is left as it was. An unfinished streamed
  * entry: OC_ERR_INVALID_ARG. */
-oc_status oz_zip_writer_finish(oz_zip_writer *w, oc_error *err);
+OZ_API oc_status oz_zip_writer_finish(oz_zip_writer *w, oc_error *err);
 
 /* Frees the writer; an unfinished archive is abandoned (its temporary file removed) and
  * the target is left as it was. NULL is accepted. */
-void oz_zip_writer_free(oz_zip_writer *w);
+OZ_API void oz_zip_writer_free(oz_zip_writer *w);
 
 /* ======================================================================================
  * Reading
@@ -144,38 +146,38 @@ typedef struct oz_zip_reader_options {
  * or its mapping lives (spans read from it included), so that no in-place edit overwrites
  * or shortens the file under it; while an edit is running the open fails at once with
  * OC_ERR_IO ("busy"). */
-oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
+OZ_API oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
                              oz_zip_reader **out, oc_error *err);
 
 /* As oz_zip_reader_open, reading through fd with pread. The reader works on its own
  * duplicate of fd (the caller may close fd at once); the file must not change while the
  * reader is open. No lock is taken: that is the caller's business (a duplicate shares the
  * caller's open file description, and with it the caller's own locks). */
-oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
+OZ_API oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
                                 oz_zip_reader **out, oc_error *err);
 
 /* As oz_zip_reader_open, over size bytes at data in memory. With an owner token the
  * reader takes a reference and STORED reads share it (OC_BYTES_SHARED); without one the
  * caller keeps the bytes alive and unchanged until the reader and every span read from
  * it are gone (OC_BYTES_BORROWED). */
-oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
+OZ_API oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                     const oz_zip_reader_options *options,
                                     oz_zip_reader **out, oc_error *err);
 
 /* Closes the reader. Spans read from a mapping stay valid (they hold the mapping's owner
  * token). NULL is accepted. */
-void oz_zip_reader_close(oz_zip_reader *r);
+OZ_API void oz_zip_reader_close(oz_zip_reader *r);
 
 /* Number of entries, in central directory order. */
-uint64_t oz_zip_reader_count(const oz_zip_reader *r);
+OZ_API uint64_t oz_zip_reader_count(const oz_zip_reader *r);
 
 /* Entry `index` (0-based, central directory order). Out of range: OC_ERR_NOT_FOUND. */
-oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_entry *out,
+OZ_API oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_entry *out,
                               oc_error *err);
 
 /* Looks name up (exact bytes, NUL-terminated) in the hash table; *index receives its
  * position. Absent: OC_ERR_NOT_FOUND. */
-oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t *index,
+OZ_API oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t *index,
                              oc_error *err);
 
 /* The entry's uncompressed bytes. STORED from a mapping or owned memory: *out shares the
@@ -186,13 +188,13 @@ oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t 
  * declared size, corrupt data or a CRC mismatch is an error (Z-77, Z-78). Encrypted
  * entries and other methods: OC_ERR_UNSUPPORTED. *out is released first; on failure it
  * is left empty. */
-oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out,
+OZ_API oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out,
                              oc_error *err);
 
 /* Checks the CRC-32 (and, for DEFLATED, the inflated size) of one entry or of all of
  * them, streaming: memory use does not depend on entry sizes. Mismatch: OC_ERR_CHECKSUM. */
-oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err);
-oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err);
+OZ_API oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err);
+OZ_API oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err);
 
 /* Z-36: checks that no entry name is both a file and a directory, as extracting the
  * archive would need: a file entry's name must not be the directory part of another
@@ -200,16 +202,16 @@ oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err);
  * Opening does not check this (finding entries by name is unaffected); extractors and
  * validators do. A clash: OC_ERR_INCONSISTENT naming both entries, at the file entry's
  * central header. Time O(n log n) in the number of '/' in all names. */
-oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err);
+OZ_API oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err);
 
 /* The archive's size in bytes, whether it uses zip64 end records, and its comment
  * (*size receives its length; not NUL-terminated; NULL when empty). */
-uint64_t oz_zip_reader_size(const oz_zip_reader *r);
-int oz_zip_reader_is_zip64(const oz_zip_reader *r);
+OZ_API uint64_t oz_zip_reader_size(const oz_zip_reader *r);
+OZ_API int oz_zip_reader_is_zip64(const oz_zip_reader *r);
 /* Where the central directory lies: *offset and *size in bytes (either may be NULL). The
  * end records follow it directly (Z-65). */
-void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size);
-const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size);
+OZ_API void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size);
+OZ_API const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size);
 
 #ifdef __cplusplus
 }

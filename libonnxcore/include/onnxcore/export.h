@@ -1,0 +1,18 @@
+/*
+ * onnxcore/export.h - OC_API marks the functions and objects libonnxcore exports.
+ *
+ * The library is built with -fvisibility=hidden: only declarations marked OC_API in the
+ * public headers (the onnxcore headers) are visible outside libonnxcore.so, so internal helpers
+ * (the oc__ names of src/internal) are not part of its ABI. A static build exports
+ * nothing by itself and the mark changes nothing for it.
+ */
+#ifndef ONNXCORE_EXPORT_H
+#define ONNXCORE_EXPORT_H
+
+#if defined(__GNUC__) || defined(__clang__)
+#define OC_API __attribute__((visibility("default")))
+#else
+#define OC_API
+#endif
+
+#endif
