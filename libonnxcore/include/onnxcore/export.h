@@ -9,10 +9,12 @@
 #ifndef ONNXCORE_EXPORT_H
 #define ONNXCORE_EXPORT_H
 
+#ifndef OC_API /* tests/api defines it to find the marked declarations */
 #if defined(__GNUC__) || defined(__clang__)
 #define OC_API __attribute__((visibility("default")))
 #else
 #define OC_API
+#endif
 #endif
 
 #endif

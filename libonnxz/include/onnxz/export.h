@@ -7,10 +7,12 @@
 #ifndef ONNXZ_EXPORT_H
 #define ONNXZ_EXPORT_H
 
+#ifndef OZ_API /* tests/api defines it to find the marked declarations */
 #if defined(__GNUC__) || defined(__clang__)
 #define OZ_API __attribute__((visibility("default")))
 #else
 #define OZ_API
+#endif
 #endif
 
 #endif
