@@ -149,7 +149,7 @@ oc_status oc_str_set_cstr(oc_arena *a, oc_str *dst, const char *src) {
     return oc_str_set(a, dst, src, strlen(src));
 }
 
-int oc_str_eq(oc_str s, const char *cstr) {
+bool oc_str_eq(oc_str s, const char *cstr) {
     size_t n = strlen(cstr);
     return s.size == n && (n == 0 || memcmp(s.data, cstr, n) == 0);
 }

@@ -21,6 +21,7 @@
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
 #include "internal/error.h"
+#include "onnxcore_shared.h"
 
 #ifdef ONNXZ_HAVE_OPENSSL
 #include <openssl/crypto.h>
@@ -1020,6 +1021,7 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
                                    const oc_serialize_options *sopts, oc_error *err) {
     if (!model || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_save_model_file: missing argument");
+    OC_SERIALIZE_OPTS(sopts, err);
     OC_RETURN_ERROR_IF(sopts && sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an encrypted model cannot have external data: it would be written in "
                        "the clear");
@@ -1087,6 +1089,7 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
                                 oc_model **out, oc_error *err) {
     if (!plain || !out || (!plain->data && plain->size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_decode_model: missing argument");
+    OC_PARSE_OPTS(popts, err);
     *out = NULL;
     if (!base_dir && popts) base_dir = popts->data_dir;
     OC_RETURN_ERROR_IF(oc_crypt_is_zip(plain->data, plain->size), err, OC_ERR_UNSUPPORTED,
@@ -1141,6 +1144,7 @@ oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key
                                    oc_model **out, oc_error *err) {
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_load_model_file: missing argument");
+    OC_PARSE_OPTS(popts, err);
     *out = NULL;
     OC_FORWARD(require_crypto(err));
     oc_mapped map;

@@ -19,6 +19,7 @@
 #include "internal/error.h"
 #include "internal/parallel.h"
 #include "internal/schema.h"
+#include "onnxcore_shared.h"
 
 /* Payloads at least this large are copied by the thread pool when num_threads > 1. */
 #define OC_DEFER_COPY (64u * 1024u)
@@ -530,6 +531,7 @@ oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_
                     oc_error *err) {
     if (!desc || !msg || !arena || (!data && size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
+    OC_PARSE_OPTS(opts, err);
     OC_FORWARD(oc__check_size(size, opts ? opts->max_model_bytes : 0, OC_DEFAULT_MAX_MODEL_BYTES,
                               "the serialized model", "max_model_bytes", OC_NO_OFFSET, err));
     uint64_t previous = oc__budget_begin(arena, opts);

@@ -19,6 +19,7 @@
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/schema.h"
+#include "onnxcore_shared.h"
 
 #define OC_WRITE_BUFFER (256u * 1024u)
 /* raw_data at least this large goes to the sink directly, never through the buffer. */
@@ -32,6 +33,7 @@ void oc_serialize_options_init(oc_serialize_options *o) {
 oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
                                  const oc_serialize_options *opts, oc_error *err) {
     uint64_t total = 0;
+    OC_SERIALIZE_OPTS(opts, err);
     if (opts && opts->progress) OC_FORWARD(oc_encoded_size(desc, msg, &total, err));
     oc_progress_start(p, opts ? opts->progress : NULL, opts ? opts->progress_ctx : NULL, total);
     return OC_OK;

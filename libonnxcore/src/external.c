@@ -43,15 +43,16 @@
 #include "internal/external.h"
 #include "internal/parallel.h"
 #include "internal/testpoint.h"
+#include "onnxcore_shared.h"
 
 /* ---- reading keys ---- */
 
 static const char *const known_keys[] = {"location", "offset", "length", "checksum", "basepath"};
 
-int oc_external_key_is_known(const oc_str *key) {
+bool oc_external_key_is_known(const oc_str *key) {
     for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++)
-        if (oc_str_eq(*key, known_keys[i])) return 1;
-    return 0;
+        if (oc_str_eq(*key, known_keys[i])) return true;
+    return false;
 }
 
 /* Drops the entries this library manages, keeping the others in order (E-3). */
@@ -63,7 +64,7 @@ static void drop_known_keys(onnx_TensorProto *t) {
     t->external_data.count = kept;
 }
 
-int oc_tensor_is_external(const onnx_TensorProto *t) {
+bool oc_tensor_is_external(const onnx_TensorProto *t) {
     return OC_HAS(TensorProto, t, data_location) && t->data_location == 1;
 }
 
@@ -623,6 +624,7 @@ oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *b
                                 const oc_parse_options *opts, oc_error *err) {
     if (!desc || !msg || !base_dir)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_load_external_data: missing argument");
+    OC_PARSE_OPTS(opts, err);
     oc_parse_options defaults;
     loader l;
     memset(&l, 0, sizeof l);
@@ -641,6 +643,7 @@ oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
     if (!desc || !msg || !resolve)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_load_external_data_with: missing argument");
+    OC_PARSE_OPTS(opts, err);
     oc_parse_options defaults;
     loader l;
     memset(&l, 0, sizeof l);

@@ -12,6 +12,7 @@
 #include "internal/external.h"
 #include "internal/stream.h"
 #include "internal/schema.h"
+#include "onnxcore_shared.h"
 
 struct oc_model {
     oc_arena *arena;
@@ -36,9 +37,9 @@ void oc_model_free(oc_model *m) {
     free(m);
 }
 
-onnx_ModelProto *oc_model_proto(oc_model *m) { return m->proto; }
-const onnx_ModelProto *oc_model_proto_const(const oc_model *m) { return m->proto; }
-oc_arena *oc_model_arena(oc_model *m) { return m->arena; }
+onnx_ModelProto *oc_model_proto(oc_model *m) { return m ? m->proto : NULL; }
+const onnx_ModelProto *oc_model_proto_const(const oc_model *m) { return m ? m->proto : NULL; }
+oc_arena *oc_model_arena(oc_model *m) { return m ? m->arena : NULL; }
 
 static oc_status new_model(oc_model **out, oc_error *err) {
     *out = oc_model_new();
@@ -73,8 +74,10 @@ static oc_status with_external(oc_model **out, const char *base_dir,
 
 oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
                                oc_model **out, oc_error *err) {
+    if (out) *out = NULL; /* on any failure (model.h) */
     if (!out || (!data && size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_memory: missing argument");
+    OC_PARSE_OPTS(opts, err);
     OC_FORWARD(load_bytes(data, size, opts, NULL, out, err));
     return with_external(out, opts ? opts->data_dir : NULL, opts, err);
 }
@@ -102,8 +105,10 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
 
 oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                              oc_error *err) {
+    if (out) *out = NULL; /* on any failure (model.h) */
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
+    OC_PARSE_OPTS(opts, err);
     /* E-25: the model and its data files from one save, never a mix of two. */
     int lock = opts && opts->skip_external_data ? -1 : oc__pair_lock(path, 0);
     if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err); /* never a mixed pair */
@@ -158,8 +163,10 @@ static oc_status decode_message(const oc_mapped *map, const oc_parse_options *op
 
 oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
                                const oc_parse_options *opts, void **out, oc_error *err) {
+    if (out) *out = NULL; /* on any failure (model.h) */
     if (!desc || !path || !arena || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_load_file: missing argument");
+    OC_PARSE_OPTS(opts, err);
     if (opts && opts->use_pread) {
         void *msg = oc_msg_new(arena, desc);
         if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -175,6 +182,7 @@ oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const ch
                                const oc_serialize_options *opts, oc_error *err) {
     if (!desc || !msg || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_save_file: missing argument");
+    OC_SERIALIZE_OPTS(opts, err);
     oc_atomic_file af;
     oc_progress progress;
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
@@ -193,6 +201,7 @@ oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const ch
 oc_status oc_model_save_file(const oc_model *m, const char *path,
                              const oc_serialize_options *opts, oc_error *err) {
     if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_file: no model");
+    OC_SERIALIZE_OPTS(opts, err);
     if (opts && opts->external_data && path)
         return oc__save_external(&onnx_ModelProto_desc, m->proto, path, opts, err);
     return oc_message_save_file(&onnx_ModelProto_desc, m->proto, path, opts, err);
@@ -202,10 +211,12 @@ oc_status oc_model_save_memory(const oc_model *m, const oc_serialize_options *op
                                uint64_t *size, oc_error *err) {
     (void)opts; /* nothing in the options changes a plain serialization */
     if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_memory: no model");
+    OC_SERIALIZE_OPTS(opts, err);
     return oc_encode_to_memory(&onnx_ModelProto_desc, m->proto, out, size, err);
 }
 
 oc_status oc_model_clone(const oc_model *m, oc_model **out, oc_error *err) {
+    if (out) *out = NULL; /* on any failure (model.h) */
     if (!m || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_clone: missing argument");
     oc_model *c = calloc(1, sizeof *c);

@@ -20,6 +20,7 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/journal.h"
+#include "internal/options.h"
 
 /* ---- entry names (A-10) ---- */
 
@@ -183,10 +184,9 @@ static oc_status gather_model(void *ctx, const void *data, uint64_t size, oc_err
 
 oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
                                   const oz_archive_options *opts, oc_error *err) {
-    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
-    if (!opts) opts = &defaults;
     if (!desc || !msg || !path)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: missing argument");
+    OZ_ARCHIVE_OPTS(opts, err);
     const oc_serialize_options *so = &opts->serialize;
     if (so->buffer.alignment > UINT32_MAX)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is too large",
@@ -474,6 +474,7 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
 oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
                                 oc_model **out, oc_error *err) {
     if (!ar || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_load_model: missing argument");
+    OC_PARSE_OPTS(opts, err);
     oc_model *m;
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
@@ -500,6 +501,7 @@ oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts) {
 
 oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
                           oc_error *err) {
+    OC_PARSE_OPTS(opts, err);
     oz_archive *ar;
     oz_zip_reader_options zo = oz__zip_options_for(opts);
     OZ_FORWARD(oz_archive_open(path, &zo, &ar, err));
@@ -559,7 +561,7 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
     return st;
 }
 
-int oz_is_archive_file(const char *path) {
+bool oz_is_archive_file(const char *path) {
     unsigned char sig[4];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
@@ -576,4 +578,9 @@ int oz_is_archive_file(const char *path) {
     if (n < 4)
         return memcmp(sig, local, (size_t)n) == 0 || memcmp(sig, end, (size_t)n) == 0;
     return memcmp(sig, local, 4) == 0 || memcmp(sig, end, 4) == 0;
+}
+
+void oz_archive_options_init(oz_archive_options *opts) {
+    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
+    *opts = defaults;
 }

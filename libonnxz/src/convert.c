@@ -6,6 +6,7 @@
 
 #include "onnxz/convert.h"
 #include "internal/error.h"
+#include "internal/options.h"
 
 oz_form oz_form_of_name(const char *path) {
     size_t n = path ? strlen(path) : 0;
@@ -22,8 +23,7 @@ oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model *
 
 oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
                       const oz_archive_options *opts, oc_error *err) {
-    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
-    if (!opts) opts = &defaults;
+    OZ_ARCHIVE_OPTS(opts, err);
     if (form == OZ_FORM_AUTO) form = oz_form_of_name(path);
     if (form == OZ_FORM_ONNXZ) {
         if (opts->serialize.external_data)
@@ -39,9 +39,8 @@ oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
 
 oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
                      oc_error *err) {
-    static const oz_convert_options defaults = OZ_CONVERT_OPTIONS_INIT;
-    if (!opts) opts = &defaults;
     if (!in || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
+    OZ_CONVERT_OPTS(opts, err);
     oc_parse_options load = opts->load;
     load.no_copy = 1;
     load.skip_external_data = 0;
@@ -50,4 +49,9 @@ oc_status oz_convert(const char *in, const char *out, const oz_convert_options *
     oc_status st = oz_save_any(model, out, opts->output, &opts->save, err);
     oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
     return st;
+}
+
+void oz_convert_options_init(oz_convert_options *opts) {
+    static const oz_convert_options defaults = OZ_CONVERT_OPTIONS_INIT;
+    *opts = defaults;
 }

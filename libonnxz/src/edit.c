@@ -41,6 +41,7 @@
 #include "internal/lock.h"
 #include "internal/zipbuild.h"
 #include "internal/zipread.h"
+#include "internal/options.h"
 #include "onnxz/archive.h"
 
 void (*oz__edit_test_hook)(const char *step) = NULL;
@@ -487,10 +488,9 @@ static oc_status run(edit *ed, oc_error *err) {
 
 oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
                                 oz_archive_edit **out, oc_error *err) {
-    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
-    if (!opts) opts = &defaults;
     OZ_RETURN_ERROR_IF(!path || !*path || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_edit_begin: missing argument");
+    OZ_ARCHIVE_OPTS(opts, err);
     *out = NULL;
     uint64_t align = opts->serialize.buffer.alignment;
     OZ_RETURN_ERROR_IF(align && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT ||
@@ -519,11 +519,11 @@ oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts
     return OC_OK;
 }
 
-int oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to) {
-    if (!ed || ed->cut_to == 0) return 0;
+bool oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to) {
+    if (!ed || ed->cut_to == 0) return false;
     if (from) *from = ed->cut_from;
     if (to) *to = ed->cut_to;
-    return 1;
+    return true;
 }
 
 const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed) {

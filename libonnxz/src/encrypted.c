@@ -11,6 +11,7 @@
 #include "onnxz/encrypted.h"
 #include "internal/archive.h"
 #include "internal/error.h"
+#include "internal/options.h"
 
 oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                  const oz_zip_reader_options *zip_opts, oz_archive **out,
@@ -49,6 +50,7 @@ oc_status oz_load_encrypted(const char *path, const void *key, size_t key_len,
                             oc_model **out, int *is_archive, oc_error *err) {
     if (!path || !out)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_load_encrypted: missing argument");
+    OC_PARSE_OPTS(popts, err);
     *out = NULL;
     oc_crypt_format format = OC_CRYPT_NONE;
     OZ_FORWARD(oc_crypt_detect_file(path, &format, err));

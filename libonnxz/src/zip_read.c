@@ -29,6 +29,7 @@
 #include "internal/lock.h"
 #include "internal/zipfmt.h"
 #include "internal/zipread.h"
+#include "internal/options.h"
 #include "onnxz/zip.h"
 
 /* Chunk size for pread-based reading, CRC checks and inflation. */
@@ -740,6 +741,7 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     OZ_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no path or output pointer");
     *out = NULL;
+    OZ_ZIP_OPTS(options, err);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
     if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
     oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, path,
@@ -777,6 +779,7 @@ oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size,
                                         oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
+    OZ_ZIP_OPTS(options, err);
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (own < 0) return oz__fail_errno(err, errno, "cannot duplicate descriptor %d", fd);
     return open_with_fd(own, "the archive", size, options, out, err);
@@ -793,6 +796,7 @@ oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *o
     OZ_RETURN_ERROR_IF(!out || (!data && size), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data or output pointer");
     *out = NULL;
+    OZ_ZIP_OPTS(options, err);
     oz_zip_reader *r = reader_new();
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     r->base = data;
@@ -805,7 +809,7 @@ oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *o
 
 uint64_t oz_zip_reader_count(const oz_zip_reader *r) { return r ? r->count : 0; }
 uint64_t oz_zip_reader_size(const oz_zip_reader *r) { return r ? r->size : 0; }
-int oz_zip_reader_is_zip64(const oz_zip_reader *r) { return r ? r->zip64 : 0; }
+bool oz_zip_reader_is_zip64(const oz_zip_reader *r) { return r && r->zip64; }
 
 void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size) {
     if (offset) *offset = r ? r->cd_off : 0;
@@ -1162,4 +1166,9 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
     }
     free(c);
     return st;
+}
+
+void oz_zip_reader_options_init(oz_zip_reader_options *opts) {
+    static const oz_zip_reader_options defaults = OZ_ZIP_READER_OPTIONS_INIT;
+    *opts = defaults;
 }

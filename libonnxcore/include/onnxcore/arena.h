@@ -13,6 +13,7 @@
 #include "export.h"
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -45,7 +46,7 @@ OC_API oc_status oc_str_set(oc_arena *arena, oc_str *dst, const void *src, uint6
 /* Sets *dst to a copy of the NUL-terminated string src. */
 OC_API oc_status oc_str_set_cstr(oc_arena *arena, oc_str *dst, const char *src);
 /* True when s holds exactly the NUL-terminated string cstr. */
-OC_API int oc_str_eq(oc_str s, const char *cstr);
+OC_API bool oc_str_eq(oc_str s, const char *cstr);
 
 #ifdef __cplusplus
 }

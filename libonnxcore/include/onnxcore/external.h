@@ -13,6 +13,7 @@
 
 #include "export.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "codec.h"
@@ -78,10 +79,10 @@ OC_API oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uin
 /* True for the external_data keys this library defines and acts on: location, offset,
  * length, checksum (and basepath, which it recognises and never acts on). Other keys
  * are kept as they are and never acted on (spec E-3). */
-OC_API int oc_external_key_is_known(const oc_str *key);
+OC_API bool oc_external_key_is_known(const oc_str *key);
 
 /* True when the tensor's data lives outside the model (data_location == EXTERNAL). */
-OC_API int oc_tensor_is_external(const onnx_TensorProto *tensor);
+OC_API bool oc_tensor_is_external(const onnx_TensorProto *tensor);
 /* The value of an external_data key, or NULL (the last entry wins, as in onnx). */
 OC_API const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, const char *key);
 /* Reads a tensor's `offset` and `length` keys under spec E-12: each may be absent (then

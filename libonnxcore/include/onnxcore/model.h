@@ -5,6 +5,10 @@
  * follow the byte-span rules of bytes.h: a model loaded with no_copy from memory borrows
  * the caller's bytes; one loaded with no_copy from a file shares a read-only mapping of
  * the file that stays alive as long as any tensor refers to it.
+ *
+ * The functions below that return a new model or message in *out (loads, clone) set
+ * *out to NULL first: after a failure *out is NULL (and nothing needs freeing); after
+ * success it holds the result, which the caller owns.
  */
 #ifndef ONNXCORE_MODEL_H
 #define ONNXCORE_MODEL_H
@@ -25,7 +29,8 @@ typedef struct oc_model oc_model;
 OC_API oc_model *oc_model_new(void);
 /* Frees the model, its arena, and releases every tensor span. NULL is accepted. */
 OC_API void oc_model_free(oc_model *model);
-/* The ModelProto and the arena to allocate additions from (valid until oc_model_free). */
+/* The ModelProto and the arena to allocate additions from (valid until oc_model_free).
+ * NULL for a NULL model. */
 OC_API onnx_ModelProto *oc_model_proto(oc_model *model);
 OC_API const onnx_ModelProto *oc_model_proto_const(const oc_model *model);
 OC_API oc_arena *oc_model_arena(oc_model *model);

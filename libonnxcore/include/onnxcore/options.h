@@ -1,21 +1,32 @@
 /*
  * onnxcore/options.h - options shared by parsing, serialization and buffer operations.
  *
- * The hierarchy: oc_parse_options and oc_serialize_options both begin with an
- * oc_tensor_buffer_options named `buffer`, so any function taking a
- * `const oc_tensor_buffer_options *` accepts `&parse.buffer` or `&serialize.buffer`
- * (or a pointer to either whole struct, converted: C guarantees the first member sits at
- * offset 0).
+ * The hierarchy: oc_parse_options and oc_serialize_options both hold an
+ * oc_tensor_buffer_options named `buffer` (right after their size field), so any function
+ * taking a `const oc_tensor_buffer_options *` accepts `&parse.buffer` or
+ * `&serialize.buffer`.
  *
  * Initialise with the *_INIT macros or the *_init functions: the documented defaults are
  * not all zero (raw_data_threshold is 1024 for parsing and for serialization, and 0 is a
  * meaningful threshold). A NULL options pointer always means "the defaults".
+ *
+ * Extending. Every options struct of both libraries (these, oz_archive_options,
+ * oz_convert_options, oz_zip_reader_options) begins with `size_t size`, which the *_INIT
+ * macro or *_init function sets to sizeof the struct; the macros name their fields
+ * (designated initialisers), so the fields keep their meaning when one is added. New
+ * fields are only ever appended, and a library reads only the fields that lie within the
+ * `size` the caller's struct has: a program compiled against an older, shorter struct gets
+ * the defaults for the fields it does not know. A struct whose size is 0 (never
+ * initialised) is refused with OC_ERR_INVALID_ARG. Set fields by name after initialising;
+ * do not fill these structs positionally. oc_tensor_buffer_options, embedded in both, is
+ * fixed: it never grows.
  */
 #ifndef ONNXCORE_OPTIONS_H
 #define ONNXCORE_OPTIONS_H
 
 #include "export.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "bytes.h"
@@ -25,12 +36,14 @@
 extern "C" {
 #endif
 
+/* Fixed layout (it is embedded in other options): it never grows. */
 typedef struct oc_tensor_buffer_options {
     uint64_t raw_data_threshold; /* tensors whose raw_data has fewer bytes are left alone */
     uint64_t alignment;          /* 0 = none, else a power of two */
 } oc_tensor_buffer_options;
 
 typedef struct oc_parse_options {
+    size_t size; /* sizeof(oc_parse_options), set by OC_PARSE_OPTIONS_INIT / _init */
     /* raw_data_threshold (default 1024): with no_copy, raw_data of at least this many
      * bytes is borrowed from the input; smaller raw_data is copied. */
     oc_tensor_buffer_options buffer;
@@ -64,12 +77,15 @@ typedef struct oc_parse_options {
     uint64_t max_memory;
 } oc_parse_options;
 
-#define OC_PARSE_OPTIONS_INIT { { 1024u, 0u }, 0, 0, 0u, 0u, 0u, 0u, 0, 0, 0, NULL, NULL, 0, NULL, 0u }
+/* The defaults; every field not named is 0 or NULL. */
+#define OC_PARSE_OPTIONS_INIT                                                                 \
+    { .size = sizeof(oc_parse_options), .buffer = { .raw_data_threshold = 1024u } }
 
 /* Receives a save's progress (oc_serialize_options.progress). */
 typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 typedef struct oc_serialize_options {
+    size_t size; /* sizeof(oc_serialize_options), set by OC_SERIALIZE_OPTIONS_INIT / _init */
     /* raw_data_threshold (default OC_EXTERNAL_THRESHOLD_DEFAULT, 1024): tensors below it
      * stay inside the model when tensor bytes are written elsewhere (external data,
      * archives); tensors with no raw_data bytes always do (spec/external-data.md E-27). */
@@ -97,8 +113,12 @@ typedef struct oc_serialize_options {
  * Expand, Tile...) only from bytes inside the model, and 1024 bytes hold any of them up
  * to rank 128; it is also onnx.save's default. */
 #define OC_EXTERNAL_THRESHOLD_DEFAULT 1024u
-#define OC_SERIALIZE_OPTIONS_INIT { { OC_EXTERNAL_THRESHOLD_DEFAULT, 0u }, 1, NULL, 0u, 0, NULL, NULL }
+#define OC_SERIALIZE_OPTIONS_INIT                                                             \
+    { .size = sizeof(oc_serialize_options),                                                   \
+      .buffer = { .raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT },                      \
+      .overwrite = 1 }
 
+/* Set *opts to the defaults (as the _INIT macros), size included. */
 OC_API void oc_parse_options_init(oc_parse_options *opts);
 OC_API void oc_serialize_options_init(oc_serialize_options *opts);
 

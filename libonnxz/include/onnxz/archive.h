@@ -16,6 +16,8 @@
 
 #include "export.h"
 
+#include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <onnxcore/model.h>
@@ -33,7 +35,10 @@ extern "C" {
 #define OZ_ARCHIVE_VERSION 1u
 #define OZ_VERSION_ENTRY "__ONNXZ_VERSION"
 
+/* Extendable as onnxcore/options.h says ("Extending"): initialise with
+ * OZ_ARCHIVE_OPTIONS_INIT or oz_archive_options_init. */
 typedef struct oz_archive_options {
+    size_t size; /* sizeof(oz_archive_options) */
     /* serialize.buffer.raw_data_threshold (default 1024): tensors whose raw_data has at
      * least this many bytes (and at least one) become entries; smaller ones stay inside
      * the model (spec/onnxz.md A-11).
@@ -47,7 +52,10 @@ typedef struct oz_archive_options {
     int append_only;
 } oz_archive_options;
 
-#define OZ_ARCHIVE_OPTIONS_INIT { OC_SERIALIZE_OPTIONS_INIT, 0, 0 }
+#define OZ_ARCHIVE_OPTIONS_INIT                                                               \
+    { .size = sizeof(oz_archive_options), .serialize = OC_SERIALIZE_OPTIONS_INIT }
+/* Sets *opts to the defaults (as OZ_ARCHIVE_OPTIONS_INIT), size included. */
+OZ_API void oz_archive_options_init(oz_archive_options *opts);
 
 /* Writes msg (any message type; normally a ModelProto) as an archive at path, replacing
  * it atomically. Tensor bytes go from their spans to the file as they are met: nothing of
@@ -137,10 +145,10 @@ typedef struct oz_archive_edit oz_archive_edit;
  * pass every check of oz_archive_open. *out: free it with oz_archive_edit_end. */
 OZ_API oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
                                 oz_archive_edit **out, oc_error *err);
-/* When oz_archive_edit_begin rolled back an interrupted edit (A-56): 1, and the bytes it
- * cut from the end of the file were [*from, *to) (either pointer may be NULL). Else 0.
+/* When oz_archive_edit_begin rolled back an interrupted edit (A-56): true, and the bytes it
+ * cut from the end of the file were [*from, *to) (either pointer may be NULL). Else false.
  * Callers that talk to a user should say so: those bytes are gone. */
-OZ_API int oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to);
+OZ_API bool oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *from, uint64_t *to);
 /* The archive being edited, as it is before the commit (read with pread, so loaded
  * models hold copies); NULL once oz_archive_edit_commit has been called. Owned by ed. */
 OZ_API const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed);
@@ -167,7 +175,7 @@ OZ_API void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out);
  * signature), as a quick test of the form of an input. A file of 1 to 3 bytes that is the
  * start of one of those signatures counts too: it is an archive cut short (which
  * oz_archive_open reports as `truncated`), not a model, since no model is that short. */
-OZ_API int oz_is_archive_file(const char *path);
+OZ_API bool oz_is_archive_file(const char *path);
 
 #ifdef __cplusplus
 }

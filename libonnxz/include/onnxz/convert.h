@@ -43,7 +43,10 @@ OZ_API oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_
 OZ_API oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
                       const oz_archive_options *opts, oc_error *err);
 
+/* Extendable as onnxcore/options.h says ("Extending"): initialise with
+ * OZ_CONVERT_OPTIONS_INIT or oz_convert_options_init. */
 typedef struct oz_convert_options {
+    size_t size; /* sizeof(oz_convert_options) */
     oz_form output;          /* OUT's form; AUTO: by its name */
     /* How IN is read: data_dir, location, verify_checksums, the size caps. no_copy is
      * always on (tensor bytes go from IN's mapping to OUT) and skip_external_data off. */
@@ -55,7 +58,11 @@ typedef struct oz_convert_options {
     oz_archive_options save;
 } oz_convert_options;
 
-#define OZ_CONVERT_OPTIONS_INIT { OZ_FORM_AUTO, OC_PARSE_OPTIONS_INIT, OZ_ARCHIVE_OPTIONS_INIT }
+#define OZ_CONVERT_OPTIONS_INIT                                                               \
+    { .size = sizeof(oz_convert_options), .output = OZ_FORM_AUTO,                             \
+      .load = OC_PARSE_OPTIONS_INIT, .save = OZ_ARCHIVE_OPTIONS_INIT }
+/* Sets *opts to the defaults (as OZ_CONVERT_OPTIONS_INIT), size included. */
+OZ_API void oz_convert_options_init(oz_convert_options *opts);
 
 /* Converts the model at `in` into `out`. After any chain of conversions the graph and
  * every tensor are those of the source, and converting back to a single .onnx gives the

@@ -20,6 +20,8 @@
 
 #include "export.h"
 
+#include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <onnxcore/bytes.h>
@@ -121,8 +123,11 @@ OZ_API void oz_zip_writer_free(oz_zip_writer *w);
 
 typedef struct oz_zip_reader oz_zip_reader;
 
-/* Options for opening; all-zero means defaults (OZ_ZIP_READER_OPTIONS_INIT). */
+/* Options for opening: initialise with OZ_ZIP_READER_OPTIONS_INIT or
+ * oz_zip_reader_options_init (every other field 0: the defaults). Extendable as
+ * onnxcore/options.h says ("Extending"). */
 typedef struct oz_zip_reader_options {
+    size_t size; /* sizeof(oz_zip_reader_options) */
     /* oz_zip_reader_open: read the file with pread() instead of mapping it (for network
      * filesystems, where a mapping may fault unpredictably). STORED reads then copy. */
     int use_pread;
@@ -136,7 +141,9 @@ typedef struct oz_zip_reader_options {
     uint64_t max_memory;
 } oz_zip_reader_options;
 
-#define OZ_ZIP_READER_OPTIONS_INIT {0, 0, 0, 0, 0, 0}
+#define OZ_ZIP_READER_OPTIONS_INIT { .size = sizeof(oz_zip_reader_options) }
+/* Sets *opts to the defaults (as OZ_ZIP_READER_OPTIONS_INIT), size included. */
+OZ_API void oz_zip_reader_options_init(oz_zip_reader_options *opts);
 
 /* Opens the archive at path: maps it read-only (default) or reads it with pread
  * (options->use_pread), then checks everything Z-60..Z-76 requires before returning. CRCs
@@ -207,7 +214,7 @@ OZ_API oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err
 /* The archive's size in bytes, whether it uses zip64 end records, and its comment
  * (*size receives its length; not NUL-terminated; NULL when empty). */
 OZ_API uint64_t oz_zip_reader_size(const oz_zip_reader *r);
-OZ_API int oz_zip_reader_is_zip64(const oz_zip_reader *r);
+OZ_API bool oz_zip_reader_is_zip64(const oz_zip_reader *r);
 /* Where the central directory lies: *offset and *size in bytes (either may be NULL). The
  * end records follow it directly (Z-65). */
 OZ_API void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size);

@@ -1,0 +1,18 @@
+/*
+ * onnxz/onnxz.h - libonnxz and libonnxcore: include this header for the whole public API
+ * of both libraries (the .onnxz archive, its ZIP layer, conversion, encrypted archives,
+ * and everything of onnxcore/onnxcore.h).
+ */
+#ifndef ONNXZ_ONNXZ_H
+#define ONNXZ_ONNXZ_H
+
+#include <onnxcore/onnxcore.h>
+
+#include "archive.h"
+#include "convert.h"
+#include "encrypted.h"
+#include "export.h"
+#include "limits.h"
+#include "zip.h"
+
+#endif

@@ -1,0 +1,407 @@
+/*
+ * test_options_abi.c - a caller compiled against an older header keeps working.
+ *
+ * Every options struct begins with its size (onnxcore/options.h, "Extending"). This
+ * program plays a caller built against an earlier version of the headers, in which the
+ * last fields of today's structs did not exist yet: it declares those older, shorter
+ * layouts itself, sets `size` to their sizeof, and passes them to the shared libraries.
+ * Beyond the end of each old struct it leaves poison where today's layout has the fields
+ * the old caller does not know (a bad pointer, a tiny limit): a library that read past
+ * `size` would crash or fail. It checks that the old fields are honoured, that the
+ * defaults stand for the missing ones, that the fields after an embedded options struct
+ * of another size are found where the caller put them, and that a struct whose size was
+ * never set is refused.
+ *
+ * usage: test_options_abi SCRATCH_DIR
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <onnxz/onnxz.h>
+
+#include "check.h"
+#include "testdir.h"
+
+/* ---- the layouts of the "old" header ---- */
+
+/* oc_parse_options before storage_pool and max_memory. */
+typedef struct old_parse_options {
+    size_t size;
+    oc_tensor_buffer_options buffer;
+    int no_copy;
+    int num_threads;
+    uint32_t max_depth;
+    uint64_t max_model_bytes;
+    uint64_t max_tensor_bytes;
+    uint64_t max_external_bytes;
+    int skip_raw_data;
+    int use_pread;
+    int skip_external_data;
+    const char *data_dir;
+    const char *location;
+    int verify_checksums;
+} old_parse_options;
+
+/* oc_serialize_options before progress and progress_ctx. */
+typedef struct old_serialize_options {
+    size_t size;
+    oc_tensor_buffer_options buffer;
+    int overwrite;
+    const char *external_data;
+    uint64_t max_external_file_size;
+    int checksum;
+} old_serialize_options;
+
+typedef struct old_archive_options {
+    size_t size;
+    old_serialize_options serialize;
+    int deflate_model;
+    int append_only;
+} old_archive_options;
+
+/* oz_zip_reader_options before max_memory. */
+typedef struct old_zip_reader_options {
+    size_t size;
+    int use_pread;
+    uint64_t max_entries;
+    uint32_t max_name_len;
+    uint64_t max_central_dir;
+    uint64_t max_inflated;
+} old_zip_reader_options;
+
+typedef struct old_convert_options {
+    size_t size;
+    oz_form output;
+    old_parse_options load;
+    old_archive_options save;
+} old_convert_options;
+
+/* The old layouts are prefixes of today's, and shorter: the test means something. */
+#define SAME_AT(T, O, f) _Static_assert(offsetof(T, f) == offsetof(O, f), #f " moved")
+SAME_AT(oc_parse_options, old_parse_options, verify_checksums);
+SAME_AT(oc_serialize_options, old_serialize_options, checksum);
+SAME_AT(oz_zip_reader_options, old_zip_reader_options, max_inflated);
+_Static_assert(sizeof(old_parse_options) <= offsetof(oc_parse_options, storage_pool), "");
+_Static_assert(sizeof(old_serialize_options) <= offsetof(oc_serialize_options, progress), "");
+_Static_assert(sizeof(old_zip_reader_options) <= offsetof(oz_zip_reader_options, max_memory), "");
+_Static_assert(sizeof(old_serialize_options) < sizeof(oc_serialize_options), "");
+
+/* Room for an old struct followed by poison, aligned as any options struct. */
+typedef union slab {
+    max_align_t align;
+    unsigned char bytes[1024];
+} slab;
+
+static void poison_at(slab *s, size_t at, const void *value, size_t n) {
+    memcpy(s->bytes + at, value, n);
+}
+
+/* ---- a model with one large tensor ---- */
+
+enum { TENSOR_BYTES = 256 * 1024 }; /* over OC_STORAGE_POOL_MIN_BLOCK: a copying load
+                                     * takes it from opts->storage_pool when one is set */
+
+static char dir[4096], model_path[4200], archive_path[4200], copy_path[4200],
+    convert_path[4200];
+
+static int make_model_file(void) {
+    oc_model *model = oc_model_new();
+    if (!model) return 0;
+    oc_arena *a = oc_model_arena(model);
+    onnx_ModelProto *m = oc_model_proto(model);
+    m->ir_version = 10;
+    OC_SET_HAS(ModelProto, m, ir_version);
+    onnx_GraphProto *g = m->graph = OC_NEW(a, GraphProto);
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    if (!g || !t) return 0;
+    oc_str_set_cstr(a, &t->name, "W");
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+    if (!d) return 0;
+    *d = TENSOR_BYTES;
+    uint8_t *w = NULL;
+    if (oc_bytes_set_alloc(&t->raw_data, TENSOR_BYTES, &w, NULL) != OC_OK) return 0;
+    for (uint64_t i = 0; i < TENSOR_BYTES; i++) w[i] = (uint8_t)(i * 7u + 1u);
+    OC_SET_HAS(TensorProto, t, raw_data);
+    oc_error err;
+    oc_status st = oc_model_save_file(model, model_path, NULL, &err);
+    oc_model_free(model);
+    return st == OC_OK;
+}
+
+static const onnx_TensorProto *tensor_w(const oc_model *model) {
+    const onnx_ModelProto *m = oc_model_proto_const(model);
+    if (!m || !m->graph || m->graph->initializer.count != 1) return NULL;
+    return m->graph->initializer.items[0];
+}
+
+static int tensor_intact(const oc_model *model) {
+    const onnx_TensorProto *t = tensor_w(model);
+    if (!t || t->raw_data.size != TENSOR_BYTES) return 0;
+    for (uint64_t i = 0; i < TENSOR_BYTES; i++)
+        if (t->raw_data.data[i] != (uint8_t)(i * 7u + 1u)) return 0;
+    return 1;
+}
+
+/* An old parse struct in s, its unknown fields poisoned: storage_pool a pointer that
+ * faults when used, max_memory 1 byte (every decode would fail its budget). */
+static old_parse_options *old_parse(slab *s) {
+    memset(s->bytes, 0xA5, sizeof s->bytes);
+    old_parse_options *o = (old_parse_options *)(void *)s->bytes;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->buffer.raw_data_threshold = 1024;
+    void *bad = (void *)(uintptr_t)8;
+    uint64_t tiny = 1;
+    poison_at(s, offsetof(oc_parse_options, storage_pool), &bad, sizeof bad);
+    poison_at(s, offsetof(oc_parse_options, max_memory), &tiny, sizeof tiny);
+    return o;
+}
+
+static void test_parse_old(void) {
+    slab s;
+    oc_error err;
+    oc_model *model = NULL;
+
+    /* A copying load: the missing storage_pool is NULL (plain allocation), the missing
+     * max_memory the default budget. */
+    old_parse_options *o = old_parse(&s);
+    CHECK_OK(oc_model_load_file(model_path, (const oc_parse_options *)(void *)o, &model, &err),
+             &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+    model = NULL;
+
+    /* The same through memory, with no_copy, and through oc_decode. */
+    oc_mapped map;
+    REQUIRE(oc_map_file(model_path, &map, &err) == OC_OK);
+    o = old_parse(&s);
+    o->no_copy = 1;
+    CHECK_OK(oc_model_load_memory(map.data, map.size, (const oc_parse_options *)(void *)o,
+                                  &model, &err),
+             &err);
+    CHECK(model && tensor_intact(model));
+    CHECK(model && tensor_w(model) && oc_bytes_is_borrowed(&tensor_w(model)->raw_data));
+    oc_model_free(model);
+    model = NULL;
+    oc_arena *arena = oc_arena_new();
+    REQUIRE(arena);
+    void *msg = oc_msg_new(arena, &onnx_ModelProto_desc);
+    o = old_parse(&s);
+    CHECK_OK(oc_decode(&onnx_ModelProto_desc, msg, map.data, map.size, arena,
+                       (const oc_parse_options *)(void *)o, NULL, &err),
+             &err);
+    oc_arena_free(arena);
+    oc_owner_unref(map.owner);
+
+    /* The fields the old caller has are read: skip_raw_data, max_tensor_bytes, use_pread. */
+    o = old_parse(&s);
+    o->skip_raw_data = 1;
+    CHECK_OK(oc_model_load_file(model_path, (const oc_parse_options *)(void *)o, &model, &err),
+             &err);
+    CHECK(model && tensor_w(model) && tensor_w(model)->raw_data.size == 0);
+    oc_model_free(model);
+    model = NULL;
+    o = old_parse(&s);
+    o->max_tensor_bytes = 1000;
+    CHECK_STATUS(oc_model_load_file(model_path, (const oc_parse_options *)(void *)o, &model,
+                                    &err),
+                 OC_ERR_LIMIT, &err);
+    CHECK(strstr(err.message, "max_tensor_bytes") != NULL);
+    o = old_parse(&s);
+    o->use_pread = 1;
+    CHECK_OK(oc_model_load_file(model_path, (const oc_parse_options *)(void *)o, &model, &err),
+             &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+    model = NULL;
+
+    /* Through libonnxz: oz_load_any, oz_archive_load. */
+    o = old_parse(&s);
+    CHECK_OK(oz_load_any(model_path, (const oc_parse_options *)(void *)o, &model, &err), &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+    model = NULL;
+}
+
+static void test_parse_unset_and_newer(void) {
+    oc_error err;
+    oc_model *model = NULL;
+    /* A struct whose size was never set: refused, not misread. */
+    oc_parse_options zero;
+    memset(&zero, 0, sizeof zero);
+    CHECK_STATUS(oc_model_load_file(model_path, &zero, &model, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(strstr(err.message, "size") != NULL);
+    CHECK(model == NULL);
+    oz_zip_reader_options zz;
+    memset(&zz, 0, sizeof zz);
+    oz_zip_reader *r = NULL;
+    CHECK_STATUS(oz_zip_reader_open(model_path, &zz, &r, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(strstr(err.message, "oz_zip_reader_options") != NULL);
+
+    /* A caller built against a later header (a longer struct): the fields this library
+     * knows are read, the rest ignored. */
+    slab s;
+    memset(s.bytes, 0xFF, sizeof s.bytes);
+    oc_parse_options *o = (oc_parse_options *)(void *)s.bytes;
+    oc_parse_options_init(o);
+    o->size = sizeof *o + 16;
+    o->skip_raw_data = 1;
+    CHECK_OK(oc_model_load_file(model_path, o, &model, &err), &err);
+    CHECK(model && tensor_w(model) && tensor_w(model)->raw_data.size == 0);
+    oc_model_free(model);
+}
+
+/* An old serialize struct at `at` of s, with the fields it lacks poisoned: progress a
+ * function pointer that faults when called. */
+static old_serialize_options *old_serialize_at(slab *s, size_t at) {
+    old_serialize_options *o = (old_serialize_options *)(void *)(s->bytes + at);
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->buffer.raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT;
+    o->overwrite = 1;
+    return o;
+}
+
+static void test_serialize_old(void) {
+    slab s;
+    oc_error err;
+    oc_model *model = NULL;
+    REQUIRE(oc_model_load_file(model_path, NULL, &model, &err) == OC_OK);
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_serialize_options *o = old_serialize_at(&s, 0);
+    void *bad = (void *)(uintptr_t)8;
+    poison_at(&s, offsetof(oc_serialize_options, progress), &bad, sizeof bad);
+    CHECK_OK(oc_model_save_file(model, copy_path, (const oc_serialize_options *)(void *)o, &err),
+             &err);
+    /* overwrite, an old field, is read: 0 refuses the existing file. */
+    o->overwrite = 0;
+    CHECK_STATUS(oc_model_save_file(model, copy_path, (const oc_serialize_options *)(void *)o,
+                                    &err),
+                 OC_ERR_EXISTS, &err);
+    oc_model_free(model);
+    model = NULL;
+    CHECK_OK(oc_model_load_file(copy_path, NULL, &model, &err), &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+}
+
+/* The method of the archive's __MODEL_PROTO, read with an old reader struct whose unknown
+ * max_memory is poisoned to 1 byte (the reader's tables alone are more). */
+static int model_entry_method(const char *path) {
+    slab s;
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_zip_reader_options *zo = (old_zip_reader_options *)(void *)s.bytes;
+    memset(zo, 0, sizeof *zo);
+    zo->size = sizeof *zo;
+    uint64_t tiny = 1;
+    poison_at(&s, offsetof(oz_zip_reader_options, max_memory), &tiny, sizeof tiny);
+    oz_zip_reader *r = NULL;
+    oc_error err;
+    oc_status st = oz_zip_reader_open(path, (const oz_zip_reader_options *)(void *)zo, &r, &err);
+    CHECK_OK(st, &err);
+    if (st != OC_OK) return -1;
+    uint64_t index;
+    oz_zip_entry e;
+    int method = -1;
+    if (oz_zip_reader_find(r, OZ_MODEL_ENTRY, &index, &err) == OC_OK &&
+        oz_zip_reader_entry(r, index, &e, &err) == OC_OK)
+        method = e.method;
+    oz_zip_reader_close(r);
+    return method;
+}
+
+/* An old archive struct: its serialize is 16 bytes shorter than today's, so deflate_model
+ * and append_only sit where today's layout has serialize.progress; a library reading at
+ * its own offsets would call them as a function, and find deflate_model 0. */
+static old_archive_options *old_archive_at(slab *s, size_t at) {
+    old_archive_options *o = (old_archive_options *)(void *)(s->bytes + at);
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    old_serialize_at(s, at + offsetof(old_archive_options, serialize));
+    memset(s->bytes + at + sizeof *o, 0, sizeof(oz_archive_options) - sizeof *o);
+    return o;
+}
+
+static void test_archive_old(void) {
+    slab s;
+    oc_error err;
+    oc_model *model = NULL;
+    REQUIRE(oc_model_load_file(model_path, NULL, &model, &err) == OC_OK);
+    for (int deflate = 0; deflate <= 1; deflate++) {
+        memset(s.bytes, 0xA5, sizeof s.bytes);
+        old_archive_options *o = old_archive_at(&s, 0);
+        o->deflate_model = deflate;
+        CHECK_OK(oz_archive_save(model, archive_path, (const oz_archive_options *)(void *)o,
+                                 &err),
+                 &err);
+        CHECK_EQ(model_entry_method(archive_path), deflate ? OZ_ZIP_DEFLATED : OZ_ZIP_STORED);
+    }
+    oc_model_free(model);
+    model = NULL;
+    slab p;
+    old_parse_options *po = old_parse(&p);
+    CHECK_OK(oz_archive_load(archive_path, (const oc_parse_options *)(void *)po, &model, &err),
+             &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+}
+
+/* oz_convert_options of the old header: an old load and an old save (with an old
+ * serialize) inside, each shifting everything after it. */
+static void test_convert_old(void) {
+    slab s;
+    oc_error err;
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_convert_options *o = (old_convert_options *)(void *)s.bytes;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->output = OZ_FORM_AUTO;
+    o->load.size = sizeof o->load;
+    o->load.buffer.raw_data_threshold = 1024;
+    old_archive_at(&s, offsetof(old_convert_options, save));
+    o->save.deflate_model = 1;
+    CHECK_OK(oz_convert(model_path, convert_path, (const oz_convert_options *)(void *)o, &err),
+             &err);
+    CHECK_EQ(model_entry_method(convert_path), OZ_ZIP_DEFLATED);
+    oc_model *model = NULL;
+    CHECK_OK(oz_load_any(convert_path, NULL, &model, &err), &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+    /* An old load field is read: max_tensor_bytes. */
+    o->load.max_tensor_bytes = 1000;
+    CHECK_STATUS(oz_convert(model_path, convert_path, (const oz_convert_options *)(void *)o,
+                            &err),
+                 OC_ERR_LIMIT, &err);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "%s/options_abi", argv[1]);
+    td_remove(dir);
+    if (td_mkdirs(dir) != 0) {
+        fprintf(stderr, "cannot create %s\n", dir);
+        return 1;
+    }
+    snprintf(model_path, sizeof model_path, "%s/m.onnx", dir);
+    snprintf(copy_path, sizeof copy_path, "%s/copy.onnx", dir);
+    snprintf(archive_path, sizeof archive_path, "%s/m.onnxz", dir);
+    snprintf(convert_path, sizeof convert_path, "%s/c.onnxz", dir);
+    if (!make_model_file()) {
+        fprintf(stderr, "cannot write %s\n", model_path);
+        return 1;
+    }
+    test_parse_old();
+    test_parse_unset_and_newer();
+    test_serialize_old();
+    test_archive_old();
+    test_convert_old();
+    return check_report("test_options_abi");
+}
