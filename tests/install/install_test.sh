@@ -15,6 +15,16 @@ model="$src/samples/mlp.onnx"
 fail=0
 # The manual page comes with the tool.
 if [ -s "$prefix/share/man/man1/onnxz.1" ]; then echo "ok   man page"; else echo "FAIL no share/man/man1/onnxz.1 in the prefix"; fail=1; fi
+# The public headers, the export marks and the umbrella are installed; the header the
+# libraries and the tool share (libonnxcore/internal) is not.
+for h in onnxcore/onnxcore.h onnxcore/export.h onnxz/onnxz.h onnxz/export.h; do
+  if [ -s "$prefix/include/$h" ]; then echo "ok   include/$h"; else echo "FAIL no include/$h"; fail=1; fi
+done
+if find "$prefix" -name onnxcore_shared.h | grep -q .; then
+  echo "FAIL the internal onnxcore_shared.h is installed"; fail=1
+else
+  echo "ok   no internal header installed"
+fi
 run() { # name, executable, [env]
   local name=$1 exe=$2
   if out=$(LD_LIBRARY_PATH="${3:-}" "${wrapper[@]}" "$exe" "$model" "$work/$name.onnxz" 2>&1); then

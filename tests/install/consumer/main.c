@@ -5,8 +5,7 @@
  */
 #include <stdio.h>
 
-#include <onnxcore/onnxcore.h>
-#include <onnxz/archive.h>
+#include <onnxz/onnxz.h> /* the umbrella header: both libraries */
 
 static oc_status count(void *ctx, onnx_TensorProto *t) {
     (void)t;
