@@ -7,7 +7,7 @@
 
 #include "onnxcore/external.h"
 #include "internal/error.h"
-#include "internal/external.h"
+#include "internal/external_keys.h"
 
 
 static const char *const known_keys[] = {"location", "offset", "length", "checksum", "basepath"};

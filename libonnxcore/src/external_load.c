@@ -25,7 +25,7 @@
 #include "internal/decode.h"
 #include "internal/digest.h"
 #include "internal/error.h"
-#include "internal/external.h"
+#include "internal/external_keys.h"
 #include "internal/parallel.h"
 #include "internal/path_safety.h"
 

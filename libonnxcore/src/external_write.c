@@ -28,6 +28,7 @@
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/external.h"
+#include "internal/external_keys.h"
 #include "internal/path_safety.h"
 #include "internal/testpoint.h"
 

@@ -1,26 +1,11 @@
 /*
- * internal/external.h - external data inside libonnxcore: the keys' helpers shared by
- * loading and writing (external_keys.c) and the two-file / N-file writer behind
- * oc_model_save_file (external_write.c).
+ * internal/external.h - the two-file / N-file writer behind oc_model_save_file and the
+ * pair lock (external_write.c).
  */
 #ifndef ONNXCORE_INTERNAL_EXTERNAL_H
 #define ONNXCORE_INTERNAL_EXTERNAL_H
 
 #include "onnxcore/codec.h"
-#include "onnxcore/external.h"
-#include "onnxcore/status.h"
-
-/* Strings from a model reach messages only through oc_quote (status.h). */
-static inline const char *oc__qname(const onnx_TensorProto *t, char buf[OC_QUOTE_SIZE]) {
-    return oc_quote(t->name.data, t->name.size, buf, OC_QUOTE_SIZE);
-}
-static inline const char *oc__qstr(const oc_str *s, char buf[OC_QUOTE_SIZE]) {
-    return oc_quote(s->data, s->size, buf, OC_QUOTE_SIZE);
-}
-
-/* Drops the external_data entries this library manages, keeping the others in order
- * (E-3). */
-void oc__external_drop_known_keys(onnx_TensorProto *t);
 
 /* Writes msg to path with large tensors in opts->external_data (spec/external-data.md):
  * data files first, each atomically, then the model. */
