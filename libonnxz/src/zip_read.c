@@ -442,9 +442,12 @@ static oc_status resolve_zip64(hdr_fields *h, const uint8_t *x, uint64_t at, con
     h->csize = h->csize32;
     h->lho = h->lho32;
     h->disk = h->disk16;
-    if (h->usize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "uncompressed size", &h->usize, at, q, err));
-    if (h->csize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "compressed size", &h->csize, at, q, err));
-    if (h->lho32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "local header offset", &h->lho, at, q, err));
+    if (h->usize32 == OZ_MAX32)
+        OZ_FORWARD(take_zip64(&z, "uncompressed size", &h->usize, at, q, err));
+    if (h->csize32 == OZ_MAX32)
+        OZ_FORWARD(take_zip64(&z, "compressed size", &h->csize, at, q, err));
+    if (h->lho32 == OZ_MAX32)
+        OZ_FORWARD(take_zip64(&z, "local header offset", &h->lho, at, q, err));
     if (h->disk16 == OZ_MAX16) {
         const uint8_t *d = oz__take(&z, 4);
         OZ_RETURN_ERROR_IF(!d, err, OC_ERR_MALFORMED, at,
