@@ -17,6 +17,7 @@
 #include "internal/decode.h"
 #include "internal/arena.h"
 #include "internal/error.h"
+#include "internal/message.h"
 #include "internal/parallel.h"
 #include "internal/schema.h"
 #include "onnxcore_shared.h"

@@ -8,6 +8,7 @@
 #include "onnxcore/codec.h"
 #include "internal/arena.h"
 #include "internal/error.h"
+#include "internal/message.h"
 #include "internal/schema.h"
 
 static void release_spans(void *msg);

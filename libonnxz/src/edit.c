@@ -114,7 +114,7 @@ struct oz_archive_edit {
     uint64_t m;          /* the model's local header */
     uint64_t e;          /* the file's size */
     uint32_t alignment;
-    oz__rec model;       /* the new model entry (lho set per placement) */
+    oz__entry model;     /* the new model entry, named OZ_MODEL_ENTRY (lho set per placement) */
     const uint8_t *data; /* its bytes as stored (model.csize of them) */
     uint8_t *others;     /* central headers of every other entry, verbatim, in order */
     uint64_t others_len;
@@ -169,10 +169,11 @@ static oc_status cut(const edit *ed, uint64_t size, oc_error *err) {
 static void place(edit *ed, uint64_t at, tail *t) {
     ed->model.lho = at;
     t->at = at;
-    t->lh_len = oz__build_local(ed->lh, &ed->model, ed->alignment);
+    t->lh_len = oz__build_local(ed->lh, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY,
+                                ed->alignment);
     uint64_t cd_off = at + t->lh_len + ed->model.csize;
     uint8_t *p = oz__put_bytes(ed->cd, ed->others, (size_t)ed->others_len);
-    p = oz__put_central(p, &ed->model);
+    p = oz__put_central(p, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY);
     uint64_t cd_size = (uint64_t)(p - ed->cd);
     p += oz__build_end(p, ed->count, cd_size, cd_off, ed->comment, ed->comment_len);
     t->cd_len = (uint64_t)(p - ed->cd);
@@ -555,7 +556,6 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
             st = archive_alignment(ed, &ed->alignment, err);
     }
     if (st == OC_OK) {
-        ed->model.name = (const uint8_t *)OZ_MODEL_ENTRY;
         ed->model.name_len = (uint32_t)strlen(OZ_MODEL_ENTRY);
         ed->model.crc = oz__crc32(0, encoded, encoded_n);
         ed->model.usize = encoded_n;

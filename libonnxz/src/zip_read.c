@@ -27,6 +27,7 @@
 #include "internal/cursor.h"
 #include "internal/error.h"
 #include "internal/lock.h"
+#include "internal/zipentry.h"
 #include "internal/zipfmt.h"
 #include "internal/zipread.h"
 #include "internal/options.h"
@@ -35,26 +36,13 @@
 /* Chunk size for pread-based reading, CRC checks and inflation. */
 #define CHUNK ((size_t)1 << 18)
 
-typedef struct rentry {
-    uint64_t name_off; /* into the names blob */
-    uint32_t name_len;
-    uint16_t method;
-    uint16_t flags;
-    uint32_t crc;
-    uint64_t csize;
-    uint64_t usize;
-    uint64_t lho;      /* local header offset */
-    uint64_t data_off;
-    uint64_t cd_at;    /* offset of the central header, for messages */
-} rentry;
-
 struct oz_zip_reader {
     int fd;               /* pread source (our own descriptor), or -1 */
     const uint8_t *base;  /* memory source, when fd < 0 */
     uint64_t size;
     oc_owner *owner;      /* keeps base alive (one reference held); may be NULL */
     uint64_t cd_off, cd_size;
-    rentry *e;
+    oz__entry *e;
     uint64_t count;
     uint8_t *names;
     oc_nametab *tab;
@@ -71,7 +59,7 @@ static void name_of(const void *ctx, uint64_t i, const void **name, size_t *len)
     *len = r->e[i].name_len;
 }
 
-static const char *qname(const oz_zip_reader *r, const rentry *e, char q[OC_QUOTE_SIZE]) {
+static const char *qname(const oz_zip_reader *r, const oz__entry *e, char q[OC_QUOTE_SIZE]) {
     return oc_quote(r->names + e->name_off, e->name_len, q, OC_QUOTE_SIZE);
 }
 
@@ -404,6 +392,73 @@ static oc_status take_zip64(oz__cursor *z, const char *field, uint64_t *v, uint6
     return OC_OK;
 }
 
+/* ---- one entry's headers: the fields both hold, read by one parser ---- */
+
+/* What a central header (APPNOTE 4.3.12) or a local header (4.3.7) says about its entry.
+ * The local header is the central one without the version made by, the comment length,
+ * the disk, the attributes and the local header offset: those stay 0 when it is read. */
+typedef struct hdr_fields {
+    uint32_t sig;
+    uint16_t flags, method;
+    uint32_t crc, csize32, usize32;
+    uint16_t nlen, xlen;
+    uint16_t clen, disk16; /* central only */
+    uint32_t lho32;        /* central only */
+    /* after resolve_zip64: the values the 16/32-bit fields stand for (Z-70) */
+    uint64_t csize, usize, lho, disk;
+} hdr_fields;
+
+/* Reads the fixed part of a header at c (bounds are the cursor's: c->bad on a short one). */
+static void read_fixed(oz__cursor *c, int central, hdr_fields *h) {
+    memset(h, 0, sizeof *h);
+    h->sig = oz__get32(c);
+    if (central) (void)oz__get16(c); /* version made by */
+    (void)oz__get16(c);              /* version needed */
+    h->flags = oz__get16(c);
+    h->method = oz__get16(c);
+    (void)oz__get32(c); /* time, date */
+    h->crc = oz__get32(c);
+    h->csize32 = oz__get32(c);
+    h->usize32 = oz__get32(c);
+    h->nlen = oz__get16(c);
+    h->xlen = oz__get16(c);
+    if (!central) return;
+    h->clen = oz__get16(c);
+    h->disk16 = oz__get16(c);
+    (void)oz__get16(c); /* internal attributes */
+    (void)oz__get32(c); /* external attributes */
+    h->lho32 = oz__get32(c);
+}
+
+/* Resolves the fields stored as all ones from the zip64 record among the header's extra
+ * fields x (h->xlen bytes; Z-69, Z-70), in the record's order: uncompressed size,
+ * compressed size, local header offset, disk. Errors at `at`, naming entry q. */
+static oc_status resolve_zip64(hdr_fields *h, const uint8_t *x, uint64_t at, const char *q,
+                               oc_error *err) {
+    const uint8_t *z64;
+    uint16_t z64_len;
+    OZ_FORWARD(find_zip64(x, h->xlen, at, &z64, &z64_len, err));
+    oz__cursor z = oz__cursor_make(z64, z64_len);
+    h->usize = h->usize32;
+    h->csize = h->csize32;
+    h->lho = h->lho32;
+    h->disk = h->disk16;
+    if (h->usize32 == OZ_MAX32)
+        OZ_FORWARD(take_zip64(&z, "uncompressed size", &h->usize, at, q, err));
+    if (h->csize32 == OZ_MAX32)
+        OZ_FORWARD(take_zip64(&z, "compressed size", &h->csize, at, q, err));
+    if (h->lho32 == OZ_MAX32)
+        OZ_FORWARD(take_zip64(&z, "local header offset", &h->lho, at, q, err));
+    if (h->disk16 == OZ_MAX16) {
+        const uint8_t *d = oz__take(&z, 4);
+        OZ_RETURN_ERROR_IF(!d, err, OC_ERR_MALFORMED, at,
+                           "entry '%s': the disk number is in a zip64 extra field that is "
+                           "missing or too short (Z-70)", q);
+        h->disk = oz__le32(d);
+    }
+    return OC_OK;
+}
+
 static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *err) {
     uint64_t n = r->count, used = 0;
     char q[OC_QUOTE_SIZE];
@@ -418,24 +473,12 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
         OZ_RETURN_ERROR_IF(c.left < OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, at,
                            "the central directory ends after %llu of its %llu entries (Z-67)",
                            (unsigned long long)i, (unsigned long long)n);
-        OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at,
+        hdr_fields hf;
+        read_fixed(&c, 1, &hf);
+        OZ_RETURN_ERROR_IF(hf.sig != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at,
                            "no central header signature for entry %llu (Z-68)",
                            (unsigned long long)i);
-        (void)oz__get16(&c); /* version made by */
-        (void)oz__get16(&c); /* version needed */
-        uint16_t flags = oz__get16(&c);
-        uint16_t method = oz__get16(&c);
-        (void)oz__get32(&c); /* time, date */
-        uint32_t crc = oz__get32(&c);
-        uint32_t csize32 = oz__get32(&c);
-        uint32_t usize32 = oz__get32(&c);
-        uint16_t nlen = oz__get16(&c);
-        uint16_t xlen = oz__get16(&c);
-        uint16_t clen = oz__get16(&c);
-        uint16_t disk16 = oz__get16(&c);
-        (void)oz__get16(&c); /* internal attributes */
-        (void)oz__get32(&c); /* external attributes */
-        uint32_t lho32 = oz__get32(&c);
+        uint16_t nlen = hf.nlen, xlen = hf.xlen, clen = hf.clen;
         const uint8_t *name = oz__take(&c, nlen);
         const uint8_t *x = oz__take(&c, xlen);
         (void)oz__take(&c, clen);
@@ -444,46 +487,33 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
                            "(Z-68)", (unsigned long long)i);
         OZ_FORWARD(check_name(r, name, nlen, at, err));
         oc_quote(name, nlen, q, OC_QUOTE_SIZE);
-        OZ_RETURN_ERROR_IF(flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at,
+        OZ_RETURN_ERROR_IF(hf.flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at,
                            "entry '%s': encrypted central directories are not supported (Z-72)",
                            q);
-        const uint8_t *z64;
-        uint16_t z64_len;
-        OZ_FORWARD(find_zip64(x, xlen, at, &z64, &z64_len, err));
-        oz__cursor z = oz__cursor_make(z64, z64_len);
-        uint64_t usize = usize32, csize = csize32, lho = lho32, disk = disk16;
-        if (usize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "uncompressed size", &usize, at, q, err));
-        if (csize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "compressed size", &csize, at, q, err));
-        if (lho32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "local header offset", &lho, at, q, err));
-        if (disk16 == OZ_MAX16) {
-            const uint8_t *d = oz__take(&z, 4);
-            OZ_RETURN_ERROR_IF(!d, err, OC_ERR_MALFORMED, at,
-                               "entry '%s': the disk number is in a zip64 extra field that is "
-                               "missing or too short (Z-70)", q);
-            disk = oz__le32(d);
-        }
+        OZ_FORWARD(resolve_zip64(&hf, x, at, q, err));
+        uint64_t usize = hf.usize, csize = hf.csize, disk = hf.disk;
         OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at,
                            "entry '%s' starts on disk %llu: multi-disk archives are not "
                            "supported (Z-63)", q, (unsigned long long)disk);
-        OZ_RETURN_ERROR_IF(method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
+        OZ_RETURN_ERROR_IF(hf.method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
                            at, "STORED entry '%s' has a compressed size of %llu but an "
                            "uncompressed size of %llu (Z-75)", q, (unsigned long long)csize,
                            (unsigned long long)usize);
         uint64_t h = oc_nametab_hash(name, nlen);
         OZ_RETURN_ERROR_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err,
                            OC_ERR_INCONSISTENT, at, "entry name '%s' appears twice (Z-71)", q);
-        rentry *e = &r->e[i];
+        oz__entry *e = &r->e[i];
         e->name_off = names_len;
         e->name_len = nlen;
         memcpy(r->names + names_len, name, nlen);
         r->names[names_len + nlen] = 0;
         names_len += nlen + 1u;
-        e->method = method;
-        e->flags = flags;
-        e->crc = crc;
+        e->method = hf.method;
+        e->flags = hf.flags;
+        e->crc = hf.crc;
         e->csize = csize;
         e->usize = usize;
-        e->lho = lho;
+        e->lho = hf.lho;
         e->cd_at = at;
         oc_nametab_insert(r->tab, i, h);
         used += OZ_CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
@@ -496,7 +526,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
 
 /* ---- opening: local headers (Z-73..Z-75) ---- */
 
-static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_error *err) {
+static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     qname(r, e, q);
     uint64_t at = e->lho;
@@ -508,18 +538,13 @@ static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_erro
     uint8_t b[OZ_LOCAL_SIZE];
     OZ_FORWARD(src_read(r, at, b, OZ_LOCAL_SIZE, err));
     oz__cursor c = oz__cursor_make(b, OZ_LOCAL_SIZE);
-    OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at,
+    hdr_fields hf;
+    read_fixed(&c, 0, &hf);
+    OZ_RETURN_ERROR_IF(hf.sig != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at,
                        "no local header signature where the central directory puts '%s' "
                        "(Z-73)", q);
-    (void)oz__get16(&c); /* version needed */
-    uint16_t flags = oz__get16(&c);
-    uint16_t method = oz__get16(&c);
-    (void)oz__get32(&c); /* time, date */
-    uint32_t crc = oz__get32(&c);
-    uint32_t csize32 = oz__get32(&c);
-    uint32_t usize32 = oz__get32(&c);
-    uint16_t nlen = oz__get16(&c);
-    uint16_t xlen = oz__get16(&c);
+    uint16_t flags = hf.flags, method = hf.method, nlen = hf.nlen, xlen = hf.xlen;
+    uint32_t crc = hf.crc;
     uint64_t var = (uint64_t)nlen + xlen, var_at = at + OZ_LOCAL_SIZE;
     OZ_RETURN_ERROR_IF(var > r->size - var_at, err, OC_ERR_TRUNCATED, at,
                        "the local header of '%s' runs past the end of the file (Z-73)", q);
@@ -539,13 +564,8 @@ static oc_status check_local(oz_zip_reader *r, rentry *e, uint8_t **tmp, oc_erro
     OZ_RETURN_ERROR_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT,
                        at, "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
                        "directory (Z-74)", q, flags, e->flags);
-    const uint8_t *z64;
-    uint16_t z64_len;
-    OZ_FORWARD(find_zip64(v + nlen, xlen, at, &z64, &z64_len, err));
-    oz__cursor z = oz__cursor_make(z64, z64_len);
-    uint64_t usize = usize32, csize = csize32;
-    if (usize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "uncompressed size", &usize, at, q, err));
-    if (csize32 == OZ_MAX32) OZ_FORWARD(take_zip64(&z, "compressed size", &csize, at, q, err));
+    OZ_FORWARD(resolve_zip64(&hf, v + nlen, at, q, err));
+    uint64_t usize = hf.usize, csize = hf.csize;
     /* With a data descriptor (bit 3) the local fields may be zero: the central directory is
      * authoritative. Otherwise they must agree exactly. */
     int desc = (e->flags & OZ_FLAG_DESCRIPTOR) != 0;
@@ -644,7 +664,7 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
                        (unsigned long long)end.count, (unsigned long long)end.cd_size);
     /* M-2: what the reader holds while open (the central directory, its copy of the names,
      * an entry record and up to four table slots per entry) fits the memory budget. */
-    uint64_t tables = end.count * (sizeof(rentry) + 49u) + 2 * end.cd_size;
+    uint64_t tables = end.count * (sizeof(oz__entry) + 49u) + 2 * end.cd_size;
     OZ_RETURN_ERROR_IF(tables > r->max_memory, err, OC_ERR_LIMIT, end.at,
                        "%llu entries in a central directory of %llu bytes need about %llu "
                        "bytes of memory, more than the budget of %llu (max_memory, M-2)",
@@ -827,16 +847,7 @@ oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_ent
     OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
-    const rentry *e = &r->e[index];
-    out->name = (const char *)r->names + e->name_off;
-    out->name_len = e->name_len;
-    out->method = e->method;
-    out->flags = e->flags;
-    out->crc32 = e->crc;
-    out->compressed_size = e->csize;
-    out->uncompressed_size = e->usize;
-    out->local_header_offset = e->lho;
-    out->data_offset = e->data_off;
+    oz__entry_view(&r->e[index], r->names, out);
     return OC_OK;
 }
 
@@ -857,13 +868,13 @@ oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t 
 /* ---- reading data ---- */
 
 /* Z-72: entries we can read at all. */
-static oc_status readable(const oz_zip_reader *r, uint64_t index, const rentry **out,
+static oc_status readable(const oz_zip_reader *r, uint64_t index, const oz__entry **out,
                           oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
     OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
-    const rentry *e = &r->e[index];
+    const oz__entry *e = &r->e[index];
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
                        OC_ERR_UNSUPPORTED, e->cd_at,
@@ -878,7 +889,7 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const rentry *
 }
 
 /* Z-77: a DEFLATED entry's declared size must be one deflate could produce. */
-static oc_status plausible(const oz_zip_reader *r, const rentry *e, oc_error *err) {
+static oc_status plausible(const oz_zip_reader *r, const oz__entry *e, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     uint64_t most = e->csize > (UINT64_MAX - OZ_ZIP_DEFLATE_RATIO_SLACK) / OZ_ZIP_MAX_DEFLATE_RATIO
                         ? UINT64_MAX
@@ -894,7 +905,7 @@ static oc_status plausible(const oz_zip_reader *r, const rentry *e, oc_error *er
  * buffer that is thrown away; *crc receives the CRC-32 of the output. Output past or short
  * of the declared size, corrupt or cut deflate data, and bytes left over after the deflate
  * stream are errors (Z-77). */
-static oc_status inflate_entry(const oz_zip_reader *r, const rentry *e, uint8_t *dst,
+static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8_t *dst,
                                uint32_t *crc, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     qname(r, e, q);
@@ -992,7 +1003,7 @@ done:
     return st;
 }
 
-static oc_status crc_mismatch(const oz_zip_reader *r, const rentry *e, uint32_t got,
+static oc_status crc_mismatch(const oz_zip_reader *r, const oz__entry *e, uint32_t got,
                               oc_error *err) {
     char q[OC_QUOTE_SIZE];
     return oz__fail(err, OC_ERR_CHECKSUM, e->data_off,
@@ -1004,7 +1015,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
                              oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
-    const rentry *e = NULL;
+    const oz__entry *e = NULL;
     OZ_FORWARD(readable(r, index, &e, err));
     if (e->method == OZ_ZIP_STORED) {
         if (r->fd < 0) {
@@ -1065,7 +1076,7 @@ static oc_status crc_sink(void *ctx, const void *data, uint64_t size, oc_error *
 }
 
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
-    const rentry *e = NULL;
+    const oz__entry *e = NULL;
     OZ_FORWARD(readable(r, index, &e, err));
     uint32_t crc = 0;
     if (e->method == OZ_ZIP_STORED) {
@@ -1143,7 +1154,7 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
     qsort(c, (size_t)r->count, sizeof *c, sorted_cmp);
     oc_status st = OC_OK;
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++) {
-        const rentry *e = &r->e[i];
+        const oz__entry *e = &r->e[i];
         const uint8_t *s = r->names + e->name_off;
         if (e->name_len && s[e->name_len - 1] == '/') continue; /* a directory itself */
         uint64_t lo = 0, hi = r->count;

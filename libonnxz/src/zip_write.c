@@ -26,24 +26,13 @@
 #include "internal/zipfmt.h"
 #include "onnxz/zip.h"
 
-typedef struct wentry {
-    uint64_t name_off; /* into the names blob */
-    uint32_t name_len;
-    uint16_t method;
-    uint32_t crc;
-    uint64_t csize;
-    uint64_t usize;
-    uint64_t lho;      /* local header offset */
-    uint64_t data_off;
-} wentry;
-
 struct oz_zip_writer {
     oc_atomic_file af;
     int af_live;        /* af holds an uncommitted temporary file */
     uint32_t alignment;
     int failed;         /* an I/O or protocol failure happened: only free is allowed */
     int finished;
-    wentry *e;
+    oz__entry *e;
     uint64_t count, cap;
     uint8_t *names;     /* NUL-terminated names, back to back */
     uint64_t names_len, names_cap;
@@ -77,12 +66,13 @@ static uint32_t zip64_central_len(uint64_t csize, uint64_t usize, uint64_t lho) 
 
 /* ---- the records (internal/zipbuild.h) ---- */
 
-uint16_t oz__version_needed(const oz__rec *e) {
+uint16_t oz__version_needed(const oz__entry *e) {
     if (is_zip64_local(e->csize, e->usize) || e->lho >= OZ_MAX32) return OZ_VERSION_ZIP64;
     return e->method == OZ_ZIP_DEFLATED ? OZ_VERSION_DEFLATED : OZ_VERSION_STORED;
 }
 
-size_t oz__build_local(uint8_t *out, const oz__rec *e, uint32_t alignment) {
+size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name,
+                       uint32_t alignment) {
     int z64 = is_zip64_local(e->csize, e->usize);
     uint64_t base = e->lho + OZ_LOCAL_SIZE + e->name_len + (z64 ? 20u : 0u);
     uint32_t pad = 0;
@@ -102,7 +92,7 @@ size_t oz__build_local(uint8_t *out, const oz__rec *e, uint32_t alignment) {
     p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->usize);
     p = oz__put16(p, (uint16_t)e->name_len);
     p = oz__put16(p, (uint16_t)((z64 ? 20u : 0u) + pad));
-    p = oz__put_bytes(p, e->name, e->name_len);
+    p = oz__put_bytes(p, name, e->name_len);
     if (z64) { /* Z-21: the local zip64 record always carries both sizes */
         p = oz__put16(p, OZ_EXTRA_ZIP64);
         p = oz__put16(p, 16);
@@ -119,11 +109,11 @@ size_t oz__build_local(uint8_t *out, const oz__rec *e, uint32_t alignment) {
     return (size_t)(p - out);
 }
 
-uint64_t oz__central_len(const oz__rec *e) {
+uint64_t oz__central_len(const oz__entry *e) {
     return OZ_CENTRAL_SIZE + (uint64_t)e->name_len + zip64_central_len(e->csize, e->usize, e->lho);
 }
 
-uint8_t *oz__put_central(uint8_t *p, const oz__rec *e) {
+uint8_t *oz__put_central(uint8_t *p, const oz__entry *e, const uint8_t *name) {
     uint32_t z64 = zip64_central_len(e->csize, e->usize, e->lho);
     p = oz__put32(p, OZ_SIG_CENTRAL);
     p = oz__put16(p, OZ_VERSION_MADE_BY);
@@ -142,7 +132,7 @@ uint8_t *oz__put_central(uint8_t *p, const oz__rec *e) {
     p = oz__put16(p, 0);              /* internal attributes */
     p = oz__put32(p, OZ_EXTERNAL_ATTR);
     p = oz__put32(p, e->lho >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->lho);
-    p = oz__put_bytes(p, e->name, e->name_len);
+    p = oz__put_bytes(p, name, e->name_len);
     if (z64) { /* Z-22 */
         p = oz__put16(p, OZ_EXTRA_ZIP64);
         p = oz__put16(p, (uint16_t)(z64 - 4));
@@ -239,16 +229,8 @@ oc_status oz_zip_writer_entry(const oz_zip_writer *w, uint64_t index, oz_zip_ent
     OZ_RETURN_ERROR_IF(index >= w->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the writer has %llu)", (unsigned long long)index,
                        (unsigned long long)w->count);
-    const wentry *e = &w->e[index];
-    out->name = (const char *)w->names + e->name_off;
-    out->name_len = e->name_len;
-    out->method = e->method;
-    out->flags = OZ_FLAG_UTF8;
-    out->crc32 = e->crc;
-    out->compressed_size = e->csize;
-    out->uncompressed_size = e->usize;
-    out->local_header_offset = e->lho;
-    out->data_offset = e->data_off;
+    const oz__entry *e = &w->e[index];
+    oz__entry_view(e, w->names, out);
     return OC_OK;
 }
 
@@ -322,42 +304,36 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
     return OC_OK;
 }
 
-static oz__rec rec_of(const wentry *e, const uint8_t *name) {
-    oz__rec r = {name, e->name_len, e->method, e->crc, e->csize, e->usize, e->lho};
-    return r;
-}
-
 /* Builds the local header of an entry at the current end of the file into w->hdr (Z-4,
  * Z-5, Z-11, Z-12, Z-21) and fills the entry's offsets. Checks that the central directory
  * stays within the default read limit. */
-static oc_status build_local(oz_zip_writer *w, wentry *e, const char *name, size_t *hdr_len,
+static oc_status build_local(oz_zip_writer *w, oz__entry *e, const char *name, size_t *hdr_len,
                              oc_error *err) {
     e->lho = w->af.written;
-    oz__rec r = rec_of(e, (const uint8_t *)name);
-    OZ_RETURN_ERROR_IF(w->cd_size + oz__central_len(&r) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
+    OZ_RETURN_ERROR_IF(w->cd_size + oz__central_len(e) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
                        OC_ERR_LIMIT, OC_NO_OFFSET,
                        "the central directory would exceed %llu bytes (Z-66)",
                        (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
-    *hdr_len = oz__build_local(w->hdr, &r, w->alignment);
+    *hdr_len = oz__build_local(w->hdr, e, (const uint8_t *)name, w->alignment);
     e->data_off = e->lho + *hdr_len;
     return OC_OK;
 }
 
 /* Records entry e (already written, or being streamed) as the next one. */
-static void commit_entry(oz_zip_writer *w, const wentry *e, const char *name, uint64_t hash) {
-    wentry *d = &w->e[w->count];
+static void commit_entry(oz_zip_writer *w, const oz__entry *e, const char *name, uint64_t hash) {
+    oz__entry *d = &w->e[w->count];
     *d = *e;
     d->name_off = w->names_len;
     memcpy(w->names + w->names_len, name, e->name_len + 1u);
     w->names_len += e->name_len + 1u;
+    d->flags = OZ_FLAG_UTF8; /* what the headers say (oz__build_local, oz__put_central) */
     oc_nametab_insert(w->tab, w->count, hash);
-    oz__rec r = rec_of(e, (const uint8_t *)name);
-    w->cd_size += oz__central_len(&r);
+    w->cd_size += oz__central_len(e);
     w->count++;
 }
 
 /* Writes header and data of a complete entry, then records it. */
-static oc_status emit(oz_zip_writer *w, wentry *e, const char *name, uint64_t hash,
+static oc_status emit(oz_zip_writer *w, oz__entry *e, const char *name, uint64_t hash,
                       const void *data, oc_error *err) {
     size_t hlen = 0;
     OZ_FORWARD(build_local(w, e, name, &hlen, err));
@@ -381,7 +357,7 @@ oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data
     OZ_FORWARD(prepare(w, name, &n, &hash, err));
     OZ_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data for a %llu-byte entry", (unsigned long long)size);
-    wentry e = {0};
+    oz__entry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_STORED;
     e.crc = oz__crc32(0, data, size);
@@ -446,7 +422,7 @@ oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const v
     uint8_t *packed = NULL;
     uint64_t packed_n = 0;
     OZ_FORWARD(oz__deflate(data, size, level, &packed, &packed_n, err));
-    wentry e = {0};
+    oz__entry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_DEFLATED;
     e.crc = oz__crc32(0, data, size);
@@ -462,7 +438,7 @@ oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
     size_t n;
     uint64_t hash;
     OZ_FORWARD(prepare(w, name, &n, &hash, err));
-    wentry e = {0};
+    oz__entry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_STORED;
     e.crc = 0; /* patched by end */
@@ -485,7 +461,7 @@ oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
     OZ_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no entry is being streamed");
     OZ_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no data");
-    const wentry *e = &w->e[w->count - 1];
+    const oz__entry *e = &w->e[w->count - 1];
     char q[OC_QUOTE_SIZE];
     if (size > e->usize - w->s_written)
         return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -505,7 +481,7 @@ oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err) {
     OZ_FORWARD(usable(w, err));
     OZ_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no entry is being streamed");
-    wentry *e = &w->e[w->count - 1];
+    oz__entry *e = &w->e[w->count - 1];
     char q[OC_QUOTE_SIZE];
     if (w->s_written != e->usize)
         return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -544,11 +520,10 @@ static oc_status ob_room(outbuf *ob, size_t n, uint8_t **p, oc_error *err) {
     return OC_OK;
 }
 
-static oc_status write_central(oz_zip_writer *w, outbuf *ob, const wentry *e, oc_error *err) {
-    oz__rec r = rec_of(e, w->names + e->name_off);
+static oc_status write_central(oz_zip_writer *w, outbuf *ob, const oz__entry *e, oc_error *err) {
     uint8_t *p;
-    OZ_FORWARD(ob_room(ob, (size_t)oz__central_len(&r), &p, err));
-    oz__put_central(p, &r);
+    OZ_FORWARD(ob_room(ob, (size_t)oz__central_len(e), &p, err));
+    oz__put_central(p, e, w->names + e->name_off);
     return OC_OK;
 }
 

@@ -1,5 +1,6 @@
 /*
- * internal/external.h - the two-file / N-file writer behind oc_model_save_file.
+ * internal/external.h - the two-file / N-file writer behind oc_model_save_file and the
+ * pair lock (external_write.c).
  */
 #ifndef ONNXCORE_INTERNAL_EXTERNAL_H
 #define ONNXCORE_INTERNAL_EXTERNAL_H

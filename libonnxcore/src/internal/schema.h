@@ -89,22 +89,7 @@ static inline void oc__msg_put(void *msg, const oc_field *f, void *sub) {
 static inline oc_msghdr *oc__hdr(void *msg) { return (oc_msghdr *)msg; }
 static inline const oc_msghdr *oc__hdr_c(const void *msg) { return (const oc_msghdr *)msg; }
 
-/* oc_array_push with the common case inline: room left in the array. */
-static inline void *oc__array_push(oc_arena *arena, void *array, uint64_t elem) {
-    oc_array_hdr a;
-    memcpy(&a, array, sizeof a);
-    if (a.count < a.cap) {
-        void *slot = (char *)a.items + a.count * elem;
-        a.count++;
-        memcpy(array, &a, sizeof a);
-        return slot;
-    }
-    return oc_array_push(arena, array, elem);
-}
-
 /* Size in bytes of one element of a scalar or string field in its C array. */
 uint32_t oc__elem_size(const oc_field *f);
-/* Ensures room for `extra` more elements in a repeated field; OC_ERR_NOMEM on failure. */
-oc_status oc__array_reserve(oc_arena *arena, void *msg, const oc_field *f, uint64_t extra);
 
 #endif

@@ -12,18 +12,8 @@
 
 #include <onnxcore/status.h>
 
+#include "zipentry.h"
 #include "zipfmt.h"
-
-/* What the headers say about one entry. */
-typedef struct oz__rec {
-    const uint8_t *name;
-    uint32_t name_len;
-    uint16_t method;
-    uint32_t crc;
-    uint64_t csize;
-    uint64_t usize;
-    uint64_t lho; /* local header offset */
-} oz__rec;
 
 /* The most bytes a local header takes: fixed part, name, zip64 record, padding of up to
  * alignment + 5 (Z-12). */
@@ -35,17 +25,18 @@ typedef struct oz__rec {
 #define OZ_END_MAX ((size_t)OZ_ZIP64_EOCD_SIZE + OZ_ZIP64_LOCATOR_SIZE + OZ_EOCD_SIZE)
 
 /* Version needed to extract (Z-40). */
-uint16_t oz__version_needed(const oz__rec *e);
+uint16_t oz__version_needed(const oz__entry *e);
 
 /* Writes the local header of e at e->lho (Z-4, Z-5, Z-11, Z-12, Z-21) into out, which has
  * room for OZ_LOCAL_MAX(e->name_len, alignment) bytes; STORED data is placed on a multiple
  * of alignment. Returns the header's length: the data starts at e->lho + that. */
-size_t oz__build_local(uint8_t *out, const oz__rec *e, uint32_t alignment);
+size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name,
+                       uint32_t alignment);
 
 /* Bytes of e's central header (Z-13, Z-22), and the header itself at p (returns the
  * position after it). */
-uint64_t oz__central_len(const oz__rec *e);
-uint8_t *oz__put_central(uint8_t *p, const oz__rec *e);
+uint64_t oz__central_len(const oz__entry *e);
+uint8_t *oz__put_central(uint8_t *p, const oz__entry *e, const uint8_t *name);
 
 /* Writes the end records for `count` entries and a central directory of cd_size bytes at
  * cd_off (zip64 ones exactly when Z-23 requires them), followed by comment_len bytes of

@@ -1,0 +1,446 @@
+/*
+ * external_load.c - loading the bytes of EXTERNAL tensors (spec/external-data.md E-10..E-18).
+ *
+ * Loading resolves every EXTERNAL tensor in two passes: the first validates each
+ * reference, opens and maps each data file once (safely beneath the model's directory,
+ * path_safety.c) and checks offsets, lengths, alignment and checksums; only when all of
+ * them are good does the second pass attach the bytes, so a failed load leaves the model
+ * unchanged.
+ */
+#define _GNU_SOURCE /* O_PATH */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnxcore/external.h"
+#include "onnxcore/file.h"
+#include "onnxcore/model.h"
+#include "onnxcore/nametab.h"
+#include "internal/bytes.h"
+#include "internal/decode.h"
+#include "internal/digest.h"
+#include "internal/error.h"
+#include "internal/external_keys.h"
+#include "internal/parallel.h"
+#include "internal/path_safety.h"
+#include "onnxcore_shared.h"
+
+typedef struct datafile {
+    char *key;      /* the location as the model spells it, NUL-terminated */
+    uint64_t key_len;
+    oc_mapped map;
+} datafile;
+
+typedef struct ext_item {
+    onnx_TensorProto *tensor;
+    const uint8_t *data;
+    uint64_t length;
+    uint32_t file;
+} ext_item;
+
+typedef struct loader {
+    const oc_parse_options *opts;
+    oc_external_resolve_fn resolve;
+    void *resolve_ctx;
+    int dirfd;
+    const char *base_dir;
+    oc_error *err;
+    datafile *files;
+    uint32_t nfiles, capfiles;
+    oc_nametab *file_index; /* location -> files[] (made on first need) */
+    ext_item *items;
+    uint64_t nitems, capitems;
+    oc_str first_location; /* for the `location` override */
+    uint64_t total;        /* bytes of external data resolved so far (max_external_bytes) */
+} loader;
+
+
+/* The override path standing for `loc`, when the caller gave one and loc is the first
+ * location or one of its numbered parts; else NULL. Caller frees. */
+static char *override_path(const loader *l, const oc_str *loc) {
+    const char *ov = l->opts->location;
+    if (!ov || !l->first_location.size) return NULL;
+    const oc_str *first = &l->first_location;
+    if (loc->size < first->size || memcmp(loc->data, first->data, (size_t)first->size) != 0)
+        return NULL;
+    const char *suffix = loc->data + first->size;
+    uint64_t n = loc->size - first->size;
+    if (n) { /* ".N" */
+        if (n < 2 || suffix[0] != '.') return NULL;
+        for (uint64_t i = 1; i < n; i++)
+            if (suffix[i] < '0' || suffix[i] > '9') return NULL;
+    }
+    size_t len = strlen(ov) + (size_t)n + 1;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%s%.*s", ov, (int)n, suffix);
+    return p;
+}
+/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17, E-18). */
+static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
+                              oc_mapped *out, oc_error *err) {
+    loader *l = ctx;
+    (void)err; /* the loader's own error record is the same one */
+    char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
+    oc__qname(t, name);
+    oc__qstr(loc, shown);
+    const char *why = oc__location_problem(loc);
+    if (why)
+        return oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                        "tensor '%s': external data location %s: '%s'", name, why, shown);
+    if (l->dirfd < 0) { /* opened on first need: models without external data never touch it */
+        l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (l->dirfd < 0) return oc__fail_errno(l->err, errno, "cannot open directory %s", l->base_dir);
+    }
+    char *rel = strndup(loc->data, (size_t)loc->size);
+    char *ov = rel ? override_path(l, loc) : NULL;
+    if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    int pathfd = ov ? open(ov, O_PATH | O_CLOEXEC) : oc__open_beneath(l->dirfd, rel, O_PATH | O_CLOEXEC);
+    if (ov) oc_quote(ov, strlen(ov), shown, sizeof shown); /* the caller's path, shown too */
+    oc_status s = OC_OK;
+    struct stat st;
+    const char *odd = NULL;
+    int fd = pathfd < 0 ? -1 : oc__reopen_regular(pathfd, l->dirfd, rel, ov, &st, &odd);
+    if (pathfd >= 0) {
+        int e = errno;
+        close(pathfd);
+        errno = e;
+    }
+    if (odd) {
+        s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                     "tensor '%s': external data file '%s' %s", name, shown, odd);
+    } else if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == EXDEV)
+            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                         "tensor '%s': external data file '%s' is or passes through a symbolic "
+                         "link", name, shown);
+        else
+            s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'",
+                               name, shown);
+    } else {
+        if (!ov && st.st_nlink > 1)
+            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                         "tensor '%s': external data file '%s' has several hard links", name,
+                         shown);
+        if (s == OC_OK) s = oc_map_fd(fd, shown, out, l->err);
+        close(fd);
+    }
+    free(ov);
+    free(rel);
+    return s;
+}
+
+static void file_key(const void *ctx, uint64_t i, const void **name, size_t *len) {
+    const loader *l = ctx;
+    *name = l->files[i].key;
+    *len = (size_t)l->files[i].key_len;
+}
+
+/* Each distinct location is resolved once per load, found again through a keyed table
+ * (K-1: a load of N tensors in M files costs O(N), not O(N*M)). */
+static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_str *loc,
+                               uint32_t *index) {
+    if (!l->file_index && !(l->file_index = oc_nametab_new(8, file_key, l)))
+        return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    uint64_t h = oc_nametab_hash(loc->data, (size_t)loc->size);
+    int64_t found = oc_nametab_find(l->file_index, loc->data, (size_t)loc->size, h);
+    if (found >= 0) {
+        *index = (uint32_t)found;
+        return OC_OK;
+    }
+    if (l->nfiles == l->capfiles) {
+        uint32_t cap = l->capfiles ? l->capfiles * 2 : 8;
+        datafile *f = realloc(l->files, cap * sizeof *f);
+        if (!f) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        l->files = f;
+        l->capfiles = cap;
+    }
+    if (oc_nametab_reserve(l->file_index) != OC_OK)
+        return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    datafile *df = &l->files[l->nfiles];
+    memset(df, 0, sizeof *df);
+    /* The key keeps every byte (a NUL too, though resolvers refuse such locations). */
+    df->key = malloc((size_t)loc->size + 1);
+    if (!df->key) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (loc->size) memcpy(df->key, loc->data, (size_t)loc->size); /* data may be NULL */
+    df->key[loc->size] = '\0';
+    df->key_len = loc->size;
+    oc_status s = l->resolve(l->resolve_ctx, t, loc, &df->map, l->err);
+    if (s != OC_OK) {
+        free(df->key);
+        return s;
+    }
+    oc_nametab_insert(l->file_index, l->nfiles, h);
+    *index = l->nfiles++;
+    return OC_OK;
+}
+
+/* E-15 for every item with a checksum, once all references are resolved (E-16): up to
+ * num_threads threads hash the items; the first failure in model order is reported, so
+ * the result is the serial one whatever the thread count. Items after a known failure are
+ * not hashed (their result cannot matter); the failing item is hashed again, alone, for
+ * its message. */
+typedef struct hash_job {
+    const ext_item *item;
+    const oc_str *want;
+} hash_job;
+
+typedef struct hashing {
+    const loader *l;
+    hash_job *jobs;
+    atomic_uint_fast64_t first_failed; /* lowest failed job so far; the job count: none */
+} hashing;
+
+/* An item's bytes as a span to hash (no reference taken). A no_copy load keeps them in
+ * the mapping, so they are hashed with its owner: read from the file with pread where a
+ * descriptor was kept, else through the pages, which may go once hashed. A copy load
+ * reads them again at once, so only spans that pread will read get the owner; the others
+ * are hashed through the mapping's pages, which stay for the copy. */
+static oc_bytes hash_view(const loader *l, const ext_item *it) {
+    oc_bytes v = {it->data, it->length, l->files[it->file].map.owner, OC_BYTES_SHARED};
+    int fd;
+    uint64_t at;
+    if (!l->opts->no_copy &&
+        !(v.size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(&v, &fd, &at))) {
+        v.owner = NULL;
+        v.mode = OC_BYTES_BORROWED;
+    }
+    return v;
+}
+
+/* 0: want is got; 1: want is not 40 hex digits (E-1: no data matches it); 2: differs. */
+static int compare_digest(const oc_str *want, const char got[41]) {
+    if (want->size != 40) return 1;
+    int same = 1;
+    for (unsigned i = 0; i < 40; i++) {
+        char c = want->data[i];
+        if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
+        else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 1;
+        same = same && c == got[i];
+    }
+    return same ? 0 : 2;
+}
+
+static void hash_one(void *ctx, uint64_t i) {
+    hashing *h = ctx;
+    if (i > atomic_load_explicit(&h->first_failed, memory_order_relaxed)) return;
+    const hash_job *j = &h->jobs[i];
+    oc_bytes v = hash_view(h->l, j->item);
+    oc_error scratch;
+    char got[41];
+    if (oc__sha1_span_hex(&v, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0)
+        return;
+    uint_fast64_t cur = atomic_load_explicit(&h->first_failed, memory_order_relaxed);
+    while (i < cur && !atomic_compare_exchange_weak(&h->first_failed, &cur, i)) {
+    }
+}
+
+/* The failure of one job, with its message. Hashed first: without OpenSSL any checksum
+ * is OC_ERR_UNSUPPORTED, well formed or not. */
+static oc_status hash_failure(const loader *l, const hash_job *j) {
+    const onnx_TensorProto *t = j->item->tensor;
+    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE], got[41];
+    oc_bytes v = hash_view(l, j->item);
+    OC_FORWARD(oc__sha1_span_hex(&v, got, l->err));
+    switch (compare_digest(j->want, got)) {
+    case 0: /* later items were not hashed: this cannot pass as success */
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum did not match, then matched when "
+                        "hashed again: its data file changed during the load (E-15)",
+                        oc__qname(t, name));
+    case 1:
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
+                        "so no data matches it (E-1, E-15)", oc__qname(t, name), oc__qstr(j->want, stored));
+    default:
+        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
+                        "(E-15)", oc__qname(t, name), oc__qstr(j->want, stored), got);
+    }
+}
+
+static oc_status check_checksums(loader *l) {
+    if (!l->opts->verify_checksums) return OC_OK;
+    hashing h = {.l = l};
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < l->nitems; i++) {
+        const oc_str *want = oc_tensor_external_value(l->items[i].tensor, "checksum");
+        if (!want) continue;
+        if (!h.jobs && !(h.jobs = malloc((size_t)(l->nitems - i) * sizeof *h.jobs)))
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        h.jobs[n++] = (hash_job){&l->items[i], want};
+    }
+    if (!n) return OC_OK;
+    atomic_init(&h.first_failed, n);
+    oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, &h);
+    uint64_t failed = atomic_load(&h.first_failed);
+    oc_status st = failed < n ? hash_failure(l, &h.jobs[failed]) : OC_OK;
+    free(h.jobs);
+    return st;
+}
+
+static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
+    loader *l = ctx;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    if (!loc)
+        return oc__fail(l->err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "tensor '%s': external data has no location (E-1)", oc__qname(t, name));
+    /* E-12 first: a reference that cannot be read is refused before any file is opened. */
+    uint64_t offset, length;
+    int has_length;
+    OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, l->err));
+    if (!l->first_location.size) l->first_location = *loc;
+    uint32_t fi = 0;
+    OC_FORWARD(open_datafile(l, t, loc, &fi));
+    const oc_mapped *m = &l->files[fi].map;
+    if (offset > m->size)
+        return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                        "tensor '%s': external data offset %llu is past the end of '%s' (%llu "
+                        "bytes)", oc__qname(t, name), (unsigned long long)offset, oc__qstr(loc, shown),
+                        (unsigned long long)m->size);
+    if (!has_length) length = m->size - offset; /* to the end of the file, as onnx does */
+    if (length > m->size - offset)              /* overflow-safe offset + length > size */
+        return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                        "tensor '%s': external data [%llu, +%llu) runs past the end of '%s' "
+                        "(%llu bytes)", oc__qname(t, name), (unsigned long long)offset,
+                        (unsigned long long)length, oc__qstr(loc, shown), (unsigned long long)m->size);
+    /* The caller's caps (limits.h): one tensor, and all external data of this load. */
+    char what[2 * OC_QUOTE_SIZE];
+    snprintf(what, sizeof what, "tensor '%s': external data", oc__qname(t, name));
+    OC_FORWARD(oc__check_size(length, l->opts->max_tensor_bytes, OC_DEFAULT_MAX_TENSOR_BYTES,
+                              what, "max_tensor_bytes", OC_NO_OFFSET, l->err));
+    l->total = length < UINT64_MAX - l->total ? l->total + length : UINT64_MAX;
+    snprintf(what, sizeof what, "external data up to tensor '%s'", oc__qname(t, name));
+    OC_FORWARD(oc__check_size(l->total, l->opts->max_external_bytes,
+                              OC_DEFAULT_MAX_EXTERNAL_BYTES, what, "max_external_bytes",
+                              OC_NO_OFFSET, l->err));
+    const uint8_t *data = length ? m->data + offset : NULL;
+    uint64_t align = l->opts->buffer.alignment;
+    if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0)
+        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': external data offset %llu is not aligned to %llu bytes, "
+                        "so it cannot be used in place (load without no_copy for an aligned copy)",
+                        oc__qname(t, name), (unsigned long long)offset, (unsigned long long)align);
+    if (l->nitems == l->capitems) {
+        uint64_t cap = l->capitems ? l->capitems * 2 : 64;
+        ext_item *it = realloc(l->items, (size_t)cap * sizeof *it);
+        if (!it) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        l->items = it;
+        l->capitems = cap;
+    }
+    l->items[l->nitems++] = (ext_item){t, data, length, fi};
+    return OC_OK;
+}
+
+/* Second pass: cannot fail except for memory, checked before anything changes. */
+static oc_status attach_all(loader *l) {
+    const oc_parse_options *o = l->opts;
+    oc_bytes *copied = NULL; /* copy loads: each tensor's new storage, filled in parallel */
+    oc_arena *scratch = NULL;
+    oc__copy_list copies = {0};
+    if (!o->no_copy && l->nitems) {
+        copied = calloc((size_t)l->nitems, sizeof *copied);
+        scratch = oc_arena_new();
+        int ok = copied && scratch;
+        for (uint64_t i = 0; ok && i < l->nitems; i++) {
+            uint8_t *p = NULL;
+            if (!l->items[i].length) continue;
+            ok = oc_bytes_set_storage(&copied[i], l->items[i].length, o->buffer.alignment,
+                                      o->storage_pool, &p, l->err) == OC_OK;
+            ok = ok && oc__copy_list_add(scratch, &copies, p, l->items[i].data, l->items[i].length,
+                                         l->files[l->items[i].file].map.owner);
+        }
+        if (!ok) {
+            for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);
+            free(copied);
+            oc_arena_free(scratch);
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory loading external data");
+        }
+        oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
+    }
+    for (uint64_t i = 0; i < l->nitems; i++) {
+        ext_item *it = &l->items[i];
+        onnx_TensorProto *t = it->tensor;
+        if (o->no_copy) /* owner NULL: the resolver's source outlives the tensors (borrowed) */
+            oc_bytes_set_shared(&t->raw_data, it->data, it->length, l->files[it->file].map.owner);
+        else
+            oc_bytes_move(&t->raw_data, &copied[i]);
+        OC_SET_HAS(TensorProto, t, raw_data);
+        /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
+         * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
+        t->data_location = 0;
+        OC_CLEAR_HAS(TensorProto, t, data_location);
+        oc__external_drop_known_keys(t); /* keys we do not define stay, never acted on (E-3) */
+    }
+    free(copied);
+    oc_arena_free(scratch);
+    return OC_OK;
+}
+
+static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
+    const oc_parse_options *opts = l->opts;
+    if (opts->buffer.alignment & (opts->buffer.alignment - 1))
+        return oc__fail(l->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "alignment %llu is not a power of two",
+                        (unsigned long long)opts->buffer.alignment);
+    oc_status st = oc_visit_tensors(desc, msg, resolve_tensor, l);
+    if (st == OC_OK) st = check_checksums(l);
+    if (st == OC_OK) st = attach_all(l);
+    for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
+        oc_owner_unref(l->files[i].map.owner);
+        free(l->files[i].key);
+    }
+    free(l->files);
+    oc_nametab_free(l->file_index);
+    free(l->items);
+    if (l->dirfd >= 0) close(l->dirfd);
+    return st;
+}
+
+static const oc_parse_options *or_defaults(const oc_parse_options *opts, oc_parse_options *d) {
+    if (opts) return opts;
+    oc_parse_options_init(d);
+    return d;
+}
+
+oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
+                                const oc_parse_options *opts, oc_error *err) {
+    if (!desc || !msg || !base_dir)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_load_external_data: missing argument");
+    OC_PARSE_OPTS(opts, err);
+    oc_parse_options defaults;
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.opts = or_defaults(opts, &defaults);
+    l.resolve = resolve_file;
+    l.resolve_ctx = &l;
+    l.base_dir = base_dir;
+    l.err = err;
+    l.dirfd = -1;
+    return load_with(&l, desc, msg);
+}
+
+oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
+                                     oc_external_resolve_fn resolve, void *resolve_ctx,
+                                     const oc_parse_options *opts, oc_error *err) {
+    if (!desc || !msg || !resolve)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_load_external_data_with: missing argument");
+    OC_PARSE_OPTS(opts, err);
+    oc_parse_options defaults;
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.opts = or_defaults(opts, &defaults);
+    l.resolve = resolve;
+    l.resolve_ctx = resolve_ctx;
+    l.err = err;
+    l.dirfd = -1;
+    return load_with(&l, desc, msg);
+}

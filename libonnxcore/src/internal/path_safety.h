@@ -1,0 +1,33 @@
+/*
+ * internal/path_safety.h - where a data file named by a model may be
+ * (spec/external-data.md E-10, E-11, E-18). Every location read from a model passes
+ * oc__location_problem, then oc__open_beneath with O_PATH, then oc__reopen_regular.
+ */
+#ifndef ONNXCORE_INTERNAL_PATH_SAFETY_H
+#define ONNXCORE_INTERNAL_PATH_SAFETY_H
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "onnxcore/arena.h"
+
+/* How a data file is opened for reading: never blocking (a FIFO), never a terminal. */
+#define OC__READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
+/* E-10: NULL when loc names a file beneath a directory (relative, non-empty, no NUL, no
+ * `..` component, not a directory); else why not ("is an absolute path", ...). */
+const char *oc__location_problem(const oc_str *loc);
+
+/* E-11: opens rel beneath dirfd following no symbolic link (openat2, else one openat per
+ * component with O_NOFOLLOW), or returns -1 with errno (ELOOP or EXDEV: a link or an
+ * escape). flags: OC__READ_FLAGS, or O_PATH | O_CLOEXEC to look without opening. */
+int oc__open_beneath(int dirfd, const char *rel, int flags);
+
+/* E-18: opens the regular file that pathfd (an O_PATH descriptor) stands for, after
+ * checking its type without opening it; through /proc/self/fd, else by name again (rel
+ * beneath dir_fd, or path) with the same inode. Returns the descriptor; -1 with errno;
+ * or -1 with *why set ("is not a regular file", "changed while it was opened"). */
+int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
+                       struct stat *st, const char **why);
+
+#endif

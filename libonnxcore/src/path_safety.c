@@ -1,0 +1,135 @@
+/*
+ * path_safety.c - where a data file named by a model may be (spec/external-data.md E-10,
+ * E-11, E-18): the checks of a location's spelling, the walk beneath the model's
+ * directory that follows no symbolic link, and the reopen of a regular file only.
+ *
+ * A security unit: every location read from a model passes here before any file is
+ * opened (tests/unit/test_path_safety.c).
+ */
+#define _GNU_SOURCE /* syscall() for openat2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define OC_HAVE_OPENAT2_H 1
+#endif
+#endif
+
+#include "internal/path_safety.h"
+
+/* A location from a file must name a file beneath the base directory: relative, no `..`
+ * component, no NUL. Returns NULL when fine, else why not. */
+const char *oc__location_problem(const oc_str *loc) {
+    if (loc->size == 0) return "is empty";
+    if (memchr(loc->data, '\0', (size_t)loc->size)) return "contains a NUL byte";
+    if (loc->data[0] == '/') return "is an absolute path";
+    const char *p = loc->data, *end = loc->data + loc->size;
+    while (p < end) {
+        const char *slash = memchr(p, '/', (size_t)(end - p));
+        const char *stop = slash ? slash : end;
+        if (stop - p == 2 && p[0] == '.' && p[1] == '.') return "leaves the model directory (..)";
+        p = slash ? slash + 1 : end;
+    }
+    if (loc->data[loc->size - 1] == '/') return "names a directory";
+    /* the last component "." names the directory it is in (".", "sub/.") */
+    if (loc->data[loc->size - 1] == '.' && (loc->size == 1 || loc->data[loc->size - 2] == '/'))
+        return "names a directory";
+    return NULL;
+}
+
+/* How a data file is opened for reading: never blocking (a FIFO), never a terminal. */
+
+/* Opens rel beneath dirfd without following any symbolic link, or returns -1 with errno.
+ * flags: OC__READ_FLAGS, or O_PATH | O_CLOEXEC to look at the file without opening it
+ * (then a symbolic link as the last component gives a descriptor of the link itself
+ * where openat2 is missing: the caller checks the type). */
+int oc__open_beneath(int dirfd, const char *rel, int flags) {
+#if defined(OC_HAVE_OPENAT2_H) && defined(SYS_openat2)
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)(unsigned)flags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long r = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+    if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)r;
+#endif
+    /* Kernels before 5.6 (or seccomp filters refusing openat2): walk the components,
+     * refusing symbolic links at each step. `..` was rejected before we got here. */
+    char *copy = strdup(rel);
+    if (!copy) return -1;
+    int cur = dirfd, result = -1;
+    char *save = NULL;
+    char *comp = strtok_r(copy, "/", &save);
+    while (comp) {
+        char *next = strtok_r(NULL, "/", &save);
+        int fd;
+        if (strcmp(comp, ".") == 0) {
+            comp = next;
+            continue;
+        }
+        fd = openat(cur, comp, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                    : (flags | O_NOFOLLOW));
+        if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+            /* O_DIRECTORY|O_NOFOLLOW on a symlink gives ENOTDIR: say what it really is */
+            struct stat lst;
+            int e = errno;
+            errno = fstatat(cur, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)
+                        ? ELOOP : e;
+        }
+        if (cur != dirfd) {
+            int e = errno;
+            close(cur);
+            errno = e;
+        }
+        if (fd < 0) {
+            cur = dirfd;
+            break;
+        }
+        cur = fd;
+        if (!next) result = fd;
+        comp = next;
+    }
+    if (result < 0 && cur != dirfd) close(cur);
+    int e = errno;
+    free(copy);
+    errno = e;
+    return result;
+}
+
+/* Opens the regular file that pathfd (an O_PATH descriptor) stands for, for reading,
+ * after checking its type without opening it (E-18): a device, FIFO or socket is never
+ * opened, since opening some devices acts (a watchdog arms, a tape rewinds). The reopen
+ * goes through /proc/self/fd, which names pathfd's own inode; without /proc the name is
+ * opened once more (rel beneath dir_fd, or the caller's path) and the inode must be the
+ * same. Returns the descriptor, or -1 with errno, or -1 with *why set (a reason). */
+int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
+                          struct stat *st, const char **why) {
+    *why = NULL;
+    if (fstat(pathfd, st) != 0) return -1;
+    if (S_ISLNK(st->st_mode)) {
+        errno = ELOOP;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        *why = "is not a regular file";
+        return -1;
+    }
+    char proc[40];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", pathfd);
+    int fd = open(proc, OC__READ_FLAGS);
+    if (fd < 0 && errno == ENOENT) /* no /proc: by name, then the same inode */
+        fd = path ? open(path, OC__READ_FLAGS) : oc__open_beneath(dir_fd, rel, OC__READ_FLAGS);
+    struct stat now;
+    if (fd >= 0 && (fstat(fd, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)) {
+        close(fd);
+        *why = "changed while it was opened";
+        return -1;
+    }
+    return fd;
+}
