@@ -13,6 +13,7 @@
 #include <onnxcore/onnxcore.h>
 
 #include "internal/bytes.h"
+#include "internal/decode.h"
 #include "internal/source.h"
 
 #include "check.h"
@@ -273,9 +274,169 @@ static void test_files(void) {
     td_remove(dir);
 }
 
+/* ---- the one decoder, contiguous and through a window ---- */
+
+static void set_str(oc_arena *a, oc_str *s, const char *v) { oc_str_set_cstr(a, s, v); }
+
+static void set_pattern(onnx_TensorProto *t, uint64_t n, uint64_t seed) {
+    uint8_t *w = NULL;
+    if (oc_bytes_set_alloc(&t->raw_data, n, &w, NULL) != OC_OK) return;
+    fill(w, seed, n);
+    OC_SET_HAS(TensorProto, t, raw_data);
+}
+
+/* A model whose fields cross any window: payloads larger than the default window, a long
+ * packed run, a long unknown field, nested graphs, thousands of small nodes. */
+static int make_model_bytes(void **out, uint64_t *size) {
+    oc_model *model = oc_model_new();
+    if (!model) return 0;
+    oc_arena *a = oc_model_arena(model);
+    onnx_ModelProto *m = oc_model_proto(model);
+    m->ir_version = 10;
+    OC_SET_HAS(ModelProto, m, ir_version);
+    onnx_GraphProto *g = m->graph = OC_NEW(a, GraphProto);
+    set_str(a, &g->name, "g");
+    OC_SET_HAS(GraphProto, g, name);
+    for (int i = 0; i < 3000; i++) {
+        onnx_NodeProto *n = OC_ADD(a, NodeProto, g->node);
+        char name[64];
+        snprintf(name, sizeof name, "/model/layers.%d/act/LeakyRelu", i);
+        set_str(a, &n->name, name);
+        OC_SET_HAS(NodeProto, n, name);
+        set_str(a, &n->op_type, "LeakyRelu");
+        OC_SET_HAS(NodeProto, n, op_type);
+        onnx_AttributeProto *at = OC_ADD(a, AttributeProto, n->attribute);
+        set_str(a, &at->name, "alpha");
+        OC_SET_HAS(AttributeProto, at, name);
+        at->f = 0.01f * (float)i;
+        OC_SET_HAS(AttributeProto, at, f);
+        if (i == 1500) { /* a subgraph holding a large tensor, two levels down */
+            at = OC_ADD(a, AttributeProto, n->attribute);
+            set_str(a, &at->name, "body");
+            OC_SET_HAS(AttributeProto, at, name);
+            onnx_GraphProto *sub = at->g = OC_NEW(a, GraphProto);
+            onnx_TensorProto *t = OC_ADD(a, TensorProto, sub->initializer);
+            set_pattern(t, (1u << 20) + 333, 5);
+        }
+    }
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    set_str(a, &t->name, "big");
+    OC_SET_HAS(TensorProto, t, name);
+    set_pattern(t, (5u << 19) + 1, 1);
+    t = OC_ADD(a, TensorProto, g->initializer);
+    set_pattern(t, 100, 2);
+    t = OC_ADD(a, TensorProto, g->initializer);
+    for (int i = 0; i < 300000; i++) { /* 1.2 MB packed: a window grows to hold it */
+        float *f = oc_array_push(a, &t->float_data, sizeof(float));
+        if (f) *f = (float)i;
+    }
+    void *b = NULL;
+    uint64_t n = 0;
+    oc_error err;
+    int ok = oc_model_save_memory(model, NULL, &b, &n, &err) == OC_OK;
+    oc_model_free(model);
+    if (!ok) return 0;
+    /* an unknown field of 1.5 MB at the end of the model (field 900, bytes) */
+    uint64_t extra = 3u << 19;
+    uint8_t *c = realloc(b, (size_t)(n + 16 + extra));
+    if (!c) {
+        free(b);
+        return 0;
+    }
+    uint8_t *q = c + n;
+    uint64_t key = 900u << 3 | 2u;
+    for (uint64_t v = key; ; v >>= 7) {
+        *q++ = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+        if (v < 0x80) break;
+    }
+    for (uint64_t v = extra; ; v >>= 7) {
+        *q++ = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+        if (v < 0x80) break;
+    }
+    fill(q, 77, extra);
+    *out = c;
+    *size = (uint64_t)(q - c) + extra;
+    return 1;
+}
+
+/* Decodes size bytes through src (window 0: the source's own way); returns the status,
+ * the error offset in *at and the encoding in *enc (on success). */
+static oc_status decode_via(oc_source *src, uint64_t window, int threads, uint64_t *at,
+                            void **enc, uint64_t *enc_size) {
+    oc_arena *a = oc_arena_new();
+    void *msg = a ? oc_msg_new(a, &onnx_ModelProto_desc) : NULL;
+    oc_error err;
+    oc_error_clear(&err);
+    if (!msg) {
+        oc_arena_free(a);
+        return OC_ERR_NOMEM;
+    }
+    oc_parse_options po;
+    oc_parse_options_init(&po);
+    po.num_threads = threads;
+    oc_status st = oc__decode_source_window(&onnx_ModelProto_desc, msg, src, a, &po, window, &err);
+    *at = err.offset;
+    *enc = NULL;
+    *enc_size = 0;
+    if (st == OC_OK) CHECK_OK(oc_encode_to_memory(&onnx_ModelProto_desc, msg, enc, enc_size, &err), &err);
+    oc_arena_free(a);
+    return st;
+}
+
+static void test_windowed_decode(void) {
+    void *b = NULL;
+    uint64_t n = 0;
+    REQUIRE(make_model_bytes(&b, &n));
+    char dir[4096], path[4200];
+    REQUIRE(td_make(work_dir, "window", dir, sizeof dir) == 0);
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    REQUIRE(td_write(path, b, (size_t)n) == 0);
+    oc_error err;
+    oc_source *mem, *file;
+    CHECK_OK(oc_source_memory(b, n, NULL, NULL, NULL, "model", &mem, &err), &err);
+    CHECK_OK(oc_source_file(path, -1, NULL, OC_FILE_PREAD, 0, &file, &err), &err);
+    uint64_t at0, at;
+    void *e0, *e;
+    uint64_t n0, en;
+    /* the contiguous decode (a memory source maps) is the reference */
+    REQUIRE(decode_via(mem, 0, 1, &at0, &e0, &n0) == OC_OK);
+    static const uint64_t windows[] = {1, 13, 1000, 1u << 16, 1u << 20};
+    for (unsigned i = 0; i < sizeof windows / sizeof windows[0]; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            CHECK_OK(decode_via(mem, windows[i], threads, &at, &e, &en), NULL);
+            CHECK(en == n0 && e && memcmp(e, e0, (size_t)n0) == 0);
+            free(e);
+        }
+    CHECK_OK(decode_via(file, 0, 2, &at, &e, &en), NULL);
+    CHECK(en == n0 && e && memcmp(e, e0, (size_t)n0) == 0);
+    free(e);
+    free(e0);
+    oc_source_unref(file);
+    oc_source_unref(mem);
+    /* cut short anywhere: the same status and offset as the contiguous decode */
+    static const uint64_t cuts[] = {1, 2, 100, 5000, 70000, 1u << 20, 2u << 20, 3u << 20};
+    for (unsigned i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        uint64_t cut = n - cuts[i];
+        CHECK_OK(oc_source_memory(b, cut, NULL, NULL, NULL, "cut", &mem, &err), &err);
+        oc_status want = decode_via(mem, 0, 1, &at0, &e0, &n0);
+        free(e0);
+        for (unsigned w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+            oc_status got = decode_via(mem, windows[w], 1, &at, &e, &en);
+            free(e);
+            if (!CHECK_EQ(got, want) || !CHECK_EQ(at, at0))
+                fprintf(stderr, "  cut %llu, window %llu\n", (unsigned long long)cut,
+                        (unsigned long long)windows[w]);
+        }
+        oc_source_unref(mem);
+    }
+    free(b);
+    td_remove(dir);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) work_dir = argv[1];
     RUN(test_memory);
     RUN(test_files);
+    RUN(test_windowed_decode);
     return check_report("test_source");
 }
