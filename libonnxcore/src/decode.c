@@ -13,7 +13,8 @@
  * consecutive pieces gives what decoding it whole gives.
  *
  * Every length is compared with the bytes remaining before any pointer arithmetic; every
- * fault names the offset of the field (its tag) where it was found. Semantics follow protobuf's proto2 parser:
+ * fault names the offset of the field (its tag) where it was found. Semantics follow
+ * protobuf's proto2 parser:
  *  - repeated scalars are accepted packed or unpacked;
  *  - a field seen again: scalars and strings take the last value, messages merge,
  *    repeated fields append; a oneof member clears its siblings;

@@ -254,6 +254,7 @@ static void test_files(void) {
     CHECK(s->data == NULL);
     CHECK_OK(oc_source_map(s, 0, 0, &span, &err), &err);
     CHECK_EQ(span.size, 0);
+    oc_bytes_release(&span);
     oc_source_unref(s);
     char missing[4200];
     snprintf(missing, sizeof missing, "%s/missing", dir);
