@@ -132,16 +132,23 @@ static inline oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t
     return varint_slow(c, p, end, out, field, what);
 }
 
+/* Out of the hot loop: these run only on a fault or at a window's edge. */
+#if defined(__GNUC__)
+#define OC_COLD __attribute__((cold, noinline))
+#else
+#define OC_COLD
+#endif
+
 /* A truncation found in the window's own message while the window ends before it:
  * suspends at the field's tag instead (nothing of the field was kept yet). */
-static oc_status suspend_or(dctx *c, oc_status st, const uint8_t *field, uint32_t depth) {
+static OC_COLD oc_status suspend_or(dctx *c, oc_status st, const uint8_t *field, uint32_t depth) {
     if (st != OC_ERR_TRUNCATED || !c->cut || depth != c->susp_depth) return st;
     memset(&c->susp, 0, sizeof c->susp);
     c->susp.at = off(c, field);
     return OC__SUSPEND;
 }
 
-static oc_status len_past_end(dctx *c, const uint8_t *p, const uint8_t *end, uint64_t len,
+static OC_COLD oc_status len_past_end(dctx *c, const uint8_t *p, const uint8_t *end, uint64_t len,
                               const uint8_t *field, const oc_msgdesc *d, const oc_field *f,
                               uint32_t depth) {
     uint64_t left = (uint64_t)(end - p);
