@@ -1,12 +1,9 @@
 /*
  * bytes.c - byte spans (owned / borrowed / shared) and reference-counted owner tokens.
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "onnxcore/bytes.h"
 #include "internal/bytes.h"
@@ -19,13 +16,6 @@ struct oc_owner {
     atomic_uint_fast64_t refs;
     void (*release)(void *ctx);
     void *ctx;
-    /* Set once, before sharing, for a read-only mapping of a file: */
-    bool file_backed;
-    int file_fd;                 /* a descriptor of the file the storage keeps open, or -1 */
-    const uint8_t *file_base;    /* where the file's offset 0 is mapped */
-    uint64_t file_size;          /* bytes mapped */
-    dev_t file_dev;              /* the file file_fd named when the mapping was made */
-    ino_t file_ino;
 };
 
 oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
@@ -34,45 +24,11 @@ oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx) {
     atomic_init(&o->refs, 1);
     o->release = release;
     o->ctx = ctx;
-    o->file_backed = false;
-    o->file_fd = -1;
-    o->file_base = NULL;
-    o->file_size = 0;
     return o;
 }
 
-void oc__owner_set_file_backed(oc_owner *o, const void *base, uint64_t size, int fd) {
-    if (!o) return;
-    struct stat st;
-    o->file_backed = true;
-    o->file_base = base;
-    o->file_size = size;
-    o->file_fd = fd >= 0 && fstat(fd, &st) == 0 ? fd : -1;
-    if (o->file_fd >= 0) {
-        o->file_dev = st.st_dev;
-        o->file_ino = st.st_ino;
-    }
-}
-
-bool oc__owner_file_offset(const oc_owner *o, const void *p, uint64_t n, int *fd,
-                           uint64_t *offset) {
-    uintptr_t at = (uintptr_t)p, base = o ? (uintptr_t)o->file_base : 0;
-    if (!o || !o->file_backed || o->file_fd < 0 || !p || at < base ||
-        at - base > o->file_size || n > o->file_size - (at - base))
-        return false;
-    /* The descriptor is ours, but a process may close descriptors it does not own (a
-     * daemon's closefrom) and the number be reused: use it only while it is the file. */
-    struct stat st;
-    if (fstat(o->file_fd, &st) != 0 || st.st_dev != o->file_dev || st.st_ino != o->file_ino)
-        return false;
-    *fd = o->file_fd;
-    *offset = (uint64_t)(at - base);
-    return true;
-}
-
-bool oc__bytes_file_source(const oc_bytes *s, int *fd, uint64_t *offset) {
-    return s->mode == OC_BYTES_SHARED &&
-           oc__owner_file_offset(s->owner, s->data, s->size, fd, offset);
+void *oc__owner_ctx(const oc_owner *o, void (*release)(void *ctx)) {
+    return o && o->release == release ? o->ctx : NULL;
 }
 
 oc_owner *oc_owner_ref(oc_owner *o) {
@@ -91,60 +47,6 @@ void oc_owner_unref(oc_owner *o) {
 
 uint64_t oc_owner_refcount(const oc_owner *o) {
     return o ? (uint64_t)atomic_load_explicit(&((oc_owner *)o)->refs, memory_order_relaxed) : 0;
-}
-
-/* oc_bytes_write for a span whose file descriptor is known: pread through a buffer. Sets
- * *done to the bytes passed on; a read the descriptor refuses (EINVAL for O_DIRECT, ...)
- * returns OC_OK early and leaves the rest to the mapping's pages. */
-static oc_status write_from_file(const oc_bytes *s, int fd, uint64_t at, uint8_t *buf,
-                                 oc_write_fn write, void *ctx, uint64_t *done, oc_error *err) {
-    *done = 0;
-    while (*done < s->size) {
-        uint64_t left = s->size - *done;
-        size_t want = left < OC_BYTES_READ_PIECE ? (size_t)left : OC_BYTES_READ_PIECE, got = 0;
-        while (got < want) {
-            ssize_t r = pread(fd, buf + got, want - got, (off_t)(at + got));
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0) return OC_OK;
-            if (r == 0)
-                return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                                "a mapped input file was cut short at offset %llu while being "
-                                "read", (unsigned long long)(at + got));
-            got += (size_t)r;
-        }
-        OC_FORWARD(write(ctx, buf, want, err));
-        at += want;
-        *done += want;
-    }
-    return OC_OK;
-}
-
-oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_error *err) {
-    int fd;
-    uint64_t at, done = 0;
-    if (s->size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(s, &fd, &at)) {
-        uint8_t *buf = malloc(OC_BYTES_READ_PIECE);
-        if (buf) {
-            oc_status st = write_from_file(s, fd, at, buf, write, ctx, &done, err);
-            free(buf);
-            if (st != OC_OK || done == s->size) return st;
-        }
-    }
-    const uint8_t *p = done ? s->data + done : s->data; /* no arithmetic on NULL */
-    uint64_t left = s->size - done;
-    bool drop = s->mode == OC_BYTES_SHARED && s->owner && s->owner->file_backed;
-    while (left) {
-        /* Pieces end on a chunk-aligned address, so every page but the span's first and
-         * last partial ones is dropped whole. */
-        uint64_t n = OC_BYTES_WRITE_CHUNK - ((uintptr_t)p & (OC_BYTES_WRITE_CHUNK - 1u));
-        if (n > left) n = left;
-        oc_status st = write(ctx, p, n, err);
-        if (st != OC_OK) return st;
-        if (drop) oc__file_pages_done(p, n);
-        p += n;
-        left -= n;
-    }
-    return OC_OK;
 }
 
 void *oc_bytes_alloc_buffer(uint64_t size) {

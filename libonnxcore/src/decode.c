@@ -1,15 +1,27 @@
 /*
  * decode.c - the one protobuf decode loop, driven by the descriptor tables.
  *
- * Input is a contiguous buffer (memory or a file mapping). Every length is compared with
- * the bytes remaining before any pointer arithmetic; every fault names the offset of the
- * field (its tag) where it was found. Semantics follow protobuf's proto2 parser:
+ * Input is a byte source (internal/source.h). One that maps (memory, a mapped file) is
+ * decoded as one contiguous buffer, its large payloads pointing into the mapping (no_copy)
+ * or copied (read around the mapping where the source can). One that cannot (a file read
+ * with pread, a remote file) is decoded through a window: the same loop runs over the
+ * window, and a field that does not fit in it suspends the loop at its tag (decode_msg's
+ * only frame that may suspend is the window's own message, before the field changed
+ * anything); the driver (decode_window) then refills the window from that tag, walks a
+ * large submessage through the source one level down, or reads a large payload straight
+ * into the tensor's storage. Parsing is compositional (W-11), so decoding a message in
+ * consecutive pieces gives what decoding it whole gives.
+ *
+ * Every length is compared with the bytes remaining before any pointer arithmetic; every
+ * fault names the offset of the field (its tag) where it was found. Semantics follow
+ * protobuf's proto2 parser:
  *  - repeated scalars are accepted packed or unpacked;
  *  - a field seen again: scalars and strings take the last value, messages merge,
  *    repeated fields append; a oneof member clears its siblings;
  *  - unknown field numbers, known fields with an unexpected wire type, and closed-enum
  *    values outside the enum are kept verbatim as unknown fields.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnxcore/codec.h"
@@ -20,10 +32,24 @@
 #include "internal/message.h"
 #include "internal/parallel.h"
 #include "internal/schema.h"
+#include "internal/source.h"
 #include "onnxcore_shared.h"
 
 /* Payloads at least this large are copied by the thread pool when num_threads > 1. */
 #define OC_DEFER_COPY (64u * 1024u)
+/* The window of a source that cannot map starts this large. */
+#define OC_WINDOW (1u << 20)
+
+/* decode_msg stopped at a field that runs past the window (never returned to callers). */
+#define OC__SUSPEND ((oc_status)-1)
+
+/* Where decode_msg suspended: the field's tag, and when the header was read whole, the
+ * length of its header and value and the field (NULL: unknown). */
+typedef struct suspension {
+    uint64_t at, hdr, len;
+    int has_len;
+    const oc_field *f;
+} suspension;
 
 typedef struct dctx {
     const uint8_t *base;   /* start of the input: offsets are reported from here */
@@ -41,6 +67,11 @@ typedef struct dctx {
     oc_storage_pool *pool; /* where copied payloads get their storage, or NULL */
     uint64_t max_tensor;   /* oc_parse_options.max_tensor_bytes */
     oc__copy_list copies;
+    /* Window decoding only (decode_window): */
+    uint32_t susp_depth;   /* the depth of the window's own message (0: never suspend) */
+    int cut;               /* the window ends before that message does */
+    uint64_t msg_end;      /* the offset where that message ends */
+    suspension susp;
 } dctx;
 
 /* Unknown-field bytes of the message being decoded, gathered with a capacity so that
@@ -103,15 +134,50 @@ static inline oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t
     return varint_slow(c, p, end, out, field, what);
 }
 
+/* Out of the hot loop: these run only on a fault or at a window's edge. */
+#if defined(__GNUC__)
+#define OC_COLD __attribute__((cold, noinline))
+#else
+#define OC_COLD
+#endif
+
+/* A truncation found in the window's own message while the window ends before it:
+ * suspends at the field's tag instead (nothing of the field was kept yet). */
+static OC_COLD oc_status suspend_or(dctx *c, oc_status st, const uint8_t *field, uint32_t depth) {
+    if (st != OC_ERR_TRUNCATED || !c->cut || depth != c->susp_depth) return st;
+    memset(&c->susp, 0, sizeof c->susp);
+    c->susp.at = off(c, field);
+    return OC__SUSPEND;
+}
+
+static OC_COLD oc_status len_past_end(dctx *c, const uint8_t *p, const uint8_t *end, uint64_t len,
+                              const uint8_t *field, const oc_msgdesc *d, const oc_field *f,
+                              uint32_t depth) {
+    uint64_t left = (uint64_t)(end - p);
+    if (c->cut && depth == c->susp_depth) {
+        left = c->msg_end - off(c, p); /* what the message really has left */
+        if (len <= left) {
+            c->susp.at = off(c, field);
+            c->susp.hdr = (uint64_t)(p - field);
+            c->susp.len = len;
+            c->susp.has_len = 1;
+            c->susp.f = f;
+            return OC__SUSPEND;
+        }
+    }
+    return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
+                    "%s.%s: length %llu runs past the end of its message (%llu bytes left)",
+                    d->name, f->name, (unsigned long long)len, (unsigned long long)left);
+}
+
 /* Reads a length prefix and checks the bytes are there. */
-static oc_status read_len(dctx *c, const uint8_t **p, const uint8_t *end, uint64_t *len,
-                          const uint8_t *field, const oc_msgdesc *d, const char *fname) {
-    OC_FORWARD(varint_or_fail(c, p, end, len, field, "length"));
-    uint64_t left = (uint64_t)(end - *p);
-    if (OC_UNLIKELY(*len > left))
-        return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
-                        "%s.%s: length %llu runs past the end of its message (%llu bytes left)",
-                        d->name, fname, (unsigned long long)*len, (unsigned long long)left);
+static inline oc_status read_len(dctx *c, const uint8_t **p, const uint8_t *end, uint64_t *len,
+                                 const uint8_t *field, const oc_msgdesc *d, const oc_field *f,
+                                 uint32_t depth) {
+    oc_status st = varint_or_fail(c, p, end, len, field, "length");
+    if (OC_UNLIKELY(st != OC_OK)) return suspend_or(c, st, field, depth);
+    if (OC_UNLIKELY(*len > (uint64_t)(end - *p)))
+        return len_past_end(c, *p, end, *len, field, d, f, depth);
     return OC_OK;
 }
 
@@ -324,6 +390,15 @@ static inline oc_status set_str(dctx *c, oc_str *s, const uint8_t *val, uint64_t
     return OC_OK;
 }
 
+/* Storage of len bytes for a copied payload, at field_off; *dst receives it. */
+static oc_status span_storage(dctx *c, oc_bytes *s, uint64_t len, uint64_t field_off,
+                              const oc_field *f, const oc_msgdesc *d, uint8_t **dst) {
+    if (oc_bytes_set_storage(s, len, 64, c->pool, dst, c->err) != OC_OK)
+        return oc__fail(c->err, OC_ERR_NOMEM, field_off, "%s.%s: out of memory for %llu bytes",
+                        d->name, f->name, (unsigned long long)len);
+    return OC_OK;
+}
+
 static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
                              uint64_t len, const uint8_t *field, const oc_msgdesc *d) {
     oc_bytes *s = (oc_bytes *)(void *)((char *)msg + f->offset);
@@ -342,10 +417,7 @@ static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_
         /* Allocate now; copy now, or later with other threads when the payload is big. */
         uint8_t *dst = NULL;
         int defer = c->threads > 1 && len >= OC_DEFER_COPY;
-        if (oc_bytes_set_storage(s, len, 64, c->pool, &dst, c->err) != OC_OK)
-            return oc__fail(c->err, OC_ERR_NOMEM, off(c, field),
-                            "%s.%s: out of memory for %llu bytes", d->name, f->name,
-                            (unsigned long long)len);
+        OC_FORWARD(span_storage(c, s, len, off(c, field), f, d, &dst));
         if (!defer) {
             if (len) oc__copy_one(dst, p, len, c->owner);
         } else if (!oc__copy_list_add(c->arena, &c->copies, dst, p, len, c->owner)) {
@@ -397,7 +469,10 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         const uint8_t *field = p;
         uint64_t key;
         st = varint_or_fail(c, &p, end, &key, field, "tag");
-        if (st != OC_OK) break;
+        if (OC_UNLIKELY(st != OC_OK)) {
+            st = suspend_or(c, st, field, depth);
+            break;
+        }
         uint32_t wt = (uint32_t)(key & 7);
         uint64_t number = key >> 3;
         if (OC_UNLIKELY(number == 0 || number > OC_MAX_FIELD_NUMBER || wt == OC_WT_EGROUP ||
@@ -411,13 +486,18 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         int known = f && (wt == f->wiretype ||
                           (wt == OC_WT_LEN && oc__is_repeated(f) && f->wiretype != OC_WT_LEN));
         if (!known) {
+            uint64_t mark = unk.size;
             st = keep_unknown(c, &unk, &p, end, wt, number, field, depth);
-            if (st != OC_OK) break;
+            if (OC_UNLIKELY(st != OC_OK)) {
+                st = suspend_or(c, st, field, depth);
+                if (st == OC__SUSPEND) unk.size = mark; /* read again after the refill */
+                break;
+            }
             continue;
         }
         if (wt == OC_WT_LEN) {
             uint64_t len;
-            st = read_len(c, &p, end, &len, field, d, f->name);
+            st = read_len(c, &p, end, &len, field, d, f, depth);
             if (st != OC_OK) break;
             const uint8_t *val = p;
             p += len;
@@ -453,7 +533,10 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         }
         uint64_t v;
         st = read_scalar(c, &p, end, f, field, d, &v);
-        if (st != OC_OK) break;
+        if (OC_UNLIKELY(st != OC_OK)) {
+            st = suspend_or(c, st, field, depth);
+            break;
+        }
         if (f->type == OC_FT_ENUM && !enum_in_range(f, v)) {
             st = unk_append_enum(c, &unk, f, v, field); /* closed enum */
             if (st != OC_OK) break;
@@ -487,36 +570,43 @@ oc_status oc__check_size(uint64_t size, uint64_t option_value, uint64_t default_
                     what, (unsigned long long)size, option, (unsigned long long)cap);
 }
 
-oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
-                        uint64_t base_offset, uint32_t depth, oc_arena *arena,
-                        const oc_parse_options *opts, oc_owner *owner, oc_error *err) {
+/* The decode context of opts (NULL: defaults) for an input kept by owner. */
+static oc_status ctx_init(dctx *c, const oc_parse_options *opts, oc_arena *arena,
+                          oc_owner *owner, uint64_t base_offset, oc_error *err) {
     oc_parse_options defaults;
     if (!opts) {
         oc_parse_options_init(&defaults);
         opts = &defaults;
     }
-    dctx c;
-    c.base_offset = base_offset;
-    c.arena = arena;
-    c.err = err;
-    c.owner = owner;
-    c.threshold = opts->buffer.raw_data_threshold;
-    c.max_depth = opts->max_depth ? opts->max_depth : OC_DEFAULT_MAX_DEPTH;
-    if (c.max_depth > OC_MAX_DEPTH_HARD) c.max_depth = OC_MAX_DEPTH_HARD;
-    c.no_copy = opts->no_copy;
-    c.skip_raw_data = opts->skip_raw_data;
-    c.threads = oc__resolve_threads(opts->num_threads);
-    c.pool = opts->storage_pool;
-    c.max_tensor = opts->max_tensor_bytes;
-    memset(&c.copies, 0, sizeof c.copies);
+    memset(c, 0, sizeof *c);
+    c->base_offset = base_offset;
+    c->arena = arena;
+    c->err = err;
+    c->owner = owner;
+    c->threshold = opts->buffer.raw_data_threshold;
+    c->max_depth = opts->max_depth ? opts->max_depth : OC_DEFAULT_MAX_DEPTH;
+    if (c->max_depth > OC_MAX_DEPTH_HARD) c->max_depth = OC_MAX_DEPTH_HARD;
+    c->no_copy = opts->no_copy;
+    c->skip_raw_data = opts->skip_raw_data;
+    c->threads = oc__resolve_threads(opts->num_threads);
+    c->pool = opts->storage_pool;
+    c->max_tensor = opts->max_tensor_bytes;
     /* Strings alias the input with no_copy; an owner (a file mapping) is then also kept by
      * the arena, so the model's strings outlive the loader like its tensors do. */
-    c.alias_strings = opts->no_copy;
-    if (c.alias_strings && owner) {
+    c->alias_strings = opts->no_copy;
+    if (c->alias_strings && owner) {
         if (oc_arena_add_cleanup(arena, unref_owner, owner) != OC_OK)
             return oc__fail(err, OC_ERR_NOMEM, base_offset, "out of memory");
         oc_owner_ref(owner);
     }
+    return OC_OK;
+}
+
+oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
+                        uint64_t base_offset, uint32_t depth, oc_arena *arena,
+                        const oc_parse_options *opts, oc_owner *owner, oc_error *err) {
+    dctx c;
+    OC_FORWARD(ctx_init(&c, opts, arena, owner, base_offset, err));
     static const uint8_t empty[1];
     const uint8_t *p = size ? (const uint8_t *)data : empty; /* no arithmetic on NULL */
     c.base = p;
@@ -524,6 +614,144 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
     /* Deferred copies run even after an error: their sources were bounds-checked and the
      * partly decoded message must not hold uninitialised bytes. */
     oc__copy_run(&c.copies, c.threads);
+    return st;
+}
+
+/* ---- through a window, for sources that cannot map ---- */
+
+typedef struct window {
+    oc_source *src;
+    uint8_t *buf;
+    uint64_t cap;
+} window;
+
+/* Runs the copies deferred from the window before it is read over. */
+static void flush_copies(dctx *c) {
+    oc__copy_run(&c->copies, c->threads);
+    c->copies.count = 0;
+    c->copies.bytes = 0;
+}
+
+static oc_status window_grow(dctx *c, window *w, uint64_t need) {
+    if (need <= w->cap) return OC_OK;
+    uint64_t cap = w->cap * 2 > need ? w->cap * 2 : need;
+    uint8_t *p = cap <= SIZE_MAX ? realloc(w->buf, (size_t)cap) : NULL;
+    if (!p) return oc__fail(c->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory reading %s",
+                            w->src->name);
+    w->buf = p;
+    w->cap = cap;
+    return OC_OK;
+}
+
+/* A payload that does not fit in the window: read from the source straight into the
+ * tensor's own storage (the payload hook of a source that cannot map). */
+static oc_status span_from_source(dctx *c, window *w, void *msg, const oc_field *f,
+                                  const oc_msgdesc *d, uint64_t field_off, uint64_t at,
+                                  uint64_t len) {
+    oc_bytes *s = (oc_bytes *)(void *)((char *)msg + f->offset);
+    if (c->skip_raw_data) {
+        oc_bytes_release(s);
+        return OC_OK;
+    }
+    OC_FORWARD(oc__check_size(len, c->max_tensor, OC_DEFAULT_MAX_TENSOR_BYTES, "raw_data",
+                              "max_tensor_bytes", field_off, c->err));
+    uint8_t *dst;
+    OC_FORWARD(span_storage(c, s, len, field_off, f, d, &dst));
+    oc__hdr(msg)->has |= 1u << f->index;
+    oc_status st = oc_source_read(w->src, at, dst, len, c->err);
+    if (st != OC_OK) oc_bytes_release(s);
+    return st;
+}
+
+/* Decodes [pos, end) of the source into msg, a window at a time. */
+static oc_status decode_window(dctx *c, window *w, const oc_msgdesc *d, void *msg, uint64_t pos,
+                               uint64_t end, uint32_t depth) {
+    while (pos < end) {
+        uint64_t n = end - pos < w->cap ? end - pos : w->cap;
+        flush_copies(c);
+        OC_FORWARD(oc_source_read(w->src, pos, w->buf, n, c->err));
+        c->base = w->buf;
+        c->base_offset = pos;
+        c->susp_depth = depth;
+        c->cut = pos + n < end;
+        c->msg_end = end;
+        oc_status st = decode_msg(c, d, msg, w->buf, w->buf + n, depth);
+        c->susp_depth = 0;
+        if (st == OC_OK) {
+            pos += n;
+            continue;
+        }
+        if (st != OC__SUSPEND) return st;
+        suspension s = c->susp;
+        if (s.has_len && s.hdr + s.len > w->cap) {
+            uint64_t value = s.at + s.hdr;
+            const oc_field *f = s.f;
+            if (f && f->type == OC_FT_MSG) { /* walked through the source, one level down */
+                void *sub = oc__field_message(c->arena, d, msg, f);
+                if (!sub) return oc__fail(c->err, OC_ERR_NOMEM, s.at, "out of memory while decoding");
+                OC_RETURN_ERROR_IF(depth + 1 > c->max_depth, c->err, OC_ERR_DEPTH, s.at,
+                                   "%s nested deeper than %u levels", f->sub->name,
+                                   c->max_depth);
+                OC_FORWARD(decode_window(c, w, f->sub, sub, value, value + s.len, depth + 1));
+                pos = value + s.len;
+                continue;
+            }
+            if (f && f->type == OC_FT_SPAN) {
+                flush_copies(c);
+                OC_FORWARD(span_from_source(c, w, msg, f, d, s.at, value, s.len));
+                pos = value + s.len;
+                continue;
+            }
+            flush_copies(c);
+            OC_FORWARD(window_grow(c, w, s.hdr + s.len)); /* a long string, packed run ... */
+        } else if (!s.has_len && s.at == pos) {
+            /* A field as long as the whole window whose length is only known by reading
+             * it (a group): a larger window, up to the message. */
+            flush_copies(c);
+            OC_FORWARD(window_grow(c, w, w->cap * 2 < end - pos ? w->cap * 2 : end - pos));
+        }
+        pos = s.at;
+    }
+    return OC_OK;
+}
+
+oc_status oc__decode_source(const oc_msgdesc *desc, void *msg, oc_source *src, oc_arena *arena,
+                            const oc_parse_options *opts, oc_error *err) {
+    return oc__decode_source_window(desc, msg, src, arena, opts, 0, err);
+}
+
+oc_status oc__decode_source_window(const oc_msgdesc *desc, void *msg, oc_source *src,
+                                   oc_arena *arena, const oc_parse_options *opts,
+                                   uint64_t window_size, oc_error *err) {
+    if ((src->caps & OC_SOURCE_MAP) && !window_size) { /* one contiguous buffer: the fast path */
+        oc_bytes whole;
+        memset(&whole, 0, sizeof whole);
+        OC_FORWARD(oc_source_map(src, 0, src->size, &whole, err));
+        oc_owner *owner = whole.mode == OC_BYTES_SHARED ? whole.owner : NULL;
+        oc_status st = oc_decode(desc, msg, whole.data, whole.size, arena, opts, owner, err);
+        oc_bytes_release(&whole);
+        return st;
+    }
+    oc_parse_options copy_opts;
+    if (opts)
+        copy_opts = *opts;
+    else
+        oc_parse_options_init(&copy_opts);
+    copy_opts.no_copy = 0; /* nothing to borrow from: every byte is read into its place */
+    OC_FORWARD(oc__check_size(src->size, copy_opts.max_model_bytes, OC_DEFAULT_MAX_MODEL_BYTES,
+                              "the serialized model", "max_model_bytes", OC_NO_OFFSET, err));
+    dctx c;
+    OC_FORWARD(ctx_init(&c, &copy_opts, arena, NULL, 0, err));
+    window w = {src, NULL, 0};
+    uint64_t first = window_size ? window_size : OC_WINDOW;
+    oc_status st = window_grow(&c, &w, src->size < first ? (src->size ? src->size : 1) : first);
+    if (st == OC_OK) {
+        uint64_t previous = oc__budget_begin(arena, &copy_opts);
+        st = decode_window(&c, &w, desc, msg, 0, src->size, 1);
+        oc__copy_run(&c.copies, c.threads);
+        st = oc__budget_end(arena, previous, &copy_opts, st, err);
+    }
+    free(w.buf);
     return st;
 }
 

@@ -1,5 +1,5 @@
 /*
- * fileio.c - file mapping and crash-safe replacement of files.
+ * fileio.c - crash-safe replacement of files (reading files is the file sources', source_file.c).
  *
  * Saving never writes the target in place: data goes to a temporary file in the target's
  * directory (same filesystem, so the rename is atomic), which is fsynced and renamed over
@@ -12,151 +12,21 @@
 #define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <dirent.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal/bytes.h"
 #include "internal/error.h"
+#include "internal/source.h"
 #include "internal/testpoint.h"
 #include "onnxcore/cleanup.h"
 #include "onnxcore/file.h"
-
-/* ---- reading ---- */
-
-typedef struct mapping {
-    void *addr;
-    size_t len;
-    int mapped;  /* 1: munmap, 0: free */
-    int fd;      /* kept for kernel copies (oc_atomic_write_bytes), or -1 */
-    int counted; /* fd counts towards OC_KEEP_FD_MAX */
-} mapping;
-
-/* A mapping of at least OC_KEEP_FD_MIN bytes keeps a descriptor of its file, so that its
- * bytes can be copied file to file by the kernel instead of through the mapping's pages.
- * At most OC_KEEP_FD_MAX mappings do at once (a model of thousands of tensor files must
- * not run the process out of descriptors); the others are copied through their pages. */
-#define OC_KEEP_FD_MIN (1u << 20)
-#define OC_KEEP_FD_MAX 64
-static atomic_int kept_fds;
-
-static void keep_fd(mapping *m, int fd, uint64_t size) {
-    if (size < OC_KEEP_FD_MIN) return;
-    if (atomic_fetch_add(&kept_fds, 1) >= OC_KEEP_FD_MAX) {
-        atomic_fetch_sub(&kept_fds, 1);
-        return;
-    }
-    m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* never 0-2, even when those are closed */
-    m->counted = m->fd >= 0;
-    if (m->fd < 0) atomic_fetch_sub(&kept_fds, 1);
-}
-
-static void release_mapping(void *ctx) {
-    mapping *m = ctx;
-    if (m->mapped)
-        munmap(m->addr, m->len);
-    else
-        free(m->addr);
-    if (m->fd >= 0) close(m->fd);
-    if (m->counted) atomic_fetch_sub(&kept_fds, 1);
-    free(m);
-}
-
-static oc_status read_whole(int fd, const char *path, uint64_t size, void **out, oc_error *err) {
-    uint8_t *buf = malloc(size ? (size_t)size : 1);
-    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "%s: out of memory", path);
-    uint64_t done = 0;
-    while (done < size) {
-        ssize_t r = pread(fd, buf + done, (size_t)(size - done), (off_t)done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : EIO;
-            free(buf);
-            return oc__fail_errno(err, e, "cannot read %s", path);
-        }
-        done += (uint64_t)r;
-    }
-    *out = buf;
-    return OC_OK;
-}
-
-void oc__file_pages_done(const void *data, uint64_t size) {
-    long page = sysconf(_SC_PAGESIZE); /* once per piece of OC_BYTES_WRITE_CHUNK bytes */
-    uintptr_t mask = (uintptr_t)(page > 0 ? page : 4096) - 1u;
-    uintptr_t lo = ((uintptr_t)data + mask) & ~mask, hi = ((uintptr_t)data + size) & ~mask;
-    /* Read-only and backed by the file: dropping loses nothing, a later touch re-reads the
-     * page cache. Advice only, so a failure changes nothing either. */
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-/* always_keep: the mapping keeps a duplicate of fd whatever its size (oc_map_fd_keep). */
-static oc_status map_fd(int fd, const char *name, int always_keep, oc_mapped *out,
-                        oc_error *err) {
-    memset(out, 0, sizeof *out);
-    struct stat st;
-    if (fstat(fd, &st) != 0) return oc__fail_errno(err, errno, "cannot stat %s", name);
-    if (!S_ISREG(st.st_mode))
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", name);
-    uint64_t size = (uint64_t)st.st_size;
-    if (size > (uint64_t)SIZE_MAX)
-        return oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", name);
-    mapping *m = calloc(1, sizeof *m);
-    if (!m) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    m->fd = -1;
-    if (size) {
-        void *addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (addr != MAP_FAILED) {
-            m->addr = addr;
-            m->len = (size_t)size;
-            m->mapped = 1;
-        } else { /* some filesystems cannot map: read instead */
-            oc_status s = read_whole(fd, name, size, &m->addr, err);
-            if (s != OC_OK) {
-                free(m);
-                return s;
-            }
-        }
-    }
-    if (m->mapped) keep_fd(m, fd, size);
-    if (always_keep && m->fd < 0 && (m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-        int e = errno;
-        release_mapping(m);
-        return oc__fail_errno(err, e, "cannot duplicate the descriptor of %s", name);
-    }
-    out->owner = oc_owner_new(release_mapping, m);
-    if (!out->owner) {
-        release_mapping(m);
-        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    }
-    if (m->mapped) oc__owner_set_file_backed(out->owner, m->addr, size, m->fd);
-    out->data = m->addr;
-    out->size = size;
-    return OC_OK;
-}
-
-oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err) {
-    return map_fd(fd, name, 0, out, err);
-}
-
-oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err) {
-    return map_fd(fd, name, 1, out, err);
-}
-
-oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err) {
-    memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* O_NONBLOCK: never hang on a FIFO */
-    if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
-    oc_status st = oc_map_fd(fd, path, out, err);
-    close(fd); /* a mapping outlives its descriptor */
-    return st;
-}
 
 /* ---- atomic writing ---- */
 
@@ -346,26 +216,17 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
 }
 
 oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err) {
-    int src;
     uint64_t at, done = 0;
-    if (oc__bytes_file_source(span, &src, &at)) {
-        while (done < span->size) {
-            uint64_t left = span->size - done;
-            loff_t in = (loff_t)(at + done);
-            ssize_t n = copy_file_range(src, &in, af->fd, NULL,
-                                        left > OC_BYTES_WRITE_CHUNK ? OC_BYTES_WRITE_CHUNK : (size_t)left, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                          errno == EOPNOTSUPP || errno == EBADF || errno == EPERM))
-                break; /* not between these files: the rest goes through the pages */
-            if (n < 0) return oc__fail_errno(err, errno, "cannot write %s", af->path);
-            if (n == 0) /* a cut file, or a filesystem that copies nothing: pread tells */
-                break;
-            done += (uint64_t)n;
-            af->written += (uint64_t)n;
-            oc_progress_add(af->progress, (uint64_t)n);
-            start_writeback(af);
-        }
+    oc_source *src = oc__bytes_source(span, &at);
+    while (src && done < span->size) {
+        uint64_t left = span->size - done, n;
+        uint64_t want = left > OC_BYTES_WRITE_CHUNK ? OC_BYTES_WRITE_CHUNK : left;
+        OC_FORWARD(oc_source_copy_to_fd(src, at + done, want, af->fd, &n, err));
+        if (n == 0) break; /* not between these files: the rest goes through the pages */
+        done += n;
+        af->written += n;
+        oc_progress_add(af->progress, n);
+        start_writeback(af);
     }
     if (done == span->size) return OC_OK;
     oc_bytes rest = *span; /* a view of what is left: no reference taken or dropped */

@@ -10,8 +10,9 @@
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/external.h"
-#include "internal/stream.h"
+#include "internal/decode.h"
 #include "internal/schema.h"
+#include "internal/source.h"
 #include "onnxcore_shared.h"
 
 struct oc_model {
@@ -82,22 +83,18 @@ oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_o
     return with_external(out, opts ? opts->data_dir : NULL, opts, err);
 }
 
-/* Decodes a mapped file; with no_copy the spans share the mapping (each takes its own
- * reference), so dropping ours here frees it only when no tensor uses it. */
+/* Decodes the file at path into a new msg of desc: mapped (with no_copy the spans share
+ * the mapping, each with its own reference, so dropping ours here frees it only when no
+ * tensor uses it), or read with pread (use_pread). */
 static oc_status decode_file(const char *path, const oc_parse_options *opts,
-                             oc_status (*decode)(const oc_mapped *, const oc_parse_options *,
-                                                 void *, oc_error *),
-                             void *ctx, oc_error *err) {
-    oc_mapped map;
-    OC_FORWARD(oc_map_file(path, &map, err));
-    oc_status st = decode(&map, opts, ctx, err);
-    oc_owner_unref(map.owner);
+                             const oc_msgdesc *desc, void *msg, oc_arena *arena, oc_error *err) {
+    oc_source *src;
+    OC_FORWARD(oc_source_file(path, -1, NULL,
+                              opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED, 0, &src,
+                              err));
+    oc_status st = oc__decode_source(desc, msg, src, arena, opts, err);
+    oc_source_unref(src);
     return st;
-}
-
-static oc_status decode_model(const oc_mapped *map, const oc_parse_options *opts, void *ctx,
-                              oc_error *err) {
-    return load_bytes(map->data, map->size, opts, map->owner, ctx, err);
 }
 
 static oc_status load_file_locked(const char *path, const oc_parse_options *opts,
@@ -119,18 +116,14 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
 
 static oc_status load_file_locked(const char *path, const oc_parse_options *opts,
                                   oc_model **out, oc_error *err) {
-    if (opts && opts->use_pread) {
-        oc_model *m;
-        OC_FORWARD(new_model(&m, err));
-        oc_status st = oc__load_pread(path, &onnx_ModelProto_desc, m->proto, m->arena, opts, err);
-        if (st != OC_OK) {
-            oc_model_free(m);
-            return st;
-        }
-        *out = m;
-    } else {
-        OC_FORWARD(decode_file(path, opts, decode_model, out, err));
+    oc_model *m;
+    OC_FORWARD(new_model(&m, err));
+    oc_status st = decode_file(path, opts, &onnx_ModelProto_desc, m->proto, m->arena, err);
+    if (st != OC_OK) {
+        oc_model_free(m);
+        return st;
     }
+    *out = m;
     if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
@@ -139,26 +132,9 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
         *out = NULL;
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc_status st = with_external(out, dir, opts, err);
+    st = with_external(out, dir, opts, err);
     free(dir);
     return st;
-}
-
-typedef struct msg_load {
-    const oc_msgdesc *desc;
-    oc_arena *arena;
-    void **out;
-} msg_load;
-
-static oc_status decode_message(const oc_mapped *map, const oc_parse_options *opts, void *ctx,
-                                oc_error *err) {
-    msg_load *l = ctx;
-    void *msg = oc_msg_new(l->arena, l->desc);
-    if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    OC_FORWARD(oc_decode(l->desc, msg, map->data, map->size, l->arena, opts,
-                         map->owner, err));
-    *l->out = msg;
-    return OC_OK;
 }
 
 oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
@@ -167,15 +143,11 @@ oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_aren
     if (!desc || !path || !arena || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_load_file: missing argument");
     OC_PARSE_OPTS(opts, err);
-    if (opts && opts->use_pread) {
-        void *msg = oc_msg_new(arena, desc);
-        if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        OC_FORWARD(oc__load_pread(path, desc, msg, arena, opts, err));
-        *out = msg;
-        return OC_OK;
-    }
-    msg_load l = {desc, arena, out};
-    return decode_file(path, opts, decode_message, &l, err);
+    void *msg = oc_msg_new(arena, desc);
+    if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_FORWARD(decode_file(path, opts, desc, msg, arena, err));
+    *out = msg;
+    return OC_OK;
 }
 
 oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const char *path,

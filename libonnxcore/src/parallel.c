@@ -17,6 +17,7 @@
 
 #include "internal/bytes.h"
 #include "internal/parallel.h"
+#include "internal/source.h"
 
 #define OC_COPY_CHUNK (4u << 20)
 #define OC_MAX_THREADS 64
@@ -24,30 +25,25 @@
 #define OC_PREAD_MIN (256u << 10)
 
 static oc__copy_job make_job(void *dst, const void *src, uint64_t size, const oc_owner *from) {
-    oc__copy_job j = {dst, src, size, -1, 0};
-    if (size >= OC_PREAD_MIN && !oc__owner_file_offset(from, src, size, &j.fd, &j.file_offset))
-        j.fd = -1;
+    oc__copy_job j = {dst, src, size, NULL, 0};
+    if (size >= OC_PREAD_MIN) {
+        oc_bytes view = {src, size, (oc_owner *)(uintptr_t)from, OC_BYTES_SHARED};
+        oc_source *s = oc__bytes_source(&view, &j.source_offset);
+        if (s && (s->caps & OC_SOURCE_BYPASS)) j.source = s;
+    }
     return j;
 }
 
 /* Bytes [begin, begin + n) of a job. A failed or short read (the file changed under its
- * mapping) leaves the rest to memcpy from the mapping, as without a descriptor. */
+ * mapping) leaves the rest to memcpy from the mapping, as without a source to read. */
 static void copy_range(const oc__copy_job *j, uint64_t begin, uint64_t n) {
     uint8_t *dst = (uint8_t *)j->dst + begin;
     const uint8_t *src = (const uint8_t *)j->src + begin;
-    if (j->fd >= 0) {
-        uint64_t at = j->file_offset + begin;
-        while (n) {
-            ssize_t r = pread(j->fd, dst, n > (1u << 30) ? (1u << 30) : (size_t)n, (off_t)at);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            dst += r;
-            src += r;
-            at += (uint64_t)r;
-            n -= (uint64_t)r;
-        }
-    }
-    if (n) memcpy(dst, src, (size_t)n);
+    uint64_t got = 0;
+    if (j->source &&
+        oc_source_read_some(j->source, j->source_offset + begin, dst, n, &got, NULL) != OC_OK)
+        got = 0;
+    if (got < n) memcpy(dst + got, src + got, (size_t)(n - got));
 }
 
 void oc__copy_one(void *dst, const void *src, uint64_t size, const oc_owner *from) {

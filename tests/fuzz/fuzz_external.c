@@ -556,13 +556,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_buf inline_enc = {NULL, 0};
     if (dst == OC_OK) inline_enc = fuzz_encode(&onnx_ModelProto_desc, msg);
 
-    /* ONNXZ_FUZZ_LAX_PREAD=1: a use_pread load that fails need only fail, not with the
-     * mapped load's status and offset (to fuzz past that known defect). */
-    static int lax_pread = -1;
-    if (lax_pread < 0) {
-        const char *e = getenv("ONNXZ_FUZZ_LAX_PREAD");
-        lax_pread = e && *e && strcmp(e, "0") != 0;
-    }
     fuzz_buf copy_enc = {NULL, 0};
     oc_error copy_err;
     oc_status copy_st = OC_OK;
@@ -596,13 +589,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else {
             st = oc_model_load_file(model_path, &po, &m, &err);
         }
-        if (st != OC_OK && dst != OC_OK && !(variant == V_PREAD && lax_pread))
+        if (st != OC_OK && dst != OC_OK)
             FUZZ_CHECK(err.offset == derr.offset, "%s: decode error at %llu, expected %llu (%s)",
                        what, (unsigned long long)err.offset, (unsigned long long)derr.offset,
                        err.message);
-        if (variant == V_PREAD && lax_pread && dst != OC_OK && st != OC_OK &&
-            fuzz_is_decode_status(st))
-            p.st = st; /* lax: any decode status will do */
         fuzz_buf enc = check_load(what, st, &err, m, &p, &po);
         if (variant == V_COPY) {
             copy_enc = enc;
@@ -610,7 +600,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             copy_err = err;
         } else {
             if (st == OC_OK && copy_st == OC_OK) fuzz_check_same(what, &copy_enc, &enc);
-            if (variant == V_PREAD && st != OC_OK && !lax_pread)
+            if (variant == V_PREAD && st != OC_OK)
                 FUZZ_CHECK(st == copy_st && err.offset == copy_err.offset,
                            "use_pread: %s at %llu (%s); mapped: %s at %llu (%s)",
                            oc_status_name(st), (unsigned long long)err.offset, err.message,
@@ -632,7 +622,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     oc_error err;
     oc_error_clear(&err);
     oc_status st = oc_model_load_file(model_path, &po, &m, &err);
-    FUZZ_CHECK(st == dst || (po.use_pread && lax_pread && st != OC_OK && dst != OC_OK),
+    FUZZ_CHECK(st == dst,
                "skip_external_data%s: %s, plain decode %s", po.use_pread ? " (use_pread)" : "",
                oc_status_name(st), oc_status_name(dst));
     if (st == OC_OK) {
@@ -640,7 +630,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_buf enc = fuzz_check_roundtrip(&onnx_ModelProto_desc, oc_model_proto(m), &po, &rules);
         fuzz_check_same("skip_external_data load == plain decode", &inline_enc, &enc);
         free(enc.data);
-    } else if (!(po.use_pread && lax_pread)) {
+    } else {
         FUZZ_CHECK(err.offset == derr.offset, "skip_external_data: error at %llu, decode at %llu",
                    (unsigned long long)err.offset, (unsigned long long)derr.offset);
     }

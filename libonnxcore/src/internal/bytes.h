@@ -13,24 +13,15 @@ oc_status oc__bytes_set_uninit(oc_bytes *span, uint64_t size, uint8_t **out);
 /* Makes the span own buffer (from posix_memalign or oc_bytes_alloc_buffer), size bytes. */
 void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
 
-/* Marks the owner's storage as a read-only mapping of a file, whose pages may be dropped
- * from the process once consumed (oc_bytes_write). base is where the file's offset 0 is
- * mapped; fd >= 0 is a descriptor of the file that the storage keeps open (closed by the
- * owner's release), from which the kernel can copy its bytes (oc_atomic_write_bytes), or
- * -1. Only fileio.c sets it, before the owner is shared. */
-void oc__owner_set_file_backed(oc_owner *owner, const void *base, uint64_t size, int fd);
+/* The ctx of an owner made with this release function, or NULL (another kind of owner, or
+ * owner NULL). Lets a layer above recognise its own owners (oc__source_of_owner) without
+ * the spans knowing what they are. */
+void *oc__owner_ctx(const oc_owner *owner, void (*release)(void *ctx));
 
-/* For [p, p + n) inside a file mapping whose descriptor its owner kept, while that
- * descriptor still names the mapped file: sets *fd and *offset (the file offset of p) and
- * returns true; else (owner NULL, not such a mapping, a range outside it) false. */
-bool oc__owner_file_offset(const oc_owner *owner, const void *p, uint64_t n, int *fd,
-                           uint64_t *offset);
-
-/* The same for the first byte of a span that shares such a mapping. */
+/* For a span sharing a mapped file source (internal/source.h) whose descriptor was kept,
+ * while that descriptor still names the mapped file: sets *fd and *offset (the file
+ * offset of the span's first byte) and returns true; else false. Implemented by the file
+ * source (source_file.c); declared here for code that deals in spans. */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
-
-/* Drops the whole pages inside [data, data + size) of a read-only file mapping from the
- * process (they are read again from the page cache if touched). Lives in fileio.c. */
-void oc__file_pages_done(const void *data, uint64_t size);
 
 #endif

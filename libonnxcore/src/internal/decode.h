@@ -30,6 +30,19 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
                         uint64_t base_offset, uint32_t depth, oc_arena *arena,
                         const oc_parse_options *opts, oc_owner *owner, oc_error *err);
 
+/* Decodes the whole of src into msg (as oc_decode). A source that maps is decoded as one
+ * buffer, kept by its owner (no_copy spans and strings share it); any other through a
+ * window, large submessages walked through the source and large payloads read straight
+ * into their storage (no_copy does not apply). */
+struct oc_source;
+oc_status oc__decode_source(const oc_msgdesc *desc, void *msg, struct oc_source *src,
+                            oc_arena *arena, const oc_parse_options *opts, oc_error *err);
+/* The same through a window that starts at window_size bytes (> 0: whatever the source
+ * can do; tests use small windows to make every field cross one). */
+oc_status oc__decode_source_window(const oc_msgdesc *desc, void *msg, struct oc_source *src,
+                                   oc_arena *arena, const oc_parse_options *opts,
+                                   uint64_t window_size, oc_error *err);
+
 /* OC_OK when size is within the cap an option sets (0: the default cap), else OC_ERR_LIMIT:
  * "WHAT of SIZE bytes is over the OPTION limit of CAP bytes", at offset. */
 oc_status oc__check_size(uint64_t size, uint64_t option_value, uint64_t default_cap,

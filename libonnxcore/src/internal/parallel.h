@@ -9,17 +9,18 @@
 #include "onnxcore/arena.h"
 #include "onnxcore/bytes.h"
 
-/* A copy of size bytes from src to dst. When src lies in a file mapping whose owner kept
- * a descriptor of the file (fd >= 0), large copies read the file with pread at
- * file_offset instead: the same bytes, without faulting the mapping's pages into the
- * process (which costs more than the copy when the page cache holds small pages, and
- * serialises threads on the mapping's page tables). */
+/* A copy of size bytes from src to dst. When src lies in a source that reads around its
+ * mapping (OC_SOURCE_BYPASS, internal/source.h: a mapped file whose descriptor was kept),
+ * large copies read the source at source_offset instead: the same bytes, without faulting
+ * the mapping's pages into the process (which costs more than the copy when the page
+ * cache holds small pages, and serialises threads on the mapping's page tables). */
+struct oc_source;
 typedef struct oc__copy_job {
     void *dst;
     const void *src;
     uint64_t size;
-    int fd;
-    uint64_t file_offset;
+    struct oc_source *source; /* or NULL: memcpy */
+    uint64_t source_offset;
 } oc__copy_job;
 
 /* A growable list of copies, allocated in an arena. */
