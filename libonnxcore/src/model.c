@@ -10,6 +10,7 @@
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/external.h"
+#include "internal/path.h"
 #include "internal/stream.h"
 #include "internal/schema.h"
 
@@ -127,8 +128,7 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
         OC_FORWARD(decode_file(path, opts, decode_model, out, err));
     }
     if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = oc__path_dir(path);
     if (!dir) {
         oc_model_free(*out);
         *out = NULL;
