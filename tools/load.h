@@ -53,14 +53,16 @@ typedef struct cli_load_options {
  * holding either (*form: what was inside), the way every command
  * does: mapped, tensors sharing the mapping (no_copy) unless opts->copy, so opening even a
  * large model costs little and tensor bytes go from the input's mapping to an output
- * without a copy in memory. *form (may be NULL) receives the input's form. On failure
- * prints the error and returns CLI_EXIT_FAILURE. */
+ * without a copy in memory. *form (may be NULL) receives the input's form. The loading
+ * is oz_open's (onnxz/open.h), with the passphrase asked for only once the file is
+ * known to be encrypted. On failure prints the error and returns CLI_EXIT_FAILURE. */
 int cli_load_input(const char *path, const cli_load_options *opts, int verbosity,
                    oc_model **out, cli_form *form);
 
 /* An empty regular file is no model, though it decodes as one with nothing set: prints
  * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK
- * (a file that cannot be read passes: its loader says why). cli_load_input applies it. */
+ * (a file that cannot be read passes: its loader says why). oz_open, and so cli_load_input,
+ * applies the same rule (OZ_KIND_EMPTY). */
 int cli_refuse_empty(const char *path);
 
 /* W-40 on every tensor of the model (oc_tensor_check_size): the first tensor whose payload
