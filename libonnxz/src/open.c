@@ -16,7 +16,7 @@
 static const unsigned char zip_local[4] = {'P', 'K', 3, 4}, zip_end[4] = {'P', 'K', 5, 6};
 static const char magic_zec1[OZ_DETECT_HEAD] = "ONNXZEC1", magic_cry1[OZ_DETECT_HEAD] = "ONNXCRY1";
 
-/* 1 when the n bytes at p begin (or, for n >= len, start with) the len-byte signature. */
+/* 1 when the first min(n, len) bytes at p are those of the len-byte signature sig. */
 static int begins(const void *p, size_t n, const void *sig, size_t len) {
     return memcmp(p, sig, n < len ? n : len) == 0;
 }
