@@ -14,9 +14,6 @@
 
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
-#include <onnxz/encrypted.h>
-
-#include "passphrase.h"
 
 /* The options every command accepts, handled here so no table has to repeat them. */
 typedef enum common_option {
@@ -367,25 +364,6 @@ double cli_now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-char *cli_dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 1;
-    char *dir;
-    if (slash == path) n = 1; /* "/x" lives in "/" */
-    dir = malloc(n + 1);
-    if (!dir) return NULL;
-    if (slash) memcpy(dir, path, n);
-    else dir[0] = '.';
-    dir[n] = '\0';
-    return dir;
-}
-
-cli_form cli_input_form(const char *path)
-{
-    return oz_is_archive_file(path) ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
-}
-
 static int ends_with(const char *path, const char *suffix)
 {
     size_t n = strlen(path), k = strlen(suffix);
@@ -398,102 +376,6 @@ cli_out_form cli_form_of_name(const char *path)
     if (ends_with(path, ".onnxc")) return CLI_OUT_ONNXC;
     if (ends_with(path, ".onnx")) return CLI_OUT_ONNX;
     return CLI_OUT_UNKNOWN;
-}
-
-static oc_status load_archive(const char *path, const oc_parse_options *opts, oc_model **out,
-                              oc_error *err)
-{
-    oz_archive *ar = NULL;
-    oc_status st = cli_archive_open(path, &ar, err);
-    if (st == OC_OK) st = oz_archive_load_model(ar, opts, out, err);
-    oz_archive_close(ar); /* the tensors keep the mapping alive on their own */
-    return st;
-}
-
-static oc_status check_tensor_size(void *err, onnx_TensorProto *t)
-{
-    return oc_tensor_check_size(t, err);
-}
-
-oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err)
-{
-    return oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
-}
-
-int cli_refuse_empty(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-        return cli_fail_msg(path, "empty file, not an ONNX model");
-    return CLI_EXIT_OK;
-}
-
-int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
-                   oc_model **out, cli_form *form_out)
-{
-    static const cli_load_options defaults;
-    oc_parse_options opts;
-    oc_error err;
-    oc_status st;
-    double start = cli_now_ms();
-    cli_form form = cli_input_form(path);
-    if (!o) o = &defaults;
-    if (form_out) *form_out = form;
-    *out = NULL;
-    if (cli_refuse_empty(path) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    cli_parse_options_init(&opts);
-    opts.no_copy = !o->copy;
-    opts.num_threads = o->num_threads;
-    opts.storage_pool = o->storage_pool;
-    opts.skip_external_data = o->external == CLI_EXTERNAL_KEEP;
-    opts.data_dir = o->data_dir;
-    opts.verify_checksums = o->verify_checksums;
-    oc_error_clear(&err);
-    *out = NULL;
-    if (o->crypt_out) *o->crypt_out = OC_CRYPT_NONE;
-    if (form == CLI_FORM_ONNX) {
-        oc_crypt_format cf;
-        /* An encrypted file cut inside its magic is reported as such (C-1), not decoded. */
-        if (cli_detect_crypt_checked(path, &cf) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-        if (cf != OC_CRYPT_NONE) {
-            cli_key key;
-            int is_archive = 0, rc = cli_require_crypto(path);
-            if (rc != CLI_EXIT_OK) return rc;
-            rc = cli_key_get(o->command ? o->command : "load", o->key_file, path, false,
-                             verbosity, &key);
-            if (rc != CLI_EXIT_OK) return rc;
-            st = oz_load_encrypted(path, key.data, key.len, NULL, &opts, out, &is_archive, &err);
-            cli_key_free(&key);
-            if (st != OC_OK) {
-                *out = NULL;
-                return cli_fail(path, &err);
-            }
-            if (o->crypt_out) *o->crypt_out = cf;
-            if (form_out) *form_out = is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
-            cli_note(verbosity, CLI_VERBOSE, "decrypted and loaded %s (%s, %s) in %.1f ms",
-                     path, oc_crypt_format_name(cf), is_archive ? "onnxz archive" : "onnx",
-                     cli_now_ms() - start);
-            return CLI_EXIT_OK;
-        }
-    }
-    if (form == CLI_FORM_ONNXZ) st = load_archive(path, &opts, out, &err);
-    else st = oc_model_load_file(path, &opts, out, &err);
-    /* model.h promises nothing about *out after a failure: treat it as unset. */
-    if (st != OC_OK) {
-        *out = NULL;
-        return cli_fail(path, &err);
-    }
-    cli_note(verbosity, CLI_VERBOSE, "loaded %s (%s) in %.1f ms", path,
-             form == CLI_FORM_ONNXZ ? "onnxz archive" : "onnx", cli_now_ms() - start);
-    return CLI_EXIT_OK;
-}
-
-int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out)
-{
-    cli_load_options opts;
-    memset(&opts, 0, sizeof opts);
-    opts.external = external;
-    return cli_load_input(path, &opts, verbosity, out, NULL);
 }
 
 int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out)
@@ -556,24 +438,4 @@ int cli_check_output(const char *command, const char *in, const char *out, bool 
         si.st_ino == st.st_ino)
         return cli_fail_msg(out, "output is the input file; use -f to replace it");
     return cli_fail_msg(out, "output file exists; use -f to overwrite it");
-}
-
-int cli_detect_crypt_checked(const char *path, oc_crypt_format *out)
-{
-    oc_error err;
-    oc_error_clear(&err);
-    *out = OC_CRYPT_NONE;
-    oc_status st = oc_crypt_detect_file(path, out, &err);
-    if (st == OC_ERR_TRUNCATED) return cli_fail(path, &err);
-    if (st != OC_OK) *out = OC_CRYPT_NONE; /* unreadable: the loader says why */
-    return CLI_EXIT_OK;
-}
-
-oc_crypt_format cli_detect_crypt(const char *path)
-{
-    oc_crypt_format cf = OC_CRYPT_NONE;
-    oc_error err;
-    oc_error_clear(&err);
-    if (oc_crypt_detect_file(path, &cf, &err) != OC_OK) return OC_CRYPT_NONE;
-    return cf;
 }

@@ -117,33 +117,6 @@ void cli_put_text(FILE *out, const char *data, uint64_t size);
 /* Milliseconds from a monotonic clock, for -v timings. */
 double cli_now_ms(void);
 
-/* How a command wants the tensors of EXTERNAL data_location. */
-typedef enum cli_external {
-    CLI_EXTERNAL_LOAD, /* read them from their data files (archive entries), as onnx.load does */
-    CLI_EXTERNAL_KEEP  /* keep them as references; the data files are not opened */
-} cli_external;
-
-/* The two forms of model file the tool reads and writes. */
-typedef enum cli_form {
-    CLI_FORM_ONNX,  /* a serialized ModelProto, maybe with external data files */
-    CLI_FORM_ONNXZ  /* an .onnxz archive (spec/onnxz.md) */
-} cli_form;
-
-/* The directory part of path ("." when there is none, "/" for "/x"), malloc'd; NULL when
- * out of memory. */
-char *cli_dir_of(const char *path);
-
-/* The form of an input file, told by its content (a ZIP signature), not its name. */
-cli_form cli_input_form(const char *path);
-
-/* The encryption of a file by its first bytes; OC_CRYPT_NONE also when it cannot be read
- * (the loader that follows reports that in its own words). */
-oc_crypt_format cli_detect_crypt(const char *path);
-/* The same, except that a file cut inside an encryption magic (spec C-1) is an error,
- * printed: returns CLI_EXIT_FAILURE then, else CLI_EXIT_OK with *out set. For commands
- * that would otherwise read such a file as a model. */
-int cli_detect_crypt_checked(const char *path, oc_crypt_format *out);
-
 /* The forms of output file a name can ask for. */
 typedef enum cli_out_form {
     CLI_OUT_UNKNOWN = 0, /* a name of none of these forms */
@@ -155,43 +128,6 @@ typedef enum cli_out_form {
 /* The form an output file's name asks for, by its extension (any case): the one place
  * the tool tells a form by a name (".onnxz" as the library's oz_form_of_name says). */
 cli_out_form cli_form_of_name(const char *path);
-
-/* How cli_load_input loads. Zero-initialised means: external data loaded, model's own
- * directory, serial, no checksum verification. */
-typedef struct cli_load_options {
-    cli_external external;
-    const char *data_dir;   /* .onnx inputs: look for data files here */
-    int num_threads;        /* oc_parse_options.num_threads */
-    int copy;               /* copy tensor bytes instead of sharing the mapping */
-    int verify_checksums;   /* check `checksum` keys of external data */
-    oc_storage_pool *storage_pool; /* copy loads: tensor storage from here (may be NULL) */
-    /* Encrypted inputs (ONNXZEC1, ONNXCRY1) are decrypted once, in memory, whether they
-     * hold a model or an archive; the passphrase as passphrase.h says. */
-    const char *command;    /* for the usage error when there is no passphrase source */
-    const char *key_file;   /* --key-file, or NULL */
-    oc_crypt_format *crypt_out; /* may be NULL: receives the input's encryption (or NONE) */
-} cli_load_options;
-
-/* Loads a .onnx file or an .onnxz archive (told apart by content), or an encrypted file
- * holding either (*form: what was inside), the way every command
- * does: mapped, tensors sharing the mapping (no_copy) unless opts->copy, so opening even a
- * large model costs little and tensor bytes go from the input's mapping to an output
- * without a copy in memory. *form (may be NULL) receives the input's form. On failure
- * prints the error and returns CLI_EXIT_FAILURE. */
-int cli_load_input(const char *path, const cli_load_options *opts, int verbosity,
-                   oc_model **out, cli_form *form);
-
-/* An empty regular file is no model, though it decodes as one with nothing set: prints
- * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK
- * (a file that cannot be read passes: its loader says why). cli_load_input applies it. */
-int cli_refuse_empty(const char *path);
-
-/* W-40 on every tensor of the model (oc_tensor_check_size): the first tensor whose payload
- * is not the size its dims and data_type make, named in err. */
-oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err);
-
-/* cli_load_input with the default options but `external`. */
-int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out);
 
 /* Parses a byte count for option `option` of `command`: decimal digits with an optional
  * suffix K, M, G or T (powers of 1024; "KiB" and lower case are accepted too). Returns

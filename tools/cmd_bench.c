@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "load.h"
 
 enum { BENCH_OPT_THREADS = 0, BENCH_OPT_NO_COPY, BENCH_OPT_REPEAT, BENCH_OPT_JSON,
        BENCH_OPT_TOUCH_PAGES, BENCH_OPT_POOL, BENCH_OPT_EVERY_BYTE };

@@ -20,7 +20,10 @@
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
+#include "internal/path.h"
+
 #include "cli.h"
+#include "load.h"
 #include "model_stats.h"
 #include "passphrase.h"
 #include "progress.h"
@@ -226,8 +229,7 @@ static char *out_dir(const char *out)
  * file name (E-23). */
 static const char *data_location(const char *external_data)
 {
-    const char *slash = strrchr(external_data, '/');
-    return external_data[0] == '/' && slash ? slash + 1 : external_data;
+    return external_data[0] == '/' ? oc__path_base(external_data) : external_data;
 }
 
 /* 1 when name is "LOCATION.N" for the location's base name (N decimal). */
@@ -260,7 +262,7 @@ static int check_data_files(const convert_plan *p)
 {
     const char *loc = data_location(p->external_data);
     char *dir = out_dir(p->out), *path, *part_dir;
-    const char *slash = strrchr(loc, '/'), *base = slash ? slash + 1 : loc;
+    const char *base = oc__path_base(loc);
     struct stat st;
     DIR *d;
     struct dirent *ent;

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <onnxz/archive.h>
+#include <onnxz/open.h>
 
 #include "cli.h"
+#include "load.h"
 #include "passphrase.h"
 
 enum {
@@ -63,7 +65,7 @@ static const char *not_a_payload(const char *path, oc_error *err)
 {
     oc_mapped map;
     if (oc_map_file(path, &map, err) != OC_OK) return "cannot be read";
-    int zip = oc_crypt_is_zip(map.data, map.size);
+    int zip = oz_detect(map.data, (size_t)map.size, map.size) == OZ_KIND_ZIP;
     oc_owner_unref(map.owner);
     if (zip) {
         oz_archive *ar = NULL;
@@ -158,7 +160,12 @@ static int run_crypt(const cli_args *args, bool encrypting)
     oc_error_clear(&err);
     if (!encrypting) {
         /* Say what IN is before asking for a passphrase. */
-        if (oc_crypt_detect_file(in, &in_format, &err) != OC_OK) return cli_fail(in, &err);
+        oz_kind kind;
+        if (oz_detect_file(in, &kind, &err) != OC_OK) return cli_fail(in, &err);
+        oz_kind_is_encrypted(kind, &in_format);
+        /* Cut inside its magic: C-1's `truncated`, as every loader says it. */
+        if (kind == OZ_KIND_CRYPT_SHORT && (rc = cli_detect_crypt_checked(in, &in_format)) != CLI_EXIT_OK)
+            return rc;
         if (in_format == OC_CRYPT_NONE)
             return cli_fail_msg(in, "not an encrypted file: it starts with neither "
                                     "ONNXZEC1 nor ONNXCRY1");

@@ -8,6 +8,7 @@
 
 #include "archive_entries.h"
 #include "cli.h"
+#include "load.h"
 #include "json.h"
 #include "model_stats.h"
 #include "passphrase.h"

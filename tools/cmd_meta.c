@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include <onnxz/archive.h>
+#include <onnxz/open.h>
 
 #include "cli.h"
+#include "load.h"
 #include "json.h"
 
 enum {
@@ -242,7 +244,6 @@ static int meta_file(const cli_args *args, const char *path)
     oc_crypt_format cf = OC_CRYPT_NONE;
     oc_parse_options opts;
     oc_model *model = NULL;
-    oz_archive *ar = NULL;
     oz_archive_edit *ed = NULL;
     int lock_fd = -1;
     oc_error err;
@@ -272,15 +273,15 @@ static int meta_file(const cli_args *args, const char *path)
                      "bytes from offset %llu to the end at %llu (A-56)", path,
                      (unsigned long long)cut_from, (unsigned long long)cut_to);
         if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
-    } else if (form == CLI_FORM_ONNXZ) {
-        st = cli_archive_open(path, &ar, &err);
-        if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
-        oz_archive_close(ar);
     } else {
-        if (nedits && (rc = lock_model_file(path, &lock_fd)) != CLI_EXIT_OK) return rc;
-        /* The new file is renamed over the old one; the mapping keeps the old bytes. */
-        opts.no_copy = 1;
-        st = oc_model_load_file(path, &opts, &model, &err);
+        oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+        if (form == CLI_FORM_ONNX) {
+            if (nedits && (rc = lock_model_file(path, &lock_fd)) != CLI_EXIT_OK) return rc;
+            /* The new file is renamed over the old one; the mapping keeps the old bytes. */
+            opts.no_copy = 1;
+        }
+        oo.parse = opts;
+        st = oz_open(path, &oo, &model, NULL, &err);
     }
     if (st == OC_OK && nedits) {
         double start = cli_now_ms();

@@ -13,7 +13,10 @@
 
 #include <onnxz/archive.h>
 
+#include "internal/path.h"
+
 #include "cli.h"
+#include "load.h"
 #include "stub_record.h"
 
 enum { STUB_OPT_FORCE = 0 };
@@ -37,7 +40,7 @@ typedef struct stub_ctx {
 
 static int same_directory(const char *a, const char *b, int *same)
 {
-    char *da = cli_dir_of(a), *db = cli_dir_of(b);
+    char *da = oc__path_dir(a), *db = oc__path_dir(b);
     struct stat sa, sb;
     int ok = da && db && stat(da, &sa) == 0 && stat(db, &sb) == 0;
     *same = ok && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
@@ -134,7 +137,6 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
 static int run_stub(const cli_args *args)
 {
     const char *archive = args->positional[0], *out = args->positional[1];
-    const char *slash = strrchr(archive, '/');
     bool force = args->seen[STUB_OPT_FORCE];
     oz_archive *ar = NULL;
     oc_model *model = NULL;
@@ -147,7 +149,7 @@ static int run_stub(const cli_args *args)
     struct stat st_out;
     cli_out_form named = cli_form_of_name(out);
     memset(&ctx, 0, sizeof ctx);
-    ctx.archive_name = slash ? slash + 1 : archive;
+    ctx.archive_name = oc__path_base(archive);
     if (out[0] == '\0') return cli_check_output("stub", archive, out, force); /* usage */
     if (named == CLI_OUT_ONNXZ || named == CLI_OUT_ONNXC)
         return cli_usage_error("stub", "OUT '%s' is named as an %s; a stub is a .onnx model: "

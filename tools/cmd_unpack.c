@@ -20,6 +20,7 @@
 #include <onnxz/archive.h>
 
 #include "cli.h"
+#include "load.h"
 
 enum { UNPACK_OPT_FORCE = 0 };
 

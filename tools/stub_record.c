@@ -11,6 +11,8 @@
 
 #include <onnxz/archive.h>
 
+#include "internal/path.h"
+
 #include "cli.h"
 
 oc_status stub_records_add(stub_records *r, const oz_zip_entry *e)
@@ -356,7 +358,7 @@ int stub_check(const char *path, const char *data_dir, oc_model *model,
     int rc = CLI_EXIT_OK;
     memset(&c, 0, sizeof c);
     c.path = path;
-    dir = data_dir ? NULL : cli_dir_of(path);
+    dir = data_dir ? NULL : oc__path_dir(path);
     if (!data_dir && !dir) return cli_fail_msg(path, "out of memory");
     c.dir = data_dir ? data_dir : dir;
     for (uint64_t i = 0; i < m->metadata_props.count; i++) {

@@ -11,6 +11,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/decode.h"
+#include "internal/path.h"
 #include "internal/schema.h"
 #include "internal/source.h"
 #include "onnxcore_shared.h"
@@ -125,8 +126,7 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
     }
     *out = m;
     if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = oc__path_dir(path);
     if (!dir) {
         oc_model_free(*out);
         *out = NULL;

@@ -561,26 +561,3 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
     return st;
 }
 
-bool oz_is_archive_file(const char *path) {
-    unsigned char sig[4];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return 0;
-    ssize_t n = 0, r;
-    while (n < (ssize_t)sizeof sig &&
-           ((r = read(fd, sig + n, sizeof sig - (size_t)n)) > 0 || (r < 0 && errno == EINTR)))
-        if (r > 0) n += r;
-    close(fd);
-    /* A local header first, or the end record of an empty archive. A file of 1 to 3 bytes
-     * that begins one of them is an archive cut short (the ZIP reader says so): no model
-     * is that short, and "PK" would otherwise decode as a model of one unknown field. */
-    static const unsigned char local[4] = {'P', 'K', 3, 4}, end[4] = {'P', 'K', 5, 6};
-    if (n < 1) return 0;
-    if (n < 4)
-        return memcmp(sig, local, (size_t)n) == 0 || memcmp(sig, end, (size_t)n) == 0;
-    return memcmp(sig, local, 4) == 0 || memcmp(sig, end, 4) == 0;
-}
-
-void oz_archive_options_init(oz_archive_options *opts) {
-    static const oz_archive_options defaults = OZ_ARCHIVE_OPTIONS_INIT;
-    *opts = defaults;
-}

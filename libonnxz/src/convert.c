@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "onnxz/convert.h"
+#include "onnxz/open.h"
 #include "internal/error.h"
 #include "internal/options.h"
 
@@ -15,10 +16,9 @@ oz_form oz_form_of_name(const char *path) {
 
 oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
                       oc_error *err) {
-    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_load_any: missing argument");
-    *out = NULL;
-    if (oz_is_archive_file(path)) return oz_archive_load(path, opts, out, err);
-    return oc_model_load_file(path, opts, out, err);
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    if (opts) o.parse = *opts;
+    return oz_open(path, &o, out, NULL, err);
 }
 
 oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
@@ -51,7 +51,3 @@ oc_status oz_convert(const char *in, const char *out, const oz_convert_options *
     return st;
 }
 
-void oz_convert_options_init(oz_convert_options *opts) {
-    static const oz_convert_options defaults = OZ_CONVERT_OPTIONS_INIT;
-    *opts = defaults;
-}

@@ -33,6 +33,7 @@
 #include "internal/error.h"
 #include "internal/journal.h"
 #include "internal/lock.h"
+#include "internal/path.h"
 
 #define JOURNAL_SIZE 40u
 static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
@@ -82,18 +83,7 @@ oc_status oz__crc_range(int fd, uint64_t from, uint64_t to, uint32_t *crc, oc_er
 /* fsync of the directory holding path, so that a created or removed name is durable.
  * Best effort, as in onnxcore's atomic files: some filesystems refuse it. */
 static void sync_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = NULL;
-    if (!slash) {
-        dir = strdup(".");
-    } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        dir = malloc(n + 1);
-        if (dir) {
-            memcpy(dir, path, n);
-            dir[n] = '\0';
-        }
-    }
+    char *dir = oc__path_dir(path);
     if (!dir) return;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {

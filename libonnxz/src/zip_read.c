@@ -1179,7 +1179,3 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
     return st;
 }
 
-void oz_zip_reader_options_init(oz_zip_reader_options *opts) {
-    static const oz_zip_reader_options defaults = OZ_ZIP_READER_OPTIONS_INIT;
-    *opts = defaults;
-}

@@ -33,7 +33,8 @@ OZ_API oz_form oz_form_of_name(const char *path);
 
 /* Loads a model in any unencrypted form, told by content: an .onnxz archive, or a .onnx
  * file with its external data (resolved, or kept as references with
- * opts->skip_external_data). For encrypted files see onnxz/encrypted.h. */
+ * opts->skip_external_data). oz_open (onnxz/open.h) with no key: an encrypted file fails
+ * with OC_ERR_INVALID_ARG, an empty one with OC_ERR_MALFORMED. */
 OZ_API oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
                       oc_error *err);
 

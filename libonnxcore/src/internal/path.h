@@ -1,0 +1,15 @@
+/*
+ * internal/path.h - file name arithmetic shared by libonnxcore, libonnxz and the tool
+ * (which link the static libraries): the one definition of "the directory of a path".
+ */
+#ifndef ONNXCORE_INTERNAL_PATH_H
+#define ONNXCORE_INTERNAL_PATH_H
+
+/* The directory part of path, malloc'd: "." when path has no '/', "/" for "/x", else
+ * everything before the last '/' ("a/b/c" -> "a/b"). NULL when out of memory. */
+char *oc__path_dir(const char *path);
+
+/* The part of path after its last '/' (path itself when there is none); points into path. */
+const char *oc__path_base(const char *path);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * onnxz/open.h - one way to tell what a file is and to load the model in it, whatever
+ * its form: a .onnx file (with its external data beside it, one data file or N), an
+ * .onnxz archive, or either of them encrypted (ONNXZEC1, ONNXCRY1) given a key.
+ *
+ *   oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+ *   oc_model *m = NULL;
+ *   oc_error err;
+ *   if (oz_open("model.onnxz", &o, &m, NULL, &err) != OC_OK) ... err.message ...
+ *
+ * The form is told by the file's first bytes (oz_detect), never by its name.
+ */
+#ifndef ONNXZ_OPEN_H
+#define ONNXZ_OPEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <onnxcore/crypto.h>
+#include <onnxcore/model.h>
+#include <onnxz/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the first bytes of a file (or buffer) say it is. */
+typedef enum oz_kind {
+    OZ_KIND_EMPTY = 0,   /* no bytes at all: no model, though it would decode as one */
+    OZ_KIND_MODEL,       /* none of the below: read as a serialized ModelProto (only the
+                          * decoder can tell a model from other bytes) */
+    OZ_KIND_ZIP,         /* a ZIP local header or end record signature: an .onnxz archive */
+    OZ_KIND_ZIP_SHORT,   /* 1 to 3 bytes that begin a ZIP signature: an archive cut short
+                          * (no model is that short; the ZIP reader reports `truncated`) */
+    OZ_KIND_ONNXZEC1,    /* the ONNXZEC1 magic (spec/encryption.md) */
+    OZ_KIND_ONNXCRY1,    /* the ONNXCRY1 magic */
+    OZ_KIND_CRYPT_SHORT  /* 1 to 7 bytes that begin an encryption magic: an encrypted file
+                          * cut short (C-1) */
+} oz_kind;
+
+/* The bytes oz_detect needs to tell every kind apart. */
+#define OZ_DETECT_HEAD 8
+
+/* The kind of data of file_size bytes whose first n bytes are at head (n may be less than
+ * file_size; with n < OZ_DETECT_HEAD and n < file_size the answer is what those n bytes
+ * allow). A cut-short kind is only given when the data itself (file_size) is that short. */
+OZ_API oz_kind oz_detect(const void *head, size_t n, uint64_t file_size);
+
+/* oz_detect on the first bytes of the regular file at path (read without following a
+ * FIFO's writer: the file is opened non-blocking). Errors: cannot open, stat or read it,
+ * or it is not a regular file (OC_ERR_IO, OC_ERR_NOT_FOUND); *kind is OZ_KIND_MODEL then. */
+OZ_API oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err);
+
+/* "empty", "model", "zip", "zip cut short", "ONNXZEC1", "ONNXCRY1", "encrypted cut short". */
+OZ_API const char *oz_kind_name(oz_kind kind);
+
+/* true for OZ_KIND_ONNXZEC1 and OZ_KIND_ONNXCRY1 (with the format in *format, may be NULL). */
+OZ_API bool oz_kind_is_encrypted(oz_kind kind, oc_crypt_format *format);
+
+/* Options grow at their end: fill them with OZ_OPEN_OPTIONS_INIT or oz_open_options_init
+ * (onnxcore/options.h, "Extending"). */
+typedef struct oz_open_options {
+    size_t size; /* sizeof(oz_open_options), set by the initialisers */
+    /* How the model decodes: no_copy, skip_external_data, data_dir, verify_checksums,
+     * num_threads, storage_pool, the caps. max_memory also bounds an archive's directory
+     * (as oz_archive_load). */
+    oc_parse_options parse;
+    /* The passphrase of an encrypted file (key_len bytes); NULL when there is none, and an
+     * encrypted input then fails with OC_ERR_INVALID_ARG before anything is decrypted. */
+    const void *key;
+    size_t key_len;
+    const oc_crypt_options *crypt; /* may be NULL: the defaults */
+} oz_open_options;
+
+#define OZ_OPEN_OPTIONS_INIT \
+    { .size = sizeof(oz_open_options), .parse = OC_PARSE_OPTIONS_INIT, .key = NULL, .key_len = 0, .crypt = NULL }
+
+/* Fills *opts with the defaults (as OZ_OPEN_OPTIONS_INIT). */
+OZ_API void oz_open_options_init(oz_open_options *opts);
+
+/* What oz_open found. */
+typedef struct oz_open_info {
+    oz_kind kind;   /* the file's kind (oz_detect_file) */
+    bool is_archive; /* true when the model came from an .onnxz archive, encrypted or not */
+} oz_open_info;
+
+/* Loads the model of the file at path, in whichever form it is (oz_detect_file):
+ *   a model     as oc_model_load_file: external data from opts->parse.data_dir, or the
+ *               directory of path, unless skip_external_data;
+ *   an archive  as oz_archive_load (a ZIP cut short: that reader's `truncated`);
+ *   encrypted   decrypted once with opts->key, then either of the above (oz_load_encrypted);
+ * an empty file fails with OC_ERR_MALFORMED ("PATH: empty file, not an ONNX model"), an
+ * encrypted file cut inside its magic with OC_ERR_TRUNCATED (C-1). A file that cannot be
+ * read is reported by the model loader, in its words. opts and info may be NULL; info is
+ * filled as far as the file was recognised, also on failure. *out is NULL after a failure. */
+OZ_API oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
+                         oz_open_info *info, oc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

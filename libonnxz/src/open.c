@@ -1,0 +1,162 @@
+/*
+ * open.c - what a file is, and its model whatever its form (onnxz/open.h): the one place
+ * the libraries and the tool tell a model from an archive from an encrypted file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnxz/archive.h"
+#include "onnxz/encrypted.h"
+#include "onnxz/open.h"
+#include "internal/error.h"
+#include "internal/options.h"
+
+static const unsigned char zip_local[4] = {'P', 'K', 3, 4}, zip_end[4] = {'P', 'K', 5, 6};
+static const char magic_zec1[OZ_DETECT_HEAD] = "ONNXZEC1", magic_cry1[OZ_DETECT_HEAD] = "ONNXCRY1";
+
+/* 1 when the first min(n, len) bytes at p are those of the len-byte signature sig. */
+static int begins(const void *p, size_t n, const void *sig, size_t len) {
+    return memcmp(p, sig, n < len ? n : len) == 0;
+}
+
+oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
+    if (file_size < n) n = (size_t)file_size; /* bytes past the end are none of the data's */
+    if (file_size == 0) return OZ_KIND_EMPTY;
+    if (!head || n == 0) return OZ_KIND_MODEL;
+    /* A prefix shorter than a signature says "cut short" only when the data ends there. */
+    int whole = (uint64_t)n == file_size;
+    if (n >= 4 && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
+        return OZ_KIND_ZIP;
+    if (n < 4 && whole && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
+        return OZ_KIND_ZIP_SHORT;
+    if (n >= OZ_DETECT_HEAD && begins(head, n, magic_zec1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXZEC1;
+    if (n >= OZ_DETECT_HEAD && begins(head, n, magic_cry1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXCRY1;
+    if (n < OZ_DETECT_HEAD && whole &&
+        (begins(head, n, magic_zec1, OZ_DETECT_HEAD) || begins(head, n, magic_cry1, OZ_DETECT_HEAD)))
+        return OZ_KIND_CRYPT_SHORT;
+    return OZ_KIND_MODEL;
+}
+
+oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err) {
+    if (!path || !kind) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_file: missing argument");
+    *kind = OZ_KIND_MODEL;
+    /* A device, FIFO or directory is refused before it is opened: opening a device runs
+     * its driver. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return oz__fail_errno(err, e, "cannot stat %s", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+    }
+    unsigned char head[OZ_DETECT_HEAD];
+    size_t got = 0;
+    while (got < sizeof head) {
+        ssize_t r = pread(fd, head + got, sizeof head - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return oz__fail_errno(err, e, "cannot read %s", path);
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    /* The size is what was read when the file ended early (it may have shrunk). */
+    *kind = oz_detect(head, got, got < sizeof head ? (uint64_t)got : (uint64_t)st.st_size);
+    return OC_OK;
+}
+
+/* onnxz/archive.h's quick test, by the same rule. */
+bool oz_is_archive_file(const char *path) {
+    oz_kind kind;
+    if (!path || oz_detect_file(path, &kind, NULL) != OC_OK) return 0;
+    return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT;
+}
+
+const char *oz_kind_name(oz_kind kind) {
+    switch (kind) {
+    case OZ_KIND_EMPTY: return "empty";
+    case OZ_KIND_MODEL: return "model";
+    case OZ_KIND_ZIP: return "zip";
+    case OZ_KIND_ZIP_SHORT: return "zip cut short";
+    case OZ_KIND_ONNXZEC1: return "ONNXZEC1";
+    case OZ_KIND_ONNXCRY1: return "ONNXCRY1";
+    case OZ_KIND_CRYPT_SHORT: return "encrypted cut short";
+    }
+    return "unknown";
+}
+
+bool oz_kind_is_encrypted(oz_kind kind, oc_crypt_format *format) {
+    oc_crypt_format f = kind == OZ_KIND_ONNXZEC1   ? OC_CRYPT_ONNXZEC1
+                        : kind == OZ_KIND_ONNXCRY1 ? OC_CRYPT_ONNXCRY1
+                                                   : OC_CRYPT_NONE;
+    if (format) *format = f;
+    return f != OC_CRYPT_NONE;
+}
+
+/* C-1's report of a file that ends inside an encryption magic, with the bytes it has. */
+static oc_status cut_in_magic(const char *path, oc_error *err) {
+    struct stat st;
+    uint64_t got = stat(path, &st) == 0 ? (uint64_t)st.st_size : OC_NO_OFFSET;
+    return oz__fail(err, OC_ERR_TRUNCATED, got,
+                    "truncated: the file ends inside the magic of an encrypted file (%llu of "
+                    "%u bytes) (C-1)", (unsigned long long)(got == OC_NO_OFFSET ? 0 : got),
+                    (unsigned)OZ_DETECT_HEAD);
+}
+
+oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
+                  oz_open_info *info, oc_error *err) {
+    oz_open_info local;
+    if (!info) info = &local;
+    info->kind = OZ_KIND_MODEL;
+    info->is_archive = false;
+    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
+    *out = NULL;
+    OZ_OPEN_OPTS(opts, err);
+    /* A file that cannot be looked at is handed to the model loader, which says why. */
+    if (oz_detect_file(path, &info->kind, NULL) != OC_OK) info->kind = OZ_KIND_MODEL;
+    oc_crypt_format format;
+    oc_status st;
+    switch (info->kind) {
+    case OZ_KIND_EMPTY:
+        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty file, not an ONNX model",
+                        path);
+    case OZ_KIND_CRYPT_SHORT:
+        return cut_in_magic(path, err);
+    case OZ_KIND_ZIP:
+    case OZ_KIND_ZIP_SHORT:
+        info->is_archive = true;
+        st = oz_archive_load(path, &opts->parse, out, err);
+        break;
+    case OZ_KIND_ONNXZEC1:
+    case OZ_KIND_ONNXCRY1:
+        oz_kind_is_encrypted(info->kind, &format);
+        if (!opts->key)
+            return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "%s is encrypted (%s): a key is needed", path,
+                            oc_crypt_format_name(format));
+        int zip = 0;
+        st = oz_load_encrypted(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out,
+                               &zip, err);
+        info->is_archive = zip != 0;
+        break;
+    case OZ_KIND_MODEL:
+    default:
+        st = oc_model_load_file(path, &opts->parse, out, err);
+        break;
+    }
+    if (st != OC_OK) *out = NULL; /* model.h promises nothing about *out after a failure */
+    return st;
+}

@@ -1,0 +1,310 @@
+/*
+ * test_open.c - the one detection call (oz_detect, oz_detect_file: every kind) and the one
+ * open call (oz_open, oz_load_any) on every form: single .onnx, two-file, N-file, .onnxz,
+ * and each of them encrypted (ONNXZEC1, ONNXCRY1) when the build has OpenSSL; the
+ * refusals (empty, cut short, no key, wrong key); and the path helper the libraries share.
+ *
+ * usage: test_open WORKDIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <onnxcore/crypto.h>
+#include <onnxcore/onnxcore.h>
+#include <onnxz/convert.h>
+#include <onnxz/open.h>
+
+#include "internal/path.h"
+
+static int failures, checks;
+#define CHECK(c)                                                                            \
+    do {                                                                                    \
+        checks++;                                                                           \
+        if (!(c)) {                                                                         \
+            failures++;                                                                     \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);          \
+        }                                                                                   \
+    } while (0)
+#define CHECK_STATUS(expr, want)                                                            \
+    do {                                                                                    \
+        oc_status st_ = (expr);                                                             \
+        checks++;                                                                           \
+        if (st_ != (want)) {                                                                \
+            failures++;                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s (want %s): %s\n", __FILE__, __LINE__, #expr,   \
+                    oc_status_name(st_), oc_status_name(want), err.message);                \
+        }                                                                                   \
+    } while (0)
+
+static char dir[4096];
+static oc_error err;
+static const char pass[] = "open sesame";
+
+static const char *at(const char *name) {
+    static char buf[4][4200];
+    static int k;
+    k = (k + 1) & 3;
+    snprintf(buf[k], sizeof buf[k], "%.4000s/%.150s", dir, name);
+    return buf[k];
+}
+
+static void put(const char *name, const void *data, size_t n) {
+    FILE *f = fopen(at(name), "wb");
+    if (!f || fwrite(data, 1, n, f) != n) failures++;
+    if (f) fclose(f);
+}
+
+static uint8_t pattern(uint64_t i, unsigned seed) { return (uint8_t)(i * 7 + seed); }
+
+static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n,
+                       unsigned seed) {
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    uint8_t *p;
+    oc_str_set_cstr(a, &t->name, name);
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+    if (d) *d = (int64_t)n;
+    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
+    for (uint64_t i = 0; i < n; i++) p[i] = pattern(i, seed);
+    OC_SET_HAS(TensorProto, t, raw_data);
+}
+
+/* Two tensors over the external-data threshold and one inline. */
+static oc_model *make_model(void) {
+    oc_model *m = oc_model_new();
+    oc_arena *a = oc_model_arena(m);
+    onnx_ModelProto *mp = oc_model_proto(m);
+    mp->ir_version = 10;
+    OC_SET_HAS(ModelProto, mp, ir_version);
+    mp->graph = OC_NEW(a, GraphProto);
+    add_tensor(a, mp->graph, "w0", 300000, 1);
+    add_tensor(a, mp->graph, "w1", 70000, 2);
+    add_tensor(a, mp->graph, "tiny", 10, 3);
+    return m;
+}
+
+/* 1 when m holds make_model's tensors with their bytes. */
+static int same_tensors(const oc_model *m) {
+    static const struct { const char *name; uint64_t n; unsigned seed; } want[] = {
+        {"w0", 300000, 1}, {"w1", 70000, 2}, {"tiny", 10, 3}};
+    const onnx_ModelProto *mp = oc_model_proto((oc_model *)m);
+    if (!mp || !mp->graph || mp->graph->initializer.count != 3) return 0;
+    for (size_t k = 0; k < 3; k++) {
+        const onnx_TensorProto *t = mp->graph->initializer.items[k];
+        if (t->name.size != strlen(want[k].name) ||
+            memcmp(t->name.data, want[k].name, t->name.size) != 0 ||
+            t->raw_data.size != want[k].n)
+            return 0;
+        for (uint64_t i = 0; i < want[k].n; i++)
+            if (t->raw_data.data[i] != pattern(i, want[k].seed)) return 0;
+    }
+    return 1;
+}
+
+static void test_detect_memory(void) {
+    CHECK(oz_detect(NULL, 0, 0) == OZ_KIND_EMPTY);
+    CHECK(oz_detect("", 0, 0) == OZ_KIND_EMPTY);
+    CHECK(oz_detect("\x08\x0a\x12\x02", 4, 4) == OZ_KIND_MODEL);        /* ir_version 10 ... */
+    CHECK(oz_detect("PK\3\4rest", 8, 1000) == OZ_KIND_ZIP);
+    CHECK(oz_detect("PK\5\6", 4, 22) == OZ_KIND_ZIP);                   /* an empty archive */
+    CHECK(oz_detect("PK\1\2", 4, 4) == OZ_KIND_MODEL);                   /* not a first record */
+    CHECK(oz_detect("P", 1, 1) == OZ_KIND_ZIP_SHORT);
+    CHECK(oz_detect("PK\3", 3, 3) == OZ_KIND_ZIP_SHORT);
+    CHECK(oz_detect("PK\3", 3, 100) == OZ_KIND_MODEL);  /* only a short look, not a short file */
+    CHECK(oz_detect("ONNXZEC1....", 12, 12) == OZ_KIND_ONNXZEC1);
+    CHECK(oz_detect("ONNXCRY1", 8, 5000) == OZ_KIND_ONNXCRY1);
+    CHECK(oz_detect("ONNXCRY2", 8, 8) == OZ_KIND_MODEL);
+    CHECK(oz_detect("ONNXZ", 5, 5) == OZ_KIND_CRYPT_SHORT);
+    CHECK(oz_detect("ONNXCRY", 7, 7) == OZ_KIND_CRYPT_SHORT);
+    CHECK(oz_detect("O", 1, 1) == OZ_KIND_CRYPT_SHORT);
+    CHECK(oz_detect("ONNXQ", 5, 5) == OZ_KIND_MODEL);
+    CHECK(oz_detect("\xff\xfe garbage", 10, 10) == OZ_KIND_MODEL);     /* the decoder judges */
+    CHECK(oz_detect("ONNXZEC1", 8, 4) == OZ_KIND_CRYPT_SHORT);          /* size wins over n */
+    oc_crypt_format f = OC_CRYPT_ONNXCRY1;
+    CHECK(oz_kind_is_encrypted(OZ_KIND_ONNXZEC1, &f) && f == OC_CRYPT_ONNXZEC1);
+    CHECK(!oz_kind_is_encrypted(OZ_KIND_CRYPT_SHORT, &f) && f == OC_CRYPT_NONE);
+    CHECK(strcmp(oz_kind_name(OZ_KIND_ZIP_SHORT), "zip cut short") == 0);
+}
+
+static oz_kind detect_file(const char *name) {
+    oz_kind k = OZ_KIND_EMPTY;
+    CHECK_STATUS(oz_detect_file(at(name), &k, &err), OC_OK);
+    return k;
+}
+
+static void test_detect_file(void) {
+    put("empty", "", 0);
+    put("short.zip", "PK", 2);
+    put("short.enc", "ONNXZE", 6);
+    put("garbage", "\xff\xff\xff\xff\xff\xff\xff\xff\xff", 9);
+    put("magic.zec1", "ONNXZEC1", 8);
+    CHECK(detect_file("empty") == OZ_KIND_EMPTY);
+    CHECK(detect_file("short.zip") == OZ_KIND_ZIP_SHORT);
+    CHECK(detect_file("short.enc") == OZ_KIND_CRYPT_SHORT);
+    CHECK(detect_file("garbage") == OZ_KIND_MODEL);
+    CHECK(detect_file("magic.zec1") == OZ_KIND_ONNXZEC1);
+    CHECK(detect_file("one.onnx") == OZ_KIND_MODEL);
+    CHECK(detect_file("a.onnxz") == OZ_KIND_ZIP);
+    CHECK(oz_is_archive_file(at("a.onnxz")) && oz_is_archive_file(at("short.zip")) &&
+          !oz_is_archive_file(at("one.onnx")) && !oz_is_archive_file(at("missing")));
+    oz_kind k;
+    CHECK_STATUS(oz_detect_file(at("missing"), &k, &err), OC_ERR_NOT_FOUND);
+    CHECK_STATUS(oz_detect_file(dir, &k, &err), OC_ERR_IO); /* a directory: not opened */
+    CHECK(strstr(err.message, "not a regular file") != NULL);
+}
+
+/* oz_open on name: the tensors back, the kind and form as expected. */
+static void open_ok(const char *name, const void *key, oz_kind kind, int archive) {
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oz_open_info info;
+    oc_model *m = NULL;
+    o.key = key;
+    o.key_len = key ? strlen(key) : 0;
+    CHECK_STATUS(oz_open(at(name), &o, &m, &info, &err), OC_OK);
+    if (!m) {
+        fprintf(stderr, "  (opening %s)\n", name);
+        return;
+    }
+    CHECK(same_tensors(m));
+    CHECK(info.kind == kind && info.is_archive == archive);
+    oc_model_free(m);
+    /* Again with no_copy: tensors borrow from the mapping or decrypted buffer, which
+     * outlives the call. */
+    o.parse.no_copy = 1;
+    m = NULL;
+    CHECK_STATUS(oz_open(at(name), &o, &m, NULL, &err), OC_OK);
+    CHECK(m && same_tensors(m));
+    oc_model_free(m);
+}
+
+static void open_fails(const char *name, const void *key, oc_status want, const char *says) {
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oc_model *m = (oc_model *)&o; /* must come back NULL */
+    o.key = key;
+    o.key_len = key ? strlen(key) : 0;
+    CHECK_STATUS(oz_open(at(name), &o, &m, NULL, &err), want);
+    CHECK(m == NULL);
+    if (says && !strstr(err.message, says)) {
+        failures++;
+        fprintf(stderr, "%s: message '%s' lacks '%s'\n", name, err.message, says);
+    }
+}
+
+static void save(oc_model *m, const char *name, const char *data, uint64_t max_file) {
+    oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
+    o.serialize.external_data = data;
+    o.serialize.max_external_file_size = max_file;
+    CHECK_STATUS(oz_save_any(m, at(name), OZ_FORM_AUTO, &o, &err), OC_OK);
+}
+
+static void encrypt(const char *in, const char *out, oc_crypt_format format) {
+    oc_crypt_options co;
+    memset(&co, 0, sizeof co);
+    co.format = format;
+    if (format != OC_CRYPT_ONNXCRY1) co.iterations = 1000;
+    CHECK_STATUS(oc_crypt_encrypt_file(at(in), at(out), pass, strlen(pass), &co, &err), OC_OK);
+}
+
+static void test_path(void) {
+    static const struct { const char *in, *dir, *base; } cases[] = {
+        {"m.onnx", ".", "m.onnx"},   {"/m.onnx", "/", "m.onnx"}, {"a/m.onnx", "a", "m.onnx"},
+        {"/a/b/m", "/a/b", "m"},     {"a/", "a", ""},            {"", ".", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *d = oc__path_dir(cases[i].in);
+        CHECK(d && strcmp(d, cases[i].dir) == 0);
+        CHECK(strcmp(oc__path_base(cases[i].in), cases[i].base) == 0);
+        free(d);
+    }
+}
+
+int main(int argc, char **argv) {
+    snprintf(dir, sizeof dir, "%s/test_open", argc > 1 ? argv[1] : "/tmp");
+    char cmd[2 * sizeof dir + 64];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s/sub'", dir, dir);
+    if (system(cmd) != 0) return 2;
+    test_detect_memory();
+    test_path();
+
+    oc_model *src = make_model();
+    save(src, "one.onnx", NULL, 0);
+    save(src, "two.onnx", "two.data", 0);
+    save(src, "n.onnx", "n.data", 100000);
+    save(src, "a.onnxz", NULL, 0);
+    oc_model_free(src);
+    test_detect_file();
+
+    open_ok("one.onnx", NULL, OZ_KIND_MODEL, 0);
+    open_ok("two.onnx", NULL, OZ_KIND_MODEL, 0);
+    open_ok("n.onnx", NULL, OZ_KIND_MODEL, 0);
+    open_ok("a.onnxz", NULL, OZ_KIND_ZIP, 1);
+    open_ok("two.onnx", pass, OZ_KIND_MODEL, 0); /* a key is ignored for a plain file */
+    {
+        /* oz_load_any is oz_open without a key. */
+        oc_model *m = NULL;
+        CHECK_STATUS(oz_load_any(at("n.onnx"), NULL, &m, &err), OC_OK);
+        CHECK(m && same_tensors(m));
+        oc_model_free(m);
+        CHECK_STATUS(oz_load_any(at("empty"), NULL, &m, &err), OC_ERR_MALFORMED);
+    }
+    {
+        /* External data kept as references, the data files never opened. */
+        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+        oc_model *m = NULL;
+        o.parse.skip_external_data = 1;
+        CHECK(rename(at("two.data"), at("two.data.away")) == 0);
+        CHECK_STATUS(oz_open(at("two.onnx"), &o, &m, NULL, &err), OC_OK);
+        oc_model_free(m);
+        open_fails("two.onnx", NULL, OC_ERR_NOT_FOUND, "two.data");
+        CHECK(rename(at("two.data.away"), at("two.data")) == 0);
+    }
+
+    open_fails("empty", NULL, OC_ERR_MALFORMED, "empty file, not an ONNX model");
+    open_fails("short.zip", NULL, OC_ERR_TRUNCATED, NULL);
+    open_fails("short.enc", NULL, OC_ERR_TRUNCATED, "ends inside the magic of an encrypted file (6 of 8");
+    open_fails("garbage", NULL, OC_ERR_TRUNCATED, NULL);
+    open_fails("missing", NULL, OC_ERR_NOT_FOUND, NULL);
+    open_fails("magic.zec1", NULL, OC_ERR_INVALID_ARG, "a key is needed");
+
+    if (oc_crypt_available()) {
+        encrypt("one.onnx", "one.zec1", OC_CRYPT_ONNXZEC1);
+        encrypt("two.onnx", "two.zec1", OC_CRYPT_ONNXZEC1); /* its data files beside it */
+        encrypt("n.onnx", "n.cry1", OC_CRYPT_ONNXCRY1);
+        encrypt("a.onnxz", "a.zec1", OC_CRYPT_ONNXZEC1);
+        encrypt("a.onnxz", "a.cry1", OC_CRYPT_ONNXCRY1);
+        CHECK(detect_file("a.cry1") == OZ_KIND_ONNXCRY1);
+        open_ok("one.zec1", pass, OZ_KIND_ONNXZEC1, 0);
+        open_ok("two.zec1", pass, OZ_KIND_ONNXZEC1, 0);
+        open_ok("n.cry1", pass, OZ_KIND_ONNXCRY1, 0);
+        open_ok("a.zec1", pass, OZ_KIND_ONNXZEC1, 1);
+        open_ok("a.cry1", pass, OZ_KIND_ONNXCRY1, 1);
+        open_fails("a.zec1", NULL, OC_ERR_INVALID_ARG, "is encrypted (ONNXZEC1)");
+        open_fails("one.zec1", "wrong", OC_ERR_BAD_KEY, NULL);
+        {
+            /* The encrypted two-file model finds its data in data_dir when told. */
+            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+            oc_model *m = NULL;
+            snprintf(cmd, sizeof cmd, "mv '%s/two.zec1' '%s/sub/'", dir, dir);
+            CHECK(system(cmd) == 0);
+            o.key = pass;
+            o.key_len = strlen(pass);
+            o.parse.data_dir = dir;
+            CHECK_STATUS(oz_open(at("sub/two.zec1"), &o, &m, NULL, &err), OC_OK);
+            CHECK(m && same_tensors(m));
+            oc_model_free(m);
+        }
+    } else {
+        /* Still told apart; loading says why it cannot. */
+        put("one.zec1", "ONNXZEC1xxxxxxxxxxxxxxxxxxxxxxxx", 32);
+        CHECK(detect_file("one.zec1") == OZ_KIND_ONNXZEC1);
+        open_fails("one.zec1", pass, OC_ERR_UNSUPPORTED, NULL);
+    }
+
+    printf("test_open: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}

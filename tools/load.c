@@ -1,0 +1,130 @@
+/*
+ * tools/load.c - the commands' input: detected, the passphrase asked for when it is
+ * encrypted, and loaded through the library's one open call (onnxz/open.h).
+ */
+#include "load.h"
+
+#include <string.h>
+
+#include <onnxz/open.h>
+
+#include "cli.h"
+#include "passphrase.h"
+
+/* The kind of path; a file that cannot be looked at is taken for a model, whose loader
+ * then says why it cannot be read. */
+static oz_kind kind_of(const char *path)
+{
+    oz_kind kind = OZ_KIND_MODEL;
+    if (oz_detect_file(path, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
+    return kind;
+}
+
+cli_form cli_input_form(const char *path)
+{
+    oz_kind kind = kind_of(path);
+    return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+}
+
+oc_crypt_format cli_detect_crypt(const char *path)
+{
+    oc_crypt_format cf;
+    oz_kind_is_encrypted(kind_of(path), &cf);
+    return cf;
+}
+
+/* Prints the library's report on a file it refuses by its kind alone (empty, or cut
+ * inside an encryption magic). */
+static int fail_by_kind(const char *path)
+{
+    oc_model *m = NULL;
+    oc_error err;
+    oc_error_clear(&err);
+    if (oz_open(path, NULL, &m, NULL, &err) == OC_OK) { /* the file changed meanwhile */
+        oc_model_free(m);
+        return cli_fail_msg(path, "changed while being read");
+    }
+    return cli_fail(path, &err);
+}
+
+int cli_detect_crypt_checked(const char *path, oc_crypt_format *out)
+{
+    oz_kind kind = kind_of(path);
+    oz_kind_is_encrypted(kind, out);
+    return kind == OZ_KIND_CRYPT_SHORT ? fail_by_kind(path) : CLI_EXIT_OK;
+}
+
+int cli_refuse_empty(const char *path)
+{
+    return kind_of(path) == OZ_KIND_EMPTY ? fail_by_kind(path) : CLI_EXIT_OK;
+}
+
+static oc_status check_tensor_size(void *err, onnx_TensorProto *t)
+{
+    return oc_tensor_check_size(t, err);
+}
+
+oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err)
+{
+    return oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
+}
+
+int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
+                   oc_model **out, cli_form *form_out)
+{
+    static const cli_load_options defaults;
+    oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
+    oz_open_info info;
+    oc_crypt_format cf;
+    cli_key key = {NULL, 0};
+    oc_error err;
+    oc_status st;
+    double start = cli_now_ms();
+    oz_kind kind = kind_of(path);
+    int encrypted = oz_kind_is_encrypted(kind, &cf);
+    if (!o) o = &defaults;
+    *out = NULL;
+    if (form_out)
+        *form_out = kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    if (o->crypt_out) *o->crypt_out = OC_CRYPT_NONE;
+    cli_parse_options_init(&opts.parse);
+    opts.parse.no_copy = !o->copy;
+    opts.parse.num_threads = o->num_threads;
+    opts.parse.storage_pool = o->storage_pool;
+    opts.parse.skip_external_data = o->external == CLI_EXTERNAL_KEEP;
+    opts.parse.data_dir = o->data_dir;
+    opts.parse.verify_checksums = o->verify_checksums;
+    if (encrypted) {
+        /* The passphrase is asked for only now that the file is known to need one. */
+        int rc = cli_require_crypto(path);
+        if (rc != CLI_EXIT_OK) return rc;
+        rc = cli_key_get(o->command ? o->command : "load", o->key_file, path, false, verbosity,
+                         &key);
+        if (rc != CLI_EXIT_OK) return rc;
+        opts.key = key.data;
+        opts.key_len = key.len;
+    }
+    oc_error_clear(&err);
+    st = oz_open(path, &opts, out, &info, &err);
+    cli_key_free(&key);
+    if (st != OC_OK) return cli_fail(path, &err);
+    if (form_out) *form_out = info.is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    if (encrypted) {
+        if (o->crypt_out) *o->crypt_out = cf;
+        cli_note(verbosity, CLI_VERBOSE, "decrypted and loaded %s (%s, %s) in %.1f ms", path,
+                 oc_crypt_format_name(cf), info.is_archive ? "onnxz archive" : "onnx",
+                 cli_now_ms() - start);
+    } else {
+        cli_note(verbosity, CLI_VERBOSE, "loaded %s (%s) in %.1f ms", path,
+                 info.is_archive ? "onnxz archive" : "onnx", cli_now_ms() - start);
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out)
+{
+    cli_load_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.external = external;
+    return cli_load_input(path, &opts, verbosity, out, NULL);
+}
