@@ -18,10 +18,5 @@ void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
  * the spans knowing what they are. */
 void *oc__owner_ctx(const oc_owner *owner, void (*release)(void *ctx));
 
-/* For a span sharing a mapped file source (internal/source.h) whose descriptor was kept,
- * while that descriptor still names the mapped file: sets *fd and *offset (the file
- * offset of the span's first byte) and returns true; else false. Implemented by the file
- * source (source_file.c); declared here for code that deals in spans. */
-bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
 
 #endif

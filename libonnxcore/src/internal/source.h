@@ -145,4 +145,10 @@ typedef enum oc_file_source_kind {
 oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_source_kind kind,
                          int keep_fd, oc_source **out, oc_error *err);
 
+/* For a span sharing a mapped file source (internal/source.h) whose descriptor was kept,
+ * while that descriptor still names the mapped file: sets *fd and *offset (the file
+ * offset of the span's first byte) and returns true; else false. Implemented by the file
+ * source (source_file.c). */
+bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
+
 #endif
