@@ -1,7 +1,7 @@
 /*
- * encrypted.c - PROPOSED for libonnxz/src: encrypted .onnxz archives (see
- * archive_crypto.h). Decryption is libonnxcore's (onnxcore/crypto.h); this only routes
- * the decrypted buffer, with its owner token, into the ZIP reader.
+ * encrypted.c - encrypted .onnxz archives (onnxz/encrypted.h, spec/encryption.md C-61).
+ * Decryption is libonnxcore's (onnxcore/crypto.h); this only routes the decrypted buffer,
+ * with its owner token, into the ZIP reader.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -39,6 +39,7 @@
 
 #include "export.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -97,8 +98,8 @@ typedef struct oc_crypt_options {
     int no_overwrite;
 } oc_crypt_options;
 
-/* 1 when this build can encrypt and decrypt (it has OpenSSL), else 0. */
-OC_API int oc_crypt_available(void);
+/* true when this build can encrypt and decrypt (it has OpenSSL). */
+OC_API bool oc_crypt_available(void);
 
 /* "ONNXZEC1", "ONNXCRY1", or "none". Never NULL. */
 OC_API const char *oc_crypt_format_name(oc_crypt_format format);
@@ -113,7 +114,7 @@ OC_API oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc
 
 /* 1 when data starts with a ZIP signature (local header "PK\3\4", or "PK\5\6" of an empty
  * archive): decrypted bytes that are an .onnxz archive rather than a serialized model. */
-OC_API int oc_crypt_is_zip(const void *data, uint64_t size);
+OC_API bool oc_crypt_is_zip(const void *data, uint64_t size);
 
 /* ---- streaming encryption: push plaintext, get ciphertext through a sink ---- */
 

@@ -1,5 +1,6 @@
 /*
- * internal/digest.h - message digests, through OpenSSL when the build has it.
+ * internal/digest.h - message digests, through the cryptographic backend (crypt/backend.h:
+ * OpenSSL when the build has it).
  */
 #ifndef ONNXCORE_INTERNAL_DIGEST_H
 #define ONNXCORE_INTERNAL_DIGEST_H
@@ -11,7 +12,7 @@
 
 /* A SHA-1 being computed piece by piece. */
 typedef struct oc__sha1 {
-    void *md; /* EVP_MD_CTX, NULL once ended */
+    struct oc__cb_sha1 *md; /* the backend's, NULL once ended */
 } oc__sha1;
 
 /* Starts a digest. OC_ERR_UNSUPPORTED when built without OpenSSL. */
