@@ -1,6 +1,7 @@
 /*
- * tools/cmd_bench.c - `onnxz bench read|map|copy|load FILE`: the machine's floors for loading a
- * file, and our loader, timed in-process (bench/bench_load.py drives it).
+ * tools/cmd_bench.c - `onnxz bench read|map|copy|load|decode FILE`: the machine's floors for
+ * loading a file, and our loader, timed in-process (bench/bench_load.py and
+ * bench/bench_graph.py drive it).
  *
  *   read  malloc a fresh buffer of the file's size and read() the file into it: what any
  *         copying load must at least pay;
@@ -9,9 +10,13 @@
  *   copy  copy the file's bytes from memory into memory already faulted in, then read
  *         them: what a repeated load into pooled storage pays (memory bandwidth);
  *   load  load the model (a .onnx file with its external data, or an .onnxz archive),
- *         then read every tensor byte once, so that lazily mapped pages are paid for.
- * Each run is timed from opening the file (copy: from the first byte copied) to the last
- * byte touched; tearing down (free, munmap) is not timed.
+ *         then read every tensor byte once, so that lazily mapped pages are paid for;
+ *   decode  decode the file's bytes, read into memory first (not timed), as a ModelProto
+ *         (oc_model_load_memory, copying): what protobuf's ParseFromString does; also
+ *         reports the memory the decoded model holds (resident set growth).
+ * Each run is timed from opening the file (copy: from the first byte copied; decode: from
+ * the first byte decoded) to the last byte touched (decode: to the model built); tearing
+ * down (free, munmap) is not timed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,7 +46,7 @@ static const cli_option bench_options[] = {
     {'\0', NULL, false},
 };
 
-static const char *const bench_arg_names[] = {"MODE (read, map, copy or load)", "FILE"};
+static const char *const bench_arg_names[] = {"MODE (read, map, copy, load or decode)", "FILE"};
 
 #define BENCH_DEFAULT_REPEAT 3
 #define BENCH_MAX_REPEAT 1000
@@ -53,6 +59,8 @@ static volatile uint64_t bench_sink;
 typedef struct bench_run {
     double seconds;
     uint64_t bytes;
+    uint64_t rss_kib;   /* decode: resident set growth to the peak, in KiB */
+    uint64_t arena;     /* decode: bytes the model's arena took from the system */
 } bench_run;
 
 static double now_s(void)
@@ -250,6 +258,70 @@ static int run_load(const char *path, const cli_load_options *lo, int pages_only
     return CLI_EXIT_OK;
 }
 
+/* ---- decode ---------------------------------------------------------------------- */
+
+/* The resident set in KiB: now (VmRSS) or its peak so far (VmHWM); 0 if unknown. */
+static uint64_t rss_kib(int peak)
+{
+    char line[256];
+    uint64_t kib = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) {
+        struct rusage ru; /* no /proc: the peak is all getrusage knows */
+        return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss : 0;
+    }
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, peak ? "VmHWM:" : "VmRSS:", 6) == 0) {
+            kib = strtoull(line + 6, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kib;
+}
+
+/* Makes VmHWM start again from the resident set of now (Linux 4.0 and later; elsewhere
+ * the peak stays the process's own, which only makes the growth read smaller). */
+static void reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return;
+    fputs("5", f);
+    fclose(f);
+}
+
+/* The file read into memory (not timed), then decoded from there; the model is kept until
+ * the peak resident set is read, so rss_kib is what the decoded tree holds (plus what
+ * the decode used on the way). */
+static int run_decode(const char *path, bench_run *run)
+{
+    uint8_t *buf;
+    uint64_t size;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_parse_options po;
+    int rc = read_file(path, &buf, &size);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_parse_options_init(&po);
+    memset(&err, 0, sizeof err);
+    reset_peak_rss();
+    uint64_t before = rss_kib(0);
+    double start = now_s();
+    oc_status st = oc_model_load_memory(buf, size, &po, &model, &err);
+    run->seconds = now_s() - start;
+    if (st != OC_OK) {
+        free(buf);
+        return cli_fail_msg(path, "decode failed: %s", err.message);
+    }
+    uint64_t peak = rss_kib(1);
+    run->rss_kib = peak > before ? peak - before : 0;
+    run->arena = oc_arena_bytes_used(oc_model_arena(model));
+    run->bytes = size;
+    bench_sink += oc_model_proto(model)->graph != NULL;
+    oc_model_free(model);
+    free(buf);
+    return CLI_EXIT_OK;
+}
+
 /* ---- the command ----------------------------------------------------------------- */
 
 static int compare_double(const void *a, const void *b)
@@ -270,8 +342,12 @@ static int run_bench(const cli_args *args)
     int is_load = strcmp(mode, "load") == 0;
     int rc = CLI_EXIT_OK;
     int is_copy = strcmp(mode, "copy") == 0;
-    if (!is_load && !is_copy && strcmp(mode, "read") != 0 && strcmp(mode, "map") != 0)
-        return cli_usage_error("bench", "unknown mode '%s' (read, map, copy or load)", mode);
+    int is_decode = strcmp(mode, "decode") == 0;
+    uint64_t rss = 0, arena = 0;
+    if (!is_load && !is_copy && !is_decode && strcmp(mode, "read") != 0 &&
+        strcmp(mode, "map") != 0)
+        return cli_usage_error("bench", "unknown mode '%s' (read, map, copy, load or decode)",
+                               mode);
     if (!is_load && (args->seen[BENCH_OPT_NO_COPY] || args->seen[BENCH_OPT_TOUCH_PAGES] ||
                      args->seen[BENCH_OPT_POOL]))
         return cli_usage_error("bench", "--no-copy, --touch-pages and --pool apply to "
@@ -298,11 +374,16 @@ static int run_bench(const cli_args *args)
         memset(&run, 0, sizeof run);
         if (is_load) rc = run_load(path, &lo, args->seen[BENCH_OPT_TOUCH_PAGES], &run);
         else if (is_copy) rc = run_copy(path, (int)threads, &run);
+        else if (is_decode) rc = run_decode(path, &run);
         else if (mode[0] == 'r') rc = run_read(path, &run);
         else rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE], &run);
         if (rc != CLI_EXIT_OK) break;
         times[i] = sorted[i] = run.seconds;
         bytes = run.bytes;
+        if (i == 0) { /* later runs reuse memory the first one faulted in */
+            rss = run.rss_kib;
+            arena = run.arena;
+        }
         cli_note(args->verbosity, CLI_VERBOSE, "run %ld: %.6f s", i + 1, run.seconds);
     }
     oc_storage_pool_free(lo.storage_pool);
@@ -310,8 +391,11 @@ static int run_bench(const cli_args *args)
     qsort(sorted, (size_t)repeat, sizeof sorted[0], compare_double);
     median = repeat % 2 ? sorted[repeat / 2] : (sorted[repeat / 2 - 1] + sorted[repeat / 2]) / 2;
     if (args->seen[BENCH_OPT_JSON]) {
-        printf("{\"first_s\": %.9f, \"min_s\": %.9f, \"median_s\": %.9f, \"bytes\": %" PRIu64 "}\n",
+        printf("{\"first_s\": %.9f, \"min_s\": %.9f, \"median_s\": %.9f, \"bytes\": %" PRIu64,
                times[0], sorted[0], median, bytes);
+        if (is_decode)
+            printf(", \"rss_kib\": %" PRIu64 ", \"arena_bytes\": %" PRIu64, rss, arena);
+        printf("}\n");
     } else if (args->verbosity >= CLI_NORMAL) {
         char size[32];
         const char *what = !is_load                      ? mode
@@ -327,6 +411,9 @@ static int run_bench(const cli_args *args)
                median);
         if (median > 0 && bytes) printf("  (%.2f GB/s)", (double)bytes / median / 1e9);
         putchar('\n');
+        if (is_decode)
+            printf("  memory  %" PRIu64 " KiB resident after the first decode, %" PRIu64
+                   " bytes of arena\n", rss, arena);
     }
     return CLI_EXIT_OK;
 }
@@ -343,11 +430,15 @@ static const char bench_help[] =
     "        copy: the least a repeated copying load into pooled storage can cost;\n"
     "  load  load the model (.onnx with its external data, or .onnxz, told by content),\n"
     "        then read every tensor byte once (a running XOR of 64-bit words over each\n"
-    "        raw_data), so that lazily mapped pages are paid for too.\n"
-    "Each run is timed from opening the file (copy: from the first byte copied) to the\n"
-    "last byte touched; freeing and unmapping afterwards are not timed. Prints the\n"
-    "first run (a cold process), the fastest and the median, in seconds; \"bytes\" is\n"
-    "the file's size for read, map and copy, and the tensor bytes touched for load.\n"
+    "        raw_data), so that lazily mapped pages are paid for too;\n"
+    "  decode  decode the file's bytes, read into memory first (not timed), as a\n"
+    "        ModelProto, copying (what protobuf's ParseFromString does); also reports\n"
+    "        how much the resident set grew during the first decode and its arena.\n"
+    "Each run is timed from opening the file (copy: from the first byte copied; decode:\n"
+    "from the first byte decoded) to the last byte touched (decode: to the model built);\n"
+    "freeing and unmapping afterwards are not timed. Prints the first run (a cold\n"
+    "process), the fastest and the median, in seconds; \"bytes\" is the file's size for\n"
+    "read, map, copy and decode, and the tensor bytes touched for load.\n"
     "Run it on a warm page cache (cat FILE >/dev/null) to measure the loader rather\n"
     "than the disk.\n"
     "\n"
@@ -364,7 +455,7 @@ static const char bench_help[] =
     "                    kept across the runs (oc_parse_options.storage_pool), so runs\n"
     "                    after the first copy into memory already faulted in\n"
     "      --json        print one line: {\"first_s\": .., \"min_s\": .., \"median_s\": ..,\n"
-    "                    \"bytes\": ..}\n"
+    "                    \"bytes\": ..} (decode: also \"rss_kib\", \"arena_bytes\")\n"
     "  -q, --quiet       print nothing but errors (except with --json)\n"
     "  -v, --verbose     also print each run's time to stderr\n"
     "  -h, --help        show this help\n"
@@ -372,13 +463,15 @@ static const char bench_help[] =
     "Examples:\n"
     "  onnxz bench read model.onnx\n"
     "  onnxz bench load --no-copy --repeat 10 model.onnxz\n"
+    "  onnxz bench decode --repeat 5 model.onnx\n"
     "  onnxz bench load --pool --threads 2 --repeat 10 model.onnx\n"
-    "  /usr/bin/python3 bench/bench_load.py build/tools/onnxz --rounds 3\n";
+    "  /usr/bin/python3 bench/bench_load.py build/tools/onnxz --rounds 3\n"
+    "  /usr/bin/python3 bench/bench_graph.py build/tools/onnxz\n";
 
 const cli_command cmd_bench = {
     "bench",
     "time loading a file: read, map and copy floors, and our loader",
-    "onnxz bench [options] read|map|copy|load FILE",
+    "onnxz bench [options] read|map|copy|load|decode FILE",
     bench_help,
     bench_options,
     bench_arg_names,
