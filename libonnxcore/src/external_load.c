@@ -28,6 +28,7 @@
 #include "internal/external_keys.h"
 #include "internal/parallel.h"
 #include "internal/path_safety.h"
+#include "internal/source_file.h"
 #include "onnxcore_shared.h"
 
 typedef struct datafile {

@@ -14,6 +14,7 @@
 #include "internal/path.h"
 #include "internal/schema.h"
 #include "internal/source.h"
+#include "internal/source_file.h"
 #include "onnxcore_shared.h"
 
 struct oc_model {

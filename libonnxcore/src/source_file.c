@@ -17,6 +17,7 @@
 #include "internal/bytes.h"
 #include "internal/error.h"
 #include "internal/source.h"
+#include "internal/source_file.h"
 
 /* ---- mapped ---- */
 

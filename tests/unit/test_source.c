@@ -15,6 +15,7 @@
 #include "internal/bytes.h"
 #include "internal/decode.h"
 #include "internal/source.h"
+#include "internal/source_file.h"
 
 #include "check.h"
 #include "testdir.h"

@@ -1,0 +1,33 @@
+/*
+ * internal/source_file.h - the file sources (source_file.c): a file mapped whole, or
+ * read with pread; the interface is internal/source.h.
+ */
+#ifndef ONNXCORE_INTERNAL_SOURCE_FILE_H
+#define ONNXCORE_INTERNAL_SOURCE_FILE_H
+
+#include <stdbool.h>
+
+#include "internal/source.h"
+
+/* How a file source is opened. */
+typedef enum oc_file_source_kind {
+    OC_FILE_MAPPED = 0, /* mapped read-only (read where mapping is impossible) */
+    OC_FILE_PREAD = 1   /* read with pread; nothing is mapped */
+} oc_file_source_kind;
+
+/* The regular file at path (opened O_NONBLOCK: a FIFO never hangs), or the open
+ * descriptor fd (path NULL; fd is not closed and name is used in messages). Not a
+ * regular file: OC_ERR_IO; missing: OC_ERR_NOT_FOUND. A mapped source of 1 MiB or more
+ * keeps a duplicate of the descriptor (at most 64 sources at once) and gains
+ * OC_SOURCE_BYPASS; keep_fd keeps one whatever the size (locks on the open file
+ * description last as long as the source). A pread source always keeps one. */
+oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_source_kind kind,
+                         int keep_fd, oc_source **out, oc_error *err);
+
+/* For a span sharing a mapped file source (internal/source.h) whose descriptor was kept,
+ * while that descriptor still names the mapped file: sets *fd and *offset (the file
+ * offset of the span's first byte) and returns true; else false. Implemented by the file
+ * source (source_file.c). */
+bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
+
+#endif
