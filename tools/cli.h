@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include <onnxcore/crypto.h>
+#include <onnxcore/crypto_model.h>
 #include <onnxcore/onnxcore.h>
 #include <onnxz/archive.h>
 

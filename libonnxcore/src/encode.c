@@ -30,15 +30,6 @@ void oc_serialize_options_init(oc_serialize_options *o) {
     *o = defaults;
 }
 
-oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
-                                 const oc_serialize_options *opts, oc_error *err) {
-    uint64_t total = 0;
-    OC_SERIALIZE_OPTS(opts, err);
-    if (opts && opts->progress) OC_FORWARD(oc_encoded_size(desc, msg, &total, err));
-    oc_progress_start(p, opts ? opts->progress : NULL, opts ? opts->progress_ctx : NULL, total);
-    return OC_OK;
-}
-
 typedef struct sizes {
     uint64_t *v;
     uint64_t n, cap;

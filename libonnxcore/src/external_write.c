@@ -31,6 +31,7 @@
 #include "internal/external_keys.h"
 #include "internal/path_safety.h"
 #include "internal/testpoint.h"
+#include "onnxcore_progress.h"
 
 /* ---- writing: the generic part ---- */
 

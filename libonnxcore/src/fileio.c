@@ -27,6 +27,7 @@
 #include "internal/testpoint.h"
 #include "onnxcore/cleanup.h"
 #include "onnxcore/file.h"
+#include "onnxcore_progress.h"
 
 /* ---- atomic writing ---- */
 
@@ -86,26 +87,6 @@ static void remove_stale_temps(const char *dir, const char *base) {
         close(fd);
     }
     closedir(d);
-}
-
-void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total) {
-    p->fn = fn;
-    p->ctx = ctx;
-    p->done = 0;
-    p->total = total;
-    if (fn) fn(ctx, 0, total);
-}
-
-void oc_progress_add(oc_progress *p, uint64_t n) {
-    if (!p || !p->fn) return;
-    p->done = n < p->total - p->done ? p->done + n : p->total;
-    p->fn(p->ctx, p->done, p->total);
-}
-
-void oc_progress_finish(oc_progress *p) {
-    if (!p || !p->fn) return;
-    p->done = p->total;
-    p->fn(p->ctx, p->done, p->total);
 }
 
 /* The new file takes the replaced one's owner (where we may) and permissions. */

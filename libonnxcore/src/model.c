@@ -15,6 +15,7 @@
 #include "internal/schema.h"
 #include "internal/source.h"
 #include "internal/source_file.h"
+#include "onnxcore_progress.h"
 #include "onnxcore_shared.h"
 
 struct oc_model {

@@ -1,5 +1,5 @@
 /*
- * model_crypt.c - encrypted models: the model-level functions of onnxcore/crypto.h, one
+ * model_crypt.c - encrypted models: the model-level functions of onnxcore/crypto_model.h, one
  * floor above both the model code and the encryption component (src/crypt/).
  *
  * A model is encoded straight into an oc_crypt_writer (the plaintext is never whole in
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnxcore/crypto.h"
+#include "onnxcore/crypto_model.h"
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
 #include "internal/crypt.h"

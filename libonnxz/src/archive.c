@@ -21,6 +21,8 @@
 #include "internal/error.h"
 #include "internal/journal.h"
 #include "internal/options.h"
+#include "internal/zipbuild.h"
+#include "onnxcore_progress.h"
 
 /* ---- entry names (A-10) ---- */
 
@@ -206,7 +208,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     if (st == OC_OK)
         st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite, &w.zip,
                                 err);
-    if (st == OC_OK) oz_zip_writer_set_progress(w.zip, &progress);
+    if (st == OC_OK) oz__zip_writer_set_progress(w.zip, &progress);
     if (st == OC_OK)
         st = oc_encode_external(desc, msg, so->buffer.raw_data_threshold, put_entry, &w,
                                 gather_model, &w, err);

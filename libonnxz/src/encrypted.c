@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <onnxcore/crypto.h>
+#include <onnxcore/crypto_model.h>
 
 #include "onnxz/encrypted.h"
 #include "internal/archive.h"

@@ -346,7 +346,7 @@ static oc_status emit(oz_zip_writer *w, oz__entry *e, const char *name, uint64_t
 
 /* ---- entries ---- */
 
-void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress) {
+void oz__zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress) {
     w->af.progress = progress;
 }
 

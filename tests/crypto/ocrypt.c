@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <onnxcore/crypto.h>
+#include <onnxcore/crypto_model.h>
 #include <onnxcore/onnxcore.h>
 
 static uint8_t pass[4096];

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include <onnxcore/crypto.h>
+#include <onnxcore/crypto_model.h>
 #include <onnxcore/onnxcore.h>
 #include <onnxz/archive.h>
 #include <onnxz/zip.h>

@@ -46,24 +46,9 @@ OC_API oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *e
 OC_API oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err);
 
 /* A file written under a temporary name beside its target and renamed into place. */
-/* Bytes written across the files of one save, reported to an oc_progress_fn. */
-typedef struct oc_progress {
-    oc_progress_fn fn; /* NULL: nothing is counted or reported */
-    void *ctx;
-    uint64_t done, total;
-} oc_progress;
-
-/* Starts counting towards total bytes for fn (which may be NULL). */
-OC_API void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
-/* Adds n bytes and reports (done never passes total). NULL p is accepted. */
-OC_API void oc_progress_add(oc_progress *p, uint64_t n);
-/* Reports done == total: the work is complete. NULL p is accepted. */
-OC_API void oc_progress_finish(oc_progress *p);
-
-/* Starts counting a save of msg for opts->progress (total: msg's encoded size, which is
- * computed only when there is a callback). opts may be NULL. */
-OC_API oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
-                                 const oc_serialize_options *opts, oc_error *err);
+/* The byte counter of a save (oc_serialize_options.progress), internal to the libraries:
+ * callers leave oc_atomic_file.progress NULL. */
+typedef struct oc_progress oc_progress;
 
 typedef struct oc_atomic_file {
     int fd;
@@ -72,7 +57,7 @@ typedef struct oc_atomic_file {
     char *tmp_path;
     uint64_t written;      /* bytes appended so far */
     uint64_t flushed;      /* bytes whose writeback to disk has been started */
-    oc_progress *progress; /* NULL after oc_atomic_open; set it to count writes */
+    oc_progress *progress; /* NULL after oc_atomic_open (the libraries set it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
 } oc_atomic_file;
 

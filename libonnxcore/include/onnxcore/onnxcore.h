@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "codec.h"
 #include "crypto.h"
+#include "crypto_model.h"
 #include "external.h"
 #include "file.h"
 #include "limits.h"

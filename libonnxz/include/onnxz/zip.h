@@ -66,9 +66,6 @@ typedef struct oz_zip_writer oz_zip_writer;
 OZ_API oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
                              oz_zip_writer **out, oc_error *err);
 
-/* Counts every byte the writer writes in progress (NULL: stop counting). */
-OZ_API void oz_zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress);
-
 /* Adds a STORED entry holding size bytes at data (data may be NULL when size is 0). Its
  * data starts on a multiple of the alignment; *data_offset (if not NULL) receives where.
  * Names are checked against Z-30..Z-35 and nothing is written when one is refused: empty,
