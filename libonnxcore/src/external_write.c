@@ -29,6 +29,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/external_keys.h"
+#include "internal/path.h"
 #include "internal/path_safety.h"
 #include "internal/testpoint.h"
 #include "onnxcore_progress.h"
@@ -151,9 +152,7 @@ static char *dir_prefix(const char *path) {
  * same directory (by device and inode, so "k/./x" and "k/sub/../x" are "k/x"). That is
  * what a rename replaces; a link elsewhere to the same file is another name. */
 static int same_name(const char *a, const char *b) {
-    const char *ba = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
-    const char *bb = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
-    if (strcmp(ba, bb) != 0) return 0;
+    if (strcmp(oc__path_base(a), oc__path_base(b)) != 0) return 0;
     char *da = dir_prefix(a), *db = dir_prefix(b);
     struct stat sa, sb;
     int same = da && db && stat(da[0] ? da : ".", &sa) == 0 && stat(db[0] ? db : ".", &sb) == 0 &&

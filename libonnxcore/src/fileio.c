@@ -23,6 +23,7 @@
 
 #include "internal/bytes.h"
 #include "internal/error.h"
+#include "internal/path.h"
 #include "internal/source.h"
 #include "internal/testpoint.h"
 #include "onnxcore/cleanup.h"
@@ -30,19 +31,6 @@
 #include "onnxcore_progress.h"
 
 /* ---- atomic writing ---- */
-
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    size_t n = (size_t)(slash - path);
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, path, n);
-        d[n] = '\0';
-    }
-    return d;
-}
 
 static uint64_t name_entropy(unsigned attempt) {
     struct timespec ts;
@@ -126,8 +114,8 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
         if (S_ISDIR(st.st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
     }
     af->path = strdup(path);
-    char *dir = dir_of(path);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *dir = oc__path_dir(path);
+    const char *base = oc__path_base(path);
     size_t n = strlen(path) + 40;
     af->tmp_path = malloc(n);
     if (!af->path || !dir || !af->tmp_path) {
@@ -232,7 +220,7 @@ oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, 
 }
 
 static void fsync_dir(const char *path) {
-    char *dir = dir_of(path);
+    char *dir = oc__path_dir(path);
     if (!dir) return;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {

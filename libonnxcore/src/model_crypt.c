@@ -15,6 +15,7 @@
 #include "onnxcore/file.h"
 #include "internal/crypt.h"
 #include "internal/error.h"
+#include "internal/path.h"
 #include "onnxcore_shared.h"
 
 bool oc_crypt_is_zip(const void *data, uint64_t size) {
@@ -155,8 +156,7 @@ oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key
     /* External data lives beside the encrypted file, as for oc_model_load_file. */
     char *dir = NULL;
     if (!(popts && popts->data_dir)) {
-        const char *slash = strrchr(path, '/');
-        dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+        dir = oc__path_dir(path);
         if (!dir) {
             oc_bytes_release(&plain);
             return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");

@@ -13,6 +13,7 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
+#include "internal/path.h"
 
 oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                  const oz_zip_reader_options *zip_opts, oz_archive **out,
@@ -68,10 +69,7 @@ oc_status oz_load_encrypted(const char *path, const void *key, size_t key_len,
         oz_archive_close(ar); /* no_copy tensors keep the buffer alive on their own */
     } else {
         /* External data beside the encrypted file, as oc_crypt_load_model_file does. */
-        const char *slash = strrchr(path, '/');
-        char *dir = popts && popts->data_dir ? NULL
-                  : slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
-                          : strdup(".");
+        char *dir = popts && popts->data_dir ? NULL : oc__path_dir(path);
         st = (popts && popts->data_dir) || dir
                  ? oc_crypt_decode_model(&plain, format, dir, popts, out, err)
                  : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
