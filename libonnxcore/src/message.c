@@ -30,7 +30,10 @@ static void release_spans(void *msg) {
 
 static oc_status array_grow(oc_arena *arena, oc_array_hdr *a, uint64_t elem, uint64_t need) {
     if (need <= a->cap) return OC_OK;
-    uint64_t cap = a->cap ? a->cap : 4;
+    /* Start at one element: most repeated fields of a graph hold one or two (a node's
+     * outputs, a LeakyRelu's input and attribute), and every byte left unused here is
+     * decoded memory per node. */
+    uint64_t cap = a->cap ? a->cap : 1;
     while (cap < need) {
         if (cap > UINT64_MAX / 2) return OC_ERR_NOMEM;
         cap *= 2;
@@ -65,7 +68,7 @@ oc_status oc__array_reserve(oc_arena *arena, void *msg, const oc_field *f, uint6
 void *oc_array_add_msg(oc_arena *arena, void *array, const oc_msgdesc *desc) {
     void *m = oc_msg_new(arena, desc);
     if (!m) return NULL;
-    void **slot = oc_array_push(arena, array, sizeof(void *));
+    void **slot = oc__array_push(arena, array, sizeof(void *));
     if (!slot) return NULL;
     memcpy(slot, &m, sizeof m);
     return m;

@@ -15,6 +15,8 @@
 /* Blocks this large are mapped 2 MiB-aligned and offered transparent huge pages: a
  * graph of 100,000 nodes then costs dozens of page faults instead of twelve thousand. */
 #define OC_ARENA_HUGE_BLOCK (2u << 20)
+/* Bytes of freed mapped blocks kept for reuse by later arenas (arena.c, oc_arena_trim). */
+#define OC_ARENA_CACHE_MAX ((uint64_t)64 << 20)
 
 typedef struct oc_block {
     struct oc_block *next;
