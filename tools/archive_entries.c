@@ -172,7 +172,7 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out)
     walk.name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
     if (rc == CLI_EXIT_OK && !walk.name_buf) rc = nomem(path);
     if (rc == CLI_EXIT_OK) {
-        st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref, &walk);
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref, &walk);
         if (st != OC_OK) rc = nomem(path);
     }
     if (rc == CLI_EXIT_OK) rc = fill(out, &walk, path);

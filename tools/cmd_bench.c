@@ -250,7 +250,7 @@ static int run_load(const char *path, const cli_load_options *lo, int pages_only
     double start = now_s();
     int rc = cli_load_input(path, lo, CLI_NORMAL, &model, NULL);
     if (rc != CLI_EXIT_OK) return rc;
-    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), touch_tensor, &tc);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), touch_tensor, &tc);
     run->seconds = now_s() - start;
     run->bytes = tc.bytes;
     bench_sink += tc.x;
@@ -386,7 +386,7 @@ static int run_bench(const cli_args *args)
         }
         cli_note(args->verbosity, CLI_VERBOSE, "run %ld: %.6f s", i + 1, run.seconds);
     }
-    oc_storage_pool_free(lo.storage_pool);
+    oc_storage_pool_unref(lo.storage_pool);
     if (rc != CLI_EXIT_OK) return rc;
     qsort(sorted, (size_t)repeat, sizeof sorted[0], compare_double);
     median = repeat % 2 ? sorted[repeat / 2] : (sorted[repeat / 2 - 1] + sorted[repeat / 2]) / 2;

@@ -186,7 +186,7 @@ static int run_stub(const cli_args *args)
     }
     ctx.zip = oz_archive_zip(ar);
     ctx.arena = oc_model_arena(model);
-    st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), point_into_archive, &ctx);
+    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), point_into_archive, &ctx);
     oz_archive_close(ar);
     if (st == OC_OK && stub_records_attach(&ctx.records, model) != OC_OK) {
         st = OC_ERR_NOMEM;

@@ -313,7 +313,7 @@ static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t
     po.skip_external_data = 1;
     st = oc_model_load_memory(bytes.data, bytes.size, &po, &model, &err);
     if (st == OC_OK)
-        st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), inline_empty, &refs);
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), inline_empty, &refs);
     if (st == OC_OK && refs.count) st = oc_model_save_memory(model, NULL, &out, &size, &err);
     oc_model_free(model);
     if (st != OC_OK) {

@@ -206,7 +206,7 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     r->external_tensors = stats.external.tensors;
     r->external_files = stats.nlocations;
     r->external_bytes = stats.external.bytes;
-    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), count_checksum, &r->checksums);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), count_checksum, &r->checksums);
     model_stats_free(&stats);
     /* A stub: every reference into an archive is the entry it was made from. */
     rc = stub_check(r->path, lo.data_dir, model, &r->stub_references);

@@ -66,7 +66,7 @@ static oc_status check_tensor_size(void *err, onnx_TensorProto *t)
 
 oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err)
 {
-    return oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
+    return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
 }
 
 int cli_load_input(const char *path, const cli_load_options *o, int verbosity,

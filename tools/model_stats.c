@@ -258,7 +258,7 @@ oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_err
 
     memset(&walk, 0, sizeof walk);
     walk.stats = stats;
-    st = oc_visit_tensors(&onnx_ModelProto_desc, model, visit_tensor, &walk);
+    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, visit_tensor, &walk);
     if (st != OC_OK) {
         free(walk.table.items);
         set_nomem(err);

@@ -38,7 +38,7 @@ typedef struct model_stats {
     uint64_t training_infos;
     uint64_t metadata_props;
 
-    /* Every TensorProto at any depth (oc_visit_tensors). A tensor is counted in each
+    /* Every TensorProto at any depth (oc_msg_visit_tensors). A tensor is counted in each
      * share that holds some of its bytes; tensor_bytes is the sum of the three. */
     uint64_t tensors;
     uint64_t tensor_bytes;

@@ -368,7 +368,7 @@ int stub_check(const char *path, const char *data_dir, oc_model *model,
     c.has_records = value != NULL;
     if (value) rc = parse_records(&c, value);
     if (rc == CLI_EXIT_OK &&
-        oc_visit_tensors(&onnx_ModelProto_desc, m, check_tensor, &c) != OC_OK)
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, m, check_tensor, &c) != OC_OK)
         rc = CLI_EXIT_FAILURE;
     if (rc != CLI_EXIT_OK && !c.failed) rc = cli_fail_msg(path, "cannot check the stub");
     for (uint64_t i = 0; i < c.nlocations; i++) {

@@ -391,7 +391,7 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
         return oc__fail(l->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "alignment %llu is not a power of two",
                         (unsigned long long)opts->buffer.alignment);
-    oc_status st = oc_visit_tensors(desc, msg, resolve_tensor, l);
+    oc_status st = oc_msg_visit_tensors(desc, msg, resolve_tensor, l);
     if (st == OC_OK) st = check_checksums(l);
     if (st == OC_OK) st = attach_all(l);
     for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
@@ -411,10 +411,10 @@ static const oc_parse_options *or_defaults(const oc_parse_options *opts, oc_pars
     return d;
 }
 
-oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
+oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err) {
     if (!desc || !msg || !base_dir)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_load_external_data: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_external_data_load: missing argument");
     OC_PARSE_OPTS(opts, err);
     oc_parse_options defaults;
     loader l;
@@ -428,12 +428,12 @@ oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *b
     return load_with(&l, desc, msg);
 }
 
-oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
+oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
                                      oc_external_resolve_fn resolve, void *resolve_ctx,
                                      const oc_parse_options *opts, oc_error *err) {
     if (!desc || !msg || !resolve)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "oc_load_external_data_with: missing argument");
+                        "oc_external_data_load_with: missing argument");
     OC_PARSE_OPTS(opts, err);
     oc_parse_options defaults;
     loader l;

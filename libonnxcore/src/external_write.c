@@ -114,8 +114,8 @@ oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t t
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode_external: missing argument");
     externalizer x = {threshold, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
     if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    /* The walk only reads: the cast lets it share oc_visit_tensors with mutating users. */
-    oc_status st = oc_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
+    /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
+    oc_status st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
     if (st == OC_OK) st = oc__encode_subst(desc, msg, x.subs, x.nsubs, write, write_ctx, err);
     free(x.subs);
     oc_arena_free(x.scratch);
@@ -361,14 +361,14 @@ static void find_stale_parts(const char *path, stale_parts *sp) {
     po.skip_raw_data = 1;
     po.max_memory = STALE_SCAN_MAX_MEMORY;
     if (!sp->arena) return;
-    /* Mapped and decoded here, not through oc_message_load_file (model.c calls this file:
+    /* Mapped and decoded here, not through oc_msg_load_file (model.c calls this file:
      * no cycle between the two); the same steps, without use_pread. */
     oc_mapped map;
     if (oc_map_file(path, &map, NULL) != OC_OK) return;
     old = oc_msg_new(sp->arena, &onnx_ModelProto_desc);
     if (old && oc_decode(&onnx_ModelProto_desc, old, map.data, map.size, sp->arena, &po,
                          map.owner, NULL) == OC_OK &&
-        oc_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp) != OC_OK)
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp) != OC_OK)
         sp->n = 0; /* a partial list is still correct, but keep the rule simple: none */
     oc_owner_unref(map.owner);
 }

@@ -218,7 +218,7 @@ static oc_status visit(const oc_msgdesc *d, void *msg, oc_tensor_fn fn, void *ct
     return OC_OK;
 }
 
-oc_status oc_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn, void *ctx) {
+oc_status oc_msg_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn, void *ctx) {
     if (!desc || !msg || !fn) return OC_ERR_INVALID_ARG;
     pthread_once(&holds_tensor_once, compute_holds_tensor);
     if (!holds_tensor[desc->index]) return OC_OK;

@@ -68,7 +68,7 @@ static oc_status load_bytes(const void *data, uint64_t size, const oc_parse_opti
 static oc_status with_external(oc_model **out, const char *base_dir,
                                const oc_parse_options *opts, oc_error *err) {
     if (!base_dir || (opts && opts->skip_external_data)) return OC_OK;
-    oc_status st = oc_load_external_data(&onnx_ModelProto_desc, (*out)->proto, base_dir, opts, err);
+    oc_status st = oc_external_data_load(&onnx_ModelProto_desc, (*out)->proto, base_dir, opts, err);
     if (st != OC_OK) {
         oc_model_free(*out);
         *out = NULL;
@@ -139,11 +139,11 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
     return st;
 }
 
-oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
+oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
                                const oc_parse_options *opts, void **out, oc_error *err) {
     if (out) *out = NULL; /* on any failure (model.h) */
     if (!desc || !path || !arena || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_load_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_msg_load_file: missing argument");
     OC_PARSE_OPTS(opts, err);
     void *msg = oc_msg_new(arena, desc);
     if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -152,10 +152,10 @@ oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_aren
     return OC_OK;
 }
 
-oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
+oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
                                const oc_serialize_options *opts, oc_error *err) {
     if (!desc || !msg || !path)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_message_save_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_msg_save_file: missing argument");
     OC_SERIALIZE_OPTS(opts, err);
     oc_atomic_file af;
     oc_progress progress;
@@ -178,7 +178,7 @@ oc_status oc_model_save_file(const oc_model *m, const char *path,
     OC_SERIALIZE_OPTS(opts, err);
     if (opts && opts->external_data && path)
         return oc__save_external(&onnx_ModelProto_desc, m->proto, path, opts, err);
-    return oc_message_save_file(&onnx_ModelProto_desc, m->proto, path, opts, err);
+    return oc_msg_save_file(&onnx_ModelProto_desc, m->proto, path, opts, err);
 }
 
 oc_status oc_model_save_memory(const oc_model *m, const oc_serialize_options *opts, void **out,

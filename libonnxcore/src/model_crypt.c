@@ -119,7 +119,7 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
         return st;
     }
     if (base_dir && !(popts && popts->skip_external_data)) {
-        st = oc_load_external_data(&onnx_ModelProto_desc, oc_model_proto(m), base_dir, popts, err);
+        st = oc_external_data_load(&onnx_ModelProto_desc, oc_model_proto(m), base_dir, popts, err);
         if (st != OC_OK) {
             oc_model_free(m);
             return st;

@@ -40,7 +40,7 @@ static oc_status place(void *ctx, onnx_TensorProto *t) {
 
 static void free_buffer(void *ctx) { free(ctx); }
 
-oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
+oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
                                  const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
                                  const uint8_t **base_out, uint64_t *size_out, oc_error *err) {
     if (buffer_out) *buffer_out = NULL;
@@ -52,7 +52,7 @@ oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
     if (p.align & (p.align - 1))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "alignment %llu is not a power of two", (unsigned long long)p.align);
-    if (oc_visit_tensors(desc, msg, place, &p) != OC_OK)
+    if (oc_msg_visit_tensors(desc, msg, place, &p) != OC_OK)
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "tensor bytes too large to consolidate");
     if (p.count == 0) return OC_OK;
     uint64_t total = p.size, align = p.align > 64 ? p.align : 64;
@@ -68,7 +68,7 @@ oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
     p.base = base;
     p.size = 0;
     p.count = 0;
-    oc_visit_tensors(desc, msg, place, &p); /* cannot fail: the sizes were checked */
+    oc_msg_visit_tensors(desc, msg, place, &p); /* cannot fail: the sizes were checked */
     if (base_out) *base_out = base;
     if (size_out) *size_out = total;
     if (buffer_out)

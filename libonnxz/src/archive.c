@@ -481,10 +481,10 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
         refs_ctx rc = {ar, err};
-        oc_status st = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m),
+        oc_status st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m),
                                         check_tensor_reference, &rc);
         if (st == OC_OK)
-            st = oc_load_external_data_with(&onnx_ModelProto_desc, oc_model_proto(m),
+            st = oc_external_data_load_with(&onnx_ModelProto_desc, oc_model_proto(m),
                                             resolve_entry, (void *)(uintptr_t)ar, opts, err);
         if (st != OC_OK) {
             oc_model_free(m);
@@ -536,7 +536,7 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
     oc_model *m;
     OZ_FORWARD(decode_model(ar, &po, &m, err));
     find_ctx f = {tensor_name, NULL};
-    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), find_tensor, &f);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), find_tensor, &f);
     oc_status st;
     if (!f.found) {
         char q[OC_QUOTE_SIZE];

@@ -545,7 +545,7 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
     oc_status st = oc_encode_to_memory(desc, msg, &encoded, &encoded_n, err);
     if (st == OC_OK) {
         ref_ctx c = {ed->zip, ed->model_index, err};
-        st = oc_visit_tensors(desc, (void *)(uintptr_t)msg, check_ref, &c);
+        st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, check_ref, &c);
     }
     if (st == OC_OK) st = find_layout(ed, err);
     if (st == OC_OK) st = read_others(ed, err);

@@ -47,11 +47,11 @@ oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t ke
     return st;
 }
 
-oc_status oz_load_encrypted(const char *path, const void *key, size_t key_len,
+oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
                             const oc_crypt_options *copts, const oc_parse_options *popts,
                             oc_model **out, int *is_archive, oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_load_encrypted: missing argument");
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_encrypted_load: missing argument");
     OC_PARSE_OPTS(popts, err);
     *out = NULL;
     oc_crypt_format format = OC_CRYPT_NONE;

@@ -148,7 +148,7 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
                             "%s is encrypted (%s): a key is needed", path,
                             oc_crypt_format_name(format));
         int zip = 0;
-        st = oz_load_encrypted(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out,
+        st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out,
                                &zip, err);
         info->is_archive = zip != 0;
         break;

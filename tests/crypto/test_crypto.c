@@ -896,17 +896,17 @@ static void test_archive(void) {
     }
     int is_archive = -1;
     l = NULL;
-    if (CHECK_OK(oz_load_encrypted(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err), &err)) {
+    if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err), &err)) {
         CHECK_EQ(is_archive, 1);
         CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_SHARED);
     }
     oc_model_free(l);
     l = NULL;
-    CHECK_STATUS(oz_load_encrypted(enc_path, WRONG, WRONGLEN, NULL, &po, &l, &is_archive, &err), OC_ERR_BAD_KEY, &err);
+    CHECK_STATUS(oz_encrypted_load(enc_path, WRONG, WRONGLEN, NULL, &po, &l, &is_archive, &err), OC_ERR_BAD_KEY, &err);
     /* An encrypted plain model through the same calls. */
     CHECK_OK(oc_crypt_save_model_file(model, enc_path, PASS, PASSLEN, &o, NULL, &err), &err);
     CHECK_STATUS(oz_archive_open_encrypted(enc_path, PASS, PASSLEN, NULL, NULL, &ar, &err), OC_ERR_MALFORMED, &err);
-    if (CHECK_OK(oz_load_encrypted(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err), &err)) {
+    if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err), &err)) {
         CHECK_EQ(is_archive, 0);
         CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_SHARED);
     }

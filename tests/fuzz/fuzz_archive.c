@@ -543,7 +543,7 @@ static oc_status pick_external(void *ctx, onnx_TensorProto *t) {
 
 static const char *first_external_name(void *model, char *buf, size_t cap) {
     name_pick p = {buf, cap, 0};
-    oc_visit_tensors(&onnx_ModelProto_desc, model, pick_external, &p);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, model, pick_external, &p);
     return p.found ? buf : NULL;
 }
 
@@ -628,7 +628,7 @@ static void check_archive(readers *rs, const char *path, const entry_result *ent
     const char *pick = first_external_name(own, tname, sizeof tname);
     predict p = {zip, entries, model_index, po.no_copy && po.buffer.alignment && !pread_archive,
                  OC_OK, OC_OK, 0};
-    oc_visit_tensors(&onnx_ModelProto_desc, own, predict_tensor, &p);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, own, predict_tensor, &p);
     oc_status expect = p.first_ref != OC_OK ? p.first_ref : p.first_load;
     oc_model *m = NULL;
     oc_error_clear(&err);

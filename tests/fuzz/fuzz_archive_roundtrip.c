@@ -17,7 +17,7 @@
  *  - the source model encodes as before (saving does not modify it);
  *  - the archive is exactly what spec/onnxz.md and spec/onnxz-zip.md say, checked on our
  *    own from its bytes: one STORED entry per tensor whose raw_data has at least the
- *    threshold's bytes, in the order oc_visit_tensors meets them (A-11), named by our own
+ *    threshold's bytes, in the order oc_msg_visit_tensors meets them (A-11), named by our own
  *    A-10 derivation, holding exactly its bytes (A-12); then __MODEL_PROTO, last in the
  *    file and in the central directory (A-2), STORED or DEFLATED as asked, holding the
  *    source model with each of those tensors replaced by its reference (A-20: no
@@ -361,12 +361,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         oc_arena_free(arena);
         return 0;
     }
-    oc_visit_tensors(desc, src, neutralize, NULL);
+    oc_msg_visit_tensors(desc, src, neutralize, NULL);
     fuzz_buf pre = fuzz_encode(desc, src);
 
     /* what the archive and the loaded model must be */
     FUZZ_CHECK(name_taken_add(&p.taken, OZ_MODEL_ENTRY), "name set");
-    oc_visit_tensors(desc, src, plan_tensor, &p);
+    oc_msg_visit_tensors(desc, src, plan_tensor, &p);
     oc_arena *ea = oc_arena_new();
     FUZZ_CHECK(ea != NULL, "out of memory");
     void *want_loaded = NULL, *want_model = NULL;
@@ -375,11 +375,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "oc_msg_copy: %s", err.message);
     p.arena = ea;
     p.at = 0;
-    oc_visit_tensors(desc, want_loaded, as_loaded, &p);
+    oc_msg_visit_tensors(desc, want_loaded, as_loaded, &p);
     FUZZ_CHECK(p.at == p.nt, "the copy has fewer tensors than the source");
     p.at = 0;
     p.k = 0;
-    oc_visit_tensors(desc, want_model, as_referenced, &p);
+    oc_msg_visit_tensors(desc, want_model, as_referenced, &p);
     FUZZ_CHECK(p.at == p.nt, "the copy has fewer tensors than the source");
     fuzz_buf enc_loaded = fuzz_encode(desc, want_loaded);
     fuzz_buf enc_model = fuzz_encode(desc, want_model);
@@ -511,7 +511,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(got.data);
     if (po.no_copy && !use_pread) {
         align_check c = {&p, 0, A < 4096 ? A : 4096};
-        oc_visit_tensors(desc, oc_model_proto(m), check_in_place, &c);
+        oc_msg_visit_tensors(desc, oc_model_proto(m), check_in_place, &c);
     }
     oc_model_free(m);
 

@@ -68,7 +68,7 @@ static oc_status find_named(void *ctx, onnx_TensorProto *t) {
 const onnx_TensorProto *fuzz_first_named(const oc_msgdesc *desc, void *msg, const void *name,
                                          uint64_t size) {
     first_named f = {name, size, NULL};
-    oc_visit_tensors(desc, msg, find_named, &f);
+    oc_msg_visit_tensors(desc, msg, find_named, &f);
     return f.t;
 }
 
@@ -253,7 +253,7 @@ static oc_status check_span(void *ctx, onnx_TensorProto *t) {
 
 /* ---- an independent tensor count, from the encoding ----
  *
- * oc_visit_tensors follows only the fields that can lead to a tensor. To check that it
+ * oc_msg_visit_tensors follows only the fields that can lead to a tensor. To check that it
  * misses none, a second walk here reads a canonical encoding with tables of our own
  * (expanded from schema.def): every TensorProto reached through known message fields is
  * counted and its raw_data bytes summed, the way check_span does. */
@@ -377,8 +377,8 @@ static wcount walk_encoding(const oc_msgdesc *desc, const fuzz_buf *enc) {
 void fuzz_check_tensors(const oc_msgdesc *desc, void *msg, fuzz_span_rules *rules) {
     rules->tensors = 0;
     rules->checksum = 0;
-    oc_status st = oc_visit_tensors(desc, msg, check_span, rules);
-    FUZZ_CHECK(st == OC_OK, "oc_visit_tensors returned %s", oc_status_name(st));
+    oc_status st = oc_msg_visit_tensors(desc, msg, check_span, rules);
+    FUZZ_CHECK(st == OC_OK, "oc_msg_visit_tensors returned %s", oc_status_name(st));
 }
 
 /* ---- encoding ---- */
@@ -464,7 +464,7 @@ fuzz_buf fuzz_check_roundtrip(const oc_msgdesc *desc, void *msg, const oc_parse_
     fuzz_buf enc1 = fuzz_encode(desc, msg);
     wcount wc = walk_encoding(desc, &enc1);
     FUZZ_CHECK(wc.tensors == tensors && wc.checksum == checksum,
-               "oc_visit_tensors saw %llu tensors (byte sum %llu), the encoding holds %llu "
+               "oc_msg_visit_tensors saw %llu tensors (byte sum %llu), the encoding holds %llu "
                "(byte sum %llu)", (unsigned long long)tensors, (unsigned long long)checksum,
                (unsigned long long)wc.tensors, (unsigned long long)wc.checksum);
 

@@ -68,7 +68,7 @@ typedef struct fuzz_span_rules {
     uint64_t checksum;        /* out: a sum over every payload byte (reads them all) */
 } fuzz_span_rules;
 
-/* Walks msg with oc_visit_tensors and checks every raw_data span against the rules. */
+/* Walks msg with oc_msg_visit_tensors and checks every raw_data span against the rules. */
 void fuzz_check_tensors(const oc_msgdesc *desc, void *msg, fuzz_span_rules *rules);
 
 /* Encodes msg into memory and checks it against oc_encoded_size and against a streaming
@@ -118,7 +118,7 @@ void fuzz_write_file(const char *path, const uint8_t *data, size_t size);
  * checksum, basepath), keeping any others in their order: what a load leaves of them. */
 void fuzz_drop_external_keys(onnx_TensorProto *t);
 
-/* The first tensor of msg, in oc_visit_tensors order, named exactly name[0..size), or NULL. */
+/* The first tensor of msg, in oc_msg_visit_tensors order, named exactly name[0..size), or NULL. */
 const onnx_TensorProto *fuzz_first_named(const oc_msgdesc *desc, void *msg, const void *name,
                                          uint64_t size);
 

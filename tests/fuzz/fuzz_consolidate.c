@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_consolidate.c - oc_consolidate_tensors on a decoded ModelProto.
+ * tests/fuzz/fuzz_consolidate.c - oc_msg_consolidate_tensors on a decoded ModelProto.
  *
  * Byte 0 picks the options, the rest is the model:
  *   bits 0-3  alignment: 0 1 2 4 8 16 32 64 128 256 4096 65536, or one that is not a
@@ -66,7 +66,7 @@ static void consolidate(void *model, uint64_t align, uint64_t threshold, const f
     memset(&x, 0, sizeof x);
     x.threshold = threshold;
     x.align = align;
-    FUZZ_CHECK(oc_visit_tensors(desc, model, inspect, &x) == OC_OK, "walk failed");
+    FUZZ_CHECK(oc_msg_visit_tensors(desc, model, inspect, &x) == OC_OK, "walk failed");
 
     oc_tensor_buffer_options o = {threshold, align};
     oc_owner *owner = (oc_owner *)(uintptr_t)1; /* must be overwritten, even on failure */
@@ -74,9 +74,9 @@ static void consolidate(void *model, uint64_t align, uint64_t threshold, const f
     uint64_t bsize = 1;
     oc_error err;
     oc_error_clear(&err);
-    oc_status st = oc_consolidate_tensors(desc, model, &o, &owner, &base, &bsize, &err);
+    oc_status st = oc_msg_consolidate_tensors(desc, model, &o, &owner, &base, &bsize, &err);
     fuzz_buf post = fuzz_encode(desc, model);
-    fuzz_check_same("encoding after oc_consolidate_tensors == before", pre, &post);
+    fuzz_check_same("encoding after oc_msg_consolidate_tensors == before", pre, &post);
     free(post.data);
 
     if (align & (align - 1)) {
@@ -86,7 +86,7 @@ static void consolidate(void *model, uint64_t align, uint64_t threshold, const f
         FUZZ_CHECK(owner == NULL && base == NULL && bsize == 0, "outputs not cleared on error");
         return;
     }
-    FUZZ_CHECK(st == OC_OK, "oc_consolidate_tensors: %s: %s", oc_status_name(st), err.message);
+    FUZZ_CHECK(st == OC_OK, "oc_msg_consolidate_tensors: %s: %s", oc_status_name(st), err.message);
     if (x.qualifying == 0) {
         FUZZ_CHECK(owner == NULL && base == NULL && bsize == 0,
                    "no tensor qualified, yet a buffer came back");
@@ -106,7 +106,7 @@ static void consolidate(void *model, uint64_t align, uint64_t threshold, const f
     x.base = base;
     x.size = bsize;
     x.owner = owner;
-    FUZZ_CHECK(oc_visit_tensors(desc, model, inspect, &x) == OC_OK, "walk failed");
+    FUZZ_CHECK(oc_msg_visit_tensors(desc, model, inspect, &x) == OC_OK, "walk failed");
     oc_owner_unref(*keep); /* the previous round's buffer: still held by nobody else? */
     *keep = owner;
 }

@@ -3,7 +3,7 @@
  *
  * Always: oc_decode with the default options, then the round-trip invariants of
  * fuzz_common.h (encode -> decode -> encode is a fixed point, oc_encoded_size is exact,
- * oc_msg_copy encodes the same, oc_visit_tensors sees well-formed spans).
+ * oc_msg_copy encodes the same, oc_msg_visit_tensors sees well-formed spans).
  * When the input's last byte is odd: the same bytes again through oc_model_load_memory
  * with no_copy, raw_data_threshold 0 and 2 threads. Both loads must agree: same status
  * and error offset on failure, the same encoding on success. Decoding the input in two

@@ -521,7 +521,7 @@ static fuzz_buf check_load(const char *what, oc_status st, const oc_error *err, 
         return none;
     }
     verifier v = {p, 0, po->no_copy && !po->use_pread, po->buffer.alignment};
-    oc_status vs = oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), verify_tensor, &v);
+    oc_status vs = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), verify_tensor, &v);
     FUZZ_CHECK(vs == OC_OK && v.i == p->n, "%s: %llu tensors loaded, %llu in the file", what,
                (unsigned long long)v.i, (unsigned long long)p->n);
     fuzz_span_rules rules = {po->no_copy, NULL, NULL, po->no_copy, 0, 0};
@@ -572,7 +572,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             p.st = dst;
             p.why = "the model does not decode";
         } else {
-            oc_visit_tensors(&onnx_ModelProto_desc, msg, predict_tensor, &p);
+            oc_msg_visit_tensors(&onnx_ModelProto_desc, msg, predict_tensor, &p);
             predict_checksums(&p);
         }
         oc_model *m = NULL;

@@ -19,7 +19,7 @@
  *   file      ModelProto: oc_model_load_file (with and without no_copy, and with pread;
  *             external data
  *             not resolved) and oc_model_save_file; with --files also the other types,
- *             through oc_message_load_file / oc_message_save_file
+ *             through oc_msg_load_file / oc_msg_save_file
  *
  * Prints one line per failure (identical failures of one case in several modes share a
  * line) and a summary; exits 1 on any failure or an empty manifest.
@@ -297,16 +297,16 @@ static bool check_file(run *r, const oc_msgdesc *desc, bool is_model, const char
         } else {
             oc_arena *arena = oc_arena_new();
             void *msg = NULL;
-            st = oc_message_load_file(desc, input_path, arena, &opts, &msg, &err);
+            st = oc_msg_load_file(desc, input_path, arena, &opts, &msg, &err);
             if (st != OC_OK) {
                 oc_arena_free(arena);
-                ok = fail_status(r, mode, "oc_message_load_file", st, &err);
+                ok = fail_status(r, mode, "oc_msg_load_file", st, &err);
                 continue;
             }
-            st = oc_message_save_file(desc, msg, out_path, NULL, &err);
+            st = oc_msg_save_file(desc, msg, out_path, NULL, &err);
             oc_arena_free(arena);
             if (st != OC_OK) {
-                ok = fail_status(r, mode, "oc_message_save_file", st, &err);
+                ok = fail_status(r, mode, "oc_msg_save_file", st, &err);
                 continue;
             }
         }

@@ -1784,7 +1784,7 @@ static oc_status decode_depth(int depth, uint32_t max_depth, oc_error *err_out) 
         oc_arena *a2 = oc_arena_new();
         void *copy = NULL;
         CHECK_OK(oc_msg_copy(&onnx_TypeProto_desc, x.msg, a2, &copy, NULL), NULL);
-        CHECK_OK(oc_visit_tensors(&onnx_TypeProto_desc, x.msg, count_tensors, NULL), NULL);
+        CHECK_OK(oc_msg_visit_tensors(&onnx_TypeProto_desc, x.msg, count_tensors, NULL), NULL);
         oc_arena_free(a2);
     }
     if (x.st != OC_OK) CHECK(x.err.offset == OC_NO_OFFSET || x.err.offset <= b.n);
@@ -2485,7 +2485,7 @@ static void test_visit(void) {
     REQUIRE(m != NULL);
     visit_log v;
     memset(&v, 0, sizeof v);
-    CHECK_OK(oc_visit_tensors(&onnx_ModelProto_desc, m, visit_fn, &v), NULL);
+    CHECK_OK(oc_msg_visit_tensors(&onnx_ModelProto_desc, m, visit_fn, &v), NULL);
     check_visit_order(&v, RICH_TENSORS, RICH_NTENSORS);
 
     /* The same after a decode of the encoding. */
@@ -2495,7 +2495,7 @@ static void test_visit(void) {
     CHECK_STATUS(x.st, OC_OK, &x.err);
     if (x.st == OC_OK) {
         memset(&v, 0, sizeof v);
-        CHECK_OK(oc_visit_tensors(&onnx_ModelProto_desc, x.msg, visit_fn, &v), NULL);
+        CHECK_OK(oc_msg_visit_tensors(&onnx_ModelProto_desc, x.msg, visit_fn, &v), NULL);
         check_visit_order(&v, RICH_TENSORS, RICH_NTENSORS);
     }
     dec_free(&x);
@@ -2504,12 +2504,12 @@ static void test_visit(void) {
     /* Stopping early returns the callback's status. */
     memset(&v, 0, sizeof v);
     v.stop_after = 3;
-    CHECK_STATUS(oc_visit_tensors(&onnx_ModelProto_desc, m, visit_fn, &v), OC_ERR_LIMIT, NULL);
+    CHECK_STATUS(oc_msg_visit_tensors(&onnx_ModelProto_desc, m, visit_fn, &v), OC_ERR_LIMIT, NULL);
     CHECK_EQ(v.n, 3);
 
     /* From a graph: the main graph's tensors only (the first 19 of the list). */
     memset(&v, 0, sizeof v);
-    CHECK_OK(oc_visit_tensors(&onnx_GraphProto_desc, m->graph, visit_fn, &v), NULL);
+    CHECK_OK(oc_msg_visit_tensors(&onnx_GraphProto_desc, m->graph, visit_fn, &v), NULL);
     check_visit_order(&v, RICH_TENSORS, 19);
 
     /* Data messages: SequenceProto, MapProto, OptionalProto at every level. */
@@ -2538,17 +2538,17 @@ static void test_visit(void) {
     static const char *const seq_want[] = {"t1", "t2", "v",  "i",  "t3", "t4",
                                            "t5", "t6", "t7", "t8", "t9"};
     memset(&v, 0, sizeof v);
-    CHECK_OK(oc_visit_tensors(&onnx_SequenceProto_desc, s, visit_fn, &v), NULL);
+    CHECK_OK(oc_msg_visit_tensors(&onnx_SequenceProto_desc, s, visit_fn, &v), NULL);
     check_visit_order(&v, seq_want, 11);
 
     /* A message without tensors. */
     memset(&v, 0, sizeof v);
-    CHECK_OK(oc_visit_tensors(&onnx_TypeProto_desc, OC_NEW(a, TypeProto), visit_fn, &v), NULL);
+    CHECK_OK(oc_msg_visit_tensors(&onnx_TypeProto_desc, OC_NEW(a, TypeProto), visit_fn, &v), NULL);
     CHECK_EQ(v.n, 0);
 
     /* The visitor may modify the tensors. */
     memset(&v, 0, sizeof v);
-    CHECK_OK(oc_visit_tensors(&onnx_ModelProto_desc, m, visit_fn, &v), NULL);
+    CHECK_OK(oc_msg_visit_tensors(&onnx_ModelProto_desc, m, visit_fn, &v), NULL);
     CHECK_EQ(v.n, RICH_NTENSORS);
     oc_arena_free(a);
 }

@@ -573,17 +573,17 @@ static void test_message_files(void) {
 
     char p[4200];
     pathof(p, sizeof p, "tensor.pb");
-    CHECK_OK(oc_message_save_file(&onnx_TensorProto_desc, t, p, NULL, &err), &err);
+    CHECK_OK(oc_msg_save_file(&onnx_TensorProto_desc, t, p, NULL, &err), &err);
     CHECK(file_is(p, b, n));
     CHECK_EQ(td_count(dir, 0), 1);
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
     so.overwrite = 0;
-    CHECK_STATUS(oc_message_save_file(&onnx_TensorProto_desc, t, p, &so, &err), OC_ERR_EXISTS,
+    CHECK_STATUS(oc_msg_save_file(&onnx_TensorProto_desc, t, p, &so, &err), OC_ERR_EXISTS,
                  &err);
 
     oc_arena *a2 = oc_arena_new();
     void *out = NULL;
-    CHECK_OK(oc_message_load_file(&onnx_TensorProto_desc, p, a2, NULL, &out, &err), &err);
+    CHECK_OK(oc_msg_load_file(&onnx_TensorProto_desc, p, a2, NULL, &out, &err), &err);
     onnx_TensorProto *l = out;
     REQUIRE(l != NULL);
     CHECK(oc_str_eq(l->name, "tensor"));
@@ -596,7 +596,7 @@ static void test_message_files(void) {
     oc_parse_options o = OC_PARSE_OPTIONS_INIT;
     o.no_copy = 1;
     out = NULL;
-    CHECK_OK(oc_message_load_file(&onnx_TensorProto_desc, p, a2, &o, &out, &err), &err);
+    CHECK_OK(oc_msg_load_file(&onnx_TensorProto_desc, p, a2, &o, &out, &err), &err);
     l = out;
     REQUIRE(l != NULL);
     CHECK_EQ(l->raw_data.mode, OC_BYTES_SHARED);
@@ -614,10 +614,10 @@ static void test_message_files(void) {
     set_raw(e, 3, 7);
     char ps[4200];
     pathof(ps, sizeof ps, "seq.pb");
-    CHECK_OK(oc_message_save_file(&onnx_SequenceProto_desc, s, ps, NULL, &err), &err);
+    CHECK_OK(oc_msg_save_file(&onnx_SequenceProto_desc, s, ps, NULL, &err), &err);
     a2 = oc_arena_new();
     out = NULL;
-    CHECK_OK(oc_message_load_file(&onnx_SequenceProto_desc, ps, a2, &o, &out, &err), &err);
+    CHECK_OK(oc_msg_load_file(&onnx_SequenceProto_desc, ps, a2, &o, &out, &err), &err);
     onnx_SequenceProto *ls = out;
     REQUIRE(ls != NULL);
     CHECK(oc_str_eq(ls->name, "seq"));
@@ -627,7 +627,7 @@ static void test_message_files(void) {
     }
     /* Loading bytes of the wrong type fails or yields unknown fields, never crashes. */
     void *junk = NULL;
-    oc_status st = oc_message_load_file(&onnx_ModelProto_desc, p, a2, NULL, &junk, &err);
+    oc_status st = oc_msg_load_file(&onnx_ModelProto_desc, p, a2, NULL, &junk, &err);
     CHECK(st == OC_OK || st == OC_ERR_MALFORMED || st == OC_ERR_TRUNCATED);
     oc_arena_free(a2);
     unlink(ps);

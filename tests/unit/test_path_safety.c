@@ -238,7 +238,7 @@ static oc_status load(const char *location, const char *override, oc_error *err,
     oc_parse_options_init(&po);
     po.location = override;
     onnx_ModelProto *m = oc_model_proto(model);
-    oc_status st = oc_load_external_data(&onnx_ModelProto_desc, m, mdir, &po, err);
+    oc_status st = oc_external_data_load(&onnx_ModelProto_desc, m, mdir, &po, err);
     if (st == OC_OK) {
         const onnx_TensorProto *t = m->graph->initializer.items[0];
         CHECK_EQ(t->raw_data.size, 8);

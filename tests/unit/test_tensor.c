@@ -1,5 +1,5 @@
 /*
- * test_tensor.c - oc_consolidate_tensors (onnxcore/tensor.h; seed 000's
+ * test_tensor.c - oc_msg_consolidate_tensors (onnxcore/tensor.h; seed 000's
  * ConsolidateTensorsToBuffer): which tensors move, alignment, ownership, bytes unchanged.
  * oc_tensor_check_size (W-40), and oc_quote, with which its messages name tensors.
  */
@@ -67,13 +67,13 @@ static void consolidate_case(uint64_t threshold, uint64_t align) {
     oc_owner *owner = NULL;
     const uint8_t *base = NULL;
     uint64_t size = 0;
-    CHECK_OK(oc_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &o, &owner, &base,
+    CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &o, &owner, &base,
                                     &size, &err), &err);
     REQUIRE(owner != NULL);
     /* the buffer start is aligned too, to the alignment and to 64 at least */
     CHECK(((uintptr_t)base % (align > 64 ? align : 64)) == 0);
     seen s = {owner, base, size, align, threshold, 0, 0, 0};
-    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), inspect, &s);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), inspect, &s);
     CHECK_EQ(s.bad, 0);
     CHECK(s.shared > 0 && s.owned > 0);
     /* one reference per moved tensor plus the caller's */
@@ -106,19 +106,19 @@ static void test_consolidate_errors(void) {
     REQUIRE(oc_model_save_memory(m, NULL, &before, &nb, &err) == OC_OK);
     oc_tensor_buffer_options o = {0, 48}; /* not a power of two */
     oc_owner *owner = (oc_owner *)1;
-    CHECK_STATUS(oc_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &o, &owner,
+    CHECK_STATUS(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &o, &owner,
                                         NULL, NULL, &err), OC_ERR_INVALID_ARG, &err);
     CHECK(owner == NULL);
     /* nothing qualifies: OK, no buffer */
     oc_tensor_buffer_options big = {1u << 20, 64};
-    CHECK_OK(oc_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &big, &owner, NULL,
+    CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &big, &owner, NULL,
                                     NULL, &err), &err);
     CHECK(owner == NULL);
     REQUIRE(oc_model_save_memory(m, NULL, &after, &na, &err) == OC_OK);
     CHECK(na == nb && memcmp(before, after, (size_t)nb) == 0);
     /* without asking for the token, the tensors alone keep the buffer alive */
     oc_tensor_buffer_options all = {1, 64};
-    CHECK_OK(oc_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &all, NULL, NULL,
+    CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &all, NULL, NULL,
                                     NULL, &err), &err);
     onnx_TensorProto *t = oc_model_proto(m)->graph->initializer.items[2];
     CHECK_EQ(t->raw_data.mode, OC_BYTES_SHARED);
@@ -197,7 +197,7 @@ static void test_pool_loads(void) {
         oc_model *m = NULL;
         CHECK_OK(oc_model_load_memory(bytes, n, &po, &m, &err), &err);
         REQUIRE(m);
-        oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), pool_inspect, &first);
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), pool_inspect, &first);
         CHECK_EQ(first.pooled, 4);
         CHECK_EQ(first.owned, 2);
         CHECK_EQ(first.bad, 0);
@@ -211,7 +211,7 @@ static void test_pool_loads(void) {
         m = NULL;
         CHECK_OK(oc_model_load_memory(bytes, n, &po, &m, &err), &err);
         REQUIRE(m);
-        oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), pool_inspect, &second);
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), pool_inspect, &second);
         CHECK(same_pointers(&first, &second));
         CHECK_EQ(oc_storage_pool_free_bytes(pool), 0);
         CHECK_OK(oc_model_save_memory(m, NULL, &again, &n2, &err), &err);
@@ -220,7 +220,7 @@ static void test_pool_loads(void) {
         /* The pool may go first: blocks in use stay valid and go when released. */
         oc_model *clone = NULL;
         CHECK_OK(oc_model_clone(m, &clone, &err), &err);
-        oc_storage_pool_free(pool);
+        oc_storage_pool_unref(pool);
         oc_model_free(m);
         CHECK_OK(oc_model_save_memory(clone, NULL, &again, &n2, &err), &err);
         CHECK(n2 == n && memcmp(again, bytes, (size_t)n) == 0);
@@ -257,8 +257,8 @@ static void test_pool_storage(void) {
     oc_bytes_release(&b);
     CHECK_STATUS(oc_bytes_set_storage(&b, 90000, 48, pool, &p, &err), OC_ERR_INVALID_ARG, &err);
     oc_bytes_release(&small);
-    oc_storage_pool_free(pool);
-    oc_storage_pool_free(NULL);
+    oc_storage_pool_unref(pool);
+    oc_storage_pool_unref(NULL);
 }
 
 /* Many threads taking and returning blocks of a few sizes at once (ASan/TSan food). */
@@ -288,7 +288,7 @@ static void test_pool_threads(void) {
         CHECK(r == NULL);
     }
     CHECK(oc_storage_pool_free_bytes(pool) <= 12u * (OC_STORAGE_POOL_MIN_BLOCK + 8192u));
-    oc_storage_pool_free(pool);
+    oc_storage_pool_unref(pool);
 }
 
 #define CHECK_CSTR(got, want) CHECK(strcmp((got), (want)) == 0)

@@ -59,7 +59,7 @@ OC_API oc_status oc_msg_copy(const oc_msgdesc *desc, const void *src, oc_arena *
  * tensors, attributes, subgraphs, functions, training info, sequences...), in encoding
  * order. fn returns OC_OK to go on; anything else stops the walk and is returned. */
 typedef oc_status (*oc_tensor_fn)(void *ctx, onnx_TensorProto *tensor);
-OC_API oc_status oc_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn, void *ctx);
+OC_API oc_status oc_msg_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

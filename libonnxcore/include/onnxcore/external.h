@@ -34,10 +34,10 @@ extern "C" {
  * no_copy, E-14), OC_ERR_CHECKSUM, OC_ERR_UNSUPPORTED (no OpenSSL for checksums),
  * OC_ERR_INVALID_ARG (an alignment that is not a power of two). On error the model is
  * unchanged. */
-OC_API oc_status oc_load_external_data(const oc_msgdesc *desc, void *msg, const char *base_dir,
+OC_API oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err);
 
-/* Finds the bytes a location names, for oc_load_external_data_with. It fills *out with the
+/* Finds the bytes a location names, for oc_external_data_load_with. It fills *out with the
  * whole "file" (the tensor's offset and length apply within it) and one reference to its
  * owner for the caller (owner NULL: the bytes live as long as the resolver's source and
  * no_copy spans borrow them). It is called once per distinct location; the tensor is
@@ -46,10 +46,10 @@ typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *t
                                             const oc_str *location, oc_mapped *out,
                                             oc_error *err);
 
-/* As oc_load_external_data, with locations resolved by `resolve` instead of files beneath
+/* As oc_external_data_load, with locations resolved by `resolve` instead of files beneath
  * a directory (libonnxz resolves them to archive entries). The `location` override and
  * path rules of files do not apply; everything else does. */
-OC_API oc_status oc_load_external_data_with(const oc_msgdesc *desc, void *msg,
+OC_API oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
                                      oc_external_resolve_fn resolve, void *resolve_ctx,
                                      const oc_parse_options *opts, oc_error *err);
 

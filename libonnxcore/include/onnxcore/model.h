@@ -57,10 +57,10 @@ OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error 
 
 /* Generic loading of any message type from a file (TensorProto, SequenceProto... test
  * data). The message lives in arena; the file mapping is shared with no_copy as above. */
-OC_API oc_status oc_message_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
+OC_API oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
                                const oc_parse_options *opts, void **out, oc_error *err);
 /* Writes any message to path atomically, as oc_model_save_file does. */
-OC_API oc_status oc_message_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
+OC_API oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
                                const oc_serialize_options *opts, oc_error *err);
 
 #ifdef __cplusplus

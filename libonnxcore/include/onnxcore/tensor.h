@@ -25,7 +25,7 @@ extern "C" {
  * when no tensor qualified; base_out and size_out (may be NULL) its address and length.
  * Errors: OC_ERR_INVALID_ARG for an alignment that is not a power of two, OC_ERR_NOMEM.
  * On error nothing has changed. */
-OC_API oc_status oc_consolidate_tensors(const oc_msgdesc *desc, void *msg,
+OC_API oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
                                  const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
                                  const uint8_t **base_out, uint64_t *size_out, oc_error *err);
 

@@ -3,7 +3,7 @@
  *
  * Writers that move tensor bytes out of the model (external data, archives) encode the
  * model with each moved TensorProto replaced by a reference tensor, without touching the
- * model. Substitutions are listed in encoding order (the order oc_visit_tensors visits);
+ * model. Substitutions are listed in encoding order (the order oc_msg_visit_tensors visits);
  * both encoding passes consume them in that order, matching by address.
  */
 #ifndef ONNXCORE_INTERNAL_ENCODE_H

@@ -89,7 +89,7 @@ typedef struct oz_open_info {
  *   a model     as oc_model_load_file: external data from opts->parse.data_dir, or the
  *               directory of path, unless skip_external_data;
  *   an archive  as oz_archive_load (a ZIP cut short: that reader's `truncated`);
- *   encrypted   decrypted once with opts->key, then either of the above (oz_load_encrypted);
+ *   encrypted   decrypted once with opts->key, then either of the above (oz_encrypted_load);
  * an empty file fails with OC_ERR_MALFORMED ("PATH: empty file, not an ONNX model"), an
  * encrypted file cut inside its magic with OC_ERR_TRUNCATED (C-1). A file that cannot be
  * read is reported by the model loader, in its words. opts and info may be NULL; info is

@@ -26,8 +26,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "consumer: %s\n", err.message);
         return 1;
     }
-    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), count, &a);
-    oc_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(back), count, &b);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), count, &a);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(back), count, &b);
     printf("onnxcore %s: %lu tensors, %lu after the archive\n", oc_version(), a, b);
     oc_model_free(m);
     oc_model_free(back);
