@@ -24,8 +24,7 @@ typedef struct ref_walk {
     char *name_buf; /* NUL-terminated copy of a location, for the lookup */
 } ref_walk;
 
-static oc_status collect_ref(void *ctx, onnx_TensorProto *t)
-{
+static oc_status collect_ref(void *ctx, onnx_TensorProto *t) {
     ref_walk *w = ctx;
     const oc_str *loc;
     uint64_t index;
@@ -52,43 +51,37 @@ static oc_status collect_ref(void *ctx, onnx_TensorProto *t)
     return OC_OK;
 }
 
-static int compare_refs(const void *a, const void *b)
-{
+static int compare_refs(const void *a, const void *b) {
     const tensor_ref *x = a, *y = b;
     if (x->entry != y->entry) return x->entry < y->entry ? -1 : 1;
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int compare_offsets(const void *a, const void *b)
-{
+static int compare_offsets(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-uint64_t archive_offset_alignment(uint64_t offset)
-{
+uint64_t archive_offset_alignment(uint64_t offset) {
     uint64_t a = 1;
     if (offset == 0) return ARCHIVE_ALIGNMENT_CAP;
     while (a < ARCHIVE_ALIGNMENT_CAP && offset % (a * 2) == 0) a *= 2;
     return a;
 }
 
-const char *archive_method_name(uint16_t method, char *buf, size_t size)
-{
+const char *archive_method_name(uint16_t method, char *buf, size_t size) {
     if (method == OZ_ZIP_STORED) return "stored";
     if (method == OZ_ZIP_DEFLATED) return "deflated";
     snprintf(buf, size, "method %u", (unsigned)method);
     return buf;
 }
 
-static int nomem(const char *path)
-{
+static int nomem(const char *path) {
     return cli_fail_msg(path, "out of memory while listing the archive");
 }
 
 /* Fills entries, names and the totals from the reader and the walk. */
-static int fill(archive_listing *l, ref_walk *w, const char *path)
-{
+static int fill(archive_listing *l, ref_walk *w, const char *path) {
     const oz_zip_reader *zip = oz_archive_zip(l->archive);
     uint64_t *offsets;
     oc_error err;
@@ -146,8 +139,7 @@ static int fill(archive_listing *l, ref_walk *w, const char *path)
     return CLI_EXIT_OK;
 }
 
-int archive_listing_open(const char *path, int verbosity, archive_listing *out)
-{
+int archive_listing_open(const char *path, int verbosity, archive_listing *out) {
     oc_parse_options opts;
     oc_error err;
     ref_walk walk;
@@ -172,7 +164,8 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out)
     walk.name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
     if (rc == CLI_EXIT_OK && !walk.name_buf) rc = nomem(path);
     if (rc == CLI_EXIT_OK) {
-        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref, &walk);
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref,
+                                  &walk);
         if (st != OC_OK) rc = nomem(path);
     }
     if (rc == CLI_EXIT_OK) rc = fill(out, &walk, path);
@@ -187,8 +180,7 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out)
     return CLI_EXIT_OK;
 }
 
-void archive_listing_close(archive_listing *l)
-{
+void archive_listing_close(archive_listing *l) {
     free(l->entries);
     free(l->names);
     oc_model_free(l->model);

@@ -15,27 +15,27 @@
 #define ARCHIVE_ALIGNMENT_CAP 4096u
 
 typedef struct archive_entry {
-    oz_zip_entry zip;      /* the central directory's view; strings belong to the reader */
-    int is_model;          /* this is __MODEL_PROTO */
-    uint64_t ntensors;     /* tensors whose location names this entry */
-    uint64_t first_name;   /* their names: listing->names[first_name .. first_name + ntensors) */
+    oz_zip_entry zip;    /* the central directory's view; strings belong to the reader */
+    int is_model;        /* this is __MODEL_PROTO */
+    uint64_t ntensors;   /* tensors whose location names this entry */
+    uint64_t first_name; /* their names: listing->names[first_name .. first_name + ntensors) */
 } archive_entry;
 
 typedef struct archive_listing {
     oz_archive *archive;
-    oc_model *model;         /* decoded without tensor bytes; the names point into it */
-    archive_entry *entries;  /* central-directory order */
+    oc_model *model;        /* decoded without tensor bytes; the names point into it */
+    archive_entry *entries; /* central-directory order */
     uint64_t count;
-    oc_str *names;           /* tensor names grouped by entry, in the model's encoding order */
+    oc_str *names; /* tensor names grouped by entry, in the model's encoding order */
     uint64_t model_index;
     uint64_t model_file_rank; /* __MODEL_PROTO's position by local header offset (0-based) */
 
     /* Totals. */
     uint64_t stored_entries, stored_bytes;
     uint64_t deflated_entries, deflated_bytes, deflated_compressed;
-    uint64_t tensor_entries;         /* entries at least one tensor points at */
+    uint64_t tensor_entries; /* entries at least one tensor points at */
     uint64_t deflated_tensor_entries;
-    uint64_t min_tensor_alignment;   /* of STORED tensor entries; 0 when there are none */
+    uint64_t min_tensor_alignment; /* of STORED tensor entries; 0 when there are none */
 } archive_listing;
 
 /* Opens the archive at path (every ZIP check of oz_archive_open), decodes its model with

@@ -24,18 +24,20 @@ typedef enum common_option {
     COMMON_MAX_MEMORY /* takes a value */
 } common_option;
 
-static common_option common_short(char c)
-{
+static common_option common_short(char c) {
     switch (c) {
-    case 'q': return COMMON_QUIET;
-    case 'v': return COMMON_VERBOSE;
-    case 'h': return COMMON_HELP;
-    default: return COMMON_NONE;
+    case 'q':
+        return COMMON_QUIET;
+    case 'v':
+        return COMMON_VERBOSE;
+    case 'h':
+        return COMMON_HELP;
+    default:
+        return COMMON_NONE;
     }
 }
 
-static common_option common_long(const char *name, size_t len)
-{
+static common_option common_long(const char *name, size_t len) {
     if (len == 5 && strncmp(name, "quiet", len) == 0) return COMMON_QUIET;
     if (len == 7 && strncmp(name, "verbose", len) == 0) return COMMON_VERBOSE;
     if (len == 4 && strncmp(name, "help", len) == 0) return COMMON_HELP;
@@ -43,17 +45,21 @@ static common_option common_long(const char *name, size_t len)
     return COMMON_NONE;
 }
 
-static void apply_common(common_option opt, cli_args *args)
-{
+static void apply_common(common_option opt, cli_args *args) {
     switch (opt) {
-    case COMMON_QUIET: args->verbosity = CLI_QUIET; break;
+    case COMMON_QUIET:
+        args->verbosity = CLI_QUIET;
+        break;
     /* The last of -q and -v wins; -vv goes one level further. */
     case COMMON_VERBOSE:
         args->verbosity = args->verbosity < CLI_VERBOSE ? CLI_VERBOSE : args->verbosity + 1;
         break;
-    case COMMON_HELP: args->help = true; break;
+    case COMMON_HELP:
+        args->help = true;
+        break;
     case COMMON_MAX_MEMORY:
-    case COMMON_NONE: break;
+    case COMMON_NONE:
+        break;
     }
 }
 
@@ -61,8 +67,7 @@ static void apply_common(common_option opt, cli_args *args)
 
 static uint64_t max_memory = CLI_DEFAULT_MAX_MEMORY;
 
-static int set_max_memory(const char *command, const char *text)
-{
+static int set_max_memory(const char *command, const char *text) {
     uint64_t v;
     int rc = cli_parse_size(command ? command : "onnxz", "max-memory", text, &v);
     if (rc != CLI_EXIT_OK) return rc;
@@ -71,29 +76,25 @@ static int set_max_memory(const char *command, const char *text)
     return CLI_EXIT_OK;
 }
 
-void cli_parse_options_init(oc_parse_options *opts)
-{
+void cli_parse_options_init(oc_parse_options *opts) {
     oc_parse_options_init(opts);
     opts->max_memory = max_memory;
 }
 
-oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err)
-{
+oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err) {
     oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
     zo.max_memory = max_memory;
     return oz_archive_open(path, &zo, out, err);
 }
 
 /* The index of an option in the table, or -1. */
-static int find_short(const cli_option *options, char c)
-{
+static int find_short(const cli_option *options, char c) {
     for (int i = 0; options && i < CLI_MAX_OPTIONS && options[i].long_name; i++)
         if (options[i].short_name == c) return i;
     return -1;
 }
 
-static int find_long(const cli_option *options, const char *name, size_t len)
-{
+static int find_long(const cli_option *options, const char *name, size_t len) {
     for (int i = 0; options && i < CLI_MAX_OPTIONS && options[i].long_name; i++)
         if (strlen(options[i].long_name) == len && strncmp(options[i].long_name, name, len) == 0)
             return i;
@@ -101,8 +102,7 @@ static int find_long(const cli_option *options, const char *name, size_t len)
 }
 
 /* Records a value of option idx (cli_args.occurrence). */
-static int record_value(const cli_option *options, int idx, const char *value, cli_args *args)
-{
+static int record_value(const cli_option *options, int idx, const char *value, cli_args *args) {
     if (args->noccurrences >= CLI_MAX_OCCURRENCES)
         return cli_usage_error(args->command, "too many options (at most %d with values)",
                                CLI_MAX_OCCURRENCES);
@@ -116,16 +116,14 @@ static int record_value(const cli_option *options, int idx, const char *value, c
 }
 
 /* Parses one "--name[=value]" at argv[*i]; may consume the next argument as the value. */
-static int parse_long(const cli_option *options, int argc, char **argv, int *i, cli_args *args)
-{
+static int parse_long(const cli_option *options, int argc, char **argv, int *i, cli_args *args) {
     const char *name = argv[*i] + 2;
     const char *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     common_option common = common_long(name, len);
     if (common == COMMON_MAX_MEMORY) {
         const char *value = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
-        if (!value)
-            return cli_usage_error(args->command, "option '--max-memory' needs a value");
+        if (!value) return cli_usage_error(args->command, "option '--max-memory' needs a value");
         return set_max_memory(args->command, value);
     }
     if (common != COMMON_NONE && !eq) {
@@ -146,14 +144,12 @@ static int parse_long(const cli_option *options, int argc, char **argv, int *i, 
     }
     if (eq) return record_value(options, idx, eq + 1, args);
     if (*i + 1 < argc) return record_value(options, idx, argv[++*i], args);
-    return cli_usage_error(args->command, "option '--%s' needs a value",
-                           options[idx].long_name);
+    return cli_usage_error(args->command, "option '--%s' needs a value", options[idx].long_name);
 }
 
 /* Parses a bundle of short options "-abc" at argv[*i]; an option that takes a value takes
  * the rest of the bundle, or the next argument. */
-static int parse_short(const cli_option *options, int argc, char **argv, int *i, cli_args *args)
-{
+static int parse_short(const cli_option *options, int argc, char **argv, int *i, cli_args *args) {
     const char *arg = argv[*i];
     for (size_t k = 1; arg[k] != '\0'; k++) {
         common_option common = common_short(arg[k]);
@@ -173,17 +169,15 @@ static int parse_short(const cli_option *options, int argc, char **argv, int *i,
     return CLI_EXIT_OK;
 }
 
-static int add_positional(cli_args *args, const char *arg)
-{
+static int add_positional(cli_args *args, const char *arg) {
     if (args->npositional >= CLI_MAX_POSITIONAL)
         return cli_usage_error(args->command, "unexpected argument '%s'", arg);
     args->positional[args->npositional++] = arg;
     return CLI_EXIT_OK;
 }
 
-int cli_parse(const cli_option *options, int argc, char **argv, int first,
-              bool stop_at_positional, cli_args *args, int *next)
-{
+int cli_parse(const cli_option *options, int argc, char **argv, int first, bool stop_at_positional,
+              cli_args *args, int *next) {
     bool options_done = false;
     int i = first;
     for (; i < argc; i++) {
@@ -212,8 +206,7 @@ int cli_parse(const cli_option *options, int argc, char **argv, int first,
     return CLI_EXIT_OK;
 }
 
-int cli_usage_error(const char *command, const char *fmt, ...)
-{
+int cli_usage_error(const char *command, const char *fmt, ...) {
     va_list ap;
     fputs("onnxz: usage error: ", stderr);
     if (command) fprintf(stderr, "%s: ", command);
@@ -228,11 +221,12 @@ int cli_usage_error(const char *command, const char *fmt, ...)
  * (oc_quote); as a safety net for any that did not, a control byte or DEL left in the
  * message is written as \xNN too (never raw: the one-line error contract holds and the
  * terminal is never driven). The message's own text, backslashes included, is kept. */
-static void put_one_line(const char *msg)
-{
+static void put_one_line(const char *msg) {
     for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", (unsigned)*p);
-        else fputc(*p, stderr);
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(stderr, "\\x%02x", (unsigned)*p);
+        else
+            fputc(*p, stderr);
     }
 }
 
@@ -246,8 +240,7 @@ static void put_one_line(const char *msg)
  *   "FILE already exists"     ->  "already exists"
  *   "FILE ended ..."          ->  "ended ..."     (while being read)
  * buf receives the result when it has to be assembled. */
-static const char *without_file(const char *file, const char *msg, char *buf, size_t size)
-{
+static const char *without_file(const char *file, const char *msg, char *buf, size_t size) {
     static const char *const verbs[] = {"is ", "already ", "ended "};
     size_t flen = strlen(file);
     if (flen == 0) return msg;
@@ -269,8 +262,7 @@ static const char *without_file(const char *file, const char *msg, char *buf, si
     return msg;
 }
 
-int cli_fail(const char *file, const oc_error *err)
-{
+int cli_fail(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16];
     const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
     msg = without_file(file, msg, buf, sizeof buf);
@@ -286,8 +278,7 @@ int cli_fail(const char *file, const oc_error *err)
     return CLI_EXIT_FAILURE;
 }
 
-int cli_fail_msg(const char *file, const char *fmt, ...)
-{
+int cli_fail_msg(const char *file, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -301,8 +292,7 @@ int cli_fail_msg(const char *file, const char *fmt, ...)
     return CLI_EXIT_FAILURE;
 }
 
-void cli_note(int verbosity, int level, const char *fmt, ...)
-{
+void cli_note(int verbosity, int level, const char *fmt, ...) {
     va_list ap;
     if (verbosity < level) return;
     fputs("onnxz: ", stderr);
@@ -312,8 +302,7 @@ void cli_note(int verbosity, int level, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-int cli_finish(int status)
-{
+int cli_finish(int status) {
     /* Without this check `onnxz info m.onnx > /dev/full` would report success. */
     if (fflush(stdout) != 0 || ferror(stdout)) {
         int e = errno;
@@ -323,8 +312,7 @@ int cli_finish(int status)
     return status;
 }
 
-void cli_format_size(uint64_t bytes, char *buf, size_t size)
-{
+void cli_format_size(uint64_t bytes, char *buf, size_t size) {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     if (bytes < 1024) {
         snprintf(buf, size, "%" PRIu64 " B", bytes);
@@ -339,8 +327,7 @@ void cli_format_size(uint64_t bytes, char *buf, size_t size)
     snprintf(buf, size, "%.1f %s", value, units[unit]);
 }
 
-void cli_put_text(FILE *out, const char *data, uint64_t size)
-{
+void cli_put_text(FILE *out, const char *data, uint64_t size) {
     /* oc_quote's rendering, piece by piece: a buffer of 4 bytes per input byte (and the
      * room oc_quote keeps for "...") never cuts; pieces end between UTF-8 sequences. */
     enum { PIECE = 256 };
@@ -357,34 +344,32 @@ void cli_put_text(FILE *out, const char *data, uint64_t size)
     }
 }
 
-double cli_now_ms(void)
-{
+double cli_now_ms(void) {
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0.0;
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-static int ends_with(const char *path, const char *suffix)
-{
+static int ends_with(const char *path, const char *suffix) {
     size_t n = strlen(path), k = strlen(suffix);
     return n > k && strcasecmp(path + n - k, suffix) == 0;
 }
 
-cli_out_form cli_form_of_name(const char *path)
-{
+cli_out_form cli_form_of_name(const char *path) {
     if (oz_form_of_name(path) == OZ_FORM_ONNXZ) return CLI_OUT_ONNXZ; /* the library's rule */
     if (ends_with(path, ".onnxc")) return CLI_OUT_ONNXC;
     if (ends_with(path, ".onnx")) return CLI_OUT_ONNX;
     return CLI_OUT_UNKNOWN;
 }
 
-int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out)
-{
+int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out) {
     uint64_t v = 0, mult = 1;
     const char *p = text;
     if (*p < '0' || *p > '9')
-        return cli_usage_error(command, "--%s: '%s' is not a size (a number, optionally "
-                               "followed by K, M or G)", option, text);
+        return cli_usage_error(command,
+                               "--%s: '%s' is not a size (a number, optionally "
+                               "followed by K, M or G)",
+                               option, text);
     for (; *p >= '0' && *p <= '9'; p++) {
         unsigned d = (unsigned)(*p - '0');
         if (v > (UINT64_MAX - d) / 10)
@@ -392,39 +377,56 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
         v = v * 10 + d;
     }
     switch (*p) {
-    case 'k': case 'K': mult = 1ull << 10; p++; break;
-    case 'm': case 'M': mult = 1ull << 20; p++; break;
-    case 'g': case 'G': mult = 1ull << 30; p++; break;
-    case 't': case 'T': mult = 1ull << 40; p++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mult = 1ull << 10;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ull << 20;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ull << 30;
+        p++;
+        break;
+    case 't':
+    case 'T':
+        mult = 1ull << 40;
+        p++;
+        break;
+    default:
+        break;
     }
     if (mult > 1 && strcmp(p, "iB") == 0) p += 2;
     if (*p != '\0')
-        return cli_usage_error(command, "--%s: '%s' is not a size (a number, optionally "
-                               "followed by K, M or G)", option, text);
+        return cli_usage_error(command,
+                               "--%s: '%s' is not a size (a number, optionally "
+                               "followed by K, M or G)",
+                               option, text);
     if (v > UINT64_MAX / mult)
         return cli_usage_error(command, "--%s: '%s' is too large", option, text);
     *out = v * mult;
     return CLI_EXIT_OK;
 }
 
-int cli_parse_int(const char *command, const char *option, const char *text, long min,
-                  long max, long *out)
-{
+int cli_parse_int(const char *command, const char *option, const char *text, long min, long max,
+                  long *out) {
     char *end;
     long v;
     errno = 0;
     v = strtol(text, &end, 10);
     if (end == text || *end != '\0' || errno != 0 || v < min || v > max || text[0] == ' ' ||
         text[0] == '+')
-        return cli_usage_error(command, "--%s: '%s' is not a whole number from %ld to %ld",
-                               option, text, min, max);
+        return cli_usage_error(command, "--%s: '%s' is not a whole number from %ld to %ld", option,
+                               text, min, max);
     *out = v;
     return CLI_EXIT_OK;
 }
 
-int cli_check_output(const char *command, const char *in, const char *out, bool force)
-{
+int cli_check_output(const char *command, const char *in, const char *out, bool force) {
     struct stat st, si;
     if (out[0] == '\0') return cli_usage_error(command, "the output file name is empty");
     /* Even with -f: a file is never renamed over a directory. */

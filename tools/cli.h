@@ -34,8 +34,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILURE = 1, CLI_EXIT_USAGE = 2 };
 /* Verbosity: -q sets CLI_QUIET, each -v adds one. */
 enum { CLI_QUIET = 0, CLI_NORMAL = 1, CLI_VERBOSE = 2 };
 
-#define CLI_MAX_OPTIONS 16
-#define CLI_MAX_POSITIONAL 8
+#define CLI_MAX_OPTIONS     16
+#define CLI_MAX_POSITIONAL  8
 #define CLI_MAX_OCCURRENCES 256
 
 /* One entry of a command's option table; the table ends with a zeroed entry. The common
@@ -68,11 +68,11 @@ typedef struct cli_args {
 
 typedef struct cli_command {
     const char *name;
-    const char *summary;            /* one line for `onnxz --help` */
-    const char *usage;              /* "onnxz NAME [options] ARGS", the first help line */
-    const char *help;               /* the rest of `onnxz help NAME` */
-    const cli_option *options;      /* may be NULL: no options beyond the common ones */
-    const char *const *arg_names;   /* names of the positional arguments, for messages */
+    const char *summary;          /* one line for `onnxz --help` */
+    const char *usage;            /* "onnxz NAME [options] ARGS", the first help line */
+    const char *help;             /* the rest of `onnxz help NAME` */
+    const cli_option *options;    /* may be NULL: no options beyond the common ones */
+    const char *const *arg_names; /* names of the positional arguments, for messages */
     int min_args;
     int max_args;
     int (*run)(const cli_args *args);
@@ -84,8 +84,8 @@ typedef struct cli_command {
  * index (argc when there is none); otherwise options and arguments may be mixed and "--"
  * ends the options. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing the error. A
  * -h/--help ends the parse at once with args->help set. */
-int cli_parse(const cli_option *options, int argc, char **argv, int first,
-              bool stop_at_positional, cli_args *args, int *next);
+int cli_parse(const cli_option *options, int argc, char **argv, int first, bool stop_at_positional,
+              cli_args *args, int *next);
 
 /* Prints "onnxz: usage error: [CMD: ]MESSAGE (see 'onnxz [CMD ]--help')" and returns
  * CLI_EXIT_USAGE. command may be NULL. */
@@ -144,8 +144,8 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
 void cli_parse_options_init(oc_parse_options *opts);
 oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
 /* Parses a plain decimal integer in [min, max] for an option. Same returns. */
-int cli_parse_int(const char *command, const char *option, const char *text, long min,
-                  long max, long *out);
+int cli_parse_int(const char *command, const char *option, const char *text, long min, long max,
+                  long *out);
 
 /* What every command that writes a file OUT checks first: an empty name is a usage error
  * (CLI_EXIT_USAGE); an existing directory is "OUT: is a directory", even with force; and
@@ -156,8 +156,8 @@ int cli_check_output(const char *command, const char *in, const char *out, bool 
 /* Sets the model's metadata_props entry key (klen bytes) to value: the first entry with
  * the key gets it, later ones go; one is added when there is none (cmd_meta.c). OC_OK or
  * OC_ERR_NOMEM. */
-oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *model, const char *key,
-                           size_t klen, const char *value);
+oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *model, const char *key, size_t klen,
+                           const char *value);
 
 /* The commands (cmd_*.c). */
 extern const cli_command cmd_convert;

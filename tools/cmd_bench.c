@@ -32,26 +32,28 @@
 #include "cli.h"
 #include "load.h"
 
-enum { BENCH_OPT_THREADS = 0, BENCH_OPT_NO_COPY, BENCH_OPT_REPEAT, BENCH_OPT_JSON,
-       BENCH_OPT_TOUCH_PAGES, BENCH_OPT_POOL, BENCH_OPT_EVERY_BYTE };
+enum {
+    BENCH_OPT_THREADS = 0,
+    BENCH_OPT_NO_COPY,
+    BENCH_OPT_REPEAT,
+    BENCH_OPT_JSON,
+    BENCH_OPT_TOUCH_PAGES,
+    BENCH_OPT_POOL,
+    BENCH_OPT_EVERY_BYTE
+};
 
 static const cli_option bench_options[] = {
-    {'\0', "threads", true},
-    {'\0', "no-copy", false},
-    {'\0', "repeat", true},
-    {'\0', "json", false},
-    {'\0', "touch-pages", false},
-    {'\0', "pool", false},
-    {'\0', "every-byte", false},
-    {'\0', NULL, false},
+    {'\0', "threads", true},     {'\0', "no-copy", false},     {'\0', "repeat", true},
+    {'\0', "json", false},       {'\0', "touch-pages", false}, {'\0', "pool", false},
+    {'\0', "every-byte", false}, {'\0', NULL, false},
 };
 
 static const char *const bench_arg_names[] = {"MODE (read, map, copy, load or decode)", "FILE"};
 
 #define BENCH_DEFAULT_REPEAT 3
-#define BENCH_MAX_REPEAT 1000
-#define BENCH_PAGE 4096u
-#define BENCH_MAX_THREADS 1024
+#define BENCH_MAX_REPEAT     1000
+#define BENCH_PAGE           4096u
+#define BENCH_MAX_THREADS    1024
 
 /* Results are folded into this so that no work can be optimised away. */
 static volatile uint64_t bench_sink;
@@ -59,21 +61,17 @@ static volatile uint64_t bench_sink;
 typedef struct bench_run {
     double seconds;
     uint64_t bytes;
-    uint64_t rss_kib;   /* decode: resident set growth to the peak, in KiB */
-    uint64_t arena;     /* decode: bytes the model's arena took from the system */
+    uint64_t rss_kib; /* decode: resident set growth to the peak, in KiB */
+    uint64_t arena;   /* decode: bytes the model's arena took from the system */
 } bench_run;
 
-static double now_s(void)
-{
-    return cli_now_ms() / 1000.0;
-}
+static double now_s(void) { return cli_now_ms() / 1000.0; }
 
 /* ---- read ------------------------------------------------------------------------ */
 
 /* The whole file in a fresh malloc'd buffer (*buf, *size); on failure a message and the
  * exit status. */
-static int read_file(const char *path, uint8_t **buf, uint64_t *size)
-{
+static int read_file(const char *path, uint8_t **buf, uint64_t *size) {
     struct stat st;
     uint64_t done = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -104,8 +102,7 @@ static int read_file(const char *path, uint8_t **buf, uint64_t *size)
     return CLI_EXIT_OK;
 }
 
-static int run_read(const char *path, bench_run *run)
-{
+static int run_read(const char *path, bench_run *run) {
     uint8_t *buf;
     uint64_t size;
     double start = now_s();
@@ -122,8 +119,7 @@ static int run_read(const char *path, bench_run *run)
  * words), or with pages_only one byte per 4 KiB page (the work of a page fault, not of
  * memory bandwidth). The map floor and the load's touch share it, so that the two
  * measure the same work. */
-static uint64_t touch_bytes(const uint8_t *p, uint64_t n, int pages_only)
-{
+static uint64_t touch_bytes(const uint8_t *p, uint64_t n, int pages_only) {
     uint64_t i = 0, x = 0, w;
     if (pages_only) {
         for (; i < n; i += BENCH_PAGE) x += ((const volatile uint8_t *)p)[i];
@@ -139,8 +135,7 @@ static uint64_t touch_bytes(const uint8_t *p, uint64_t n, int pages_only)
 
 /* ---- map ------------------------------------------------------------------------- */
 
-static int run_map(const char *path, int every_byte, bench_run *run)
-{
+static int run_map(const char *path, int every_byte, bench_run *run) {
     struct stat st;
     void *addr = NULL;
     uint64_t size, sum = 0;
@@ -177,8 +172,7 @@ typedef struct copy_part {
     size_t n;
 } copy_part;
 
-static void *copy_part_run(void *arg)
-{
+static void *copy_part_run(void *arg) {
     copy_part *p = arg;
     memcpy(p->dst, p->src, p->n);
     return NULL;
@@ -188,8 +182,7 @@ static void *copy_part_run(void *arg)
  * timed: copying the first into the second, split among `threads` threads, then reading
  * every byte of the copy. What a repeated copying load into storage already faulted in
  * (bench load --pool), then used, costs at least: memory bandwidth. */
-static int run_copy(const char *path, int threads, bench_run *run)
-{
+static int run_copy(const char *path, int threads, bench_run *run) {
     uint8_t *src, *dst;
     uint64_t size;
     copy_part parts[BENCH_MAX_THREADS];
@@ -234,17 +227,14 @@ typedef struct touch {
 } touch;
 
 /* Every byte of every raw_data span once (--touch-pages: one byte per page). */
-static oc_status touch_tensor(void *ctx, onnx_TensorProto *t)
-{
+static oc_status touch_tensor(void *ctx, onnx_TensorProto *t) {
     touch *tc = ctx;
     tc->x ^= touch_bytes(t->raw_data.data, t->raw_data.size, tc->pages_only);
     tc->bytes += t->raw_data.size;
     return OC_OK;
 }
 
-static int run_load(const char *path, const cli_load_options *lo, int pages_only,
-                    bench_run *run)
-{
+static int run_load(const char *path, const cli_load_options *lo, int pages_only, bench_run *run) {
     oc_model *model = NULL;
     touch tc = {0, 0, pages_only};
     double start = now_s();
@@ -261,8 +251,7 @@ static int run_load(const char *path, const cli_load_options *lo, int pages_only
 /* ---- decode ---------------------------------------------------------------------- */
 
 /* The resident set in KiB: now (VmRSS) or its peak so far (VmHWM); 0 if unknown. */
-static uint64_t rss_kib(int peak)
-{
+static uint64_t rss_kib(int peak) {
     char line[256];
     uint64_t kib = 0;
     FILE *f = fopen("/proc/self/status", "r");
@@ -281,8 +270,7 @@ static uint64_t rss_kib(int peak)
 
 /* Makes VmHWM start again from the resident set of now (Linux 4.0 and later; elsewhere
  * the peak stays the process's own, which only makes the growth read smaller). */
-static void reset_peak_rss(void)
-{
+static void reset_peak_rss(void) {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f) return;
     fputs("5", f);
@@ -292,8 +280,7 @@ static void reset_peak_rss(void)
 /* The file read into memory (not timed), then decoded from there; the model is kept until
  * the peak resident set is read, so rss_kib is what the decoded tree holds (plus what
  * the decode used on the way). */
-static int run_decode(const char *path, bench_run *run)
-{
+static int run_decode(const char *path, bench_run *run) {
     uint8_t *buf;
     uint64_t size;
     oc_model *model = NULL;
@@ -324,14 +311,12 @@ static int run_decode(const char *path, bench_run *run)
 
 /* ---- the command ----------------------------------------------------------------- */
 
-static int compare_double(const void *a, const void *b)
-{
+static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static int run_bench(const cli_args *args)
-{
+static int run_bench(const cli_args *args) {
     const char *mode = args->positional[0];
     const char *path = args->positional[1];
     cli_load_options lo;
@@ -344,14 +329,13 @@ static int run_bench(const cli_args *args)
     int is_copy = strcmp(mode, "copy") == 0;
     int is_decode = strcmp(mode, "decode") == 0;
     uint64_t rss = 0, arena = 0;
-    if (!is_load && !is_copy && !is_decode && strcmp(mode, "read") != 0 &&
-        strcmp(mode, "map") != 0)
+    if (!is_load && !is_copy && !is_decode && strcmp(mode, "read") != 0 && strcmp(mode, "map") != 0)
         return cli_usage_error("bench", "unknown mode '%s' (read, map, copy, load or decode)",
                                mode);
     if (!is_load && (args->seen[BENCH_OPT_NO_COPY] || args->seen[BENCH_OPT_TOUCH_PAGES] ||
                      args->seen[BENCH_OPT_POOL]))
         return cli_usage_error("bench", "--no-copy, --touch-pages and --pool apply to "
-                               "'bench load' only");
+                                        "'bench load' only");
     if (!is_load && !is_copy && args->seen[BENCH_OPT_THREADS])
         return cli_usage_error("bench", "--threads applies to 'bench load' and 'bench copy' only");
     if (args->seen[BENCH_OPT_EVERY_BYTE] && strcmp(mode, "map") != 0)
@@ -362,8 +346,8 @@ static int run_bench(const cli_args *args)
         rc = cli_parse_int("bench", "repeat", args->value[BENCH_OPT_REPEAT], 1, BENCH_MAX_REPEAT,
                            &repeat);
     if (rc == CLI_EXIT_OK && args->seen[BENCH_OPT_THREADS])
-        rc = cli_parse_int("bench", "threads", args->value[BENCH_OPT_THREADS], 1,
-                           BENCH_MAX_THREADS, &threads);
+        rc = cli_parse_int("bench", "threads", args->value[BENCH_OPT_THREADS], 1, BENCH_MAX_THREADS,
+                           &threads);
     if (rc != CLI_EXIT_OK) return rc;
     memset(&lo, 0, sizeof lo);
     lo.copy = !args->seen[BENCH_OPT_NO_COPY];
@@ -372,11 +356,16 @@ static int run_bench(const cli_args *args)
         return cli_fail_msg(path, "out of memory");
     for (long i = 0; i < repeat && rc == CLI_EXIT_OK; i++) {
         memset(&run, 0, sizeof run);
-        if (is_load) rc = run_load(path, &lo, args->seen[BENCH_OPT_TOUCH_PAGES], &run);
-        else if (is_copy) rc = run_copy(path, (int)threads, &run);
-        else if (is_decode) rc = run_decode(path, &run);
-        else if (mode[0] == 'r') rc = run_read(path, &run);
-        else rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE], &run);
+        if (is_load)
+            rc = run_load(path, &lo, args->seen[BENCH_OPT_TOUCH_PAGES], &run);
+        else if (is_copy)
+            rc = run_copy(path, (int)threads, &run);
+        else if (is_decode)
+            rc = run_decode(path, &run);
+        else if (mode[0] == 'r')
+            rc = run_read(path, &run);
+        else
+            rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE], &run);
         if (rc != CLI_EXIT_OK) break;
         times[i] = sorted[i] = run.seconds;
         bytes = run.bytes;
@@ -393,27 +382,26 @@ static int run_bench(const cli_args *args)
     if (args->seen[BENCH_OPT_JSON]) {
         printf("{\"first_s\": %.9f, \"min_s\": %.9f, \"median_s\": %.9f, \"bytes\": %" PRIu64,
                times[0], sorted[0], median, bytes);
-        if (is_decode)
-            printf(", \"rss_kib\": %" PRIu64 ", \"arena_bytes\": %" PRIu64, rss, arena);
+        if (is_decode) printf(", \"rss_kib\": %" PRIu64 ", \"arena_bytes\": %" PRIu64, rss, arena);
         printf("}\n");
     } else if (args->verbosity >= CLI_NORMAL) {
         char size[32];
-        const char *what = !is_load                      ? mode
-                           : !lo.copy                    ? "load (no-copy)"
+        const char *what = !is_load                     ? mode
+                           : !lo.copy                   ? "load (no-copy)"
                            : args->seen[BENCH_OPT_POOL] ? "load (copy, pooled storage)"
-                                                          : "load (copy)";
+                                                        : "load (copy)";
         cli_format_size(bytes, size, sizeof size);
         printf("%s ", what);
         cli_put_text(stdout, path, strlen(path));
         printf(": %ld run%s, %" PRIu64 " bytes (%s) per run\n", repeat, repeat == 1 ? "" : "s",
                bytes, size);
-        printf("  first   %.6f s\n  min     %.6f s\n  median  %.6f s", times[0], sorted[0],
-               median);
+        printf("  first   %.6f s\n  min     %.6f s\n  median  %.6f s", times[0], sorted[0], median);
         if (median > 0 && bytes) printf("  (%.2f GB/s)", (double)bytes / median / 1e9);
         putchar('\n');
         if (is_decode)
             printf("  memory  %" PRIu64 " KiB resident after the first decode, %" PRIu64
-                   " bytes of arena\n", rss, arena);
+                   " bytes of arena\n",
+                   rss, arena);
     }
     return CLI_EXIT_OK;
 }

@@ -47,21 +47,11 @@ enum {
 };
 
 static const cli_option convert_options[] = {
-    {'f', "force", false},
-    {'\0', "data-dir", true},
-    {'\0', "align", true},
-    {'\0', "threshold", true},
-    {'\0', "deflate-model", false},
-    {'\0', "external-data", true},
-    {'\0', "max-file-size", true},
-    {'\0', "checksum", false},
-    {'\0', "key-file", true},
-    {'\0', "key", true},
-    {'\0', "passphrase", true},
-    {'\0', "format", true},
-    {'\0', "iterations", true},
-    {'\0', "chunk-size", true},
-    {'\0', "to", true},
+    {'f', "force", false},         {'\0', "data-dir", true},       {'\0', "align", true},
+    {'\0', "threshold", true},     {'\0', "deflate-model", false}, {'\0', "external-data", true},
+    {'\0', "max-file-size", true}, {'\0', "checksum", false},      {'\0', "key-file", true},
+    {'\0', "key", true},           {'\0', "passphrase", true},     {'\0', "format", true},
+    {'\0', "iterations", true},    {'\0', "chunk-size", true},     {'\0', "to", true},
     {'\0', NULL, false},
 };
 
@@ -86,14 +76,13 @@ typedef struct convert_plan {
     const char *external_data; /* NULL: a single .onnx file */
     uint64_t max_file_size;
     bool checksum;
-    bool encrypt_out;          /* OUT ends in .onnxc: an encrypted model */
+    bool encrypt_out; /* OUT ends in .onnxc: an encrypted model */
     const char *key_file;
     oc_crypt_options crypt;
 } convert_plan;
 
 static int option_needs(const cli_args *args, int opt, bool allowed, const char *name,
-                        const char *why)
-{
+                        const char *why) {
     if (args->seen[opt] && !allowed) return cli_usage_error("convert", "--%s %s", name, why);
     return CLI_EXIT_OK;
 }
@@ -101,8 +90,7 @@ static int option_needs(const cli_args *args, int opt, bool allowed, const char 
 /* OUT's form: --to when given, else by OUT's name; a name of no known form is a usage
  * error (an empty name and an existing directory are refused with the other output
  * checks, cli_check_output, in their own words). */
-static int output_form(const cli_args *args, const char *out, cli_out_form *form)
-{
+static int output_form(const cli_args *args, const char *out, cli_out_form *form) {
     static const char *const names[] = {"onnx", "onnxz", "onnxc"};
     static const cli_out_form forms[] = {CLI_OUT_ONNX, CLI_OUT_ONNXZ, CLI_OUT_ONNXC};
     const char *to = args->value[CONVERT_OPT_TO];
@@ -114,15 +102,15 @@ static int output_form(const cli_args *args, const char *out, cli_out_form *form
         return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
     } else if (*form == CLI_OUT_UNKNOWN && out[0] != '\0' &&
                !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-        return cli_usage_error("convert", "OUT '%s': its form is not known by its name; name "
+        return cli_usage_error("convert",
+                               "OUT '%s': its form is not known by its name; name "
                                "it *.onnx, *.onnxz or *.onnxc, or give --to onnx|onnxz|onnxc",
                                out);
     }
     return CLI_EXIT_OK;
 }
 
-static int make_plan(const cli_args *args, convert_plan *p)
-{
+static int make_plan(const cli_args *args, convert_plan *p) {
     cli_out_form form;
     bool archive, external;
     int rc = CLI_EXIT_OK;
@@ -149,10 +137,10 @@ static int make_plan(const cli_args *args, convert_plan *p)
         (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
          args->seen[CONVERT_OPT_CHUNK_SIZE]))
         rc = cli_usage_error("convert", "--format, --iterations and --chunk-size apply to "
-                             ".onnxc output only");
+                                        ".onnxc output only");
     if (rc == CLI_EXIT_OK && p->encrypt_out && external)
         rc = cli_usage_error("convert", "--external-data does not apply to .onnxc output: "
-                             "an encrypted model holds its tensors itself");
+                                        "an encrypted model holds its tensors itself");
     if (rc == CLI_EXIT_OK && p->encrypt_out)
         rc = cli_parse_crypt_options("convert", args->value[CONVERT_OPT_FORMAT],
                                      args->value[CONVERT_OPT_ITERATIONS],
@@ -160,7 +148,7 @@ static int make_plan(const cli_args *args, convert_plan *p)
     /* Options that do not apply to this conversion are mistakes, not no-ops. */
     if (rc == CLI_EXIT_OK)
         rc = option_needs(args, CONVERT_OPT_EXTERNAL_DATA, !archive, "external-data",
-                      "applies to .onnx output; an .onnxz archive holds its tensors itself");
+                          "applies to .onnx output; an .onnxz archive holds its tensors itself");
     if (rc == CLI_EXIT_OK)
         rc = option_needs(args, CONVERT_OPT_DEFLATE_MODEL, archive, "deflate-model",
                           "applies to .onnxz output only");
@@ -205,8 +193,7 @@ static int make_plan(const cli_args *args, convert_plan *p)
 
 /* ---- never overwrite without -f ------------------------------------------------- */
 
-static int same_file(const char *a, const char *b)
-{
+static int same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
@@ -214,8 +201,7 @@ static int same_file(const char *a, const char *b)
 
 /* OUT's directory with a trailing slash ("" for the current one), as the library places
  * data files; NULL when out of memory. */
-static char *out_dir(const char *out)
-{
+static char *out_dir(const char *out) {
     const char *slash = strrchr(out, '/');
     size_t n = slash ? (size_t)(slash - out) + 1 : 0;
     char *dir = malloc(n + 1);
@@ -227,14 +213,12 @@ static char *out_dir(const char *out)
 
 /* The data file's location as the library writes it: an absolute path is reduced to its
  * file name (E-23). */
-static const char *data_location(const char *external_data)
-{
+static const char *data_location(const char *external_data) {
     return external_data[0] == '/' ? oc__path_base(external_data) : external_data;
 }
 
 /* 1 when name is "LOCATION.N" for the location's base name (N decimal). */
-static int is_part_name(const char *name, const char *base)
-{
+static int is_part_name(const char *name, const char *base) {
     size_t n = strlen(base);
     const char *p = name + n + 1;
     if (strncmp(name, base, n) != 0 || name[n] != '.' || *p == '\0') return 0;
@@ -243,8 +227,7 @@ static int is_part_name(const char *name, const char *base)
     return 1;
 }
 
-static int fail_part(const char *dir, const char *name)
-{
+static int fail_part(const char *dir, const char *name) {
     char *path = malloc(strlen(dir) + strlen(name) + 1);
     int rc;
     if (!path) return cli_fail_msg(name, "data file exists; use -f to overwrite it");
@@ -258,8 +241,7 @@ static int fail_part(const char *dir, const char *name)
 /* The data files a save with --external-data writes: LOCATION and, with a maximum file
  * size, LOCATION.1, LOCATION.2, ... The library replaces them whatever its overwrite
  * option says, so the tool refuses existing ones here unless -f. */
-static int check_data_files(const convert_plan *p)
-{
+static int check_data_files(const convert_plan *p) {
     const char *loc = data_location(p->external_data);
     char *dir = out_dir(p->out), *path, *part_dir;
     const char *base = oc__path_base(loc);
@@ -302,8 +284,7 @@ static int check_data_files(const convert_plan *p)
 
 /* ---- saving ---------------------------------------------------------------------- */
 
-static int save(const oc_model *model, const convert_plan *p, int verbosity)
-{
+static int save(const oc_model *model, const convert_plan *p, int verbosity) {
     oc_error err;
     oc_status st;
     double start = cli_now_ms();
@@ -342,16 +323,14 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity)
     return CLI_EXIT_OK;
 }
 
-static uint64_t size_of(const char *path)
-{
+static uint64_t size_of(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
 }
 
 /* ", data in LOCATION (N bytes)" or ", data in LOCATION and K more files (N bytes)": the
  * files OUT's tensors name, read back from OUT itself (sorted, LOCATION comes first). */
-static void report_data_files(const char *out)
-{
+static void report_data_files(const char *out) {
     oc_model *model = NULL;
     model_stats stats;
     oc_error err;
@@ -388,8 +367,7 @@ static void report_data_files(const char *out)
 
 /* A single .onnx over the protobuf limit is written (we read it back), but most ONNX
  * readers cannot load it: say so on stderr, unless -q, with the forms that they can. */
-static void warn_protobuf_limit(const convert_plan *p, int verbosity)
-{
+static void warn_protobuf_limit(const convert_plan *p, int verbosity) {
     uint64_t size;
     if (verbosity < CLI_NORMAL || p->out_form == CLI_FORM_ONNXZ || p->external_data ||
         p->encrypt_out)
@@ -398,15 +376,16 @@ static void warn_protobuf_limit(const convert_plan *p, int verbosity)
     if (size <= CONVERT_PROTOBUF_LIMIT) return;
     fputs("onnxz: warning: ", stderr);
     cli_put_text(stderr, p->out, strlen(p->out));
-    fprintf(stderr, ": %" PRIu64 " bytes, 2 GiB or more: protobuf-based readers (ONNX "
+    fprintf(stderr,
+            ": %" PRIu64 " bytes, 2 GiB or more: protobuf-based readers (ONNX "
             "Runtime, python3-onnx) cannot load it; use --external-data LOC, or an .onnxz "
-            "with `onnxz stub`, for a file they load\n", size);
+            "with `onnxz stub`, for a file they load\n",
+            size);
 }
 
 /* "IN -> OUT (N => M bytes)" on stdout, unless -q. Sizes come from the files themselves,
  * IN's taken before the conversion (with -f, OUT may be IN). */
-static void report(const convert_plan *p, uint64_t in_size, int verbosity)
-{
+static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
     if (verbosity < CLI_NORMAL) return;
     cli_put_text(stdout, p->in, strlen(p->in));
     fputs(" -> ", stdout);
@@ -418,17 +397,17 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity)
 
 /* A-13: an archive holds only tensors whose bytes are the size their dims and data_type
  * make (W-40), which a runtime can map and index by shape. */
-static int check_packable(oc_model *model, const char *in)
-{
+static int check_packable(oc_model *model, const char *in) {
     oc_error err;
     oc_error_clear(&err);
     if (cli_check_tensor_sizes(model, &err) == OC_OK) return CLI_EXIT_OK;
-    return cli_fail_msg(in, "%s; an .onnxz archive holds only tensors of the size their "
-                        "shape makes (A-13)", err.message);
+    return cli_fail_msg(in,
+                        "%s; an .onnxz archive holds only tensors of the size their "
+                        "shape makes (A-13)",
+                        err.message);
 }
 
-static int run_convert(const cli_args *args)
-{
+static int run_convert(const cli_args *args) {
     convert_plan plan;
     cli_load_options lo;
     oc_model *model = NULL;

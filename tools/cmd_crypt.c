@@ -29,29 +29,20 @@ enum {
 };
 
 static const cli_option encrypt_options[] = {
-    {'f', "force", false},
-    {'\0', "key-file", true},
-    {'\0', "key", true},
-    {'\0', "passphrase", true},
-    {'\0', "format", true},
-    {'\0', "iterations", true},
-    {'\0', "chunk-size", true},
-    {'\0', NULL, false},
+    {'f', "force", false},      {'\0', "key-file", true}, {'\0', "key", true},
+    {'\0', "passphrase", true}, {'\0', "format", true},   {'\0', "iterations", true},
+    {'\0', "chunk-size", true}, {'\0', NULL, false},
 };
 
 /* The same indices, without the encryption parameters. */
 static const cli_option decrypt_options[] = {
-    {'f', "force", false},
-    {'\0', "key-file", true},
-    {'\0', "key", true},
-    {'\0', "passphrase", true},
-    {'\0', NULL, false},
+    {'f', "force", false},      {'\0', "key-file", true}, {'\0', "key", true},
+    {'\0', "passphrase", true}, {'\0', NULL, false},
 };
 
 static const char *const crypt_arg_names[] = {"IN", "OUT"};
 
-static uint64_t size_of(const char *path)
-{
+static uint64_t size_of(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
 }
@@ -61,8 +52,7 @@ static uint64_t size_of(const char *path)
  * file at path is an .onnxz archive that opens, or decodes as a model with an ir_version
  * and a graph (random bytes from a wrong key are neither); else what it is not, with err
  * holding the reader's reason. */
-static const char *not_a_payload(const char *path, oc_error *err)
-{
+static const char *not_a_payload(const char *path, oc_error *err) {
     oc_mapped map;
     if (oc_map_file(path, &map, err) != OC_OK) return "cannot be read";
     int zip = oz_detect(map.data, (size_t)map.size, map.size) == OZ_KIND_ZIP;
@@ -81,8 +71,7 @@ static const char *not_a_payload(const char *path, oc_error *err)
     const char *why = NULL;
     if (oc_model_load_file(path, &opts, &m, err) != OC_OK)
         why = "is not an ONNX model";
-    else if (!OC_HAS(ModelProto, oc_model_proto(m), ir_version) ||
-             !oc_model_proto(m)->graph)
+    else if (!OC_HAS(ModelProto, oc_model_proto(m), ir_version) || !oc_model_proto(m)->graph)
         why = "is not an ONNX model (no ir_version or no graph)";
     oc_model_free(m);
     return why;
@@ -93,8 +82,7 @@ typedef struct fd_source {
     const char *path;
 } fd_source;
 
-static oc_status read_fd(void *ctx, void *buf, uint64_t cap, uint64_t *got, oc_error *err)
-{
+static oc_status read_fd(void *ctx, void *buf, uint64_t cap, uint64_t *got, oc_error *err) {
     fd_source *s = ctx;
     ssize_t r;
     do r = read(s->fd, buf, cap > (1u << 30) ? (1u << 30) : (size_t)cap);
@@ -106,16 +94,15 @@ static oc_status read_fd(void *ctx, void *buf, uint64_t cap, uint64_t *got, oc_e
 
 /* ONNXCRY1 decryption: as oc_crypt_decrypt_file, and the plaintext is checked (C-56)
  * while it is still the temporary file, so a failed check leaves OUT untouched. */
-static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *key,
-                              bool force, oc_error *err)
-{
+static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *key, bool force,
+                              oc_error *err) {
     fd_source src = {open(in, O_RDONLY | O_CLOEXEC | O_NONBLOCK), in};
     if (src.fd < 0) return oc_error_set_errno(err, errno, "cannot open %s", in);
     oc_atomic_file af;
     oc_status st = oc_atomic_open(&af, out, !force, err);
     if (st == OC_OK)
-        st = oc_crypt_decrypt_stream(read_fd, &src, oc_atomic_write, &af, key->data, key->len,
-                                     NULL, err);
+        st = oc_crypt_decrypt_stream(read_fd, &src, oc_atomic_write, &af, key->data, key->len, NULL,
+                                     err);
     close(src.fd);
     if (st == OC_OK) {
         oc_error why;
@@ -125,22 +112,21 @@ static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *ke
             st = oc_error_set(err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
                               "wrong passphrase, or damaged data: the decrypted ONNXCRY1 payload "
                               "%s (%s; ONNXCRY1's padding check misses about one wrong "
-                              "passphrase in 256) (C-53, C-56)", problem, why.message);
+                              "passphrase in 256) (C-53, C-56)",
+                              problem, why.message);
     }
     if (st == OC_OK) return oc_atomic_commit(&af, err);
     oc_atomic_abort(&af);
     return st;
 }
 
-static int parse_encrypt_options(const cli_args *args, oc_crypt_options *o)
-{
+static int parse_encrypt_options(const cli_args *args, oc_crypt_options *o) {
     return cli_parse_crypt_options("encrypt", args->value[CRYPT_OPT_FORMAT],
                                    args->value[CRYPT_OPT_ITERATIONS],
                                    args->value[CRYPT_OPT_CHUNK_SIZE], o);
 }
 
-static int run_crypt(const cli_args *args, bool encrypting)
-{
+static int run_crypt(const cli_args *args, bool encrypting) {
     const char *cmd = encrypting ? "encrypt" : "decrypt";
     const char *in = args->positional[0], *out = args->positional[1];
     bool force = args->seen[CRYPT_OPT_FORCE];
@@ -164,7 +150,8 @@ static int run_crypt(const cli_args *args, bool encrypting)
         if (oz_detect_file(in, &kind, &err) != OC_OK) return cli_fail(in, &err);
         oz_kind_is_encrypted(kind, &in_format);
         /* Cut inside its magic: C-1's `truncated`, as every loader says it. */
-        if (kind == OZ_KIND_CRYPT_SHORT && (rc = cli_detect_crypt_checked(in, &in_format)) != CLI_EXIT_OK)
+        if (kind == OZ_KIND_CRYPT_SHORT &&
+            (rc = cli_detect_crypt_checked(in, &in_format)) != CLI_EXIT_OK)
             return rc;
         if (in_format == OC_CRYPT_NONE)
             return cli_fail_msg(in, "not an encrypted file: it starts with neither "
@@ -184,14 +171,17 @@ static int run_crypt(const cli_args *args, bool encrypting)
         const char *problem = not_a_payload(in, &why);
         if (problem) {
             cli_key_free(&key);
-            return cli_fail_msg(in, "%s (%s): ONNXCRY1 holds only models and archives, "
-                                    "since a wrong passphrase is told only by what it decrypts "
-                                    "to (C-56); use ONNXZEC1", problem, why.message);
+            return cli_fail_msg(in,
+                                "%s (%s): ONNXCRY1 holds only models and archives, "
+                                "since a wrong passphrase is told only by what it decrypts "
+                                "to (C-56); use ONNXZEC1",
+                                problem, why.message);
         }
     }
     st = encrypting ? oc_crypt_encrypt_file(in, out, key.data, key.len, &o, &err)
-         : in_format == OC_CRYPT_ONNXCRY1 ? decrypt_cry1(in, out, &key, force, &err)
-                                          : oc_crypt_decrypt_file(in, out, key.data, key.len, &o, &err);
+         : in_format == OC_CRYPT_ONNXCRY1
+             ? decrypt_cry1(in, out, &key, force, &err)
+             : oc_crypt_decrypt_file(in, out, key.data, key.len, &o, &err);
     cli_key_free(&key);
     if (st != OC_OK) {
         /* Errors about the output name it; everything else is about the input. */
@@ -213,7 +203,7 @@ static int run_crypt(const cli_args *args, bool encrypting)
 static int run_encrypt(const cli_args *args) { return run_crypt(args, true); }
 static int run_decrypt(const cli_args *args) { return run_crypt(args, false); }
 
-#define KEY_HELP                                                                            \
+#define KEY_HELP                                                                           \
     "The passphrase comes from, in this order:\n"                                          \
     "  --key-file FILE   the file's bytes (one trailing newline is dropped);\n"            \
     "  ONNXZ_KEY         the environment variable;\n"                                      \
@@ -230,9 +220,7 @@ static const char encrypt_help[] =
     "            a wrong passphrase, damage, truncation or reordering is detected.\n"
     "  onnxcry1  onnx_light's format: AES-256-CBC, PBKDF2-HMAC-SHA256 with 100,000\n"
     "            iterations; no integrity check (use only for compatibility).\n"
-    "\n"
-    KEY_HELP
-    "\n"
+    "\n" KEY_HELP "\n"
     "Options:\n"
     "  -f, --force            overwrite OUT if it exists (OUT may be IN)\n"
     "      --key-file FILE    read the passphrase from FILE\n"
@@ -255,9 +243,7 @@ static const char decrypt_help[] =
     "Decrypt the file IN (ONNXZEC1 or ONNXCRY1, told by its first bytes) to OUT,\n"
     "streaming. A wrong passphrase or a damaged file fails with one error line (exit\n"
     "status 1) and leaves OUT untouched: no unauthenticated plaintext is kept.\n"
-    "\n"
-    KEY_HELP
-    "\n"
+    "\n" KEY_HELP "\n"
     "Options:\n"
     "  -f, --force            overwrite OUT if it exists (OUT may be IN)\n"
     "      --key-file FILE    read the passphrase from FILE\n"

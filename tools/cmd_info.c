@@ -16,11 +16,8 @@
 enum { INFO_OPT_JSON = 0, INFO_OPT_KEY_FILE, INFO_OPT_KEY, INFO_OPT_PASSPHRASE };
 
 static const cli_option info_options[] = {
-    {'\0', "json", false},
-    {'\0', "key-file", true},
-    {'\0', "key", true},
-    {'\0', "passphrase", true},
-    {'\0', NULL, false},
+    {'\0', "json", false},      {'\0', "key-file", true}, {'\0', "key", true},
+    {'\0', "passphrase", true}, {'\0', NULL, false},
 };
 
 static const char *const info_arg_names[] = {"FILE"};
@@ -37,16 +34,14 @@ typedef struct info_report {
 } info_report;
 
 /* The ONNX default operator set has the empty domain; show it by its name. */
-static oc_str opset_domain(const onnx_OperatorSetIdProto *opset)
-{
+static oc_str opset_domain(const onnx_OperatorSetIdProto *opset) {
     static const char default_domain[] = "ai.onnx";
     oc_str name = {default_domain, sizeof default_domain - 1};
     return opset->domain.size ? opset->domain : name;
 }
 
 /* Whether the model has a graph with a name, and the name (a model may have no graph). */
-static int graph_name(const onnx_GraphProto *graph, oc_str *name)
-{
+static int graph_name(const onnx_GraphProto *graph, oc_str *name) {
     static const char empty[] = "";
     name->data = empty;
     name->size = 0;
@@ -59,15 +54,13 @@ static int graph_name(const onnx_GraphProto *graph, oc_str *name)
 
 #define KEY_WIDTH 22
 
-static void put_key(FILE *out, const char *key)
-{
+static void put_key(FILE *out, const char *key) {
     int pad = KEY_WIDTH - (int)strlen(key) - 1;
     fprintf(out, "%s:%*s", key, pad > 1 ? pad : 1, "");
 }
 
 /* "453914 bytes (443.3 KiB)", or just "15 bytes" below a KiB. */
-static void put_bytes(FILE *out, uint64_t bytes)
-{
+static void put_bytes(FILE *out, uint64_t bytes) {
     char human[32];
     fprintf(out, "%" PRIu64 " byte%s", bytes, bytes == 1 ? "" : "s");
     if (bytes < 1024) return;
@@ -75,35 +68,34 @@ static void put_bytes(FILE *out, uint64_t bytes)
     fprintf(out, " (%s)", human);
 }
 
-static void put_share_value(FILE *out, uint64_t tensors, uint64_t bytes)
-{
+static void put_share_value(FILE *out, uint64_t tensors, uint64_t bytes) {
     fprintf(out, "%" PRIu64 " tensor%s, ", tensors, tensors == 1 ? "" : "s");
     put_bytes(out, bytes);
 }
 
-static void human_str(FILE *out, const char *key, int present, oc_str value)
-{
+static void human_str(FILE *out, const char *key, int present, oc_str value) {
     put_key(out, key);
-    if (present) cli_put_text(out, value.data, value.size);
-    else fputs("(not set)", out);
+    if (present)
+        cli_put_text(out, value.data, value.size);
+    else
+        fputs("(not set)", out);
     fputc('\n', out);
 }
 
-static void human_int(FILE *out, const char *key, int present, int64_t value)
-{
+static void human_int(FILE *out, const char *key, int present, int64_t value) {
     put_key(out, key);
-    if (present) fprintf(out, "%" PRId64 "\n", value);
-    else fputs("(not set)\n", out);
+    if (present)
+        fprintf(out, "%" PRId64 "\n", value);
+    else
+        fputs("(not set)\n", out);
 }
 
-static void human_count(FILE *out, const char *key, uint64_t value)
-{
+static void human_count(FILE *out, const char *key, uint64_t value) {
     put_key(out, key);
     fprintf(out, "%" PRIu64 "\n", value);
 }
 
-static void human_opsets(FILE *out, const onnx_ModelProto *m)
-{
+static void human_opsets(FILE *out, const onnx_ModelProto *m) {
     put_key(out, "opset imports");
     if (m->opset_import.count == 0) fputs("(none)", out);
     for (uint64_t i = 0; i < m->opset_import.count; i++) {
@@ -118,8 +110,7 @@ static void human_opsets(FILE *out, const onnx_ModelProto *m)
     fputc('\n', out);
 }
 
-static void human_tensors(FILE *out, const model_stats *s, int archive)
-{
+static void human_tensors(FILE *out, const model_stats *s, int archive) {
     put_key(out, "tensors");
     put_share_value(out, s->tensors, s->tensor_bytes);
     fputc('\n', out);
@@ -148,8 +139,10 @@ static void human_tensors(FILE *out, const model_stats *s, int archive)
         const external_location *loc = &s->locations[i];
         int pad = KEY_WIDTH - 4 - (int)loc->location.size - 1;
         fputs("    ", out);
-        if (loc->location.size) cli_put_text(out, loc->location.data, loc->location.size);
-        else fputs("(no location)", out);
+        if (loc->location.size)
+            cli_put_text(out, loc->location.data, loc->location.size);
+        else
+            fputs("(no location)", out);
         fprintf(out, ":%*s", pad > 1 ? pad : 1, "");
         put_share_value(out, loc->tensors, loc->bytes);
         fputc('\n', out);
@@ -157,8 +150,7 @@ static void human_tensors(FILE *out, const model_stats *s, int archive)
 }
 
 /* Where an archive's bytes are: its entries, stored (mapped in place) or deflated. */
-static void human_archive(FILE *out, const archive_listing *a)
-{
+static void human_archive(FILE *out, const archive_listing *a) {
     const archive_entry *model = &a->entries[a->model_index];
     char buf[32];
     human_count(out, "archive entries", a->count);
@@ -193,8 +185,7 @@ static void human_archive(FILE *out, const archive_listing *a)
     fputc('\n', out);
 }
 
-static void print_human(FILE *out, const info_report *r)
-{
+static void print_human(FILE *out, const info_report *r) {
     const onnx_ModelProto *m = r->model;
     const model_stats *s = &r->stats;
     oc_str name;
@@ -235,43 +226,41 @@ static void print_human(FILE *out, const info_report *r)
 /* ---- JSON output: one object, keys documented in the help text ------------------- */
 
 /* Starts the next member of an object: the separator, indentation and "key": . */
-static void json_key(FILE *out, int *first, const char *key)
-{
+static void json_key(FILE *out, int *first, const char *key) {
     fputs(*first ? "\n  " : ",\n  ", out);
     *first = 0;
     json_put_cstring(out, key);
     fputs(": ", out);
 }
 
-static void json_str(FILE *out, int *first, const char *key, int present, oc_str value)
-{
+static void json_str(FILE *out, int *first, const char *key, int present, oc_str value) {
     json_key(out, first, key);
-    if (present) json_put_string(out, value.data, value.size);
-    else fputs("null", out);
+    if (present)
+        json_put_string(out, value.data, value.size);
+    else
+        fputs("null", out);
 }
 
-static void json_int(FILE *out, int *first, const char *key, int present, int64_t value)
-{
+static void json_int(FILE *out, int *first, const char *key, int present, int64_t value) {
     json_key(out, first, key);
-    if (present) fprintf(out, "%" PRId64, value);
-    else fputs("null", out);
+    if (present)
+        fprintf(out, "%" PRId64, value);
+    else
+        fputs("null", out);
 }
 
-static void json_count(FILE *out, int *first, const char *key, uint64_t value)
-{
+static void json_count(FILE *out, int *first, const char *key, uint64_t value) {
     json_key(out, first, key);
     fprintf(out, "%" PRIu64, value);
 }
 
-static void json_share(FILE *out, int *first, const char *key, const tensor_share *share)
-{
+static void json_share(FILE *out, int *first, const char *key, const tensor_share *share) {
     json_key(out, first, key);
     fprintf(out, "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", share->tensors,
             share->bytes);
 }
 
-static void json_opsets(FILE *out, int *first, const onnx_ModelProto *m)
-{
+static void json_opsets(FILE *out, int *first, const onnx_ModelProto *m) {
     json_key(out, first, "opset_import");
     fputc('[', out);
     for (uint64_t i = 0; i < m->opset_import.count; i++) {
@@ -286,8 +275,7 @@ static void json_opsets(FILE *out, int *first, const onnx_ModelProto *m)
     fputc(']', out);
 }
 
-static void json_external(FILE *out, int *first, const model_stats *s)
-{
+static void json_external(FILE *out, int *first, const model_stats *s) {
     json_key(out, first, "external_data");
     fprintf(out,
             "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"unknown_length\": %" PRIu64
@@ -303,8 +291,7 @@ static void json_external(FILE *out, int *first, const model_stats *s)
     fputs(s->nlocations ? "\n  ]}" : "]}", out);
 }
 
-static void json_archive(FILE *out, int *first, const info_report *r)
-{
+static void json_archive(FILE *out, int *first, const info_report *r) {
     const archive_listing *a = &r->archive;
     const archive_entry *model;
     char buf[32];
@@ -315,11 +302,11 @@ static void json_archive(FILE *out, int *first, const info_report *r)
     }
     model = &a->entries[a->model_index];
     fprintf(out,
-            "{\"entries\": %" PRIu64 ", \"stored\": {\"entries\": %" PRIu64
-            ", \"bytes\": %" PRIu64 "}, \"deflated\": {\"entries\": %" PRIu64
-            ", \"bytes\": %" PRIu64 ", \"compressed_bytes\": %" PRIu64
-            "},\n    \"tensor_entries\": %" PRIu64 ", \"deflated_tensor_entries\": %" PRIu64
-            ", \"min_tensor_alignment\": %" PRIu64 ", \"zero_copy\": %s,\n    \"model_entry\": "
+            "{\"entries\": %" PRIu64 ", \"stored\": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
+            "}, \"deflated\": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
+            ", \"compressed_bytes\": %" PRIu64 "},\n    \"tensor_entries\": %" PRIu64
+            ", \"deflated_tensor_entries\": %" PRIu64 ", \"min_tensor_alignment\": %" PRIu64
+            ", \"zero_copy\": %s,\n    \"model_entry\": "
             "{\"method\": ",
             a->count, a->stored_entries, a->stored_bytes, a->deflated_entries, a->deflated_bytes,
             a->deflated_compressed, a->tensor_entries, a->deflated_tensor_entries,
@@ -328,11 +315,10 @@ static void json_archive(FILE *out, int *first, const info_report *r)
     fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64 ", \"last\": %s}}",
             model->zip.uncompressed_size, model->zip.compressed_size,
             a->model_index + 1 == a->count && a->model_file_rank + 1 == a->count ? "true"
-                                                                                   : "false");
+                                                                                 : "false");
 }
 
-static void print_json(FILE *out, const info_report *r)
-{
+static void print_json(FILE *out, const info_report *r) {
     const onnx_ModelProto *m = r->model;
     const model_stats *s = &r->stats;
     oc_str name;
@@ -378,16 +364,14 @@ static void print_json(FILE *out, const info_report *r)
 
 /* ---- the command ------------------------------------------------------------------ */
 
-static int file_size(const char *path, uint64_t *size)
-{
+static int file_size(const char *path, uint64_t *size) {
     struct stat st;
     if (stat(path, &st) != 0) return cli_fail_msg(path, "%s", strerror(errno));
     *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     return CLI_EXIT_OK;
 }
 
-static int run_info(const cli_args *args)
-{
+static int run_info(const cli_args *args) {
     info_report report;
     oc_model *model = NULL;
     onnx_ModelProto *proto = NULL;
@@ -422,8 +406,10 @@ static int run_info(const cli_args *args)
             rc = cli_fail(report.path, &err);
     }
     if (rc == CLI_EXIT_OK) {
-        if (args->seen[INFO_OPT_JSON]) print_json(stdout, &report);
-        else print_human(stdout, &report);
+        if (args->seen[INFO_OPT_JSON])
+            print_json(stdout, &report);
+        else
+            print_human(stdout, &report);
     }
     model_stats_free(&report.stats);
     oc_model_free(model);

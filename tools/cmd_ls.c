@@ -19,8 +19,7 @@ static const cli_option ls_options[] = {
 static const char *const ls_arg_names[] = {"ARCHIVE"};
 
 /* The width cli_put_text gives a name: control bytes take four columns (\xNN). */
-static uint64_t text_width(const char *s, uint64_t n)
-{
+static uint64_t text_width(const char *s, uint64_t n) {
     uint64_t w = 0;
     for (uint64_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -29,14 +28,12 @@ static uint64_t text_width(const char *s, uint64_t n)
     return w;
 }
 
-static void put_padded(FILE *out, const char *s, uint64_t n, uint64_t width)
-{
+static void put_padded(FILE *out, const char *s, uint64_t n, uint64_t width) {
     cli_put_text(out, s, n);
     for (uint64_t w = text_width(s, n); w < width; w++) fputc(' ', out);
 }
 
-static void print_human(FILE *out, const archive_listing *l)
-{
+static void print_human(FILE *out, const archive_listing *l) {
     uint64_t name_width = 4;
     char buf[32];
     for (uint64_t i = 0; i < l->count; i++) {
@@ -62,8 +59,7 @@ static void print_human(FILE *out, const archive_listing *l)
     }
 }
 
-static void print_json(FILE *out, const char *path, const archive_listing *l)
-{
+static void print_json(FILE *out, const char *path, const archive_listing *l) {
     char buf[32];
     fputs("{\"file\": ", out);
     json_put_cstring(out, path);
@@ -77,8 +73,8 @@ static void print_json(FILE *out, const char *path, const archive_listing *l)
         json_put_cstring(out, archive_method_name(e->zip.method, buf, sizeof buf));
         fprintf(out,
                 ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64
-                ", \"data_offset\": %" PRIu64 ", \"alignment\": %" PRIu64
-                ", \"crc32\": %" PRIu32 ", \"model\": %s, \"tensors\": [",
+                ", \"data_offset\": %" PRIu64 ", \"alignment\": %" PRIu64 ", \"crc32\": %" PRIu32
+                ", \"model\": %s, \"tensors\": [",
                 e->zip.uncompressed_size, e->zip.compressed_size, e->zip.data_offset,
                 archive_offset_alignment(e->zip.data_offset), e->zip.crc32,
                 e->is_model ? "true" : "false");
@@ -92,14 +88,15 @@ static void print_json(FILE *out, const char *path, const archive_listing *l)
     fputs(l->count ? "\n]}\n" : "]}\n", out);
 }
 
-static int run_ls(const cli_args *args)
-{
+static int run_ls(const cli_args *args) {
     const char *path = args->positional[0];
     archive_listing listing;
     int rc = archive_listing_open(path, args->verbosity, &listing);
     if (rc != CLI_EXIT_OK) return rc;
-    if (args->seen[LS_OPT_JSON]) print_json(stdout, path, &listing);
-    else print_human(stdout, &listing);
+    if (args->seen[LS_OPT_JSON])
+        print_json(stdout, path, &listing);
+    else
+        print_human(stdout, &listing);
     archive_listing_close(&listing);
     return CLI_EXIT_OK;
 }

@@ -36,26 +36,20 @@ enum {
 };
 
 static const cli_option meta_options[] = {
-    {'\0', "producer", true},
-    {'\0', "producer-version", true},
-    {'\0', "doc-string", true},
-    {'\0', "set", true},
-    {'\0', "unset", true},
-    {'\0', "json", false},
-    {'\0', "append-only", false},
-    {'\0', NULL, false},
+    {'\0', "producer", true},     {'\0', "producer-version", true},
+    {'\0', "doc-string", true},   {'\0', "set", true},
+    {'\0', "unset", true},        {'\0', "json", false},
+    {'\0', "append-only", false}, {'\0', NULL, false},
 };
 
 static const char *const meta_arg_names[] = {"FILE"};
 
-static int str_eq(const oc_str *s, const char *c, size_t n)
-{
+static int str_eq(const oc_str *s, const char *c, size_t n) {
     return s->size == n && (n == 0 || memcmp(s->data, c, n) == 0);
 }
 
 /* Checks every edit before anything is loaded: KEY=VALUE with a non-empty KEY. */
-static int check_edits(const cli_args *args, int *nedits)
-{
+static int check_edits(const cli_args *args, int *nedits) {
     *nedits = 0;
     for (int i = 0; i < args->noccurrences; i++) {
         int opt = args->occurrence[i].option;
@@ -63,7 +57,8 @@ static int check_edits(const cli_args *args, int *nedits)
         if (opt == META_OPT_SET) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v)
-                return cli_usage_error("meta", "--set '%s': give KEY=VALUE with a non-empty KEY", v);
+                return cli_usage_error("meta", "--set '%s': give KEY=VALUE with a non-empty KEY",
+                                       v);
         } else if (opt == META_OPT_UNSET && v[0] == '\0') {
             return cli_usage_error("meta", "--unset needs a non-empty KEY");
         }
@@ -73,8 +68,7 @@ static int check_edits(const cli_args *args, int *nedits)
 }
 
 /* Removes every metadata_props entry with this key; returns how many went. */
-static uint64_t remove_key(onnx_ModelProto *m, const char *key, size_t klen)
-{
+static uint64_t remove_key(onnx_ModelProto *m, const char *key, size_t klen) {
     uint64_t kept = 0, n = m->metadata_props.count;
     for (uint64_t i = 0; i < n; i++) {
         onnx_StringStringEntryProto *e = m->metadata_props.items[i];
@@ -86,8 +80,7 @@ static uint64_t remove_key(onnx_ModelProto *m, const char *key, size_t klen)
 }
 
 oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *m, const char *key, size_t klen,
-                           const char *value)
-{
+                           const char *value) {
     onnx_StringStringEntryProto *e = NULL;
     oc_status st = OC_OK;
     /* The first entry with the key gets the value; later duplicates go. */
@@ -118,8 +111,7 @@ oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *m, const char *key,
     return st;
 }
 
-static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *err)
-{
+static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *err) {
     onnx_ModelProto *m = oc_model_proto(model);
     oc_arena *arena = oc_model_arena(model);
     oc_status st = OC_OK;
@@ -144,7 +136,8 @@ static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *er
         case META_OPT_UNSET:
             remove_key(m, v, strlen(v));
             break;
-        default: break;
+        default:
+            break;
         }
         if (st != OC_OK) return oc_error_set(err, st, OC_NO_OFFSET, "out of memory");
     }
@@ -153,16 +146,16 @@ static oc_status apply_edits(const cli_args *args, oc_model *model, oc_error *er
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static void human_field(FILE *out, const char *key, int has, const oc_str *v)
-{
+static void human_field(FILE *out, const char *key, int has, const oc_str *v) {
     fprintf(out, "%-18s", key);
-    if (has) cli_put_text(out, v->data, v->size);
-    else fputs("-", out);
+    if (has)
+        cli_put_text(out, v->data, v->size);
+    else
+        fputs("-", out);
     fputc('\n', out);
 }
 
-static void print_human(FILE *out, const onnx_ModelProto *m)
-{
+static void print_human(FILE *out, const onnx_ModelProto *m) {
     human_field(out, "producer name", OC_HAS(ModelProto, m, producer_name), &m->producer_name);
     human_field(out, "producer version", OC_HAS(ModelProto, m, producer_version),
                 &m->producer_version);
@@ -178,15 +171,15 @@ static void print_human(FILE *out, const onnx_ModelProto *m)
     }
 }
 
-static void json_field(FILE *out, const char *key, int has, const oc_str *v)
-{
+static void json_field(FILE *out, const char *key, int has, const oc_str *v) {
     fprintf(out, ", \"%s\": ", key);
-    if (has) json_put_string(out, v->data, v->size);
-    else fputs("null", out);
+    if (has)
+        json_put_string(out, v->data, v->size);
+    else
+        fputs("null", out);
 }
 
-static void print_json(FILE *out, const char *path, cli_form form, const onnx_ModelProto *m)
-{
+static void print_json(FILE *out, const char *path, cli_form form, const onnx_ModelProto *m) {
     fputs("{\"file\": ", out);
     json_put_cstring(out, path);
     fprintf(out, ", \"format\": \"%s\"", form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");
@@ -217,8 +210,7 @@ void oc__test_point(const char *name);
  * before it is read and held until the new file has replaced it. Another editor's rename
  * may have replaced the name between our open and our lock: then the lock is on a file
  * nobody will read again, so it is taken again on the file the name now holds. */
-static int lock_model_file(const char *path, int *fd_out)
-{
+static int lock_model_file(const char *path, int *fd_out) {
     for (int attempt = 0; attempt < 16; attempt++) {
         struct stat a, b;
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -238,8 +230,7 @@ static int lock_model_file(const char *path, int *fd_out)
 }
 
 /* Shows or edits the file at path (a link already resolved by run_meta). */
-static int meta_file(const cli_args *args, const char *path)
-{
+static int meta_file(const cli_args *args, const char *path) {
     cli_form form = cli_input_form(path);
     oc_crypt_format cf = OC_CRYPT_NONE;
     oc_parse_options opts;
@@ -270,9 +261,10 @@ static int meta_file(const cli_args *args, const char *path)
         if (st == OC_OK && oz_archive_edit_rolled_back(ed, &cut_from, &cut_to))
             cli_note(args->verbosity, CLI_QUIET, /* always: bytes were removed */
                      "%s: rolled back an interrupted edit: removed its torn tail, the "
-                     "bytes from offset %llu to the end at %llu (A-56)", path,
-                     (unsigned long long)cut_from, (unsigned long long)cut_to);
-        if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
+                     "bytes from offset %llu to the end at %llu (A-56)",
+                     path, (unsigned long long)cut_from, (unsigned long long)cut_to);
+        if (st == OC_OK)
+            st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
     } else {
         oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
         if (form == CLI_FORM_ONNX) {
@@ -306,21 +298,23 @@ static int meta_file(const cli_args *args, const char *path)
         oc_model_free(model);
         return cli_fail(path, &err);
     }
-    if (args->seen[META_OPT_JSON]) print_json(stdout, path, form, oc_model_proto(model));
-    else if (args->verbosity >= CLI_NORMAL || !nedits) print_human(stdout, oc_model_proto(model));
+    if (args->seen[META_OPT_JSON])
+        print_json(stdout, path, form, oc_model_proto(model));
+    else if (args->verbosity >= CLI_NORMAL || !nedits)
+        print_human(stdout, oc_model_proto(model));
     oc_model_free(model);
     return CLI_EXIT_OK;
 }
 
 /* An edit changes the file a symbolic link names, archive and .onnx alike (W-32): the
  * link is resolved here, once, for everything that follows. */
-static int run_meta(const cli_args *args)
-{
+static int run_meta(const cli_args *args) {
     const char *path = args->positional[0];
     struct stat st;
     if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return meta_file(args, path);
     char *target = realpath(path, NULL);
-    if (!target) return cli_fail_msg(path, "a symbolic link to nothing usable: %s", strerror(errno));
+    if (!target)
+        return cli_fail_msg(path, "a symbolic link to nothing usable: %s", strerror(errno));
     int rc = meta_file(args, target);
     free(target);
     return rc;

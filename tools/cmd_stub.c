@@ -35,11 +35,10 @@ typedef struct stub_ctx {
     stub_records records;     /* the entries used, for the check of A-62 */
     uint64_t tensors;
     uint64_t bytes;
-    char message[600];        /* the tool's own error, when the visit stops */
+    char message[600]; /* the tool's own error, when the visit stops */
 } stub_ctx;
 
-static int same_directory(const char *a, const char *b, int *same)
-{
+static int same_directory(const char *a, const char *b, int *same) {
     char *da = oc__path_dir(a), *db = oc__path_dir(b);
     struct stat sa, sb;
     int ok = da && db && stat(da, &sa) == 0 && stat(db, &sb) == 0;
@@ -50,8 +49,7 @@ static int same_directory(const char *a, const char *b, int *same)
 }
 
 /* Sets every external_data entry with this key to value, adding one when there is none. */
-static oc_status set_ext(oc_arena *arena, onnx_TensorProto *t, const char *key, const char *value)
-{
+static oc_status set_ext(oc_arena *arena, onnx_TensorProto *t, const char *key, const char *value) {
     int found = 0;
     for (uint64_t i = 0; i < t->external_data.count; i++) {
         onnx_StringStringEntryProto *e = t->external_data.items[i];
@@ -72,8 +70,7 @@ static oc_status set_ext(oc_arena *arena, onnx_TensorProto *t, const char *key, 
     return OC_OK;
 }
 
-static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
-{
+static oc_status point_into_archive(void *vctx, onnx_TensorProto *t) {
     stub_ctx *ctx = vctx;
     const oc_str *loc;
     char *name;
@@ -116,7 +113,8 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     if (memchr(entry.name, '\n', entry.name_len)) {
         snprintf(ctx->message, sizeof ctx->message,
                  "entry '%s' of tensor '%s' has a line break in its name: the stub cannot "
-                 "record it (A-61)", oc_quote(entry.name, entry.name_len, qe, sizeof qe), qt);
+                 "record it (A-61)",
+                 oc_quote(entry.name, entry.name_len, qe, sizeof qe), qt);
         return OC_ERR_UNSUPPORTED;
     }
     st = set_ext(ctx->arena, t, "location", ctx->archive_name);
@@ -134,8 +132,7 @@ static oc_status point_into_archive(void *vctx, onnx_TensorProto *t)
     return OC_OK;
 }
 
-static int run_stub(const cli_args *args)
-{
+static int run_stub(const cli_args *args) {
     const char *archive = args->positional[0], *out = args->positional[1];
     bool force = args->seen[STUB_OPT_FORCE];
     oz_archive *ar = NULL;
@@ -152,22 +149,28 @@ static int run_stub(const cli_args *args)
     ctx.archive_name = oc__path_base(archive);
     if (out[0] == '\0') return cli_check_output("stub", archive, out, force); /* usage */
     if (named == CLI_OUT_ONNXZ || named == CLI_OUT_ONNXC)
-        return cli_usage_error("stub", "OUT '%s' is named as an %s; a stub is a .onnx model: "
-                               "name it *.onnx", out,
-                               named == CLI_OUT_ONNXZ ? ".onnxz archive" : "encrypted .onnxc model");
+        return cli_usage_error(
+            "stub",
+            "OUT '%s' is named as an %s; a stub is a .onnx model: "
+            "name it *.onnx",
+            out, named == CLI_OUT_ONNXZ ? ".onnxz archive" : "encrypted .onnxc model");
     if (cli_input_form(archive) != CLI_FORM_ONNXZ) {
         oc_crypt_format cf = cli_detect_crypt(archive);
         if (cf != OC_CRYPT_NONE)
-            return cli_fail_msg(archive, "is encrypted (%s): its weights cannot be referenced "
-                                "in place", oc_crypt_format_name(cf));
+            return cli_fail_msg(archive,
+                                "is encrypted (%s): its weights cannot be referenced "
+                                "in place",
+                                oc_crypt_format_name(cf));
         if (stat(archive, &st_out) != 0) return cli_fail_msg(archive, "%s", strerror(errno));
         return cli_fail_msg(archive, "not an .onnxz archive");
     }
     if (!same_directory(archive, out, &same))
         return cli_fail_msg(out, "cannot find the directory: %s", strerror(errno));
     if (!same)
-        return cli_fail_msg(out, "must be in the same directory as the archive %s: external "
-                            "data locations are relative to the model's directory", archive);
+        return cli_fail_msg(out,
+                            "must be in the same directory as the archive %s: external "
+                            "data locations are relative to the model's directory",
+                            archive);
     if (lstat(out, &st_out) == 0 && stat(archive, &st_out) == 0) {
         struct stat sa;
         if (stat(out, &sa) == 0 && sa.st_dev == st_out.st_dev && sa.st_ino == st_out.st_ino)
@@ -186,7 +189,8 @@ static int run_stub(const cli_args *args)
     }
     ctx.zip = oz_archive_zip(ar);
     ctx.arena = oc_model_arena(model);
-    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), point_into_archive, &ctx);
+    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), point_into_archive,
+                              &ctx);
     oz_archive_close(ar);
     if (st == OC_OK && stub_records_attach(&ctx.records, model) != OC_OK) {
         st = OC_ERR_NOMEM;

@@ -42,8 +42,7 @@ static const char *const unpack_arg_names[] = {"ARCHIVE", "DIR"};
 
 /* 1 when DIR exists, 0 when not; refuses a DIR that is not a directory, and one that has
  * anything in it unless force. */
-static int check_dir(const char *dir, bool force, int *exists)
-{
+static int check_dir(const char *dir, bool force, int *exists) {
     struct stat st;
     DIR *d;
     struct dirent *ent;
@@ -72,8 +71,7 @@ static int check_dir(const char *dir, bool force, int *exists)
  * CRC, no name both a file and a directory (Z-36), the model decodes and its tensors
  * resolve to entries (the checks of `verify`, less the layout rules, which do not matter
  * here). */
-static int open_checked(const char *path, int verbosity, oz_archive **out)
-{
+static int open_checked(const char *path, int verbosity, oz_archive **out) {
     oc_error err;
     oc_parse_options opts;
     oc_model *model = NULL;
@@ -98,8 +96,7 @@ static int open_checked(const char *path, int verbosity, oz_archive **out)
 }
 
 /* DIR/NAME in a new string; NULL when out of memory. */
-static char *join(const char *dir, const char *name)
-{
+static char *join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
     char *p = malloc(a + b + 2);
     if (!p) return NULL;
@@ -121,8 +118,7 @@ typedef struct created_list {
     size_t count, cap;
 } created_list;
 
-static bool created_add(created_list *c, const char *path, bool is_dir)
-{
+static bool created_add(created_list *c, const char *path, bool is_dir) {
     if (c->count == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         char **p = realloc(c->paths, cap * sizeof *p);
@@ -146,16 +142,16 @@ static bool created_add(created_list *c, const char *path, bool is_dir)
 }
 
 /* Removes what was created, newest first (so directories are empty by then). */
-static void created_undo(created_list *c)
-{
+static void created_undo(created_list *c) {
     for (size_t i = c->count; i-- > 0;) {
-        if (c->is_dir[i]) rmdir(c->paths[i]);
-        else unlink(c->paths[i]);
+        if (c->is_dir[i])
+            rmdir(c->paths[i]);
+        else
+            unlink(c->paths[i]);
     }
 }
 
-static void created_free(created_list *c)
-{
+static void created_free(created_list *c) {
     for (size_t i = 0; i < c->count; i++) {
         oc_cleanup_forget(c->entries[i]);
         free(c->paths[i]);
@@ -167,8 +163,7 @@ static void created_free(created_list *c)
 
 /* mkdir, with the directory listed first (as write_file lists a new file). Returns 0, or
  * -1 with errno (ENOMEM when it could not be listed: then nothing was created). */
-static int mkdir_listed(const char *path, created_list *made)
-{
+static int mkdir_listed(const char *path, created_list *made) {
     if (!created_add(made, path, true)) {
         errno = ENOMEM;
         return -1;
@@ -184,8 +179,7 @@ static int mkdir_listed(const char *path, created_list *made)
 
 /* Creates the directory `path` unless it is one already. Something else in its place, a
  * symbolic link included, is refused: nothing may be written outside DIR. */
-static int make_dir(const char *dir, const char *path, created_list *made)
-{
+static int make_dir(const char *dir, const char *path, created_list *made) {
     struct stat st;
     if (mkdir_listed(path, made) == 0) return CLI_EXIT_OK;
     if (errno == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return CLI_EXIT_OK;
@@ -197,8 +191,7 @@ static int make_dir(const char *dir, const char *path, created_list *made)
 }
 
 /* The directories on the way to DIR/NAME (NAME's own, too, when it ends in '/'). */
-static int make_parents(const char *dir, const char *path, size_t dir_len, created_list *made)
-{
+static int make_parents(const char *dir, const char *path, size_t dir_len, created_list *made) {
     char *p = strdup(path);
     int rc = CLI_EXIT_OK;
     if (!p) return cli_fail_msg(dir, "out of memory");
@@ -213,8 +206,7 @@ static int make_parents(const char *dir, const char *path, size_t dir_len, creat
 
 /* Writes bytes to path through a temporary file renamed into place; bytes shared from the
  * archive's mapping are copied file to file by the kernel (oc_atomic_write_bytes). */
-static int write_file(const char *path, const oc_bytes *bytes, created_list *made)
-{
+static int write_file(const char *path, const oc_bytes *bytes, created_list *made) {
     oc_atomic_file af;
     oc_error err;
     oc_status st;
@@ -235,9 +227,8 @@ static int write_file(const char *path, const oc_bytes *bytes, created_list *mad
 
 /* Writes entry `index` as `path`: its bytes shared from the mapping (stored) or inflated
  * (deflated), never more than one entry in memory at a time. */
-static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index,
-                   const char *path, created_list *made)
-{
+static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index, const char *path,
+                   created_list *made) {
     oc_bytes bytes;
     oc_error err;
     int rc;
@@ -257,8 +248,7 @@ typedef struct empty_refs {
     uint64_t count;
 } empty_refs;
 
-static int refers_to_empty_entry(const oz_zip_reader *zip, const onnx_TensorProto *t)
-{
+static int refers_to_empty_entry(const oz_zip_reader *zip, const onnx_TensorProto *t) {
     uint64_t offset, length, index;
     int has_offset, has_length;
     oz_zip_entry e;
@@ -266,7 +256,8 @@ static int refers_to_empty_entry(const oz_zip_reader *zip, const onnx_TensorProt
     const oc_str *loc = oc_tensor_external_value(t, "location");
     char *name;
     oc_error_clear(&err);
-    if (!loc || oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, &err) != OC_OK)
+    if (!loc ||
+        oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, &err) != OC_OK)
         return 0;
     if (has_length) return length == 0;
     name = malloc(loc->size + 1);
@@ -279,8 +270,7 @@ static int refers_to_empty_entry(const oz_zip_reader *zip, const onnx_TensorProt
     return empty;
 }
 
-static oc_status inline_empty(void *ctx, onnx_TensorProto *t)
-{
+static oc_status inline_empty(void *ctx, onnx_TensorProto *t) {
     empty_refs *r = ctx;
     if (!oc_tensor_is_external(t) || !refers_to_empty_entry(r->zip, t)) return OC_OK;
     t->external_data.count = 0;
@@ -295,8 +285,7 @@ static oc_status inline_empty(void *ctx, onnx_TensorProto *t)
 /* Writes __MODEL_PROTO as DIR/model.onnx: byte for byte, or re-encoded when A-31 moved
  * tensors inside it. */
 static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t index,
-                         const char *path, created_list *made)
-{
+                         const char *path, created_list *made) {
     oc_bytes bytes, encoded;
     oc_parse_options po;
     oc_model *model = NULL;
@@ -313,7 +302,8 @@ static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t
     po.skip_external_data = 1;
     st = oc_model_load_memory(bytes.data, bytes.size, &po, &model, &err);
     if (st == OC_OK)
-        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), inline_empty, &refs);
+        st =
+            oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), inline_empty, &refs);
     if (st == OC_OK && refs.count) st = oc_model_save_memory(model, NULL, &out, &size, &err);
     oc_model_free(model);
     if (st != OC_OK) {
@@ -331,8 +321,7 @@ static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t
 }
 
 /* The name an entry takes in DIR: its own, or model.onnx for __MODEL_PROTO. */
-static const char *target_name(const oz_zip_entry *e)
-{
+static const char *target_name(const oz_zip_entry *e) {
     return strcmp(e->name, OZ_MODEL_ENTRY) == 0 ? UNPACK_MODEL_FILE : e->name;
 }
 
@@ -342,8 +331,7 @@ static const char *target_name(const oz_zip_entry *e)
  * exists (-f): every directory on the way to an entry is a directory or absent (never a
  * file or a symbolic link), and no file would land where a directory is. */
 static int check_plan(const char *archive, const oz_zip_reader *zip, const char *dir,
-                      bool dir_exists)
-{
+                      bool dir_exists) {
     uint64_t count = oz_zip_reader_count(zip);
     size_t mlen = strlen(UNPACK_MODEL_FILE);
     oz_zip_entry e;
@@ -356,15 +344,16 @@ static int check_plan(const char *archive, const oz_zip_reader *zip, const char 
         for (const char *p = e.name; (p = strchr(p, '/')) != NULL; p++) depth++;
         if (depth > UNPACK_MAX_DEPTH) {
             char q[OC_QUOTE_SIZE];
-            return cli_fail_msg(archive, "entry %s is nested %" PRIu64 " directories deep, "
+            return cli_fail_msg(archive,
+                                "entry %s is nested %" PRIu64 " directories deep, "
                                 "more than unpack's limit of %d",
-                                oc_quote(e.name, e.name_len, q, sizeof q), depth,
-                                UNPACK_MAX_DEPTH);
+                                oc_quote(e.name, e.name_len, q, sizeof q), depth, UNPACK_MAX_DEPTH);
         }
         if (strncmp(e.name, UNPACK_MODEL_FILE, mlen) == 0 &&
             (e.name[mlen] == '\0' || e.name[mlen] == '/')) {
             char q[OC_QUOTE_SIZE];
-            return cli_fail_msg(archive, "has an entry named %s, and " UNPACK_MODEL_FILE
+            return cli_fail_msg(archive,
+                                "has an entry named %s, and " UNPACK_MODEL_FILE
                                 " is the name the model takes when unpacked",
                                 oc_quote(e.name, e.name_len, q, sizeof q));
         }
@@ -404,8 +393,7 @@ typedef struct unpack_result {
 } unpack_result;
 
 static int unpack_entries(const char *archive, const oz_archive *ar, const char *dir,
-                          unpack_result *res, created_list *made)
-{
+                          unpack_result *res, created_list *made) {
     const oz_zip_reader *zip = oz_archive_zip(ar);
     uint64_t count = oz_zip_reader_count(zip), model_index = 0;
     size_t dir_len = strlen(dir);
@@ -439,8 +427,7 @@ static int unpack_entries(const char *archive, const oz_archive *ar, const char 
     return rc;
 }
 
-static int run_unpack(const cli_args *args)
-{
+static int run_unpack(const cli_args *args) {
     const char *archive = args->positional[0];
     const char *dir = args->positional[1];
     bool force = args->seen[UNPACK_OPT_FORCE];

@@ -22,12 +22,8 @@ enum {
 };
 
 static const cli_option verify_options[] = {
-    {'\0', "json", false},
-    {'\0', "data-dir", true},
-    {'\0', "key-file", true},
-    {'\0', "key", true},
-    {'\0', "passphrase", true},
-    {'\0', NULL, false},
+    {'\0', "json", false}, {'\0', "data-dir", true},   {'\0', "key-file", true},
+    {'\0', "key", true},   {'\0', "passphrase", true}, {'\0', NULL, false},
 };
 
 static const char *const verify_arg_names[] = {"FILE"};
@@ -60,15 +56,13 @@ typedef struct verify_report {
  * without: onnx.load does too, and `convert` passes it on unchanged), and every tensor's
  * payload has the size its dims and data_type give. model: loaded with its external
  * data, or with references. */
-static oc_status check_model(oc_model *model, oc_error *err)
-{
+static oc_status check_model(oc_model *model, oc_error *err) {
     const onnx_ModelProto *m = oc_model_proto(model);
     if (!OC_HAS(ModelProto, m, ir_version))
         return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                             "the model has no ir_version: every ONNX model states one (W-41)");
     if (!m->graph)
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "the model has no graph (W-41)");
+        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
     return cli_check_tensor_sizes(model, err);
 }
 
@@ -77,19 +71,18 @@ static oc_status check_model(oc_model *model, oc_error *err)
 /* The spec's layout rules that a reader does not enforce (it accepts any ZIP), checked on
  * the listing: A-2 (__MODEL_PROTO last), A-3 (tensor entries STORED), A-4 (STORED data on
  * a 64-byte boundary). The first breach is reported. */
-static int check_layout(const char *path, const archive_listing *l)
-{
+static int check_layout(const char *path, const archive_listing *l) {
     char buf[32];
     const archive_entry *model = &l->entries[l->model_index];
     if (l->model_index + 1 != l->count)
         return cli_fail_msg(path,
                             OZ_MODEL_ENTRY " is entry %" PRIu64 " of %" PRIu64
-                            " in the central directory, not the last (A-2)",
+                                           " in the central directory, not the last (A-2)",
                             l->model_index + 1, l->count);
     if (l->model_file_rank + 1 != l->count)
         return cli_fail_msg(path,
                             OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
-                            "offset %" PRIu64 " comes before other entries' (A-2)",
+                                           "offset %" PRIu64 " comes before other entries' (A-2)",
                             model->zip.data_offset);
     for (uint64_t i = 0; i < l->count; i++) {
         const archive_entry *e = &l->entries[i];
@@ -112,8 +105,7 @@ static int check_layout(const char *path, const archive_listing *l)
     return CLI_EXIT_OK;
 }
 
-static int verify_archive(const cli_args *args, verify_report *r)
-{
+static int verify_archive(const cli_args *args, verify_report *r) {
     oz_archive *ar = NULL;
     oc_model *model = NULL;
     oc_parse_options opts;
@@ -164,15 +156,13 @@ static int verify_archive(const cli_args *args, verify_report *r)
 
 /* ---- .onnx files ----------------------------------------------------------------- */
 
-static oc_status count_checksum(void *ctx, onnx_TensorProto *t)
-{
+static oc_status count_checksum(void *ctx, onnx_TensorProto *t) {
     uint64_t *n = ctx;
     if (oc_tensor_is_external(t) && oc_tensor_external_value(t, "checksum")) (*n)++;
     return OC_OK;
 }
 
-static int verify_onnx(const cli_args *args, verify_report *r)
-{
+static int verify_onnx(const cli_args *args, verify_report *r) {
     cli_load_options lo;
     oc_model *model = NULL;
     model_stats stats;
@@ -206,7 +196,8 @@ static int verify_onnx(const cli_args *args, verify_report *r)
     r->external_tensors = stats.external.tensors;
     r->external_files = stats.nlocations;
     r->external_bytes = stats.external.bytes;
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), count_checksum, &r->checksums);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), count_checksum,
+                         &r->checksums);
     model_stats_free(&stats);
     /* A stub: every reference into an archive is the entry it was made from. */
     rc = stub_check(r->path, lo.data_dir, model, &r->stub_references);
@@ -218,8 +209,7 @@ static int verify_onnx(const cli_args *args, verify_report *r)
 
 /* Decrypting authenticates every ONNXZEC1 chunk (ONNXCRY1: the padding), then the model
  * or archive inside must open and decode, every tensor resolving to its entry. */
-static int verify_encrypted(const cli_args *args, verify_report *r)
-{
+static int verify_encrypted(const cli_args *args, verify_report *r) {
     cli_load_options lo;
     oc_model *model = NULL;
     model_stats stats;
@@ -248,8 +238,7 @@ static int verify_encrypted(const cli_args *args, verify_report *r)
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static void print_human(FILE *out, const verify_report *r)
-{
+static void print_human(FILE *out, const verify_report *r) {
     char size[32];
     fputs("OK ", out);
     cli_put_text(out, r->path, strlen(r->path));
@@ -264,16 +253,15 @@ static void print_human(FILE *out, const verify_report *r)
         cli_format_size(r->entry_bytes, size, sizeof size);
         fprintf(out,
                 ": onnxz archive, %" PRIu64 " entries with valid CRC-32s, %" PRIu64
-                " tensors in %" PRIu64 " entries (%s), model decodes (%" PRIu64
-                " bytes, last)\n",
+                " tensors in %" PRIu64 " entries (%s), model decodes (%" PRIu64 " bytes, last)\n",
                 r->entries, r->entry_tensors, r->tensor_entries, size, r->model_size);
         return;
     }
     fprintf(out, ": onnx model, %" PRIu64 " tensors", r->tensors);
     if (r->external_tensors) {
         cli_format_size(r->external_bytes, size, sizeof size);
-        fprintf(out, ", %" PRIu64 " in %" PRIu64 " external data file%s (%s)",
-                r->external_tensors, r->external_files, r->external_files == 1 ? "" : "s", size);
+        fprintf(out, ", %" PRIu64 " in %" PRIu64 " external data file%s (%s)", r->external_tensors,
+                r->external_files, r->external_files == 1 ? "" : "s", size);
         if (r->checksums)
             fprintf(out, ", %" PRIu64 " checksum%s verified", r->checksums,
                     r->checksums == 1 ? "" : "s");
@@ -287,8 +275,7 @@ static void print_human(FILE *out, const verify_report *r)
     fputc('\n', out);
 }
 
-static void print_json(FILE *out, const verify_report *r)
-{
+static void print_json(FILE *out, const verify_report *r) {
     fputs("{\"file\": ", out);
     json_put_cstring(out, r->path);
     if (r->crypt != OC_CRYPT_NONE)
@@ -316,8 +303,7 @@ static void print_json(FILE *out, const verify_report *r)
     }
 }
 
-static int run_verify(const cli_args *args)
-{
+static int run_verify(const cli_args *args) {
     verify_report r;
     int rc;
     memset(&r, 0, sizeof r);
@@ -330,11 +316,15 @@ static int run_verify(const cli_args *args)
     if (r.form == CLI_FORM_ONNX) {
         r.crypt = cli_detect_crypt(r.path);
     }
-    if (r.crypt != OC_CRYPT_NONE) rc = verify_encrypted(args, &r);
-    else rc = r.form == CLI_FORM_ONNXZ ? verify_archive(args, &r) : verify_onnx(args, &r);
+    if (r.crypt != OC_CRYPT_NONE)
+        rc = verify_encrypted(args, &r);
+    else
+        rc = r.form == CLI_FORM_ONNXZ ? verify_archive(args, &r) : verify_onnx(args, &r);
     if (rc != CLI_EXIT_OK) return rc;
-    if (args->seen[VERIFY_OPT_JSON]) print_json(stdout, &r);
-    else if (args->verbosity >= CLI_NORMAL) print_human(stdout, &r);
+    if (args->seen[VERIFY_OPT_JSON])
+        print_json(stdout, &r);
+    else if (args->verbosity >= CLI_NORMAL)
+        print_human(stdout, &r);
     return CLI_EXIT_OK;
 }
 

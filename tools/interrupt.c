@@ -8,15 +8,13 @@
 
 static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
 
-static void on_fatal(int sig)
-{
+static void on_fatal(int sig) {
     oc_cleanup_run();
     signal(sig, SIG_DFL);
     raise(sig); /* pending until this handler returns, then the default action: death */
 }
 
-void interrupt_install(void)
-{
+void interrupt_install(void) {
     struct sigaction sa, old;
     sa.sa_handler = on_fatal;
     sa.sa_flags = 0;

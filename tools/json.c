@@ -7,24 +7,38 @@
 
 #include <onnxcore/status.h>
 
-static void put_ascii(FILE *out, unsigned char c)
-{
+static void put_ascii(FILE *out, unsigned char c) {
     switch (c) {
-    case '"': fputs("\\\"", out); break;
-    case '\\': fputs("\\\\", out); break;
-    case '\b': fputs("\\b", out); break;
-    case '\f': fputs("\\f", out); break;
-    case '\n': fputs("\\n", out); break;
-    case '\r': fputs("\\r", out); break;
-    case '\t': fputs("\\t", out); break;
+    case '"':
+        fputs("\\\"", out);
+        break;
+    case '\\':
+        fputs("\\\\", out);
+        break;
+    case '\b':
+        fputs("\\b", out);
+        break;
+    case '\f':
+        fputs("\\f", out);
+        break;
+    case '\n':
+        fputs("\\n", out);
+        break;
+    case '\r':
+        fputs("\\r", out);
+        break;
+    case '\t':
+        fputs("\\t", out);
+        break;
     default:
-        if (c < 0x20) fprintf(out, "\\u%04x", (unsigned)c);
-        else fputc(c, out);
+        if (c < 0x20)
+            fprintf(out, "\\u%04x", (unsigned)c);
+        else
+            fputc(c, out);
     }
 }
 
-void json_put_string(FILE *out, const char *data, uint64_t size)
-{
+void json_put_string(FILE *out, const char *data, uint64_t size) {
     const unsigned char *p = (const unsigned char *)data;
     fputc('"', out);
     for (uint64_t i = 0; i < size;) {
@@ -39,8 +53,9 @@ void json_put_string(FILE *out, const char *data, uint64_t size)
             fwrite(p + i, 1, len, out);
             i += len;
         } else { /* a C1, bidirectional or separator control (all below U+0800 or 3 bytes) */
-            unsigned cp = len == 2 ? (p[i] & 0x1Fu) << 6 | (p[i + 1] & 0x3Fu)
-                                   : (p[i] & 0x0Fu) << 12 | (p[i + 1] & 0x3Fu) << 6 | (p[i + 2] & 0x3Fu);
+            unsigned cp = len == 2
+                              ? (p[i] & 0x1Fu) << 6 | (p[i + 1] & 0x3Fu)
+                              : (p[i] & 0x0Fu) << 12 | (p[i + 1] & 0x3Fu) << 6 | (p[i + 2] & 0x3Fu);
             fprintf(out, "\\u%04x", cp);
             i += len;
         }
@@ -48,7 +63,4 @@ void json_put_string(FILE *out, const char *data, uint64_t size)
     fputc('"', out);
 }
 
-void json_put_cstring(FILE *out, const char *s)
-{
-    json_put_string(out, s, strlen(s));
-}
+void json_put_cstring(FILE *out, const char *s) { json_put_string(out, s, strlen(s)); }

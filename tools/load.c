@@ -13,21 +13,18 @@
 
 /* The kind of path; a file that cannot be looked at is taken for a model, whose loader
  * then says why it cannot be read. */
-static oz_kind kind_of(const char *path)
-{
+static oz_kind kind_of(const char *path) {
     oz_kind kind = OZ_KIND_MODEL;
     if (oz_detect_file(path, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
     return kind;
 }
 
-cli_form cli_input_form(const char *path)
-{
+cli_form cli_input_form(const char *path) {
     oz_kind kind = kind_of(path);
     return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
 }
 
-oc_crypt_format cli_detect_crypt(const char *path)
-{
+oc_crypt_format cli_detect_crypt(const char *path) {
     oc_crypt_format cf;
     oz_kind_is_encrypted(kind_of(path), &cf);
     return cf;
@@ -35,8 +32,7 @@ oc_crypt_format cli_detect_crypt(const char *path)
 
 /* Prints the library's report on a file it refuses by its kind alone (empty, or cut
  * inside an encryption magic). */
-static int fail_by_kind(const char *path)
-{
+static int fail_by_kind(const char *path) {
     oc_model *m = NULL;
     oc_error err;
     oc_error_clear(&err);
@@ -47,31 +43,27 @@ static int fail_by_kind(const char *path)
     return cli_fail(path, &err);
 }
 
-int cli_detect_crypt_checked(const char *path, oc_crypt_format *out)
-{
+int cli_detect_crypt_checked(const char *path, oc_crypt_format *out) {
     oz_kind kind = kind_of(path);
     oz_kind_is_encrypted(kind, out);
     return kind == OZ_KIND_CRYPT_SHORT ? fail_by_kind(path) : CLI_EXIT_OK;
 }
 
-int cli_refuse_empty(const char *path)
-{
+int cli_refuse_empty(const char *path) {
     return kind_of(path) == OZ_KIND_EMPTY ? fail_by_kind(path) : CLI_EXIT_OK;
 }
 
-static oc_status check_tensor_size(void *err, onnx_TensorProto *t)
-{
+static oc_status check_tensor_size(void *err, onnx_TensorProto *t) {
     return oc_tensor_check_size(t, err);
 }
 
-oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err)
-{
-    return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size, err);
+oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err) {
+    return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size,
+                                err);
 }
 
-int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
-                   oc_model **out, cli_form *form_out)
-{
+int cli_load_input(const char *path, const cli_load_options *o, int verbosity, oc_model **out,
+                   cli_form *form_out) {
     static const cli_load_options defaults;
     oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info;
@@ -85,7 +77,8 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     if (!o) o = &defaults;
     *out = NULL;
     if (form_out)
-        *form_out = kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+        *form_out =
+            kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
     if (o->crypt_out) *o->crypt_out = OC_CRYPT_NONE;
     cli_parse_options_init(&opts.parse);
     opts.parse.no_copy = !o->copy;
@@ -121,8 +114,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity,
     return CLI_EXIT_OK;
 }
 
-int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out)
-{
+int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out) {
     cli_load_options opts;
     memset(&opts, 0, sizeof opts);
     opts.external = external;

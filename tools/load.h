@@ -18,8 +18,8 @@ typedef enum cli_external {
 
 /* The two forms of model file the tool reads and writes. */
 typedef enum cli_form {
-    CLI_FORM_ONNX,  /* a serialized ModelProto, maybe with external data files */
-    CLI_FORM_ONNXZ  /* an .onnxz archive (spec/onnxz.md) */
+    CLI_FORM_ONNX, /* a serialized ModelProto, maybe with external data files */
+    CLI_FORM_ONNXZ /* an .onnxz archive (spec/onnxz.md) */
 } cli_form;
 
 /* The form of an input file, told by its content (a ZIP signature), not its name. */
@@ -37,15 +37,15 @@ int cli_detect_crypt_checked(const char *path, oc_crypt_format *out);
  * directory, serial, no checksum verification. */
 typedef struct cli_load_options {
     cli_external external;
-    const char *data_dir;   /* .onnx inputs: look for data files here */
-    int num_threads;        /* oc_parse_options.num_threads */
-    int copy;               /* copy tensor bytes instead of sharing the mapping */
-    int verify_checksums;   /* check `checksum` keys of external data */
+    const char *data_dir;          /* .onnx inputs: look for data files here */
+    int num_threads;               /* oc_parse_options.num_threads */
+    int copy;                      /* copy tensor bytes instead of sharing the mapping */
+    int verify_checksums;          /* check `checksum` keys of external data */
     oc_storage_pool *storage_pool; /* copy loads: tensor storage from here (may be NULL) */
     /* Encrypted inputs (ONNXZEC1, ONNXCRY1) are decrypted once, in memory, whether they
      * hold a model or an archive; the passphrase as passphrase.h says. */
-    const char *command;    /* for the usage error when there is no passphrase source */
-    const char *key_file;   /* --key-file, or NULL */
+    const char *command;        /* for the usage error when there is no passphrase source */
+    const char *key_file;       /* --key-file, or NULL */
     oc_crypt_format *crypt_out; /* may be NULL: receives the input's encryption (or NONE) */
 } cli_load_options;
 
@@ -56,8 +56,8 @@ typedef struct cli_load_options {
  * without a copy in memory. *form (may be NULL) receives the input's form. The loading
  * is oz_open's (onnxz/open.h), with the passphrase asked for only once the file is
  * known to be encrypted. On failure prints the error and returns CLI_EXIT_FAILURE. */
-int cli_load_input(const char *path, const cli_load_options *opts, int verbosity,
-                   oc_model **out, cli_form *form);
+int cli_load_input(const char *path, const cli_load_options *opts, int verbosity, oc_model **out,
+                   cli_form *form);
 
 /* An empty regular file is no model, though it decodes as one with nothing set: prints
  * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK

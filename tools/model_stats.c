@@ -17,8 +17,7 @@ enum { DATA_LOCATION_EXTERNAL = 1 }; /* TensorProto.DataLocation.EXTERNAL */
  * max_depth, so a hostile model cannot exhaust the stack here. */
 static uint64_t graph_nodes(const onnx_GraphProto *graph);
 
-static uint64_t attribute_nodes(const onnx_AttributeProto *attr)
-{
+static uint64_t attribute_nodes(const onnx_AttributeProto *attr) {
     uint64_t n = 0;
     if (!attr) return 0;
     n += graph_nodes(attr->g);
@@ -27,8 +26,7 @@ static uint64_t attribute_nodes(const onnx_AttributeProto *attr)
 }
 
 /* The nodes of a list and of every subgraph their attributes hold. */
-static uint64_t node_list_nodes(onnx_NodeProto *const *nodes, uint64_t count)
-{
+static uint64_t node_list_nodes(onnx_NodeProto *const *nodes, uint64_t count) {
     uint64_t n = count;
     for (uint64_t i = 0; i < count; i++) {
         const onnx_NodeProto *node = nodes[i];
@@ -39,13 +37,11 @@ static uint64_t node_list_nodes(onnx_NodeProto *const *nodes, uint64_t count)
     return n;
 }
 
-static uint64_t graph_nodes(const onnx_GraphProto *graph)
-{
+static uint64_t graph_nodes(const onnx_GraphProto *graph) {
     return graph ? node_list_nodes(graph->node.items, graph->node.count) : 0;
 }
 
-static uint64_t function_nodes(const onnx_FunctionProto *fn)
-{
+static uint64_t function_nodes(const onnx_FunctionProto *fn) {
     uint64_t n;
     if (!fn) return 0;
     n = node_list_nodes(fn->node.items, fn->node.count);
@@ -55,8 +51,7 @@ static uint64_t function_nodes(const onnx_FunctionProto *fn)
     return n;
 }
 
-static uint64_t model_nodes(const onnx_ModelProto *model)
-{
+static uint64_t model_nodes(const onnx_ModelProto *model) {
     uint64_t n = graph_nodes(model->graph);
     for (uint64_t i = 0; i < model->functions.count; i++)
         n += function_nodes(model->functions.items[i]);
@@ -67,8 +62,7 @@ static uint64_t model_nodes(const onnx_ModelProto *model)
     return n;
 }
 
-static void count_graph(const onnx_GraphProto *graph, model_stats *stats)
-{
+static void count_graph(const onnx_GraphProto *graph, model_stats *stats) {
     if (!graph) return;
     stats->nodes = graph->node.count;
     stats->initializers = graph->initializer.count;
@@ -87,8 +81,7 @@ typedef struct location_table {
     uint64_t count, cap;
 } location_table;
 
-static int table_add(location_table *table, oc_str location, uint64_t bytes)
-{
+static int table_add(location_table *table, oc_str location, uint64_t bytes) {
     if (table->count == table->cap) {
         uint64_t cap = table->cap ? table->cap * 2 : 16;
         external_location *items = realloc(table->items, (size_t)cap * sizeof *items);
@@ -100,8 +93,7 @@ static int table_add(location_table *table, oc_str location, uint64_t bytes)
     return 1;
 }
 
-static int compare_locations(const void *a, const void *b)
-{
+static int compare_locations(const void *a, const void *b) {
     oc_str x = ((const external_location *)a)->location;
     oc_str y = ((const external_location *)b)->location;
     uint64_t n = x.size < y.size ? x.size : y.size;
@@ -111,8 +103,7 @@ static int compare_locations(const void *a, const void *b)
 }
 
 /* Moves the locations into stats, sorted, one per distinct location with its totals. */
-static void table_finish(location_table *table, model_stats *stats)
-{
+static void table_finish(location_table *table, model_stats *stats) {
     uint64_t n = 0;
     if (table->count)
         qsort(table->items, (size_t)table->count, sizeof *table->items, compare_locations);
@@ -137,8 +128,7 @@ typedef struct tensor_walk {
     location_table table;
 } tensor_walk;
 
-static uint64_t varint_size(uint64_t v)
-{
+static uint64_t varint_size(uint64_t v) {
     uint64_t n = 1;
     while (v >= 0x80) {
         v >>= 7;
@@ -150,8 +140,7 @@ static uint64_t varint_size(uint64_t v)
 /* The bytes the typed fields take as encoded: fixed 4 or 8 per float and double,
  * varints for the integers (a negative int32 is sign-extended to 10 bytes, as protobuf
  * does), and the length of each string. */
-static uint64_t typed_bytes(const onnx_TensorProto *t)
-{
+static uint64_t typed_bytes(const onnx_TensorProto *t) {
     uint64_t n = t->float_data.count * 4 + t->double_data.count * 8;
     for (uint64_t i = 0; i < t->int32_data.count; i++)
         n += varint_size((uint64_t)(int64_t)t->int32_data.items[i]);
@@ -162,15 +151,13 @@ static uint64_t typed_bytes(const onnx_TensorProto *t)
     return n;
 }
 
-static int has_typed_data(const onnx_TensorProto *t)
-{
+static int has_typed_data(const onnx_TensorProto *t) {
     return t->float_data.count || t->int32_data.count || t->string_data.count ||
            t->int64_data.count || t->double_data.count || t->uint64_data.count;
 }
 
 /* A decimal `length` value; 0 when it is not a plain decimal number that fits. */
-static int parse_length(oc_str s, uint64_t *out)
-{
+static int parse_length(oc_str s, uint64_t *out) {
     uint64_t v = 0;
     if (s.size == 0) return 0;
     for (uint64_t i = 0; i < s.size; i++) {
@@ -183,19 +170,18 @@ static int parse_length(oc_str s, uint64_t *out)
 }
 
 /* Counts an external_data key onnxz does not act on and remembers a few distinct names. */
-static void note_other_key(model_stats *st, const oc_str *key)
-{
+static void note_other_key(model_stats *st, const oc_str *key) {
     st->external_other_keys++;
     for (unsigned i = 0; i < st->n_other_key_names; i++)
         if (st->other_key_names[i].size == key->size &&
-            (key->size == 0 || memcmp(st->other_key_names[i].data, key->data, (size_t)key->size) == 0))
+            (key->size == 0 ||
+             memcmp(st->other_key_names[i].data, key->data, (size_t)key->size) == 0))
             return;
     if (st->n_other_key_names < sizeof st->other_key_names / sizeof st->other_key_names[0])
         st->other_key_names[st->n_other_key_names++] = *key;
 }
 
-static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t)
-{
+static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t) {
     static const char empty[] = "";
     oc_str location = {empty, 0};
     uint64_t length = 0;
@@ -203,9 +189,12 @@ static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t)
     for (uint64_t i = 0; i < t->external_data.count; i++) {
         const onnx_StringStringEntryProto *kv = t->external_data.items[i];
         if (!kv) continue;
-        if (oc_str_eq(kv->key, "location")) location = kv->value;
-        else if (oc_str_eq(kv->key, "length")) known = parse_length(kv->value, &length);
-        else if (!oc_external_key_is_known(&kv->key)) note_other_key(walk->stats, &kv->key);
+        if (oc_str_eq(kv->key, "location"))
+            location = kv->value;
+        else if (oc_str_eq(kv->key, "length"))
+            known = parse_length(kv->value, &length);
+        else if (!oc_external_key_is_known(&kv->key))
+            note_other_key(walk->stats, &kv->key);
     }
     if (!known) {
         walk->stats->external_unknown_length++;
@@ -216,8 +205,7 @@ static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t)
     return table_add(&walk->table, location, length) ? OC_OK : OC_ERR_NOMEM;
 }
 
-static oc_status visit_tensor(void *ctx, onnx_TensorProto *t)
-{
+static oc_status visit_tensor(void *ctx, onnx_TensorProto *t) {
     tensor_walk *walk = ctx;
     model_stats *stats = walk->stats;
     stats->tensors++;
@@ -236,8 +224,7 @@ static oc_status visit_tensor(void *ctx, onnx_TensorProto *t)
 
 /* ---- entry points ------------------------------------------------------------------ */
 
-static void set_nomem(oc_error *err)
-{
+static void set_nomem(oc_error *err) {
     if (!err) return;
     err->code = OC_ERR_NOMEM;
     err->sys_errno = 0;
@@ -245,8 +232,7 @@ static void set_nomem(oc_error *err)
     snprintf(err->message, sizeof err->message, "out of memory while counting tensors");
 }
 
-oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_error *err)
-{
+oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_error *err) {
     tensor_walk walk;
     oc_status st;
     memset(stats, 0, sizeof *stats);
@@ -269,8 +255,7 @@ oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_err
     return OC_OK;
 }
 
-void model_stats_free(model_stats *stats)
-{
+void model_stats_free(model_stats *stats) {
     free(stats->locations);
     stats->locations = NULL;
     stats->nlocations = 0;

@@ -42,16 +42,16 @@ typedef struct model_stats {
      * share that holds some of its bytes; tensor_bytes is the sum of the three. */
     uint64_t tensors;
     uint64_t tensor_bytes;
-    tensor_share raw;      /* raw_data inside the file */
-    tensor_share typed;    /* float_data ... string_data: their bytes as encoded */
-    tensor_share external; /* data_location EXTERNAL: the `length` keys */
+    tensor_share raw;                 /* raw_data inside the file */
+    tensor_share typed;               /* float_data ... string_data: their bytes as encoded */
+    tensor_share external;            /* data_location EXTERNAL: the `length` keys */
     uint64_t external_unknown_length; /* external tensors without a usable `length` */
     /* external_data entries whose key onnxz does not define (never acted on, spec E-3),
      * and the first few distinct key names (pointing into the model) */
     uint64_t external_other_keys;
     oc_str other_key_names[4];
     unsigned n_other_key_names;
-    external_location *locations;     /* sorted by location; malloc'd */
+    external_location *locations; /* sorted by location; malloc'd */
     uint64_t nlocations;
 } model_stats;
 

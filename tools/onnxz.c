@@ -22,35 +22,38 @@ static const cli_option global_options[] = {
 
 static int run_help(const cli_args *args);
 
-static const char help_help[] =
-    "Show the list of commands, or the full help of one command.\n"
-    "\n"
-    "Example:\n"
-    "  onnxz help convert\n";
+static const char help_help[] = "Show the list of commands, or the full help of one command.\n"
+                                "\n"
+                                "Example:\n"
+                                "  onnxz help convert\n";
 
 static const char *const help_arg_names[] = {"COMMAND"};
 
 static const cli_command cmd_help = {
-    "help", "show help for a command", "onnxz help [COMMAND]", help_help,
-    NULL,   help_arg_names,            0,                      1,
+    "help",
+    "show help for a command",
+    "onnxz help [COMMAND]",
+    help_help,
+    NULL,
+    help_arg_names,
+    0,
+    1,
     run_help,
 };
 
 /* In the order `onnxz --help` lists them. */
-static const cli_command *const commands[] = {
-    &cmd_convert, &cmd_info,    &cmd_ls,   &cmd_verify, &cmd_unpack, &cmd_meta,
-    &cmd_stub,    &cmd_encrypt, &cmd_decrypt, &cmd_bench, &cmd_help};
+static const cli_command *const commands[] = {&cmd_convert, &cmd_info,  &cmd_ls,   &cmd_verify,
+                                              &cmd_unpack,  &cmd_meta,  &cmd_stub, &cmd_encrypt,
+                                              &cmd_decrypt, &cmd_bench, &cmd_help};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const cli_command *find_command(const char *name)
-{
+static const cli_command *find_command(const char *name) {
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(commands[i]->name, name) == 0) return commands[i];
     return NULL;
 }
 
-static void print_global_help(FILE *out)
-{
+static void print_global_help(FILE *out) {
     fputs("Usage: onnxz [-q|-v] COMMAND [options] ARGS\n"
           "       onnxz --help | --version | help COMMAND\n"
           "\n"
@@ -81,14 +84,12 @@ static void print_global_help(FILE *out)
           out);
 }
 
-static void print_command_help(FILE *out, const cli_command *cmd)
-{
+static void print_command_help(FILE *out, const cli_command *cmd) {
     fprintf(out, "Usage: %s\n\n%s", cmd->usage, cmd->help);
 }
 
 /* Text as roff shows it verbatim: backslashes escaped, no line taken for a request. */
-static void put_roff(FILE *out, const char *text)
-{
+static void put_roff(FILE *out, const char *text) {
     bool line_start = true;
     for (const char *p = text; *p; p++) {
         if (line_start && (*p == '.' || *p == '\'')) fputs("\\&", out);
@@ -104,8 +105,7 @@ static void put_roff(FILE *out, const char *text)
 
 /* onnxz(1): the global help and every command's, as they are, so the page never drifts
  * from --help. Generated at build time and installed with the tool. */
-static void print_man(FILE *out)
-{
+static void print_man(FILE *out) {
     fprintf(out, ".TH ONNXZ 1 \"\" \"onnxz %s\" \"User Commands\"\n", ONNXCORE_VERSION_STRING);
     fputs(".SH NAME\nonnxz \\- convert, inspect and verify ONNX models and .onnxz archives\n"
           ".SH SYNOPSIS\n.B onnxz\n[\\-q|\\-v]\n.I COMMAND\n[options] ARGS\n"
@@ -143,8 +143,7 @@ static void print_man(FILE *out)
           out);
 }
 
-static int run_help(const cli_args *args)
-{
+static int run_help(const cli_args *args) {
     const cli_command *cmd;
     if (args->npositional == 0) {
         print_global_help(stdout);
@@ -157,8 +156,7 @@ static int run_help(const cli_args *args)
 }
 
 /* Parses a command's own options and arguments, checks their number, and runs it. */
-static int dispatch(const cli_command *cmd, int argc, char **argv, int first, int verbosity)
-{
+static int dispatch(const cli_command *cmd, int argc, char **argv, int first, int verbosity) {
     cli_args args;
     int rc;
     memset(&args, 0, sizeof args);
@@ -178,8 +176,7 @@ static int dispatch(const cli_command *cmd, int argc, char **argv, int first, in
     return cmd->run(&args);
 }
 
-static int run_main(int argc, char **argv)
-{
+static int run_main(int argc, char **argv) {
     cli_args global;
     const cli_command *cmd;
     int next = argc;
@@ -206,8 +203,7 @@ static int run_main(int argc, char **argv)
     return dispatch(cmd, argc, argv, next + 1, global.verbosity);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     interrupt_install();
     return cli_finish(run_main(argc, argv));
 }

@@ -15,15 +15,13 @@
 
 #include "cli.h"
 
-void cli_wipe(void *p, size_t n)
-{
+void cli_wipe(void *p, size_t n) {
     /* A volatile pointer: the stores cannot be proved dead and dropped. */
     volatile unsigned char *v = p;
     while (n--) *v++ = 0;
 }
 
-void cli_key_free(cli_key *k)
-{
+void cli_key_free(cli_key *k) {
     if (!k) return;
     if (k->data) {
         cli_wipe(k->data, k->len + 1);
@@ -33,14 +31,12 @@ void cli_key_free(cli_key *k)
     k->len = 0;
 }
 
-static oc_status discard_output(void *ctx, const void *data, uint64_t size, oc_error *err)
-{
+static oc_status discard_output(void *ctx, const void *data, uint64_t size, oc_error *err) {
     (void)ctx, (void)data, (void)size, (void)err;
     return OC_OK;
 }
 
-int cli_require_crypto(const char *file)
-{
+int cli_require_crypto(const char *file) {
     oc_crypt_writer *w = NULL;
     oc_error err;
     if (oc_crypt_available()) return CLI_EXIT_OK;
@@ -54,8 +50,7 @@ int cli_require_crypto(const char *file)
 }
 
 /* Reads the key file: at most CLI_KEY_MAX bytes, one trailing "\n" (or "\r\n") dropped. */
-static int key_from_file(const char *path, cli_key *out)
-{
+static int key_from_file(const char *path, cli_key *out) {
     char *buf = malloc(CLI_KEY_MAX + 2);
     size_t len = 0;
     ssize_t got;
@@ -101,8 +96,7 @@ static int key_from_file(const char *path, cli_key *out)
     return CLI_EXIT_OK;
 }
 
-static int key_from_env(const char *value, cli_key *out)
-{
+static int key_from_env(const char *value, cli_key *out) {
     size_t len = strlen(value);
     if (len == 0) return cli_fail_msg(CLI_KEY_ENV, "the environment variable is empty");
     if (len > CLI_KEY_MAX)
@@ -114,8 +108,7 @@ static int key_from_env(const char *value, cli_key *out)
     return CLI_EXIT_OK;
 }
 
-static void tty_puts(int fd, const char *s)
-{
+static void tty_puts(int fd, const char *s) {
     size_t n = strlen(s);
     while (n) {
         ssize_t w = write(fd, s, n);
@@ -128,8 +121,7 @@ static void tty_puts(int fd, const char *s)
 
 /* One line from the terminal with echo off; the line break is not kept. Returns 0, or -1
  * with errno (EOF before any line: ENODATA; too long: E2BIG). */
-static int tty_read_line(int fd, const char *prompt, char *buf, size_t cap, size_t *len)
-{
+static int tty_read_line(int fd, const char *prompt, char *buf, size_t cap, size_t *len) {
     struct termios old, quiet;
     sigset_t block, saved;
     int have_termios = tcgetattr(fd, &old) == 0, rc = 0, e = 0;
@@ -182,8 +174,7 @@ static int tty_read_line(int fd, const char *prompt, char *buf, size_t cap, size
     return rc;
 }
 
-static int key_from_tty(const char *command, const char *file, bool confirm, cli_key *out)
-{
+static int key_from_tty(const char *command, const char *file, bool confirm, cli_key *out) {
     char prompt[512];
     char *a = NULL, *b = NULL;
     size_t alen = 0, blen = 0;
@@ -191,8 +182,10 @@ static int key_from_tty(const char *command, const char *file, bool confirm, cli
     fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
     if (fd < 0 || !isatty(fd)) {
         if (fd >= 0) close(fd);
-        return cli_usage_error(command, "no passphrase: use --key-file FILE or set %s "
-                               "(there is no terminal to ask on)", CLI_KEY_ENV);
+        return cli_usage_error(command,
+                               "no passphrase: use --key-file FILE or set %s "
+                               "(there is no terminal to ask on)",
+                               CLI_KEY_ENV);
     }
     a = malloc(CLI_KEY_MAX + 1);
     b = confirm ? malloc(CLI_KEY_MAX + 1) : NULL;
@@ -235,8 +228,7 @@ done:
 }
 
 int cli_key_get(const char *command, const char *key_file, const char *file, bool confirm,
-                int verbosity, cli_key *out)
-{
+                int verbosity, cli_key *out) {
     const char *env;
     out->data = NULL;
     out->len = 0;
@@ -252,32 +244,37 @@ int cli_key_get(const char *command, const char *key_file, const char *file, boo
     return key_from_tty(command, file, confirm, out);
 }
 
-int cli_refuse_argv_key(const char *command, const bool *seen, int key_opt, int pass_opt)
-{
+int cli_refuse_argv_key(const char *command, const bool *seen, int key_opt, int pass_opt) {
     if (seen[key_opt] || seen[pass_opt])
-        return cli_usage_error(command, "the passphrase is never taken from the command line "
+        return cli_usage_error(command,
+                               "the passphrase is never taken from the command line "
                                "(other users can read it); use --key-file FILE or set %s",
                                CLI_KEY_ENV);
     return CLI_EXIT_OK;
 }
 
 int cli_parse_crypt_options(const char *command, const char *format, const char *iterations,
-                            const char *chunk_size, oc_crypt_options *o)
-{
+                            const char *chunk_size, oc_crypt_options *o) {
     long v;
     uint64_t size;
     int rc;
     if (format) {
-        if (strcasecmp(format, "onnxzec1") == 0) o->format = OC_CRYPT_ONNXZEC1;
-        else if (strcasecmp(format, "onnxcry1") == 0) o->format = OC_CRYPT_ONNXCRY1;
+        if (strcasecmp(format, "onnxzec1") == 0)
+            o->format = OC_CRYPT_ONNXZEC1;
+        else if (strcasecmp(format, "onnxcry1") == 0)
+            o->format = OC_CRYPT_ONNXCRY1;
         else
-            return cli_usage_error(command, "--format '%s': use onnxzec1 (the default) or "
-                                   "onnxcry1", format);
+            return cli_usage_error(command,
+                                   "--format '%s': use onnxzec1 (the default) or "
+                                   "onnxcry1",
+                                   format);
     }
     if (iterations) {
         if (o->format == OC_CRYPT_ONNXCRY1)
-            return cli_usage_error(command, "--iterations applies to onnxzec1; onnxcry1 "
-                                   "always uses %u", OC_CRYPT_CRY1_ITERATIONS);
+            return cli_usage_error(command,
+                                   "--iterations applies to onnxzec1; onnxcry1 "
+                                   "always uses %u",
+                                   OC_CRYPT_CRY1_ITERATIONS);
         rc = cli_parse_int(command, "iterations", iterations, 1,
                            (long)OC_CRYPT_DEFAULT_MAX_ITERATIONS, &v);
         if (rc != CLI_EXIT_OK) return rc;

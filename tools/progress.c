@@ -9,10 +9,9 @@
 #include "progress.h"
 
 #define PROGRESS_REDRAW_MS 100.0
-#define PROGRESS_WIDTH 24
+#define PROGRESS_WIDTH     24
 
-void cli_progress_init(cli_progress *p, int verbosity)
-{
+void cli_progress_init(cli_progress *p, int verbosity) {
     const char *delay = getenv("ONNXZ_PROGRESS_DELAY_MS");
     p->enabled = verbosity >= CLI_NORMAL && isatty(STDERR_FILENO);
     p->drawn = false;
@@ -22,8 +21,7 @@ void cli_progress_init(cli_progress *p, int verbosity)
     p->delay_ms = delay && *delay ? atof(delay) : 500.0;
 }
 
-static void format_eta(double seconds, char *buf, size_t size)
-{
+static void format_eta(double seconds, char *buf, size_t size) {
     unsigned long s = seconds > 0 && seconds < 360000.0 ? (unsigned long)(seconds + 0.5) : 0;
     if (s >= 3600)
         snprintf(buf, size, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
@@ -31,8 +29,7 @@ static void format_eta(double seconds, char *buf, size_t size)
         snprintf(buf, size, "%lu:%02lu", s / 60, s % 60);
 }
 
-void cli_progress_update(void *ctx, uint64_t done, uint64_t total)
-{
+void cli_progress_update(void *ctx, uint64_t done, uint64_t total) {
     cli_progress *p = ctx;
     double now = cli_now_ms(), elapsed = now - p->start_ms;
     char bar[PROGRESS_WIDTH + 1], d[32], t[32], rate[32], eta[32];
@@ -50,16 +47,15 @@ void cli_progress_update(void *ctx, uint64_t done, uint64_t total)
     cli_format_size((uint64_t)per_s, rate, sizeof rate);
     format_eta(per_s > 0 ? (double)(total - done) / per_s : 0, eta, sizeof eta);
     /* \r to the line's start, \033[K to clear what a longer earlier line left. */
-    fprintf(stderr, "\r[%s] %3.0f%%  %s / %s  %s/s  ETA %s\033[K", bar, frac * 100.0, d, t,
-            rate, eta);
+    fprintf(stderr, "\r[%s] %3.0f%%  %s / %s  %s/s  ETA %s\033[K", bar, frac * 100.0, d, t, rate,
+            eta);
     fflush(stderr);
     p->drawn = true;
     p->drawn_full = full;
     p->last_ms = now;
 }
 
-void cli_progress_end(cli_progress *p)
-{
+void cli_progress_end(cli_progress *p) {
     if (!p->drawn) return;
     fputs("\r\033[K", stderr);
     fflush(stderr);

@@ -14,8 +14,8 @@
 
 typedef struct cli_progress {
     bool enabled;
-    bool drawn;       /* a line is on the screen */
-    bool drawn_full;  /* ... and it shows the end (done == total) */
+    bool drawn;      /* a line is on the screen */
+    bool drawn_full; /* ... and it shows the end (done == total) */
     double start_ms, last_ms, delay_ms;
 } cli_progress;
 

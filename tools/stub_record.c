@@ -15,8 +15,7 @@
 
 #include "cli.h"
 
-oc_status stub_records_add(stub_records *r, const oz_zip_entry *e)
-{
+oc_status stub_records_add(stub_records *r, const oz_zip_entry *e) {
     stub_record *rec;
     if (r->count == r->capacity) {
         uint64_t cap = r->capacity ? 2 * r->capacity : 16;
@@ -37,21 +36,18 @@ oc_status stub_records_add(stub_records *r, const oz_zip_entry *e)
     return OC_OK;
 }
 
-void stub_records_free(stub_records *r)
-{
+void stub_records_free(stub_records *r) {
     for (uint64_t i = 0; i < r->count; i++) free(r->items[i].name);
     free(r->items);
     memset(r, 0, sizeof *r);
 }
 
-static int by_offset(const void *a, const void *b)
-{
+static int by_offset(const void *a, const void *b) {
     const stub_record *x = a, *y = b;
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-oc_status stub_records_attach(const stub_records *r, oc_model *model)
-{
+oc_status stub_records_attach(const stub_records *r, oc_model *model) {
     stub_record *sorted;
     char *text, *p;
     size_t size = 1;
@@ -105,30 +101,31 @@ struct entry_at {
 
 typedef struct stub_checker {
     const char *path;
-    const char *dir;           /* locations are relative to this directory */
-    stub_records records;      /* parsed from the model's STUB_RECORD_KEY, by offset */
-    int has_records;           /* the model has the key */
+    const char *dir;      /* locations are relative to this directory */
+    stub_records records; /* parsed from the model's STUB_RECORD_KEY, by offset */
+    int has_records;      /* the model has the key */
     stub_location *locations;
     uint64_t nlocations;
     uint64_t checked;
-    int failed;                /* the problem has been printed */
+    int failed; /* the problem has been printed */
 } stub_checker;
 
-static int str_is(const oc_str *s, const char *text, size_t n)
-{
+static int str_is(const oc_str *s, const char *text, size_t n) {
     return s->size == n && memcmp(s->data, text, n) == 0;
 }
 
 /* Parses one decimal or hex number that ends at a space; 0 when it is not one. */
-static int parse_field(const char **p, const char *end, int base, uint64_t *out)
-{
+static int parse_field(const char **p, const char *end, int base, uint64_t *out) {
     uint64_t v = 0;
     const char *q = *p;
     for (; q < end && *q != ' '; q++) {
         unsigned d;
-        if (*q >= '0' && *q <= '9') d = (unsigned)(*q - '0');
-        else if (base == 16 && *q >= 'a' && *q <= 'f') d = (unsigned)(*q - 'a' + 10);
-        else return 0;
+        if (*q >= '0' && *q <= '9')
+            d = (unsigned)(*q - '0');
+        else if (base == 16 && *q >= 'a' && *q <= 'f')
+            d = (unsigned)(*q - 'a' + 10);
+        else
+            return 0;
         if (v > (UINT64_MAX - d) / (unsigned)base) return 0;
         v = v * (unsigned)base + d;
     }
@@ -139,8 +136,7 @@ static int parse_field(const char **p, const char *end, int base, uint64_t *out)
 }
 
 /* lines "OFFSET LENGTH CRC32 NAME\n", sorted by offset, each offset once. */
-static int parse_records(stub_checker *c, const oc_str *value)
-{
+static int parse_records(stub_checker *c, const oc_str *value) {
     const char *p = value->data, *end = value->data + value->size;
     uint64_t line = 0;
     while (p < end) {
@@ -152,10 +148,10 @@ static int parse_records(stub_checker *c, const oc_str *value)
         if (!nl || !parse_field(&p, nl, 10, &e.data_offset) ||
             !parse_field(&p, nl, 10, &e.uncompressed_size) || !parse_field(&p, nl, 16, &crc) ||
             crc > UINT32_MAX || p >= nl || memchr(p, '\0', (size_t)(nl - p)) ||
-            (c->records.count &&
-             c->records.items[c->records.count - 1].offset >= e.data_offset)) {
+            (c->records.count && c->records.items[c->records.count - 1].offset >= e.data_offset)) {
             c->failed = 1;
-            return cli_fail_msg(c->path, "metadata '" STUB_RECORD_KEY "' line %" PRIu64
+            return cli_fail_msg(c->path,
+                                "metadata '" STUB_RECORD_KEY "' line %" PRIu64
                                 " is not 'OFFSET LENGTH CRC32 ENTRY' in offset order (A-61)",
                                 line);
         }
@@ -171,8 +167,7 @@ static int parse_records(stub_checker *c, const oc_str *value)
     return CLI_EXIT_OK;
 }
 
-static const stub_record *find_record(const stub_checker *c, uint64_t offset)
-{
+static const stub_record *find_record(const stub_checker *c, uint64_t offset) {
     stub_record key;
     key.offset = offset;
     if (c->records.count == 0) return NULL;
@@ -180,8 +175,7 @@ static const stub_record *find_record(const stub_checker *c, uint64_t offset)
 }
 
 /* The location loc names, its archive opened once (archive NULL when it is not one). */
-static int location_archive(stub_checker *c, const oc_str *loc, stub_location **where)
-{
+static int location_archive(stub_checker *c, const oc_str *loc, stub_location **where) {
     stub_location *grown;
     char *file;
     oc_error err;
@@ -223,8 +217,7 @@ static int location_archive(stub_checker *c, const oc_str *loc, stub_location **
     return CLI_EXIT_OK;
 }
 
-static int by_entry_offset(const void *a, const void *b)
-{
+static int by_entry_offset(const void *a, const void *b) {
     const struct entry_at *x = a, *y = b;
     if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
@@ -232,8 +225,7 @@ static int by_entry_offset(const void *a, const void *b)
 
 /* Sorts the archive's entries but its model by data offset, once per location: then
  * equal offsets keep central directory order, the one a scan would have found first. */
-static oc_status index_offsets(stub_location *l)
-{
+static oc_status index_offsets(stub_location *l) {
     const oz_zip_reader *zip = oz_archive_zip(l->archive);
     uint64_t n = oz_zip_reader_count(zip);
     oz_zip_entry e;
@@ -254,9 +246,7 @@ static oc_status index_offsets(stub_location *l)
 /* The entry a tensor's reference means: the recorded one (by name), or without records
  * the first one (central directory order) whose data starts at the offset. 1 when found,
  * 0 when not, -1 when out of memory. */
-static int find_entry(stub_location *l, const stub_record *rec, uint64_t offset,
-                      uint64_t *index)
-{
+static int find_entry(stub_location *l, const stub_record *rec, uint64_t offset, uint64_t *index) {
     oc_error err;
     uint64_t lo = 0, hi;
     oc_error_clear(&err);
@@ -265,16 +255,17 @@ static int find_entry(stub_location *l, const stub_record *rec, uint64_t offset,
     /* The first element whose offset is not below the one sought. */
     for (hi = l->nby_offset; lo < hi;) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (l->by_offset[mid].offset < offset) lo = mid + 1;
-        else hi = mid;
+        if (l->by_offset[mid].offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo == l->nby_offset || l->by_offset[lo].offset != offset) return 0;
     *index = l->by_offset[lo].index;
     return 1;
 }
 
-static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
-{
+static oc_status check_tensor(void *vctx, onnx_TensorProto *t) {
     stub_checker *c = vctx;
     const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
     const stub_record *rec;
@@ -300,12 +291,15 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
     rec = find_record(c, offset);
     if (c->has_records && !rec) {
         c->failed = 1;
-        cli_fail_msg(c->path, "tensor '%s': the stub has no record of an entry of %s at "
-                     "offset %" PRIu64 " (A-62)", qt, ql, offset);
+        cli_fail_msg(c->path,
+                     "tensor '%s': the stub has no record of an entry of %s at "
+                     "offset %" PRIu64 " (A-62)",
+                     qt, ql, offset);
         return OC_ERR_INCONSISTENT;
     }
     found = find_entry(l, rec, offset, &index);
-    if (found < 0 || (!l->crc_ok && !(l->crc_ok = calloc((size_t)oz_zip_reader_count(zip) + 1, 1)))) {
+    if (found < 0 ||
+        (!l->crc_ok && !(l->crc_ok = calloc((size_t)oz_zip_reader_count(zip) + 1, 1)))) {
         c->failed = 1;
         cli_fail_msg(c->path, "out of memory");
         return OC_ERR_NOMEM;
@@ -313,13 +307,16 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
     if (!found || oz_zip_reader_entry(zip, index, &e, &err) != OC_OK) {
         c->failed = 1;
         if (rec)
-            cli_fail_msg(c->path, "tensor '%s': %s has no entry '%s' any more: the archive "
+            cli_fail_msg(c->path,
+                         "tensor '%s': %s has no entry '%s' any more: the archive "
                          "was rebuilt after the stub was made; make the stub again (A-62)",
                          qt, ql, oc_quote(rec->name, strlen(rec->name), qe, sizeof qe));
         else
-            cli_fail_msg(c->path, "tensor '%s': no entry of %s has its data at offset %" PRIu64
+            cli_fail_msg(c->path,
+                         "tensor '%s': no entry of %s has its data at offset %" PRIu64
                          ": the archive was rebuilt after the stub was made; make the stub "
-                         "again (A-62)", qt, ql, offset);
+                         "again (A-62)",
+                         qt, ql, offset);
         return OC_ERR_INCONSISTENT;
     }
     oc_quote(e.name, e.name_len, qe, sizeof qe);
@@ -329,7 +326,8 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
         if (rec && rec->crc32 != e.crc32)
             snprintf(was, sizeof was, ", the stub recorded %08" PRIx32, rec->crc32);
         c->failed = 1;
-        cli_fail_msg(c->path, "tensor '%s': the stub reads %" PRIu64 " bytes at offset %" PRIu64
+        cli_fail_msg(c->path,
+                     "tensor '%s': the stub reads %" PRIu64 " bytes at offset %" PRIu64
                      " of %s, but entry '%s' is %s%" PRIu64 " bytes at offset %" PRIu64
                      " (CRC-32 %08" PRIx32 "%s): the archive was rebuilt after the stub was "
                      "made; make the stub again (A-62)",
@@ -348,9 +346,7 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t)
     return OC_OK;
 }
 
-int stub_check(const char *path, const char *data_dir, oc_model *model,
-               uint64_t *checked)
-{
+int stub_check(const char *path, const char *data_dir, oc_model *model, uint64_t *checked) {
     onnx_ModelProto *m = oc_model_proto(model);
     const oc_str *value = NULL;
     stub_checker c;

@@ -47,7 +47,6 @@ void stub_records_free(stub_records *records);
  * kept (skip_external_data); locations are relative to data_dir, else to path's
  * directory. *checked (may be NULL) receives the number of tensors checked. Returns
  * CLI_EXIT_OK, or CLI_EXIT_FAILURE after printing the first problem, naming the tensor. */
-int stub_check(const char *path, const char *data_dir, oc_model *model,
-               uint64_t *checked);
+int stub_check(const char *path, const char *data_dir, oc_model *model, uint64_t *checked);
 
 #endif

@@ -26,11 +26,11 @@
  * then `shift` bytes further on) into dst->f when it lies within src_size. shift is 0
  * except for the fields that follow an embedded options struct (see oz's archive options):
  * a caller's embedded struct of another size moves them. */
-#define OC_OPTS_COPY_AT(dst, src, src_size, T, f, shift)                                     \
-    do {                                                                                     \
-        size_t at_ = offsetof(T, f) + (size_t)(shift);                                       \
-        if (at_ + sizeof((dst)->f) <= (src_size))                                            \
-            memcpy(&(dst)->f, (const char *)(src) + at_, sizeof((dst)->f));                  \
+#define OC_OPTS_COPY_AT(dst, src, src_size, T, f, shift)                    \
+    do {                                                                    \
+        size_t at_ = offsetof(T, f) + (size_t)(shift);                      \
+        if (at_ + sizeof((dst)->f) <= (src_size))                           \
+            memcpy(&(dst)->f, (const char *)(src) + at_, sizeof((dst)->f)); \
     } while (0)
 #define OC_OPTS_COPY(dst, src, T, f) OC_OPTS_COPY_AT(dst, src, (src)->size, T, f, 0)
 
@@ -95,8 +95,7 @@ static inline oc_status oc__serialize_opts(const oc_serialize_options **opts,
     oc_serialize_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
-    if (oc__opts_check(in->size, "oc_serialize_options", err) != OC_OK)
-        return OC_ERR_INVALID_ARG;
+    if (oc__opts_check(in->size, "oc_serialize_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
     oc__serialize_opts_copy(local, in);
     return OC_OK;
 }
@@ -104,17 +103,17 @@ static inline oc_status oc__serialize_opts(const oc_serialize_options **opts,
 /* The first statement of a public function after its argument checks: opts (a parameter)
  * from here on points to a complete struct (never NULL); a struct never initialised
  * returns OC_ERR_INVALID_ARG. */
-#define OC_PARSE_OPTS(opts, err)                                                              \
-    oc_parse_options opts##_full_;                                                            \
-    do {                                                                                      \
-        oc_status st_ = oc__parse_opts(&(opts), &opts##_full_, (err));                        \
-        if (st_ != OC_OK) return st_;                                                         \
+#define OC_PARSE_OPTS(opts, err)                                       \
+    oc_parse_options opts##_full_;                                     \
+    do {                                                               \
+        oc_status st_ = oc__parse_opts(&(opts), &opts##_full_, (err)); \
+        if (st_ != OC_OK) return st_;                                  \
     } while (0)
-#define OC_SERIALIZE_OPTS(opts, err)                                                          \
-    oc_serialize_options opts##_full_;                                                        \
-    do {                                                                                      \
-        oc_status st_ = oc__serialize_opts(&(opts), &opts##_full_, (err));                    \
-        if (st_ != OC_OK) return st_;                                                         \
+#define OC_SERIALIZE_OPTS(opts, err)                                       \
+    oc_serialize_options opts##_full_;                                     \
+    do {                                                                   \
+        oc_status st_ = oc__serialize_opts(&(opts), &opts##_full_, (err)); \
+        if (st_ != OC_OK) return st_;                                      \
     } while (0)
 
 #endif

@@ -110,7 +110,8 @@ static oc_block *map_block(uint64_t size) {
     if (raw == MAP_FAILED) return NULL;
     uint8_t *start = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
     if (start > raw) munmap(raw, (size_t)(start - raw)); /* trim to the aligned range */
-    if (raw + len + align > start + len) munmap(start + len, (size_t)(raw + len + align - (start + len)));
+    if (raw + len + align > start + len)
+        munmap(start + len, (size_t)(raw + len + align - (start + len)));
 #ifdef MADV_HUGEPAGE
     madvise(start, (size_t)len, MADV_HUGEPAGE); /* advice only: fine if refused */
 #endif

@@ -74,8 +74,7 @@ static unsigned remove_kind(char kind) {
     for (chunk *c = &first; c; c = atomic_load(&c->next))
         for (int i = 0; i < CHUNK_SLOTS; i++) {
             const char *s = atomic_load(&c->slot[i]);
-            if (s && s[0] == kind && (kind == 'd' ? rmdir(s + 1) : unlink(s + 1)) == 0)
-                removed++;
+            if (s && s[0] == kind && (kind == 'd' ? rmdir(s + 1) : unlink(s + 1)) == 0) removed++;
         }
     return removed;
 }

@@ -52,13 +52,13 @@ typedef struct suspension {
 } suspension;
 
 typedef struct dctx {
-    const uint8_t *base;   /* start of the input: offsets are reported from here */
-    uint64_t base_offset;  /* offset of base in the whole input (fragments, see stream.c) */
+    const uint8_t *base;  /* start of the input: offsets are reported from here */
+    uint64_t base_offset; /* offset of base in the whole input (fragments, see stream.c) */
     oc_arena *arena;
     oc_error *err;
-    oc_owner *owner;       /* what keeps the input alive, or NULL: no_copy spans share it,
-                            * copies may read its file instead (internal/parallel.h) */
-    uint64_t threshold;    /* no_copy: borrow raw_data of at least this many bytes */
+    oc_owner *owner;    /* what keeps the input alive, or NULL: no_copy spans share it,
+                         * copies may read its file instead (internal/parallel.h) */
+    uint64_t threshold; /* no_copy: borrow raw_data of at least this many bytes */
     uint32_t max_depth;
     int no_copy;
     int skip_raw_data;
@@ -68,9 +68,9 @@ typedef struct dctx {
     uint64_t max_tensor;   /* oc_parse_options.max_tensor_bytes */
     oc__copy_list copies;
     /* Window decoding only (decode_window): */
-    uint32_t susp_depth;   /* the depth of the window's own message (0: never suspend) */
-    int cut;               /* the window ends before that message does */
-    uint64_t msg_end;      /* the offset where that message ends */
+    uint32_t susp_depth; /* the depth of the window's own message (0: never suspend) */
+    int cut;             /* the window ends before that message does */
+    uint64_t msg_end;    /* the offset where that message ends */
     suspension susp;
 } dctx;
 
@@ -110,8 +110,8 @@ int oc__read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
     return -1;
 }
 
-static oc_status varint_slow(dctx *c, const uint8_t **p, const uint8_t *end,
-                                uint64_t *out, const uint8_t *field, const char *what) {
+static oc_status varint_slow(dctx *c, const uint8_t **p, const uint8_t *end, uint64_t *out,
+                             const uint8_t *field, const char *what) {
     const uint8_t *start = *p;
     int r = oc__read_varint(p, end, out);
     if (r > 0) return OC_OK;
@@ -119,8 +119,8 @@ static oc_status varint_slow(dctx *c, const uint8_t **p, const uint8_t *end,
         return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
                         "input ends inside the %s varint at offset %llu", what,
                         (unsigned long long)off(c, start));
-    return oc__fail(c->err, OC_ERR_MALFORMED, off(c, start),
-                    "%s varint longer than 10 bytes", what);
+    return oc__fail(c->err, OC_ERR_MALFORMED, off(c, start), "%s varint longer than 10 bytes",
+                    what);
 }
 
 /* Most tags and lengths are one byte: that case inline, the rest out of line. */
@@ -151,8 +151,8 @@ static OC_COLD oc_status suspend_or(dctx *c, oc_status st, const uint8_t *field,
 }
 
 static OC_COLD oc_status len_past_end(dctx *c, const uint8_t *p, const uint8_t *end, uint64_t len,
-                              const uint8_t *field, const oc_msgdesc *d, const oc_field *f,
-                              uint32_t depth) {
+                                      const uint8_t *field, const oc_msgdesc *d, const oc_field *f,
+                                      uint32_t depth) {
     uint64_t left = (uint64_t)(end - p);
     if (c->cut && depth == c->susp_depth) {
         left = c->msg_end - off(c, p); /* what the message really has left */
@@ -210,8 +210,7 @@ static oc_status unk_varint(dctx *c, unk_buf *u, uint64_t v, const uint8_t *at) 
 /* Copies one unknown field whose tag was already read into u, the way protobuf writes it
  * back: tag, varints and lengths in their shortest form, groups field by field (W-14). */
 static oc_status keep_unknown(dctx *c, unk_buf *u, const uint8_t **pp, const uint8_t *end,
-                              uint32_t wt, uint64_t number, const uint8_t *field,
-                              uint32_t depth) {
+                              uint32_t wt, uint64_t number, const uint8_t *field, uint32_t depth) {
     const uint8_t *p = *pp;
     uint64_t v;
     OC_FORWARD(unk_varint(c, u, number << 3 | wt, field));
@@ -258,10 +257,10 @@ static oc_status keep_unknown(dctx *c, unk_buf *u, const uint8_t **pp, const uin
                 OC_FORWARD(unk_varint(c, u, number << 3 | OC_WT_EGROUP, inner));
                 break;
             }
-            OC_RETURN_ERROR_IF(inum == 0 || inum > OC_MAX_FIELD_NUMBER || iwt > OC_WT_I32,
-                               c->err, OC_ERR_MALFORMED, off(c, inner),
-                               "invalid tag (field %llu, wire type %u)",
-                               (unsigned long long)inum, iwt);
+            OC_RETURN_ERROR_IF(inum == 0 || inum > OC_MAX_FIELD_NUMBER || iwt > OC_WT_I32, c->err,
+                               OC_ERR_MALFORMED, off(c, inner),
+                               "invalid tag (field %llu, wire type %u)", (unsigned long long)inum,
+                               iwt);
             OC_FORWARD(keep_unknown(c, u, &p, end, iwt, inum, inner, depth + 1));
         }
         break;
@@ -280,8 +279,8 @@ static void oneof_clear_others(const oc_msgdesc *d, void *msg, const oc_field *k
         const oc_field *f = &d->fields[i];
         if (f == keep || f->label != OC_FL_ONEOF) continue;
         h->has &= ~(1u << f->index);
-        memset((char *)msg + f->offset, 0, f->type == OC_FT_MSG ? sizeof(void *)
-                                               : oc__elem_size(f));
+        memset((char *)msg + f->offset, 0,
+               f->type == OC_FT_MSG ? sizeof(void *) : oc__elem_size(f));
     }
 }
 
@@ -338,10 +337,9 @@ static oc_status decode_packed(dctx *c, void *msg, const oc_field *f, const uint
         for (const uint8_t *q = p; q < end; q++) n += !(*q & 0x80);
     } else {
         uint64_t w = f->wiretype == OC_WT_I64 ? 8 : 4;
-        OC_RETURN_ERROR_IF((uint64_t)(end - p) % w != 0, c->err, OC_ERR_MALFORMED,
-                           off(c, field), "%s.%s: packed length %llu is not a multiple of %llu",
-                           d->name, f->name, (unsigned long long)(end - p),
-                           (unsigned long long)w);
+        OC_RETURN_ERROR_IF((uint64_t)(end - p) % w != 0, c->err, OC_ERR_MALFORMED, off(c, field),
+                           "%s.%s: packed length %llu is not a multiple of %llu", d->name, f->name,
+                           (unsigned long long)(end - p), (unsigned long long)w);
         n = (uint64_t)(end - p) / w;
     }
     if (n == 0) return OC_OK;
@@ -399,8 +397,8 @@ static oc_status span_storage(dctx *c, oc_bytes *s, uint64_t len, uint64_t field
     return OC_OK;
 }
 
-static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
-                             uint64_t len, const uint8_t *field, const oc_msgdesc *d) {
+static oc_status decode_span(dctx *c, void *msg, const oc_field *f, const uint8_t *p, uint64_t len,
+                             const uint8_t *field, const oc_msgdesc *d) {
     oc_bytes *s = (oc_bytes *)(void *)((char *)msg + f->offset);
     if (c->skip_raw_data) {
         oc_bytes_release(s);
@@ -566,13 +564,14 @@ oc_status oc__check_size(uint64_t size, uint64_t option_value, uint64_t default_
                          const char *what, const char *option, uint64_t offset, oc_error *err) {
     uint64_t cap = option_value ? option_value : default_cap;
     if (size <= cap) return OC_OK;
-    return oc__fail(err, OC_ERR_LIMIT, offset, "%s of %llu bytes is over the %s limit of %llu bytes",
-                    what, (unsigned long long)size, option, (unsigned long long)cap);
+    return oc__fail(err, OC_ERR_LIMIT, offset,
+                    "%s of %llu bytes is over the %s limit of %llu bytes", what,
+                    (unsigned long long)size, option, (unsigned long long)cap);
 }
 
 /* The decode context of opts (NULL: defaults) for an input kept by owner. */
-static oc_status ctx_init(dctx *c, const oc_parse_options *opts, oc_arena *arena,
-                          oc_owner *owner, uint64_t base_offset, oc_error *err) {
+static oc_status ctx_init(dctx *c, const oc_parse_options *opts, oc_arena *arena, oc_owner *owner,
+                          uint64_t base_offset, oc_error *err) {
     oc_parse_options defaults;
     if (!opts) {
         oc_parse_options_init(&defaults);
@@ -636,8 +635,9 @@ static oc_status window_grow(dctx *c, window *w, uint64_t need) {
     if (need <= w->cap) return OC_OK;
     uint64_t cap = w->cap * 2 > need ? w->cap * 2 : need;
     uint8_t *p = cap <= SIZE_MAX ? realloc(w->buf, (size_t)cap) : NULL;
-    if (!p) return oc__fail(c->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory reading %s",
-                            w->src->name);
+    if (!p)
+        return oc__fail(c->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory reading %s",
+                        w->src->name);
     w->buf = p;
     w->cap = cap;
     return OC_OK;
@@ -688,10 +688,10 @@ static oc_status decode_window(dctx *c, window *w, const oc_msgdesc *d, void *ms
             const oc_field *f = s.f;
             if (f && f->type == OC_FT_MSG) { /* walked through the source, one level down */
                 void *sub = oc__field_message(c->arena, d, msg, f);
-                if (!sub) return oc__fail(c->err, OC_ERR_NOMEM, s.at, "out of memory while decoding");
+                if (!sub)
+                    return oc__fail(c->err, OC_ERR_NOMEM, s.at, "out of memory while decoding");
                 OC_RETURN_ERROR_IF(depth + 1 > c->max_depth, c->err, OC_ERR_DEPTH, s.at,
-                                   "%s nested deeper than %u levels", f->sub->name,
-                                   c->max_depth);
+                                   "%s nested deeper than %u levels", f->sub->name, c->max_depth);
                 OC_FORWARD(decode_window(c, w, f->sub, sub, value, value + s.len, depth + 1));
                 pos = value + s.len;
                 continue;
@@ -756,8 +756,7 @@ oc_status oc__decode_source_window(const oc_msgdesc *desc, void *msg, oc_source 
 }
 
 oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
-                    oc_arena *arena, const oc_parse_options *opts, oc_owner *owner,
-                    oc_error *err) {
+                    oc_arena *arena, const oc_parse_options *opts, oc_owner *owner, oc_error *err) {
     if (!desc || !msg || !arena || (!data && size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_decode: missing argument");
     OC_PARSE_OPTS(opts, err);

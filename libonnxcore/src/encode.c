@@ -62,9 +62,12 @@ static uint64_t scalar_size(const oc_field *f, const void *p) {
         memcpy(&v, p, sizeof v);
         return varint_size((uint64_t)(int64_t)v);
     }
-    case OC_FT_FLOAT: return 4;
-    case OC_FT_DOUBLE: return 8;
-    default: return 0;
+    case OC_FT_FLOAT:
+        return 4;
+    case OC_FT_DOUBLE:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -147,10 +150,10 @@ static oc_status size_msg(const oc_msgdesc *d, const void *msg, sizes *s, uint64
 typedef struct writer {
     uint8_t *buf;
     uint64_t pos, cap;
-    oc_write_fn fn;   /* NULL: buf is the whole output, sized exactly */
-    void *ctx;        /* with fn oc_atomic_write, an oc_atomic_file: spans go by */
-    oc_error *err;    /* oc_atomic_write_bytes (copy_file_range from a mapped file) */
-    oc_status st;     /* sticky: once set, writes are dropped */
+    oc_write_fn fn; /* NULL: buf is the whole output, sized exactly */
+    void *ctx;      /* with fn oc_atomic_write, an oc_atomic_file: spans go by */
+    oc_error *err;  /* oc_atomic_write_bytes (copy_file_range from a mapped file) */
+    oc_status st;   /* sticky: once set, writes are dropped */
     const uint64_t *sizes;
     uint64_t next_size;
     oc__subst_cursor subst;
@@ -345,8 +348,7 @@ static oc_status compute_sizes(const oc_msgdesc *d, const void *msg, const oc__s
     return st;
 }
 
-oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *size,
-                          oc_error *err) {
+oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *size, oc_error *err) {
     if (!desc || !msg || !size)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encoded_size: missing argument");
     sizes s;
@@ -381,8 +383,8 @@ oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__su
     return w.st;
 }
 
-oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **out,
-                              uint64_t *size, oc_error *err) {
+oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **out, uint64_t *size,
+                              oc_error *err) {
     if (!desc || !msg || !out || !size)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_encode_to_memory: missing argument");
@@ -393,8 +395,8 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
     uint8_t *buf = total <= SIZE_MAX - 16 ? malloc((size_t)total + 16) : NULL;
     if (!buf) {
         free(s.v);
-        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                        "out of memory for %llu bytes of output", (unsigned long long)total);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for %llu bytes of output",
+                        (unsigned long long)total);
     }
     /* The buffer is exactly the output: the writer never needs to flush. */
     writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}};

@@ -9,7 +9,6 @@
 #include "internal/error.h"
 #include "internal/external_keys.h"
 
-
 static const char *const known_keys[] = {"location", "offset", "length", "checksum", "basepath"};
 
 bool oc_external_key_is_known(const oc_str *key) {
@@ -54,9 +53,8 @@ static int parse_u63(const oc_str *s, uint64_t *out) {
     return 1;
 }
 
-oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset,
-                                   int *has_offset, uint64_t *length, int *has_length,
-                                   oc_error *err) {
+oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset, int *has_offset,
+                                   uint64_t *length, int *has_length, oc_error *err) {
     if (!t || !offset || !length)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_tensor_external_range: missing argument");
@@ -70,10 +68,12 @@ oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset,
     if (o && !parse_u63(o, offset))
         return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                         "tensor '%s': external data offset '%s' is not a non-negative integer "
-                        "(E-12)", oc__qname(t, name), oc__qstr(o, text));
+                        "(E-12)",
+                        oc__qname(t, name), oc__qstr(o, text));
     if (n && !parse_u63(n, length))
         return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                         "tensor '%s': external data length '%s' is not a non-negative integer "
-                        "(E-12)", oc__qname(t, name), oc__qstr(n, text));
+                        "(E-12)",
+                        oc__qname(t, name), oc__qstr(n, text));
     return OC_OK;
 }

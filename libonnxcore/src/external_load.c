@@ -32,7 +32,7 @@
 #include "onnxcore_shared.h"
 
 typedef struct datafile {
-    char *key;      /* the location as the model spells it, NUL-terminated */
+    char *key; /* the location as the model spells it, NUL-terminated */
     uint64_t key_len;
     oc_mapped map;
 } datafile;
@@ -59,7 +59,6 @@ typedef struct loader {
     oc_str first_location; /* for the `location` override */
     uint64_t total;        /* bytes of external data resolved so far (max_external_bytes) */
 } loader;
-
 
 /* The override path standing for `loc`, when the caller gave one and loc is the first
  * location or one of its numbered parts; else NULL. Caller frees. */
@@ -95,12 +94,14 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
                         "tensor '%s': external data location %s: '%s'", name, why, shown);
     if (l->dirfd < 0) { /* opened on first need: models without external data never touch it */
         l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (l->dirfd < 0) return oc__fail_errno(l->err, errno, "cannot open directory %s", l->base_dir);
+        if (l->dirfd < 0)
+            return oc__fail_errno(l->err, errno, "cannot open directory %s", l->base_dir);
     }
     char *rel = strndup(loc->data, (size_t)loc->size);
     char *ov = rel ? override_path(l, loc) : NULL;
     if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    int pathfd = ov ? open(ov, O_PATH | O_CLOEXEC) : oc__open_beneath(l->dirfd, rel, O_PATH | O_CLOEXEC);
+    int pathfd =
+        ov ? open(ov, O_PATH | O_CLOEXEC) : oc__open_beneath(l->dirfd, rel, O_PATH | O_CLOEXEC);
     if (ov) oc_quote(ov, strlen(ov), shown, sizeof shown); /* the caller's path, shown too */
     oc_status s = OC_OK;
     struct stat st;
@@ -119,10 +120,11 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
         if (e == ELOOP || e == EXDEV)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' is or passes through a symbolic "
-                         "link", name, shown);
+                         "link",
+                         name, shown);
         else
-            s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'",
-                               name, shown);
+            s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'", name,
+                               shown);
     } else {
         if (!ov && st.st_nlink > 1)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
@@ -220,8 +222,10 @@ static int compare_digest(const oc_str *want, const char got[41]) {
     int same = 1;
     for (unsigned i = 0; i < 40; i++) {
         char c = want->data[i];
-        if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
-        else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return 1;
+        if (c >= 'A' && c <= 'F')
+            c = (char)(c - 'A' + 'a');
+        else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 1;
         same = same && c == got[i];
     }
     return same ? 0 : 2;
@@ -234,8 +238,7 @@ static void hash_one(void *ctx, uint64_t i) {
     oc_bytes v = hash_view(h->l, j->item);
     oc_error scratch;
     char got[41];
-    if (oc__sha1_span_hex(&v, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0)
-        return;
+    if (oc__sha1_span_hex(&v, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0) return;
     uint_fast64_t cur = atomic_load_explicit(&h->first_failed, memory_order_relaxed);
     while (i < cur && !atomic_compare_exchange_weak(&h->first_failed, &cur, i)) {
     }
@@ -257,11 +260,13 @@ static oc_status hash_failure(const loader *l, const hash_job *j) {
     case 1:
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
-                        "so no data matches it (E-1, E-15)", oc__qname(t, name), oc__qstr(j->want, stored));
+                        "so no data matches it (E-1, E-15)",
+                        oc__qname(t, name), oc__qstr(j->want, stored));
     default:
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
-                        "(E-15)", oc__qname(t, name), oc__qstr(j->want, stored), got);
+                        "(E-15)",
+                        oc__qname(t, name), oc__qstr(j->want, stored), got);
     }
 }
 
@@ -304,24 +309,25 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
     if (offset > m->size)
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                         "tensor '%s': external data offset %llu is past the end of '%s' (%llu "
-                        "bytes)", oc__qname(t, name), (unsigned long long)offset, oc__qstr(loc, shown),
+                        "bytes)",
+                        oc__qname(t, name), (unsigned long long)offset, oc__qstr(loc, shown),
                         (unsigned long long)m->size);
     if (!has_length) length = m->size - offset; /* to the end of the file, as onnx does */
     if (length > m->size - offset)              /* overflow-safe offset + length > size */
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                         "tensor '%s': external data [%llu, +%llu) runs past the end of '%s' "
-                        "(%llu bytes)", oc__qname(t, name), (unsigned long long)offset,
-                        (unsigned long long)length, oc__qstr(loc, shown), (unsigned long long)m->size);
+                        "(%llu bytes)",
+                        oc__qname(t, name), (unsigned long long)offset, (unsigned long long)length,
+                        oc__qstr(loc, shown), (unsigned long long)m->size);
     /* The caller's caps (limits.h): one tensor, and all external data of this load. */
     char what[2 * OC_QUOTE_SIZE];
     snprintf(what, sizeof what, "tensor '%s': external data", oc__qname(t, name));
-    OC_FORWARD(oc__check_size(length, l->opts->max_tensor_bytes, OC_DEFAULT_MAX_TENSOR_BYTES,
-                              what, "max_tensor_bytes", OC_NO_OFFSET, l->err));
+    OC_FORWARD(oc__check_size(length, l->opts->max_tensor_bytes, OC_DEFAULT_MAX_TENSOR_BYTES, what,
+                              "max_tensor_bytes", OC_NO_OFFSET, l->err));
     l->total = length < UINT64_MAX - l->total ? l->total + length : UINT64_MAX;
     snprintf(what, sizeof what, "external data up to tensor '%s'", oc__qname(t, name));
-    OC_FORWARD(oc__check_size(l->total, l->opts->max_external_bytes,
-                              OC_DEFAULT_MAX_EXTERNAL_BYTES, what, "max_external_bytes",
-                              OC_NO_OFFSET, l->err));
+    OC_FORWARD(oc__check_size(l->total, l->opts->max_external_bytes, OC_DEFAULT_MAX_EXTERNAL_BYTES,
+                              what, "max_external_bytes", OC_NO_OFFSET, l->err));
     const uint8_t *data = length ? m->data + offset : NULL;
     uint64_t align = l->opts->buffer.alignment;
     if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0)
@@ -362,7 +368,8 @@ static oc_status attach_all(loader *l) {
             for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);
             free(copied);
             oc_arena_free(scratch);
-            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory loading external data");
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                            "out of memory loading external data");
         }
         oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
     }
@@ -414,7 +421,8 @@ static const oc_parse_options *or_defaults(const oc_parse_options *opts, oc_pars
 oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_error *err) {
     if (!desc || !msg || !base_dir)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_external_data_load: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_external_data_load: missing argument");
     OC_PARSE_OPTS(opts, err);
     oc_parse_options defaults;
     loader l;

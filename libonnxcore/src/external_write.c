@@ -46,7 +46,6 @@ typedef struct externalizer {
     oc_error *err;
 } externalizer;
 
-
 static int add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const char *value) {
     onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
     if (!e || oc_str_set_cstr(a, &e->key, key) || oc_str_set_cstr(a, &e->value, value)) return 0;
@@ -111,7 +110,8 @@ oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t t
                              oc_external_put_fn put, void *put_ctx, oc_write_fn write,
                              void *write_ctx, oc_error *err) {
     if (!desc || !msg || !put || !write)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode_external: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_encode_external: missing argument");
     externalizer x = {threshold, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
     if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
@@ -133,9 +133,9 @@ typedef struct part {
 
 typedef struct data_writer {
     const oc_serialize_options *opts;
-    char *dir;          /* the model's directory, with a trailing slash or empty */
+    char *dir; /* the model's directory, with a trailing slash or empty */
     const char *model_path;
-    char *location;     /* the first part's location */
+    char *location; /* the first part's location */
     part *parts;
     uint32_t nparts;
     char checksum[41];
@@ -194,8 +194,8 @@ static oc_status open_part(data_writer *w, oc_error *err) {
      * before any file is renamed into place (E-25). */
     oc_status st = same_name(path, w->model_path)
                        ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                                  "external data file %s would be the model file %s itself",
-                                  path, w->model_path)
+                                  "external data file %s would be the model file %s itself", path,
+                                  w->model_path)
                        : oc_atomic_open(&np->af, path, w->opts->overwrite, err);
     free(path);
     if (st != OC_OK) {
@@ -284,7 +284,8 @@ int oc__pair_lock(const char *model_path, int exclusive) {
             return OC__PAIR_BUSY;
         }
         struct timespec ts = {0, pause * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
         waited += pause;
         pause = pause * 2 > 250 ? 250 : pause * 2;
     }
@@ -296,7 +297,8 @@ oc_status oc__pair_busy(const char *model_path, oc_error *err) {
     char *dir = dir_prefix(model_path);
     oc_status st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                             "busy: another process holds the lock of directory '%s' (E-25); "
-                            "try again", dir && dir[0] ? dir : ".");
+                            "try again",
+                            dir && dir[0] ? dir : ".");
     free(dir);
     return st;
 }
@@ -320,8 +322,9 @@ static oc_status note_stale(void *ctx, onnx_TensorProto *t) {
     stale_parts *sp = ctx;
     const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
     size_t ll = strlen(sp->location);
-    if (!loc || oc__location_problem(loc) || loc->size < ll + 2 || memcmp(loc->data, sp->location, ll) ||
-        loc->data[ll] != '.' || loc->data[ll + 1] < '1' || loc->data[ll + 1] > '9' || loc->size - ll > 11)
+    if (!loc || oc__location_problem(loc) || loc->size < ll + 2 ||
+        memcmp(loc->data, sp->location, ll) || loc->data[ll] != '.' || loc->data[ll + 1] < '1' ||
+        loc->data[ll + 1] > '9' || loc->size - ll > 11)
         return OC_OK;
     uint64_t num = 0;
     for (uint64_t i = ll + 1; i < loc->size; i++) {
@@ -366,8 +369,9 @@ static void find_stale_parts(const char *path, stale_parts *sp) {
     oc_mapped map;
     if (oc_map_file(path, &map, NULL) != OC_OK) return;
     old = oc_msg_new(sp->arena, &onnx_ModelProto_desc);
-    if (old && oc_decode(&onnx_ModelProto_desc, old, map.data, map.size, sp->arena, &po,
-                         map.owner, NULL) == OC_OK &&
+    if (old &&
+        oc_decode(&onnx_ModelProto_desc, old, map.data, map.size, sp->arena, &po, map.owner,
+                  NULL) == OC_OK &&
         oc_msg_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp) != OC_OK)
         sp->n = 0; /* a partial list is still correct, but keep the rule simple: none */
     oc_owner_unref(map.owner);

@@ -35,8 +35,8 @@
 static uint64_t name_entropy(unsigned attempt) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
-                 ((uint64_t)getpid() << 40) ^ ((uint64_t)attempt * 0x9E3779B97F4A7C15u);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40) ^
+                 ((uint64_t)attempt * 0x9E3779B97F4A7C15u);
     x ^= x >> 33; /* splitmix finaliser: spread the bits over the name */
     x *= 0xff51afd7ed558ccdu;
     x ^= x >> 33;
@@ -59,7 +59,8 @@ static void remove_stale_temps(const char *dir, const char *base) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *n = e->d_name;
-        if (n[0] != '.' || strncmp(n + 1, base, blen) != 0 || strncmp(n + 1 + blen, ".tmp-", 5) != 0)
+        if (n[0] != '.' || strncmp(n + 1, base, blen) != 0 ||
+            strncmp(n + 1 + blen, ".tmp-", 5) != 0)
             continue;
         const char *hex = n + 1 + blen + 5;
         int ok = strlen(hex) == 12;
@@ -127,8 +128,8 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
      * umask to mode 0666, so the result has the permissions of a normally created file.
      * A file that replaces another is created private and then given the other's. */
     for (unsigned attempt = 0; attempt < 100; attempt++) {
-        snprintf(af->tmp_path, n, "%s%s.%s.tmp-%012llx", dir, strcmp(dir, "/") ? "/" : "",
-                 base, (unsigned long long)(name_entropy(attempt) & 0xffffffffffffull));
+        snprintf(af->tmp_path, n, "%s%s.%s.tmp-%012llx", dir, strcmp(dir, "/") ? "/" : "", base,
+                 (unsigned long long)(name_entropy(attempt) & 0xffffffffffffull));
         af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                       S_ISREG(st.st_mode) ? 0600 : 0666);
         if (af->fd >= 0 || errno != EEXIST) break;
@@ -249,8 +250,9 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
 #endif
             r = rename(af->tmp_path, af->path);
         if (r != 0) {
-            st = errno == EEXIST ? oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", af->path)
-                                 : oc__fail_errno(err, errno, "cannot rename %s to %s", af->tmp_path, af->path);
+            st = errno == EEXIST
+                     ? oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", af->path)
+                     : oc__fail_errno(err, errno, "cannot rename %s to %s", af->tmp_path, af->path);
         } else {
             forget_temp(af);
             free(af->tmp_path);

@@ -15,8 +15,7 @@ static void release_spans(void *msg);
 
 void *oc_msg_new(oc_arena *arena, const oc_msgdesc *desc) {
     void *m = oc__arena_alloc(arena, desc->size);
-    if (m && desc->has_span && oc_arena_add_cleanup(arena, release_spans, m) != OC_OK)
-        return NULL;
+    if (m && desc->has_span && oc_arena_add_cleanup(arena, release_spans, m) != OC_OK) return NULL;
     return m;
 }
 
@@ -105,8 +104,7 @@ static oc_status copy_field(const oc_field *f, const void *src, void *dst, oc_ar
             const oc_str *fs = from.items;
             oc_str *ts = to.items;
             for (uint64_t i = 0; i < from.count; i++)
-                if (oc_str_set(a, &ts[i], fs[i].data, fs[i].size) != OC_OK)
-                    return copy_nomem(err);
+                if (oc_str_set(a, &ts[i], fs[i].data, fs[i].size) != OC_OK) return copy_nomem(err);
         } else {
             memcpy(to.items, from.items, (size_t)(from.count * es));
         }
@@ -127,7 +125,7 @@ static oc_status copy_field(const oc_field *f, const void *src, void *dst, oc_ar
             return OC_OK;
         }
         return oc_str_set(a, (oc_str *)(void *)t, ss->data, ss->size) == OC_OK ? OC_OK
-                                                                              : copy_nomem(err);
+                                                                               : copy_nomem(err);
     }
     case OC_FT_SPAN:
         return oc_bytes_copy((oc_bytes *)(void *)t, (const oc_bytes *)(const void *)s, err);
@@ -199,8 +197,7 @@ static void compute_holds_tensor(void) {
 }
 
 /* Walks only fields that can lead to a tensor; tables were computed by the caller. */
-static oc_status visit(const oc_msgdesc *d, void *msg, oc_tensor_fn fn, void *ctx,
-                       uint32_t depth) {
+static oc_status visit(const oc_msgdesc *d, void *msg, oc_tensor_fn fn, void *ctx, uint32_t depth) {
     if (d == &onnx_TensorProto_desc) return fn(ctx, msg);
     if (depth > OC_MAX_DEPTH_HARD) return OC_ERR_DEPTH;
     for (uint32_t k = 0; k < n_tensor_fields[d->index]; k++) {

@@ -54,8 +54,8 @@ static oc_status load_bytes(const void *data, uint64_t size, const oc_parse_opti
                             oc_owner *owner, oc_model **out, oc_error *err) {
     oc_model *m;
     OC_FORWARD(new_model(&m, err));
-    oc_status st = oc_decode(&onnx_ModelProto_desc, m->proto, data, size, m->arena, opts,
-                             owner, err);
+    oc_status st =
+        oc_decode(&onnx_ModelProto_desc, m->proto, data, size, m->arena, opts, owner, err);
     if (st != OC_OK) {
         oc_model_free(m);
         return st;
@@ -65,8 +65,8 @@ static oc_status load_bytes(const void *data, uint64_t size, const oc_parse_opti
 }
 
 /* Resolves external data after a load, unless asked not to; frees the model on failure. */
-static oc_status with_external(oc_model **out, const char *base_dir,
-                               const oc_parse_options *opts, oc_error *err) {
+static oc_status with_external(oc_model **out, const char *base_dir, const oc_parse_options *opts,
+                               oc_error *err) {
     if (!base_dir || (opts && opts->skip_external_data)) return OC_OK;
     oc_status st = oc_external_data_load(&onnx_ModelProto_desc, (*out)->proto, base_dir, opts, err);
     if (st != OC_OK) {
@@ -80,7 +80,8 @@ oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_o
                                oc_model **out, oc_error *err) {
     if (out) *out = NULL; /* on any failure (model.h) */
     if (!out || (!data && size))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_memory: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_model_load_memory: missing argument");
     OC_PARSE_OPTS(opts, err);
     OC_FORWARD(load_bytes(data, size, opts, NULL, out, err));
     return with_external(out, opts ? opts->data_dir : NULL, opts, err);
@@ -89,25 +90,25 @@ oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_o
 /* Decodes the file at path into a new msg of desc: mapped (with no_copy the spans share
  * the mapping, each with its own reference, so dropping ours here frees it only when no
  * tensor uses it), or read with pread (use_pread). */
-static oc_status decode_file(const char *path, const oc_parse_options *opts,
-                             const oc_msgdesc *desc, void *msg, oc_arena *arena, oc_error *err) {
+static oc_status decode_file(const char *path, const oc_parse_options *opts, const oc_msgdesc *desc,
+                             void *msg, oc_arena *arena, oc_error *err) {
     oc_source *src;
-    OC_FORWARD(oc_source_file(path, -1, NULL,
-                              opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED, 0, &src,
-                              err));
+    OC_FORWARD(oc_source_file(
+        path, -1, NULL, opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED, 0, &src, err));
     oc_status st = oc__decode_source(desc, msg, src, arena, opts, err);
     oc_source_unref(src);
     return st;
 }
 
-static oc_status load_file_locked(const char *path, const oc_parse_options *opts,
-                                  oc_model **out, oc_error *err);
+static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
+                                  oc_error *err);
 
 oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                              oc_error *err) {
     if (out) *out = NULL; /* on any failure (model.h) */
     if (!path || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_load_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_model_load_file: missing argument");
     OC_PARSE_OPTS(opts, err);
     /* E-25: the model and its data files from one save, never a mix of two. */
     int lock = opts && opts->skip_external_data ? -1 : oc__pair_lock(path, 0);
@@ -117,8 +118,8 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
     return st;
 }
 
-static oc_status load_file_locked(const char *path, const oc_parse_options *opts,
-                                  oc_model **out, oc_error *err) {
+static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
+                                  oc_error *err) {
     oc_model *m;
     OC_FORWARD(new_model(&m, err));
     oc_status st = decode_file(path, opts, &onnx_ModelProto_desc, m->proto, m->arena, err);
@@ -140,10 +141,11 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
 }
 
 oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
-                               const oc_parse_options *opts, void **out, oc_error *err) {
+                           const oc_parse_options *opts, void **out, oc_error *err) {
     if (out) *out = NULL; /* on any failure (model.h) */
     if (!desc || !path || !arena || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_msg_load_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_msg_load_file: missing argument");
     OC_PARSE_OPTS(opts, err);
     void *msg = oc_msg_new(arena, desc);
     if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -153,9 +155,10 @@ oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *a
 }
 
 oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
-                               const oc_serialize_options *opts, oc_error *err) {
+                           const oc_serialize_options *opts, oc_error *err) {
     if (!desc || !msg || !path)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_msg_save_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_msg_save_file: missing argument");
     OC_SERIALIZE_OPTS(opts, err);
     oc_atomic_file af;
     oc_progress progress;
@@ -172,8 +175,8 @@ oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *
     return OC_OK;
 }
 
-oc_status oc_model_save_file(const oc_model *m, const char *path,
-                             const oc_serialize_options *opts, oc_error *err) {
+oc_status oc_model_save_file(const oc_model *m, const char *path, const oc_serialize_options *opts,
+                             oc_error *err) {
     if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_file: no model");
     OC_SERIALIZE_OPTS(opts, err);
     if (opts && opts->external_data && path)
@@ -184,7 +187,8 @@ oc_status oc_model_save_file(const oc_model *m, const char *path,
 oc_status oc_model_save_memory(const oc_model *m, const oc_serialize_options *opts, void **out,
                                uint64_t *size, oc_error *err) {
     (void)opts; /* nothing in the options changes a plain serialization */
-    if (!m) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_memory: no model");
+    if (!m)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_memory: no model");
     OC_SERIALIZE_OPTS(opts, err);
     return oc_encode_to_memory(&onnx_ModelProto_desc, m->proto, out, size, err);
 }

@@ -28,7 +28,8 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
                                    size_t key_len, const oc_crypt_options *copts,
                                    const oc_serialize_options *sopts, oc_error *err) {
     if (!model || !path)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_save_model_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_save_model_file: missing argument");
     OC_SERIALIZE_OPTS(sopts, err);
     OC_RETURN_ERROR_IF(sopts && sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an encrypted model cannot have external data: it would be written in "
@@ -41,8 +42,8 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
     oc_crypt_writer *w = NULL;
     oc_status st = oc__crypt_writer_open(oc_atomic_write, &af, key, key_len, &p, &w, err);
     if (st == OC_OK)
-        st = oc_encode(&onnx_ModelProto_desc, oc_model_proto_const(model), oc_crypt_writer_write,
-                       w, err);
+        st = oc_encode(&onnx_ModelProto_desc, oc_model_proto_const(model), oc_crypt_writer_write, w,
+                       err);
     if (st == OC_OK) st = oc_crypt_writer_finish(w, err);
     oc_crypt_writer_free(w);
     if (st != OC_OK) {
@@ -53,10 +54,11 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
 }
 
 oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, size_t key_len,
-                                     const oc_crypt_options *copts, void **out,
-                                     uint64_t *out_size, oc_error *err) {
+                                     const oc_crypt_options *copts, void **out, uint64_t *out_size,
+                                     oc_error *err) {
     if (!model || !out || !out_size)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_save_model_memory: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_save_model_memory: missing argument");
     *out = NULL;
     *out_size = 0;
     oc__crypt_params p;
@@ -88,11 +90,11 @@ oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, siz
 /* Decodes a decrypted plaintext as a model (C-61): tensors share the plaintext's buffer
  * with no_copy; an archive is sent to libonnxz; an ONNXCRY1 plaintext that does not decode
  * most likely came from a wrong passphrase that passed the padding check (C-53). */
-oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
-                                const char *base_dir, const oc_parse_options *popts,
-                                oc_model **out, oc_error *err) {
+oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format, const char *base_dir,
+                                const oc_parse_options *popts, oc_model **out, oc_error *err) {
     if (!plain || !out || (!plain->data && plain->size))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_decode_model: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_decode_model: missing argument");
     OC_PARSE_OPTS(popts, err);
     *out = NULL;
     if (!base_dir && popts) base_dir = popts->data_dir;
@@ -114,7 +116,8 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
             return oc__fail(err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
                             "wrong passphrase, or damaged data: the decrypted ONNXCRY1 payload is "
                             "not a model (%s; ONNXCRY1's padding check misses about one wrong "
-                            "passphrase in 256) (C-53)", derr.message);
+                            "passphrase in 256) (C-53)",
+                            derr.message);
         if (err) *err = derr;
         return st;
     }
@@ -131,14 +134,15 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
 
 oc_status oc_crypt_load_model_memory(const void *data, uint64_t size, const void *key,
                                      size_t key_len, const oc_crypt_options *copts,
-                                     const oc_parse_options *popts, oc_model **out,
-                                     oc_error *err) {
+                                     const oc_parse_options *popts, oc_model **out, oc_error *err) {
     if (!out || (!data && size))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_load_model_memory: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_load_model_memory: missing argument");
     *out = NULL;
     oc_bytes plain = {0};
     OC_FORWARD(oc_crypt_decrypt_memory(data, size, key, key_len, copts, &plain, err));
-    oc_status st = oc_crypt_decode_model(&plain, oc_crypt_detect(data, size), NULL, popts, out, err);
+    oc_status st =
+        oc_crypt_decode_model(&plain, oc_crypt_detect(data, size), NULL, popts, out, err);
     oc_bytes_release(&plain); /* shared tensors keep the buffer alive */
     return st;
 }
@@ -147,7 +151,8 @@ oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key
                                    const oc_crypt_options *copts, const oc_parse_options *popts,
                                    oc_model **out, oc_error *err) {
     if (!path || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_load_model_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_load_model_file: missing argument");
     OC_PARSE_OPTS(popts, err);
     *out = NULL;
     oc_bytes plain = {0};

@@ -39,8 +39,8 @@ static void make_key(void) {
     if (getrandom(key, sizeof key, GRND_NONBLOCK) == (ssize_t)sizeof key) return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                 ((uint64_t)getpid() << 20) ^ (uint64_t)(uintptr_t)&ts;
+    uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 20) ^
+                 (uint64_t)(uintptr_t)&ts;
     key[0] = mix64(s);
     key[1] = mix64(key[0] ^ (uint64_t)(uintptr_t)&key_once);
 }
@@ -48,22 +48,22 @@ static void make_key(void) {
 /* ---- SipHash-1-3 ---- */
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                           \
-    do {                                                                                   \
-        v0 += v1;                                                                          \
-        v1 = ROTL(v1, 13);                                                                 \
-        v1 ^= v0;                                                                          \
-        v0 = ROTL(v0, 32);                                                                 \
-        v2 += v3;                                                                          \
-        v3 = ROTL(v3, 16);                                                                 \
-        v3 ^= v2;                                                                          \
-        v0 += v3;                                                                          \
-        v3 = ROTL(v3, 21);                                                                 \
-        v3 ^= v0;                                                                          \
-        v2 += v1;                                                                          \
-        v1 = ROTL(v1, 17);                                                                 \
-        v1 ^= v2;                                                                          \
-        v2 = ROTL(v2, 32);                                                                 \
+#define SIPROUND           \
+    do {                   \
+        v0 += v1;          \
+        v1 = ROTL(v1, 13); \
+        v1 ^= v0;          \
+        v0 = ROTL(v0, 32); \
+        v2 += v3;          \
+        v3 = ROTL(v3, 16); \
+        v3 ^= v2;          \
+        v0 += v3;          \
+        v3 = ROTL(v3, 21); \
+        v3 ^= v0;          \
+        v2 += v1;          \
+        v1 = ROTL(v1, 17); \
+        v1 ^= v2;          \
+        v2 = ROTL(v2, 32); \
     } while (0)
 
 static uint64_t load64(const uint8_t *p, size_t n) {

@@ -19,7 +19,7 @@
 #include "internal/parallel.h"
 #include "internal/source.h"
 
-#define OC_COPY_CHUNK (4u << 20)
+#define OC_COPY_CHUNK  (4u << 20)
 #define OC_MAX_THREADS 64
 /* Copies from a file mapping at least this large read the file instead (pread). */
 #define OC_PREAD_MIN (256u << 10)
@@ -51,8 +51,8 @@ void oc__copy_one(void *dst, const void *src, uint64_t size, const oc_owner *fro
     copy_range(&j, 0, size);
 }
 
-int oc__copy_list_add(oc_arena *arena, oc__copy_list *l, void *dst, const void *src,
-                      uint64_t size, const oc_owner *from) {
+int oc__copy_list_add(oc_arena *arena, oc__copy_list *l, void *dst, const void *src, uint64_t size,
+                      const oc_owner *from) {
     if (l->count == l->cap) {
         uint64_t cap = l->cap ? l->cap * 2 : 64;
         oc__copy_job *jobs = oc_arena_alloc(arena, cap * sizeof *jobs);
@@ -119,8 +119,10 @@ static void copy_chunk(void *ctx, uint64_t k) {
     uint64_t lo = 0, hi = c->list->count - 1; /* the last job whose first chunk is <= k */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo + 1) / 2;
-        if (c->first_chunk[mid] <= k) lo = mid;
-        else hi = mid - 1;
+        if (c->first_chunk[mid] <= k)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     const oc__copy_job *j = &c->list->jobs[lo];
     uint64_t begin = (k - c->first_chunk[lo]) * OC_COPY_CHUNK;
@@ -131,7 +133,8 @@ static void copy_chunk(void *ctx, uint64_t k) {
 void oc__copy_run(const oc__copy_list *l, int threads) {
     if (l->count == 0) return;
     uint64_t *first = threads > 1 && l->bytes >= 2u * OC_COPY_CHUNK
-                          ? malloc((size_t)(l->count + 1) * sizeof *first) : NULL;
+                          ? malloc((size_t)(l->count + 1) * sizeof *first)
+                          : NULL;
     if (!first) { /* one thread: whole jobs, in order */
         for (uint64_t i = 0; i < l->count; i++)
             if (l->jobs[i].size) copy_range(&l->jobs[i], 0, l->jobs[i].size);

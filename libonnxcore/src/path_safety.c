@@ -73,14 +73,16 @@ int oc__open_beneath(int dirfd, const char *rel, int flags) {
             comp = next;
             continue;
         }
-        fd = openat(cur, comp, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                                    : (flags | O_NOFOLLOW));
+        fd =
+            openat(cur, comp,
+                   next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : (flags | O_NOFOLLOW));
         if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
             /* O_DIRECTORY|O_NOFOLLOW on a symlink gives ENOTDIR: say what it really is */
             struct stat lst;
             int e = errno;
             errno = fstatat(cur, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)
-                        ? ELOOP : e;
+                        ? ELOOP
+                        : e;
         }
         if (cur != dirfd) {
             int e = errno;
@@ -108,8 +110,8 @@ int oc__open_beneath(int dirfd, const char *rel, int flags) {
  * goes through /proc/self/fd, which names pathfd's own inode; without /proc the name is
  * opened once more (rel beneath dir_fd, or the caller's path) and the inode must be the
  * same. Returns the descriptor, or -1 with errno, or -1 with *why set (a reason). */
-int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
-                          struct stat *st, const char **why) {
+int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path, struct stat *st,
+                       const char **why) {
     *why = NULL;
     if (fstat(pathfd, st) != 0) return -1;
     if (S_ISLNK(st->st_mode)) {

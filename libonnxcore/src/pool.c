@@ -19,7 +19,7 @@
 #define POOL_BUCKETS 1024u /* a power of two */
 
 typedef struct block {
-    struct block *next;   /* in its free chain */
+    struct block *next; /* in its free chain */
     struct oc_storage_pool *pool;
     uint8_t *data;
     uint64_t size;
@@ -27,8 +27,8 @@ typedef struct block {
 
 struct oc_storage_pool {
     pthread_mutex_t lock;
-    uint64_t refs;        /* the caller's handle + each block in use */
-    int closed;           /* oc_storage_pool_unref was called: keep nothing */
+    uint64_t refs; /* the caller's handle + each block in use */
+    int closed;    /* oc_storage_pool_unref was called: keep nothing */
     uint64_t max_free, free_bytes;
     block *buckets[POOL_BUCKETS];
 };
@@ -117,8 +117,8 @@ static block *take_free(oc_storage_pool *p, uint64_t size, uint64_t align) {
     return NULL;
 }
 
-oc_status oc_bytes_set_storage(oc_bytes *s, uint64_t size, uint64_t alignment,
-                               oc_storage_pool *p, uint8_t **out, oc_error *err) {
+oc_status oc_bytes_set_storage(oc_bytes *s, uint64_t size, uint64_t alignment, oc_storage_pool *p,
+                               uint8_t **out, oc_error *err) {
     uint64_t align = alignment > 64 ? alignment : 64;
     if (alignment & (alignment - 1u))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -127,7 +127,8 @@ oc_status oc_bytes_set_storage(oc_bytes *s, uint64_t size, uint64_t alignment,
         void *q = NULL;
         if (size && (size > SIZE_MAX || posix_memalign(&q, (size_t)align, (size_t)size) != 0))
             return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                            "out of memory for %llu bytes of tensor data", (unsigned long long)size);
+                            "out of memory for %llu bytes of tensor data",
+                            (unsigned long long)size);
         oc__bytes_adopt(s, q, size);
         *out = q;
         return OC_OK;
@@ -141,7 +142,8 @@ oc_status oc_bytes_set_storage(oc_bytes *s, uint64_t size, uint64_t alignment,
         if (!b || size > SIZE_MAX || posix_memalign(&q, (size_t)align, (size_t)size) != 0) {
             free(b);
             return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                            "out of memory for %llu bytes of tensor data", (unsigned long long)size);
+                            "out of memory for %llu bytes of tensor data",
+                            (unsigned long long)size);
         }
         b->pool = p;
         b->data = q;

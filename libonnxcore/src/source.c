@@ -17,8 +17,8 @@ static void source_release(void *ctx) {
     free(s);
 }
 
-oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size,
-                         unsigned caps, const uint8_t *data, const char *name, oc_error *err) {
+oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size, unsigned caps,
+                         const uint8_t *data, const char *name, oc_error *err) {
     s->vt = vt;
     s->size = size;
     s->caps = caps;
@@ -65,8 +65,7 @@ oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc
     if (at > s->size || n > s->size - at)
         return oc__fail(err, OC_ERR_TRUNCATED, at,
                         "%s: %llu bytes at offset %llu run past its end (%llu bytes)", s->name,
-                        (unsigned long long)n, (unsigned long long)at,
-                        (unsigned long long)s->size);
+                        (unsigned long long)n, (unsigned long long)at, (unsigned long long)s->size);
     if (s->vt->map) return s->vt->map(s, at, n, out, err);
     oc_bytes copy;
     uint8_t *dst;
@@ -112,9 +111,8 @@ oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at) {
 
 /* oc_bytes_write for a span of a source that reads around its mapping: through one
  * buffer of OC_BYTES_READ_PIECE bytes. Sets *done to the bytes passed on. */
-static oc_status write_by_reading(const oc_bytes *span, oc_source *src, uint64_t at,
-                                  uint8_t *buf, oc_write_fn write, void *ctx, uint64_t *done,
-                                  oc_error *err) {
+static oc_status write_by_reading(const oc_bytes *span, oc_source *src, uint64_t at, uint8_t *buf,
+                                  oc_write_fn write, void *ctx, uint64_t *done, oc_error *err) {
     *done = 0;
     while (*done < span->size) {
         uint64_t left = span->size - *done, got;
@@ -123,7 +121,8 @@ static oc_status write_by_reading(const oc_bytes *span, oc_source *src, uint64_t
         if (got < want)
             return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                             "a mapped input file was cut short at offset %llu while being "
-                            "read", (unsigned long long)(at + got));
+                            "read",
+                            (unsigned long long)(at + got));
         OC_FORWARD(write(ctx, buf, want, err));
         at += want;
         *done += want;
@@ -199,9 +198,8 @@ static const oc_source_vtable mem_vtable = {
     "memory", mem_read, mem_map, NULL, NULL, NULL, mem_destroy,
 };
 
-oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx),
-                           void *ctx, oc_owner *keep, const char *name, oc_source **out,
-                           oc_error *err) {
+oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx), void *ctx,
+                           oc_owner *keep, const char *name, oc_source **out, oc_error *err) {
     if (!data && size)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_source_memory: no data");
     mem_source *m = calloc(1, sizeof *m);
@@ -212,8 +210,8 @@ oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void
     m->release = release;
     m->ctx = ctx;
     m->keep = oc_owner_ref(keep);
-    OC_FORWARD(oc__source_new(&m->head, &mem_vtable, size, OC_SOURCE_MAP,
-                              size ? data : NULL, name, err));
+    OC_FORWARD(
+        oc__source_new(&m->head, &mem_vtable, size, OC_SOURCE_MAP, size ? data : NULL, name, err));
     *out = &m->head;
     return OC_OK;
 }

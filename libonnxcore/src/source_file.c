@@ -85,8 +85,7 @@ static oc_status mapped_read(oc_source *s, uint64_t at, void *dst, uint64_t n, u
     return OC_OK;
 }
 
-static oc_status mapped_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out,
-                            oc_error *err) {
+static oc_status mapped_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc_error *err) {
     (void)err;
     oc_bytes_set_shared(out, n ? s->data + at : NULL, n, s->owner);
     return OC_OK;
@@ -112,8 +111,8 @@ static oc_status mapped_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int ou
         ssize_t r = copy_file_range(fd, &in, out_fd, NULL,
                                     left > (1u << 30) ? (1u << 30) : (size_t)left, 0);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                      errno == EOPNOTSUPP || errno == EBADF || errno == EPERM))
+        if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                      errno == EBADF || errno == EPERM))
             break; /* not between these files: the rest goes through the pages */
         if (r < 0) return oc__fail_errno(err, errno, "cannot copy %s", s->name);
         if (r == 0) break; /* a cut file, or a filesystem that copies nothing: pread tells */
@@ -133,12 +132,10 @@ static void mapped_destroy(oc_source *s) {
 }
 
 static const oc_source_vtable mapped_vtable = {
-    "mapped file", mapped_read, mapped_map, mapped_drop, NULL, mapped_copy_to_fd,
-    mapped_destroy,
+    "mapped file", mapped_read, mapped_map, mapped_drop, NULL, mapped_copy_to_fd, mapped_destroy,
 };
 
-static oc_status read_whole(int fd, const char *name, uint64_t size, void **out,
-                            oc_error *err) {
+static oc_status read_whole(int fd, const char *name, uint64_t size, void **out, oc_error *err) {
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "%s: out of memory", name);
     uint64_t done = 0;
@@ -220,8 +217,8 @@ static oc_status pread_read(oc_source *s, uint64_t at, void *dst, uint64_t n, ui
     *got = 0;
     while (*got < n) {
         uint64_t want = n - *got;
-        ssize_t r = pread(fd, p + *got, want > (1u << 30) ? (1u << 30) : (size_t)want,
-                          (off_t)(at + *got));
+        ssize_t r =
+            pread(fd, p + *got, want > (1u << 30) ? (1u << 30) : (size_t)want, (off_t)(at + *got));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return oc__fail_errno(err, errno, "cannot read %s", s->name);
         if (r == 0) break; /* the file shrank since it was measured */
@@ -256,8 +253,7 @@ static oc_status open_pread(int fd, const char *name, const struct stat *st, oc_
         free(p);
         return oc__fail_errno(err, e, "cannot duplicate the descriptor of %s", name);
     }
-    OC_FORWARD(oc__source_new(&p->head, &pread_vtable, (uint64_t)st->st_size, 0, NULL, name,
-                              err));
+    OC_FORWARD(oc__source_new(&p->head, &pread_vtable, (uint64_t)st->st_size, 0, NULL, name, err));
     *out = &p->head;
     return OC_OK;
 }
@@ -288,8 +284,8 @@ oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_sou
 
 /* ---- onnxcore/file.h: a mapped source seen whole ---- */
 
-static oc_status map_whole(const char *path, int fd, const char *name, int keep,
-                           oc_mapped *out, oc_error *err) {
+static oc_status map_whole(const char *path, int fd, const char *name, int keep, oc_mapped *out,
+                           oc_error *err) {
     memset(out, 0, sizeof *out);
     oc_source *s;
     OC_FORWARD(oc_source_file(path, fd, name, OC_FILE_MAPPED, keep, &s, err));

@@ -14,22 +14,38 @@ const char *oc_version(void) { return ONNXCORE_VERSION_STRING; }
 
 const char *oc_status_name(oc_status s) {
     switch (s) {
-    case OC_OK: return "ok";
-    case OC_ERR_NOMEM: return "out of memory";
-    case OC_ERR_IO: return "i/o error";
-    case OC_ERR_TRUNCATED: return "truncated";
-    case OC_ERR_MALFORMED: return "malformed";
-    case OC_ERR_DEPTH: return "nested too deeply";
-    case OC_ERR_LIMIT: return "limit exceeded";
-    case OC_ERR_INVALID_ARG: return "invalid argument";
-    case OC_ERR_NOT_FOUND: return "not found";
-    case OC_ERR_UNSUPPORTED: return "unsupported";
-    case OC_ERR_UNSAFE_PATH: return "unsafe path";
-    case OC_ERR_CHECKSUM: return "checksum mismatch";
-    case OC_ERR_CRYPTO: return "crypto failure";
-    case OC_ERR_BAD_KEY: return "wrong key or tampered data";
-    case OC_ERR_EXISTS: return "already exists";
-    case OC_ERR_INCONSISTENT: return "inconsistent";
+    case OC_OK:
+        return "ok";
+    case OC_ERR_NOMEM:
+        return "out of memory";
+    case OC_ERR_IO:
+        return "i/o error";
+    case OC_ERR_TRUNCATED:
+        return "truncated";
+    case OC_ERR_MALFORMED:
+        return "malformed";
+    case OC_ERR_DEPTH:
+        return "nested too deeply";
+    case OC_ERR_LIMIT:
+        return "limit exceeded";
+    case OC_ERR_INVALID_ARG:
+        return "invalid argument";
+    case OC_ERR_NOT_FOUND:
+        return "not found";
+    case OC_ERR_UNSUPPORTED:
+        return "unsupported";
+    case OC_ERR_UNSAFE_PATH:
+        return "unsafe path";
+    case OC_ERR_CHECKSUM:
+        return "checksum mismatch";
+    case OC_ERR_CRYPTO:
+        return "crypto failure";
+    case OC_ERR_BAD_KEY:
+        return "wrong key or tampered data";
+    case OC_ERR_EXISTS:
+        return "already exists";
+    case OC_ERR_INCONSISTENT:
+        return "inconsistent";
     }
     return "unknown status";
 }
@@ -66,8 +82,10 @@ static void set_message(oc_error *err, const char *suffix, const char *fmt, va_l
     int n = vsnprintf(local, sizeof local, fmt, ap);
     if (n >= (int)sizeof local) { /* rare: a very long path; the tag is at its end */
         char *big = malloc((size_t)n + 1);
-        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n) full = big;
-        else free(big);
+        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n)
+            full = big;
+        else
+            free(big);
     }
     va_end(again);
     if (n < 0) local[0] = '\0';
@@ -109,7 +127,10 @@ oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const cha
 }
 
 oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
-    oc_status code = errnum == ENOENT ? OC_ERR_NOT_FOUND : (errnum == EEXIST ? OC_ERR_EXISTS : (errnum == ENOMEM ? OC_ERR_NOMEM : OC_ERR_IO));
+    oc_status code =
+        errnum == ENOENT
+            ? OC_ERR_NOT_FOUND
+            : (errnum == EEXIST ? OC_ERR_EXISTS : (errnum == ENOMEM ? OC_ERR_NOMEM : OC_ERR_IO));
     if (!err) return code;
     err->code = code;
     err->sys_errno = errnum;

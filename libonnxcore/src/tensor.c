@@ -41,8 +41,8 @@ static oc_status place(void *ctx, onnx_TensorProto *t) {
 static void free_buffer(void *ctx) { free(ctx); }
 
 oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
-                                 const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
-                                 const uint8_t **base_out, uint64_t *size_out, oc_error *err) {
+                                     const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
+                                     const uint8_t **base_out, uint64_t *size_out, oc_error *err) {
     if (buffer_out) *buffer_out = NULL;
     if (base_out) *base_out = NULL;
     if (size_out) *size_out = 0;
@@ -57,7 +57,8 @@ oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
     if (p.count == 0) return OC_OK;
     uint64_t total = p.size, align = p.align > 64 ? p.align : 64;
     void *base = NULL;
-    if (total > SIZE_MAX - align || posix_memalign(&base, (size_t)align, (size_t)round_up(total, align)) != 0)
+    if (total > SIZE_MAX - align ||
+        posix_memalign(&base, (size_t)align, (size_t)round_up(total, align)) != 0)
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET,
                         "out of memory for a %llu-byte tensor buffer", (unsigned long long)total);
     p.owner = oc_owner_new(free_buffer, base);
@@ -82,41 +83,62 @@ oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
 
 unsigned oc_tensor_element_bits(int32_t data_type) {
     switch (data_type) {
-    case 1: return 32;  /* FLOAT */
-    case 2: return 8;   /* UINT8 */
-    case 3: return 8;   /* INT8 */
-    case 4: return 16;  /* UINT16 */
-    case 5: return 16;  /* INT16 */
-    case 6: return 32;  /* INT32 */
-    case 7: return 64;  /* INT64 */
-    case 9: return 8;   /* BOOL */
-    case 10: return 16; /* FLOAT16 */
-    case 11: return 64; /* DOUBLE */
-    case 12: return 32; /* UINT32 */
-    case 13: return 64; /* UINT64 */
-    case 14: return 64; /* COMPLEX64 */
-    case 15: return 128; /* COMPLEX128 */
-    case 16: return 16; /* BFLOAT16 */
-    case 17:            /* FLOAT8E4M3FN */
-    case 18:            /* FLOAT8E4M3FNUZ */
-    case 19:            /* FLOAT8E5M2 */
-    case 20:            /* FLOAT8E5M2FNUZ */
-    case 24: return 8;  /* FLOAT8E8M0 */
-    case 21:            /* UINT4 */
-    case 22:            /* INT4 */
-    case 23: return 4;  /* FLOAT4E2M1 */
-    case 25:            /* UINT2 */
-    case 26: return 2;  /* INT2 */
-    default: return 0;  /* UNDEFINED, STRING, unknown */
+    case 1:
+        return 32; /* FLOAT */
+    case 2:
+        return 8; /* UINT8 */
+    case 3:
+        return 8; /* INT8 */
+    case 4:
+        return 16; /* UINT16 */
+    case 5:
+        return 16; /* INT16 */
+    case 6:
+        return 32; /* INT32 */
+    case 7:
+        return 64; /* INT64 */
+    case 9:
+        return 8; /* BOOL */
+    case 10:
+        return 16; /* FLOAT16 */
+    case 11:
+        return 64; /* DOUBLE */
+    case 12:
+        return 32; /* UINT32 */
+    case 13:
+        return 64; /* UINT64 */
+    case 14:
+        return 64; /* COMPLEX64 */
+    case 15:
+        return 128; /* COMPLEX128 */
+    case 16:
+        return 16; /* BFLOAT16 */
+    case 17:       /* FLOAT8E4M3FN */
+    case 18:       /* FLOAT8E4M3FNUZ */
+    case 19:       /* FLOAT8E5M2 */
+    case 20:       /* FLOAT8E5M2FNUZ */
+    case 24:
+        return 8; /* FLOAT8E8M0 */
+    case 21:      /* UINT4 */
+    case 22:      /* INT4 */
+    case 23:
+        return 4; /* FLOAT4E2M1 */
+    case 25:      /* UINT2 */
+    case 26:
+        return 2; /* INT2 */
+    default:
+        return 0; /* UNDEFINED, STRING, unknown */
     }
 }
 
 static const char *type_name(int32_t t) {
     static const char *const names[] = {
-        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
-        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
-        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",
-        "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+        "UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+        "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+        "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+        "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+        "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0",
+        "UINT2",          "INT2"};
     return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : "type ?";
 }
 
@@ -151,9 +173,12 @@ oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
                             oc_quote(t->name.data, t->name.size, name, sizeof name),
                             format_dims(t, dims, sizeof dims), (unsigned long long)i);
         /* A zero anywhere makes the product 0, even after an overflowing prefix. */
-        if (d == 0) elements = 0, overflow = 0;
-        else if (!overflow && elements > UINT64_MAX / (uint64_t)d) overflow = 1;
-        else if (!overflow) elements *= (uint64_t)d;
+        if (d == 0)
+            elements = 0, overflow = 0;
+        else if (!overflow && elements > UINT64_MAX / (uint64_t)d)
+            overflow = 1;
+        else if (!overflow)
+            elements *= (uint64_t)d;
     }
     if (overflow)
         return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,

@@ -142,8 +142,8 @@ static int entry_name(name_set *taken, const oc_str *tname, char *out) {
 typedef struct writer_ctx {
     oz_zip_writer *zip;
     name_set taken;
-    oc_arena *names;      /* entry names live until the model is encoded */
-    uint8_t *model;       /* the serialized model, gathered in memory */
+    oc_arena *names; /* entry names live until the model is encoded */
+    uint8_t *model;  /* the serialized model, gathered in memory */
     uint64_t model_size, model_cap;
 } writer_ctx;
 
@@ -206,8 +206,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     oc_progress progress;
     oc_status st = oc_progress_start_save(&progress, desc, msg, so, err);
     if (st == OC_OK)
-        st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite, &w.zip,
-                                err);
+        st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite, &w.zip, err);
     if (st == OC_OK) oz__zip_writer_set_progress(w.zip, &progress);
     if (st == OC_OK)
         st = oc_encode_external(desc, msg, so->buffer.raw_data_threshold, put_entry, &w,
@@ -226,11 +225,11 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     return st;
 }
 
-oc_status oz_archive_save(const oc_model *model, const char *path,
-                          const oz_archive_options *opts, oc_error *err) {
+oc_status oz_archive_save(const oc_model *model, const char *path, const oz_archive_options *opts,
+                          oc_error *err) {
     if (!model) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: no model");
-    return oz_archive_save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), path,
-                                   opts, err);
+    return oz_archive_save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), path, opts,
+                                   err);
 }
 
 /* ---- reading ---- */
@@ -267,19 +266,19 @@ static oc_status check_version(const oz_archive *ar, oc_error *err) {
 static void mention_journal(const char *path, oc_status st, oc_error *err) {
     char *jpath = oz__journal_path(path);
     struct stat st_j;
-    if (err && jpath && (st == OC_ERR_MALFORMED || st == OC_ERR_TRUNCATED ||
-                         st == OC_ERR_INCONSISTENT) &&
+    if (err && jpath &&
+        (st == OC_ERR_MALFORMED || st == OC_ERR_TRUNCATED || st == OC_ERR_INCONSISTENT) &&
         lstat(jpath, &st_j) == 0) {
         size_t n = strlen(err->message);
         snprintf(err->message + n, sizeof err->message - n,
                  " (an in-place edit of it was interrupted: %s is there; the next edit rolls "
-                 "it back, A-56)", jpath);
+                 "it back, A-56)",
+                 jpath);
     }
     free(jpath);
 }
 
-oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out,
-                           oc_error *err) {
+oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out, oc_error *err) {
     oz_archive *ar = calloc(1, sizeof *ar);
     if (!ar || !(ar->path = strdup(path ? path : ""))) {
         free(ar);
@@ -303,9 +302,10 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
 
 uint64_t oz__archive_model_index(const oz_archive *ar) { return ar->model_index; }
 
-oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
-                          oz_archive **out, oc_error *err) {
-    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
+oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts, oz_archive **out,
+                          oc_error *err) {
+    if (!path || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
     oz_zip_reader *zip = NULL;
     oc_status st = oz_zip_reader_open(path, zip_opts, &zip, err);
     if (st != OC_OK) {
@@ -360,8 +360,8 @@ static oc_status to_mapped(oc_bytes *b, oc_mapped *out, oc_error *err) {
 }
 
 /* A-21 on one tensor's reference: *index receives the entry it names. */
-static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t,
-                                 const oc_str *loc, uint64_t *index, oc_error *err) {
+static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t, const oc_str *loc,
+                                 uint64_t *index, oc_error *err) {
     char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
     char tname[OC_QUOTE_SIZE], qloc[OC_QUOTE_SIZE];
     oc_quote(t->name.data, t->name.size, tname, sizeof tname);
@@ -384,18 +384,20 @@ static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t
     if (*index == ar->model_index) /* `not found`: no tensor entry has that name */
         return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                         "tensor '%s': its location is " OZ_MODEL_ENTRY ", the model's own entry, "
-                        "which cannot hold a tensor (A-21)", tname);
+                        "which cannot hold a tensor (A-21)",
+                        tname);
     if (loc->size && loc->data[loc->size - 1] == '/')
         return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "tensor '%s': its location '%s' names a directory entry (a name ending "
-                        "in /), which cannot hold a tensor (A-21)", tname, qloc);
+                        "in /), which cannot hold a tensor (A-21)",
+                        tname, qloc);
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(ar->zip, *index, &e, err));
     if (has_offset && offset != 0)
         return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "tensor '%s': offset %llu in entry '%s', where a tensor entry is the "
-                        "tensor and its offset is 0 (A-21)", tname, (unsigned long long)offset,
-                        qloc);
+                        "tensor and its offset is 0 (A-21)",
+                        tname, (unsigned long long)offset, qloc);
     if (has_length && length != e.uncompressed_size)
         return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "tensor '%s': its length is %llu, but entry '%s' holds %llu bytes (A-21)",
@@ -434,13 +436,15 @@ static oc_status check_tensor_reference(void *ctx, onnx_TensorProto *t) {
 /* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. A
  * deflated one is inflated into memory first, which counts against the memory budget
  * (M-1): checked before inflating, and the decode gets what is left. */
-static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts,
-                              oc_model **out, oc_error *err) {
+static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts, oc_model **out,
+                              oc_error *err) {
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(ar->zip, ar->model_index, &e, err));
     oc_parse_options budgeted;
-    if (opts) budgeted = *opts;
-    else oc_parse_options_init(&budgeted);
+    if (opts)
+        budgeted = *opts;
+    else
+        oc_parse_options_init(&budgeted);
     uint64_t budget = budgeted.max_memory ? budgeted.max_memory : OC_DEFAULT_MAX_MEMORY;
     if (e.method != OZ_ZIP_STORED && budget != OC_DEFAULT_MAX_MEMORY) {
         OZ_RETURN_ERROR_IF(e.uncompressed_size >= budget, err, OC_ERR_LIMIT, OC_NO_OFFSET,
@@ -473,19 +477,21 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
     return OC_OK;
 }
 
-oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
-                                oc_model **out, oc_error *err) {
-    if (!ar || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_load_model: missing argument");
+oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts, oc_model **out,
+                                oc_error *err) {
+    if (!ar || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_archive_load_model: missing argument");
     OC_PARSE_OPTS(opts, err);
     oc_model *m;
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
         refs_ctx rc = {ar, err};
         oc_status st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m),
-                                        check_tensor_reference, &rc);
+                                            check_tensor_reference, &rc);
         if (st == OC_OK)
-            st = oc_external_data_load_with(&onnx_ModelProto_desc, oc_model_proto(m),
-                                            resolve_entry, (void *)(uintptr_t)ar, opts, err);
+            st = oc_external_data_load_with(&onnx_ModelProto_desc, oc_model_proto(m), resolve_entry,
+                                            (void *)(uintptr_t)ar, opts, err);
         if (st != OC_OK) {
             oc_model_free(m);
             return st;
@@ -529,7 +535,8 @@ static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
 oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
                                  oc_error *err) {
     if (!ar || !tensor_name || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_read_tensor: missing argument");
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_archive_read_tensor: missing argument");
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     po.no_copy = 1;
     po.buffer.raw_data_threshold = 0;
@@ -562,4 +569,3 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
     oc_model_free(m);
     return st;
 }
-

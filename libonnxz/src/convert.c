@@ -39,7 +39,8 @@ oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
 
 oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
                      oc_error *err) {
-    if (!in || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
+    if (!in || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
     OZ_CONVERT_OPTS(opts, err);
     oc_parse_options load = opts->load;
     load.no_copy = 1;
@@ -50,4 +51,3 @@ oc_status oz_convert(const char *in, const char *out, const oz_convert_options *
     oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
     return st;
 }
-

@@ -49,10 +49,9 @@ OZ_CRC_TARGET static uint32_t crc_fold(uint32_t raw, const uint8_t *p, uint64_t 
     __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
     p += 64;
     n -= 64;
-#define OZ_FOLD(x, k, next)                                                                   \
-    x = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),                      \
-                                    _mm_clmulepi64_si128(x, k, 0x11)),                     \
-                      next)
+#define OZ_FOLD(x, k, next) \
+    x = _mm_xor_si128(      \
+        _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next)
     for (; n >= 64; p += 64, n -= 64) {
         OZ_FOLD(x0, k1k2, _mm_loadu_si128((const __m128i *)p));
         OZ_FOLD(x1, k1k2, _mm_loadu_si128((const __m128i *)(p + 16)));
@@ -94,7 +93,5 @@ uint32_t oz__crc32(uint32_t crc, const uint8_t *data, uint64_t n) {
     return crc_zlib(crc, data + bulk, n - bulk);
 }
 #else
-uint32_t oz__crc32(uint32_t crc, const uint8_t *data, uint64_t n) {
-    return crc_zlib(crc, data, n);
-}
+uint32_t oz__crc32(uint32_t crc, const uint8_t *data, uint64_t n) { return crc_zlib(crc, data, n); }
 #endif

@@ -76,19 +76,18 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
     if (found) {
         memcpy(name, loc->data, (size_t)loc->size);
         name[loc->size] = '\0';
-        found = oz_zip_reader_find(c->zip, name, &index, &tmp) == OC_OK &&
-                index != c->model_index;
+        found = oz_zip_reader_find(c->zip, name, &index, &tmp) == OC_OK && index != c->model_index;
     }
     OZ_RETURN_ERROR_IF(!found, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                        "tensor '%s' points at '%s', which is no tensor entry of the archive "
-                       "(A-51)", tname, qloc);
+                       "(A-51)",
+                       tname, qloc);
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(c->zip, index, &e, c->err));
     uint64_t offset, length;
     int has_offset, has_length;
     OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, c->err));
-    OZ_RETURN_ERROR_IF((has_offset && offset != 0) ||
-                           (has_length && length != e.uncompressed_size),
+    OZ_RETURN_ERROR_IF((has_offset && offset != 0) || (has_length && length != e.uncompressed_size),
                        c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                        "tensor '%s': entry '%s' holds %llu bytes, which is not what the "
                        "tensor's offset and length say (A-51)",
@@ -100,19 +99,19 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
 
 struct oz_archive_edit {
     char *path;
-    char *jpath;         /* path + OZ_JOURNAL_SUFFIX */
+    char *jpath; /* path + OZ_JOURNAL_SUFFIX */
     int fd;
     int append_only;
     int deflate_model;
-    uint64_t align;      /* asked for; 0: the archive's own */
-    int done;            /* a commit was tried: the archive below is stale */
+    uint64_t align; /* asked for; 0: the archive's own */
+    int done;       /* a commit was tried: the archive below is stale */
     oz_archive *ar;
     const oz_zip_reader *zip;
     uint64_t model_index;
-    uint64_t count;      /* entries, the model included */
-    uint64_t d;          /* end of the last entry before the model (0 with none) */
-    uint64_t m;          /* the model's local header */
-    uint64_t e;          /* the file's size */
+    uint64_t count; /* entries, the model included */
+    uint64_t d;     /* end of the last entry before the model (0 with none) */
+    uint64_t m;     /* the model's local header */
+    uint64_t e;     /* the file's size */
     uint32_t alignment;
     oz__entry model;     /* the new model entry, named OZ_MODEL_ENTRY (lho set per placement) */
     const uint8_t *data; /* its bytes as stored (model.csize of them) */
@@ -120,10 +119,10 @@ struct oz_archive_edit {
     uint64_t others_len;
     const uint8_t *comment;
     uint16_t comment_len;
-    uint8_t *lh;         /* scratch: a local header */
-    uint8_t *cd;         /* scratch: the central directory and end records */
-    uint64_t cut_from;   /* a rollback removed bytes [cut_from, cut_to) */
-    uint64_t cut_to;     /* (both 0: none) */
+    uint8_t *lh;       /* scratch: a local header */
+    uint8_t *cd;       /* scratch: the central directory and end records */
+    uint64_t cut_from; /* a rollback removed bytes [cut_from, cut_to) */
+    uint64_t cut_to;   /* (both 0: none) */
 };
 typedef struct oz_archive_edit edit;
 
@@ -131,7 +130,7 @@ typedef struct oz_archive_edit edit;
 typedef struct tail {
     uint64_t at;
     size_t lh_len;
-    uint64_t cd_len;     /* central directory + end records, in ed->cd */
+    uint64_t cd_len; /* central directory + end records, in ed->cd */
     uint64_t size;
 } tail;
 
@@ -169,8 +168,7 @@ static oc_status cut(const edit *ed, uint64_t size, oc_error *err) {
 static void place(edit *ed, uint64_t at, tail *t) {
     ed->model.lho = at;
     t->at = at;
-    t->lh_len = oz__build_local(ed->lh, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY,
-                                ed->alignment);
+    t->lh_len = oz__build_local(ed->lh, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY, ed->alignment);
     uint64_t cd_off = at + t->lh_len + ed->model.csize;
     uint8_t *p = oz__put_bytes(ed->cd, ed->others, (size_t)ed->others_len);
     p = oz__put_central(p, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY);
@@ -274,7 +272,8 @@ static oc_status open_locked(edit *ed, oc_error *err) {
         OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, ed->path,
                             "is open in another process (or this one), which an edit that "
                             "overwrites or shortens it would break; edit it once it is "
-                            "closed, or append only", err));
+                            "closed, or append only",
+                            err));
     return OC_OK;
 }
 
@@ -302,8 +301,7 @@ static int central_parses(int fd, uint64_t at, uint64_t size, uint64_t count, ui
             pread(fd, h, OZ_CENTRAL_SIZE, (off_t)(at + used)) != (ssize_t)OZ_CENTRAL_SIZE ||
             oz__le32(h) != OZ_SIG_CENTRAL)
             return 0;
-        used += OZ_CENTRAL_SIZE + (uint64_t)oz__le16(h + 28) + oz__le16(h + 30) +
-                oz__le16(h + 32);
+        used += OZ_CENTRAL_SIZE + (uint64_t)oz__le16(h + 28) + oz__le16(h + 30) + oz__le16(h + 32);
         if (used > size) return 0;
     }
     return used == size;
@@ -365,7 +363,8 @@ static oc_status recover(edit *ed, oc_error *err) {
         OZ_RETURN_ERROR_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end,
                            "another ZIP end follows an interrupted edit: nothing cut; to undo "
                            "the edit cut the file to %llu bytes, else remove the journal %s "
-                           "(A-56)", (unsigned long long)j.old_size, ed->jpath);
+                           "(A-56)",
+                           (unsigned long long)j.old_size, ed->jpath);
         OZ_FORWARD(cut(ed, j.old_size, err));
         ed->cut_from = j.old_size;
         ed->cut_to = size;
@@ -566,7 +565,8 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
             if (encoded_n > OZ_ZIP_DEFAULT_MAX_INFLATED)
                 st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
                               "a DEFLATED model of %llu bytes is over the %llu-byte read limit "
-                              "(Z-66)", (unsigned long long)encoded_n,
+                              "(Z-66)",
+                              (unsigned long long)encoded_n,
                               (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
             else
                 st = oz__deflate(encoded, encoded_n, -1, &packed, &ed->model.csize, err);

@@ -19,7 +19,8 @@ oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owne
                                  const oz_zip_reader_options *zip_opts, oz_archive **out,
                                  oc_error *err) {
     if (!out || (!data && size))
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open_memory: missing argument");
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_archive_open_memory: missing argument");
     oz_zip_reader *zip = NULL;
     OZ_FORWARD(oz_zip_reader_open_memory(data, size, owner, zip_opts, &zip, err));
     return oz__archive_wrap(zip, "(memory)", out, err);
@@ -39,7 +40,8 @@ oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t ke
                                     const oz_zip_reader_options *zip_opts, oz_archive **out,
                                     oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open_encrypted: missing argument");
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_archive_open_encrypted: missing argument");
     oc_bytes plain = {0};
     OZ_FORWARD(oc_crypt_decrypt_file_to_memory(path, key, key_len, copts, &plain, err));
     oc_status st = open_plain(&plain, path, zip_opts, out, err);
@@ -51,7 +53,8 @@ oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
                             const oc_crypt_options *copts, const oc_parse_options *popts,
                             oc_model **out, int *is_archive, oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_encrypted_load: missing argument");
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_encrypted_load: missing argument");
     OC_PARSE_OPTS(popts, err);
     *out = NULL;
     oc_crypt_format format = OC_CRYPT_NONE;

@@ -41,8 +41,8 @@ static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};
 char *oz__journal_path(const char *archive_path) {
     /* A link to the archive is followed (A-55, W-32): every name of it finds one journal. */
     struct stat st;
-    char *real = lstat(archive_path, &st) == 0 && S_ISLNK(st.st_mode)
-                     ? realpath(archive_path, NULL) : NULL;
+    char *real =
+        lstat(archive_path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(archive_path, NULL) : NULL;
     const char *base = real ? real : archive_path;
     size_t n = strlen(base), k = sizeof OZ_JOURNAL_SUFFIX;
     char *p = malloc(n + k);
@@ -161,8 +161,10 @@ oc_status oz__journal_remove(const char *jpath, oc_error *err) {
 
 /* What is at the journal's name, for the message that refuses it. */
 static const char *kind_of(mode_t mode) {
-    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
-                         : S_ISLNK(mode) ? "a symbolic link" : "not a regular file";
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISLNK(mode)  ? "a symbolic link"
+                            : "not a regular file";
 }
 
 oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_error *err) {
@@ -200,14 +202,15 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
     OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
                            st.st_ino != named.st_ino,
                        err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s changed while it was read (now %s): move it away to edit (A-55)",
-                       jpath, S_ISREG(st.st_mode) ? "another file" : kind_of(st.st_mode));
+                       "%s changed while it was read (now %s): move it away to edit (A-55)", jpath,
+                       S_ISREG(st.st_mode) ? "another file" : kind_of(st.st_mode));
     OZ_RETURN_ERROR_IF(n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
                            oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4),
                        err, OC_ERR_IO, OC_NO_OFFSET,
                        "%s is no complete edit journal (an edit that stopped before it "
                        "changed the archive leaves that, or the file is not ours): move it "
-                       "away to edit (A-55)", jpath);
+                       "away to edit (A-55)",
+                       jpath);
     oz__cursor c = oz__cursor_make(b + sizeof magic, JOURNAL_SIZE - sizeof magic);
     j->old_size = oz__get64(&c);
     j->new_size = oz__get64(&c);

@@ -10,7 +10,6 @@
 
 /* ---- the rules ---- */
 
-
 oz__name_fault oz__name_check(const uint8_t *name, size_t len, int allow_dir) {
     if (len == 0) return OZ_NAME_EMPTY;
     for (size_t i = 0; i < len;) {
@@ -43,34 +42,49 @@ oz__name_fault oz__name_check(const uint8_t *name, size_t len, int allow_dir) {
 
 const char *oz__name_fault_text(oz__name_fault f) {
     switch (f) {
-    case OZ_NAME_OK: return "is fine";
-    case OZ_NAME_EMPTY: return "is empty";
-    case OZ_NAME_NOT_UTF8: return "is not valid UTF-8";
-    case OZ_NAME_NUL: return "contains a NUL byte";
-    case OZ_NAME_BACKSLASH: return "contains a backslash";
-    case OZ_NAME_ABSOLUTE: return "is absolute";
-    case OZ_NAME_DRIVE: return "starts with a drive letter";
-    case OZ_NAME_EMPTY_COMPONENT: return "has an empty component";
-    case OZ_NAME_DOT: return "has a '.' component";
-    case OZ_NAME_DOTDOT: return "has a '..' component";
-    case OZ_NAME_DIRECTORY: return "ends with '/'";
+    case OZ_NAME_OK:
+        return "is fine";
+    case OZ_NAME_EMPTY:
+        return "is empty";
+    case OZ_NAME_NOT_UTF8:
+        return "is not valid UTF-8";
+    case OZ_NAME_NUL:
+        return "contains a NUL byte";
+    case OZ_NAME_BACKSLASH:
+        return "contains a backslash";
+    case OZ_NAME_ABSOLUTE:
+        return "is absolute";
+    case OZ_NAME_DRIVE:
+        return "starts with a drive letter";
+    case OZ_NAME_EMPTY_COMPONENT:
+        return "has an empty component";
+    case OZ_NAME_DOT:
+        return "has a '.' component";
+    case OZ_NAME_DOTDOT:
+        return "has a '..' component";
+    case OZ_NAME_DIRECTORY:
+        return "ends with '/'";
     }
     return "is invalid";
 }
 
 const char *oz__name_fault_rule(oz__name_fault f) {
     switch (f) {
-    case OZ_NAME_EMPTY: return "Z-30";
+    case OZ_NAME_EMPTY:
+        return "Z-30";
     case OZ_NAME_NOT_UTF8:
-    case OZ_NAME_NUL: return "Z-31";
-    case OZ_NAME_BACKSLASH: return "Z-32";
+    case OZ_NAME_NUL:
+        return "Z-31";
+    case OZ_NAME_BACKSLASH:
+        return "Z-32";
     case OZ_NAME_ABSOLUTE:
-    case OZ_NAME_DRIVE: return "Z-33";
-    default: return "Z-34";
+    case OZ_NAME_DRIVE:
+        return "Z-33";
+    default:
+        return "Z-34";
     }
 }
 
 int oz__name_fault_unsafe(oz__name_fault f) {
-    return f != OZ_NAME_OK && f != OZ_NAME_EMPTY && f != OZ_NAME_NOT_UTF8 &&
-           f != OZ_NAME_DIRECTORY;
+    return f != OZ_NAME_OK && f != OZ_NAME_EMPTY && f != OZ_NAME_NOT_UTF8 && f != OZ_NAME_DIRECTORY;
 }

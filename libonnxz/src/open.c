@@ -35,13 +35,15 @@ oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
     if (n >= OZ_DETECT_HEAD && begins(head, n, magic_zec1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXZEC1;
     if (n >= OZ_DETECT_HEAD && begins(head, n, magic_cry1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXCRY1;
     if (n < OZ_DETECT_HEAD && whole &&
-        (begins(head, n, magic_zec1, OZ_DETECT_HEAD) || begins(head, n, magic_cry1, OZ_DETECT_HEAD)))
+        (begins(head, n, magic_zec1, OZ_DETECT_HEAD) ||
+         begins(head, n, magic_cry1, OZ_DETECT_HEAD)))
         return OZ_KIND_CRYPT_SHORT;
     return OZ_KIND_MODEL;
 }
 
 oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err) {
-    if (!path || !kind) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_file: missing argument");
+    if (!path || !kind)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_file: missing argument");
     *kind = OZ_KIND_MODEL;
     /* A device, FIFO or directory is refused before it is opened: opening a device runs
      * its driver. */
@@ -87,13 +89,20 @@ bool oz_is_archive_file(const char *path) {
 
 const char *oz_kind_name(oz_kind kind) {
     switch (kind) {
-    case OZ_KIND_EMPTY: return "empty";
-    case OZ_KIND_MODEL: return "model";
-    case OZ_KIND_ZIP: return "zip";
-    case OZ_KIND_ZIP_SHORT: return "zip cut short";
-    case OZ_KIND_ONNXZEC1: return "ONNXZEC1";
-    case OZ_KIND_ONNXCRY1: return "ONNXCRY1";
-    case OZ_KIND_CRYPT_SHORT: return "encrypted cut short";
+    case OZ_KIND_EMPTY:
+        return "empty";
+    case OZ_KIND_MODEL:
+        return "model";
+    case OZ_KIND_ZIP:
+        return "zip";
+    case OZ_KIND_ZIP_SHORT:
+        return "zip cut short";
+    case OZ_KIND_ONNXZEC1:
+        return "ONNXZEC1";
+    case OZ_KIND_ONNXCRY1:
+        return "ONNXCRY1";
+    case OZ_KIND_CRYPT_SHORT:
+        return "encrypted cut short";
     }
     return "unknown";
 }
@@ -112,17 +121,18 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
     uint64_t got = stat(path, &st) == 0 ? (uint64_t)st.st_size : OC_NO_OFFSET;
     return oz__fail(err, OC_ERR_TRUNCATED, got,
                     "truncated: the file ends inside the magic of an encrypted file (%llu of "
-                    "%u bytes) (C-1)", (unsigned long long)(got == OC_NO_OFFSET ? 0 : got),
-                    (unsigned)OZ_DETECT_HEAD);
+                    "%u bytes) (C-1)",
+                    (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
-oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
-                  oz_open_info *info, oc_error *err) {
+oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
+                  oc_error *err) {
     oz_open_info local;
     if (!info) info = &local;
     info->kind = OZ_KIND_MODEL;
     info->is_archive = false;
-    if (!path || !out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
+    if (!path || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
     OZ_OPEN_OPTS(opts, err);
     /* A file that cannot be looked at is handed to the model loader, which says why. */
@@ -148,8 +158,8 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
                             "%s is encrypted (%s): a key is needed", path,
                             oc_crypt_format_name(format));
         int zip = 0;
-        st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out,
-                               &zip, err);
+        st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out, &zip,
+                               err);
         info->is_archive = zip != 0;
         break;
     case OZ_KIND_MODEL:

@@ -27,15 +27,14 @@ void oz_open_options_init(oz_open_options *opts) {
     *opts = defaults;
 }
 
-oc_status oz__zip_opts(const oz_zip_reader_options **opts,
-                                     oz_zip_reader_options *local, oc_error *err) {
+oc_status oz__zip_opts(const oz_zip_reader_options **opts, oz_zip_reader_options *local,
+                       oc_error *err) {
     const oz_zip_reader_options *in = *opts;
     if (in && in->size == sizeof *in) return OC_OK;
     oz_zip_reader_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
-    if (oc__opts_check(in->size, "oz_zip_reader_options", err) != OC_OK)
-        return OC_ERR_INVALID_ARG;
+    if (oc__opts_check(in->size, "oz_zip_reader_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
     OC_OPTS_COPY(local, in, oz_zip_reader_options, use_pread);
     OC_OPTS_COPY(local, in, oz_zip_reader_options, max_entries);
     OC_OPTS_COPY(local, in, oz_zip_reader_options, max_name_len);
@@ -48,8 +47,8 @@ oc_status oz__zip_opts(const oz_zip_reader_options **opts,
 /* The embedded struct at byte `at` of a caller's struct of src_size bytes: absent (the
  * caller's struct ends before it: 0), or present with a size that is set and fits (1);
  * anything else is OC_ERR_INVALID_ARG (-1). */
-static int opts_embedded(size_t at, size_t src_size, const void *embedded,
-                                    const char *what, oc_error *err) {
+static int opts_embedded(size_t at, size_t src_size, const void *embedded, const char *what,
+                         oc_error *err) {
     if (at + OC_OPTS_MIN_SIZE > src_size) return 0;
     size_t size;
     memcpy(&size, embedded, sizeof size);
@@ -64,12 +63,10 @@ static int opts_embedded(size_t at, size_t src_size, const void *embedded,
 }
 
 /* dst (the defaults) receives what the caller's src of src_size bytes holds. */
-static oc_status archive_opts_copy(oz_archive_options *dst,
-                                              const oz_archive_options *src, size_t src_size,
-                                              oc_error *err) {
+static oc_status archive_opts_copy(oz_archive_options *dst, const oz_archive_options *src,
+                                   size_t src_size, oc_error *err) {
     size_t at = offsetof(oz_archive_options, serialize);
-    int has = opts_embedded(at, src_size, &src->serialize, "oz_archive_options.serialize",
-                                err);
+    int has = opts_embedded(at, src_size, &src->serialize, "oz_archive_options.serialize", err);
     if (has < 0) return OC_ERR_INVALID_ARG;
     if (has == 0) return OC_OK;
     oc__serialize_opts_copy(&dst->serialize, &src->serialize);
@@ -79,11 +76,10 @@ static oc_status archive_opts_copy(oz_archive_options *dst,
     return OC_OK;
 }
 
-oc_status oz__archive_opts(const oz_archive_options **opts,
-                                         oz_archive_options *local, oc_error *err) {
+oc_status oz__archive_opts(const oz_archive_options **opts, oz_archive_options *local,
+                           oc_error *err) {
     const oz_archive_options *in = *opts;
-    if (in && in->size == sizeof *in && in->serialize.size == sizeof in->serialize)
-        return OC_OK;
+    if (in && in->size == sizeof *in && in->serialize.size == sizeof in->serialize) return OC_OK;
     oz_archive_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
@@ -91,8 +87,8 @@ oc_status oz__archive_opts(const oz_archive_options **opts,
     return archive_opts_copy(local, in, in->size, err);
 }
 
-oc_status oz__convert_opts(const oz_convert_options **opts,
-                                         oz_convert_options *local, oc_error *err) {
+oc_status oz__convert_opts(const oz_convert_options **opts, oz_convert_options *local,
+                           oc_error *err) {
     const oz_convert_options *in = *opts;
     if (in && in->size == sizeof *in && in->load.size == sizeof in->load &&
         in->save.size == sizeof in->save && in->save.serialize.size == sizeof in->save.serialize)
@@ -109,7 +105,8 @@ oc_status oz__convert_opts(const oz_convert_options **opts,
     oc__parse_opts_copy(&local->load, &in->load);
     /* save follows load: where the caller's load ends */
     at = offsetof(oz_convert_options, save) + in->load.size - sizeof(oc_parse_options);
-    const oz_archive_options *save = (const oz_archive_options *)(const void *)((const char *)in + at);
+    const oz_archive_options *save =
+        (const oz_archive_options *)(const void *)((const char *)in + at);
     has = opts_embedded(at, in->size, save, "oz_convert_options.save", err);
     if (has < 0) return OC_ERR_INVALID_ARG;
     if (has == 0) return OC_OK;

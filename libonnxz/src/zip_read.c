@@ -37,10 +37,10 @@
 #define CHUNK ((size_t)1 << 18)
 
 struct oz_zip_reader {
-    int fd;               /* pread source (our own descriptor), or -1 */
-    const uint8_t *base;  /* memory source, when fd < 0 */
+    int fd;              /* pread source (our own descriptor), or -1 */
+    const uint8_t *base; /* memory source, when fd < 0 */
     uint64_t size;
-    oc_owner *owner;      /* keeps base alive (one reference held); may be NULL */
+    oc_owner *owner; /* keeps base alive (one reference held); may be NULL */
     uint64_t cd_off, cd_size;
     oz__entry *e;
     uint64_t count;
@@ -77,8 +77,9 @@ static oc_status src_read(const oz_zip_reader *r, uint64_t off, void *buf, uint6
         size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)n;
         ssize_t got = pread(r->fd, p, want, (off_t)off);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return oz__fail_errno(err, errno, "cannot read the archive at offset %llu",
-                                           (unsigned long long)off);
+        if (got < 0)
+            return oz__fail_errno(err, errno, "cannot read the archive at offset %llu",
+                                  (unsigned long long)off);
         if (got == 0)
             return oz__fail(err, OC_ERR_TRUNCATED, off,
                             "the archive ended early (did it change while open?)");
@@ -119,8 +120,8 @@ static oc_status find_zip64(const uint8_t *x, uint64_t xlen, uint64_t at, const 
         uint16_t len = oz__get16(&c);
         const uint8_t *data = oz__take(&c, len);
         OZ_RETURN_ERROR_IF(!data, err, OC_ERR_MALFORMED, at,
-                           "extra field record 0x%04x of %u bytes overruns its header (Z-69)",
-                           id, len);
+                           "extra field record 0x%04x of %u bytes overruns its header (Z-69)", id,
+                           len);
         if (id == OZ_EXTRA_ZIP64 && !*z64) {
             *z64 = data;
             *z64_len = len;
@@ -132,8 +133,8 @@ static oc_status find_zip64(const uint8_t *x, uint64_t xlen, uint64_t at, const 
 /* ---- opening: the end records ---- */
 
 typedef struct eocd_info {
-    uint64_t at;          /* offset of the end record */
-    uint64_t end_of_cd;   /* where the central directory must end */
+    uint64_t at;        /* offset of the end record */
+    uint64_t end_of_cd; /* where the central directory must end */
     uint64_t count, cd_size, cd_off;
 } eocd_info;
 
@@ -225,15 +226,16 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
     OZ_RETURN_ERROR_IF(later_at, err, OC_ERR_MALFORMED, later_at,
                        "an end of central directory signature lies in the comment of the end "
                        "record at %llu: ZIP readers that take the last signature would read "
-                       "another archive (Z-61)", (unsigned long long)found_at);
+                       "another archive (Z-61)",
+                       (unsigned long long)found_at);
     if (found) {
         int yes = 1;
         if (found > 1) OZ_FORWARD(anchored(r, found_at, &yes, err));
         OZ_RETURN_ERROR_IF(!yes, err, OC_ERR_MALFORMED, found_at,
                            "two end of central directory records both end the file (at %llu "
                            "and %llu), and the central directory does not end at the last "
-                           "(Z-61)", (unsigned long long)found_at,
-                           (unsigned long long)other_at);
+                           "(Z-61)",
+                           (unsigned long long)found_at, (unsigned long long)other_at);
         *eocd_at = found_at;
         return OC_OK;
     }
@@ -264,14 +266,17 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint32_t disks = oz__get32(&c);
     OZ_RETURN_ERROR_IF(z_disk != 0, err, OC_ERR_UNSUPPORTED, loc_at,
                        "multi-disk archives are not supported: the zip64 locator puts the "
-                       "zip64 end record on disk %u (Z-63)", z_disk);
+                       "zip64 end record on disk %u (Z-63)",
+                       z_disk);
     OZ_RETURN_ERROR_IF(disks > 1, err, OC_ERR_UNSUPPORTED, loc_at,
                        "multi-disk archives are not supported: the zip64 locator counts %u "
-                       "disks (Z-63)", disks);
-    OZ_RETURN_ERROR_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err,
-                       OC_ERR_MALFORMED, loc_at,
+                       "disks (Z-63)",
+                       disks);
+    OZ_RETURN_ERROR_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err, OC_ERR_MALFORMED,
+                       loc_at,
                        "the zip64 locator points at %llu, where no zip64 end record fits "
-                       "before it (Z-64)", (unsigned long long)z_at);
+                       "before it (Z-64)",
+                       (unsigned long long)z_at);
     OZ_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
     c = oz__cursor_make(b, OZ_ZIP64_EOCD_SIZE);
     OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_ZIP64_EOCD, err, OC_ERR_MALFORMED, z_at,
@@ -291,25 +296,27 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint64_t cd_off = oz__get64(&c);
     OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
                        "multi-disk archives are not supported: the zip64 end record is on "
-                       "disk %u (Z-63)", disk);
+                       "disk %u (Z-63)",
+                       disk);
     OZ_RETURN_ERROR_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
                        "multi-disk archives are not supported: the zip64 end record puts the "
-                       "central directory on disk %u (Z-63)", cd_disk);
+                       "central directory on disk %u (Z-63)",
+                       cd_disk);
     OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at,
                        "the zip64 end record counts %llu entries on this disk but %llu in all "
-                       "(Z-63)", (unsigned long long)n_disk, (unsigned long long)n);
+                       "(Z-63)",
+                       (unsigned long long)n_disk, (unsigned long long)n);
     /* Z-64: a field of the end record is either the zip64 value or all ones. */
-    OZ_RETURN_ERROR_IF((disk16 != 0 && disk16 != OZ_MAX16) ||
-                           (cd_disk16 != 0 && cd_disk16 != OZ_MAX16) ||
-                           (n16 != OZ_MAX16 && n16 != n) ||
-                           (n_disk16 != OZ_MAX16 && n_disk16 != n_disk) ||
-                           (cd_size32 != OZ_MAX32 && cd_size32 != cd_size) ||
-                           (cd_off32 != OZ_MAX32 && cd_off32 != cd_off),
-                       err, OC_ERR_INCONSISTENT, z_at,
-                       "the zip64 end record (%llu entries, central directory of %llu bytes at "
-                       "%llu) disagrees with the end record (%u, %u at %u) (Z-64)",
-                       (unsigned long long)n, (unsigned long long)cd_size,
-                       (unsigned long long)cd_off, n16, cd_size32, cd_off32);
+    OZ_RETURN_ERROR_IF(
+        (disk16 != 0 && disk16 != OZ_MAX16) || (cd_disk16 != 0 && cd_disk16 != OZ_MAX16) ||
+            (n16 != OZ_MAX16 && n16 != n) || (n_disk16 != OZ_MAX16 && n_disk16 != n_disk) ||
+            (cd_size32 != OZ_MAX32 && cd_size32 != cd_size) ||
+            (cd_off32 != OZ_MAX32 && cd_off32 != cd_off),
+        err, OC_ERR_INCONSISTENT, z_at,
+        "the zip64 end record (%llu entries, central directory of %llu bytes at "
+        "%llu) disagrees with the end record (%u, %u at %u) (Z-64)",
+        (unsigned long long)n, (unsigned long long)cd_size, (unsigned long long)cd_off, n16,
+        cd_size32, cd_off32);
     out->end_of_cd = z_at;
     out->count = n;
     out->cd_size = cd_size;
@@ -342,20 +349,20 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
         uint64_t loc_at = out->at - OZ_ZIP64_LOCATOR_SIZE;
         OZ_FORWARD(src_read(r, loc_at, sig, 4, err));
         if (oz__le32(sig) == OZ_SIG_ZIP64_LOCATOR)
-            return read_zip64_end(r, loc_at, disk, cd_disk, n_disk, n, cd_size, cd_off, out,
-                                  err);
+            return read_zip64_end(r, loc_at, disk, cd_disk, n_disk, n, cd_size, cd_off, out, err);
     }
     OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
                        "multi-disk archives are not supported: the end record is on disk %u "
-                       "(Z-63)", disk);
+                       "(Z-63)",
+                       disk);
     OZ_RETURN_ERROR_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
                        "multi-disk archives are not supported: the end record puts the "
-                       "central directory on disk %u (Z-63)", cd_disk);
+                       "central directory on disk %u (Z-63)",
+                       cd_disk);
     OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at,
-                       "the end record counts %u entries on this disk but %u in all (Z-63)",
-                       n_disk, n);
-    OZ_RETURN_ERROR_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED,
-                       out->at,
+                       "the end record counts %u entries on this disk but %u in all (Z-63)", n_disk,
+                       n);
+    OZ_RETURN_ERROR_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED, out->at,
                        "the end record defers to zip64 records, but there is no zip64 "
                        "locator (Z-64)");
     out->end_of_cd = out->at;
@@ -367,8 +374,8 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
 
 /* ---- opening: the central directory ---- */
 
-static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_t len,
-                            uint64_t at, oc_error *err) {
+static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_t len, uint64_t at,
+                            oc_error *err) {
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at,
                        "entry name '%s' is %u bytes, more than the limit of %u (Z-66)",
@@ -387,7 +394,8 @@ static oc_status take_zip64(oz__cursor *z, const char *field, uint64_t *v, uint6
     uint64_t x = oz__get64(z);
     OZ_RETURN_ERROR_IF(z->bad, err, OC_ERR_MALFORMED, at,
                        "entry '%s': the %s is in a zip64 extra field that is missing or too "
-                       "short (Z-70)", name, field);
+                       "short (Z-70)",
+                       name, field);
     *v = x;
     return OC_OK;
 }
@@ -453,7 +461,8 @@ static oc_status resolve_zip64(hdr_fields *h, const uint8_t *x, uint64_t at, con
         const uint8_t *d = oz__take(&z, 4);
         OZ_RETURN_ERROR_IF(!d, err, OC_ERR_MALFORMED, at,
                            "entry '%s': the disk number is in a zip64 extra field that is "
-                           "missing or too short (Z-70)", q);
+                           "missing or too short (Z-70)",
+                           q);
         h->disk = oz__le32(d);
     }
     return OC_OK;
@@ -484,24 +493,26 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
         (void)oz__take(&c, clen);
         OZ_RETURN_ERROR_IF(c.bad, err, OC_ERR_INCONSISTENT, at,
                            "central header %llu runs past the end of the central directory "
-                           "(Z-68)", (unsigned long long)i);
+                           "(Z-68)",
+                           (unsigned long long)i);
         OZ_FORWARD(check_name(r, name, nlen, at, err));
         oc_quote(name, nlen, q, OC_QUOTE_SIZE);
         OZ_RETURN_ERROR_IF(hf.flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at,
-                           "entry '%s': encrypted central directories are not supported (Z-72)",
-                           q);
+                           "entry '%s': encrypted central directories are not supported (Z-72)", q);
         OZ_FORWARD(resolve_zip64(&hf, x, at, q, err));
         uint64_t usize = hf.usize, csize = hf.csize, disk = hf.disk;
         OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at,
                            "entry '%s' starts on disk %llu: multi-disk archives are not "
-                           "supported (Z-63)", q, (unsigned long long)disk);
+                           "supported (Z-63)",
+                           q, (unsigned long long)disk);
         OZ_RETURN_ERROR_IF(hf.method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
-                           at, "STORED entry '%s' has a compressed size of %llu but an "
-                           "uncompressed size of %llu (Z-75)", q, (unsigned long long)csize,
-                           (unsigned long long)usize);
+                           at,
+                           "STORED entry '%s' has a compressed size of %llu but an "
+                           "uncompressed size of %llu (Z-75)",
+                           q, (unsigned long long)csize, (unsigned long long)usize);
         uint64_t h = oc_nametab_hash(name, nlen);
-        OZ_RETURN_ERROR_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err,
-                           OC_ERR_INCONSISTENT, at, "entry name '%s' appears twice (Z-71)", q);
+        OZ_RETURN_ERROR_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err, OC_ERR_INCONSISTENT,
+                           at, "entry name '%s' appears twice (Z-71)", q);
         oz__entry *e = &r->e[i];
         e->name_off = names_len;
         e->name_len = nlen;
@@ -532,9 +543,8 @@ static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_e
     uint64_t at = e->lho;
     OZ_RETURN_ERROR_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
                        "the local header of '%s' lies past the end of the file (Z-73)", q);
-    OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err,
-                       OC_ERR_INCONSISTENT, at,
-                       "the local header of '%s' overlaps the central directory (Z-73)", q);
+    OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
+                       at, "the local header of '%s' overlaps the central directory (Z-73)", q);
     uint8_t b[OZ_LOCAL_SIZE];
     OZ_FORWARD(src_read(r, at, b, OZ_LOCAL_SIZE, err));
     oz__cursor c = oz__cursor_make(b, OZ_LOCAL_SIZE);
@@ -542,7 +552,8 @@ static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_e
     read_fixed(&c, 0, &hf);
     OZ_RETURN_ERROR_IF(hf.sig != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at,
                        "no local header signature where the central directory puts '%s' "
-                       "(Z-73)", q);
+                       "(Z-73)",
+                       q);
     uint16_t flags = hf.flags, method = hf.method, nlen = hf.nlen, xlen = hf.xlen;
     uint32_t crc = hf.crc;
     uint64_t var = (uint64_t)nlen + xlen, var_at = at + OZ_LOCAL_SIZE;
@@ -556,14 +567,18 @@ static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_e
         char lq[OC_QUOTE_SIZE];
         return oz__fail(err, OC_ERR_INCONSISTENT, at,
                         "the local header names '%s' where the central directory names '%s' "
-                        "(Z-74)", oc_quote(v, nlen, lq, OC_QUOTE_SIZE), q);
+                        "(Z-74)",
+                        oc_quote(v, nlen, lq, OC_QUOTE_SIZE), q);
     }
     OZ_RETURN_ERROR_IF(method != e->method, err, OC_ERR_INCONSISTENT, at,
                        "entry '%s': compression method %u in the local header, %u in the "
-                       "central directory (Z-74)", q, method, e->method);
+                       "central directory (Z-74)",
+                       q, method, e->method);
     OZ_RETURN_ERROR_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT,
-                       at, "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
-                       "directory (Z-74)", q, flags, e->flags);
+                       at,
+                       "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
+                       "directory (Z-74)",
+                       q, flags, e->flags);
     OZ_FORWARD(resolve_zip64(&hf, v + nlen, at, q, err));
     uint64_t usize = hf.usize, csize = hf.csize;
     /* With a data descriptor (bit 3) the local fields may be zero: the central directory is
@@ -571,21 +586,21 @@ static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_e
     int desc = (e->flags & OZ_FLAG_DESCRIPTOR) != 0;
     OZ_RETURN_ERROR_IF(crc != e->crc && !(desc && crc == 0), err, OC_ERR_INCONSISTENT, at,
                        "entry '%s': CRC-32 0x%08x in the local header, 0x%08x in the central "
-                       "directory (Z-74)", q, crc, e->crc);
+                       "directory (Z-74)",
+                       q, crc, e->crc);
     OZ_RETURN_ERROR_IF(csize != e->csize && !(desc && csize == 0), err, OC_ERR_INCONSISTENT, at,
                        "entry '%s': compressed size %llu in the local header, %llu in the "
-                       "central directory (Z-74)", q, (unsigned long long)csize,
-                       (unsigned long long)e->csize);
+                       "central directory (Z-74)",
+                       q, (unsigned long long)csize, (unsigned long long)e->csize);
     OZ_RETURN_ERROR_IF(usize != e->usize && !(desc && usize == 0), err, OC_ERR_INCONSISTENT, at,
                        "entry '%s': uncompressed size %llu in the local header, %llu in the "
-                       "central directory (Z-74)", q, (unsigned long long)usize,
-                       (unsigned long long)e->usize);
+                       "central directory (Z-74)",
+                       q, (unsigned long long)usize, (unsigned long long)e->usize);
     e->data_off = var_at + var;
     OZ_RETURN_ERROR_IF(e->csize > r->size - e->data_off, err, OC_ERR_TRUNCATED, e->data_off,
                        "the data of '%s' (%llu bytes) runs past the end of the file (Z-75)", q,
                        (unsigned long long)e->csize);
-    OZ_RETURN_ERROR_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT,
-                       e->data_off,
+    OZ_RETURN_ERROR_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT, e->data_off,
                        "the data of '%s' (%llu bytes) overlaps the central directory (Z-75)", q,
                        (unsigned long long)e->csize);
     return OC_OK;
@@ -619,8 +634,8 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
             qname(r, &r->e[s[i - 1].idx], qa);
             qname(r, &r->e[s[i].idx], qb);
             free(s);
-            return oz__fail(err, OC_ERR_INCONSISTENT, at,
-                            "entries '%s' and '%s' overlap (Z-76)", qa, qb);
+            return oz__fail(err, OC_ERR_INCONSISTENT, at, "entries '%s' and '%s' overlap (Z-76)",
+                            qa, qb);
         }
     }
     free(s);
@@ -632,8 +647,8 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     if (r->max_entries > OZ_ZIP_MAX_ENTRIES_HARD) r->max_entries = OZ_ZIP_MAX_ENTRIES_HARD;
     r->max_name_len = o && o->max_name_len ? o->max_name_len : OZ_ZIP_DEFAULT_MAX_NAME_LEN;
     if (r->max_name_len > OZ_ZIP_MAX_NAME_LEN_HARD) r->max_name_len = OZ_ZIP_MAX_NAME_LEN_HARD;
-    r->max_central_dir = o && o->max_central_dir ? o->max_central_dir
-                                                 : OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR;
+    r->max_central_dir =
+        o && o->max_central_dir ? o->max_central_dir : OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR;
     r->max_inflated = o && o->max_inflated ? o->max_inflated : OZ_ZIP_DEFAULT_MAX_INFLATED;
     r->max_memory = o && o->max_memory ? o->max_memory : UINT64_MAX;
     if (r->max_inflated > r->max_memory) r->max_inflated = r->max_memory;
@@ -645,12 +660,13 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     OZ_RETURN_ERROR_IF(end.cd_off > r->size || end.cd_size > r->size - end.cd_off, err,
                        OC_ERR_TRUNCATED, end.cd_off,
                        "the central directory (%llu bytes) extends past the end of the file "
-                       "(Z-65)", (unsigned long long)end.cd_size);
-    OZ_RETURN_ERROR_IF(end.cd_off + end.cd_size != end.end_of_cd, err, OC_ERR_INCONSISTENT,
-                       end.cd_off,
-                       "the central directory ends at %llu, but the end records begin at %llu "
-                       "(Z-65)", (unsigned long long)(end.cd_off + end.cd_size),
-                       (unsigned long long)end.end_of_cd);
+                       "(Z-65)",
+                       (unsigned long long)end.cd_size);
+    OZ_RETURN_ERROR_IF(
+        end.cd_off + end.cd_size != end.end_of_cd, err, OC_ERR_INCONSISTENT, end.cd_off,
+        "the central directory ends at %llu, but the end records begin at %llu "
+        "(Z-65)",
+        (unsigned long long)(end.cd_off + end.cd_size), (unsigned long long)end.end_of_cd);
     /* Z-66, Z-67 */
     OZ_RETURN_ERROR_IF(end.count > r->max_entries, err, OC_ERR_LIMIT, end.at,
                        "%llu entries, more than the limit of %llu (Z-66)",
@@ -658,8 +674,7 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     OZ_RETURN_ERROR_IF(end.cd_size > r->max_central_dir, err, OC_ERR_LIMIT, end.cd_off,
                        "a central directory of %llu bytes, more than the limit of %llu (Z-66)",
                        (unsigned long long)end.cd_size, (unsigned long long)r->max_central_dir);
-    OZ_RETURN_ERROR_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT,
-                       end.at,
+    OZ_RETURN_ERROR_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, end.at,
                        "%llu entries cannot fit in a central directory of %llu bytes (Z-67)",
                        (unsigned long long)end.count, (unsigned long long)end.cd_size);
     /* M-2: what the reader holds while open (the central directory, its copy of the names,
@@ -701,8 +716,8 @@ void oz_zip_reader_close(oz_zip_reader *r) {
     free(r);
 }
 
-static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o,
-                             oz_zip_reader **out, oc_error *err) {
+static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o, oz_zip_reader **out,
+                             oc_error *err) {
     oc_status st = open_common(r, o, err);
     if (st != OC_OK) {
         oz_zip_reader_close(r);
@@ -717,16 +732,15 @@ static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o,
 static oc_status apply_limit(uint64_t *size, uint64_t limit, const char *what, oc_error *err) {
     if (limit == UINT64_MAX) return OC_OK;
     OZ_RETURN_ERROR_IF(limit > *size, err, OC_ERR_TRUNCATED, *size,
-                       "%s has %llu bytes, fewer than the %llu its archive needs",
-                       what, (unsigned long long)*size, (unsigned long long)limit);
+                       "%s has %llu bytes, fewer than the %llu its archive needs", what,
+                       (unsigned long long)*size, (unsigned long long)limit);
     *size = limit;
     return OC_OK;
 }
 
 /* Takes over fd (closing it on failure). */
 static oc_status open_with_fd(int fd, const char *what, uint64_t limit,
-                              const oz_zip_reader_options *o, oz_zip_reader **out,
-                              oc_error *err) {
+                              const oz_zip_reader_options *o, oz_zip_reader **out, oc_error *err) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -794,8 +808,7 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     return OC_OK;
 }
 
-oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size,
-                                        const oz_zip_reader_options *options,
+oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size, const oz_zip_reader_options *options,
                                         oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
@@ -805,14 +818,14 @@ oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size,
     return open_with_fd(own, "the archive", size, options, out, err);
 }
 
-oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
-                                oz_zip_reader **out, oc_error *err) {
+oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options, oz_zip_reader **out,
+                                oc_error *err) {
     return oz__zip_reader_open_fd_prefix(fd, UINT64_MAX, options, out, err);
 }
 
 oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
-                                    const oz_zip_reader_options *options,
-                                    oz_zip_reader **out, oc_error *err) {
+                                    const oz_zip_reader_options *options, oz_zip_reader **out,
+                                    oc_error *err) {
     OZ_RETURN_ERROR_IF(!out || (!data && size), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data or output pointer");
     *out = NULL;
@@ -883,7 +896,8 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const oz__entr
     OZ_RETURN_ERROR_IF(e->method != OZ_ZIP_STORED && e->method != OZ_ZIP_DEFLATED, err,
                        OC_ERR_UNSUPPORTED, e->cd_at,
                        "entry '%s' uses compression method %u; only 0 (stored) and 8 "
-                       "(deflated) are supported (Z-72)", qname(r, e, q), e->method);
+                       "(deflated) are supported (Z-72)",
+                       qname(r, e, q), e->method);
     *out = e;
     return OC_OK;
 }
@@ -896,8 +910,8 @@ static oc_status plausible(const oz_zip_reader *r, const oz__entry *e, oc_error 
                         : e->csize * OZ_ZIP_MAX_DEFLATE_RATIO + OZ_ZIP_DEFLATE_RATIO_SLACK;
     OZ_RETURN_ERROR_IF(e->usize > most, err, OC_ERR_INCONSISTENT, e->cd_at,
                        "entry '%s' declares %llu bytes from %llu compressed, more than deflate "
-                       "can produce (Z-77)", qname(r, e, q), (unsigned long long)e->usize,
-                       (unsigned long long)e->csize);
+                       "can produce (Z-77)",
+                       qname(r, e, q), (unsigned long long)e->usize, (unsigned long long)e->csize);
     return OC_OK;
 }
 
@@ -1008,11 +1022,11 @@ static oc_status crc_mismatch(const oz_zip_reader *r, const oz__entry *e, uint32
     char q[OC_QUOTE_SIZE];
     return oz__fail(err, OC_ERR_CHECKSUM, e->data_off,
                     "the CRC-32 of '%s' is 0x%08x, but the central directory says 0x%08x "
-                    "(Z-78)", qname(r, e, q), got, e->crc);
+                    "(Z-78)",
+                    qname(r, e, q), got, e->crc);
 }
 
-oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out,
-                             oc_error *err) {
+oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
     const oz__entry *e = NULL;
@@ -1045,7 +1059,8 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     char q[OC_QUOTE_SIZE];
     OZ_RETURN_ERROR_IF(e->usize > r->max_inflated, err, OC_ERR_LIMIT, e->cd_at,
                        "entry '%s' would inflate to %llu bytes, more than the limit of %llu "
-                       "(%s)", qname(r, e, q), (unsigned long long)e->usize,
+                       "(%s)",
+                       qname(r, e, q), (unsigned long long)e->usize,
                        (unsigned long long)r->max_inflated,
                        r->max_inflated == r->max_memory ? "max_memory, M-2" : "Z-66");
     OZ_FORWARD(plausible(r, e, err));
@@ -1160,8 +1175,10 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
         uint64_t lo = 0, hi = r->count;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (cmp_dir_key(&c[mid], s, e->name_len) < 0) lo = mid + 1;
-            else hi = mid;
+            if (cmp_dir_key(&c[mid], s, e->name_len) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         if (lo == r->count || cmp_dir_key(&c[lo], s, e->name_len) != 0) continue;
         /* The first entry (lowest index) that makes it a directory. */
@@ -1173,9 +1190,9 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
         qname(r, &r->e[first], qb);
         st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
                       "entry '%s' is a file, but entry '%s' makes it a directory: they "
-                      "cannot both be extracted (Z-36)", qa, qb);
+                      "cannot both be extracted (Z-36)",
+                      qa, qb);
     }
     free(c);
     return st;
 }
-

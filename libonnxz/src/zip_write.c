@@ -28,18 +28,18 @@
 
 struct oz_zip_writer {
     oc_atomic_file af;
-    int af_live;        /* af holds an uncommitted temporary file */
+    int af_live; /* af holds an uncommitted temporary file */
     uint32_t alignment;
-    int failed;         /* an I/O or protocol failure happened: only free is allowed */
+    int failed; /* an I/O or protocol failure happened: only free is allowed */
     int finished;
     oz__entry *e;
     uint64_t count, cap;
-    uint8_t *names;     /* NUL-terminated names, back to back */
+    uint8_t *names; /* NUL-terminated names, back to back */
     uint64_t names_len, names_cap;
     oc_nametab *tab;
-    uint8_t *hdr;       /* header scratch */
+    uint8_t *hdr; /* header scratch */
     size_t hdr_cap;
-    uint64_t cd_size;   /* central directory bytes the entries so far will need */
+    uint64_t cd_size; /* central directory bytes the entries so far will need */
     /* the entry being streamed */
     int streaming;
     uint64_t s_written;
@@ -59,8 +59,8 @@ static int is_zip64_local(uint64_t csize, uint64_t usize) {
 /* Bytes of the zip64 extra record in the central header (Z-22): only the fields that do
  * not fit, in the order uncompressed size, compressed size, local header offset. */
 static uint32_t zip64_central_len(uint64_t csize, uint64_t usize, uint64_t lho) {
-    uint32_t n = (usize >= OZ_MAX32 ? 8u : 0u) + (csize >= OZ_MAX32 ? 8u : 0u) +
-                 (lho >= OZ_MAX32 ? 8u : 0u);
+    uint32_t n =
+        (usize >= OZ_MAX32 ? 8u : 0u) + (csize >= OZ_MAX32 ? 8u : 0u) + (lho >= OZ_MAX32 ? 8u : 0u);
     return n ? n + 4u : 0u;
 }
 
@@ -71,8 +71,7 @@ uint16_t oz__version_needed(const oz__entry *e) {
     return e->method == OZ_ZIP_DEFLATED ? OZ_VERSION_DEFLATED : OZ_VERSION_STORED;
 }
 
-size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name,
-                       uint32_t alignment) {
+size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name, uint32_t alignment) {
     int z64 = is_zip64_local(e->csize, e->usize);
     uint64_t base = e->lho + OZ_LOCAL_SIZE + e->name_len + (z64 ? 20u : 0u);
     uint32_t pad = 0;
@@ -127,9 +126,9 @@ uint8_t *oz__put_central(uint8_t *p, const oz__entry *e, const uint8_t *name) {
     p = oz__put32(p, e->usize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->usize);
     p = oz__put16(p, (uint16_t)e->name_len);
     p = oz__put16(p, (uint16_t)z64); /* no padding here (Z-13) */
-    p = oz__put16(p, 0);              /* comment length */
-    p = oz__put16(p, 0);              /* disk number start */
-    p = oz__put16(p, 0);              /* internal attributes */
+    p = oz__put16(p, 0);             /* comment length */
+    p = oz__put16(p, 0);             /* disk number start */
+    p = oz__put16(p, 0);             /* internal attributes */
     p = oz__put32(p, OZ_EXTERNAL_ATTR);
     p = oz__put32(p, e->lho >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->lho);
     p = oz__put_bytes(p, name, e->name_len);
@@ -278,14 +277,13 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
     oz__name_fault f = oz__name_check(un, n, 0);
     OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_INVALID_ARG,
-                       OC_NO_OFFSET, "entry name '%s' %s (%s)",
-                       oc_quote(un, n, q, OC_QUOTE_SIZE), oz__name_fault_text(f),
-                       oz__name_fault_rule(f));
+                       OC_NO_OFFSET, "entry name '%s' %s (%s)", oc_quote(un, n, q, OC_QUOTE_SIZE),
+                       oz__name_fault_text(f), oz__name_fault_rule(f));
     OZ_RETURN_ERROR_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
                        "more than %u entries (Z-66)", OZ_ZIP_DEFAULT_MAX_ENTRIES);
     uint64_t h = oc_nametab_hash(un, n);
-    OZ_RETURN_ERROR_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS,
-                       OC_NO_OFFSET, "entry name '%s' is already in the archive (Z-35)",
+    OZ_RETURN_ERROR_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS, OC_NO_OFFSET,
+                       "entry name '%s' is already in the archive (Z-35)",
                        oc_quote(un, n, q, OC_QUOTE_SIZE));
     if (grow((void **)&w->e, &w->cap, w->count + 1, sizeof *w->e) != OC_OK ||
         grow((void **)&w->names, &w->names_cap, w->names_len + n + 1, 1) != OC_OK ||
@@ -350,8 +348,8 @@ void oz__zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress) {
     w->af.progress = progress;
 }
 
-oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data,
-                            uint64_t size, uint64_t *data_offset, oc_error *err) {
+oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data, uint64_t size,
+                            uint64_t *data_offset, oc_error *err) {
     size_t n;
     uint64_t hash;
     OZ_FORWARD(prepare(w, name, &n, &hash, err));
@@ -367,8 +365,8 @@ oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data
     return OC_OK;
 }
 
-oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out,
-                             uint64_t *out_n, oc_error *err) {
+oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, uint64_t *out_n,
+                      oc_error *err) {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     int rc = deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
@@ -455,8 +453,7 @@ oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
     return OC_OK;
 }
 
-oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
-                              oc_error *err) {
+oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size, oc_error *err) {
     OZ_FORWARD(usable(w, err));
     OZ_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no entry is being streamed");
@@ -487,8 +484,7 @@ oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err) {
         return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                   "entry '%s' was declared as %llu bytes but %llu were written",
                                   oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
-                                  (unsigned long long)e->usize,
-                                  (unsigned long long)w->s_written));
+                                  (unsigned long long)e->usize, (unsigned long long)w->s_written));
     uint8_t crc[4];
     oz__put32(crc, w->s_crc);
     oc_status st = oc_atomic_pwrite(&w->af, crc, 4, e->lho + OZ_LOCAL_CRC_AT, err);
@@ -541,10 +537,9 @@ static oc_status write_tail(oz_zip_writer *w, outbuf *ob, oc_error *err) {
 oc_status oz_zip_writer_finish(oz_zip_writer *w, oc_error *err) {
     OZ_FORWARD(usable(w, err));
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "entry '%s' is still being streamed",
-                       oc_quote(w->names + w->e[w->count - 1].name_off,
-                                w->e[w->count - 1].name_len, q, sizeof q));
+    OZ_RETURN_ERROR_IF(
+        w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "entry '%s' is still being streamed",
+        oc_quote(w->names + w->e[w->count - 1].name_off, w->e[w->count - 1].name_len, q, sizeof q));
     outbuf ob = {w, NULL, 0, (size_t)1 << 18};
     /* Every central record fits: 46 + a name of at most 4,096 bytes + 28. */
     ob.buf = malloc(ob.cap);

@@ -39,9 +39,9 @@ typedef enum oc_bytes_mode {
 typedef struct oc_owner oc_owner;
 
 typedef struct oc_bytes {
-    const uint8_t *data;  /* NULL only when size is 0 */
+    const uint8_t *data; /* NULL only when size is 0 */
     uint64_t size;
-    oc_owner *owner;      /* set only in OC_BYTES_SHARED mode */
+    oc_owner *owner; /* set only in OC_BYTES_SHARED mode */
     oc_bytes_mode mode;
 } oc_bytes;
 
@@ -97,7 +97,7 @@ typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_
  *    process's memory.
  * The bytes never change. */
 #define OC_BYTES_WRITE_CHUNK (16u * 1024u * 1024u)
-#define OC_BYTES_READ_PIECE (256u * 1024u)
+#define OC_BYTES_READ_PIECE  (256u * 1024u)
 OC_API oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
 
 /* A pool of tensor storage for loads that repeat. Storage of OC_STORAGE_POOL_MIN_BLOCK
@@ -123,7 +123,7 @@ OC_API uint64_t oc_storage_pool_free_bytes(oc_storage_pool *pool);
  * allocated and owned; *out receives a writable pointer. On failure (OC_ERR_NOMEM) the
  * span is unchanged. */
 OC_API oc_status oc_bytes_set_storage(oc_bytes *span, uint64_t size, uint64_t alignment,
-                               oc_storage_pool *pool, uint8_t **out, oc_error *err);
+                                      oc_storage_pool *pool, uint8_t **out, oc_error *err);
 
 /* Allocation of owned tensor storage: 64-byte aligned, freed with oc_bytes_free_buffer. */
 OC_API void *oc_bytes_alloc_buffer(uint64_t size);

@@ -33,33 +33,34 @@ extern "C" {
  * On error msg holds what was decoded so far (still safe to free with the arena) and err
  * names the problem and its offset in data. */
 OC_API oc_status oc_decode(const oc_msgdesc *desc, void *msg, const void *data, uint64_t size,
-                    oc_arena *arena, const oc_parse_options *opts, oc_owner *owner,
-                    oc_error *err);
+                           oc_arena *arena, const oc_parse_options *opts, oc_owner *owner,
+                           oc_error *err);
 
 /* The number of bytes oc_encode writes for msg. */
 OC_API oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *size,
-                          oc_error *err);
+                                 oc_error *err);
 
 /* Encodes msg to a sink. Large raw_data spans are passed to the sink directly, without
  * copying them through a buffer; with the sink oc_atomic_write (file.h), spans in a file
  * mapping are copied file to file by the kernel (oc_atomic_write_bytes). */
 OC_API oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn write, void *ctx,
-                    oc_error *err);
+                           oc_error *err);
 
 /* Encodes msg into a new buffer of *size bytes (free it with free()). */
 OC_API oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **out,
-                              uint64_t *size, oc_error *err);
+                                     uint64_t *size, oc_error *err);
 
 /* Deep-copies src into a fresh message in arena (*out). raw_data spans follow the byte-span
  * mode table: owned bytes are duplicated, borrowed stay borrowed, shared gain a reference. */
 OC_API oc_status oc_msg_copy(const oc_msgdesc *desc, const void *src, oc_arena *arena, void **out,
-                      oc_error *err);
+                             oc_error *err);
 
 /* Calls fn for every TensorProto reachable from msg, at any depth (initializers, sparse
  * tensors, attributes, subgraphs, functions, training info, sequences...), in encoding
  * order. fn returns OC_OK to go on; anything else stops the walk and is returned. */
 typedef oc_status (*oc_tensor_fn)(void *ctx, onnx_TensorProto *tensor);
-OC_API oc_status oc_msg_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn, void *ctx);
+OC_API oc_status oc_msg_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn,
+                                      void *ctx);
 
 #ifdef __cplusplus
 }

@@ -59,24 +59,24 @@ typedef enum oc_crypt_format {
     OC_CRYPT_ONNXCRY1 = 2  /* onnx_light's AES-256-CBC format */
 } oc_crypt_format;
 
-#define OC_CRYPT_MAGIC_LEN 8u
+#define OC_CRYPT_MAGIC_LEN  8u
 #define OC_CRYPT_ZEC1_MAGIC "ONNXZEC1"
 #define OC_CRYPT_CRY1_MAGIC "ONNXCRY1"
 
 /* ONNXZEC1 parameters (spec C-10, C-15, C-16). */
-#define OC_CRYPT_ZEC1_HEADER_SIZE 72u
-#define OC_CRYPT_ZEC1_FRAME_SIZE 16u       /* the clear header in front of each chunk */
-#define OC_CRYPT_ZEC1_TAG_SIZE 16u
+#define OC_CRYPT_ZEC1_HEADER_SIZE   72u
+#define OC_CRYPT_ZEC1_FRAME_SIZE    16u /* the clear header in front of each chunk */
+#define OC_CRYPT_ZEC1_TAG_SIZE      16u
 #define OC_CRYPT_DEFAULT_ITERATIONS 600000u
 #define OC_CRYPT_DEFAULT_CHUNK_SIZE (1u << 20)
-#define OC_CRYPT_MIN_CHUNK_SIZE 64u
-#define OC_CRYPT_MAX_CHUNK_SIZE (64u << 20)
+#define OC_CRYPT_MIN_CHUNK_SIZE     64u
+#define OC_CRYPT_MAX_CHUNK_SIZE     (64u << 20)
 /* Readers refuse ONNXZEC1 headers asking for more PBKDF2 iterations than this (a crafted
  * header must not make a reader spin for minutes); raise it with max_iterations. */
 #define OC_CRYPT_DEFAULT_MAX_ITERATIONS 10000000u
 /* ONNXCRY1's fixed parameters. */
 #define OC_CRYPT_CRY1_HEADER_SIZE 40u
-#define OC_CRYPT_CRY1_ITERATIONS 100000u
+#define OC_CRYPT_CRY1_ITERATIONS  100000u
 
 /* All-zero means defaults. */
 typedef struct oc_crypt_options {
@@ -120,11 +120,12 @@ typedef struct oc_crypt_writer oc_crypt_writer;
  * `write`. Ciphertext follows through `write` as plaintext comes in; memory use is one
  * chunk whatever the total size. *out owns the writer. */
 OC_API oc_status oc_crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key,
-                               size_t key_len, const oc_crypt_options *opts,
-                               oc_crypt_writer **out, oc_error *err);
+                                      size_t key_len, const oc_crypt_options *opts,
+                                      oc_crypt_writer **out, oc_error *err);
 /* Encrypts size more bytes; an oc_write_fn, so it can be the sink of oc_encode (ctx is the
  * writer). After a failure the writer only accepts oc_crypt_writer_free. */
-OC_API oc_status oc_crypt_writer_write(void *writer, const void *data, uint64_t size, oc_error *err);
+OC_API oc_status oc_crypt_writer_write(void *writer, const void *data, uint64_t size,
+                                       oc_error *err);
 /* Writes the final chunk (ONNXZEC1) or the padding block (ONNXCRY1). Without it the output
  * is incomplete and readers refuse it (OC_ERR_TRUNCATED). */
 OC_API oc_status oc_crypt_writer_finish(oc_crypt_writer *w, oc_error *err);
@@ -144,24 +145,24 @@ typedef oc_status (*oc_crypt_read_fn)(void *ctx, void *buf, uint64_t cap, uint64
  * the caller must discard what was written (the file functions below do). ONNXCRY1 output
  * is never authenticated. */
 OC_API oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_write_fn write,
-                                  void *write_ctx, const void *key, size_t key_len,
-                                  const oc_crypt_options *opts, oc_error *err);
+                                         void *write_ctx, const void *key, size_t key_len,
+                                         const oc_crypt_options *opts, oc_error *err);
 
 /* ---- memory to memory ---- */
 
 /* Encrypts size bytes at data into a new buffer of *out_size bytes (free it with free()).
  * The same bytes as the file form. */
 OC_API oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *key,
-                                  size_t key_len, const oc_crypt_options *opts, void **out,
-                                  uint64_t *out_size, oc_error *err);
+                                         size_t key_len, const oc_crypt_options *opts, void **out,
+                                         uint64_t *out_size, oc_error *err);
 /* Decrypts size bytes at data (either format, by magic). On success *out (released first)
  * is an OC_BYTES_SHARED span over a new 64-byte-aligned buffer kept alive by its owner
  * token: hand out->owner to anything that should borrow from it (oc_decode with no_copy,
  * oz_zip_reader_open_memory), then oc_bytes_release(out); the buffer goes with the last
  * reference. An empty plaintext gives an empty span. On failure *out is left empty. */
 OC_API oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *key,
-                                  size_t key_len, const oc_crypt_options *opts, oc_bytes *out,
-                                  oc_error *err);
+                                         size_t key_len, const oc_crypt_options *opts,
+                                         oc_bytes *out, oc_error *err);
 
 /* ---- files ---- */
 
@@ -170,13 +171,13 @@ OC_API oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const 
  * replaced whole, or left untouched on any error (no unauthenticated plaintext survives a
  * failed decryption). in_path and out_path may name the same file. */
 OC_API oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const void *key,
-                                size_t key_len, const oc_crypt_options *opts, oc_error *err);
+                                       size_t key_len, const oc_crypt_options *opts, oc_error *err);
 OC_API oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const void *key,
-                                size_t key_len, const oc_crypt_options *opts, oc_error *err);
+                                       size_t key_len, const oc_crypt_options *opts, oc_error *err);
 /* Decrypts a file into memory: *out as for oc_crypt_decrypt_memory. */
 OC_API oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, size_t key_len,
-                                          const oc_crypt_options *opts, oc_bytes *out,
-                                          oc_error *err);
+                                                 const oc_crypt_options *opts, oc_bytes *out,
+                                                 oc_error *err);
 
 #ifdef __cplusplus
 }

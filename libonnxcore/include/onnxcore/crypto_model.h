@@ -36,11 +36,11 @@ OC_API bool oc_crypt_is_zip(const void *data, uint64_t size);
  * external data is refused (OC_ERR_INVALID_ARG: it would be written in the clear);
  * sopts->overwrite == 0 or copts->no_overwrite refuses an existing path. */
 OC_API oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, const void *key,
-                                   size_t key_len, const oc_crypt_options *copts,
-                                   const oc_serialize_options *sopts, oc_error *err);
+                                          size_t key_len, const oc_crypt_options *copts,
+                                          const oc_serialize_options *sopts, oc_error *err);
 OC_API oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, size_t key_len,
-                                     const oc_crypt_options *copts, void **out,
-                                     uint64_t *out_size, oc_error *err);
+                                            const oc_crypt_options *copts, void **out,
+                                            uint64_t *out_size, oc_error *err);
 
 /* Decrypts (either format) and decodes a model. With popts->no_copy the tensors borrow
  * from the decrypted buffer through its owner token (zero copy; the buffer lives as long as
@@ -52,12 +52,13 @@ OC_API oc_status oc_crypt_save_model_memory(const oc_model *model, const void *k
  * ONNXCRY1, a plaintext that does not decode gives OC_ERR_BAD_KEY (the padding check lets
  * ~1/256 wrong passphrases through). */
 OC_API oc_status oc_crypt_load_model_memory(const void *data, uint64_t size, const void *key,
-                                     size_t key_len, const oc_crypt_options *copts,
-                                     const oc_parse_options *popts, oc_model **out,
-                                     oc_error *err);
+                                            size_t key_len, const oc_crypt_options *copts,
+                                            const oc_parse_options *popts, oc_model **out,
+                                            oc_error *err);
 OC_API oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key_len,
-                                   const oc_crypt_options *copts, const oc_parse_options *popts,
-                                   oc_model **out, oc_error *err);
+                                          const oc_crypt_options *copts,
+                                          const oc_parse_options *popts, oc_model **out,
+                                          oc_error *err);
 
 /* The second half of the loaders, for a caller that has decrypted already (to look at the
  * plaintext first, e.g. to send archives to libonnxz and models here without decrypting
@@ -67,8 +68,8 @@ OC_API oc_status oc_crypt_load_model_file(const char *path, const void *key, siz
  * or popts->data_dir when base_dir is NULL, or not at all when both are NULL. An archive:
  * OC_ERR_UNSUPPORTED. Works without OpenSSL (it only decodes). plain is not released. */
 OC_API oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format,
-                                const char *base_dir, const oc_parse_options *popts,
-                                oc_model **out, oc_error *err);
+                                       const char *base_dir, const oc_parse_options *popts,
+                                       oc_model **out, oc_error *err);
 
 #ifdef __cplusplus
 }

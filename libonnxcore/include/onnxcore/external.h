@@ -35,7 +35,7 @@ extern "C" {
  * OC_ERR_INVALID_ARG (an alignment that is not a power of two). On error the model is
  * unchanged. */
 OC_API oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *base_dir,
-                                const oc_parse_options *opts, oc_error *err);
+                                       const oc_parse_options *opts, oc_error *err);
 
 /* Finds the bytes a location names, for oc_external_data_load_with. It fills *out with the
  * whole "file" (the tensor's offset and length apply within it) and one reference to its
@@ -43,22 +43,21 @@ OC_API oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const 
  * no_copy spans borrow them). It is called once per distinct location; the tensor is
  * passed for error messages. Failures should name the tensor and the location. */
 typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *tensor,
-                                            const oc_str *location, oc_mapped *out,
-                                            oc_error *err);
+                                            const oc_str *location, oc_mapped *out, oc_error *err);
 
 /* As oc_external_data_load, with locations resolved by `resolve` instead of files beneath
  * a directory (libonnxz resolves them to archive entries). The `location` override and
  * path rules of files do not apply; everything else does. */
 OC_API oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
-                                     oc_external_resolve_fn resolve, void *resolve_ctx,
-                                     const oc_parse_options *opts, oc_error *err);
+                                            oc_external_resolve_fn resolve, void *resolve_ctx,
+                                            const oc_parse_options *opts, oc_error *err);
 
 /* Where one tensor's bytes went, as a sink reports it. location must stay valid until the
  * encode call returns. */
 typedef struct oc_external_ref {
     const char *location;
     uint64_t offset;
-    int has_offset;       /* write an `offset` key */
+    int has_offset; /* write an `offset` key */
     uint64_t length;
     const char *checksum; /* hex SHA-1 or NULL */
 } oc_external_ref;
@@ -73,8 +72,8 @@ typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tenso
  * the first write call. The model itself is not modified. Tensors that are EXTERNAL
  * already are written as they are. */
 OC_API oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
-                             oc_external_put_fn put, void *put_ctx, oc_write_fn write,
-                             void *write_ctx, oc_error *err);
+                                    oc_external_put_fn put, void *put_ctx, oc_write_fn write,
+                                    void *write_ctx, oc_error *err);
 
 /* True for the external_data keys this library defines and acts on: location, offset,
  * length, checksum (and basepath, which it recognises and never acts on). Other keys
@@ -92,8 +91,8 @@ OC_API const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, co
  * is not a non-negative integer (E-12)", NAME and VALUE escaped by oc_quote. Archives
  * (libonnxz, spec onnxz.md A-21) read their tensors' keys with the same rule. */
 OC_API oc_status oc_tensor_external_range(const onnx_TensorProto *tensor, uint64_t *offset,
-                                   int *has_offset, uint64_t *length, int *has_length,
-                                   oc_error *err);
+                                          int *has_offset, uint64_t *length, int *has_length,
+                                          oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -55,9 +55,9 @@ typedef struct oc_atomic_file {
     int overwrite;
     char *path;
     char *tmp_path;
-    uint64_t written;      /* bytes appended so far */
-    uint64_t flushed;      /* bytes whose writeback to disk has been started */
-    oc_progress *progress; /* NULL after oc_atomic_open (the libraries set it) */
+    uint64_t written;                 /* bytes appended so far */
+    uint64_t flushed;                 /* bytes whose writeback to disk has been started */
+    oc_progress *progress;            /* NULL after oc_atomic_open (the libraries set it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
 } oc_atomic_file;
 
@@ -82,11 +82,10 @@ OC_API void oc_atomic_abort(oc_atomic_file *af);
 
 /* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
 OC_API oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
-                           oc_error *err);
+                                  oc_error *err);
 
 #ifdef __cplusplus
 }
 #endif
-
 
 #endif

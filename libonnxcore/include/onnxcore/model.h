@@ -37,20 +37,20 @@ OC_API oc_arena *oc_model_arena(oc_model *model);
 
 /* Loads a serialized ModelProto from memory. See oc_decode for no_copy. */
 OC_API oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
-                               oc_model **out, oc_error *err);
+                                      oc_model **out, oc_error *err);
 /* Loads a .onnx file. The file is mapped read-only; without no_copy every tensor gets its
  * own copy and the mapping is dropped before returning; with no_copy tensors share it. */
 OC_API oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
-                             oc_error *err);
+                                    oc_error *err);
 
 /* Serializes the model into a new buffer (free it with free()). */
 OC_API oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,
-                               void **out, uint64_t *size, oc_error *err);
+                                      void **out, uint64_t *size, oc_error *err);
 /* Writes the model to path through a temporary file in the same directory that is fsynced
  * and renamed over path: path is replaced whole or not at all. With opts->overwrite == 0 an
  * existing path gives OC_ERR_EXISTS. */
 OC_API oc_status oc_model_save_file(const oc_model *model, const char *path,
-                             const oc_serialize_options *opts, oc_error *err);
+                                    const oc_serialize_options *opts, oc_error *err);
 
 /* A deep copy (see oc_msg_copy for how tensor bytes are shared). */
 OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error *err);
@@ -58,10 +58,10 @@ OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error 
 /* Generic loading of any message type from a file (TensorProto, SequenceProto... test
  * data). The message lives in arena; the file mapping is shared with no_copy as above. */
 OC_API oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
-                               const oc_parse_options *opts, void **out, oc_error *err);
+                                  const oc_parse_options *opts, void **out, oc_error *err);
 /* Writes any message to path atomically, as oc_model_save_file does. */
 OC_API oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
-                               const oc_serialize_options *opts, oc_error *err);
+                                  const oc_serialize_options *opts, oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -28,8 +28,7 @@ typedef struct oc_nametab oc_nametab;
 
 /* Where the table finds the name of the thing at index (any bytes, len of them). Called
  * only for indices that were inserted; the name must not change while it is in the table. */
-typedef void (*oc_nametab_name_fn)(const void *ctx, uint64_t index, const void **name,
-                                   size_t *len);
+typedef void (*oc_nametab_name_fn)(const void *ctx, uint64_t index, const void **name, size_t *len);
 
 /* The most names a table holds (indices are below it). */
 #define OC_NAMETAB_MAX ((uint64_t)UINT32_MAX - 1)

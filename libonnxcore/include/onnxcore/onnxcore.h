@@ -27,9 +27,9 @@
 extern "C" {
 #endif
 
-#define ONNXCORE_VERSION_MAJOR 0
-#define ONNXCORE_VERSION_MINOR 1
-#define ONNXCORE_VERSION_PATCH 0
+#define ONNXCORE_VERSION_MAJOR  0
+#define ONNXCORE_VERSION_MINOR  1
+#define ONNXCORE_VERSION_PATCH  0
 #define ONNXCORE_VERSION_STRING "0.1.0"
 
 /* The library's version string (may differ from the header's when linked dynamically). */

@@ -47,26 +47,26 @@ typedef struct oc_parse_options {
     /* raw_data_threshold (default 1024): with no_copy, raw_data of at least this many
      * bytes is borrowed from the input; smaller raw_data is copied. */
     oc_tensor_buffer_options buffer;
-    int no_copy;          /* borrow tensor bytes from the input instead of copying them */
-    int num_threads;      /* 0 or 1 = serial, N = N threads, negative = number of cores */
-    uint32_t max_depth;   /* nesting limit; 0 = OC_DEFAULT_MAX_DEPTH, at most OC_MAX_DEPTH_HARD */
+    int no_copy;        /* borrow tensor bytes from the input instead of copying them */
+    int num_threads;    /* 0 or 1 = serial, N = N threads, negative = number of cores */
+    uint32_t max_depth; /* nesting limit; 0 = OC_DEFAULT_MAX_DEPTH, at most OC_MAX_DEPTH_HARD */
     /* Size caps (limits.h; 0 = the default, no cap): the serialized model, one tensor's
      * payload (raw_data or external data), and all external data of one load. */
     uint64_t max_model_bytes;
     uint64_t max_tensor_bytes;
     uint64_t max_external_bytes;
-    int skip_raw_data;    /* drop tensor payloads (raw_data) while parsing: graph only */
-    int use_pread;        /* file loads: read with pread, not a mapping (network
-                           * filesystems); copies every tensor once, ignores no_copy */
+    int skip_raw_data; /* drop tensor payloads (raw_data) while parsing: graph only */
+    int use_pread;     /* file loads: read with pread, not a mapping (network
+                        * filesystems); copies every tensor once, ignores no_copy */
 
     /* External data (spec/external-data.md), for loads from a file, or from memory when
      * data_dir is set. */
-    int skip_external_data;  /* keep EXTERNAL tensors as references instead of loading */
-    const char *data_dir;    /* look for data files here instead of the model's directory */
-    const char *location;    /* use this data file instead of the one the tensors name (a
-                              * moved file): it stands for the first location found and its
-                              * `.N` parts; trusted (it comes from the caller) */
-    int verify_checksums;    /* check `checksum` keys (SHA-1); needs OpenSSL */
+    int skip_external_data; /* keep EXTERNAL tensors as references instead of loading */
+    const char *data_dir;   /* look for data files here instead of the model's directory */
+    const char *location;   /* use this data file instead of the one the tensors name (a
+                             * moved file): it stands for the first location found and its
+                             * `.N` parts; trusted (it comes from the caller) */
+    int verify_checksums;   /* check `checksum` keys (SHA-1); needs OpenSSL */
 
     /* Copying loads take tensor storage from this pool (bytes.h), so that loading again
      * after the model is freed reuses memory already faulted in. NULL: plain allocation. */
@@ -78,8 +78,10 @@ typedef struct oc_parse_options {
 } oc_parse_options;
 
 /* The defaults; every field not named is 0 or NULL. */
-#define OC_PARSE_OPTIONS_INIT                                                                 \
-    { .size = sizeof(oc_parse_options), .buffer = { .raw_data_threshold = 1024u } }
+#define OC_PARSE_OPTIONS_INIT                                                      \
+    {                                                                              \
+        .size = sizeof(oc_parse_options), .buffer = {.raw_data_threshold = 1024u } \
+    }
 
 /* Receives a save's progress (oc_serialize_options.progress). */
 typedef void (*oc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
@@ -90,7 +92,7 @@ typedef struct oc_serialize_options {
      * stay inside the model when tensor bytes are written elsewhere (external data,
      * archives); tensors with no raw_data bytes always do (spec/external-data.md E-27). */
     oc_tensor_buffer_options buffer;
-    int overwrite;        /* save to a path: replace an existing file (default 1) */
+    int overwrite; /* save to a path: replace an existing file (default 1) */
 
     /* External data: with external_data set, a save to a path writes every tensor whose
      * raw_data has at least buffer.raw_data_threshold bytes to that file (relative to the
@@ -113,10 +115,11 @@ typedef struct oc_serialize_options {
  * Expand, Tile...) only from bytes inside the model, and 1024 bytes hold any of them up
  * to rank 128; it is also onnx.save's default. */
 #define OC_EXTERNAL_THRESHOLD_DEFAULT 1024u
-#define OC_SERIALIZE_OPTIONS_INIT                                                             \
-    { .size = sizeof(oc_serialize_options),                                                   \
-      .buffer = { .raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT },                      \
-      .overwrite = 1 }
+#define OC_SERIALIZE_OPTIONS_INIT                                                       \
+    {                                                                                   \
+        .size = sizeof(oc_serialize_options),                                           \
+        .buffer = {.raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT}, .overwrite = 1 \
+    }
 
 /* Set *opts to the defaults (as the _INIT macros), size included. */
 OC_API void oc_parse_options_init(oc_parse_options *opts);

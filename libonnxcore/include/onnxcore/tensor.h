@@ -26,8 +26,9 @@ extern "C" {
  * Errors: OC_ERR_INVALID_ARG for an alignment that is not a power of two, OC_ERR_NOMEM.
  * On error nothing has changed. */
 OC_API oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
-                                 const oc_tensor_buffer_options *opts, oc_owner **buffer_out,
-                                 const uint8_t **base_out, uint64_t *size_out, oc_error *err);
+                                            const oc_tensor_buffer_options *opts,
+                                            oc_owner **buffer_out, const uint8_t **base_out,
+                                            uint64_t *size_out, oc_error *err);
 
 /* The size of one element of data_type in bits (FLOAT 32, INT4 4, BOOL 8, COMPLEX128 128,
  * ...), or 0 for types without a fixed size (STRING, UNDEFINED) and values this library

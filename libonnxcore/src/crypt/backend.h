@@ -21,12 +21,12 @@
 
 #include "onnxcore/status.h"
 
-#define OC__CB_SHA256_SIZE 32u
-#define OC__CB_SHA1_SIZE 20u
+#define OC__CB_SHA256_SIZE     32u
+#define OC__CB_SHA1_SIZE       20u
 #define OC__CB_AES256_KEY_SIZE 32u
-#define OC__CB_GCM_NONCE_SIZE 12u
-#define OC__CB_GCM_TAG_SIZE 16u
-#define OC__CB_CBC_BLOCK 16u
+#define OC__CB_GCM_NONCE_SIZE  12u
+#define OC__CB_GCM_TAG_SIZE    16u
+#define OC__CB_CBC_BLOCK       16u
 
 /* 1 when this backend can compute (it is OpenSSL's), else 0. */
 int oc__cb_available(void);
@@ -45,11 +45,11 @@ oc_status oc__cb_random(void *buf, size_t n, oc_error *err);
 /* PBKDF2-HMAC-SHA256 (RFC 8018) of the passphrase (pass_len <= INT_MAX) and the salt,
  * out_len bytes. */
 oc_status oc__cb_pbkdf2_sha256(const void *pass, size_t pass_len, const uint8_t *salt,
-                               size_t salt_len, uint32_t iterations, uint8_t *out,
-                               size_t out_len, oc_error *err);
+                               size_t salt_len, uint32_t iterations, uint8_t *out, size_t out_len,
+                               oc_error *err);
 /* HMAC-SHA256 of msg under key. */
-oc_status oc__cb_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg,
-                             size_t msg_len, uint8_t out[OC__CB_SHA256_SIZE], oc_error *err);
+oc_status oc__cb_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg, size_t msg_len,
+                             uint8_t out[OC__CB_SHA256_SIZE], oc_error *err);
 /* SHA-256 of size bytes. */
 oc_status oc__cb_sha256(const void *data, size_t size, uint8_t out[OC__CB_SHA256_SIZE],
                         oc_error *err);
@@ -77,13 +77,13 @@ void oc__cb_cipher_free(oc__cb_cipher *c);
 
 /* AES-256-GCM with 12-byte nonces and 16-byte tags: c is keyed once (encrypt != 0 to
  * seal, 0 to open), then seals or opens any number of messages, each with its own nonce. */
-oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt,
-                          const uint8_t key[OC__CB_AES256_KEY_SIZE], oc_error *err);
+oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt, const uint8_t key[OC__CB_AES256_KEY_SIZE],
+                          oc_error *err);
 /* Encrypts len bytes of in to out (len bytes; len <= INT_MAX) and computes the tag over
  * aad and the ciphertext. */
 oc_status oc__cb_gcm_seal(oc__cb_cipher *c, const uint8_t nonce[OC__CB_GCM_NONCE_SIZE],
-                          const void *aad, size_t aad_len, const void *in, size_t len,
-                          void *out, uint8_t tag[OC__CB_GCM_TAG_SIZE], oc_error *err);
+                          const void *aad, size_t aad_len, const void *in, size_t len, void *out,
+                          uint8_t tag[OC__CB_GCM_TAG_SIZE], oc_error *err);
 /* Decrypts len bytes of in to out and checks tag: *authentic is 1 when it verifies, else 0
  * (out must then be discarded). Any failure of the cipher itself counts as a failed check:
  * OC_OK with *authentic 0. */
@@ -94,8 +94,7 @@ oc_status oc__cb_gcm_open(oc__cb_cipher *c, const uint8_t nonce[OC__CB_GCM_NONCE
 
 /* AES-256-CBC with PKCS#7 padding, streamed: c is keyed with the IV (encrypt != 0 to
  * encrypt), then fed with update and closed with final. */
-oc_status oc__cb_cbc_init(oc__cb_cipher *c, int encrypt,
-                          const uint8_t key[OC__CB_AES256_KEY_SIZE],
+oc_status oc__cb_cbc_init(oc__cb_cipher *c, int encrypt, const uint8_t key[OC__CB_AES256_KEY_SIZE],
                           const uint8_t iv[OC__CB_CBC_BLOCK], oc_error *err);
 /* Feeds len bytes (len <= INT_MAX); *out_len bytes come out at out, which has room for
  * len + OC__CB_CBC_BLOCK. */

@@ -41,15 +41,15 @@ oc_status oc__cb_random(void *buf, size_t n, oc_error *err) {
 }
 
 oc_status oc__cb_pbkdf2_sha256(const void *pass, size_t pass_len, const uint8_t *salt,
-                               size_t salt_len, uint32_t iterations, uint8_t *out,
-                               size_t out_len, oc_error *err) {
+                               size_t salt_len, uint32_t iterations, uint8_t *out, size_t out_len,
+                               oc_error *err) {
     (void)pass, (void)pass_len, (void)salt, (void)salt_len, (void)iterations, (void)out,
         (void)out_len;
     return no_crypto(err);
 }
 
-oc_status oc__cb_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg,
-                             size_t msg_len, uint8_t out[OC__CB_SHA256_SIZE], oc_error *err) {
+oc_status oc__cb_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg, size_t msg_len,
+                             uint8_t out[OC__CB_SHA256_SIZE], oc_error *err) {
     (void)key, (void)key_len, (void)msg, (void)msg_len, (void)out;
     return no_crypto(err);
 }
@@ -84,15 +84,15 @@ oc_status oc__cb_cipher_new(oc__cb_cipher **out, oc_error *err) {
 
 void oc__cb_cipher_free(oc__cb_cipher *c) { (void)c; }
 
-oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt,
-                          const uint8_t key[OC__CB_AES256_KEY_SIZE], oc_error *err) {
+oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt, const uint8_t key[OC__CB_AES256_KEY_SIZE],
+                          oc_error *err) {
     (void)c, (void)encrypt, (void)key;
     return no_crypto(err);
 }
 
 oc_status oc__cb_gcm_seal(oc__cb_cipher *c, const uint8_t nonce[OC__CB_GCM_NONCE_SIZE],
-                          const void *aad, size_t aad_len, const void *in, size_t len,
-                          void *out, uint8_t tag[OC__CB_GCM_TAG_SIZE], oc_error *err) {
+                          const void *aad, size_t aad_len, const void *in, size_t len, void *out,
+                          uint8_t tag[OC__CB_GCM_TAG_SIZE], oc_error *err) {
     (void)c, (void)nonce, (void)aad, (void)aad_len, (void)in, (void)len, (void)out, (void)tag;
     return no_crypto(err);
 }
@@ -106,8 +106,7 @@ oc_status oc__cb_gcm_open(oc__cb_cipher *c, const uint8_t nonce[OC__CB_GCM_NONCE
     return no_crypto(err);
 }
 
-oc_status oc__cb_cbc_init(oc__cb_cipher *c, int encrypt,
-                          const uint8_t key[OC__CB_AES256_KEY_SIZE],
+oc_status oc__cb_cbc_init(oc__cb_cipher *c, int encrypt, const uint8_t key[OC__CB_AES256_KEY_SIZE],
                           const uint8_t iv[OC__CB_CBC_BLOCK], oc_error *err) {
     (void)c, (void)encrypt, (void)key, (void)iv;
     return no_crypto(err);

@@ -33,19 +33,18 @@ oc_status oc__cb_random(void *buf, size_t n, oc_error *err) {
 }
 
 oc_status oc__cb_pbkdf2_sha256(const void *pass, size_t pass_len, const uint8_t *salt,
-                               size_t salt_len, uint32_t iterations, uint8_t *out,
-                               size_t out_len, oc_error *err) {
+                               size_t salt_len, uint32_t iterations, uint8_t *out, size_t out_len,
+                               oc_error *err) {
     OC_RETURN_ERROR_IF(pass_len > INT_MAX || salt_len > INT_MAX || iterations > INT_MAX ||
                            out_len > INT_MAX ||
-                           PKCS5_PBKDF2_HMAC((const char *)pass, (int)pass_len, salt,
-                                             (int)salt_len, (int)iterations, EVP_sha256(),
-                                             (int)out_len, out) != 1,
+                           PKCS5_PBKDF2_HMAC((const char *)pass, (int)pass_len, salt, (int)salt_len,
+                                             (int)iterations, EVP_sha256(), (int)out_len, out) != 1,
                        err, OC_ERR_CRYPTO, OC_NO_OFFSET, "PBKDF2 key derivation failed");
     return OC_OK;
 }
 
-oc_status oc__cb_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg,
-                             size_t msg_len, uint8_t out[OC__CB_SHA256_SIZE], oc_error *err) {
+oc_status oc__cb_hmac_sha256(const uint8_t *key, size_t key_len, const void *msg, size_t msg_len,
+                             uint8_t out[OC__CB_SHA256_SIZE], oc_error *err) {
     unsigned int n = 0;
     OC_RETURN_ERROR_IF(key_len > INT_MAX ||
                            HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, out, &n) == NULL ||
@@ -128,8 +127,8 @@ void oc__cb_cipher_free(oc__cb_cipher *c) {
     free(c);
 }
 
-oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt,
-                          const uint8_t key[OC__CB_AES256_KEY_SIZE], oc_error *err) {
+oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt, const uint8_t key[OC__CB_AES256_KEY_SIZE],
+                          oc_error *err) {
     c->encrypt = encrypt != 0;
     OC_RETURN_ERROR_IF(
         EVP_CipherInit_ex(c->evp, EVP_aes_256_gcm(), NULL, NULL, NULL, c->encrypt) != 1 ||
@@ -140,8 +139,8 @@ oc_status oc__cb_gcm_init(oc__cb_cipher *c, int encrypt,
 }
 
 oc_status oc__cb_gcm_seal(oc__cb_cipher *c, const uint8_t nonce[OC__CB_GCM_NONCE_SIZE],
-                          const void *aad, size_t aad_len, const void *in, size_t len,
-                          void *out, uint8_t tag[OC__CB_GCM_TAG_SIZE], oc_error *err) {
+                          const void *aad, size_t aad_len, const void *in, size_t len, void *out,
+                          uint8_t tag[OC__CB_GCM_TAG_SIZE], oc_error *err) {
     unsigned char scratch[16];
     int n = 0;
     int ok = aad_len <= INT_MAX && len <= INT_MAX &&
@@ -171,8 +170,7 @@ oc_status oc__cb_gcm_open(oc__cb_cipher *c, const uint8_t nonce[OC__CB_GCM_NONCE
     return OC_OK;
 }
 
-oc_status oc__cb_cbc_init(oc__cb_cipher *c, int encrypt,
-                          const uint8_t key[OC__CB_AES256_KEY_SIZE],
+oc_status oc__cb_cbc_init(oc__cb_cipher *c, int encrypt, const uint8_t key[OC__CB_AES256_KEY_SIZE],
                           const uint8_t iv[OC__CB_CBC_BLOCK], oc_error *err) {
     c->encrypt = encrypt != 0;
     OC_RETURN_ERROR_IF(EVP_CipherInit_ex(c->evp, EVP_aes_256_cbc(), NULL, key, iv, c->encrypt) != 1,

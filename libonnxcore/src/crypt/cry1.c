@@ -9,10 +9,10 @@
 #include "crypt/format.h"
 #include "internal/error.h"
 
-#define SALT_SIZE OC__CRYPT_SALT_SIZE
-#define KEY_SIZE OC__CRYPT_KEY_SIZE
-#define IV_SIZE 16u
-#define CBC_BLOCK OC__CB_CBC_BLOCK
+#define SALT_SIZE  OC__CRYPT_SALT_SIZE
+#define KEY_SIZE   OC__CRYPT_KEY_SIZE
+#define IV_SIZE    16u
+#define CBC_BLOCK  OC__CB_CBC_BLOCK
 #define PIECE_SIZE OC__CRYPT_PIECE_SIZE
 
 static oc_status cry1_resolve(const oc_crypt_options *o, oc__crypt_params *r, oc_error *err) {
@@ -50,8 +50,8 @@ static oc_status cry1_writer_start(oc_crypt_writer *w, const void *key, size_t k
     OC_FORWARD(oc__cb_random(h + 8, SALT_SIZE, err));
     OC_FORWARD(oc__cb_random(h + 8 + SALT_SIZE, IV_SIZE, err));
     uint8_t k[KEY_SIZE];
-    oc_status st = oc__cb_pbkdf2_sha256(key, key_len, h + 8, SALT_SIZE, OC_CRYPT_CRY1_ITERATIONS,
-                                        k, KEY_SIZE, err);
+    oc_status st = oc__cb_pbkdf2_sha256(key, key_len, h + 8, SALT_SIZE, OC_CRYPT_CRY1_ITERATIONS, k,
+                                        KEY_SIZE, err);
     if (st == OC_OK) st = oc__cb_cbc_init(w->cipher, 1, k, h + 8 + SALT_SIZE, err);
     oc__cb_cleanse(k, sizeof k);
     return st;
@@ -95,7 +95,8 @@ static oc_status cry1_stream(oc__cb_cipher *c, oc__crypt_source *s, uint8_t *in,
                        "truncated: the ONNXCRY1 input has no ciphertext after its header (C-52)");
     OC_RETURN_ERROR_IF(total % CBC_BLOCK, err, OC_ERR_TRUNCATED, s->offset,
                        "truncated: the ONNXCRY1 ciphertext (%llu bytes) is not a whole number of "
-                       "16-byte blocks (C-52)", (unsigned long long)total);
+                       "16-byte blocks (C-52)",
+                       (unsigned long long)total);
     int padding_ok = 0;
     OC_FORWARD(oc__cb_cbc_final(c, out, &len, &padding_ok, err));
     OC_RETURN_ERROR_IF(!padding_ok, err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
@@ -106,15 +107,16 @@ static oc_status cry1_stream(oc__cb_cipher *c, oc__crypt_source *s, uint8_t *in,
 }
 
 static oc_status cry1_decrypt(oc__crypt_source *s, const uint8_t magic[OC_CRYPT_MAGIC_LEN],
-                              oc_write_fn write, void *write_ctx, const void *key,
-                              size_t key_len, const oc__crypt_params *r, oc_error *err) {
+                              oc_write_fn write, void *write_ctx, const void *key, size_t key_len,
+                              const oc__crypt_params *r, oc_error *err) {
     (void)magic, (void)r; /* no header field to check against the reader's limits */
     uint8_t h[SALT_SIZE + IV_SIZE];
     uint64_t got;
     OC_FORWARD(oc__crypt_fill(s, h, sizeof h, &got, err));
-    OC_RETURN_ERROR_IF(got < sizeof h, err, OC_ERR_TRUNCATED, s->offset,
-                       "truncated: the input ends inside the ONNXCRY1 header (%llu of its %u bytes) (C-50)",
-                       (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_CRY1_HEADER_SIZE);
+    OC_RETURN_ERROR_IF(
+        got < sizeof h, err, OC_ERR_TRUNCATED, s->offset,
+        "truncated: the input ends inside the ONNXCRY1 header (%llu of its %u bytes) (C-50)",
+        (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_CRY1_HEADER_SIZE);
     uint8_t k[KEY_SIZE];
     OC_FORWARD(oc__cb_pbkdf2_sha256(key, key_len, h, SALT_SIZE, OC_CRYPT_CRY1_ITERATIONS, k,
                                     KEY_SIZE, err));

@@ -27,9 +27,12 @@
 /* The table of a format; NULL for OC_CRYPT_NONE and unknown values. */
 static const oc__crypt_format_ops *format_ops(oc_crypt_format f) {
     switch (f) {
-    case OC_CRYPT_ONNXZEC1: return &oc__crypt_zec1;
-    case OC_CRYPT_ONNXCRY1: return &oc__crypt_cry1;
-    case OC_CRYPT_NONE: break;
+    case OC_CRYPT_ONNXZEC1:
+        return &oc__crypt_zec1;
+    case OC_CRYPT_ONNXCRY1:
+        return &oc__crypt_cry1;
+    case OC_CRYPT_NONE:
+        break;
     }
     return NULL;
 }
@@ -42,9 +45,12 @@ bool oc_crypt_available(void) { return oc__cb_available() != 0; }
 
 const char *oc_crypt_format_name(oc_crypt_format f) {
     switch (f) {
-    case OC_CRYPT_ONNXZEC1: return "ONNXZEC1";
-    case OC_CRYPT_ONNXCRY1: return "ONNXCRY1";
-    case OC_CRYPT_NONE: break;
+    case OC_CRYPT_ONNXZEC1:
+        return "ONNXZEC1";
+    case OC_CRYPT_ONNXCRY1:
+        return "ONNXCRY1";
+    case OC_CRYPT_NONE:
+        break;
     }
     return "none";
 }
@@ -58,13 +64,14 @@ oc_crypt_format oc_crypt_detect(const void *data, uint64_t size) {
 
 /* 1 when the n (< 8) bytes at p begin one of the magics: an encrypted input cut short. */
 static int magic_prefix(const uint8_t *p, size_t n) {
-    return n > 0 && (memcmp(p, OC_CRYPT_ZEC1_MAGIC, n) == 0 ||
-                     memcmp(p, OC_CRYPT_CRY1_MAGIC, n) == 0);
+    return n > 0 &&
+           (memcmp(p, OC_CRYPT_ZEC1_MAGIC, n) == 0 || memcmp(p, OC_CRYPT_CRY1_MAGIC, n) == 0);
 }
 
 oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error *err) {
     if (!path || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_detect_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_detect_file: missing argument");
     *out = OC_CRYPT_NONE;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
@@ -87,7 +94,8 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
     if (got < sizeof magic && magic_prefix(magic, got))
         return oc__fail(err, OC_ERR_TRUNCATED, got,
                         "truncated: the file ends inside the magic of an encrypted file (%zu of "
-                        "%u bytes) (C-1)", got, (unsigned)OC_CRYPT_MAGIC_LEN);
+                        "%u bytes) (C-1)",
+                        got, (unsigned)OC_CRYPT_MAGIC_LEN);
     return OC_OK;
 }
 
@@ -95,13 +103,13 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
  * Options and passphrases
  * ====================================================================================== */
 
-static oc_status resolve_options(const oc_crypt_options *o, oc__crypt_params *r,
-                                 oc_error *err) {
+static oc_status resolve_options(const oc_crypt_options *o, oc__crypt_params *r, oc_error *err) {
     r->format = o && o->format ? o->format : OC_CRYPT_ONNXZEC1;
-    r->max_iterations = o && o->max_iterations ? o->max_iterations : OC_CRYPT_DEFAULT_MAX_ITERATIONS;
+    r->max_iterations =
+        o && o->max_iterations ? o->max_iterations : OC_CRYPT_DEFAULT_MAX_ITERATIONS;
     const oc__crypt_format_ops *ops = format_ops(r->format);
-    OC_RETURN_ERROR_IF(!ops, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "unknown encryption format %d", (int)r->format);
+    OC_RETURN_ERROR_IF(!ops, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "unknown encryption format %d",
+                       (int)r->format);
     OC_RETURN_ERROR_IF(r->max_iterations > INT_MAX, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "max_iterations %u is above %d", r->max_iterations, INT_MAX);
     return ops->resolve(o, r, err);
@@ -131,9 +139,8 @@ oc_status oc__crypt_encrypted_size(uint64_t size, const oc__crypt_params *p, uin
  * Encryption: oc_crypt_writer
  * ====================================================================================== */
 
-oc_status oc__crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key,
-                                size_t key_len, const oc__crypt_params *p,
-                                oc_crypt_writer **out, oc_error *err) {
+oc_status oc__crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key, size_t key_len,
+                                const oc__crypt_params *p, oc_crypt_writer **out, oc_error *err) {
     oc_crypt_writer *w = calloc(1, sizeof *w);
     if (!w) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     w->ops = format_ops(p->format);
@@ -151,13 +158,13 @@ oc_status oc__crypt_writer_open(oc_write_fn write, void *write_ctx, const void *
     return OC_OK;
 }
 
-oc_status oc_crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key,
-                               size_t key_len, const oc_crypt_options *opts,
-                               oc_crypt_writer **out, oc_error *err) {
+oc_status oc_crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key, size_t key_len,
+                               const oc_crypt_options *opts, oc_crypt_writer **out, oc_error *err) {
     if (out) *out = NULL;
     OC_FORWARD(oc__cb_require(err));
     if (!write || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_writer_open: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_writer_open: missing argument");
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(opts, key, key_len, &p, err));
     return oc__crypt_writer_open(write, write_ctx, key, key_len, &p, out, err);
@@ -219,9 +226,11 @@ static oc_status decrypt_source(oc__crypt_source *s, oc_write_fn write, void *wr
     oc_crypt_format f = oc_crypt_detect(magic, got);
     if (f == OC_CRYPT_NONE) {
         OC_RETURN_ERROR_IF(got < sizeof magic && magic_prefix(magic, (size_t)got), err,
-                           OC_ERR_TRUNCATED, got, "truncated: the input ends inside the magic (C-1)");
-        return oc__fail(err, OC_ERR_MALFORMED, 0,
-                        "not an encrypted file: it starts with neither ONNXZEC1 nor ONNXCRY1 (C-1)");
+                           OC_ERR_TRUNCATED, got,
+                           "truncated: the input ends inside the magic (C-1)");
+        return oc__fail(
+            err, OC_ERR_MALFORMED, 0,
+            "not an encrypted file: it starts with neither ONNXZEC1 nor ONNXCRY1 (C-1)");
     }
     OC_RETURN_ERROR_IF(want != OC_CRYPT_NONE && f != want, err, OC_ERR_MALFORMED, 0,
                        "the input is %s, not %s as required", oc_crypt_format_name(f),
@@ -234,7 +243,8 @@ oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_writ
                                   void *write_ctx, const void *key, size_t key_len,
                                   const oc_crypt_options *opts, oc_error *err) {
     if (!read || !write)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_decrypt_stream: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_decrypt_stream: missing argument");
     OC_FORWARD(oc__cb_require(err));
     oc__crypt_source s = {read, read_ctx, 0};
     return decrypt_source(&s, write, write_ctx, key, key_len, opts, err);
@@ -256,11 +266,12 @@ static oc_status encrypt_all(const void *data, uint64_t size, oc_write_fn write,
     return st;
 }
 
-oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *key,
-                                  size_t key_len, const oc_crypt_options *opts, void **out,
-                                  uint64_t *out_size, oc_error *err) {
+oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *key, size_t key_len,
+                                  const oc_crypt_options *opts, void **out, uint64_t *out_size,
+                                  oc_error *err) {
     if (!out || !out_size || (!data && size))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_encrypt_memory: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_encrypt_memory: missing argument");
     *out = NULL;
     *out_size = 0;
     oc__crypt_params p;
@@ -285,9 +296,8 @@ oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *k
 static void release_buffer(void *p) { oc_bytes_free_buffer(p); }
 
 /* Decrypts size bytes at data into a new shared span. */
-static oc_status decrypt_to_span(const void *data, uint64_t size, const void *key,
-                                 size_t key_len, const oc_crypt_options *opts, oc_bytes *out,
-                                 oc_error *err) {
+static oc_status decrypt_to_span(const void *data, uint64_t size, const void *key, size_t key_len,
+                                 const oc_crypt_options *opts, oc_bytes *out, oc_error *err) {
     /* The plaintext is never longer than the input after its header. */
     const oc__crypt_format_ops *ops = format_ops(oc_crypt_detect(data, size));
     uint64_t header = ops ? ops->header_size : OC_CRYPT_ZEC1_HEADER_SIZE;
@@ -310,11 +320,11 @@ static oc_status decrypt_to_span(const void *data, uint64_t size, const void *ke
     return OC_OK;
 }
 
-oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *key,
-                                  size_t key_len, const oc_crypt_options *opts, oc_bytes *out,
-                                  oc_error *err) {
+oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *key, size_t key_len,
+                                  const oc_crypt_options *opts, oc_bytes *out, oc_error *err) {
     if (!out || (!data && size))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_decrypt_memory: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_decrypt_memory: missing argument");
     oc_bytes_release(out);
     OC_FORWARD(oc__cb_require(err));
     return decrypt_to_span(data, size, key, key_len, opts, out, err);
@@ -340,7 +350,8 @@ oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, siz
                                           const oc_crypt_options *opts, oc_bytes *out,
                                           oc_error *err) {
     if (!path || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_decrypt_file_to_memory: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_decrypt_file_to_memory: missing argument");
     oc_bytes_release(out);
     return oc__crypt_decrypt_file_span(path, key, key_len, opts, out, NULL, err);
 }
@@ -352,9 +363,8 @@ static oc_status open_input(const char *path, int *fd, oc_error *err) {
 }
 
 /* Streams the file through a writer into sink. */
-static oc_status encrypt_fd(int fd, const char *path, oc_write_fn write, void *ctx,
-                            const void *key, size_t key_len, const oc__crypt_params *p,
-                            oc_error *err) {
+static oc_status encrypt_fd(int fd, const char *path, oc_write_fn write, void *ctx, const void *key,
+                            size_t key_len, const oc__crypt_params *p, oc_error *err) {
     uint8_t *buf = malloc(OC__CRYPT_PIECE_SIZE);
     if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_crypt_writer *w = NULL;
@@ -375,7 +385,8 @@ static oc_status encrypt_fd(int fd, const char *path, oc_write_fn write, void *c
 oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const void *key,
                                 size_t key_len, const oc_crypt_options *opts, oc_error *err) {
     if (!in_path || !out_path)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_encrypt_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_encrypt_file: missing argument");
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(opts, key, key_len, &p, err));
     int fd;
@@ -396,7 +407,8 @@ oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const
 oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const void *key,
                                 size_t key_len, const oc_crypt_options *opts, oc_error *err) {
     if (!in_path || !out_path)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_crypt_decrypt_file: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_decrypt_file: missing argument");
     OC_FORWARD(oc__cb_require(err));
     OC_FORWARD(check_key(key, key_len, err));
     int fd;

@@ -26,7 +26,7 @@
 #define OC__CRYPT_PIECE_SIZE ((uint64_t)1 << 20)
 /* Both formats: PBKDF2-HMAC-SHA256 with a 16-byte salt gives a 32-byte AES-256 key. */
 #define OC__CRYPT_SALT_SIZE 16u
-#define OC__CRYPT_KEY_SIZE OC__CB_AES256_KEY_SIZE
+#define OC__CRYPT_KEY_SIZE  OC__CB_AES256_KEY_SIZE
 
 /* ---- input (io.c) ---- */
 
@@ -46,16 +46,14 @@ typedef struct oc__crypt_mem_reader {
     const uint8_t *data;
     uint64_t size, pos;
 } oc__crypt_mem_reader;
-oc_status oc__crypt_mem_read(void *reader, void *buf, uint64_t cap, uint64_t *got,
-                             oc_error *err);
+oc_status oc__crypt_mem_read(void *reader, void *buf, uint64_t cap, uint64_t *got, oc_error *err);
 
 /* oc_crypt_read_fn over a file descriptor; path names it in errors. */
 typedef struct oc__crypt_fd_reader {
     int fd;
     const char *path;
 } oc__crypt_fd_reader;
-oc_status oc__crypt_fd_read(void *reader, void *buf, uint64_t cap, uint64_t *got,
-                            oc_error *err);
+oc_status oc__crypt_fd_read(void *reader, void *buf, uint64_t cap, uint64_t *got, oc_error *err);
 
 /* ---- formats ---- */
 
@@ -73,7 +71,7 @@ struct oc_crypt_writer {
     uint64_t index;      /* ONNXZEC1: the next chunk's */
     uint8_t *plain;      /* ONNXZEC1: the pending chunk, `fill` bytes (chunk_size allocated) */
     uint64_t fill;
-    uint8_t *out;        /* one encrypted chunk or piece, out_cap bytes */
+    uint8_t *out; /* one encrypted chunk or piece, out_cap bytes */
     uint64_t out_cap;
 };
 

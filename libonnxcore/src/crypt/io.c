@@ -26,8 +26,7 @@ oc_status oc__crypt_fill(oc__crypt_source *s, uint8_t *buf, uint64_t want, uint6
     return OC_OK;
 }
 
-oc_status oc__crypt_mem_read(void *reader, void *buf, uint64_t cap, uint64_t *got,
-                             oc_error *err) {
+oc_status oc__crypt_mem_read(void *reader, void *buf, uint64_t cap, uint64_t *got, oc_error *err) {
     (void)err;
     oc__crypt_mem_reader *m = reader;
     uint64_t n = m->size - m->pos;
@@ -38,8 +37,7 @@ oc_status oc__crypt_mem_read(void *reader, void *buf, uint64_t cap, uint64_t *go
     return OC_OK;
 }
 
-oc_status oc__crypt_fd_read(void *reader, void *buf, uint64_t cap, uint64_t *got,
-                            oc_error *err) {
+oc_status oc__crypt_fd_read(void *reader, void *buf, uint64_t cap, uint64_t *got, oc_error *err) {
     oc__crypt_fd_reader *f = reader;
     size_t n = cap > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)cap;
     for (;;) {

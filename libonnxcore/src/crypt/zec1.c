@@ -12,21 +12,29 @@
 
 /* Header fields (C-10). */
 enum {
-    H_VERSION = 8, H_CIPHER = 9, H_KDF = 10, H_RESERVED = 11, H_ITERATIONS = 12,
-    H_CHUNK_SIZE = 16, H_NONCE_PREFIX = 20, H_SALT = 24, H_KEY_CHECK = 40, H_DIGEST = 56,
+    H_VERSION = 8,
+    H_CIPHER = 9,
+    H_KDF = 10,
+    H_RESERVED = 11,
+    H_ITERATIONS = 12,
+    H_CHUNK_SIZE = 16,
+    H_NONCE_PREFIX = 20,
+    H_SALT = 24,
+    H_KEY_CHECK = 40,
+    H_DIGEST = 56,
     H_DIGESTED = 56 /* the digest covers bytes 0..55 */
 };
-#define ZEC1_VERSION 1u
-#define ZEC1_CIPHER_AES256GCM 1u
+#define ZEC1_VERSION           1u
+#define ZEC1_CIPHER_AES256GCM  1u
 #define ZEC1_KDF_PBKDF2_SHA256 1u
-#define ZEC1_FINAL 1u
-#define SALT_SIZE OC__CRYPT_SALT_SIZE
-#define KEY_SIZE OC__CRYPT_KEY_SIZE
-#define PREFIX_SIZE 4u
-#define NONCE_SIZE OC__CB_GCM_NONCE_SIZE
-#define CHECK_SIZE 16u
-#define FRAME_SIZE OC_CRYPT_ZEC1_FRAME_SIZE
-#define TAG_SIZE OC_CRYPT_ZEC1_TAG_SIZE
+#define ZEC1_FINAL             1u
+#define SALT_SIZE              OC__CRYPT_SALT_SIZE
+#define KEY_SIZE               OC__CRYPT_KEY_SIZE
+#define PREFIX_SIZE            4u
+#define NONCE_SIZE             OC__CB_GCM_NONCE_SIZE
+#define CHECK_SIZE             16u
+#define FRAME_SIZE             OC_CRYPT_ZEC1_FRAME_SIZE
+#define TAG_SIZE               OC_CRYPT_ZEC1_TAG_SIZE
 /* A chunk authenticates the file header and its own frame (C-32). */
 #define AAD_SIZE (OC_CRYPT_ZEC1_HEADER_SIZE + FRAME_SIZE)
 /* Labels of the two keys derived from the PBKDF2 output (C-21, C-22). */
@@ -56,10 +64,10 @@ static oc_status zec1_resolve(const oc_crypt_options *o, oc__crypt_params *r, oc
     OC_RETURN_ERROR_IF(r->iterations > r->max_iterations, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "%u PBKDF2 iterations: above the reader limit %u (C-15)", r->iterations,
                        r->max_iterations);
-    OC_RETURN_ERROR_IF(r->chunk_size < OC_CRYPT_MIN_CHUNK_SIZE || r->chunk_size > OC_CRYPT_MAX_CHUNK_SIZE,
-                       err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "chunk size %u is outside %u..%u (C-16)", r->chunk_size,
-                       OC_CRYPT_MIN_CHUNK_SIZE, OC_CRYPT_MAX_CHUNK_SIZE);
+    OC_RETURN_ERROR_IF(
+        r->chunk_size < OC_CRYPT_MIN_CHUNK_SIZE || r->chunk_size > OC_CRYPT_MAX_CHUNK_SIZE, err,
+        OC_ERR_INVALID_ARG, OC_NO_OFFSET, "chunk size %u is outside %u..%u (C-16)", r->chunk_size,
+        OC_CRYPT_MIN_CHUNK_SIZE, OC_CRYPT_MAX_CHUNK_SIZE);
     return OC_OK;
 }
 
@@ -82,8 +90,7 @@ static oc_status zec1_encrypted_size(uint64_t size, const oc__crypt_params *r, u
 /* The chunk key and the key check from a passphrase and a header's salt and iteration
  * count: PBKDF2, then HMAC-SHA256(master, label) (C-20..C-22). */
 static oc_status zec1_keys(const void *key, size_t key_len, const uint8_t *header,
-                           uint8_t chunk_key[KEY_SIZE], uint8_t check[CHECK_SIZE],
-                           oc_error *err) {
+                           uint8_t chunk_key[KEY_SIZE], uint8_t check[CHECK_SIZE], oc_error *err) {
     uint8_t master[KEY_SIZE], mac[OC__CB_SHA256_SIZE] = {0};
     oc_status st = oc__cb_pbkdf2_sha256(key, key_len, header + H_SALT, SALT_SIZE,
                                         get_u32le(header + H_ITERATIONS), master, KEY_SIZE, err);
@@ -192,13 +199,14 @@ static oc_status zec1_writer_finish(oc_crypt_writer *w, oc_error *err) {
 
 /* The header checks of C-40, in order; h holds the 72 header bytes. */
 static oc_status zec1_check_header(const uint8_t *h, const oc__crypt_params *r, oc_error *err) {
-    OC_RETURN_ERROR_IF(h[H_VERSION] != ZEC1_VERSION, err, OC_ERR_UNSUPPORTED, H_VERSION,
-                       "ONNXZEC1 format version %u is not supported: this build reads version %u (C-11)",
-                       h[H_VERSION], ZEC1_VERSION);
+    OC_RETURN_ERROR_IF(
+        h[H_VERSION] != ZEC1_VERSION, err, OC_ERR_UNSUPPORTED, H_VERSION,
+        "ONNXZEC1 format version %u is not supported: this build reads version %u (C-11)",
+        h[H_VERSION], ZEC1_VERSION);
     uint8_t digest[CHECK_SIZE];
     OC_FORWARD(header_digest(h, digest, err));
-    OC_RETURN_ERROR_IF(!oc__cb_equal(digest, h + H_DIGEST, CHECK_SIZE), err, OC_ERR_CHECKSUM,
-                       0, "the ONNXZEC1 header is damaged: its digest does not match (C-12)");
+    OC_RETURN_ERROR_IF(!oc__cb_equal(digest, h + H_DIGEST, CHECK_SIZE), err, OC_ERR_CHECKSUM, 0,
+                       "the ONNXZEC1 header is damaged: its digest does not match (C-12)");
     OC_RETURN_ERROR_IF(h[H_CIPHER] != ZEC1_CIPHER_AES256GCM, err, OC_ERR_UNSUPPORTED, H_CIPHER,
                        "ONNXZEC1 cipher %u is not supported (C-13)", h[H_CIPHER]);
     OC_RETURN_ERROR_IF(h[H_KDF] != ZEC1_KDF_PBKDF2_SHA256, err, OC_ERR_UNSUPPORTED, H_KDF,
@@ -241,7 +249,8 @@ static oc_status zec1_chunks(zec1_reader *z, oc__crypt_source *s, const uint8_t 
                                 "chunk (C-41)");
             return oc__fail(err, OC_ERR_TRUNCATED, at,
                             "truncated: the input ends after chunk %llu, before the final "
-                            "chunk (C-41)", (unsigned long long)(i - 1));
+                            "chunk (C-41)",
+                            (unsigned long long)(i - 1));
         }
         OC_RETURN_ERROR_IF(got < FRAME_SIZE, err, OC_ERR_TRUNCATED, at,
                            "truncated: the input ends inside the frame of chunk %llu (C-41)",
@@ -254,38 +263,42 @@ static oc_status zec1_chunks(zec1_reader *z, oc__crypt_source *s, const uint8_t 
                            (unsigned long long)i, len, cs);
         uint64_t body = (uint64_t)len + TAG_SIZE;
         OC_FORWARD(oc__crypt_fill(s, ct, body, &got, err));
-        OC_RETURN_ERROR_IF(got < body, err, OC_ERR_TRUNCATED, at,
-                           "truncated: the input ends inside chunk %llu (%llu of its %llu bytes) (C-41)",
-                           (unsigned long long)i,
-                           (unsigned long long)(got + FRAME_SIZE),
-                           (unsigned long long)(body + FRAME_SIZE));
+        OC_RETURN_ERROR_IF(
+            got < body, err, OC_ERR_TRUNCATED, at,
+            "truncated: the input ends inside chunk %llu (%llu of its %llu bytes) (C-41)",
+            (unsigned long long)i, (unsigned long long)(got + FRAME_SIZE),
+            (unsigned long long)(body + FRAME_SIZE));
         /* Authenticated as chunk `index` first: a genuine chunk in the wrong place is told
          * from a damaged one (C-42, C-43). */
         uint8_t nonce[NONCE_SIZE], aad[AAD_SIZE];
         int ok = 0;
         zec1_nonce(h, index, nonce);
         zec1_aad(h, frame, aad);
-        OC_FORWARD(oc__cb_gcm_open(z->cipher, nonce, aad, sizeof aad, ct, len, ct + len,
-                                   z->plain, &ok, err));
+        OC_FORWARD(oc__cb_gcm_open(z->cipher, nonce, aad, sizeof aad, ct, len, ct + len, z->plain,
+                                   &ok, err));
         if (index != i && ok) {
             if (index < i)
-                return oc__fail(err, OC_ERR_INCONSISTENT, at,
-                                "chunk %llu appears again at position %llu: a duplicated chunk (C-42)",
-                                (unsigned long long)index, (unsigned long long)i);
+                return oc__fail(
+                    err, OC_ERR_INCONSISTENT, at,
+                    "chunk %llu appears again at position %llu: a duplicated chunk (C-42)",
+                    (unsigned long long)index, (unsigned long long)i);
             return oc__fail(err, OC_ERR_INCONSISTENT, at,
                             "chunk %llu found at position %llu: chunks are missing or out of "
-                            "order (C-42)", (unsigned long long)index, (unsigned long long)i);
+                            "order (C-42)",
+                            (unsigned long long)index, (unsigned long long)i);
         }
         OC_RETURN_ERROR_IF(!ok, err, OC_ERR_CHECKSUM, at,
                            "chunk %llu fails authentication: the data is damaged or was "
-                           "tampered with (C-43)", (unsigned long long)i);
+                           "tampered with (C-43)",
+                           (unsigned long long)i);
         int final = (flags & ZEC1_FINAL) != 0;
         OC_RETURN_ERROR_IF((flags & ~ZEC1_FINAL) || frame[13] || frame[14] || frame[15], err,
                            OC_ERR_MALFORMED, at + 12,
                            "chunk %llu: reserved frame bits are set (C-44)", (unsigned long long)i);
         OC_RETURN_ERROR_IF(!final && len != cs, err, OC_ERR_MALFORMED, at + 8,
                            "chunk %llu is not the final chunk but holds %u bytes, not the chunk "
-                           "size %u (C-44)", (unsigned long long)i, len, cs);
+                           "size %u (C-44)",
+                           (unsigned long long)i, len, cs);
         OC_RETURN_ERROR_IF(final && len == 0 && i > 0, err, OC_ERR_MALFORMED, at + 8,
                            "chunk %llu is an empty final chunk after full ones (C-44)",
                            (unsigned long long)i);
@@ -302,15 +315,16 @@ static oc_status zec1_chunks(zec1_reader *z, oc__crypt_source *s, const uint8_t 
 }
 
 static oc_status zec1_decrypt(oc__crypt_source *s, const uint8_t magic[OC_CRYPT_MAGIC_LEN],
-                              oc_write_fn write, void *write_ctx, const void *key,
-                              size_t key_len, const oc__crypt_params *r, oc_error *err) {
+                              oc_write_fn write, void *write_ctx, const void *key, size_t key_len,
+                              const oc__crypt_params *r, oc_error *err) {
     uint8_t h[OC_CRYPT_ZEC1_HEADER_SIZE];
     memcpy(h, magic, OC_CRYPT_MAGIC_LEN);
     uint64_t got;
     OC_FORWARD(oc__crypt_fill(s, h + OC_CRYPT_MAGIC_LEN, sizeof h - OC_CRYPT_MAGIC_LEN, &got, err));
-    OC_RETURN_ERROR_IF(got < sizeof h - OC_CRYPT_MAGIC_LEN, err, OC_ERR_TRUNCATED, s->offset,
-                       "truncated: the input ends inside the ONNXZEC1 header (%llu of its %u bytes) (C-10)",
-                       (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_ZEC1_HEADER_SIZE);
+    OC_RETURN_ERROR_IF(
+        got < sizeof h - OC_CRYPT_MAGIC_LEN, err, OC_ERR_TRUNCATED, s->offset,
+        "truncated: the input ends inside the ONNXZEC1 header (%llu of its %u bytes) (C-10)",
+        (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_ZEC1_HEADER_SIZE);
     OC_FORWARD(zec1_check_header(h, r, err));
     uint8_t chunk_key[KEY_SIZE], check[CHECK_SIZE];
     OC_FORWARD(zec1_keys(key, key_len, h, chunk_key, check, err));

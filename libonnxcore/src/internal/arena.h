@@ -9,9 +9,9 @@
 
 #include "onnxcore/arena.h"
 
-#define OC_ARENA_ALIGN 16u
+#define OC_ARENA_ALIGN       16u
 #define OC_ARENA_FIRST_BLOCK 4096u
-#define OC_ARENA_MAX_BLOCK (8u << 20)
+#define OC_ARENA_MAX_BLOCK   (8u << 20)
 /* Blocks this large are mapped 2 MiB-aligned and offered transparent huge pages: a
  * graph of 100,000 nodes then costs dozens of page faults instead of twelve thousand. */
 #define OC_ARENA_HUGE_BLOCK (2u << 20)
@@ -33,12 +33,12 @@ typedef struct oc_cleanup {
 } oc_cleanup;
 
 struct oc_arena {
-    oc_block *head;        /* the block small allocations bump from */
-    oc_cleanup *cleanups;  /* newest first */
-    uint64_t next_block;   /* size of the next block, doubling up to OC_ARENA_MAX_BLOCK */
-    uint64_t total;        /* bytes obtained from the system */
-    uint64_t cap;          /* total may not pass this (0: no cap); see oc__arena_cap */
-    int hit_cap;           /* an allocation failed because of cap */
+    oc_block *head;       /* the block small allocations bump from */
+    oc_cleanup *cleanups; /* newest first */
+    uint64_t next_block;  /* size of the next block, doubling up to OC_ARENA_MAX_BLOCK */
+    uint64_t total;       /* bytes obtained from the system */
+    uint64_t cap;         /* total may not pass this (0: no cap); see oc__arena_cap */
+    int hit_cap;          /* an allocation failed because of cap */
 };
 
 /* Caps what the arena takes from the system at `more` bytes beyond what it holds now

@@ -18,5 +18,4 @@ void oc__bytes_adopt(oc_bytes *span, uint8_t *buffer, uint64_t size);
  * the spans knowing what they are. */
 void *oc__owner_ctx(const oc_owner *owner, void (*release)(void *ctx));
 
-
 #endif

@@ -27,9 +27,8 @@ typedef struct oc__crypt_params {
 oc_status oc__crypt_prepare(const oc_crypt_options *opts, const void *key, size_t key_len,
                             oc__crypt_params *out, oc_error *err);
 /* oc_crypt_writer_open with prepared options. */
-oc_status oc__crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key,
-                                size_t key_len, const oc__crypt_params *p,
-                                oc_crypt_writer **out, oc_error *err);
+oc_status oc__crypt_writer_open(oc_write_fn write, void *write_ctx, const void *key, size_t key_len,
+                                const oc__crypt_params *p, oc_crypt_writer **out, oc_error *err);
 /* The exact size of the encryption of size bytes (C-35, C-50); OC_ERR_LIMIT when it does
  * not fit in 64 bits. */
 oc_status oc__crypt_encrypted_size(uint64_t size, const oc__crypt_params *p, uint64_t *out,

@@ -11,11 +11,11 @@
 
 #if defined(__GNUC__)
 #define OC_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define OC_LIKELY(x) __builtin_expect(!!(x), 1)
-#define OC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OC_LIKELY(x)    __builtin_expect(!!(x), 1)
+#define OC_UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #else
 #define OC_PRINTF(f, a)
-#define OC_LIKELY(x) (x)
+#define OC_LIKELY(x)   (x)
 #define OC_UNLIKELY(x) (x)
 #endif
 
@@ -24,15 +24,15 @@
 /* As oc__fail for a failed system call: records errno and appends strerror. */
 #define oc__fail_errno oc_error_set_errno
 
-#define OC_FORWARD(expr)                                                                   \
-    do {                                                                                   \
-        oc_status oc_fwd_status_ = (expr);                                                 \
-        if (OC_UNLIKELY(oc_fwd_status_ != OC_OK)) return oc_fwd_status_;                   \
+#define OC_FORWARD(expr)                                                 \
+    do {                                                                 \
+        oc_status oc_fwd_status_ = (expr);                               \
+        if (OC_UNLIKELY(oc_fwd_status_ != OC_OK)) return oc_fwd_status_; \
     } while (0)
 
-#define OC_RETURN_ERROR_IF(cond, err, code, offset, ...)                                   \
-    do {                                                                                   \
-        if (OC_UNLIKELY(cond)) return oc__fail((err), (code), (offset), __VA_ARGS__);      \
+#define OC_RETURN_ERROR_IF(cond, err, code, offset, ...)                              \
+    do {                                                                              \
+        if (OC_UNLIKELY(cond)) return oc__fail((err), (code), (offset), __VA_ARGS__); \
     } while (0)
 
 #endif

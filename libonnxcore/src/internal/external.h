@@ -19,7 +19,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
  * given up with OC__PAIR_BUSY (the caller fails "busy"). Returns the descriptor to give
  * oc__pair_unlock, OC__PAIR_BUSY, or -1 where the directory cannot be opened or locked
  * (then nothing is serialized: a directory one may not read, a filesystem without flock). */
-#define OC__PAIR_BUSY (-2)
+#define OC__PAIR_BUSY         (-2)
 #define OC__PAIR_LOCK_WAIT_MS 2000
 int oc__pair_lock(const char *model_path, int exclusive);
 /* The error for OC__PAIR_BUSY, naming the directory of model_path. */

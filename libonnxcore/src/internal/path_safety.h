@@ -27,7 +27,7 @@ int oc__open_beneath(int dirfd, const char *rel, int flags);
  * checking its type without opening it; through /proc/self/fd, else by name again (rel
  * beneath dir_fd, or path) with the same inode. Returns the descriptor; -1 with errno;
  * or -1 with *why set ("is not a regular file", "changed while it was opened"). */
-int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path,
-                       struct stat *st, const char **why);
+int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path, struct stat *st,
+                       const char **why);
 
 #endif

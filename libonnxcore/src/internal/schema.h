@@ -25,18 +25,24 @@ typedef enum oc_ftype {
 typedef enum oc_flabel { OC_FL_OPT, OC_FL_REP, OC_FL_PACKED, OC_FL_ONEOF } oc_flabel;
 
 /* Protobuf wire types. */
-enum { OC_WT_VARINT = 0, OC_WT_I64 = 1, OC_WT_LEN = 2, OC_WT_SGROUP = 3, OC_WT_EGROUP = 4,
-       OC_WT_I32 = 5 };
+enum {
+    OC_WT_VARINT = 0,
+    OC_WT_I64 = 1,
+    OC_WT_LEN = 2,
+    OC_WT_SGROUP = 3,
+    OC_WT_EGROUP = 4,
+    OC_WT_I32 = 5
+};
 
 typedef struct oc_field {
     uint32_t number;
-    uint8_t type;      /* oc_ftype */
-    uint8_t label;     /* oc_flabel */
-    uint8_t index;     /* presence bit */
-    uint8_t wiretype;  /* wire type of one element */
-    uint32_t offset;   /* of the member in the C struct */
-    const oc_msgdesc *sub;  /* OC_FT_MSG */
-    int32_t enum_min, enum_max;  /* OC_FT_ENUM */
+    uint8_t type;               /* oc_ftype */
+    uint8_t label;              /* oc_flabel */
+    uint8_t index;              /* presence bit */
+    uint8_t wiretype;           /* wire type of one element */
+    uint32_t offset;            /* of the member in the C struct */
+    const oc_msgdesc *sub;      /* OC_FT_MSG */
+    int32_t enum_min, enum_max; /* OC_FT_ENUM */
     const char *name;
 } oc_field;
 
@@ -50,13 +56,13 @@ enum { ONNX_MESSAGES(OC_X_MSGINDEX_) OC_MSG__COUNT };
 
 struct oc_msgdesc {
     const char *name;
-    uint32_t size;        /* sizeof the C struct */
+    uint32_t size; /* sizeof the C struct */
     uint32_t nfields;
-    const oc_field *fields;  /* ascending field numbers */
-    uint32_t oneof_mask;  /* presence bits of the oneof members */
-    uint8_t has_span;     /* has a SPAN field (needs an arena cleanup) */
-    uint8_t index;        /* position in ONNX_MESSAGES, for per-type tables */
-    uint8_t by_number[OC_FIELD_LOOKUP];  /* field index + 1, or 0 */
+    const oc_field *fields;             /* ascending field numbers */
+    uint32_t oneof_mask;                /* presence bits of the oneof members */
+    uint8_t has_span;                   /* has a SPAN field (needs an arena cleanup) */
+    uint8_t index;                      /* position in ONNX_MESSAGES, for per-type tables */
+    uint8_t by_number[OC_FIELD_LOOKUP]; /* field index + 1, or 0 */
 };
 
 static inline int oc__is_repeated(const oc_field *f) {

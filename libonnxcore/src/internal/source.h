@@ -37,8 +37,8 @@
 #include "onnxcore/bytes.h"
 #include "onnxcore/status.h"
 
-#define OC_SOURCE_MAP 1u
-#define OC_SOURCE_DROP 2u
+#define OC_SOURCE_MAP    1u
+#define OC_SOURCE_DROP   2u
 #define OC_SOURCE_BYPASS 4u
 #define OC_SOURCE_REMOTE 8u
 
@@ -79,16 +79,16 @@ struct oc_source {
     const oc_source_vtable *vt;
     oc_owner *owner; /* the source's references */
     uint64_t size;
-    unsigned caps;   /* OC_SOURCE_* */
-    char *name;      /* a path or a description, for messages */
+    unsigned caps;       /* OC_SOURCE_* */
+    char *name;          /* a path or a description, for messages */
     const uint8_t *data; /* the whole source in memory (memory, a mapped file), or NULL */
 };
 
 /* Fills the head of a freshly allocated implementation object `s` (of at least
  * sizeof(oc_source) bytes, allocated with malloc, its other fields set) and gives it one
  * reference. On failure (OC_ERR_NOMEM) vt->destroy(s) has run and s is freed. */
-oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size,
-                         unsigned caps, const uint8_t *data, const char *name, oc_error *err);
+oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size, unsigned caps,
+                         const uint8_t *data, const char *name, oc_error *err);
 
 /* Takes another reference; NULL is accepted and returned. */
 oc_source *oc_source_ref(oc_source *s);
@@ -102,8 +102,8 @@ oc_source *oc__source_of_owner(const oc_owner *owner);
  * OC_ERR_TRUNCATED naming `at` as the offset. */
 oc_status oc_source_read(oc_source *s, uint64_t at, void *dst, uint64_t n, oc_error *err);
 /* As the vtable's read, with the range clamped to the source (*got < n at the end). */
-oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n,
-                              uint64_t *got, oc_error *err);
+oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
+                              oc_error *err);
 /* Makes *out a span of [at, at + n): a mapping where the source can map (shared or
  * borrowed), else an owned copy read through read. A range past the end is
  * OC_ERR_TRUNCATED. On failure *out is unchanged. */
@@ -126,8 +126,7 @@ oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at);
 /* size bytes at data. With release, the source owns them and calls release(ctx) when it
  * goes (on failure too); without, the caller keeps them alive (mapped spans are then borrowed) unless
  * `keep` is given: an owner that keeps them, shared by mapped spans. */
-oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx),
-                           void *ctx, oc_owner *keep, const char *name, oc_source **out,
-                           oc_error *err);
+oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx), void *ctx,
+                           oc_owner *keep, const char *name, oc_source **out, oc_error *err);
 
 #endif

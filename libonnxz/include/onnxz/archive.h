@@ -33,7 +33,7 @@ extern "C" {
 /* The archive format version this library reads and writes (A-40). Later versions add an
  * entry __ONNXZ_VERSION holding their number in decimal; version 1 archives have none. */
 #define OZ_ARCHIVE_VERSION 1u
-#define OZ_VERSION_ENTRY "__ONNXZ_VERSION"
+#define OZ_VERSION_ENTRY   "__ONNXZ_VERSION"
 
 /* Extendable as onnxcore/options.h says ("Extending"): initialise with
  * OZ_ARCHIVE_OPTIONS_INIT or oz_archive_options_init. */
@@ -45,14 +45,14 @@ typedef struct oz_archive_options {
      * serialize.buffer.alignment: 0 for 64, else a power of two from 64 to 32768.
      * serialize.overwrite: replace an existing file (default 1). */
     oc_serialize_options serialize;
-    int deflate_model;  /* store __MODEL_PROTO deflated (the tensors stay STORED) */
+    int deflate_model; /* store __MODEL_PROTO deflated (the tensors stay STORED) */
     /* oz_archive_replace_model: only append, never overwrite or shorten the file (A-57), so
      * that processes which have the archive open keep valid bytes (such an edit does not
      * wait for them to close it, A-58); the old model stays behind as unused bytes. */
     int append_only;
 } oz_archive_options;
 
-#define OZ_ARCHIVE_OPTIONS_INIT                                                               \
+#define OZ_ARCHIVE_OPTIONS_INIT \
     { .size = sizeof(oz_archive_options), .serialize = OC_SERIALIZE_OPTIONS_INIT }
 /* Sets *opts to the defaults (as OZ_ARCHIVE_OPTIONS_INIT), size included. */
 OZ_API void oz_archive_options_init(oz_archive_options *opts);
@@ -62,9 +62,9 @@ OZ_API void oz_archive_options_init(oz_archive_options *opts);
  * the weights is copied into memory (the serialized model without its weights is). The
  * model is not modified. */
 OZ_API oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
-                                  const oz_archive_options *opts, oc_error *err);
+                                         const oz_archive_options *opts, oc_error *err);
 OZ_API oc_status oz_archive_save(const oc_model *model, const char *path,
-                          const oz_archive_options *opts, oc_error *err);
+                                 const oz_archive_options *opts, oc_error *err);
 
 /* An open archive: its ZIP reader and the location of its model. */
 typedef struct oz_archive oz_archive;
@@ -73,7 +73,7 @@ typedef struct oz_archive oz_archive;
  * `__MODEL_PROTO` entry exists, and no __ONNXZ_VERSION entry names a later format:
  * OC_ERR_UNSUPPORTED). zip_opts may be NULL (map the file). */
 OZ_API oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
-                          oz_archive **out, oc_error *err);
+                                 oz_archive **out, oc_error *err);
 OZ_API void oz_archive_close(oz_archive *ar);
 /* The ZIP reader under the archive (valid until oz_archive_close). */
 OZ_API const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
@@ -86,17 +86,17 @@ OZ_API const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
  * that is no number: OC_ERR_MALFORMED, as E-12). The model stays valid after
  * oz_archive_close. */
 OZ_API oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts,
-                                oc_model **out, oc_error *err);
+                                       oc_model **out, oc_error *err);
 
 /* Opens, loads and closes: the model alone. */
 OZ_API oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
-                          oc_error *err);
+                                 oc_error *err);
 
 /* Random access: the bytes of the tensor named `tensor_name` (the TensorProto's name, not
  * the entry's), found through the model without reading any other tensor. The span shares
  * the mapping (or is an owned copy for pread and deflated entries). */
-OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
-                                 oc_error *err);
+OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name,
+                                        oc_bytes *out, oc_error *err);
 
 /* ---- editing in place (spec/onnxz.md A-50..A-59) ---- */
 
@@ -134,7 +134,7 @@ OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor
  * Needs write access to the file and its directory (for the journal). Any number of
  * archives may be edited from different threads. */
 OZ_API oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
-                                   const oz_archive_options *opts, oc_error *err);
+                                          const oz_archive_options *opts, oc_error *err);
 
 /* An edit in progress: the archive open for writing under the locks of A-58. */
 typedef struct oz_archive_edit oz_archive_edit;
@@ -144,7 +144,7 @@ typedef struct oz_archive_edit oz_archive_edit;
  * edit that was interrupted while it appended (A-56), and opens the archive, which must
  * pass every check of oz_archive_open. *out: free it with oz_archive_edit_end. */
 OZ_API oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
-                                oz_archive_edit **out, oc_error *err);
+                                       oz_archive_edit **out, oc_error *err);
 /* When oz_archive_edit_begin rolled back an interrupted edit (A-56): true, and the bytes it
  * cut from the end of the file were [*from, *to) (either pointer may be NULL). Else false.
  * Callers that talk to a user should say so: those bytes are gone. */
@@ -153,8 +153,8 @@ OZ_API bool oz_archive_edit_rolled_back(const oz_archive_edit *ed, uint64_t *fro
  * models hold copies); NULL once oz_archive_edit_commit has been called. Owned by ed. */
 OZ_API const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed);
 /* Replaces the model by msg, as oz_archive_replace_model says. At most once per edit. */
-OZ_API oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
-                                 oc_error *err);
+OZ_API oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc,
+                                        const void *msg, oc_error *err);
 /* Ends the edit (committed or not) and releases the locks. NULL is accepted. */
 OZ_API void oz_archive_edit_end(oz_archive_edit *ed);
 

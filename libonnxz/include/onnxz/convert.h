@@ -22,9 +22,9 @@ extern "C" {
 #endif
 
 typedef enum oz_form {
-    OZ_FORM_AUTO = 0,  /* output: by the name, ".onnxz" (any case) an archive, else .onnx */
-    OZ_FORM_ONNX = 1,  /* a .onnx file; with save.serialize.external_data, data files too */
-    OZ_FORM_ONNXZ = 2  /* an .onnxz archive */
+    OZ_FORM_AUTO = 0, /* output: by the name, ".onnxz" (any case) an archive, else .onnx */
+    OZ_FORM_ONNX = 1, /* a .onnx file; with save.serialize.external_data, data files too */
+    OZ_FORM_ONNXZ = 2 /* an .onnxz archive */
 } oz_form;
 
 /* The form a file's name asks for: OZ_FORM_ONNXZ for "*.onnxz" (any case), else
@@ -36,19 +36,19 @@ OZ_API oz_form oz_form_of_name(const char *path);
  * opts->skip_external_data). oz_open (onnxz/open.h) with no key: an encrypted file fails
  * with OC_ERR_INVALID_ARG, an empty one with OC_ERR_MALFORMED. */
 OZ_API oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
-                      oc_error *err);
+                             oc_error *err);
 
 /* Saves model in the given form (AUTO: by path's name). For OZ_FORM_ONNX, opts->serialize
  * is used as oc_model_save_file uses it (external_data and the rest); for OZ_FORM_ONNXZ,
  * opts as oz_archive_save uses them. opts may be NULL (defaults). */
 OZ_API oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
-                      const oz_archive_options *opts, oc_error *err);
+                             const oz_archive_options *opts, oc_error *err);
 
 /* Extendable as onnxcore/options.h says ("Extending"): initialise with
  * OZ_CONVERT_OPTIONS_INIT or oz_convert_options_init. */
 typedef struct oz_convert_options {
-    size_t size; /* sizeof(oz_convert_options) */
-    oz_form output;          /* OUT's form; AUTO: by its name */
+    size_t size;    /* sizeof(oz_convert_options) */
+    oz_form output; /* OUT's form; AUTO: by its name */
     /* How IN is read: data_dir, location, verify_checksums, the size caps. no_copy is
      * always on (tensor bytes go from IN's mapping to OUT) and skip_external_data off. */
     oc_parse_options load;
@@ -59,9 +59,11 @@ typedef struct oz_convert_options {
     oz_archive_options save;
 } oz_convert_options;
 
-#define OZ_CONVERT_OPTIONS_INIT                                                               \
-    { .size = sizeof(oz_convert_options), .output = OZ_FORM_AUTO,                             \
-      .load = OC_PARSE_OPTIONS_INIT, .save = OZ_ARCHIVE_OPTIONS_INIT }
+#define OZ_CONVERT_OPTIONS_INIT                                                                    \
+    {                                                                                              \
+        .size = sizeof(oz_convert_options), .output = OZ_FORM_AUTO, .load = OC_PARSE_OPTIONS_INIT, \
+        .save = OZ_ARCHIVE_OPTIONS_INIT                                                            \
+    }
 /* Sets *opts to the defaults (as OZ_CONVERT_OPTIONS_INIT), size included. */
 OZ_API void oz_convert_options_init(oz_convert_options *opts);
 
@@ -70,7 +72,7 @@ OZ_API void oz_convert_options_init(oz_convert_options *opts);
  * bytes of saving the source directly. opts may be NULL. Errors are those of the load
  * (naming IN) and of the save (naming OUT). */
 OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
-                     oc_error *err);
+                            oc_error *err);
 
 #ifdef __cplusplus
 }

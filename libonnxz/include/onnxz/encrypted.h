@@ -23,24 +23,24 @@ extern "C" {
  * the bytes in place; without one the caller keeps them alive and unchanged until the
  * archive and everything read from it are gone. */
 OZ_API oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
-                                 const oz_zip_reader_options *zip_opts, oz_archive **out,
-                                 oc_error *err);
+                                        const oz_zip_reader_options *zip_opts, oz_archive **out,
+                                        oc_error *err);
 
 /* Decrypts the file at path (ONNXZEC1 or ONNXCRY1) into one 64-byte-aligned buffer and
  * opens the archive in it; tensors loaded with no_copy share the buffer, which lives as
  * long as the archive or any such tensor. A plaintext that is not a ZIP:
  * OC_ERR_MALFORMED. Decryption errors as oc_crypt_decrypt_file_to_memory. */
 OZ_API oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t key_len,
-                                    const oc_crypt_options *copts,
-                                    const oz_zip_reader_options *zip_opts, oz_archive **out,
-                                    oc_error *err);
+                                           const oc_crypt_options *copts,
+                                           const oz_zip_reader_options *zip_opts, oz_archive **out,
+                                           oc_error *err);
 
 /* Loads the model of an encrypted file, whichever it holds: an .onnxz archive (as
  * oz_archive_load_model) or a serialized model (as oc_crypt_load_model_file), decrypting
  * once. *is_archive (may be NULL) tells which it was. */
 OZ_API oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
-                            const oc_crypt_options *copts, const oc_parse_options *popts,
-                            oc_model **out, int *is_archive, oc_error *err);
+                                   const oc_crypt_options *copts, const oc_parse_options *popts,
+                                   oc_model **out, int *is_archive, oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -23,11 +23,11 @@
 /* Entries in one archive. Raise with oz_zip_reader_options.max_entries, up to the hard
  * ceiling (entry indices are 32-bit inside the library). */
 #define OZ_ZIP_DEFAULT_MAX_ENTRIES 1048576u
-#define OZ_ZIP_MAX_ENTRIES_HARD 0xFFFFFFFEu
+#define OZ_ZIP_MAX_ENTRIES_HARD    0xFFFFFFFEu
 
 /* Bytes in one entry name. The format's own ceiling is 65,535. */
 #define OZ_ZIP_DEFAULT_MAX_NAME_LEN 4096u
-#define OZ_ZIP_MAX_NAME_LEN_HARD 65535u
+#define OZ_ZIP_MAX_NAME_LEN_HARD    65535u
 
 /* Bytes in the central directory (it is held in memory while the archive is open). */
 #define OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR (256ull << 20)
@@ -38,7 +38,7 @@
 /* Deflate cannot expand one input byte into more than 1,032 output bytes (a 258-byte match
  * costs at least two bits). A DEFLATED entry declaring more than this ratio, plus a small
  * allowance for tiny inputs, is refused before anything is allocated (Z-77). */
-#define OZ_ZIP_MAX_DEFLATE_RATIO 1032u
+#define OZ_ZIP_MAX_DEFLATE_RATIO   1032u
 #define OZ_ZIP_DEFLATE_RATIO_SLACK 1024u
 
 /* The end record is searched for within this many bytes from the end of the file: the

@@ -27,16 +27,16 @@ extern "C" {
 
 /* What the first bytes of a file (or buffer) say it is. */
 typedef enum oz_kind {
-    OZ_KIND_EMPTY = 0,   /* no bytes at all: no model, though it would decode as one */
-    OZ_KIND_MODEL,       /* none of the below: read as a serialized ModelProto (only the
-                          * decoder can tell a model from other bytes) */
-    OZ_KIND_ZIP,         /* a ZIP local header or end record signature: an .onnxz archive */
-    OZ_KIND_ZIP_SHORT,   /* 1 to 3 bytes that begin a ZIP signature: an archive cut short
-                          * (no model is that short; the ZIP reader reports `truncated`) */
-    OZ_KIND_ONNXZEC1,    /* the ONNXZEC1 magic (spec/encryption.md) */
-    OZ_KIND_ONNXCRY1,    /* the ONNXCRY1 magic */
-    OZ_KIND_CRYPT_SHORT  /* 1 to 7 bytes that begin an encryption magic: an encrypted file
-                          * cut short (C-1) */
+    OZ_KIND_EMPTY = 0,  /* no bytes at all: no model, though it would decode as one */
+    OZ_KIND_MODEL,      /* none of the below: read as a serialized ModelProto (only the
+                         * decoder can tell a model from other bytes) */
+    OZ_KIND_ZIP,        /* a ZIP local header or end record signature: an .onnxz archive */
+    OZ_KIND_ZIP_SHORT,  /* 1 to 3 bytes that begin a ZIP signature: an archive cut short
+                         * (no model is that short; the ZIP reader reports `truncated`) */
+    OZ_KIND_ONNXZEC1,   /* the ONNXZEC1 magic (spec/encryption.md) */
+    OZ_KIND_ONNXCRY1,   /* the ONNXCRY1 magic */
+    OZ_KIND_CRYPT_SHORT /* 1 to 7 bytes that begin an encryption magic: an encrypted file
+                         * cut short (C-1) */
 } oz_kind;
 
 /* The bytes oz_detect needs to tell every kind apart. */
@@ -73,15 +73,18 @@ typedef struct oz_open_options {
     const oc_crypt_options *crypt; /* may be NULL: the defaults */
 } oz_open_options;
 
-#define OZ_OPEN_OPTIONS_INIT \
-    { .size = sizeof(oz_open_options), .parse = OC_PARSE_OPTIONS_INIT, .key = NULL, .key_len = 0, .crypt = NULL }
+#define OZ_OPEN_OPTIONS_INIT                                                          \
+    {                                                                                 \
+        .size = sizeof(oz_open_options), .parse = OC_PARSE_OPTIONS_INIT, .key = NULL, \
+        .key_len = 0, .crypt = NULL                                                   \
+    }
 
 /* Fills *opts with the defaults (as OZ_OPEN_OPTIONS_INIT). */
 OZ_API void oz_open_options_init(oz_open_options *opts);
 
 /* What oz_open found. */
 typedef struct oz_open_info {
-    oz_kind kind;   /* the file's kind (oz_detect_file) */
+    oz_kind kind;    /* the file's kind (oz_detect_file) */
     bool is_archive; /* true when the model came from an .onnxz archive, encrypted or not */
 } oz_open_info;
 

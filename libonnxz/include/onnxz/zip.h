@@ -35,21 +35,21 @@ extern "C" {
 #endif
 
 /* Compression methods (Z-7). */
-#define OZ_ZIP_STORED 0u
+#define OZ_ZIP_STORED   0u
 #define OZ_ZIP_DEFLATED 8u
 
 /* What the central directory says about one entry, plus where its data starts. Strings
  * belong to the reader or writer they came from and live as long as it does. */
 typedef struct oz_zip_entry {
-    const char *name;             /* NUL-terminated UTF-8 (never contains NUL itself) */
-    uint32_t name_len;            /* bytes, without the terminator */
-    uint16_t method;              /* OZ_ZIP_STORED, OZ_ZIP_DEFLATED, or another (unreadable) */
-    uint16_t flags;               /* general purpose bits from the central directory */
+    const char *name;  /* NUL-terminated UTF-8 (never contains NUL itself) */
+    uint32_t name_len; /* bytes, without the terminator */
+    uint16_t method;   /* OZ_ZIP_STORED, OZ_ZIP_DEFLATED, or another (unreadable) */
+    uint16_t flags;    /* general purpose bits from the central directory */
     uint32_t crc32;
     uint64_t compressed_size;
     uint64_t uncompressed_size;
     uint64_t local_header_offset;
-    uint64_t data_offset;         /* first byte of the (compressed) data in the file */
+    uint64_t data_offset; /* first byte of the (compressed) data in the file */
 } oz_zip_entry;
 
 /* ======================================================================================
@@ -64,7 +64,7 @@ typedef struct oz_zip_writer oz_zip_writer;
  * overwrite: 0 refuses an existing path with OC_ERR_EXISTS (now and at finish).
  * On success *out owns the writer; free it with oz_zip_writer_free. */
 OZ_API oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
-                             oz_zip_writer **out, oc_error *err);
+                                    oz_zip_writer **out, oc_error *err);
 
 /* Adds a STORED entry holding size bytes at data (data may be NULL when size is 0). Its
  * data starts on a multiple of the alignment; *data_offset (if not NULL) receives where.
@@ -75,14 +75,14 @@ OZ_API oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int ov
  * central directory than a reader accepts by default: OC_ERR_LIMIT. A failed write
  * (OC_ERR_IO) leaves the writer failed: later calls return OC_ERR_INVALID_ARG. */
 OZ_API oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data,
-                            uint64_t size, uint64_t *data_offset, oc_error *err);
+                                   uint64_t size, uint64_t *data_offset, oc_error *err);
 
 /* Adds a DEFLATED entry: size bytes at data are compressed (raw deflate, zlib level
  * `level`, -1 for zlib's default, 0..9 otherwise) in memory before anything is written.
  * Not aligned (only STORED data is). Errors as oz_zip_writer_add; a size over
  * OZ_ZIP_DEFAULT_MAX_INFLATED (readers would refuse to inflate it): OC_ERR_LIMIT. */
 OZ_API oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const void *data,
-                                     uint64_t size, int level, oc_error *err);
+                                            uint64_t size, int level, oc_error *err);
 
 /* Streams a STORED entry of exactly `size` bytes: begin writes the local header (and tells
  * the aligned data offset), write appends chunks (the CRC-32 is computed on the way), end
@@ -90,16 +90,16 @@ OZ_API oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, 
  * use does not depend on size. Between begin and end no other entry can be added. Writing
  * past `size`, or ending short of it: OC_ERR_INVALID_ARG, and the writer is failed. */
 OZ_API oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
-                              uint64_t *data_offset, oc_error *err);
+                                     uint64_t *data_offset, oc_error *err);
 OZ_API oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
-                              oc_error *err);
+                                     oc_error *err);
 OZ_API oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err);
 
 /* Entries added so far, and what will be written about entry `index` (0-based, in order of
  * addition; the name belongs to the writer). An index out of range: OC_ERR_NOT_FOUND. */
 OZ_API uint64_t oz_zip_writer_count(const oz_zip_writer *w);
 OZ_API oc_status oz_zip_writer_entry(const oz_zip_writer *w, uint64_t index, oz_zip_entry *out,
-                              oc_error *err);
+                                     oc_error *err);
 
 /* The alignment the writer applies (after resolving 0 to the default). */
 OZ_API uint32_t oz_zip_writer_alignment(const oz_zip_writer *w);
@@ -128,17 +128,18 @@ typedef struct oz_zip_reader_options {
     /* oz_zip_reader_open: read the file with pread() instead of mapping it (for network
      * filesystems, where a mapping may fault unpredictably). STORED reads then copy. */
     int use_pread;
-    uint64_t max_entries;      /* 0: OZ_ZIP_DEFAULT_MAX_ENTRIES (at most ..._HARD) */
-    uint32_t max_name_len;     /* 0: OZ_ZIP_DEFAULT_MAX_NAME_LEN (at most ..._HARD) */
-    uint64_t max_central_dir;  /* 0: OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR */
-    uint64_t max_inflated;     /* 0: OZ_ZIP_DEFAULT_MAX_INFLATED */
+    uint64_t max_entries;     /* 0: OZ_ZIP_DEFAULT_MAX_ENTRIES (at most ..._HARD) */
+    uint32_t max_name_len;    /* 0: OZ_ZIP_DEFAULT_MAX_NAME_LEN (at most ..._HARD) */
+    uint64_t max_central_dir; /* 0: OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR */
+    uint64_t max_inflated;    /* 0: OZ_ZIP_DEFAULT_MAX_INFLATED */
     /* The memory budget (spec/security.md M-2; 0: no cap): what the reader holds while
      * open (its tables: about 80 bytes per entry plus twice the central directory) and
      * any one entry it inflates into memory. Over it: OC_ERR_LIMIT naming max_memory. */
     uint64_t max_memory;
 } oz_zip_reader_options;
 
-#define OZ_ZIP_READER_OPTIONS_INIT { .size = sizeof(oz_zip_reader_options) }
+#define OZ_ZIP_READER_OPTIONS_INIT \
+    { .size = sizeof(oz_zip_reader_options) }
 /* Sets *opts to the defaults (as OZ_ZIP_READER_OPTIONS_INIT), size included. */
 OZ_API void oz_zip_reader_options_init(oz_zip_reader_options *opts);
 
@@ -151,22 +152,22 @@ OZ_API void oz_zip_reader_options_init(oz_zip_reader_options *opts);
  * or shortens the file under it; while an edit is running the open fails at once with
  * OC_ERR_IO ("busy"). */
 OZ_API oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
-                             oz_zip_reader **out, oc_error *err);
+                                    oz_zip_reader **out, oc_error *err);
 
 /* As oz_zip_reader_open, reading through fd with pread. The reader works on its own
  * duplicate of fd (the caller may close fd at once); the file must not change while the
  * reader is open. No lock is taken: that is the caller's business (a duplicate shares the
  * caller's open file description, and with it the caller's own locks). */
 OZ_API oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options,
-                                oz_zip_reader **out, oc_error *err);
+                                       oz_zip_reader **out, oc_error *err);
 
 /* As oz_zip_reader_open, over size bytes at data in memory. With an owner token the
  * reader takes a reference and STORED reads share it (OC_BYTES_SHARED); without one the
  * caller keeps the bytes alive and unchanged until the reader and every span read from
  * it are gone (OC_BYTES_BORROWED). */
 OZ_API oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
-                                    const oz_zip_reader_options *options,
-                                    oz_zip_reader **out, oc_error *err);
+                                           const oz_zip_reader_options *options,
+                                           oz_zip_reader **out, oc_error *err);
 
 /* Closes the reader. Spans read from a mapping stay valid (they hold the mapping's owner
  * token). NULL is accepted. */
@@ -177,12 +178,12 @@ OZ_API uint64_t oz_zip_reader_count(const oz_zip_reader *r);
 
 /* Entry `index` (0-based, central directory order). Out of range: OC_ERR_NOT_FOUND. */
 OZ_API oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_entry *out,
-                              oc_error *err);
+                                     oc_error *err);
 
 /* Looks name up (exact bytes, NUL-terminated) in the hash table; *index receives its
  * position. Absent: OC_ERR_NOT_FOUND. */
 OZ_API oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t *index,
-                             oc_error *err);
+                                    oc_error *err);
 
 /* The entry's uncompressed bytes. STORED from a mapping or owned memory: *out shares the
  * bytes in place (no copy; OC_BYTES_SHARED holding the owner token); from unowned memory:
@@ -193,7 +194,7 @@ OZ_API oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, ui
  * entries and other methods: OC_ERR_UNSUPPORTED. *out is released first; on failure it
  * is left empty. */
 OZ_API oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out,
-                             oc_error *err);
+                                    oc_error *err);
 
 /* Checks the CRC-32 (and, for DEFLATED, the inflated size) of one entry or of all of
  * them, streaming: memory use does not depend on entry sizes. Mismatch: OC_ERR_CHECKSUM. */

@@ -11,8 +11,7 @@
 /* Makes an archive of an open ZIP reader (taking it over, also on failure): finds
  * __MODEL_PROTO (A-1) and refuses later format versions (A-40), as oz_archive_open does.
  * path is kept for messages. */
-oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out,
-                           oc_error *err);
+oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out, oc_error *err);
 
 /* Reader options for the one-call loads: the parse options' memory budget bounds the
  * reader too (M-2). */

@@ -58,8 +58,7 @@ static inline uint64_t oz__get64(oz__cursor *c) {
 /* Plain little-endian loads from bytes already known to be in bounds. */
 static inline uint16_t oz__le16(const uint8_t *b) { return (uint16_t)(b[0] | (b[1] << 8)); }
 static inline uint32_t oz__le32(const uint8_t *b) {
-    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
-           ((uint32_t)b[3] << 24);
+    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
 }
 static inline uint64_t oz__le64(const uint8_t *b) {
     return (uint64_t)oz__le32(b) | ((uint64_t)oz__le32(b + 4) << 32);

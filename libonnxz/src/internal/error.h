@@ -15,7 +15,7 @@
 
 #if defined(__GNUC__)
 #define OZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define OZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OZ_UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #else
 #define OZ_PRINTF(f, a)
 #define OZ_UNLIKELY(x) (x)
@@ -28,15 +28,15 @@
  * OC_ERR_NOT_FOUND, EEXIST OC_ERR_EXISTS, ENOMEM OC_ERR_NOMEM, else OC_ERR_IO). */
 #define oz__fail_errno oc_error_set_errno
 
-#define OZ_FORWARD(expr)                                                                   \
-    do {                                                                                   \
-        oc_status oz_fwd_status_ = (expr);                                                 \
-        if (OZ_UNLIKELY(oz_fwd_status_ != OC_OK)) return oz_fwd_status_;                   \
+#define OZ_FORWARD(expr)                                                 \
+    do {                                                                 \
+        oc_status oz_fwd_status_ = (expr);                               \
+        if (OZ_UNLIKELY(oz_fwd_status_ != OC_OK)) return oz_fwd_status_; \
     } while (0)
 
-#define OZ_RETURN_ERROR_IF(cond, err, code, offset, ...)                                   \
-    do {                                                                                   \
-        if (OZ_UNLIKELY(cond)) return oz__fail((err), (code), (offset), __VA_ARGS__);      \
+#define OZ_RETURN_ERROR_IF(cond, err, code, offset, ...)                              \
+    do {                                                                              \
+        if (OZ_UNLIKELY(cond)) return oz__fail((err), (code), (offset), __VA_ARGS__); \
     } while (0)
 
 /* Names, locations and other strings from an archive go into messages through

@@ -30,8 +30,7 @@ uint16_t oz__version_needed(const oz__entry *e);
 /* Writes the local header of e at e->lho (Z-4, Z-5, Z-11, Z-12, Z-21) into out, which has
  * room for OZ_LOCAL_MAX(e->name_len, alignment) bytes; STORED data is placed on a multiple
  * of alignment. Returns the header's length: the data starts at e->lho + that. */
-size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name,
-                       uint32_t alignment);
+size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name, uint32_t alignment);
 
 /* Bytes of e's central header (Z-13, Z-22), and the header itself at p (returns the
  * position after it). */

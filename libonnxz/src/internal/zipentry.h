@@ -16,7 +16,7 @@ typedef struct oz__entry {
     uint64_t name_off; /* into the owner's names blob (NUL-terminated names back to back) */
     uint32_t name_len;
     uint16_t method;
-    uint16_t flags;    /* general purpose bits (the central directory's, when read) */
+    uint16_t flags; /* general purpose bits (the central directory's, when read) */
     uint32_t crc;
     uint64_t csize;
     uint64_t usize;

@@ -9,25 +9,25 @@
 #include <stdint.h>
 
 /* Record signatures ("PK" + two bytes). */
-#define OZ_SIG_LOCAL 0x04034b50u
-#define OZ_SIG_CENTRAL 0x02014b50u
-#define OZ_SIG_EOCD 0x06054b50u
-#define OZ_SIG_ZIP64_EOCD 0x06064b50u
+#define OZ_SIG_LOCAL         0x04034b50u
+#define OZ_SIG_CENTRAL       0x02014b50u
+#define OZ_SIG_EOCD          0x06054b50u
+#define OZ_SIG_ZIP64_EOCD    0x06064b50u
 #define OZ_SIG_ZIP64_LOCATOR 0x07064b50u
 
 /* Fixed record sizes. */
-#define OZ_LOCAL_SIZE 30u
-#define OZ_CENTRAL_SIZE 46u
-#define OZ_EOCD_SIZE 22u
-#define OZ_ZIP64_EOCD_SIZE 56u     /* with no extensible data */
+#define OZ_LOCAL_SIZE         30u
+#define OZ_CENTRAL_SIZE       46u
+#define OZ_EOCD_SIZE          22u
+#define OZ_ZIP64_EOCD_SIZE    56u /* with no extensible data */
 #define OZ_ZIP64_LOCATOR_SIZE 20u
 
 /* Offsets of fields patched or checked in place. */
 #define OZ_LOCAL_CRC_AT 14u
 
 /* Extra-field header ids. */
-#define OZ_EXTRA_ZIP64 0x0001u
-#define OZ_EXTRA_ALIGN 0xD935u     /* alignment padding (Z-11) */
+#define OZ_EXTRA_ZIP64     0x0001u
+#define OZ_EXTRA_ALIGN     0xD935u /* alignment padding (Z-11) */
 #define OZ_EXTRA_ALIGN_MIN 6u      /* id, length, u16 alignment */
 
 /* Values too large for a 16- or 32-bit field are stored as all-ones there (zip64). */
@@ -35,22 +35,22 @@
 #define OZ_MAX32 0xFFFFFFFFu
 
 /* General purpose flag bits. */
-#define OZ_FLAG_ENCRYPTED 0x0001u
-#define OZ_FLAG_DESCRIPTOR 0x0008u
+#define OZ_FLAG_ENCRYPTED         0x0001u
+#define OZ_FLAG_DESCRIPTOR        0x0008u
 #define OZ_FLAG_STRONG_ENCRYPTION 0x0040u
-#define OZ_FLAG_UTF8 0x0800u
-#define OZ_FLAG_MASKED_CD 0x2000u
+#define OZ_FLAG_UTF8              0x0800u
+#define OZ_FLAG_MASKED_CD         0x2000u
 /* Bits that must agree between local and central headers (Z-74). */
 #define OZ_FLAGS_MUST_AGREE (OZ_FLAG_ENCRYPTED | OZ_FLAG_DESCRIPTOR | OZ_FLAG_STRONG_ENCRYPTION)
 
 /* What we write (Z-4, Z-40..Z-42). */
-#define OZ_VERSION_MADE_BY 0x033Fu  /* host 3 (UNIX), APPNOTE 6.3 */
-#define OZ_VERSION_STORED 10u       /* 1.0 */
-#define OZ_VERSION_DEFLATED 20u     /* 2.0 */
-#define OZ_VERSION_ZIP64 45u        /* 4.5 */
-#define OZ_DOS_TIME 0x0000u         /* 00:00:00 */
-#define OZ_DOS_DATE 0x0021u         /* 1980-01-01 */
-#define OZ_EXTERNAL_ATTR 0x81A40000u /* regular file, mode 0644, in the high 16 bits */
+#define OZ_VERSION_MADE_BY  0x033Fu     /* host 3 (UNIX), APPNOTE 6.3 */
+#define OZ_VERSION_STORED   10u         /* 1.0 */
+#define OZ_VERSION_DEFLATED 20u         /* 2.0 */
+#define OZ_VERSION_ZIP64    45u         /* 4.5 */
+#define OZ_DOS_TIME         0x0000u     /* 00:00:00 */
+#define OZ_DOS_DATE         0x0021u     /* 1980-01-01 */
+#define OZ_EXTERNAL_ATTR    0x81A40000u /* regular file, mode 0644, in the high 16 bits */
 
 /* ---- names (names.c) ---- */
 
