@@ -622,6 +622,7 @@ typedef struct window {
     oc_source *src;
     uint8_t *buf;
     uint64_t cap;
+    uint64_t budget; /* max_memory: the window counts against it too (M-1) */
 } window;
 
 /* Runs the copies deferred from the window before it is read over. */
@@ -633,7 +634,15 @@ static void flush_copies(dctx *c) {
 
 static oc_status window_grow(dctx *c, window *w, uint64_t need) {
     if (need <= w->cap) return OC_OK;
+    /* A long string or packed run is read whole into the window: never past the memory
+     * budget, which the mapped path enforces on the arena copy of the same field. */
+    if (need > w->budget)
+        return oc__fail(c->err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                        "decoding needs more memory than the budget of %llu bytes (max_memory, "
+                        "M-1)",
+                        (unsigned long long)w->budget);
     uint64_t cap = w->cap * 2 > need ? w->cap * 2 : need;
+    if (cap > w->budget) cap = w->budget;
     uint8_t *p = cap <= SIZE_MAX ? realloc(w->buf, (size_t)cap) : NULL;
     if (!p)
         return oc__fail(c->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory reading %s",
@@ -742,7 +751,11 @@ oc_status oc__decode_source_window(const oc_msgdesc *desc, void *msg, oc_source 
                               "the serialized model", "max_model_bytes", OC_NO_OFFSET, err));
     dctx c;
     OC_FORWARD(ctx_init(&c, &copy_opts, arena, NULL, 0, err));
-    window w = {src, NULL, 0};
+    window w = {src, NULL, 0, oc__budget_of(&copy_opts)};
+    /* err is left as it was on success: a field cut by a window's edge is recorded as a
+     * truncation before it turns into a suspension (suspend_or). */
+    oc_error saved;
+    if (err) saved = *err;
     uint64_t first = window_size ? window_size : OC_WINDOW;
     oc_status st = window_grow(&c, &w, src->size < first ? (src->size ? src->size : 1) : first);
     if (st == OC_OK) {
@@ -752,6 +765,7 @@ oc_status oc__decode_source_window(const oc_msgdesc *desc, void *msg, oc_source 
         st = oc__budget_end(arena, previous, &copy_opts, st, err);
     }
     free(w.buf);
+    if (st == OC_OK && err) *err = saved;
     return st;
 }
 
