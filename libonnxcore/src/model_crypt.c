@@ -95,8 +95,8 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format, c
     if (!plain || !out || (!plain->data && plain->size))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_decode_model: missing argument");
+    *out = NULL; /* on any failure, an unset options struct too */
     OC_PARSE_OPTS(popts, err);
-    *out = NULL;
     if (!base_dir && popts) base_dir = popts->data_dir;
     OC_RETURN_ERROR_IF(oc_crypt_is_zip(plain->data, plain->size), err, OC_ERR_UNSUPPORTED,
                        OC_NO_OFFSET,
@@ -153,8 +153,8 @@ oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_load_model_file: missing argument");
+    *out = NULL; /* on any failure, an unset options struct too */
     OC_PARSE_OPTS(popts, err);
-    *out = NULL;
     oc_bytes plain = {0};
     oc_crypt_format format = OC_CRYPT_NONE;
     OC_FORWARD(oc__crypt_decrypt_file_span(path, key, key_len, copts, &plain, &format, err));

@@ -16,8 +16,13 @@ oz_form oz_form_of_name(const char *path) {
 
 oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
                       oc_error *err) {
+    if (out) *out = NULL;
+    /* The caller's struct is read by its size first (it may be older and shorter): copied
+     * whole, it would also be taken for a caller's struct by oz_open, which would then read
+     * the key past it. */
+    OC_PARSE_OPTS(opts, err);
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    if (opts) o.parse = *opts;
+    o.parse = *opts;
     return oz_open(path, &o, out, NULL, err);
 }
 

@@ -55,8 +55,8 @@ oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
     if (!path || !out)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_encrypted_load: missing argument");
+    *out = NULL; /* on any failure, an unset options struct too */
     OC_PARSE_OPTS(popts, err);
-    *out = NULL;
     oc_crypt_format format = OC_CRYPT_NONE;
     OZ_FORWARD(oc_crypt_detect_file(path, &format, err));
     oc_bytes plain = {0};

@@ -226,6 +226,23 @@ static void test_parse_old(void) {
     CHECK(model && tensor_intact(model));
     oc_model_free(model);
     model = NULL;
+    /* An older, shorter struct to oz_load_any on an encrypted file (review finding: the
+     * struct was copied whole and then read as oz_open's, so bytes past the caller's struct
+     * became a key): no key was given, so "a key is needed", never a decryption. The file
+     * need only carry the magic: nothing is decrypted. */
+    char enc_path[4300];
+    snprintf(enc_path, sizeof enc_path, "%s.zec", model_path);
+    FILE *f = fopen(enc_path, "wb");
+    REQUIRE(f != NULL);
+    static const char fake[] = "ONNXZEC1 and bytes that are never decrypted";
+    REQUIRE(fwrite(fake, 1, sizeof fake, f) == sizeof fake);
+    fclose(f);
+    o = old_parse(&s);
+    CHECK_STATUS(oz_load_any(enc_path, (const oc_parse_options *)(void *)o, &model, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    CHECK(strstr(err.message, "a key is needed") != NULL);
+    CHECK(model == NULL);
+    remove(enc_path);
 }
 
 static void test_parse_unset_and_newer(void) {

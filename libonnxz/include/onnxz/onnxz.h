@@ -13,6 +13,7 @@
 #include "encrypted.h"
 #include "export.h"
 #include "limits.h"
+#include "open.h"
 #include "zip.h"
 
 #endif
