@@ -1,0 +1,340 @@
+"""onnxz: ONNX models in every form, from Python.
+
+    import onnxz
+    model = onnxz.load("model.onnxz")            # any form -> onnx.ModelProto (= onnx.load)
+    onnxz.save(model, "model.onnxz")             # the form follows the name, as `onnxz convert`
+    with onnxz.open("model.onnxz") as f:         # zero-copy numpy views, like safetensors
+        w = f["encoder.weight"]
+
+Forms: a single .onnx file; a .onnx file with its tensors in data files beside it
+(two-file, N-file); an .onnxz archive; either of them encrypted (ONNXZEC1, ONNXCRY1) with a
+passphrase (key=). The input's form is told by its content, the output's by its name:
+"*.onnxz" (any case) an archive, "*.onnxc" an encrypted model, "*.onnx" a .onnx file (with
+external_data= its tensors in data files). Built on the C libraries libonnxcore and libonnxz.
+
+Errors: onnxz.Error (a ValueError) for a file onnxz refuses, with .status, .code, .file,
+.offset and the one-line message the onnxz tool prints; OSError for a failed system call.
+"""
+import os
+import tempfile
+
+import numpy as np
+import onnx
+
+from . import _onnxz
+from ._onnxz import Error
+
+__all__ = ["Error", "File", "convert", "load", "open", "save"]
+__version__ = "0.1.0"
+
+_builtin_open = open
+
+# ONNX TensorProto.DataType -> the numpy dtype of an array over its raw bytes. Types numpy
+# lacks are given as their raw unsigned integer of the same width (bfloat16: uint16; the
+# float8 types: uint8), keeping the shape; the packed 4-bit and 2-bit types as their bytes,
+# uint8, one-dimensional (two or four elements a byte, as ONNX packs them).
+_DTYPES = {
+    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+    7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+    14: np.complex64, 15: np.complex128,
+    16: np.uint16,  # BFLOAT16
+    17: np.uint8, 18: np.uint8, 19: np.uint8, 20: np.uint8,  # FLOAT8E4M3FN ... E5M2FNUZ
+    24: np.uint8,  # FLOAT8E8M0
+}
+_PACKED = {21, 22, 23, 25, 26}  # UINT4, INT4, FLOAT4E2M1, UINT2, INT2
+
+_FORMS = {"onnx": 0, "onnxz": 1, "onnxc": 2}
+
+
+def _fspath(path):
+    return os.fsdecode(os.fspath(path))
+
+
+def _form(path, to=None):
+    """The output form, by `to` or by the name (as the tool: .onnxz any case, .onnxc,
+    .onnx; another name is an error)."""
+    if to is not None:
+        if to not in _FORMS:
+            raise ValueError(f"onnxz: to={to!r}: give 'onnx', 'onnxz' or 'onnxc'")
+        return _FORMS[to]
+    name = _fspath(path)
+    if _onnxz._form_of_name(name):
+        return 1
+    if name.endswith(".onnxc"):
+        return 2
+    if name.endswith(".onnx"):
+        return 0
+    raise ValueError(f"onnxz: {name!r}: its form is not known by its name; name it *.onnx, "
+                     "*.onnxz or *.onnxc, or give to='onnx'|'onnxz'|'onnxc'")
+
+
+def _save_opts(form, external_data, max_file_size, align, threshold, checksum, deflate_model,
+               key):
+    """The tool's option rules (tools/cmd_convert.c): options that do not apply to the
+    output's form are mistakes, not no-ops."""
+    archive, external = form == 1, external_data is not None
+
+    def needs(value, allowed, name, why):
+        if value and not allowed:
+            raise ValueError(f"onnxz: {name} {why}")
+
+    if form == 2 and external:
+        raise ValueError("onnxz: external_data does not apply to .onnxc output: an encrypted "
+                         "model holds its tensors itself")
+    needs(external, not archive, "external_data",
+          "applies to .onnx output; an .onnxz archive holds its tensors itself")
+    needs(deflate_model, archive, "deflate_model", "applies to .onnxz output only")
+    needs(align is not None, archive or external, "align",
+          "applies to .onnxz output or with external_data")
+    needs(threshold is not None, archive or external, "threshold",
+          "applies to .onnxz output or with external_data")
+    needs(max_file_size is not None, external, "max_file_size", "applies with external_data only")
+    needs(checksum, external, "checksum", "applies with external_data only")
+    if form == 2 and key is None:
+        raise ValueError("onnxz: a .onnxc output needs key= (the passphrase)")
+    if external and not _fspath(external_data):
+        raise ValueError("onnxz: external_data needs a file name")
+    if max_file_size is not None and max_file_size <= 0:
+        raise ValueError("onnxz: max_file_size must be more than 0")
+    if align is None:
+        align = 64
+    if align <= 0 or align & (align - 1):
+        raise ValueError(f"onnxz: align {align} is not a power of two")
+    if archive and not 64 <= align <= 32768:
+        raise ValueError("onnxz: align for an archive must be from 64 to 32768")
+    if not archive and align > 1 << 20:
+        raise ValueError("onnxz: align for data files must be at most 1048576")
+    if threshold is None:
+        threshold = 1024
+    if threshold < 0:
+        raise ValueError("onnxz: threshold must be 0 or more")
+    return (form, align, threshold, None if external_data is None else _fspath(external_data),
+            max_file_size or 0, bool(checksum), bool(deflate_model),
+            key if form == 2 else None)
+
+
+def load(f, *, load_external_data=True, key=None, data_dir=None):
+    """Loads a model in any form and returns it as an onnx.ModelProto.
+
+    f: a path (str, bytes, os.PathLike), the file's bytes, or a binary file object.
+    load_external_data: read the tensors of data files in (as onnx.load does); False
+        keeps their references (data_location EXTERNAL). Archives: the tensors' entries.
+    key: the passphrase (str or bytes) of an encrypted file.
+    data_dir: where the data files are, when they moved (default: beside the model; for
+        bytes, external data is only read with a data_dir).
+
+    The result equals onnx.load's for the same model (SerializeToString() identical), and
+    for the forms onnx.load cannot read, onnx.load of the model converted to one .onnx.
+    Raises onnxz.Error for a file onnxz refuses, OSError when it cannot be read.
+    """
+    if hasattr(f, "read"):
+        f = f.read()
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        kind = _onnxz._detect(f)
+        if kind in ("model", "empty") and key is None:
+            data = _onnxz._load_memory(f, load_external_data and data_dir is not None,
+                                       None if data_dir is None else _fspath(data_dir))
+            return onnx.ModelProto.FromString(data)
+        # Archives and encrypted bytes: through a file, which the C reader maps.
+        with tempfile.TemporaryDirectory(prefix="onnxz-") as tmp:
+            path = os.path.join(tmp, "model")
+            with _builtin_open(path, "wb") as out:
+                out.write(f)
+            data = _onnxz._load(path, load_external_data, key,
+                                None if data_dir is None else _fspath(data_dir))
+        return onnx.ModelProto.FromString(data)
+    data = _onnxz._load(f, load_external_data, key,
+                        None if data_dir is None else _fspath(data_dir))
+    return onnx.ModelProto.FromString(data)
+
+
+def save(model, path, *, external_data=None, max_file_size=None, align=None, threshold=None,
+         checksum=False, deflate_model=False, key=None, to=None):
+    """Writes model (an onnx.ModelProto, or its serialized bytes) to path, in the form its
+    name asks for, replacing it: the files are byte for byte those `onnxz convert` writes for
+    the same model and options.
+
+    "*.onnxz" (any case): an archive: tensors of at least `threshold` bytes (default 1024)
+        are stored entries on multiples of `align` (64 to 32768, default 64);
+        deflate_model stores the model entry deflated.
+    "*.onnx": one .onnx file; with external_data="LOC" its tensors of at least `threshold`
+        bytes go to the data file LOC beside it (at multiples of `align`, default 64),
+        split into LOC.1, LOC.2... past max_file_size bytes; checksum records their SHA-1.
+    "*.onnxc": the model encrypted (ONNXZEC1) with the passphrase key.
+    to: 'onnx', 'onnxz' or 'onnxc' for a path of another name.
+    Options that do not apply to the form raise ValueError, as in the tool.
+    """
+    form = _form(path, to)
+    opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
+                      deflate_model, key)
+    data = model if isinstance(model, (bytes, bytearray, memoryview)) else \
+        model.SerializeToString()
+    _onnxz._save(data, path, opts)
+
+
+def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,
+            checksum=False, deflate_model=False, key=None, data_dir=None, to=None):
+    """Converts the model at src (any form) to dst, as `onnxz convert -f SRC DST` does with
+    the same options (see save); tensor bytes go from src's mapping to dst without a copy.
+    key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
+    files are, when they moved."""
+    form = _form(dst, to)
+    opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
+                      deflate_model, key)
+    _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
+
+
+def _walk_tensors(model):
+    """Every TensorProto of the model, at any depth (initializers, attributes, subgraphs,
+    functions)."""
+    def graph(g):
+        yield from g.initializer
+        for sp in g.sparse_initializer:
+            yield sp.values
+            yield sp.indices
+        for n in g.node:
+            yield from node(n)
+
+    def node(n):
+        for a in n.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from graph(a.g)
+            for g in a.graphs:
+                yield from graph(g)
+
+    if model.HasField("graph"):
+        yield from graph(model.graph)
+    for fn in model.functions:
+        for n in fn.node:
+            yield from node(n)
+
+
+class File:
+    """A model file open for reading (see onnxz.open): its tensors as read-only numpy
+    arrays that point into the file's mapping, without a copy. Safe to read from several
+    threads. An array keeps the mapping alive: closing the file never invalidates one."""
+
+    def __init__(self, path, *, key=None):
+        self._path = _fspath(path)
+        self._key = key
+        self._reader = _onnxz._Reader(path, key)
+        self._names = None
+        self._model = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Releases the file; arrays already taken stay valid."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def _open_reader(self):
+        if self._reader is None:
+            raise ValueError("onnxz: the file is closed")
+        return self._reader
+
+    @property
+    def path(self):
+        return self._path
+
+    @property
+    def is_archive(self):
+        """True for an .onnxz archive."""
+        return self._open_reader().is_archive()
+
+    @property
+    def model(self):
+        """The model as an onnx.ModelProto whose tensors in data files or archive entries keep
+        their external references (data_location EXTERNAL): the weights are not copied.
+        Tensors inside a .onnx file are part of it."""
+        if self._model is None:
+            r = self._open_reader()
+            if r.is_archive():
+                data = r.model_bytes()
+            else:
+                data = _onnxz._load(self._path, False, self._key, None)
+            self._model = onnx.ModelProto.FromString(data)
+        return self._model
+
+    @property
+    def names(self):
+        """The names of the model's tensors (initializers first), each once."""
+        if self._names is None:
+            self._names = self._open_reader().names()
+        return list(self._names)
+
+    def keys(self):
+        return self.names
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self):
+        return len(self.names)
+
+    def __contains__(self, name):
+        return name in self.names
+
+    def __getitem__(self, name):
+        return self.tensor(name)
+
+    def tensor(self, name):
+        """The tensor `name` as a read-only numpy array of its dtype and shape that points
+        into the file's mapping (or the decrypted buffer): zero copy. Types numpy lacks come
+        as their raw unsigned type (bfloat16: uint16, float8: uint8, same shape); the packed
+        4-bit and 2-bit types as their bytes (uint8, one-dimensional). A tensor held in the
+        typed fields (float_data...) instead of raw bytes is converted (a copy).
+        KeyError for an unknown name."""
+        span, data_type, dims = self._open_reader().tensor(name)
+        if span is None:
+            for t in _walk_tensors(self.model):
+                if t.name == name:
+                    a = onnx.numpy_helper.to_array(t)
+                    a.setflags(write=False)
+                    return a
+            raise KeyError(name)
+        if data_type in _PACKED:
+            return np.frombuffer(span, dtype=np.uint8)
+        dtype = _DTYPES.get(data_type)
+        if dtype is None:
+            raise Error(f"{self._path}: tensor '{name}' has data_type {data_type}, which has "
+                        "no numpy dtype")
+        dtype = np.dtype(dtype).newbyteorder("<")
+        n = 1
+        for d in dims:
+            n *= d
+        if n * dtype.itemsize != len(memoryview(span)):
+            raise Error(f"{self._path}: tensor '{name}' has {len(memoryview(span))} bytes, "
+                        f"not the {n * dtype.itemsize} its dims and data_type make")
+        if n == 0:
+            a = np.empty(dims, dtype=dtype)
+            a.setflags(write=False)
+            return a
+        return np.frombuffer(span, dtype=dtype).reshape(dims)
+
+    def verify(self):
+        """Checks the file as `onnxz verify` does (archives: every ZIP check and CRC-32 and
+        every tensor resolving to its entry; .onnx: every external tensor resolved and its
+        checksum verified; then ir_version, graph and every tensor's size), except the
+        archive layout rules (A-2..A-4) and stub references. Raises onnxz.Error."""
+        self._open_reader().verify(self._key)
+
+    def info(self):
+        """What `onnxz info --json` reports on the model (the file, its form and the
+        model's figures): a dict."""
+        from ._info import info
+        return info(self)
+
+
+def open(path, *, key=None):
+    """Opens the model at path (any form) for reading its tensors as zero-copy numpy
+    arrays; a context manager (File). key: the passphrase of an encrypted file."""
+    return File(path, key=key)

@@ -1,0 +1,158 @@
+"""A PEP 517 build backend for the onnxz package that needs nothing from PyPI.
+
+It builds libonnxcore and libonnxz as static, position-independent libraries with CMake
+(from the repository this folder lives in), compiles the extension src/_onnxz.c with the C
+compiler Python was built with, and writes the wheel (a ZIP with METADATA, WHEEL and
+RECORD) with zipfile. Debian 12 has everything it needs: cmake, gcc, python3-dev, zlib1g-dev,
+libssl-dev.
+
+Environment:
+  ONNXZ_PREBUILT=DIR  link the static libraries of an existing CMake build of the repository
+                      (DIR/libonnxcore/libonnxcore.a, DIR/libonnxz/libonnxz.a) instead of
+                      building them (the test suite does, with its own build).
+  ONNXZ_SANITIZE=1    compile and link the extension with -fsanitize=address,undefined (for a
+                      build whose libraries were built with -DONNXZ_SANITIZE=ON; run Python
+                      with the ASan runtime in LD_PRELOAD).
+  ONNXZ_BUILD_JOBS=N  parallel jobs for CMake (default 2).
+"""
+import base64
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+NAME = "onnxz"
+
+
+def _version():
+    with open(os.path.join(HERE, "pyproject.toml"), encoding="utf-8") as f:
+        m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+    return m.group(1)
+
+
+def _run(cmd, **kw):
+    print("onnxz_build:", " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def _cache_value(build_dir, key):
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _libraries(tmp):
+    """The build directory holding libonnxcore.a and libonnxz.a, built if need be."""
+    build = os.environ.get("ONNXZ_PREBUILT")
+    if not build:
+        build = os.path.join(tmp, "cmake")
+        jobs = os.environ.get("ONNXZ_BUILD_JOBS", "2")
+        _run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+              "-DONNXZ_BUILD_TESTS=OFF"], stdout=subprocess.DEVNULL)
+        _run(["cmake", "--build", build, "-j", jobs, "--target", "onnxcore_static",
+              "onnxz_static"])
+    for lib in ("libonnxcore/libonnxcore.a", "libonnxz/libonnxz.a"):
+        if not os.path.isfile(os.path.join(build, lib)):
+            raise RuntimeError(f"onnxz_build: {os.path.join(build, lib)} is missing")
+    return build
+
+
+def _compile_extension(tmp):
+    build = _libraries(tmp)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    out = os.path.join(tmp, "_onnxz" + suffix)
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    flags = ["-std=c11", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
+             "-D_POSIX_C_SOURCE=200809L", "-D_FILE_OFFSET_BITS=64",
+             "-I" + sysconfig.get_paths()["include"],
+             "-I" + os.path.join(ROOT, "libonnxcore", "include"),
+             "-I" + os.path.join(ROOT, "libonnxz", "include")]
+    if os.environ.get("ONNXZ_SANITIZE") == "1":
+        flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    libs = [os.path.join(build, "libonnxz", "libonnxz.a"),
+            os.path.join(build, "libonnxcore", "libonnxcore.a"), "-lz"]
+    if _cache_value(build, "ONNXZ_WITH_OPENSSL") not in ("OFF", "0", "FALSE", "NO"):
+        libs.append("-lcrypto")
+    libs.append("-lpthread")
+    # The libraries' symbols stay inside the extension (--exclude-libs): another copy
+    # loaded in the same process (a ctypes user) never binds to ours.
+    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c")] + libs
+         + ["-Wl,--exclude-libs,ALL"] +
+         (["-fsanitize=address,undefined"] if "-fsanitize=address,undefined" in flags else []))
+    return out
+
+
+def _tag():
+    impl = "cp%d%d" % sys.version_info[:2]
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return impl, impl, plat
+
+
+def _metadata(version):
+    return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\n"
+            "Summary: ONNX models in every form: onnx.load/onnx.save and zero-copy numpy "
+            "views of .onnxz archives\nRequires-Python: >=3.10\nRequires-Dist: numpy\n"
+            "Requires-Dist: onnx\n")
+
+
+def _record_line(arcname, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arcname},sha256={digest},{len(data)}\n"
+
+
+# ---- PEP 517 hooks ----------------------------------------------------------------
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    version = _version()
+    py, abi, plat = _tag()
+    dist_info = f"{NAME}-{version}.dist-info"
+    wheel_name = f"{NAME}-{version}-{py}-{abi}-{plat}.whl"
+    tmp = tempfile.mkdtemp(prefix="onnxz-build-")
+    try:
+        ext = _compile_extension(tmp)
+        files = []
+        pkg = os.path.join(HERE, NAME)
+        for name in sorted(os.listdir(pkg)):
+            if name.endswith((".py", ".pyi", ".typed")):
+                with open(os.path.join(pkg, name), "rb") as f:
+                    files.append((f"{NAME}/{name}", f.read()))
+        with open(ext, "rb") as f:
+            files.append((f"{NAME}/{os.path.basename(ext)}", f.read()))
+        files.append((f"{dist_info}/METADATA", _metadata(version).encode()))
+        files.append((f"{dist_info}/WHEEL",
+                      (f"Wheel-Version: 1.0\nGenerator: onnxz_build\nRoot-Is-Purelib: false\n"
+                       f"Tag: {py}-{abi}-{plat}\n").encode()))
+        record = "".join(_record_line(n, d) for n, d in files) + f"{dist_info}/RECORD,,\n"
+        os.makedirs(wheel_directory, exist_ok=True)
+        path = os.path.join(wheel_directory, wheel_name)
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for n, d in files:
+                z.writestr(n, d)
+            z.writestr(f"{dist_info}/RECORD", record)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return wheel_name
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    raise NotImplementedError("onnxz: no sdist; install from the repository's python/ folder")

@@ -1,0 +1,920 @@
+/*
+ * python/src/_onnxz.c - the onnxz extension module: the C libraries' load, save, convert
+ * and random access, for the Python layer in onnxz/__init__.py.
+ *
+ *   _load(src, load_external_data, key, data_dir) -> bytes  (a serialized ModelProto)
+ *   _save(model_bytes, path, opts)                 writes any form
+ *   _convert(src, dst, opts, key)                  as `onnxz convert`
+ *   _Reader(path, key)                             an open file: names, tensors, model
+ *   _Span                                          read-only bytes exported through the
+ *                                                  buffer protocol, kept alive by the
+ *                                                  owner token of the mapping they lie in
+ *   Error                                          onnxz.Error (a ValueError)
+ *
+ * Every long call runs without the GIL. Python objects are never touched then: inputs are
+ * copied into C values (paths as UTF-8 char *, bytes held by the caller's reference) first.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <onnxcore/onnxcore.h>
+#include <onnxz/onnxz.h>
+
+static PyObject *onnxz_error; /* onnxz.Error */
+
+/* ---- errors -------------------------------------------------------------------- */
+
+/* The message without a leading "FILE: " or "cannot VERB FILE: ", as the tool prints it
+ * after "FILE: " (tools/cli.c, without_file). */
+static const char *strip_file(const char *file, const char *msg, char *buf, size_t size) {
+    static const char *const verbs[] = {"is ", "already ", "ended "};
+    size_t flen = file ? strlen(file) : 0;
+    if (flen == 0) return msg;
+    if (strncmp(msg, file, flen) == 0) {
+        const char *rest = msg + flen;
+        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
+        for (size_t i = 0; rest[0] == ' ' && i < sizeof verbs / sizeof verbs[0]; i++)
+            if (strncmp(rest + 1, verbs[i], strlen(verbs[i])) == 0) return rest + 1;
+        return msg;
+    }
+    if (strncmp(msg, "cannot ", 7) == 0) {
+        const char *verb_end = strchr(msg + 7, ' ');
+        if (verb_end && verb_end > msg + 7 && strncmp(verb_end + 1, file, flen) == 0 &&
+            verb_end[1 + flen] == ':' && verb_end[2 + flen] == ' ') {
+            snprintf(buf, size, "%.*s%s", (int)(verb_end - msg), msg, verb_end + 1 + flen);
+            return buf;
+        }
+    }
+    return msg;
+}
+
+/* exc.name = value (a new reference, stolen; NULL: the error already set). */
+static int set_attr(PyObject *exc, const char *name, PyObject *value) {
+    int r;
+    if (!value) return -1;
+    r = PyObject_SetAttrString(exc, name, value);
+    Py_DECREF(value);
+    return r;
+}
+
+/* Raises for a failed call on file: OSError (with errno) for a failed system call,
+ * MemoryError for OC_ERR_NOMEM, else onnxz.Error with .status (the status name), .code,
+ * .file, .offset (None when there is none) and the tool's one-line message
+ * "FILE: MESSAGE (at offset N)". Returns NULL. */
+static PyObject *raise_error(const char *file, const oc_error *err) {
+    char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200];
+    const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
+    PyObject *exc, *val;
+    msg = strip_file(file, msg, buf, sizeof buf);
+    if (file)
+        snprintf(line, sizeof line, "%.4096s: %s", file, msg);
+    else
+        snprintf(line, sizeof line, "%s", msg);
+    if (err->code == OC_ERR_NOMEM) return PyErr_NoMemory();
+    if (err->offset != OC_NO_OFFSET) {
+        size_t n = strlen(line);
+        snprintf(line + n, sizeof line - n, " (at offset %llu)", (unsigned long long)err->offset);
+    }
+    if (err->sys_errno != 0 && (err->code == OC_ERR_IO || err->code == OC_ERR_NOT_FOUND ||
+                                err->code == OC_ERR_EXISTS)) {
+        val = Py_BuildValue("(isz)", err->sys_errno, line, file);
+        if (val) PyErr_SetObject(PyExc_OSError, val);
+        Py_XDECREF(val);
+        return NULL;
+    }
+    exc = PyObject_CallFunction(onnxz_error, "s", line);
+    if (!exc) return NULL;
+    if (set_attr(exc, "status", PyUnicode_FromString(oc_status_name(err->code))) < 0 ||
+        set_attr(exc, "code", PyLong_FromLong(err->code)) < 0 ||
+        set_attr(exc, "file", file ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None)) < 0 ||
+        set_attr(exc, "offset", err->offset == OC_NO_OFFSET
+                                    ? Py_NewRef(Py_None)
+                                    : PyLong_FromUnsignedLongLong(err->offset)) < 0) {
+        Py_DECREF(exc);
+        return NULL;
+    }
+    PyErr_SetObject(onnxz_error, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+/* ---- arguments ----------------------------------------------------------------- */
+
+/* A path (str, bytes or os.PathLike) as a bytes object holding its file-system encoding. */
+static int path_arg(PyObject *obj, PyObject **out) {
+    return PyUnicode_FSConverter(obj, out);
+}
+
+/* An optional key: None, str (UTF-8) or bytes-like. Fills *view (buf NULL for None);
+ * release with PyBuffer_Release when buf is set. */
+static int key_arg(PyObject *obj, Py_buffer *view, PyObject **holder) {
+    memset(view, 0, sizeof *view);
+    *holder = NULL;
+    if (obj == Py_None) return 0;
+    if (PyUnicode_Check(obj)) {
+        *holder = PyUnicode_AsUTF8String(obj);
+        if (!*holder) return -1;
+        obj = *holder;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        Py_CLEAR(*holder);
+        return -1;
+    }
+    return 0;
+}
+
+static void key_release(Py_buffer *view, PyObject **holder) {
+    if (view->obj) PyBuffer_Release(view);
+    Py_CLEAR(*holder);
+}
+
+/* ---- serializing into a bytes object ----------------------------------------------- */
+
+typedef struct sink {
+    char *data;
+    uint64_t size, used;
+} sink;
+
+static oc_status sink_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    sink *s = ctx;
+    if (size > s->size - s->used)
+        return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                            "the model grew while being serialized");
+    memcpy(s->data + s->used, data, size);
+    s->used += size;
+    return OC_OK;
+}
+
+/* The model serialized into a new bytes object (one pass to size it, one to write it
+ * in place: no second copy). */
+static PyObject *model_to_bytes(const oc_model *model, const char *file) {
+    const onnx_ModelProto *m = oc_model_proto_const(model);
+    uint64_t size = 0;
+    oc_error err;
+    oc_status st;
+    PyObject *out;
+    sink s;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    st = oc_encoded_size(&onnx_ModelProto_desc, m, &size, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK) return raise_error(file, &err);
+    if (size > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (!out) return NULL;
+    s.data = PyBytes_AS_STRING(out);
+    s.size = size;
+    s.used = 0;
+    Py_BEGIN_ALLOW_THREADS
+    st = oc_encode(&onnx_ModelProto_desc, m, sink_write, &s, &err);
+    Py_END_ALLOW_THREADS
+    if (st == OC_OK && s.used != size)
+        st = oc_error_set(&err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "the model shrank while being serialized");
+    if (st != OC_OK) {
+        Py_DECREF(out);
+        return raise_error(file, &err);
+    }
+    return out;
+}
+
+/* ---- _load ------------------------------------------------------------------------ */
+
+typedef struct tensor_list {
+    onnx_TensorProto **items;
+    size_t count, cap;
+} tensor_list;
+
+static oc_status collect_external(void *ctx, onnx_TensorProto *t) {
+    tensor_list *l = ctx;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        onnx_TensorProto **p = realloc(l->items, cap * sizeof *p);
+        if (!p) return OC_ERR_NOMEM;
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->count++] = t;
+    return OC_OK;
+}
+
+/* Reads the external data of a model loaded with its references, as onnx.load does: each
+ * tensor that was EXTERNAL then says data_location DEFAULT (onnx.load sets the field),
+ * which the library's own loading leaves unset. Runs without the GIL. */
+static oc_status load_external(oc_model *model, const char *base_dir, const oc_parse_options *po,
+                               oc_error *err) {
+    tensor_list l = {NULL, 0, 0};
+    oc_parse_options o = *po;
+    oc_status st;
+    onnx_ModelProto *m = oc_model_proto(model);
+    o.skip_external_data = 0;
+    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, m, collect_external, &l);
+    if (st != OC_OK) st = oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (st == OC_OK && l.count) st = oc_external_data_load(&onnx_ModelProto_desc, m, base_dir, &o, err);
+    for (size_t i = 0; st == OC_OK && i < l.count; i++) {
+        l.items[i]->data_location = 0 /* DEFAULT */;
+        OC_SET_HAS(TensorProto, l.items[i], data_location);
+    }
+    free(l.items);
+    return st;
+}
+
+/* The directory of path ("." for a bare name), in a buffer of size bytes. */
+static const char *dir_of(const char *path, char *buf, size_t size) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return ".";
+    if (slash == path) return "/";
+    snprintf(buf, size, "%.*s", (int)(slash - path), path);
+    return buf;
+}
+
+/* _load(path, load_external_data, key, data_dir) -> bytes: the model of a file in any form
+ * (oz_open), its external data read in unless load_external_data is false. */
+static PyObject *py_load(PyObject *self, PyObject *args) {
+    PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
+    int external;
+    Py_buffer key;
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oz_open_info info;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OpOO", &path_obj, &external, &key_obj, &dir_obj)) return NULL;
+    if (!path_arg(path_obj, &path)) return NULL;
+    if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    if (key_arg(key_obj, &key, &key_holder) < 0) {
+        Py_DECREF(path);
+        Py_XDECREF(dir);
+        return NULL;
+    }
+    o.parse.no_copy = 1; /* the bytes go from the mapping to the serialized model once */
+    o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
+    o.key = key.buf;
+    o.key_len = (size_t)key.len;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    oz_kind kind = OZ_KIND_MODEL;
+    if (oz_detect_file(PyBytes_AS_STRING(path), &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
+    /* A .onnx file: references first, then their data, as onnx.load reads them. */
+    o.parse.skip_external_data = !external || kind == OZ_KIND_MODEL;
+    st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
+    if (st == OC_OK && external && kind == OZ_KIND_MODEL) {
+        char buf[4096];
+        const char *base = dir ? PyBytes_AS_STRING(dir) : dir_of(PyBytes_AS_STRING(path), buf, sizeof buf);
+        st = load_external(model, base, &o.parse, &err);
+    }
+    Py_END_ALLOW_THREADS
+    key_release(&key, &key_holder);
+    out = st == OC_OK ? model_to_bytes(model, PyBytes_AS_STRING(path))
+                      : raise_error(PyBytes_AS_STRING(path), &err);
+    Py_BEGIN_ALLOW_THREADS
+    oc_model_free(model);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    Py_XDECREF(dir);
+    return out;
+}
+
+/* _load_memory(data, load_external_data, data_dir) -> bytes: a serialized model in memory
+ * (re-encoded, so that what comes back is what onnx.load gives), its external data read
+ * from data_dir when given and load_external_data. */
+static PyObject *py_load_memory(PyObject *self, PyObject *args) {
+    PyObject *dir_obj, *dir = NULL, *out;
+    Py_buffer data;
+    int external;
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*pO", &data, &external, &dir_obj)) return NULL;
+    if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    po.no_copy = 1;
+    po.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
+    po.skip_external_data = 1;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    st = oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
+    if (st == OC_OK && external && dir) st = load_external(model, PyBytes_AS_STRING(dir), &po, &err);
+    Py_END_ALLOW_THREADS
+    out = st == OC_OK ? model_to_bytes(model, NULL) : raise_error(NULL, &err);
+    oc_model_free(model);
+    PyBuffer_Release(&data);
+    Py_XDECREF(dir);
+    return out;
+}
+
+/* ---- saving: the tool's rules (tools/cmd_convert.c, save) ----------------------------- */
+
+typedef struct save_opts {
+    int form; /* 0 .onnx, 1 .onnxz, 2 .onnxc (encrypted) */
+    unsigned long long align, threshold, max_file_size;
+    int use_layout; /* align and threshold apply (archive or external data) */
+    int checksum, deflate_model;
+    const char *external_data;
+    Py_buffer key;
+    PyObject *key_holder, *external_holder;
+} save_opts;
+
+/* opts: (form, align, threshold, external_data or None, max_file_size, checksum,
+ * deflate_model, key or None) */
+static int save_opts_parse(PyObject *tuple, save_opts *s) {
+    PyObject *ext, *key;
+    memset(s, 0, sizeof *s);
+    if (!PyArg_ParseTuple(tuple, "iKKOKppO", &s->form, &s->align, &s->threshold, &ext,
+                          &s->max_file_size, &s->checksum, &s->deflate_model, &key))
+        return -1;
+    if (ext != Py_None) {
+        if (!path_arg(ext, &s->external_holder)) return -1;
+        s->external_data = PyBytes_AS_STRING(s->external_holder);
+    }
+    if (key_arg(key, &s->key, &s->key_holder) < 0) {
+        Py_CLEAR(s->external_holder);
+        return -1;
+    }
+    s->use_layout = s->form == 1 || s->external_data != NULL;
+    return 0;
+}
+
+static void save_opts_release(save_opts *s) {
+    key_release(&s->key, &s->key_holder);
+    Py_CLEAR(s->external_holder);
+}
+
+/* Writes model to path as the tool's `convert` save does (overwriting: Python's save
+ * replaces, as onnx.save does). Call without the GIL. */
+static oc_status save_model(const oc_model *model, const char *path, const save_opts *s,
+                            oc_error *err) {
+    if (s->form == 2) {
+        oc_serialize_options so;
+        oc_crypt_options co;
+        memset(&co, 0, sizeof co);
+        oc_serialize_options_init(&so);
+        so.overwrite = 1;
+        return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so,
+                                        err);
+    }
+    oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+    ao.serialize.overwrite = 1;
+    if (s->use_layout) {
+        ao.serialize.buffer.alignment = s->align;
+        ao.serialize.buffer.raw_data_threshold = s->threshold;
+    }
+    ao.deflate_model = s->deflate_model;
+    ao.serialize.external_data = s->external_data;
+    ao.serialize.max_external_file_size = s->max_file_size;
+    ao.serialize.checksum = s->checksum;
+    return oz_save_any(model, path, s->form == 1 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, err);
+}
+
+static oc_status check_size(void *err, onnx_TensorProto *t) {
+    return oc_tensor_check_size(t, err);
+}
+
+/* An archive holds only tensors of the size their shape makes (A-13), as the tool checks. */
+static oc_status check_packable(oc_model *model, oc_error *err) {
+    oc_status st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
+    if (st != OC_OK) {
+        char msg[OC_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        oc_error_set(err, st, OC_NO_OFFSET,
+                     "%s; an .onnxz archive holds only tensors of the size their shape makes (A-13)",
+                     msg);
+    }
+    return st;
+}
+
+/* _save(model_bytes, path, opts): decodes the serialized model in place (no copy of its
+ * tensors) and writes it. */
+static PyObject *py_save(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    PyObject *path_obj, *opts_obj, *path = NULL;
+    save_opts s;
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*OO", &data, &path_obj, &opts_obj)) return NULL;
+    if (!path_arg(path_obj, &path)) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (save_opts_parse(opts_obj, &s) < 0) {
+        PyBuffer_Release(&data);
+        Py_DECREF(path);
+        return NULL;
+    }
+    po.no_copy = 1;
+    po.skip_external_data = 1; /* references in the ModelProto are written as they are */
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    st = oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
+    if (st == OC_OK && s.form == 1) st = check_packable(model, &err);
+    if (st == OC_OK) st = save_model(model, PyBytes_AS_STRING(path), &s, &err);
+    oc_model_free(model);
+    Py_END_ALLOW_THREADS
+    save_opts_release(&s);
+    PyBuffer_Release(&data);
+    if (st != OC_OK) {
+        raise_error(PyBytes_AS_STRING(path), &err);
+        Py_DECREF(path);
+        return NULL;
+    }
+    Py_DECREF(path);
+    Py_RETURN_NONE;
+}
+
+/* _convert(src, dst, opts, src_key, data_dir): `onnxz convert SRC DST` with the same
+ * options, overwriting DST. */
+static PyObject *py_convert(PyObject *self, PyObject *args) {
+    PyObject *src_obj, *dst_obj, *opts_obj, *key_obj, *dir_obj, *src = NULL, *dst = NULL,
+                                                                *dir = NULL, *holder = NULL;
+    Py_buffer key;
+    save_opts s;
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_status st;
+    const char *failed;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOO", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj))
+        return NULL;
+    if (!path_arg(src_obj, &src)) return NULL;
+    if (!path_arg(dst_obj, &dst) || (dir_obj != Py_None && !path_arg(dir_obj, &dir))) {
+        Py_XDECREF(src);
+        Py_XDECREF(dst);
+        return NULL;
+    }
+    if (key_arg(key_obj, &key, &holder) < 0) goto fail_args;
+    if (save_opts_parse(opts_obj, &s) < 0) {
+        key_release(&key, &holder);
+        goto fail_args;
+    }
+    o.parse.no_copy = 1;
+    o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
+    o.key = key.buf;
+    o.key_len = (size_t)key.len;
+    oc_error_clear(&err);
+    failed = PyBytes_AS_STRING(src);
+    Py_BEGIN_ALLOW_THREADS
+    st = oz_open(PyBytes_AS_STRING(src), &o, &model, NULL, &err);
+    if (st == OC_OK && s.form == 1) st = check_packable(model, &err);
+    if (st == OC_OK) {
+        failed = PyBytes_AS_STRING(dst);
+        st = save_model(model, PyBytes_AS_STRING(dst), &s, &err);
+    }
+    oc_model_free(model);
+    Py_END_ALLOW_THREADS
+    save_opts_release(&s);
+    key_release(&key, &holder);
+    if (st != OC_OK) raise_error(failed, &err);
+    Py_DECREF(src);
+    Py_DECREF(dst);
+    Py_XDECREF(dir);
+    if (st != OC_OK) return NULL;
+    Py_RETURN_NONE;
+fail_args:
+    Py_DECREF(src);
+    Py_DECREF(dst);
+    Py_XDECREF(dir);
+    return NULL;
+}
+
+/* ---- _Span: read-only bytes kept alive by an owner token ------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    oc_bytes bytes;  /* SHARED (an owner reference) or OWNED (a copy of its own) */
+    PyObject *keep;  /* BORROWED bytes: the object that keeps them alive, else NULL */
+} SpanObject;
+
+static void span_dealloc(SpanObject *self) {
+    oc_bytes_release(&self->bytes);
+    Py_XDECREF(self->keep);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int span_getbuffer(SpanObject *self, Py_buffer *view, int flags) {
+    static char empty;
+    const void *p = self->bytes.size ? (const void *)self->bytes.data : (const void *)&empty;
+    return PyBuffer_FillInfo(view, (PyObject *)self, (void *)p, (Py_ssize_t)self->bytes.size, 1,
+                             flags);
+}
+
+static PyBufferProcs span_as_buffer = {(getbufferproc)span_getbuffer, NULL};
+
+static PyObject *span_address(SpanObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromVoidPtr((void *)self->bytes.data);
+}
+
+static PyObject *span_is_shared(SpanObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->bytes.mode != OC_BYTES_OWNED);
+}
+
+static PyMethodDef span_methods[] = {
+    {"address", (PyCFunction)span_address, METH_NOARGS, "The address of the first byte."},
+    {"is_shared", (PyCFunction)span_is_shared, METH_NOARGS,
+     "True when the bytes lie in a mapping or buffer shared with the file (zero copy)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SpanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "onnxz._onnxz._Span",
+    .tp_basicsize = sizeof(SpanObject),
+    .tp_dealloc = (destructor)span_dealloc,
+    .tp_as_buffer = &span_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only tensor bytes; the buffer they lie in lives as long as this object.",
+    .tp_methods = span_methods,
+};
+
+/* A span object taking over *bytes (left empty), or holding keep when they are borrowed. */
+static PyObject *span_new(oc_bytes *bytes, PyObject *keep) {
+    SpanObject *s = PyObject_New(SpanObject, &SpanType);
+    if (!s) return NULL;
+    memset(&s->bytes, 0, sizeof s->bytes);
+    s->keep = NULL;
+    oc_bytes_move(&s->bytes, bytes);
+    if (s->bytes.mode == OC_BYTES_BORROWED) {
+        Py_XINCREF(keep);
+        s->keep = keep;
+    }
+    return (PyObject *)s;
+}
+
+/* ---- _Reader: an open file ------------------------------------------------------------- */
+
+/* The model and archive of a reader, freed when the reader and every span borrowing from
+ * it are gone (a Python object, so that spans can hold it). */
+typedef struct {
+    PyObject_HEAD
+    oz_archive *archive; /* an unencrypted archive, else NULL */
+    oc_model *model;     /* archives: loaded with skip_external_data; else: every tensor
+                          * resolved, in place (no_copy) */
+} HoldObject;
+
+static void hold_dealloc(HoldObject *self) {
+    oc_model_free(self->model);
+    oz_archive_close(self->archive);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject HoldType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "onnxz._onnxz._Hold",
+    .tp_basicsize = sizeof(HoldObject),
+    .tp_dealloc = (destructor)hold_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *path;    /* bytes */
+    HoldObject *hold;  /* NULL once closed */
+    int busy;          /* calls running without the GIL: close waits for none */
+    int kind;          /* oz_kind */
+} ReaderObject;
+
+static void reader_release(ReaderObject *self) {
+    Py_CLEAR(self->hold);
+}
+
+static void reader_dealloc(ReaderObject *self) {
+    reader_release(self);
+    Py_XDECREF(self->path);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"path", "key", NULL};
+    PyObject *path_obj, *key_obj = Py_None, *path = NULL, *holder = NULL;
+    Py_buffer key;
+    oz_kind kind = OZ_KIND_MODEL;
+    HoldObject *hold;
+    oc_error err;
+    oc_status st;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O", kwlist, &path_obj, &key_obj)) return -1;
+    if (self->path) {
+        PyErr_SetString(PyExc_RuntimeError, "already initialised");
+        return -1;
+    }
+    if (!path_arg(path_obj, &path)) return -1;
+    if (key_arg(key_obj, &key, &holder) < 0) {
+        Py_DECREF(path);
+        return -1;
+    }
+    hold = PyObject_New(HoldObject, &HoldType);
+    if (!hold) {
+        key_release(&key, &holder);
+        Py_DECREF(path);
+        return -1;
+    }
+    hold->archive = NULL;
+    hold->model = NULL;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    st = oz_detect_file(PyBytes_AS_STRING(path), &kind, &err);
+    if (st == OC_OK && kind == OZ_KIND_ZIP) {
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        po.skip_external_data = 1;
+        st = oz_archive_open(PyBytes_AS_STRING(path), NULL, &hold->archive, &err);
+        if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
+    } else if (st == OC_OK) {
+        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+        o.parse.no_copy = 1;
+        o.key = key.buf;
+        o.key_len = (size_t)key.len;
+        st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, NULL, &err);
+    }
+    Py_END_ALLOW_THREADS
+    key_release(&key, &holder);
+    if (st != OC_OK) {
+        raise_error(PyBytes_AS_STRING(path), &err);
+        Py_DECREF(hold);
+        Py_DECREF(path);
+        return -1;
+    }
+    self->path = path;
+    self->hold = hold;
+    self->kind = (int)kind;
+    return 0;
+}
+
+static int reader_check(ReaderObject *self) {
+    if (self->hold) return 0;
+    PyErr_SetString(PyExc_ValueError, "onnxz: the file is closed");
+    return -1;
+}
+
+typedef struct find_ctx {
+    const char *name;
+    size_t len;
+    onnx_TensorProto *found;
+    PyObject *list; /* names(): every named tensor */
+    PyObject *seen;
+} find_ctx;
+
+static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
+    find_ctx *f = ctx;
+    if (!OC_HAS(TensorProto, t, name)) return OC_OK;
+    if (f->list) {
+        PyObject *n = PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
+        int r;
+        if (!n) return OC_ERR_NOMEM;
+        r = PySet_Contains(f->seen, n);
+        if (r == 0) r = PySet_Add(f->seen, n) < 0 || PyList_Append(f->list, n) < 0 ? -1 : 0;
+        Py_DECREF(n);
+        return r < 0 ? OC_ERR_NOMEM : OC_OK;
+    }
+    if (t->name.size == f->len && memcmp(t->name.data, f->name, f->len) == 0) {
+        f->found = t;
+        return OC_ERR_NOT_FOUND; /* stops the walk */
+    }
+    return OC_OK;
+}
+
+static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
+    find_ctx f;
+    (void)unused;
+    if (reader_check(self) < 0) return NULL;
+    memset(&f, 0, sizeof f);
+    f.list = PyList_New(0);
+    f.seen = PySet_New(NULL);
+    if (!f.list || !f.seen ||
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(self->hold->model), find_tensor,
+                             &f) != OC_OK) {
+        Py_XDECREF(f.list);
+        Py_XDECREF(f.seen);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    Py_DECREF(f.seen);
+    return f.list;
+}
+
+/* tensor(name) -> (span or None, data_type, dims): the tensor's bytes in place; None when
+ * it holds no raw bytes (typed fields: float_data...; the caller converts those). */
+static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
+    const char *name;
+    Py_ssize_t len;
+    find_ctx f;
+    onnx_TensorProto *t;
+    PyObject *dims, *span, *out;
+    oc_bytes bytes = {0};
+    oc_error err;
+    oc_status st = OC_OK;
+    HoldObject *hold;
+    if (!PyArg_ParseTuple(args, "s#", &name, &len)) return NULL;
+    if (reader_check(self) < 0) return NULL;
+    memset(&f, 0, sizeof f);
+    f.name = name;
+    f.len = (size_t)len;
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(self->hold->model), find_tensor, &f);
+    t = f.found;
+    if (!t) {
+        PyErr_SetObject(PyExc_KeyError, PyTuple_GetItem(args, 0));
+        return NULL;
+    }
+    dims = PyTuple_New((Py_ssize_t)t->dims.count);
+    if (!dims) return NULL;
+    for (uint64_t i = 0; i < t->dims.count; i++) {
+        PyObject *d = PyLong_FromLongLong(t->dims.items[i]);
+        if (!d) {
+            Py_DECREF(dims);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
+    }
+    hold = self->hold;
+    Py_INCREF(hold); /* a close() from another thread while the GIL is released */
+    oc_error_clear(&err);
+    if (hold->archive && oc_tensor_is_external(t)) {
+        Py_BEGIN_ALLOW_THREADS
+        st = oz_archive_read_tensor(hold->archive, name, &bytes, &err);
+        Py_END_ALLOW_THREADS
+    } else if (oc_tensor_is_external(t)) {
+        st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded", name);
+    } else if (OC_HAS(TensorProto, t, raw_data)) {
+        st = oc_bytes_copy(&bytes, &t->raw_data, &err); /* SHARED: an owner reference */
+    } else {
+        Py_DECREF(hold);
+        out = Py_BuildValue("(OiN)", Py_None, (int)t->data_type, dims);
+        return out;
+    }
+    if (st != OC_OK) {
+        Py_DECREF(hold);
+        Py_DECREF(dims);
+        return raise_error(PyBytes_AS_STRING(self->path), &err);
+    }
+    span = span_new(&bytes, (PyObject *)hold);
+    oc_bytes_release(&bytes);
+    Py_DECREF(hold);
+    if (!span) {
+        Py_DECREF(dims);
+        return NULL;
+    }
+    return Py_BuildValue("(NiN)", span, (int)t->data_type, dims);
+}
+
+static PyObject *reader_close(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    reader_release(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->kind == OZ_KIND_ZIP);
+}
+
+static oc_status check_model(oc_model *model, oc_error *err) {
+    const onnx_ModelProto *m = oc_model_proto(model);
+    if (!OC_HAS(ModelProto, m, ir_version))
+        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "the model has no ir_version: every ONNX model states one (W-41)");
+    if (!m->graph) return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
+    return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
+}
+
+/* verify(key): the checks of `onnxz verify` but the layout rules and stubs: archives: every
+ * ZIP check, every CRC-32, every tensor resolving to its entry; other forms: decoding with
+ * every external tensor resolved and its checksum verified; then W-41 and W-40. */
+static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
+    PyObject *key_obj = Py_None, *holder = NULL;
+    Py_buffer key;
+    HoldObject *hold;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_status st;
+    if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
+    if (reader_check(self) < 0) return NULL;
+    if (key_arg(key_obj, &key, &holder) < 0) return NULL;
+    hold = self->hold;
+    Py_INCREF(hold);
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    if (hold->archive) {
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        po.no_copy = 1;
+        st = oz_zip_reader_verify_all(oz_archive_zip(hold->archive), &err);
+        if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(hold->archive), &err);
+        if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &model, &err);
+    } else {
+        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+        o.parse.no_copy = 1;
+        o.parse.verify_checksums = 1;
+        o.parse.num_threads = -1;
+        o.key = key.buf;
+        o.key_len = (size_t)key.len;
+        st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
+    }
+    if (st == OC_OK) st = check_model(model, &err);
+    oc_model_free(model);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(hold);
+    key_release(&key, &holder);
+    if (st != OC_OK) return raise_error(PyBytes_AS_STRING(self->path), &err);
+    Py_RETURN_NONE;
+}
+
+/* model_bytes() -> bytes: archives: the model with its tensors' references to entries;
+ * other forms: the model as loaded (use _load with load_external_data=False for the
+ * references). */
+static PyObject *reader_model_bytes(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    if (reader_check(self) < 0) return NULL;
+    return model_to_bytes(self->hold->model, PyBytes_AS_STRING(self->path));
+}
+
+static PyMethodDef reader_methods[] = {
+    {"names", (PyCFunction)reader_names, METH_NOARGS, "Names of the model's tensors."},
+    {"tensor", (PyCFunction)reader_tensor, METH_VARARGS, "(span or None, data_type, dims)."},
+    {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
+    {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
+    {"verify", (PyCFunction)reader_verify, METH_VARARGS, "Every check onnxz verify makes but layout."},
+    {"model_bytes", (PyCFunction)reader_model_bytes, METH_NOARGS, "The serialized model."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "onnxz._onnxz._Reader",
+    .tp_basicsize = sizeof(ReaderObject),
+    .tp_dealloc = (destructor)reader_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An open model file (see onnxz.open).",
+    .tp_methods = reader_methods,
+    .tp_init = (initproc)reader_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---- module ---------------------------------------------------------------------------- */
+
+static PyObject *py_form_of_name(PyObject *self, PyObject *arg) {
+    PyObject *path = NULL;
+    oz_form f;
+    (void)self;
+    if (!path_arg(arg, &path)) return NULL;
+    f = oz_form_of_name(PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    return PyLong_FromLong(f == OZ_FORM_ONNXZ ? 1 : 0);
+}
+
+static PyObject *py_detect(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    oz_kind k;
+    (void)self;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    k = oz_detect(b.buf, (size_t)b.len, (uint64_t)b.len);
+    PyBuffer_Release(&b);
+    return PyUnicode_FromString(oz_kind_name(k));
+}
+
+static PyMethodDef module_methods[] = {
+    {"_load", py_load, METH_VARARGS, "(path, load_external_data, key, data_dir) -> bytes"},
+    {"_load_memory", py_load_memory, METH_VARARGS, "(data, load_external_data, data_dir) -> bytes"},
+    {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts)"},
+    {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
+    {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
+    {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "onnxz._onnxz", "The C part of onnxz.", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__onnxz(void);
+PyMODINIT_FUNC PyInit__onnxz(void) {
+    PyObject *m;
+    if (PyType_Ready(&SpanType) < 0 || PyType_Ready(&HoldType) < 0 || PyType_Ready(&ReaderType) < 0)
+        return NULL;
+    m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    onnxz_error = PyErr_NewExceptionWithDoc(
+        "onnxz.Error",
+        "A model file onnxz refuses: .status (the status name, e.g. 'truncated'), .code (its "
+        "number), .file, .offset (the input offset of the fault, or None); str() is the "
+        "one-line message the onnxz tool prints.",
+        PyExc_ValueError, NULL);
+    if (!onnxz_error || PyModule_AddObjectRef(m, "Error", onnxz_error) < 0 ||
+        PyModule_AddObjectRef(m, "_Reader", (PyObject *)&ReaderType) < 0 ||
+        PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
+        PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
