@@ -586,6 +586,7 @@ typedef struct {
     HoldObject *hold;  /* NULL once closed */
     int busy;          /* calls running without the GIL: close waits for none */
     int kind;          /* oz_kind */
+    int payload_archive; /* the model came from an archive (encrypted or not) */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) {
@@ -637,7 +638,9 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         o.parse.no_copy = 1;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
-        st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, NULL, &err);
+        oz_open_info info = {OZ_KIND_MODEL, false};
+        st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
+        self->payload_archive = info.is_archive;
     }
     Py_END_ALLOW_THREADS
     key_release(&key, &holder);
@@ -650,6 +653,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     self->path = path;
     self->hold = hold;
     self->kind = (int)kind;
+    if (kind == OZ_KIND_ZIP) self->payload_archive = 1;
     return 0;
 }
 
@@ -779,6 +783,14 @@ static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
     return PyBool_FromLong(self->kind == OZ_KIND_ZIP);
 }
 
+/* kind() -> (the file's kind as oz_kind_name says it, whether the model came from an
+ * archive: true for an encrypted archive too). */
+static PyObject *reader_kind(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    return Py_BuildValue("(sO)", oz_kind_name((oz_kind)self->kind),
+                         self->payload_archive ? Py_True : Py_False);
+}
+
 static oc_status check_model(oc_model *model, oc_error *err) {
     const onnx_ModelProto *m = oc_model_proto(model);
     if (!OC_HAS(ModelProto, m, ir_version))
@@ -843,6 +855,7 @@ static PyMethodDef reader_methods[] = {
     {"tensor", (PyCFunction)reader_tensor, METH_VARARGS, "(span or None, data_type, dims)."},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
+    {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
     {"verify", (PyCFunction)reader_verify, METH_VARARGS, "Every check onnxz verify makes but layout."},
     {"model_bytes", (PyCFunction)reader_model_bytes, METH_NOARGS, "The serialized model."},
     {NULL, NULL, 0, NULL},

@@ -1,0 +1,199 @@
+"""onnxz.load against onnx.load, onnxz.save / onnxz.convert against `onnxz convert`."""
+import filecmp
+import os
+import subprocess
+
+import onnx
+import pytest
+
+import onnxz
+from conftest import make_model
+
+
+def ser(m):
+    return m.SerializeToString()
+
+
+def test_corpus_equals_onnx_load(corpus):
+    """Every model of python3-onnx's backend test corpus (~945): the same ModelProto."""
+    bad = []
+    for path in corpus:
+        if ser(onnxz.load(path)) != ser(onnx.load(path)):
+            bad.append(path)
+    assert not bad, f"{len(bad)} differ, first {bad[:3]}"
+
+
+def test_corpus_from_bytes(corpus):
+    for path in corpus[::25]:
+        with open(path, "rb") as f:
+            data = f.read()
+        assert ser(onnxz.load(data)) == ser(onnx.load_from_string(data))
+        with open(path, "rb") as f:
+            assert ser(onnxz.load(f)) == ser(onnx.load(path))
+
+
+@pytest.mark.parametrize("layout", [
+    dict(all_tensors_to_one_file=True, location="w.data", size_threshold=0),
+    dict(all_tensors_to_one_file=True, location="w.data", size_threshold=1024),
+    dict(all_tensors_to_one_file=False, size_threshold=0),  # N files, one per tensor
+    dict(all_tensors_to_one_file=True, location="sub/w.bin", size_threshold=0),
+])
+def test_external_layouts_of_python_onnx(tmp_path, typed_model, layout):
+    """The external-data layouts python3-onnx writes load as onnx.load loads them (tensors
+    read in, data_location DEFAULT), and with load_external_data=False as references."""
+    os.makedirs(tmp_path / "sub", exist_ok=True)
+    p = str(tmp_path / "m.onnx")
+    onnx.save_model(typed_model, p, save_as_external_data=True, **layout)
+    assert ser(onnxz.load(p)) == ser(onnx.load(p))
+    assert ser(onnxz.load(p, load_external_data=False)) == \
+        ser(onnx.load(p, load_external_data=False))
+    # data files moved elsewhere: data_dir
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    os.rename(p, moved / "m.onnx")
+    assert ser(onnxz.load(str(moved / "m.onnx"), data_dir=str(tmp_path))) == \
+        ser(typed_model_loaded(typed_model, tmp_path))
+
+
+def typed_model_loaded(model, tmp_path):
+    single = str(tmp_path / "single.onnx")
+    onnx.save(model, single)
+    return onnx.load(single)
+
+
+def test_archives_and_encrypted_equal_single_file(tmp_path, typed_model, tool):
+    """Forms onnx.load cannot read: equal to onnx.load of the model converted to one .onnx
+    by the tool."""
+    src = str(tmp_path / "m.onnx")
+    onnx.save(typed_model, src)
+    for name, args in (("a.onnxz", []), ("d.onnxz", ["--deflate-model"]),
+                       ("e.onnxc", ["--key-file", str(tmp_path / "key")])):
+        (tmp_path / "key").write_text("secret phrase\n")
+        out = str(tmp_path / name)
+        subprocess.run([tool, "convert", "-q", src, out] + args, check=True)
+        back = str(tmp_path / (name + ".onnx"))
+        subprocess.run([tool, "convert", "-q", out, back] + args[1:] * 0 +
+                       (["--key-file", str(tmp_path / "key")] if name.endswith("c") else []),
+                       check=True)
+        key = "secret phrase" if name.endswith("c") else None
+        assert ser(onnxz.load(out, key=key)) == ser(onnx.load(back)), name
+        with open(out, "rb") as f:
+            assert ser(onnxz.load(f.read(), key=key)) == ser(onnx.load(back)), name
+
+
+# The option sets of `onnxz convert`, and the same as keyword arguments.
+OPTION_SETS = [
+    ("m.onnx", {}, []),
+    ("m.onnxz", {}, []),
+    ("M.ONNXZ", {}, []),
+    ("m.onnxz", dict(align=4096, threshold=100, deflate_model=True),
+     ["--align", "4096", "--threshold", "100", "--deflate-model"]),
+    ("m.onnx", dict(external_data="m.data"), ["--external-data", "m.data"]),
+    ("m.onnx", dict(external_data="m.data", threshold=0, align=4096, checksum=True,
+                    max_file_size=300000),
+     ["--external-data", "m.data", "--threshold", "0", "--align", "4096", "--checksum",
+      "--max-file-size", "300000"]),
+]
+
+
+def same_tree(a, b):
+    names = sorted(os.listdir(a))
+    assert names == sorted(os.listdir(b))
+    for n in names:
+        assert filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False), n
+
+
+def in_dir(d, fn):
+    cwd = os.getcwd()
+    os.chdir(d)
+    try:
+        fn()
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.parametrize("out,kw,args", OPTION_SETS)
+def test_save_and_convert_match_the_tool(tmp_path, out, kw, args, tool):
+    """onnxz.convert(src, dst, **kw) writes what `onnxz convert src dst ARGS` writes;
+    onnxz.save(model, dst, **kw) what the tool writes from the model saved by python3-onnx
+    as one .onnx (the same model: onnx.load marks loaded tensors data_location DEFAULT)."""
+    model = make_model(n_weights=3, size=200)
+    src_dir = tmp_path / "src"
+    src_dir.mkdir()
+    src = str(src_dir / "in.onnx")
+    onnx.save(model, src, save_as_external_data=True, location="in.data", size_threshold=0)
+    loaded = onnx.load(src)
+    single = str(src_dir / "single.onnx")
+    onnx.save(loaded, single)
+    d = {}
+    for how in ("tool_src", "tool_single", "save", "convert"):
+        d[how] = str(tmp_path / how)
+        os.mkdir(d[how])
+    subprocess.run([tool, "convert", "-q", src, out] + args, check=True, cwd=d["tool_src"])
+    subprocess.run([tool, "convert", "-q", single, out] + args, check=True,
+                   cwd=d["tool_single"])
+    in_dir(d["save"], lambda: onnxz.save(loaded, out, **kw))
+    in_dir(d["convert"], lambda: onnxz.convert(src, out, **kw))
+    same_tree(d["tool_src"], d["convert"])
+    same_tree(d["tool_single"], d["save"])
+    # What was written loads as onnx.load loads it converted to one .onnx, and is the
+    # model (an archive cannot keep an explicit data_location DEFAULT: its tensors are
+    # entries, EXTERNAL, and loading them leaves the field unset as converting does).
+    dst = os.path.join(d["save"], out)
+    back = os.path.join(d["save"], "back.onnx")
+    subprocess.run([tool, "convert", "-q", dst, back], check=True)
+    if out.lower().endswith(".onnxz"):
+        assert ser(onnxz.load(dst)) == ser(onnx.load(back))
+    else:
+        assert ser(onnxz.load(dst)) == ser(onnx.load(dst))
+    assert ser(without_data_location(onnxz.load(dst))) == \
+        ser(without_data_location(onnx.load(single)))
+
+
+def without_data_location(m):
+    for t in m.graph.initializer:
+        t.ClearField("data_location")
+    return m
+
+
+def test_save_round_trips_through_onnx_load(tmp_path, typed_model):
+    p = str(tmp_path / "m.onnx")
+    onnxz.save(typed_model, p)
+    assert ser(onnx.load(p)) == ser(typed_model)
+    z = str(tmp_path / "m.onnxz")
+    onnxz.save(typed_model, z)
+    assert ser(onnxz.load(z)) == ser(typed_model)
+    e = str(tmp_path / "m.onnx")
+    onnxz.save(typed_model, e, external_data="m.bin")
+    assert ser(onnx.load(e)) == ser(onnx.load(p)) or \
+        ser(onnxz.load(e)) == ser(onnx.load(e))
+
+
+def test_save_option_rules(tmp_path, model):
+    p = str(tmp_path / "m.onnxz")
+    for kw in (dict(external_data="x.data"), dict(checksum=True), dict(max_file_size=10)):
+        with pytest.raises(ValueError):
+            onnxz.save(model, p, **kw)
+    with pytest.raises(ValueError):
+        onnxz.save(model, str(tmp_path / "m.onnx"), deflate_model=True)
+    with pytest.raises(ValueError):
+        onnxz.save(model, str(tmp_path / "m.onnx"), align=64)
+    with pytest.raises(ValueError):
+        onnxz.save(model, str(tmp_path / "m.bin"))
+    with pytest.raises(ValueError):
+        onnxz.save(model, p, align=48)
+    with pytest.raises(ValueError):
+        onnxz.save(model, str(tmp_path / "m.onnxc"))
+    onnxz.save(model, str(tmp_path / "m.bin"), to="onnxz")
+    assert ser(onnxz.load(str(tmp_path / "m.bin"))) == ser(model)
+
+
+def test_encrypted_save_and_load(tmp_path, model, tool):
+    p = str(tmp_path / "m.onnxc")
+    onnxz.save(model, p, key="pass word")
+    assert ser(onnxz.load(p, key=b"pass word")) == ser(model)
+    (tmp_path / "k").write_text("pass word\n")
+    out = str(tmp_path / "back.onnx")
+    subprocess.run([tool, "convert", "-q", "--key-file", str(tmp_path / "k"), p, out],
+                   check=True)
+    assert ser(onnx.load(out)) == ser(model)
