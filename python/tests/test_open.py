@@ -1,0 +1,275 @@
+"""onnxz.open: zero-copy views checked against /proc/self/maps, lifetimes, refusals."""
+import gc
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import onnxz
+from conftest import make_model
+
+
+def mapping_of(address):
+    """The /proc/self/maps line whose range holds address (None if none)."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= address < hi:
+                return line.split(None, 5)
+    return None
+
+
+def expected_arrays(model):
+    """numpy_helper's arrays; types python3-onnx 1.13 has no dtype for: their raw bytes."""
+    out = {}
+    for t in model.graph.initializer:
+        if t.data_type in (17, 22):
+            out[t.name] = np.frombuffer(t.raw_data, dtype=np.uint8)
+        else:
+            out[t.name] = numpy_helper.to_array(t)
+    return out
+
+
+@pytest.fixture(params=["onnxz", "onnx", "external", "encrypted"])
+def form(request, tmp_path, typed_model):
+    """The typed model in each form: (path, key, the file the weights lie in or None)."""
+    kind = request.param
+    typed_model = onnx.ModelProto.FromString(typed_model.SerializeToString())  # onnx.save
+    # with external data changes the model it is given
+    if kind == "onnxz":
+        p = str(tmp_path / "m.onnxz")
+        onnxz.save(typed_model, p)
+        return p, None, p
+    if kind == "onnx":
+        p = str(tmp_path / "m.onnx")
+        onnx.save(typed_model, p)
+        return p, None, p
+    if kind == "external":
+        p = str(tmp_path / "m.onnx")
+        onnx.save(typed_model, p, save_as_external_data=True, location="m.data",
+                  size_threshold=1024)
+        return p, None, str(tmp_path / "m.data")
+    p = str(tmp_path / "m.onnxc")
+    onnxz.save(typed_model, p, key="k")
+    return p, "k", None
+
+
+def test_every_tensor_and_dtype(form, typed_model):
+    path, key, _ = form
+    want = expected_arrays(typed_model)
+    with onnxz.open(path, key=key) as f:
+        assert sorted(f.names) == sorted(want)
+        for name, a in want.items():
+            got = f[name]
+            assert not got.flags.writeable
+            if name == "t_bfloat16":
+                assert got.dtype == np.uint16 and got.shape == (4, 100)
+                assert got.tobytes() == typed_model.graph.initializer[
+                    [t.name for t in typed_model.graph.initializer].index(name)].raw_data
+            elif name == "t_float8":
+                assert got.dtype == np.uint8 and got.shape == (2, 600)
+                assert np.array_equal(got.ravel(), a)
+            elif name == "t_int4":
+                assert got.dtype == np.uint8 and got.shape == (1500,)
+                assert np.array_equal(got, a)
+            else:
+                assert got.dtype == a.dtype and got.shape == a.shape, name
+                assert np.array_equal(got, a), name
+
+
+def test_zero_copy_into_the_mapping(form, typed_model):
+    path, key, weights_file = form
+    with onnxz.open(path, key=key) as f:
+        a = f["w0"]
+        b = f["w0"]
+        assert np.shares_memory(a, b)
+        m = mapping_of(a.ctypes.data)
+        assert m is not None
+        if weights_file is not None:
+            # the array lies in the read-only mapping of the file holding the weights
+            assert len(m) == 6 and os.path.realpath(m[5].strip()) == \
+                os.path.realpath(weights_file), m
+            assert m[1].startswith("r") and m[1][1] == "-", m
+        with pytest.raises(ValueError):
+            a[0, 0] = 1.0
+        with pytest.raises(ValueError):
+            a.setflags(write=True)
+
+
+def test_arrays_outlive_close_del_and_gc(form, typed_model):
+    path, key, _ = form
+    want = expected_arrays(typed_model)["w1"]
+    f = onnxz.open(path, key=key)
+    a = f["w1"]
+    f.close()
+    with pytest.raises(ValueError):
+        f["w1"]
+    assert np.array_equal(a, want)
+    f = onnxz.open(path, key=key)
+    b = f.tensor("w1")
+    del f
+    gc.collect()
+    assert np.array_equal(b, want)
+    v = b[3:5]
+    del a, b
+    gc.collect()
+    assert np.array_equal(v, want[3:5])
+
+
+def test_model_and_names(tmp_path, typed_model):
+    p = str(tmp_path / "m.onnxz")
+    onnxz.save(typed_model, p)
+    with onnxz.open(p) as f:
+        m = f.model
+        ext = [t for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+        assert ext and all(not t.raw_data for t in ext)  # weights left in the archive
+        assert len(m.graph.node) == len(typed_model.graph.node)
+        assert "w0" in f and "nope" not in f
+        with pytest.raises(KeyError):
+            f["nope"]
+        f.verify()
+        assert f.is_archive
+
+
+def test_info_matches_the_tool(tmp_path, typed_model, tool):
+    import json
+    cases = []
+    p = str(tmp_path / "m.onnxz")
+    onnxz.save(typed_model, p)
+    cases.append(p)
+    e = str(tmp_path / "e.onnx")
+    onnx.save(typed_model, e, save_as_external_data=True, all_tensors_to_one_file=False)
+    cases.append(e)
+    for path in cases:
+        with onnxz.open(path) as f:
+            mine = f.info()
+        theirs = json.loads(subprocess.run([tool, "info", "--json", path], check=True,
+                                           capture_output=True).stdout)
+        for k, v in mine.items():
+            assert theirs[k] == v, (path, k)
+
+
+def test_threads_read_concurrently(tmp_path):
+    model = make_model(n_weights=8, size=128)
+    p = str(tmp_path / "m.onnxz")
+    onnxz.save(model, p)
+    want = expected_arrays(model)
+    errors = []
+    with onnxz.open(p) as f:
+        def work():
+            try:
+                for _ in range(50):
+                    for n, a in want.items():
+                        if not np.array_equal(f[n], a):
+                            errors.append(n)
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert not errors
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+
+
+def test_open_close_cycles_do_not_grow_rss(tmp_path):
+    model = make_model(n_weights=2, size=64)
+    p = str(tmp_path / "m.onnxz")
+    onnxz.save(model, p)
+    n = int(os.environ.get("ONNXZ_PY_CYCLES", "10000"))
+
+    def cycle(k):
+        for _ in range(k):
+            with onnxz.open(p) as f:
+                f["w0"].sum()
+    cycle(min(n, 1000))  # warm up: allocator pools, caches
+    gc.collect()
+    before = rss_kib()
+    cycle(n)
+    gc.collect()
+    grown = rss_kib() - before
+    assert grown < 4096, f"RSS grew by {grown} KiB over {n} cycles"
+
+
+# ---- refusals: onnxz.Error, never a crash -------------------------------------------
+
+def test_wrong_key_and_no_key(tmp_path, model):
+    p = str(tmp_path / "m.onnxc")
+    onnxz.save(model, p, key="right")
+    with pytest.raises(onnxz.Error) as e:
+        onnxz.open(p, key="wrong")
+    assert e.value.status and e.value.code and e.value.file == p
+    assert isinstance(e.value, ValueError) and str(e.value).startswith(p + ": ")
+    with pytest.raises(onnxz.Error):
+        onnxz.load(p, key=b"wrong")
+    with pytest.raises(onnxz.Error):
+        onnxz.load(p)
+
+
+def test_truncated_archive_at_every_cut(tmp_path, tool):
+    model = make_model(n_weights=2, size=32)
+    p = str(tmp_path / "m.onnxz")
+    onnxz.save(model, p)
+    data = open(p, "rb").read()
+    t = str(tmp_path / "t.onnxz")
+    for cut in list(range(1, 200)) + list(range(200, len(data), 97)):
+        with open(t, "wb") as f:
+            f.write(data[:cut])
+        with pytest.raises(onnxz.Error) as e:
+            onnxz.load(t)
+        # the same one-line message as the tool's, with the same status
+        r = subprocess.run([tool, "info", t], capture_output=True, text=True)
+        assert r.returncode == 1
+        assert r.stderr.strip() == "onnxz: error: " + str(e.value), cut
+        with pytest.raises(onnxz.Error):
+            onnxz.open(t)
+
+
+def test_hostile_bytes(tmp_path):
+    rng = np.random.default_rng(7)
+    model = make_model(n_weights=2, size=32)
+    good = {"onnx": model.SerializeToString()}
+    p = str(tmp_path / "m.onnxz")
+    onnxz.save(model, p)
+    good["onnxz"] = open(p, "rb").read()
+    h = str(tmp_path / "h")
+    refused = 0
+    for kind, data in good.items():
+        for i in range(300):
+            b = bytearray(data)
+            for _ in range(1 + i % 8):
+                b[rng.integers(0, len(b))] = rng.integers(0, 256)
+            with open(h, "wb") as f:
+                f.write(b)
+            for call in (lambda: onnxz.load(h), lambda: onnxz.open(h).verify()):
+                try:
+                    call()
+                except onnxz.Error as e:
+                    assert e.status and e.file == h
+                    refused += 1
+    assert refused > 100
+    with pytest.raises(onnxz.Error) as e:
+        onnxz.load(b"\x0a\xff\xff\xff\xff\x0f")
+    assert e.value.status == "truncated" and e.value.offset is not None
+
+
+def test_io_errors_are_oserror(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        onnxz.load(str(tmp_path / "missing.onnx"))
+    with pytest.raises(FileNotFoundError):
+        onnxz.open(str(tmp_path / "missing.onnxz"))
+    with pytest.raises(onnxz.Error) as e:  # not a regular file: a refusal, no I/O failure
+        onnxz.load(str(tmp_path))
+    assert e.value.file == str(tmp_path)
