@@ -13,6 +13,8 @@ Environment:
   ONNXZ_SANITIZE=1    compile and link the extension with -fsanitize=address,undefined (for a
                       build whose libraries were built with -DONNXZ_SANITIZE=ON; run Python
                       with the ASan runtime in LD_PRELOAD).
+  ONNXZ_CC=CC         the C compiler (default: the one Python was built with); with
+                      ONNXZ_SANITIZE, the one the libraries were built with.
   ONNXZ_BUILD_JOBS=N  parallel jobs for CMake (default 2).
 """
 import base64
@@ -73,14 +75,18 @@ def _compile_extension(tmp):
     build = _libraries(tmp)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     out = os.path.join(tmp, "_onnxz" + suffix)
-    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    cc = (os.environ.get("ONNXZ_CC") or sysconfig.get_config_var("CC") or "cc").split()
     flags = ["-std=c11", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
              "-D_POSIX_C_SOURCE=200809L", "-D_FILE_OFFSET_BITS=64",
              "-I" + sysconfig.get_paths()["include"],
              "-I" + os.path.join(ROOT, "libonnxcore", "include"),
              "-I" + os.path.join(ROOT, "libonnxz", "include")]
+    sanitize = []
     if os.environ.get("ONNXZ_SANITIZE") == "1":
-        flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+        sanitize = ["-fsanitize=address,undefined"]
+        if "clang" in subprocess.run(cc + ["--version"], capture_output=True, text=True).stdout:
+            sanitize.append("-shared-libasan")  # the runtime Python gets in LD_PRELOAD
+        flags += sanitize + ["-fno-omit-frame-pointer"]
     libs = [os.path.join(build, "libonnxz", "libonnxz.a"),
             os.path.join(build, "libonnxcore", "libonnxcore.a"), "-lz"]
     if _cache_value(build, "ONNXZ_WITH_OPENSSL") not in ("OFF", "0", "FALSE", "NO"):
@@ -89,8 +95,7 @@ def _compile_extension(tmp):
     # The libraries' symbols stay inside the extension (--exclude-libs): another copy
     # loaded in the same process (a ctypes user) never binds to ours.
     _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c")] + libs
-         + ["-Wl,--exclude-libs,ALL"] +
-         (["-fsanitize=address,undefined"] if "-fsanitize=address,undefined" in flags else []))
+         + ["-Wl,--exclude-libs,ALL"] + sanitize)
     return out
 
 

@@ -4,8 +4,9 @@
 #   test:  build + the independent oracles the tests compare against (python3-onnx and
 #          libprotobuf via python3-protobuf, protoc, ZIP clients, python3-cryptography),
 #          valgrind (the memcheck stage), strace (hostile_devices: how a device node is
-#          opened); for the `runtime` tests python3-torch (the PyTorch exports of their
-#          corpus, about 50 MB to download, two minutes to install) and node with npm
+#          opened); python3-dev, python3-venv and python3-pytest (the Python package's
+#          tests: a venv, pip install --no-index ./python, pytest); for the `runtime`
+#          tests python3-torch (the PyTorch exports of their corpus, about 50 MB to download, two minutes to install) and node with npm
 #          (onnxruntime-node comes from npm in the test run: install_ort.sh), from Debian
 #          only when no node / npm is on PATH (a NodeSource node bundles npm)
 set -euo pipefail
@@ -14,7 +15,7 @@ pkgs=(cmake gcc make zlib1g-dev libssl-dev)
 if [ "$what" = test ]; then
   pkgs+=(g++ clang libclang-rt-14-dev python3 python3-onnx python3-numpy python3-protobuf protobuf-compiler
          unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography pkgconf valgrind groff-base
-         python3-torch strace)
+         python3-torch strace python3-dev python3-venv python3-pytest)
   command -v node >/dev/null || pkgs+=(nodejs)
   command -v npm >/dev/null || pkgs+=(npm)
 fi
