@@ -64,7 +64,7 @@ def _libraries(tmp):
         _run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
               "-DONNXZ_BUILD_TESTS=OFF"], stdout=subprocess.DEVNULL)
         _run(["cmake", "--build", build, "-j", jobs, "--target", "onnxcore_static",
-              "onnxz_static"])
+              "onnxz_lib_static"])
     for lib in ("libonnxcore/libonnxcore.a", "libonnxz/libonnxz.a"):
         if not os.path.isfile(os.path.join(build, lib)):
             raise RuntimeError(f"onnxz_build: {os.path.join(build, lib)} is missing")

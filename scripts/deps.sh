@@ -7,8 +7,9 @@
 #          opened); python3-dev, python3-venv and python3-pytest (the Python package's
 #          tests: a venv, pip install --no-index ./python, pytest); for the `runtime`
 #          tests python3-torch (the PyTorch exports of their corpus, about 50 MB to
-#          download, two minutes to install) and node with npm (onnxruntime-node comes from npm in the test run: install_ort.sh), from Debian
-#          only when no node / npm is on PATH (a NodeSource node bundles npm)
+#          download, two minutes to install) and node with npm (onnxruntime-node
+#          comes from npm in the test run: install_ort.sh), from Debian only when no
+#          node / npm is on PATH (a NodeSource node bundles npm)
 set -euo pipefail
 what=${1:-build}
 pkgs=(cmake gcc make zlib1g-dev libssl-dev)

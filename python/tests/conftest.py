@@ -16,6 +16,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+# Under ASan (run_pytest.sh asan) the runtime is preloaded into this interpreter; the
+# processes the tests start (the onnxz tool, linked with its own copy) must not get it.
+os.environ.pop("LD_PRELOAD", None)
+
 
 @pytest.fixture(scope="session")
 def tool():

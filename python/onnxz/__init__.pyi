@@ -1,0 +1,64 @@
+"""Type hints of the onnxz package (see onnxz/__init__.py for the full docstrings)."""
+import os
+from typing import IO, Any, Dict, Iterator, List, Literal, Optional, Union
+
+import numpy as np
+import onnx
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+Key = Union[str, bytes, bytearray, memoryview]
+Form = Literal["onnx", "onnxz", "onnxc"]
+
+__version__: str
+
+class Error(ValueError):
+    """A file onnxz refuses. str(): the onnxz tool's one-line message."""
+    status: str            # the status name: "truncated", "malformed", ...
+    code: int              # its number (onnxcore/status.h)
+    file: Optional[str]    # the file the fault is in (None for bytes)
+    offset: Optional[int]  # the input offset of the fault, or None
+
+def load(f: Union[PathLike, bytes, bytearray, memoryview, IO[bytes]], *,
+         load_external_data: bool = ..., key: Optional[Key] = ...,
+         data_dir: Optional[PathLike] = ...) -> onnx.ModelProto:
+    """A model in any form as onnx.load gives it."""
+
+def save(model: Union[onnx.ModelProto, bytes], path: PathLike, *,
+         external_data: Optional[PathLike] = ..., max_file_size: Optional[int] = ...,
+         align: Optional[int] = ..., threshold: Optional[int] = ..., checksum: bool = ...,
+         deflate_model: bool = ..., key: Optional[Key] = ...,
+         to: Optional[Form] = ...) -> None:
+    """Writes the model in the form path's name asks for, as `onnxz convert`."""
+
+def convert(src: PathLike, dst: PathLike, *, external_data: Optional[PathLike] = ...,
+            max_file_size: Optional[int] = ..., align: Optional[int] = ...,
+            threshold: Optional[int] = ..., checksum: bool = ..., deflate_model: bool = ...,
+            key: Optional[Key] = ..., data_dir: Optional[PathLike] = ...,
+            to: Optional[Form] = ...) -> None:
+    """`onnxz convert -f SRC DST` with the same options."""
+
+class File:
+    """An open model file: tensors as zero-copy read-only numpy arrays."""
+    def __init__(self, path: PathLike, *, key: Optional[Key] = ...) -> None: ...
+    def __enter__(self) -> "File": ...
+    def __exit__(self, *exc: Any) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def is_archive(self) -> bool: ...
+    @property
+    def model(self) -> onnx.ModelProto: ...
+    @property
+    def names(self) -> List[str]: ...
+    def keys(self) -> List[str]: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, name: object) -> bool: ...
+    def __getitem__(self, name: str) -> np.ndarray: ...
+    def tensor(self, name: str) -> np.ndarray: ...
+    def verify(self) -> None: ...
+    def info(self) -> Dict[str, Any]: ...
+
+def open(path: PathLike, *, key: Optional[Key] = ...) -> File:
+    """Opens a model file for zero-copy reads of its tensors (a context manager)."""
