@@ -845,9 +845,15 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
  * other forms: the model as loaded (use _load with load_external_data=False for the
  * references). */
 static PyObject *reader_model_bytes(ReaderObject *self, PyObject *unused) {
+    HoldObject *hold;
+    PyObject *out;
     (void)unused;
     if (reader_check(self) < 0) return NULL;
-    return model_to_bytes(self->hold->model, PyBytes_AS_STRING(self->path));
+    hold = self->hold; /* a close() from another thread while the model is encoded */
+    Py_INCREF(hold);
+    out = model_to_bytes(hold->model, PyBytes_AS_STRING(self->path));
+    Py_DECREF(hold);
+    return out;
 }
 
 static PyMethodDef reader_methods[] = {
