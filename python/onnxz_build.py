@@ -58,6 +58,9 @@ def _cache_value(build_dir, key):
 def _libraries(tmp):
     """The build directory holding libonnxcore.a and libonnxz.a, built if need be."""
     build = os.environ.get("ONNXZ_PREBUILT")
+    if not build and not os.path.isfile(os.path.join(ROOT, "libonnxcore", "CMakeLists.txt")):
+        raise RuntimeError(f"onnxz_build: {ROOT} is not the onnxz repository: build from its "
+                           "python/ folder in place (pip install ./python), not a copy")
     if not build:
         build = os.path.join(tmp, "cmake")
         jobs = os.environ.get("ONNXZ_BUILD_JOBS", "2")
