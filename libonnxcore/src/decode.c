@@ -465,7 +465,10 @@ static OC_COLD uint64_t run_length(const uint8_t *field, const uint8_t *end, siz
     const uint8_t *p = field;
     uint64_t n = 0;
     if ((uint64_t)(end - field) > OC_RUN_SCAN) end = field + OC_RUN_SCAN;
-    while ((size_t)(end - p) > taglen && memcmp(p, field, taglen) == 0) {
+    while ((size_t)(end - p) > taglen && p[0] == field[0]) { /* tags are 1 or 2 bytes */
+        size_t i = 1;
+        while (i < taglen && p[i] == field[i]) i++;
+        if (i < taglen) break;
         const uint8_t *q = p + taglen;
         uint64_t v;
         if (wt == OC_WT_LEN) {
