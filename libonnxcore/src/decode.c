@@ -21,6 +21,7 @@
  *  - unknown field numbers, known fields with an unexpected wire type, and closed-enum
  *    values outside the enum are kept verbatim as unknown fields.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,16 +509,22 @@ static OC_COLD void *push_grow(dctx *c, void *array, uint64_t elem, const uint8_
     return slot;
 }
 
-/* One more element of a repeated field: the common case (room left) inline. */
+/* One more element of a repeated field: the common case (room left) inline. The header's
+ * members are read and written one by one: a whole-struct copy through the stack made
+ * the compiler store count alone and reload all 24 bytes at once, a store-forwarding
+ * stall on every element (14% of decode_msg's samples on a 100,000-node graph). */
 static inline void *push(dctx *c, void *array, uint64_t elem, const uint8_t *field,
                          const uint8_t *end, size_t taglen, uint32_t wt) {
-    oc_array_hdr a;
-    memcpy(&a, array, sizeof a);
-    if (OC_LIKELY(a.count < a.cap)) {
-        void *slot = (char *)a.items + a.count * elem;
-        a.count++;
-        memcpy(array, &a, sizeof a);
-        return slot;
+    char *h = array;
+    uint64_t count, cap;
+    memcpy(&count, h + offsetof(oc_array_hdr, count), sizeof count);
+    memcpy(&cap, h + offsetof(oc_array_hdr, cap), sizeof cap);
+    if (OC_LIKELY(count < cap)) {
+        char *items;
+        memcpy(&items, h + offsetof(oc_array_hdr, items), sizeof items);
+        count++;
+        memcpy(h + offsetof(oc_array_hdr, count), &count, sizeof count);
+        return items + (count - 1) * elem;
     }
     return push_grow(c, array, elem, field, end, taglen, wt);
 }
