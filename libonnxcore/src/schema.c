@@ -119,27 +119,3 @@ const oc_msgdesc *oc_msgdesc_find(const char *name) {
     }
     return NULL;
 }
-
-uint32_t oc__elem_size(const oc_field *f) {
-    switch ((oc_ftype)f->type) {
-    case OC_FT_INT64:
-        return sizeof(int64_t);
-    case OC_FT_UINT64:
-        return sizeof(uint64_t);
-    case OC_FT_INT32:
-    case OC_FT_ENUM:
-        return sizeof(int32_t);
-    case OC_FT_FLOAT:
-        return sizeof(float);
-    case OC_FT_DOUBLE:
-        return sizeof(double);
-    case OC_FT_STRING:
-    case OC_FT_BYTES:
-        return sizeof(oc_str);
-    case OC_FT_SPAN:
-        return sizeof(oc_bytes);
-    case OC_FT_MSG:
-        return sizeof(void *);
-    }
-    return 0;
-}

@@ -95,7 +95,30 @@ static inline void oc__msg_put(void *msg, const oc_field *f, void *sub) {
 static inline oc_msghdr *oc__hdr(void *msg) { return (oc_msghdr *)msg; }
 static inline const oc_msghdr *oc__hdr_c(const void *msg) { return (const oc_msghdr *)msg; }
 
-/* Size in bytes of one element of a scalar or string field in its C array. */
-uint32_t oc__elem_size(const oc_field *f);
+/* Size in bytes of one element of a scalar or string field in its C array (inline: the
+ * decoder asks for every element it stores). */
+static inline uint32_t oc__elem_size(const oc_field *f) {
+    switch ((oc_ftype)f->type) {
+    case OC_FT_INT64:
+        return sizeof(int64_t);
+    case OC_FT_UINT64:
+        return sizeof(uint64_t);
+    case OC_FT_INT32:
+    case OC_FT_ENUM:
+        return sizeof(int32_t);
+    case OC_FT_FLOAT:
+        return sizeof(float);
+    case OC_FT_DOUBLE:
+        return sizeof(double);
+    case OC_FT_STRING:
+    case OC_FT_BYTES:
+        return sizeof(oc_str);
+    case OC_FT_SPAN:
+        return sizeof(oc_bytes);
+    case OC_FT_MSG:
+        return sizeof(void *);
+    }
+    return 0;
+}
 
 #endif
