@@ -72,13 +72,8 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     oc_error err;
     oc_status st;
     double start = cli_now_ms();
-    oz_kind kind = kind_of(path);
-    int encrypted = oz_kind_is_encrypted(kind, &cf);
     if (!o) o = &defaults;
     *out = NULL;
-    if (form_out)
-        *form_out =
-            kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
     if (o->crypt_out) *o->crypt_out = OC_CRYPT_NONE;
     cli_parse_options_init(&opts.parse);
     opts.parse.no_copy = !o->copy;
@@ -87,8 +82,16 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     opts.parse.skip_external_data = o->external == CLI_EXTERNAL_KEEP;
     opts.parse.data_dir = o->data_dir;
     opts.parse.verify_checksums = o->verify_checksums;
+    /* oz_open detects the file's kind once and says it in info: an encrypted file comes
+     * back at once (a key is needed) before anything is decrypted, and is opened again with
+     * the passphrase, asked for only now that the file is known to need one. */
+    oc_error_clear(&err);
+    st = oz_open(path, &opts, out, &info, &err);
+    int encrypted = oz_kind_is_encrypted(info.kind, &cf);
+    if (form_out)
+        *form_out = info.kind == OZ_KIND_ZIP || info.kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ
+                                                                               : CLI_FORM_ONNX;
     if (encrypted) {
-        /* The passphrase is asked for only now that the file is known to need one. */
         int rc = cli_require_crypto(path);
         if (rc != CLI_EXIT_OK) return rc;
         rc = cli_key_get(o->command ? o->command : "load", o->key_file, path, false, verbosity,
@@ -96,10 +99,10 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
         if (rc != CLI_EXIT_OK) return rc;
         opts.key = key.data;
         opts.key_len = key.len;
+        oc_error_clear(&err);
+        st = oz_open(path, &opts, out, &info, &err);
+        cli_key_free(&key);
     }
-    oc_error_clear(&err);
-    st = oz_open(path, &opts, out, &info, &err);
-    cli_key_free(&key);
     if (st != OC_OK) return cli_fail(path, &err);
     if (form_out) *form_out = info.is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
     if (encrypted) {

@@ -412,10 +412,20 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
     return st;
 }
 
-static const oc_parse_options *or_defaults(const oc_parse_options *opts, oc_parse_options *d) {
-    if (opts) return opts;
-    oc_parse_options_init(d);
-    return d;
+/* Runs a load whose locations `resolve` resolves with resolve_ctx, or, given base_dir,
+ * resolve_file with the loader itself. opts is a complete struct (OC_PARSE_OPTS). */
+static oc_status load(const oc_msgdesc *desc, void *msg, oc_external_resolve_fn resolve,
+                      void *resolve_ctx, const char *base_dir, const oc_parse_options *opts,
+                      oc_error *err) {
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.opts = opts;
+    l.resolve = resolve;
+    l.resolve_ctx = base_dir ? &l : resolve_ctx;
+    l.base_dir = base_dir;
+    l.err = err;
+    l.dirfd = -1;
+    return load_with(&l, desc, msg);
 }
 
 oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *base_dir,
@@ -424,16 +434,7 @@ oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *b
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_external_data_load: missing argument");
     OC_PARSE_OPTS(opts, err);
-    oc_parse_options defaults;
-    loader l;
-    memset(&l, 0, sizeof l);
-    l.opts = or_defaults(opts, &defaults);
-    l.resolve = resolve_file;
-    l.resolve_ctx = &l;
-    l.base_dir = base_dir;
-    l.err = err;
-    l.dirfd = -1;
-    return load_with(&l, desc, msg);
+    return load(desc, msg, resolve_file, NULL, base_dir, opts, err); /* ctx: the loader */
 }
 
 oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
@@ -443,13 +444,5 @@ oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_external_data_load_with: missing argument");
     OC_PARSE_OPTS(opts, err);
-    oc_parse_options defaults;
-    loader l;
-    memset(&l, 0, sizeof l);
-    l.opts = or_defaults(opts, &defaults);
-    l.resolve = resolve;
-    l.resolve_ctx = resolve_ctx;
-    l.err = err;
-    l.dirfd = -1;
-    return load_with(&l, desc, msg);
+    return load(desc, msg, resolve, resolve_ctx, NULL, opts, err);
 }

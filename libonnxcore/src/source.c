@@ -1,6 +1,11 @@
 /*
  * source.c - the byte source (internal/source.h): references, the calls every reader
  * makes, the memory source, and writing a span out through the source it came from.
+ *
+ * libonnxz compiles this file too (its ZIP reader reads through a source), with its
+ * names turned into oz__ ones and OC_SOURCE_NO_SPANS defined: a span knows its source
+ * only in the library that made the source, so the span half (oc__source_of_owner,
+ * oc__bytes_source, oc_bytes_write) is libonnxcore's alone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +46,11 @@ void oc_source_unref(oc_source *s) {
     if (s) oc_owner_unref(s->owner);
 }
 
+#ifndef OC_SOURCE_NO_SPANS
 oc_source *oc__source_of_owner(const oc_owner *owner) {
     return oc__owner_ctx(owner, source_release);
 }
+#endif
 
 oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
                               oc_error *err) {
@@ -67,18 +74,21 @@ oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc
                         "%s: %llu bytes at offset %llu run past its end (%llu bytes)", s->name,
                         (unsigned long long)n, (unsigned long long)at, (unsigned long long)s->size);
     if (s->vt->map) return s->vt->map(s, at, n, out, err);
-    oc_bytes copy;
-    uint8_t *dst;
-    memset(&copy, 0, sizeof copy);
-    if (oc__bytes_set_uninit(&copy, n, &dst) != OC_OK)
+    /* public calls only: this file is compiled into libonnxz too (OC_SOURCE_NO_SPANS) */
+    uint8_t *dst = NULL;
+    if (n && !(dst = oc_bytes_alloc_buffer(n)))
         return oc__fail(err, OC_ERR_NOMEM, at, "out of memory for %llu bytes of %s",
                         (unsigned long long)n, s->name);
     oc_status st = n ? oc_source_read(s, at, dst, n, err) : OC_OK;
     if (st != OC_OK) {
-        oc_bytes_release(&copy);
+        oc_bytes_free_buffer(dst);
         return st;
     }
-    oc_bytes_move(out, &copy);
+    oc_bytes_release(out);
+    out->data = dst;
+    out->size = n;
+    out->owner = NULL;
+    out->mode = OC_BYTES_OWNED;
     return OC_OK;
 }
 
@@ -97,6 +107,7 @@ oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, ui
     return s->vt->copy_to_fd(s, at, n, fd, done, err);
 }
 
+#ifndef OC_SOURCE_NO_SPANS
 oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at) {
     if (!span || span->mode != OC_BYTES_SHARED || !span->data) return NULL;
     oc_source *s = oc__source_of_owner(span->owner);
@@ -158,6 +169,8 @@ oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_err
     return OC_OK;
 }
 
+#endif /* OC_SOURCE_NO_SPANS */
+
 /* ---- memory ---- */
 
 typedef struct mem_source {
@@ -178,7 +191,7 @@ static oc_status mem_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uint
 static oc_status mem_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc_error *err) {
     mem_source *m = (mem_source *)s;
     (void)err;
-    const uint8_t *p = n ? s->data + at : NULL;
+    const uint8_t *p = s->data ? s->data + at : NULL; /* in place even when n is 0 */
     if (m->keep)
         oc_bytes_set_shared(out, p, n, m->keep);
     else if (m->release)

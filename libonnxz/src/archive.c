@@ -503,7 +503,10 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
 
 oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts) {
     oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
-    if (opts) zo.max_memory = opts->max_memory;
+    if (opts) {
+        zo.max_memory = opts->max_memory;
+        zo.use_pread = opts->use_pread; /* read, not mapped: every tensor a copy */
+    }
     return zo;
 }
 

@@ -212,8 +212,9 @@ static oc_status archive_alignment(const edit *ed, uint32_t *out, oc_error *err)
             return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         }
         x = p;
-        if (pread(ed->fd, x, (size_t)xlen,
-                  (off_t)(e.local_header_offset + OZ_LOCAL_SIZE + e.name_len)) != (ssize_t)xlen)
+        if (oc_source_read(oz__zip_reader_source(ed->zip),
+                            e.local_header_offset + OZ_LOCAL_SIZE + e.name_len, x, xlen,
+                            NULL) != OC_OK)
             continue;
         oz__cursor c = oz__cursor_make(x, xlen);
         while (c.left >= 4) {
@@ -239,21 +240,13 @@ static oc_status archive_alignment(const edit *ed, uint32_t *out, oc_error *err)
 
 /* ---- steps ---- */
 
-static oc_status pread_all(int fd, void *buf, uint64_t n, uint64_t at, oc_error *err) {
-    uint8_t *p = buf;
-    while (n) {
-        size_t want = n > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)n;
-        ssize_t got = pread(fd, p, want, (off_t)at);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0)
-            return oz__fail_errno(err, errno, "cannot read the archive at offset %llu",
-                                  (unsigned long long)at);
-        OZ_RETURN_ERROR_IF(got == 0, err, OC_ERR_TRUNCATED, at,
-                           "the archive ended early (did it change during the edit?)");
-        p += got;
-        at += (uint64_t)got;
-        n -= (uint64_t)got;
-    }
+/* Reads n bytes of the archive at `at` through the reader's source (the archive is the
+ * file's first bytes: the source reads the edited file's descriptor). */
+static oc_status read_archive(const edit *ed, void *buf, uint64_t n, uint64_t at, oc_error *err) {
+    uint64_t got;
+    OZ_FORWARD(oc_source_read_some(oz__zip_reader_source(ed->zip), at, buf, n, &got, err));
+    OZ_RETURN_ERROR_IF(got < n, err, OC_ERR_TRUNCATED, at + got,
+                       "the archive ended early (did it change during the edit?)");
     return OC_OK;
 }
 
@@ -420,7 +413,7 @@ static oc_status read_others(edit *ed, oc_error *err) {
     uint8_t *cd = malloc(cd_size ? (size_t)cd_size : 1);
     ed->others = malloc(cd_size ? (size_t)cd_size : 1);
     OZ_RETURN_ERROR_IF(!cd || !ed->others, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    oc_status st = pread_all(ed->fd, cd, cd_size, cd_off, err);
+    oc_status st = read_archive(ed, cd, cd_size, cd_off, err);
     uint64_t used = 0;
     for (uint64_t i = 0; st == OC_OK && i < ed->count; i++) {
         /* The reader has checked these headers; the bounds are checked again all the same. */

@@ -7,16 +7,18 @@
  * the entries' byte ranges against each other. Only then is the reader handed out, and
  * from then on it is immutable, so reads from many threads need no locking.
  *
- * Bytes come from one of two sources: memory (a mapping of the file, or the caller's
- * buffer), read in place; or a file descriptor, read with pread into small buffers. Every
- * access goes through src_read/src_view after its range has been checked against the
- * file size, with lengths compared to what is left (never `offset + length` first).
+ * Bytes come from one byte source (libonnxcore/src/internal/source.h), held by the
+ * reader: a source whose bytes are all in memory (a mapping of the file, the caller's
+ * buffer) is read in place, any other (a file read with pread, a remote object) through
+ * small buffers. Every access goes through src_read/src_view after its range has been
+ * checked against the archive's size, with lengths compared to what is left (never
+ * `offset + length` first). STORED entries are handed out through the source's map where
+ * it has one, so they share the source's lifetime.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -31,16 +33,16 @@
 #include "internal/zipfmt.h"
 #include "internal/zipread.h"
 #include "internal/options.h"
+#include "internal/source.h"
+#include "internal/source_file.h"
 #include "onnxz/zip.h"
 
 /* Chunk size for pread-based reading, CRC checks and inflation. */
 #define CHUNK ((size_t)1 << 18)
 
 struct oz_zip_reader {
-    int fd;              /* pread source (our own descriptor), or -1 */
-    const uint8_t *base; /* memory source, when fd < 0 */
-    uint64_t size;
-    oc_owner *owner; /* keeps base alive (one reference held); may be NULL */
+    oc_source *src; /* the archive's bytes (one reference held) */
+    uint64_t size;  /* the archive's: src->size, or fewer (oz__zip_reader_open_source) */
     uint64_t cd_off, cd_size;
     oz__entry *e;
     uint64_t count;
@@ -65,37 +67,23 @@ static const char *qname(const oz_zip_reader *r, const oz__entry *e, char q[OC_Q
 
 /* ---- the source ---- */
 
-/* Copies n bytes at off into buf; the caller has checked that they are inside the file. */
+/* Copies n bytes at off into buf; the caller has checked that they are inside the file.
+ * A source that ends first (a file cut short while open) is OC_ERR_TRUNCATED. */
 static oc_status src_read(const oz_zip_reader *r, uint64_t off, void *buf, uint64_t n,
                           oc_error *err) {
-    if (r->fd < 0) {
-        if (n) memcpy(buf, r->base + off, (size_t)n);
-        return OC_OK;
-    }
-    uint8_t *p = buf;
-    while (n) {
-        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)n;
-        ssize_t got = pread(r->fd, p, want, (off_t)off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0)
-            return oz__fail_errno(err, errno, "cannot read the archive at offset %llu",
-                                  (unsigned long long)off);
-        if (got == 0)
-            return oz__fail(err, OC_ERR_TRUNCATED, off,
-                            "the archive ended early (did it change while open?)");
-        p += got;
-        off += (uint64_t)got;
-        n -= (uint64_t)got;
-    }
+    uint64_t got;
+    OZ_FORWARD(oc_source_read_some(r->src, off, buf, n, &got, err));
+    OZ_RETURN_ERROR_IF(got < n, err, OC_ERR_TRUNCATED, off + got,
+                       "the archive ended early (did it change while open?)");
     return OC_OK;
 }
 
-/* n bytes at off (inside the file): in place for memory sources, else read into *tmp
- * (reallocated to fit; the caller frees it). */
+/* n bytes at off (inside the file): in place when the source is all in memory, else read
+ * into *tmp (reallocated to fit; the caller frees it). */
 static oc_status src_view(const oz_zip_reader *r, uint64_t off, uint64_t n, uint8_t **tmp,
                           const uint8_t **out, oc_error *err) {
-    if (r->fd < 0) {
-        *out = r->base + off;
+    if (r->src->data || !n) {
+        *out = r->src->data ? r->src->data + off : (const uint8_t *)"";
         return OC_OK;
     }
     uint8_t *p = realloc(*tmp, n ? (size_t)n : 1);
@@ -699,16 +687,9 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     return check_overlaps(r, err);
 }
 
-static oz_zip_reader *reader_new(void) {
-    oz_zip_reader *r = calloc(1, sizeof *r);
-    if (r) r->fd = -1;
-    return r;
-}
-
 void oz_zip_reader_close(oz_zip_reader *r) {
     if (!r) return;
-    if (r->fd >= 0) close(r->fd);
-    oc_owner_unref(r->owner);
+    oc_source_unref(r->src);
     oc_nametab_free(r->tab);
     free(r->e);
     free(r->names);
@@ -716,9 +697,24 @@ void oz_zip_reader_close(oz_zip_reader *r) {
     free(r);
 }
 
-static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o, oz_zip_reader **out,
-                             oc_error *err) {
-    oc_status st = open_common(r, o, err);
+oc_status oz__zip_reader_open_source(oc_source *src, uint64_t size,
+                                     const oz_zip_reader_options *options, oz_zip_reader **out,
+                                     oc_error *err) {
+    OZ_RETURN_ERROR_IF(!out || !src, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "no source or output pointer");
+    *out = NULL;
+    OZ_ZIP_OPTS(options, err);
+    /* The archive's bytes are the first `size` bytes of the source (UINT64_MAX: all of
+     * them); a source shorter than that is refused. */
+    if (size == UINT64_MAX) size = src->size;
+    OZ_RETURN_ERROR_IF(size > src->size, err, OC_ERR_TRUNCATED, src->size,
+                       "%s has %llu bytes, fewer than the %llu its archive needs", src->name,
+                       (unsigned long long)src->size, (unsigned long long)size);
+    oz_zip_reader *r = calloc(1, sizeof *r);
+    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    r->src = oc_source_ref(src);
+    r->size = size;
+    oc_status st = open_common(r, options, err);
     if (st != OC_OK) {
         oz_zip_reader_close(r);
         return st;
@@ -727,49 +723,18 @@ static oc_status finish_open(oz_zip_reader *r, const oz_zip_reader_options *o, o
     return OC_OK;
 }
 
-/* The archive's bytes are the first `limit` bytes of the file (UINT64_MAX: all of them),
- * for oz__zip_reader_open_fd_prefix; a file shorter than limit is refused. */
-static oc_status apply_limit(uint64_t *size, uint64_t limit, const char *what, oc_error *err) {
-    if (limit == UINT64_MAX) return OC_OK;
-    OZ_RETURN_ERROR_IF(limit > *size, err, OC_ERR_TRUNCATED, *size,
-                       "%s has %llu bytes, fewer than the %llu its archive needs", what,
-                       (unsigned long long)*size, (unsigned long long)limit);
-    *size = limit;
-    return OC_OK;
-}
-
-/* Takes over fd (closing it on failure). */
-static oc_status open_with_fd(int fd, const char *what, uint64_t limit,
-                              const oz_zip_reader_options *o, oz_zip_reader **out, oc_error *err) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return oz__fail_errno(err, e, "cannot stat %s", what);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", what);
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    oc_status s = apply_limit(&size, limit, what, err);
-    if (s != OC_OK) {
-        close(fd);
-        return s;
-    }
-    oz_zip_reader *r = reader_new();
-    if (!r) {
-        close(fd);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    }
-    r->fd = fd;
-    r->size = size;
-    return finish_open(r, o, out, err);
+/* Opens a reader over src and drops the caller's reference to it, whatever the outcome. */
+static oc_status open_taking(oc_source *src, uint64_t size, const oz_zip_reader_options *o,
+                             oz_zip_reader **out, oc_error *err) {
+    oc_status st = oz__zip_reader_open_source(src, size, o, out, err);
+    oc_source_unref(src);
+    return st;
 }
 
 /* A-58: the shared locks are taken before the file's size is, so that no edit is half-way
- * through appending then; the content lock stays with the reader's descriptor (pread) or
- * with the mapping's duplicate of it, the edit lock goes once the reader is open. */
+ * through appending then; the content lock stays with the source's duplicate of the
+ * descriptor (pread) or with the mapping's, the edit lock goes once the reader is open
+ * (pread) or the file is mapped. */
 oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
                              oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -780,30 +745,26 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
     oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, path,
                             "is being edited in place; try again once the edit is done", err);
-    if (st != OC_OK) {
-        close(fd);
-        return st;
+    oc_source *src = NULL;
+    if (st == OC_OK && options->use_pread) {
+        st = oc_source_file(NULL, fd, path, OC_FILE_PREAD, 1, &src, err);
+        if (st == OC_OK) st = open_taking(src, UINT64_MAX, options, out, err);
+        (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
+    } else if (st == OC_OK) {
+        /* Mapped by libonnxcore, so that spans of the archive's entries are ones its
+         * writers recognise as a file's (copied file to file, spec W-31); the memory source
+         * shares the mapping's owner with every span it maps. */
+        oc_mapped m;
+        st = oc_map_fd_keep(fd, path, &m, err);
+        (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
+        if (st == OC_OK) {
+            st = oc_source_memory(m.data, m.size, NULL, NULL, m.owner, path, &src, err);
+            oc_owner_unref(m.owner); /* the source holds its own reference */
+        }
+        if (st == OC_OK) st = open_taking(src, UINT64_MAX, options, out, err);
     }
-    if (options && options->use_pread) {
-        OZ_FORWARD(open_with_fd(fd, path, UINT64_MAX, options, out, err));
-        (void)oz__lock((*out)->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
-        oc__test_point("reader-open");
-        return OC_OK;
-    }
-    oc_mapped m;
-    st = oc_map_fd_keep(fd, path, &m, err);
-    (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
-    close(fd); /* the mapping keeps a duplicate, and with it the content lock */
+    close(fd); /* the source keeps a duplicate, and with it the content lock */
     OZ_FORWARD(st);
-    oz_zip_reader *r = reader_new();
-    if (!r) {
-        oc_owner_unref(m.owner);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    }
-    r->base = m.data;
-    r->size = m.size;
-    r->owner = m.owner; /* the reference oc_map_fd_keep gave us */
-    OZ_FORWARD(finish_open(r, options, out, err));
     oc__test_point("reader-open");
     return OC_OK;
 }
@@ -812,10 +773,9 @@ oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size, const oz_zip_read
                                         oz_zip_reader **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
-    OZ_ZIP_OPTS(options, err);
-    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (own < 0) return oz__fail_errno(err, errno, "cannot duplicate descriptor %d", fd);
-    return open_with_fd(own, "the archive", size, options, out, err);
+    oc_source *src;
+    OZ_FORWARD(oc_source_file(NULL, fd, "the archive", OC_FILE_PREAD, 1, &src, err));
+    return open_taking(src, size, options, out, err);
 }
 
 oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options, oz_zip_reader **out,
@@ -829,13 +789,9 @@ oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *o
     OZ_RETURN_ERROR_IF(!out || (!data && size), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data or output pointer");
     *out = NULL;
-    OZ_ZIP_OPTS(options, err);
-    oz_zip_reader *r = reader_new();
-    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    r->base = data;
-    r->size = size;
-    r->owner = oc_owner_ref(owner);
-    return finish_open(r, options, out, err);
+    oc_source *src; /* STORED reads share owner, or borrow the caller's bytes without one */
+    OZ_FORWARD(oc_source_memory(data, size, NULL, NULL, owner, "the archive", &src, err));
+    return open_taking(src, UINT64_MAX, options, out, err);
 }
 
 /* ---- queries ---- */
@@ -927,10 +883,11 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
     memset(&zs, 0, sizeof zs);
     if (inflateInit2(&zs, -15) != Z_OK)
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    uint8_t *inbuf = r->fd >= 0 ? malloc(CHUNK) : NULL;
+    const uint8_t *mem = r->src->data; /* NULL: read in chunks */
+    uint8_t *inbuf = mem ? NULL : malloc(CHUNK);
     uint8_t *scratch = dst ? NULL : malloc(CHUNK);
     oc_status st = OC_OK;
-    if ((r->fd >= 0 && !inbuf) || (!dst && !scratch)) {
+    if ((!mem && !inbuf) || (!dst && !scratch)) {
         st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         goto done;
     }
@@ -940,7 +897,7 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
     for (;;) {
         if (zs.avail_in == 0 && in_pos < e->csize) {
             uint64_t left = e->csize - in_pos;
-            if (r->fd >= 0) {
+            if (!mem) {
                 uint64_t n = left < CHUNK ? left : CHUNK;
                 st = src_read(r, e->data_off + in_pos, inbuf, n, err);
                 if (st != OC_OK) goto done;
@@ -949,7 +906,7 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
                 in_pos += n;
             } else {
                 uint64_t n = left < ((uint64_t)1 << 30) ? left : ((uint64_t)1 << 30);
-                zs.next_in = (Bytef *)(uintptr_t)(r->base + e->data_off + in_pos);
+                zs.next_in = (Bytef *)(uintptr_t)(mem + e->data_off + in_pos);
                 zs.avail_in = (uInt)n;
                 in_pos += n;
             }
@@ -1026,19 +983,22 @@ static oc_status crc_mismatch(const oz_zip_reader *r, const oz__entry *e, uint32
                     qname(r, e, q), got, e->crc);
 }
 
+/* Makes out own buf, an oc_bytes_alloc_buffer of n bytes (NULL when n is 0). */
+static void give_buffer(oc_bytes *out, uint8_t *buf, uint64_t n) {
+    out->data = buf;
+    out->size = n;
+    out->owner = NULL;
+    out->mode = OC_BYTES_OWNED;
+}
+
 oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
     const oz__entry *e = NULL;
     OZ_FORWARD(readable(r, index, &e, err));
     if (e->method == OZ_ZIP_STORED) {
-        if (r->fd < 0) {
-            if (r->owner)
-                oc_bytes_set_shared(out, r->base + e->data_off, e->usize, r->owner);
-            else
-                oc_bytes_set_borrowed(out, r->base + e->data_off, e->usize);
-            return OC_OK;
-        }
+        /* shares the source's lifetime (or borrows the caller's memory) */
+        if (r->src->caps & OC_SOURCE_MAP) return oc_source_map(r->src, e->data_off, e->usize, out, err);
         if (e->usize == 0) return OC_OK;
         OZ_RETURN_ERROR_IF(e->usize > SIZE_MAX, err, OC_ERR_LIMIT, e->data_off,
                            "an entry of %llu bytes does not fit in memory",
@@ -1050,10 +1010,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
             oc_bytes_free_buffer(buf);
             return st;
         }
-        out->data = buf;
-        out->size = e->usize;
-        out->owner = NULL;
-        out->mode = OC_BYTES_OWNED;
+        give_buffer(out, buf, e->usize);
         return OC_OK;
     }
     char q[OC_QUOTE_SIZE];
@@ -1076,10 +1033,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
         oc_bytes_free_buffer(buf);
         return st;
     }
-    out->data = buf;
-    out->size = e->usize;
-    out->owner = NULL;
-    out->mode = OC_BYTES_OWNED;
+    give_buffer(out, buf, e->usize);
     return OC_OK;
 }
 
@@ -1095,10 +1049,13 @@ oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error 
     OZ_FORWARD(readable(r, index, &e, err));
     uint32_t crc = 0;
     if (e->method == OZ_ZIP_STORED) {
-        if (r->fd < 0) { /* streamed like a write, so a mapped archive's pages go once read */
-            oc_bytes view = {e->usize ? r->base + e->data_off : NULL, e->usize, r->owner,
-                             r->owner ? OC_BYTES_SHARED : OC_BYTES_BORROWED};
-            OZ_FORWARD(oc_bytes_write(&view, crc_sink, &crc, err));
+        if (r->src->caps & OC_SOURCE_MAP) {
+            /* streamed like a write, so a mapped archive's pages go once read */
+            oc_bytes view = {0};
+            OZ_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
+            oc_status st = oc_bytes_write(&view, crc_sink, &crc, err);
+            oc_bytes_release(&view);
+            OZ_FORWARD(st);
         } else {
             uint8_t *buf = malloc(CHUNK);
             OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -1196,3 +1153,5 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
     free(c);
     return st;
 }
+
+oc_source *oz__zip_reader_source(const oz_zip_reader *r) { return r ? r->src : NULL; }

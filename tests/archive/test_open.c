@@ -18,6 +18,7 @@
 #include <onnxz/open.h>
 
 #include "internal/path.h"
+#include "internal/source.h"
 
 static int failures, checks;
 #define CHECK(c)                                                                            \
@@ -227,6 +228,65 @@ static void test_path(void) {
     }
 }
 
+/* Loads name (an archive) with oz_archive_load and, through oz_open, with the same parse
+ * options; both must give make_model's tensors. *mapped receives how many of the tensors'
+ * spans lie in a file mapping (internal/source.h). */
+static oc_model *load_archive(const char *name, int use_pread, int no_copy, int *mapped) {
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    po.use_pread = use_pread;
+    po.no_copy = no_copy;
+    oc_model *m = NULL;
+    CHECK_STATUS(oz_archive_load(at(name), &po, &m, &err), OC_OK);
+    *mapped = 0;
+    if (!m) return NULL;
+    CHECK(same_tensors(m));
+    const onnx_GraphProto *g = oc_model_proto(m)->graph;
+    for (size_t k = 0; g && k < g->initializer.count; k++) {
+        uint64_t off;
+        const oc_bytes *b = &g->initializer.items[k]->raw_data;
+        if (oc__bytes_source(b, &off)) ++*mapped;
+        CHECK(b->mode != OC_BYTES_BORROWED); /* never bytes the load does not keep */
+    }
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oz_open_info info;
+    oc_model *m2 = NULL;
+    o.parse = po;
+    CHECK_STATUS(oz_open(at(name), &o, &m2, &info, &err), OC_OK);
+    CHECK(m2 && same_tensors(m2) && info.is_archive);
+    g = m2 ? oc_model_proto(m2)->graph : NULL;
+    for (size_t k = 0; use_pread && g && k < g->initializer.count; k++) {
+        uint64_t off;
+        CHECK(!oc__bytes_source(&g->initializer.items[k]->raw_data, &off));
+    }
+    oc_model_free(m2);
+    return m;
+}
+
+/* use_pread reaches the archive's reader: every tensor is a copy (none lies in a mapping,
+ * no_copy or not), and the model equals the mapped load's. */
+static void test_archive_pread(void) {
+    int mapped;
+    oc_model *ref = load_archive("a.onnxz", 0, 1, &mapped);
+    CHECK(mapped >= 2); /* the check sees mappings: both large tensors share the file's */
+    for (int no_copy = 0; no_copy < 2; no_copy++) {
+        oc_model *m = load_archive("a.onnxz", 1, no_copy, &mapped);
+        CHECK(mapped == 0);
+        const onnx_GraphProto *a = ref ? oc_model_proto(ref)->graph : NULL;
+        const onnx_GraphProto *b = m ? oc_model_proto(m)->graph : NULL;
+        CHECK(a && b && a->initializer.count == b->initializer.count);
+        for (size_t k = 0; a && b && k < a->initializer.count && k < b->initializer.count; k++) {
+            const onnx_TensorProto *x = a->initializer.items[k], *y = b->initializer.items[k];
+            CHECK(x->name.size == y->name.size &&
+                  memcmp(x->name.data, y->name.data, x->name.size) == 0);
+            CHECK(x->raw_data.size == y->raw_data.size &&
+                  (!x->raw_data.size ||
+                   memcmp(x->raw_data.data, y->raw_data.data, x->raw_data.size) == 0));
+        }
+        oc_model_free(m);
+    }
+    oc_model_free(ref);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test_open", argc > 1 ? argv[1] : "/tmp");
     char cmd[2 * sizeof dir + 64];
@@ -247,6 +307,7 @@ int main(int argc, char **argv) {
     open_ok("two.onnx", NULL, OZ_KIND_MODEL, 0);
     open_ok("n.onnx", NULL, OZ_KIND_MODEL, 0);
     open_ok("a.onnxz", NULL, OZ_KIND_ZIP, 1);
+    test_archive_pread();
     open_ok("two.onnx", pass, OZ_KIND_MODEL, 0); /* a key is ignored for a plain file */
     {
         /* oz_load_any is oz_open without a key. */

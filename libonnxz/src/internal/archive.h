@@ -14,7 +14,7 @@
 oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **out, oc_error *err);
 
 /* Reader options for the one-call loads: the parse options' memory budget bounds the
- * reader too (M-2). */
+ * reader too (M-2), and use_pread reads the archive with pread instead of mapping it. */
 oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts);
 
 /* The index of __MODEL_PROTO in the archive's central directory. */

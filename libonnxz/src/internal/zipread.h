@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "onnxz/zip.h"
+#include "internal/source.h" /* libonnxcore/src: compiled into libonnxz as oz__source_* */
 
 /* As oz_zip_reader_open_fd (fd is duplicated, not taken; no lock is taken), taking only
  * the first `size` bytes of the file as the archive (what follows is not looked at): the
@@ -14,5 +15,18 @@
  * back to it (spec/onnxz.md A-56). A file shorter than size: OC_ERR_TRUNCATED. */
 oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size, const oz_zip_reader_options *options,
                                         oz_zip_reader **out, oc_error *err);
+
+/* Opens a reader over src, whose first `size` bytes are the archive (UINT64_MAX: all of
+ * them; a source shorter than size: OC_ERR_TRUNCATED). The reader takes its own reference
+ * to src; every check and limit of oz_zip_reader_open applies. A source that has all its
+ * bytes in memory (src->data) is read in place, any other through reads; STORED entries
+ * are handed out through the source's map where it can (OC_SOURCE_MAP), else copied. This
+ * is how a new kind of source (a remote object) gets a reader: nothing else changes. */
+oc_status oz__zip_reader_open_source(oc_source *src, uint64_t size,
+                                     const oz_zip_reader_options *options, oz_zip_reader **out,
+                                     oc_error *err);
+
+/* The source the reader reads (the reader holds a reference; take one to keep it). */
+oc_source *oz__zip_reader_source(const oz_zip_reader *r);
 
 #endif
