@@ -12,11 +12,11 @@
 
 #include "onnxcore/crypto_model.h"
 #include "onnxcore/external.h"
-#include "onnxcore/file.h"
 #include "internal/crypt.h"
 #include "internal/error.h"
 #include "internal/path.h"
 #include "onnxcore_shared.h"
+#include "onnxcore_atomic.h"
 
 bool oc_crypt_is_zip(const void *data, uint64_t size) {
     const uint8_t *p = data;

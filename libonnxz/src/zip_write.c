@@ -16,7 +16,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#include <onnxcore/file.h>
 #include <onnxcore/nametab.h>
 
 #include "internal/crc.h"
@@ -25,6 +24,7 @@
 #include "internal/zipbuild.h"
 #include "internal/zipfmt.h"
 #include "onnxz/zip.h"
+#include "onnxcore_atomic.h"
 
 struct oz_zip_writer {
     oc_atomic_file af;

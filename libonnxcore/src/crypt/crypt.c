@@ -20,9 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "onnxcore/file.h"
 #include "crypt/format.h"
 #include "internal/error.h"
+#include "onnxcore/file.h"
+#include "onnxcore_atomic.h"
 
 /* The table of a format; NULL for OC_CRYPT_NONE and unknown values. */
 static const oc__crypt_format_ops *format_ops(oc_crypt_format f) {
