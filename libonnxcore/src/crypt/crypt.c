@@ -280,18 +280,10 @@ oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *k
     OC_FORWARD(oc__crypt_prepare(opts, key, key_len, &p, err));
     OC_FORWARD(oc__crypt_encrypted_size(size, &p, &total, err));
     OC_RETURN_ERROR_IF(total > SIZE_MAX, err, OC_ERR_LIMIT, OC_NO_OFFSET, "input too large");
-    oc__crypt_buffer sink = {malloc((size_t)total), total, 0};
-    if (!sink.buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc__crypt_buffer sink;
+    OC_FORWARD(oc__crypt_buffer_open(&sink, total, err));
     oc_status st = encrypt_all(data, size, oc__crypt_buffer_write, &sink, key, key_len, &p, err);
-    if (st == OC_OK && sink.len != total)
-        st = oc__fail(err, OC_ERR_CRYPTO, OC_NO_OFFSET, "internal error: output size mismatch");
-    if (st != OC_OK) {
-        free(sink.buf);
-        return st;
-    }
-    *out = sink.buf;
-    *out_size = total;
-    return OC_OK;
+    return oc__crypt_buffer_finish(&sink, st, out, out_size, err);
 }
 
 static void release_buffer(void *p) { oc_bytes_free_buffer(p); }

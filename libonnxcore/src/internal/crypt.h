@@ -47,5 +47,12 @@ typedef struct oc__crypt_buffer {
 } oc__crypt_buffer;
 
 oc_status oc__crypt_buffer_write(void *buffer, const void *data, uint64_t size, oc_error *err);
+/* Allocates the sink's buffer for cap bytes (cap at most SIZE_MAX: the caller checks). */
+oc_status oc__crypt_buffer_open(oc__crypt_buffer *sink, uint64_t cap, oc_error *err);
+/* Ends a write into sink whose status is st: when it succeeded and filled exactly cap
+ * bytes, *out and *out_size receive the buffer; otherwise the buffer is freed. Returns the
+ * write's status, or OC_ERR_CRYPTO for a size that differs from cap. */
+oc_status oc__crypt_buffer_finish(oc__crypt_buffer *sink, oc_status st, void **out,
+                                  uint64_t *out_size, oc_error *err);
 
 #endif
