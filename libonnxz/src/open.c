@@ -125,12 +125,9 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
                     (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
-oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
-                  oc_error *err) {
-    oz_open_info local;
-    if (!info) info = &local;
-    info->kind = OZ_KIND_MODEL;
-    info->is_archive = false;
+/* oz_open into a complete info of this library's layout. */
+static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
+                          oz_open_info *info, oc_error *err) {
     if (!path || !out)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
@@ -168,5 +165,15 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
         break;
     }
     if (st != OC_OK) *out = NULL; /* model.h promises nothing about *out after a failure */
+    return st;
+}
+
+oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
+                  oc_error *err) {
+    if (out) *out = NULL;
+    if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oc_status st = open_any(path, opts, out, &found, err);
+    if (info) oz__open_info_put(info, &found);
     return st;
 }

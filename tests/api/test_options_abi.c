@@ -396,6 +396,65 @@ static void test_convert_old(void) {
                  OC_ERR_LIMIT, &err);
 }
 
+/* ---- an output struct: oz_open_info ---- */
+
+/* An info of an older header that knew only the kind; one older still, only the size. */
+typedef struct old_open_info {
+    size_t size;
+    oz_kind kind;
+} old_open_info;
+typedef struct oldest_open_info {
+    size_t size;
+} oldest_open_info;
+SAME_AT(oz_open_info, old_open_info, kind);
+
+/* oz_open writes no byte past the caller's size: the rest of s still holds 0xA5. */
+static int poison_intact(const slab *s, size_t from) {
+    for (size_t i = from; i < sizeof s->bytes; i++)
+        if (s->bytes[i] != 0xA5) return 0;
+    return 1;
+}
+
+static void test_open_info_old(void) {
+    oc_error err;
+    oc_model *model = NULL;
+    slab s;
+    /* The kind only (is_archive, if it fits, lands in the old struct's own padding). */
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_open_info *o = (old_open_info *)(void *)s.bytes;
+    o->size = sizeof *o;
+    o->kind = OZ_KIND_EMPTY;
+    CHECK_OK(oz_open(archive_path, NULL, &model, (oz_open_info *)(void *)o, &err), &err);
+    CHECK(o->kind == OZ_KIND_ZIP);
+    CHECK(poison_intact(&s, sizeof *o));
+    oc_model_free(model);
+    model = NULL;
+    /* The size only: nothing else is written, and the open still succeeds. */
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    oldest_open_info *n = (oldest_open_info *)(void *)s.bytes;
+    n->size = sizeof *n;
+    CHECK_OK(oz_open(model_path, NULL, &model, (oz_open_info *)(void *)n, &err), &err);
+    CHECK(n->size == sizeof *n && poison_intact(&s, sizeof *n));
+    CHECK(model != NULL && tensor_intact(model));
+    oc_model_free(model);
+    model = NULL;
+    /* Today's struct gets every field; one whose size was never set is refused, left as
+     * it was, and *out is NULL. */
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    CHECK_OK(oz_open(archive_path, NULL, &model, &info, &err), &err);
+    CHECK(info.kind == OZ_KIND_ZIP && info.is_archive);
+    oc_model_free(model);
+    model = NULL;
+    oz_open_info_init(&info);
+    CHECK(info.size == sizeof info && info.kind == OZ_KIND_MODEL && !info.is_archive);
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    memset(s.bytes, 0, sizeof(size_t));
+    model = (oc_model *)(void *)&s; /* must come back NULL */
+    CHECK_STATUS(oz_open(model_path, NULL, &model, (oz_open_info *)(void *)s.bytes, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    CHECK(model == NULL && poison_intact(&s, sizeof(size_t)));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -420,5 +479,6 @@ int main(int argc, char **argv) {
     test_serialize_old();
     test_archive_old();
     test_convert_old();
+    test_open_info_old();
     return check_report("test_options_abi");
 }

@@ -161,7 +161,7 @@ static void test_detect_file(void) {
 /* oz_open on name: the tensors back, the kind and form as expected. */
 static void open_ok(const char *name, const void *key, oz_kind kind, int archive) {
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    oz_open_info info;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_model *m = NULL;
     o.key = key;
     o.key_len = key ? strlen(key) : 0;

@@ -30,6 +30,8 @@ oc_status oz__archive_opts(const oz_archive_options **opts, oz_archive_options *
 oc_status oz__convert_opts(const oz_convert_options **opts, oz_convert_options *local,
                            oc_error *err);
 oc_status oz__open_opts(const oz_open_options **opts, oz_open_options *local, oc_error *err);
+/* The output oz_open_info: the fields of src that the caller's dst holds (by its size). */
+void oz__open_info_put(oz_open_info *dst, const oz_open_info *src);
 
 /* As OC_PARSE_OPTS (onnxcore_shared.h), for the oz_* options. */
 #define OZ_ZIP_OPTS(opts, err)                                       \
