@@ -31,6 +31,7 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_save_model_file: missing argument");
     OC_SERIALIZE_OPTS(sopts, err);
+    OC_CRYPT_OPTS(copts, err);
     OC_RETURN_ERROR_IF(sopts && sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an encrypted model cannot have external data: it would be written in "
                        "the clear");
@@ -61,6 +62,7 @@ oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, siz
                         "oc_crypt_save_model_memory: missing argument");
     *out = NULL;
     *out_size = 0;
+    OC_CRYPT_OPTS(copts, err);
     oc__crypt_params p;
     uint64_t plain = 0, total = 0;
     OC_FORWARD(oc__crypt_prepare(copts, key, key_len, &p, err));
