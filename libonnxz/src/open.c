@@ -8,14 +8,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <onnxcore/crypto_model.h>
+
 #include "onnxz/archive.h"
 #include "onnxz/encrypted.h"
 #include "onnxz/open.h"
 #include "internal/error.h"
 #include "internal/options.h"
 
+/* Whole signatures are told by libonnxcore's rules (oc_crypt_is_zip, oc_crypt_detect);
+ * only a file that ends inside one is compared here, against the same bytes. */
 static const unsigned char zip_local[4] = {'P', 'K', 3, 4}, zip_end[4] = {'P', 'K', 5, 6};
-static const char magic_zec1[OZ_DETECT_HEAD] = "ONNXZEC1", magic_cry1[OZ_DETECT_HEAD] = "ONNXCRY1";
+_Static_assert(OZ_DETECT_HEAD == OC_CRYPT_MAGIC_LEN, "the head holds an encryption magic");
 
 /* 1 when the first min(n, len) bytes at p are those of the len-byte signature sig. */
 static int begins(const void *p, size_t n, const void *sig, size_t len) {
@@ -28,15 +32,20 @@ oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
     if (!head || n == 0) return OZ_KIND_MODEL;
     /* A prefix shorter than a signature says "cut short" only when the data ends there. */
     int whole = (uint64_t)n == file_size;
-    if (n >= 4 && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
-        return OZ_KIND_ZIP;
+    if (oc_crypt_is_zip(head, n)) return OZ_KIND_ZIP;
     if (n < 4 && whole && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
         return OZ_KIND_ZIP_SHORT;
-    if (n >= OZ_DETECT_HEAD && begins(head, n, magic_zec1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXZEC1;
-    if (n >= OZ_DETECT_HEAD && begins(head, n, magic_cry1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXCRY1;
+    switch (oc_crypt_detect(head, n)) {
+    case OC_CRYPT_ONNXZEC1:
+        return OZ_KIND_ONNXZEC1;
+    case OC_CRYPT_ONNXCRY1:
+        return OZ_KIND_ONNXCRY1;
+    default:
+        break;
+    }
     if (n < OZ_DETECT_HEAD && whole &&
-        (begins(head, n, magic_zec1, OZ_DETECT_HEAD) ||
-         begins(head, n, magic_cry1, OZ_DETECT_HEAD)))
+        (begins(head, n, OC_CRYPT_ZEC1_MAGIC, OZ_DETECT_HEAD) ||
+         begins(head, n, OC_CRYPT_CRY1_MAGIC, OZ_DETECT_HEAD)))
         return OZ_KIND_CRYPT_SHORT;
     return OZ_KIND_MODEL;
 }
