@@ -115,6 +115,7 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     bool archive, external;
     int rc = CLI_EXIT_OK;
     memset(p, 0, sizeof *p);
+    oc_crypt_options_init(&p->crypt);
     p->in = args->positional[0];
     p->out = args->positional[1];
     p->force = args->seen[CONVERT_OPT_FORCE];

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "load.h"
 #include "passphrase.h"
+#include "onnxcore_atomic.h"
 
 enum {
     CRYPT_OPT_FORCE = 0,
@@ -138,7 +139,7 @@ static int run_crypt(const cli_args *args, bool encrypting) {
     uint64_t in_size;
     double start;
     int rc = cli_refuse_argv_key(cmd, args->seen, CRYPT_OPT_KEY, CRYPT_OPT_PASSPHRASE);
-    memset(&o, 0, sizeof o);
+    oc_crypt_options_init(&o);
     if (rc == CLI_EXIT_OK && encrypting) rc = parse_encrypt_options(args, &o);
     if (rc != CLI_EXIT_OK) return rc;
     rc = cli_require_crypto(in);

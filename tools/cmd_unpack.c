@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "load.h"
+#include "onnxcore_atomic.h"
 
 enum { UNPACK_OPT_FORCE = 0 };
 

@@ -162,36 +162,54 @@ static oc_status count_checksum(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
+/* How verify loads a model, plain or encrypted: every checksum verified. */
+static void verify_load_options(const cli_args *args, cli_load_options *lo) {
+    memset(lo, 0, sizeof *lo);
+    lo->data_dir = args->value[VERIFY_OPT_DATA_DIR];
+    lo->verify_checksums = 1;
+    lo->num_threads = -1; /* checksums are hashed on every core */
+}
+
+/* Loads path and checks the model (check_model); on failure *out stays NULL. */
+static int load_checked(const char *path, const cli_load_options *lo, int verbosity,
+                        oc_model **out, cli_form *payload) {
+    oc_error err;
+    int rc = cli_load_input(path, lo, verbosity, out, payload);
+    if (rc != CLI_EXIT_OK) return rc;
+    oc_error_clear(&err);
+    if (check_model(*out, &err) == OC_OK) return CLI_EXIT_OK;
+    oc_model_free(*out);
+    *out = NULL;
+    return cli_fail(path, &err);
+}
+
+/* The model's figures into *stats; on failure the model is freed. */
+static int collect_stats(const char *path, oc_model *model, model_stats *stats) {
+    oc_error err;
+    oc_error_clear(&err);
+    if (model_stats_collect(oc_model_proto(model), stats, &err) == OC_OK) return CLI_EXIT_OK;
+    oc_model_free(model);
+    return cli_fail(path, &err);
+}
+
 static int verify_onnx(const cli_args *args, verify_report *r) {
     cli_load_options lo;
     oc_model *model = NULL;
     model_stats stats;
-    oc_error err;
     int rc;
-    memset(&lo, 0, sizeof lo);
-    lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
-    lo.verify_checksums = 1;
-    lo.num_threads = -1; /* checksums are hashed on every core */
+    verify_load_options(args, &lo);
     /* The check: decode, resolve every external tensor (E-10..E-16), verify checksums;
      * then every tensor's size against its dims and type (W-40). */
-    rc = cli_load_input(r->path, &lo, args->verbosity, &model, NULL);
+    rc = load_checked(r->path, &lo, args->verbosity, &model, NULL);
     if (rc != CLI_EXIT_OK) return rc;
-    oc_error_clear(&err);
-    if (check_model(model, &err) != OC_OK) {
-        oc_model_free(model);
-        return cli_fail(r->path, &err);
-    }
     oc_model_free(model);
     model = NULL;
     /* The summary's figures come from the references themselves. */
     lo.external = CLI_EXTERNAL_KEEP;
     rc = cli_load_input(r->path, &lo, CLI_QUIET, &model, NULL);
     if (rc != CLI_EXIT_OK) return rc;
-    oc_error_clear(&err);
-    if (model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
-        oc_model_free(model);
-        return cli_fail(r->path, &err);
-    }
+    rc = collect_stats(r->path, model, &stats);
+    if (rc != CLI_EXIT_OK) return rc;
     r->tensors = stats.tensors;
     r->external_tensors = stats.external.tensors;
     r->external_files = stats.nlocations;
@@ -213,23 +231,15 @@ static int verify_encrypted(const cli_args *args, verify_report *r) {
     cli_load_options lo;
     oc_model *model = NULL;
     model_stats stats;
-    oc_error err;
     int rc;
-    memset(&lo, 0, sizeof lo);
-    lo.data_dir = args->value[VERIFY_OPT_DATA_DIR];
-    lo.verify_checksums = 1;
-    lo.num_threads = -1; /* checksums are hashed on every core */
+    verify_load_options(args, &lo);
     lo.command = "verify";
     lo.key_file = args->value[VERIFY_OPT_KEY_FILE];
     lo.crypt_out = &r->crypt;
-    rc = cli_load_input(r->path, &lo, args->verbosity, &model, &r->payload);
+    rc = load_checked(r->path, &lo, args->verbosity, &model, &r->payload);
     if (rc != CLI_EXIT_OK) return rc;
-    oc_error_clear(&err);
-    if (check_model(model, &err) != OC_OK ||
-        model_stats_collect(oc_model_proto(model), &stats, &err) != OC_OK) {
-        oc_model_free(model);
-        return cli_fail(r->path, &err);
-    }
+    rc = collect_stats(r->path, model, &stats);
+    if (rc != CLI_EXIT_OK) return rc;
     r->tensors = stats.tensors;
     model_stats_free(&stats);
     oc_model_free(model);

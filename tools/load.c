@@ -66,7 +66,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
                    cli_form *form_out) {
     static const cli_load_options defaults;
     oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
-    oz_open_info info;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_crypt_format cf;
     cli_key key = {NULL, 0};
     oc_error err;

@@ -6,7 +6,7 @@
  * libonnxcore.so does not export these: libonnxz compiles the same file (progress.c) under
  * its own hidden names (libonnxz/CMakeLists.txt). The struct is shared, so a counter
  * started by either library is advanced by the other's oc_atomic_write (through the
- * `progress` field of oc_atomic_file, onnxcore/file.h, where the type is opaque).
+ * `progress` field of oc_atomic_file, onnxcore_atomic.h, compiled into both the same way).
  */
 #ifndef ONNXCORE_PROGRESS_H
 #define ONNXCORE_PROGRESS_H

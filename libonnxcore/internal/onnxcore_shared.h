@@ -100,20 +100,18 @@ static inline oc_status oc__serialize_opts(const oc_serialize_options **opts,
     return OC_OK;
 }
 
-/* The first statement of a public function after its argument checks: opts (a parameter)
- * from here on points to a complete struct (never NULL); a struct never initialised
- * returns OC_ERR_INVALID_ARG. */
-#define OC_PARSE_OPTS(opts, err)                                       \
-    oc_parse_options opts##_full_;                                     \
-    do {                                                               \
-        oc_status st_ = oc__parse_opts(&(opts), &opts##_full_, (err)); \
-        if (st_ != OC_OK) return st_;                                  \
+/* The first statement of a public function after its argument checks: opts (a parameter,
+ * a pointer to options of type T) from here on points to a complete struct (never NULL),
+ * made by read (oc__parse_opts ...); a struct never initialised returns
+ * OC_ERR_INVALID_ARG. One macro for every options type of both libraries. */
+#define OC_OPTS_ENTRY(T, read, opts, err)                    \
+    T opts##_full_;                                          \
+    do {                                                     \
+        oc_status st_ = read(&(opts), &opts##_full_, (err)); \
+        if (st_ != OC_OK) return st_;                        \
     } while (0)
-#define OC_SERIALIZE_OPTS(opts, err)                                       \
-    oc_serialize_options opts##_full_;                                     \
-    do {                                                                   \
-        oc_status st_ = oc__serialize_opts(&(opts), &opts##_full_, (err)); \
-        if (st_ != OC_OK) return st_;                                      \
-    } while (0)
+#define OC_PARSE_OPTS(opts, err) OC_OPTS_ENTRY(oc_parse_options, oc__parse_opts, opts, err)
+#define OC_SERIALIZE_OPTS(opts, err) \
+    OC_OPTS_ENTRY(oc_serialize_options, oc__serialize_opts, opts, err)
 
 #endif

@@ -15,11 +15,11 @@
 #include <string.h>
 
 #include "onnxcore/codec.h"
-#include "onnxcore/file.h"
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/schema.h"
 #include "onnxcore_shared.h"
+#include "onnxcore_atomic.h"
 
 #define OC_WRITE_BUFFER (256u * 1024u)
 /* raw_data at least this large goes to the sink directly, never through the buffer. */

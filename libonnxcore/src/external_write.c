@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "onnxcore/external.h"
-#include "onnxcore/file.h"
 #include "onnxcore/model.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
@@ -33,6 +32,8 @@
 #include "internal/path_safety.h"
 #include "internal/testpoint.h"
 #include "onnxcore_progress.h"
+#include "onnxcore/file.h"
+#include "onnxcore_atomic.h"
 
 /* ---- writing: the generic part ---- */
 

@@ -1,5 +1,6 @@
 /*
- * fileio.c - crash-safe replacement of files (reading files is the file sources', source_file.c).
+ * fileio.c - crash-safe replacement of files (onnxcore_atomic.h; reading files is the file
+ * sources', source_file.c). Compiled into libonnxz too, under the names oz__atomic_*.
  *
  * Saving never writes the target in place: data goes to a temporary file in the target's
  * directory (same filesystem, so the rename is atomic), which is fsynced and renamed over
@@ -21,14 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal/bytes.h"
 #include "internal/error.h"
 #include "internal/path.h"
-#include "internal/source.h"
 #include "internal/testpoint.h"
 #include "onnxcore/cleanup.h"
-#include "onnxcore/file.h"
-#include "onnxcore_progress.h"
+#include "onnxcore_atomic.h"
 
 /* ---- atomic writing ---- */
 
@@ -152,19 +150,20 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     return OC_OK;
 }
 
-/* Every OC_WRITEBACK_WINDOW bytes, start writing the new window to disk (without waiting):
+/* Counts n bytes appended (written, progress) and, every OC_WRITEBACK_WINDOW bytes, starts
+ * writing the new window to disk (without waiting):
  * the disk works while we copy, the commit's fsync finds little left to do, and a large
  * save never piles gigabytes of dirty pages into memory. Advice only: failures are the
  * fsync's to report. */
 #define OC_WRITEBACK_WINDOW (64u << 20)
-static void start_writeback(oc_atomic_file *af) {
+void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
+    af->written += n;
+    oc_progress_add(af->progress, n);
 #ifdef SYNC_FILE_RANGE_WRITE
     if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
     (void)sync_file_range(af->fd, (off_t)af->flushed, (off_t)(af->written - af->flushed),
                           SYNC_FILE_RANGE_WRITE);
     af->flushed = af->written;
-#else
-    (void)af;
 #endif
 }
 
@@ -178,31 +177,9 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
         if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
         p += w;
         size -= (uint64_t)w;
-        af->written += (uint64_t)w;
-        oc_progress_add(af->progress, (uint64_t)w);
+        oc__atomic_appended(af, (uint64_t)w);
     }
-    start_writeback(af);
     return OC_OK;
-}
-
-oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err) {
-    uint64_t at, done = 0;
-    oc_source *src = oc__bytes_source(span, &at);
-    while (src && done < span->size) {
-        uint64_t left = span->size - done, n;
-        uint64_t want = left > OC_BYTES_WRITE_CHUNK ? OC_BYTES_WRITE_CHUNK : left;
-        OC_FORWARD(oc_source_copy_to_fd(src, at + done, want, af->fd, &n, err));
-        if (n == 0) break; /* not between these files: the rest goes through the pages */
-        done += n;
-        af->written += n;
-        oc_progress_add(af->progress, n);
-        start_writeback(af);
-    }
-    if (done == span->size) return OC_OK;
-    oc_bytes rest = *span; /* a view of what is left: no reference taken or dropped */
-    rest.data += done;
-    rest.size -= done;
-    return oc_bytes_write(&rest, oc_atomic_write, af, err);
 }
 
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,

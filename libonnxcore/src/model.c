@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "onnxcore/external.h"
-#include "onnxcore/file.h"
 #include "onnxcore/model.h"
 #include "internal/encode.h"
 #include "internal/error.h"
@@ -17,6 +16,7 @@
 #include "internal/source_file.h"
 #include "onnxcore_progress.h"
 #include "onnxcore_shared.h"
+#include "onnxcore_atomic.h"
 
 struct oc_model {
     oc_arena *arena;

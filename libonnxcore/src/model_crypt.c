@@ -12,11 +12,11 @@
 
 #include "onnxcore/crypto_model.h"
 #include "onnxcore/external.h"
-#include "onnxcore/file.h"
 #include "internal/crypt.h"
 #include "internal/error.h"
 #include "internal/path.h"
 #include "onnxcore_shared.h"
+#include "onnxcore_atomic.h"
 
 bool oc_crypt_is_zip(const void *data, uint64_t size) {
     const uint8_t *p = data;
@@ -31,6 +31,7 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_save_model_file: missing argument");
     OC_SERIALIZE_OPTS(sopts, err);
+    OC_CRYPT_OPTS(copts, err);
     OC_RETURN_ERROR_IF(sopts && sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an encrypted model cannot have external data: it would be written in "
                        "the clear");
@@ -61,6 +62,7 @@ oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, siz
                         "oc_crypt_save_model_memory: missing argument");
     *out = NULL;
     *out_size = 0;
+    OC_CRYPT_OPTS(copts, err);
     oc__crypt_params p;
     uint64_t plain = 0, total = 0;
     OC_FORWARD(oc__crypt_prepare(copts, key, key_len, &p, err));
@@ -69,22 +71,14 @@ oc_status oc_crypt_save_model_memory(const oc_model *model, const void *key, siz
     OC_FORWARD(oc__crypt_encrypted_size(plain, &p, &total, err));
     OC_RETURN_ERROR_IF(total > SIZE_MAX, err, OC_ERR_LIMIT, OC_NO_OFFSET, "model too large");
     /* Encoded straight into the writer: one buffer, the ciphertext. */
-    oc__crypt_buffer sink = {malloc((size_t)total), total, 0};
-    if (!sink.buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc__crypt_buffer sink;
+    OC_FORWARD(oc__crypt_buffer_open(&sink, total, err));
     oc_crypt_writer *w = NULL;
     oc_status st = oc__crypt_writer_open(oc__crypt_buffer_write, &sink, key, key_len, &p, &w, err);
     if (st == OC_OK) st = oc_encode(&onnx_ModelProto_desc, proto, oc_crypt_writer_write, w, err);
     if (st == OC_OK) st = oc_crypt_writer_finish(w, err);
     oc_crypt_writer_free(w);
-    if (st == OC_OK && sink.len != total)
-        st = oc__fail(err, OC_ERR_CRYPTO, OC_NO_OFFSET, "internal error: output size mismatch");
-    if (st != OC_OK) {
-        free(sink.buf);
-        return st;
-    }
-    *out = sink.buf;
-    *out_size = total;
-    return OC_OK;
+    return oc__crypt_buffer_finish(&sink, st, out, out_size, err);
 }
 
 /* Decodes a decrypted plaintext as a model (C-61): tensors share the plaintext's buffer

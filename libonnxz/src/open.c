@@ -8,14 +8,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <onnxcore/crypto_model.h>
+
 #include "onnxz/archive.h"
 #include "onnxz/encrypted.h"
 #include "onnxz/open.h"
 #include "internal/error.h"
 #include "internal/options.h"
 
+/* Whole signatures are told by libonnxcore's rules (oc_crypt_is_zip, oc_crypt_detect);
+ * only a file that ends inside one is compared here, against the same bytes. */
 static const unsigned char zip_local[4] = {'P', 'K', 3, 4}, zip_end[4] = {'P', 'K', 5, 6};
-static const char magic_zec1[OZ_DETECT_HEAD] = "ONNXZEC1", magic_cry1[OZ_DETECT_HEAD] = "ONNXCRY1";
+_Static_assert(OZ_DETECT_HEAD == OC_CRYPT_MAGIC_LEN, "the head holds an encryption magic");
 
 /* 1 when the first min(n, len) bytes at p are those of the len-byte signature sig. */
 static int begins(const void *p, size_t n, const void *sig, size_t len) {
@@ -28,15 +32,20 @@ oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
     if (!head || n == 0) return OZ_KIND_MODEL;
     /* A prefix shorter than a signature says "cut short" only when the data ends there. */
     int whole = (uint64_t)n == file_size;
-    if (n >= 4 && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
-        return OZ_KIND_ZIP;
+    if (oc_crypt_is_zip(head, n)) return OZ_KIND_ZIP;
     if (n < 4 && whole && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
         return OZ_KIND_ZIP_SHORT;
-    if (n >= OZ_DETECT_HEAD && begins(head, n, magic_zec1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXZEC1;
-    if (n >= OZ_DETECT_HEAD && begins(head, n, magic_cry1, OZ_DETECT_HEAD)) return OZ_KIND_ONNXCRY1;
+    switch (oc_crypt_detect(head, n)) {
+    case OC_CRYPT_ONNXZEC1:
+        return OZ_KIND_ONNXZEC1;
+    case OC_CRYPT_ONNXCRY1:
+        return OZ_KIND_ONNXCRY1;
+    default:
+        break;
+    }
     if (n < OZ_DETECT_HEAD && whole &&
-        (begins(head, n, magic_zec1, OZ_DETECT_HEAD) ||
-         begins(head, n, magic_cry1, OZ_DETECT_HEAD)))
+        (begins(head, n, OC_CRYPT_ZEC1_MAGIC, OZ_DETECT_HEAD) ||
+         begins(head, n, OC_CRYPT_CRY1_MAGIC, OZ_DETECT_HEAD)))
         return OZ_KIND_CRYPT_SHORT;
     return OZ_KIND_MODEL;
 }
@@ -125,12 +134,9 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
                     (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
-oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
-                  oc_error *err) {
-    oz_open_info local;
-    if (!info) info = &local;
-    info->kind = OZ_KIND_MODEL;
-    info->is_archive = false;
+/* oz_open into a complete info of this library's layout. */
+static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
+                          oz_open_info *info, oc_error *err) {
     if (!path || !out)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
@@ -168,5 +174,15 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
         break;
     }
     if (st != OC_OK) *out = NULL; /* model.h promises nothing about *out after a failure */
+    return st;
+}
+
+oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
+                  oc_error *err) {
+    if (out) *out = NULL;
+    if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oc_status st = open_any(path, opts, out, &found, err);
+    if (info) oz__open_info_put(info, &found);
     return st;
 }

@@ -27,6 +27,27 @@ void oz_open_options_init(oz_open_options *opts) {
     *opts = defaults;
 }
 
+void oz_open_info_init(oz_open_info *info) {
+    static const oz_open_info initial = OZ_OPEN_INFO_INIT;
+    *info = initial;
+}
+
+/* Field f of src into the caller's dst when it lies within dst->size. */
+#define OZ_INFO_PUT(dst, src, T, f)                                                  \
+    do {                                                                             \
+        if (offsetof(T, f) + sizeof((src)->f) <= (dst)->size)                        \
+            memcpy((char *)(dst) + offsetof(T, f), &(src)->f, sizeof((src)->f));     \
+    } while (0)
+
+void oz__open_info_put(oz_open_info *dst, const oz_open_info *src) {
+    if (dst->size == sizeof *dst) {
+        *dst = *src;
+        return;
+    }
+    OZ_INFO_PUT(dst, src, oz_open_info, kind);
+    OZ_INFO_PUT(dst, src, oz_open_info, is_archive);
+}
+
 oc_status oz__zip_opts(const oz_zip_reader_options **opts, oz_zip_reader_options *local,
                        oc_error *err) {
     const oz_zip_reader_options *in = *opts;

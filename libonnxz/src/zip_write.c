@@ -16,7 +16,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#include <onnxcore/file.h>
 #include <onnxcore/nametab.h>
 
 #include "internal/crc.h"
@@ -25,6 +24,7 @@
 #include "internal/zipbuild.h"
 #include "internal/zipfmt.h"
 #include "onnxz/zip.h"
+#include "onnxcore_atomic.h"
 
 struct oz_zip_writer {
     oc_atomic_file af;
@@ -71,6 +71,18 @@ uint16_t oz__version_needed(const oz__entry *e) {
     return e->method == OZ_ZIP_DEFLATED ? OZ_VERSION_DEFLATED : OZ_VERSION_STORED;
 }
 
+/* The fields local and central headers share, in the same order: version needed to
+ * extract, flags, method, time, date, CRC-32. */
+static uint8_t *put_shared_fields(uint8_t *p, const oz__entry *e) {
+    p = oz__put16(p, oz__version_needed(e));
+    p = oz__put16(p, OZ_FLAG_UTF8);
+    p = oz__put16(p, e->method);
+    p = oz__put16(p, OZ_DOS_TIME);
+    p = oz__put16(p, OZ_DOS_DATE);
+    p = oz__put32(p, e->crc);
+    return p;
+}
+
 size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name, uint32_t alignment) {
     int z64 = is_zip64_local(e->csize, e->usize);
     uint64_t base = e->lho + OZ_LOCAL_SIZE + e->name_len + (z64 ? 20u : 0u);
@@ -81,12 +93,7 @@ size_t oz__build_local(uint8_t *out, const oz__entry *e, const uint8_t *name, ui
     }
     uint8_t *p = out;
     p = oz__put32(p, OZ_SIG_LOCAL);
-    p = oz__put16(p, oz__version_needed(e));
-    p = oz__put16(p, OZ_FLAG_UTF8);
-    p = oz__put16(p, e->method);
-    p = oz__put16(p, OZ_DOS_TIME);
-    p = oz__put16(p, OZ_DOS_DATE);
-    p = oz__put32(p, e->crc);
+    p = put_shared_fields(p, e);
     p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->csize);
     p = oz__put32(p, z64 ? OZ_MAX32 : (uint32_t)e->usize);
     p = oz__put16(p, (uint16_t)e->name_len);
@@ -116,12 +123,7 @@ uint8_t *oz__put_central(uint8_t *p, const oz__entry *e, const uint8_t *name) {
     uint32_t z64 = zip64_central_len(e->csize, e->usize, e->lho);
     p = oz__put32(p, OZ_SIG_CENTRAL);
     p = oz__put16(p, OZ_VERSION_MADE_BY);
-    p = oz__put16(p, oz__version_needed(e));
-    p = oz__put16(p, OZ_FLAG_UTF8);
-    p = oz__put16(p, e->method);
-    p = oz__put16(p, OZ_DOS_TIME);
-    p = oz__put16(p, OZ_DOS_DATE);
-    p = oz__put32(p, e->crc);
+    p = put_shared_fields(p, e);
     p = oz__put32(p, e->csize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->csize);
     p = oz__put32(p, e->usize >= OZ_MAX32 ? OZ_MAX32 : (uint32_t)e->usize);
     p = oz__put16(p, (uint16_t)e->name_len);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <onnxz/onnxz.h>
@@ -396,6 +397,130 @@ static void test_convert_old(void) {
                  OC_ERR_LIMIT, &err);
 }
 
+/* ---- oc_crypt_options ---- */
+
+/* Before no_overwrite. */
+typedef struct old_crypt_options {
+    size_t size;
+    oc_crypt_format format;
+    uint32_t iterations;
+    uint32_t chunk_size;
+    uint32_t max_iterations;
+} old_crypt_options;
+SAME_AT(oc_crypt_options, old_crypt_options, max_iterations);
+_Static_assert(sizeof(old_crypt_options) <= offsetof(oc_crypt_options, no_overwrite), "");
+
+/* An old struct asks for a fast ONNXZEC1 key; no_overwrite past its end is poisoned to 1,
+ * so a library that read it would refuse to replace the file the second time. */
+static void test_crypt_old(void) {
+    oc_error err;
+    char enc_path[4300];
+    snprintf(enc_path, sizeof enc_path, "%s/m.zec1", dir);
+    slab s;
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_crypt_options *o = (old_crypt_options *)(void *)s.bytes;
+    o->size = sizeof *o;
+    o->format = OC_CRYPT_ONNXZEC1;
+    o->iterations = 1;
+    o->chunk_size = 4096;
+    o->max_iterations = 0;
+    int yes = 1;
+    poison_at(&s, offsetof(oc_crypt_options, no_overwrite), &yes, sizeof yes);
+    const oc_crypt_options *co = (const oc_crypt_options *)(void *)o;
+    static const char key[] = "abi";
+    if (oc_crypt_available()) {
+        for (int round = 0; round < 2; round++)
+            CHECK_OK(oc_crypt_encrypt_file(model_path, enc_path, key, 3, co, &err), &err);
+        oc_model *model = NULL;
+        CHECK_OK(oc_crypt_load_model_file(enc_path, key, 3, co, NULL, &model, &err), &err);
+        CHECK(model != NULL && tensor_intact(model));
+        oc_model_free(model);
+        /* The old fields are honoured: a header asking for 2 iterations is over a
+         * max_iterations of 1. */
+        void *enc = NULL;
+        uint64_t n = 0;
+        o->iterations = 2;
+        CHECK_OK(oc_crypt_encrypt_memory("abc", 3, key, 3, co, &enc, &n, &err), &err);
+        o->max_iterations = 1;
+        oc_bytes plain = {0};
+        CHECK_STATUS(oc_crypt_decrypt_memory(enc, n, key, 3, co, &plain, &err), OC_ERR_LIMIT,
+                     &err);
+        oc_bytes_release(&plain);
+        free(enc);
+    }
+    /* Today's initialisers, and a struct never initialised, refused before any work. */
+    oc_crypt_options now = OC_CRYPT_OPTIONS_INIT, fn;
+    oc_crypt_options_init(&fn);
+    CHECK(now.size == sizeof now && fn.size == sizeof fn && now.format == fn.format &&
+          fn.format == OC_CRYPT_NONE && !fn.iterations && !fn.chunk_size && !fn.max_iterations &&
+          !fn.no_overwrite);
+    memset(s.bytes, 0, sizeof s.bytes);
+    void *out = NULL;
+    uint64_t n = 0;
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, key, 3, co, &out, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    CHECK(out == NULL);
+}
+
+/* ---- an output struct: oz_open_info ---- */
+
+/* An info of an older header that knew only the kind; one older still, only the size. */
+typedef struct old_open_info {
+    size_t size;
+    oz_kind kind;
+} old_open_info;
+typedef struct oldest_open_info {
+    size_t size;
+} oldest_open_info;
+SAME_AT(oz_open_info, old_open_info, kind);
+
+/* oz_open writes no byte past the caller's size: the rest of s still holds 0xA5. */
+static int poison_intact(const slab *s, size_t from) {
+    for (size_t i = from; i < sizeof s->bytes; i++)
+        if (s->bytes[i] != 0xA5) return 0;
+    return 1;
+}
+
+static void test_open_info_old(void) {
+    oc_error err;
+    oc_model *model = NULL;
+    slab s;
+    /* The kind only (is_archive, if it fits, lands in the old struct's own padding). */
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_open_info *o = (old_open_info *)(void *)s.bytes;
+    o->size = sizeof *o;
+    o->kind = OZ_KIND_EMPTY;
+    CHECK_OK(oz_open(archive_path, NULL, &model, (oz_open_info *)(void *)o, &err), &err);
+    CHECK(o->kind == OZ_KIND_ZIP);
+    CHECK(poison_intact(&s, sizeof *o));
+    oc_model_free(model);
+    model = NULL;
+    /* The size only: nothing else is written, and the open still succeeds. */
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    oldest_open_info *n = (oldest_open_info *)(void *)s.bytes;
+    n->size = sizeof *n;
+    CHECK_OK(oz_open(model_path, NULL, &model, (oz_open_info *)(void *)n, &err), &err);
+    CHECK(n->size == sizeof *n && poison_intact(&s, sizeof *n));
+    CHECK(model != NULL && tensor_intact(model));
+    oc_model_free(model);
+    model = NULL;
+    /* Today's struct gets every field; one whose size was never set is refused, left as
+     * it was, and *out is NULL. */
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    CHECK_OK(oz_open(archive_path, NULL, &model, &info, &err), &err);
+    CHECK(info.kind == OZ_KIND_ZIP && info.is_archive);
+    oc_model_free(model);
+    model = NULL;
+    oz_open_info_init(&info);
+    CHECK(info.size == sizeof info && info.kind == OZ_KIND_MODEL && !info.is_archive);
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    memset(s.bytes, 0, sizeof(size_t));
+    model = (oc_model *)(void *)&s; /* must come back NULL */
+    CHECK_STATUS(oz_open(model_path, NULL, &model, (oz_open_info *)(void *)s.bytes, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    CHECK(model == NULL && poison_intact(&s, sizeof(size_t)));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -420,5 +545,7 @@ int main(int argc, char **argv) {
     test_serialize_old();
     test_archive_old();
     test_convert_old();
+    test_open_info_old();
+    test_crypt_old();
     return check_report("test_options_abi");
 }

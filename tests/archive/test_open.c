@@ -162,7 +162,7 @@ static void test_detect_file(void) {
 /* oz_open on name: the tensors back, the kind and form as expected. */
 static void open_ok(const char *name, const void *key, oz_kind kind, int archive) {
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    oz_open_info info;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_model *m = NULL;
     o.key = key;
     o.key_len = key ? strlen(key) : 0;
@@ -205,7 +205,7 @@ static void save(oc_model *m, const char *name, const char *data, uint64_t max_f
 
 static void encrypt(const char *in, const char *out, oc_crypt_format format) {
     oc_crypt_options co;
-    memset(&co, 0, sizeof co);
+    oc_crypt_options_init(&co);
     co.format = format;
     if (format != OC_CRYPT_ONNXCRY1) co.iterations = 1000;
     CHECK_STATUS(oc_crypt_encrypt_file(at(in), at(out), pass, strlen(pass), &co, &err), OC_OK);

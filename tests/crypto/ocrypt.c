@@ -317,6 +317,7 @@ int main(int argc, char **argv) {
     static const char def[] = "onnxz test passphrase";
     memcpy(pass, def, sizeof def - 1);
     pass_len = sizeof def - 1;
+    oc_crypt_options_init(&copts);
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -24,6 +24,7 @@
 #include <onnxz/encrypted.h> /* the proposed libonnxz glue */
 #include "check.h"
 #include "testdir.h"
+#include "onnxcore_atomic.h" /* internal: the static library's */
 
 #ifdef ONNXZ_HAVE_OPENSSL
 #include <openssl/evp.h>
@@ -58,14 +59,14 @@ static uint8_t *make_plain(uint64_t n, unsigned seed) {
 
 /* Fast options for tests: 1 PBKDF2 iteration, 64-byte chunks. */
 static oc_crypt_options fast(uint32_t chunk) {
-    oc_crypt_options o = {0};
+    oc_crypt_options o = OC_CRYPT_OPTIONS_INIT;
     o.iterations = 1;
     o.chunk_size = chunk;
     return o;
 }
 
 static oc_crypt_options cry1(void) {
-    oc_crypt_options o = {0};
+    oc_crypt_options o = OC_CRYPT_OPTIONS_INIT;
     o.format = OC_CRYPT_ONNXCRY1;
     return o;
 }
@@ -575,7 +576,7 @@ static void test_crafted_headers(void) {
     uint64_t n = 0;
     o.iterations = 1000;
     CHECK_OK(oc_crypt_encrypt_memory("abc", 3, PASS, PASSLEN, &o, &enc, &n, &err), &err);
-    oc_crypt_options r = {0};
+    oc_crypt_options r = OC_CRYPT_OPTIONS_INIT;
     r.max_iterations = 999;
     CHECK_STATUS(dec_status(enc, n, PASS, PASSLEN, &r, &err), OC_ERR_LIMIT, &err);
     CHECK_EQ(err.offset, 12);

@@ -122,7 +122,7 @@ static void structured(const uint8_t *data, size_t size) {
     uint64_t plen = size - 7;
 
     oc_crypt_options o;
-    memset(&o, 0, sizeof o);
+    oc_crypt_options_init(&o);
     o.format = OC_CRYPT_ONNXZEC1;
     o.iterations = 1;
     o.chunk_size = cs;
@@ -218,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     oc_crypt_options o;
-    memset(&o, 0, sizeof o);
+    oc_crypt_options_init(&o);
     /* ONNXCRY1 always derives its key with 100,000 iterations: only inputs too short to
      * get there (magic and header checks) are let through, else fuzzing would crawl. */
     o.format = (data[0] & 2) && size - 1 < 40 ? OC_CRYPT_NONE : OC_CRYPT_ONNXZEC1;

@@ -78,8 +78,11 @@ typedef enum oc_crypt_format {
 #define OC_CRYPT_CRY1_HEADER_SIZE 40u
 #define OC_CRYPT_CRY1_ITERATIONS  100000u
 
-/* All-zero means defaults. */
+/* Options grow at their end: fill them with OC_CRYPT_OPTIONS_INIT or oc_crypt_options_init
+ * (onnxcore/options.h, "Extending"); a struct whose size is 0 is refused with
+ * OC_ERR_INVALID_ARG. NULL means the defaults. */
 typedef struct oc_crypt_options {
+    size_t size; /* sizeof(oc_crypt_options), set by the initialisers */
     /* Encrypting: OC_CRYPT_NONE (0) writes ONNXZEC1; OC_CRYPT_ONNXCRY1 on request.
      * Decrypting: 0 accepts either format (by magic); otherwise the input must be that
      * format (anything else: OC_ERR_MALFORMED). */
@@ -97,6 +100,15 @@ typedef struct oc_crypt_options {
     /* Writing a file: fail with OC_ERR_EXISTS when the target exists (default: replace). */
     int no_overwrite;
 } oc_crypt_options;
+
+#define OC_CRYPT_OPTIONS_INIT                                                              \
+    {                                                                                      \
+        .size = sizeof(oc_crypt_options), .format = OC_CRYPT_NONE, .iterations = 0,        \
+        .chunk_size = 0, .max_iterations = 0, .no_overwrite = 0                            \
+    }
+
+/* Fills *opts with the defaults (as OC_CRYPT_OPTIONS_INIT). */
+OC_API void oc_crypt_options_init(oc_crypt_options *opts);
 
 /* true when this build can encrypt and decrypt (it has OpenSSL). */
 OC_API bool oc_crypt_available(void);

@@ -10,8 +10,9 @@
  * not all zero (raw_data_threshold is 1024 for parsing and for serialization, and 0 is a
  * meaningful threshold). A NULL options pointer always means "the defaults".
  *
- * Extending. Every options struct of both libraries (these, oz_archive_options,
- * oz_convert_options, oz_zip_reader_options) begins with `size_t size`, which the *_INIT
+ * Extending. Every options struct of both libraries (these, oc_crypt_options,
+ * oz_archive_options, oz_convert_options, oz_open_options, oz_zip_reader_options) and the
+ * output oz_open_info begin with `size_t size`, which the *_INIT
  * macro or *_init function sets to sizeof the struct; the macros name their fields
  * (designated initialisers), so the fields keep their meaning when one is added. New
  * fields are only ever appended, and a library reads only the fields that lie within the
@@ -19,7 +20,12 @@
  * the defaults for the fields it does not know. A struct whose size is 0 (never
  * initialised) is refused with OC_ERR_INVALID_ARG. Set fields by name after initialising;
  * do not fill these structs positionally. oc_tensor_buffer_options, embedded in both, is
- * fixed: it never grows.
+ * fixed: it never grows, and has no size of its own. It sits inside oc_parse_options and
+ * oc_serialize_options right after their size, so a field added to it would move every
+ * field that follows in both (the break the size field exists to prevent), and the
+ * enclosing struct's size already says whether it is there. A new buffer setting is a new
+ * field at the end of the enclosing structs (or of a new options struct), never of this
+ * one; oc_msg_consolidate_tensors, which takes it alone, reads both its fields always.
  */
 #ifndef ONNXCORE_OPTIONS_H
 #define ONNXCORE_OPTIONS_H

@@ -20,9 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "onnxcore/file.h"
 #include "crypt/format.h"
 #include "internal/error.h"
+#include "onnxcore/file.h"
+#include "onnxcore_atomic.h"
 
 /* The table of a format; NULL for OC_CRYPT_NONE and unknown values. */
 static const oc__crypt_format_ops *format_ops(oc_crypt_format f) {
@@ -103,6 +104,26 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
  * Options and passphrases
  * ====================================================================================== */
 
+void oc_crypt_options_init(oc_crypt_options *opts) {
+    static const oc_crypt_options defaults = OC_CRYPT_OPTIONS_INIT;
+    *opts = defaults;
+}
+
+oc_status oc__crypt_opts(const oc_crypt_options **opts, oc_crypt_options *local, oc_error *err) {
+    const oc_crypt_options *in = *opts;
+    if (in && in->size == sizeof *in) return OC_OK;
+    oc_crypt_options_init(local);
+    *opts = local;
+    if (!in) return OC_OK;
+    if (oc__opts_check(in->size, "oc_crypt_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    OC_OPTS_COPY(local, in, oc_crypt_options, format);
+    OC_OPTS_COPY(local, in, oc_crypt_options, iterations);
+    OC_OPTS_COPY(local, in, oc_crypt_options, chunk_size);
+    OC_OPTS_COPY(local, in, oc_crypt_options, max_iterations);
+    OC_OPTS_COPY(local, in, oc_crypt_options, no_overwrite);
+    return OC_OK;
+}
+
 static oc_status resolve_options(const oc_crypt_options *o, oc__crypt_params *r, oc_error *err) {
     r->format = o && o->format ? o->format : OC_CRYPT_ONNXZEC1;
     r->max_iterations =
@@ -165,6 +186,7 @@ oc_status oc_crypt_writer_open(oc_write_fn write, void *write_ctx, const void *k
     if (!write || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_writer_open: missing argument");
+    OC_CRYPT_OPTS(opts, err);
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(opts, key, key_len, &p, err));
     return oc__crypt_writer_open(write, write_ctx, key, key_len, &p, out, err);
@@ -245,6 +267,7 @@ oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_writ
     if (!read || !write)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_decrypt_stream: missing argument");
+    OC_CRYPT_OPTS(opts, err);
     OC_FORWARD(oc__cb_require(err));
     oc__crypt_source s = {read, read_ctx, 0};
     return decrypt_source(&s, write, write_ctx, key, key_len, opts, err);
@@ -274,23 +297,16 @@ oc_status oc_crypt_encrypt_memory(const void *data, uint64_t size, const void *k
                         "oc_crypt_encrypt_memory: missing argument");
     *out = NULL;
     *out_size = 0;
+    OC_CRYPT_OPTS(opts, err);
     oc__crypt_params p;
     uint64_t total = 0;
     OC_FORWARD(oc__crypt_prepare(opts, key, key_len, &p, err));
     OC_FORWARD(oc__crypt_encrypted_size(size, &p, &total, err));
     OC_RETURN_ERROR_IF(total > SIZE_MAX, err, OC_ERR_LIMIT, OC_NO_OFFSET, "input too large");
-    oc__crypt_buffer sink = {malloc((size_t)total), total, 0};
-    if (!sink.buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc__crypt_buffer sink;
+    OC_FORWARD(oc__crypt_buffer_open(&sink, total, err));
     oc_status st = encrypt_all(data, size, oc__crypt_buffer_write, &sink, key, key_len, &p, err);
-    if (st == OC_OK && sink.len != total)
-        st = oc__fail(err, OC_ERR_CRYPTO, OC_NO_OFFSET, "internal error: output size mismatch");
-    if (st != OC_OK) {
-        free(sink.buf);
-        return st;
-    }
-    *out = sink.buf;
-    *out_size = total;
-    return OC_OK;
+    return oc__crypt_buffer_finish(&sink, st, out, out_size, err);
 }
 
 static void release_buffer(void *p) { oc_bytes_free_buffer(p); }
@@ -326,6 +342,7 @@ oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *k
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_decrypt_memory: missing argument");
     oc_bytes_release(out);
+    OC_CRYPT_OPTS(opts, err);
     OC_FORWARD(oc__cb_require(err));
     return decrypt_to_span(data, size, key, key_len, opts, out, err);
 }
@@ -337,6 +354,7 @@ oc_status oc_crypt_decrypt_memory(const void *data, uint64_t size, const void *k
 oc_status oc__crypt_decrypt_file_span(const char *path, const void *key, size_t key_len,
                                       const oc_crypt_options *opts, oc_bytes *out,
                                       oc_crypt_format *format, oc_error *err) {
+    OC_CRYPT_OPTS(opts, err);
     OC_FORWARD(oc__cb_require(err));
     oc_mapped map;
     OC_FORWARD(oc_map_file(path, &map, err));
@@ -387,6 +405,7 @@ oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const
     if (!in_path || !out_path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_encrypt_file: missing argument");
+    OC_CRYPT_OPTS(opts, err);
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(opts, key, key_len, &p, err));
     int fd;
@@ -409,6 +428,7 @@ oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const
     if (!in_path || !out_path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_decrypt_file: missing argument");
+    OC_CRYPT_OPTS(opts, err);
     OC_FORWARD(oc__cb_require(err));
     OC_FORWARD(check_key(key, key_len, err));
     int fd;

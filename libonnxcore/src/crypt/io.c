@@ -3,6 +3,7 @@
  * callback, readers over memory and file descriptors, a sink into a sized buffer.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,5 +57,27 @@ oc_status oc__crypt_buffer_write(void *buffer, const void *data, uint64_t size, 
                         "internal error: output larger than its computed size");
     if (size) memcpy(m->buf + m->len, data, (size_t)size);
     m->len += size;
+    return OC_OK;
+}
+
+oc_status oc__crypt_buffer_open(oc__crypt_buffer *sink, uint64_t cap, oc_error *err) {
+    sink->buf = malloc((size_t)cap);
+    sink->cap = cap;
+    sink->len = 0;
+    if (!sink->buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    return OC_OK;
+}
+
+oc_status oc__crypt_buffer_finish(oc__crypt_buffer *sink, oc_status st, void **out,
+                                  uint64_t *out_size, oc_error *err) {
+    if (st == OC_OK && sink->len != sink->cap)
+        st = oc__fail(err, OC_ERR_CRYPTO, OC_NO_OFFSET, "internal error: output size mismatch");
+    if (st != OC_OK) {
+        free(sink->buf);
+        sink->buf = NULL;
+        return st;
+    }
+    *out = sink->buf;
+    *out_size = sink->cap;
     return OC_OK;
 }

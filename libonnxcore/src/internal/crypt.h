@@ -13,6 +13,12 @@
 #include "onnxcore/bytes.h"
 #include "onnxcore/crypto.h"
 #include "onnxcore/status.h"
+#include "onnxcore_shared.h"
+
+/* The caller's oc_crypt_options read by their size (onnxcore_shared.h): *opts becomes a
+ * complete struct; OC_CRYPT_OPTS is its first statement in a public function. */
+oc_status oc__crypt_opts(const oc_crypt_options **opts, oc_crypt_options *local, oc_error *err);
+#define OC_CRYPT_OPTS(opts, err) OC_OPTS_ENTRY(oc_crypt_options, oc__crypt_opts, opts, err)
 
 /* Encryption options with every default filled in and checked. */
 typedef struct oc__crypt_params {
@@ -47,5 +53,12 @@ typedef struct oc__crypt_buffer {
 } oc__crypt_buffer;
 
 oc_status oc__crypt_buffer_write(void *buffer, const void *data, uint64_t size, oc_error *err);
+/* Allocates the sink's buffer for cap bytes (cap at most SIZE_MAX: the caller checks). */
+oc_status oc__crypt_buffer_open(oc__crypt_buffer *sink, uint64_t cap, oc_error *err);
+/* Ends a write into sink whose status is st: when it succeeded and filled exactly cap
+ * bytes, *out and *out_size receive the buffer; otherwise the buffer is freed. Returns the
+ * write's status, or OC_ERR_CRYPTO for a size that differs from cap. */
+oc_status oc__crypt_buffer_finish(oc__crypt_buffer *sink, oc_status st, void **out,
+                                  uint64_t *out_size, oc_error *err);
 
 #endif

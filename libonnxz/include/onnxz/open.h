@@ -82,11 +82,21 @@ typedef struct oz_open_options {
 /* Fills *opts with the defaults (as OZ_OPEN_OPTIONS_INIT). */
 OZ_API void oz_open_options_init(oz_open_options *opts);
 
-/* What oz_open found. */
+/* What oz_open found: an output that grows at its end as the options do. Initialise it
+ * with OZ_OPEN_INFO_INIT or oz_open_info_init; oz_open writes only the fields that lie
+ * within its `size` (a caller compiled against an older, shorter struct gets what it
+ * knows, and nothing past its end is written). */
 typedef struct oz_open_info {
+    size_t size;     /* sizeof(oz_open_info), set by the initialisers */
     oz_kind kind;    /* the file's kind (oz_detect_file) */
     bool is_archive; /* true when the model came from an .onnxz archive, encrypted or not */
 } oz_open_info;
+
+#define OZ_OPEN_INFO_INIT \
+    { .size = sizeof(oz_open_info), .kind = OZ_KIND_MODEL, .is_archive = false }
+
+/* Fills *info with the initial values (as OZ_OPEN_INFO_INIT). */
+OZ_API void oz_open_info_init(oz_open_info *info);
 
 /* Loads the model of the file at path, in whichever form it is (oz_detect_file):
  *   a model     as oc_model_load_file: external data from opts->parse.data_dir, or the
@@ -96,7 +106,8 @@ typedef struct oz_open_info {
  * an empty file fails with OC_ERR_MALFORMED ("PATH: empty file, not an ONNX model"), an
  * encrypted file cut inside its magic with OC_ERR_TRUNCATED (C-1). A file that cannot be
  * read is reported by the model loader, in its words. opts and info may be NULL; info is
- * filled as far as the file was recognised, also on failure. *out is NULL after a failure. */
+ * filled as far as the file was recognised, also on failure (an info whose size was never
+ * set: OC_ERR_INVALID_ARG, and it is left as it was). *out is NULL after a failure. */
 OZ_API oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
                          oz_open_info *info, oc_error *err);
 

@@ -30,31 +30,13 @@ oc_status oz__archive_opts(const oz_archive_options **opts, oz_archive_options *
 oc_status oz__convert_opts(const oz_convert_options **opts, oz_convert_options *local,
                            oc_error *err);
 oc_status oz__open_opts(const oz_open_options **opts, oz_open_options *local, oc_error *err);
+/* The output oz_open_info: the fields of src that the caller's dst holds (by its size). */
+void oz__open_info_put(oz_open_info *dst, const oz_open_info *src);
 
 /* As OC_PARSE_OPTS (onnxcore_shared.h), for the oz_* options. */
-#define OZ_ZIP_OPTS(opts, err)                                       \
-    oz_zip_reader_options opts##_full_;                              \
-    do {                                                             \
-        oc_status st_ = oz__zip_opts(&(opts), &opts##_full_, (err)); \
-        if (st_ != OC_OK) return st_;                                \
-    } while (0)
-#define OZ_ARCHIVE_OPTS(opts, err)                                       \
-    oz_archive_options opts##_full_;                                     \
-    do {                                                                 \
-        oc_status st_ = oz__archive_opts(&(opts), &opts##_full_, (err)); \
-        if (st_ != OC_OK) return st_;                                    \
-    } while (0)
-#define OZ_OPEN_OPTS(opts, err)                                       \
-    oz_open_options opts##_full_;                                     \
-    do {                                                              \
-        oc_status st_ = oz__open_opts(&(opts), &opts##_full_, (err)); \
-        if (st_ != OC_OK) return st_;                                 \
-    } while (0)
-#define OZ_CONVERT_OPTS(opts, err)                                       \
-    oz_convert_options opts##_full_;                                     \
-    do {                                                                 \
-        oc_status st_ = oz__convert_opts(&(opts), &opts##_full_, (err)); \
-        if (st_ != OC_OK) return st_;                                    \
-    } while (0)
+#define OZ_ZIP_OPTS(opts, err) OC_OPTS_ENTRY(oz_zip_reader_options, oz__zip_opts, opts, err)
+#define OZ_ARCHIVE_OPTS(opts, err) OC_OPTS_ENTRY(oz_archive_options, oz__archive_opts, opts, err)
+#define OZ_OPEN_OPTS(opts, err) OC_OPTS_ENTRY(oz_open_options, oz__open_opts, opts, err)
+#define OZ_CONVERT_OPTS(opts, err) OC_OPTS_ENTRY(oz_convert_options, oz__convert_opts, opts, err)
 
 #endif

@@ -1,0 +1,67 @@
+/*
+ * onnxcore_atomic.h - crash-safe replacement of files, shared by libonnxcore, libonnxz and
+ * the tool without being public API. Not installed; a PRIVATE include directory, as
+ * onnxcore_shared.h.
+ *
+ * Every file onnxz writes goes through oc_atomic_file: the bytes go to a temporary file
+ * in the target's directory (`.<name>.tmp-<hex>`), which is fsynced and renamed over the
+ * target; a failure at any point leaves the previous target untouched (spec W-30).
+ * While it exists, the temporary file is registered for oc_cleanup_run (cleanup.h).
+ * Not thread-safe per object; distinct objects may be used from distinct threads.
+ *
+ * libonnxcore.so does not export these: libonnxz compiles the same file (fileio.c) under
+ * its own hidden names oz__atomic_* (libonnxz/CMakeLists.txt), as it does progress.c.
+ * oc_atomic_write_bytes (fileio_bytes.c), which reads the byte sources, is libonnxcore's
+ * only; the tool and the tests reach it through the static library.
+ */
+#ifndef ONNXCORE_ATOMIC_H
+#define ONNXCORE_ATOMIC_H
+
+#include <stdint.h>
+
+#include <onnxcore/bytes.h>
+#include <onnxcore/status.h>
+
+#include "onnxcore_progress.h"
+
+struct oc_cleanup_entry;
+
+/* A file written under a temporary name beside its target and renamed into place. */
+typedef struct oc_atomic_file {
+    int fd;
+    int overwrite;
+    char *path;
+    char *tmp_path;
+    uint64_t written;                 /* bytes appended so far */
+    uint64_t flushed;                 /* bytes whose writeback to disk has been started */
+    oc_progress *progress;            /* NULL after oc_atomic_open (a save sets it) */
+    struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
+} oc_atomic_file;
+
+/* Creates the temporary file for path. Without overwrite, an existing path fails now with
+ * OC_ERR_EXISTS (and again at commit if one appeared meanwhile). */
+oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
+/* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
+oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
+/* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept
+ * (oc_map_file keeps one for mappings of 1 MiB or more, up to 64 at once) is copied file
+ * to file by the kernel (copy_file_range): none of its pages enter this process, which
+ * matters when the mapping's page cache is made of small pages. Any other span, or a
+ * file pair the kernel cannot copy between, goes through oc_bytes_write. Progress and
+ * writeback are counted as for oc_atomic_write. libonnxcore only (see above). */
+oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
+/* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
+ * directory. On failure the temporary file is removed. */
+oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
+/* Removes the temporary file and frees the object's memory. Safe after a commit (then it
+ * does nothing) and more than once. */
+void oc_atomic_abort(oc_atomic_file *af);
+
+/* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
+oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+                           oc_error *err);
+
+/* Called by fileio.c and fileio_bytes.c only: counts n bytes appended by either. */
+void oc__atomic_appended(oc_atomic_file *af, uint64_t n);
+
+#endif
