@@ -239,7 +239,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     int external;
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    oz_open_info info;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_model *model = NULL;
     oc_error err;
     oc_status st;
@@ -358,8 +358,7 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
                             oc_error *err) {
     if (s->form == 2) {
         oc_serialize_options so;
-        oc_crypt_options co;
-        memset(&co, 0, sizeof co);
+        oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
         oc_serialize_options_init(&so);
         so.overwrite = 1;
         return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so,
@@ -638,7 +637,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         o.parse.no_copy = 1;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
-        oz_open_info info = {OZ_KIND_MODEL, false};
+        oz_open_info info = OZ_OPEN_INFO_INIT;
         st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
         self->payload_archive = info.is_archive;
     }

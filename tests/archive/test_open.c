@@ -248,7 +248,7 @@ static oc_model *load_archive(const char *name, int use_pread, int no_copy, int 
         CHECK(b->mode != OC_BYTES_BORROWED); /* never bytes the load does not keep */
     }
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    oz_open_info info;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_model *m2 = NULL;
     o.parse = po;
     CHECK_STATUS(oz_open(at(name), &o, &m2, &info, &err), OC_OK);
