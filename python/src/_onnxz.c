@@ -691,14 +691,20 @@ static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
 
 static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     find_ctx f;
+    HoldObject *hold;
+    oc_status st = OC_ERR_NOMEM;
     (void)unused;
     if (reader_check(self) < 0) return NULL;
+    hold = self->hold; /* the walk allocates: a GC there may let a close() in */
+    Py_INCREF(hold);
     memset(&f, 0, sizeof f);
     f.list = PyList_New(0);
     f.seen = PySet_New(NULL);
-    if (!f.list || !f.seen ||
-        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(self->hold->model), find_tensor,
-                             &f) != OC_OK) {
+    if (f.list && f.seen)
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), find_tensor,
+                                  &f);
+    Py_DECREF(hold);
+    if (st != OC_OK) {
         Py_XDECREF(f.list);
         Py_XDECREF(f.seen);
         return PyErr_Occurred() ? NULL : PyErr_NoMemory();
@@ -719,29 +725,34 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     oc_error err;
     oc_status st = OC_OK;
     HoldObject *hold;
+    int data_type;
     if (!PyArg_ParseTuple(args, "s#", &name, &len)) return NULL;
     if (reader_check(self) < 0) return NULL;
+    /* t lives in hold's model: held from here to the last use of t, since a close() from
+     * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
+    hold = self->hold;
+    Py_INCREF(hold);
     memset(&f, 0, sizeof f);
     f.name = name;
     f.len = (size_t)len;
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(self->hold->model), find_tensor, &f);
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), find_tensor, &f);
     t = f.found;
     if (!t) {
+        Py_DECREF(hold);
         PyErr_SetObject(PyExc_KeyError, PyTuple_GetItem(args, 0));
         return NULL;
     }
+    data_type = (int)t->data_type;
     dims = PyTuple_New((Py_ssize_t)t->dims.count);
-    if (!dims) return NULL;
-    for (uint64_t i = 0; i < t->dims.count; i++) {
+    for (uint64_t i = 0; dims && i < t->dims.count; i++) {
         PyObject *d = PyLong_FromLongLong(t->dims.items[i]);
-        if (!d) {
-            Py_DECREF(dims);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
+        if (!d) Py_CLEAR(dims);
+        else PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
     }
-    hold = self->hold;
-    Py_INCREF(hold); /* a close() from another thread while the GIL is released */
+    if (!dims) {
+        Py_DECREF(hold);
+        return NULL;
+    }
     oc_error_clear(&err);
     if (hold->archive && oc_tensor_is_external(t)) {
         Py_BEGIN_ALLOW_THREADS
@@ -753,7 +764,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         st = oc_bytes_copy(&bytes, &t->raw_data, &err); /* SHARED: an owner reference */
     } else {
         Py_DECREF(hold);
-        out = Py_BuildValue("(OiN)", Py_None, (int)t->data_type, dims);
+        out = Py_BuildValue("(OiN)", Py_None, data_type, dims);
         return out;
     }
     if (st != OC_OK) {
@@ -768,7 +779,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         Py_DECREF(dims);
         return NULL;
     }
-    return Py_BuildValue("(NiN)", span, (int)t->data_type, dims);
+    return Py_BuildValue("(NiN)", span, data_type, dims);
 }
 
 static PyObject *reader_close(ReaderObject *self, PyObject *unused) {

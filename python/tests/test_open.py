@@ -177,6 +177,43 @@ def test_threads_read_concurrently(tmp_path):
     assert not errors
 
 
+
+@pytest.mark.parametrize("suffix", [".onnxz", ".onnx"])
+def test_close_while_other_threads_read(tmp_path, suffix):
+    """A close() racing reads from other threads: every read gives the right array or
+    'closed', never bytes of a freed model (tensor() read the tensor's data_type after
+    dropping its reference to the model: a use-after-free under ASan, review of 2026-11-24)."""
+    model = make_model(n_weights=8, size=16)
+    p = str(tmp_path / ("m" + suffix))
+    onnxz.save(model, p)
+    want = expected_arrays(model)
+    errors = []
+    for _ in range(30):
+        f = onnxz.open(p)
+        reader = f._reader
+
+        def work():
+            try:
+                for _ in range(20):
+                    for n, a in want.items():
+                        span, _, dims = reader.tensor(n)  # the File's reader, closed below
+                        if not np.array_equal(np.frombuffer(span, np.float32).reshape(dims), a):
+                            errors.append(n)
+                    reader.names()
+            except ValueError as e:
+                if "closed" not in str(e):
+                    errors.append(repr(e))
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        f.close()
+        for t in ts:
+            t.join()
+    assert not errors
+
+
 def rss_kib():
     with open("/proc/self/status") as f:
         for line in f:
