@@ -20,6 +20,7 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper  # File.tensor of typed fields; `import onnx` alone lacks it
 
 from . import _onnxz
 from ._onnxz import Error

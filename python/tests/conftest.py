@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 # Under ASan (run_pytest.sh asan) the runtime is preloaded into this interpreter; the
 # processes the tests start (the onnxz tool, linked with its own copy) must not get it.
-os.environ.pop("LD_PRELOAD", None)
+PRELOAD = os.environ.pop("LD_PRELOAD", None)  # for a Python the tests start
 
 
 @pytest.fixture(scope="session")

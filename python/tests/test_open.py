@@ -8,10 +8,10 @@ import threading
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxz
-from conftest import make_model
+from conftest import PRELOAD, make_model
 
 
 def mapping_of(address):
@@ -212,6 +212,23 @@ def test_close_while_other_threads_read(tmp_path, suffix):
         for t in ts:
             t.join()
     assert not errors
+
+
+
+def test_typed_tensor_in_a_fresh_process(tmp_path):
+    """A tensor in typed fields (float_data) converted by File.tensor in a process that
+    imported only onnxz: `import onnx` does not load onnx.numpy_helper (this suite's own
+    imports hid it: AttributeError, review of 2026-11-24)."""
+    t = helper.make_tensor("t", TensorProto.FLOAT, [2, 3], vals=[1, 2, 3, 4, 5, 6])
+    p = str(tmp_path / "typed.onnx")
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [t])), p)
+    code = ("import sys, onnxz\n"
+            "with onnxz.open(sys.argv[1]) as f:\n"
+            "    print(f['t'].tolist())\n")
+    env = dict(os.environ, **({"LD_PRELOAD": PRELOAD} if PRELOAD else {}))
+    r = subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"
 
 
 def rss_kib():
