@@ -201,6 +201,10 @@ def _walk_tensors(model):
             if a.HasField("t"):
                 yield a.t
             yield from a.tensors
+            for sp in ([a.sparse_tensor] if a.HasField("sparse_tensor") else []) + \
+                    list(a.sparse_tensors):
+                yield sp.values
+                yield sp.indices
             if a.HasField("g"):
                 yield from graph(a.g)
             for g in a.graphs:

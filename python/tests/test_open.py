@@ -231,6 +231,25 @@ def test_typed_tensor_in_a_fresh_process(tmp_path):
     assert r.stdout.strip() == "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"
 
 
+
+def test_typed_tensors_of_a_sparse_attribute(tmp_path):
+    """Every name File.names lists can be read: the values and indices of a sparse tensor in
+    a node's attribute, held in typed fields, were listed but raised KeyError (review of
+    2026-11-24)."""
+    vals = helper.make_tensor("sv", TensorProto.FLOAT, [2], vals=[1.5, 2.5])
+    idx = helper.make_tensor("si", TensorProto.INT64, [2], vals=[0, 3])
+    node = helper.make_node("Constant", [], ["c"],
+                            sparse_value=helper.make_sparse_tensor(vals, idx, [4]))
+    graph = helper.make_graph([node], "g", [],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [4])])
+    p = str(tmp_path / "sparse.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), p)
+    with onnxz.open(p) as f:
+        assert sorted(f.names) == ["si", "sv"]
+        assert f["sv"].tolist() == [1.5, 2.5]
+        assert f["si"].tolist() == [0, 3]
+
+
 def rss_kib():
     with open("/proc/self/status") as f:
         for line in f:
