@@ -313,6 +313,8 @@ class File:
             raise Error(f"{self._path}: tensor '{name}' has data_type {data_type}, which has "
                         "no numpy dtype")
         dtype = np.dtype(dtype).newbyteorder("<")
+        if any(d < 0 for d in dims):
+            raise Error(f"{self._path}: tensor '{name}' has a negative dimension in {list(dims)}")
         n = 1
         for d in dims:
             n *= d
@@ -320,7 +322,11 @@ class File:
             raise Error(f"{self._path}: tensor '{name}' has {len(memoryview(span))} bytes, "
                         f"not the {n * dtype.itemsize} its dims and data_type make")
         if n == 0:
-            a = np.empty(dims, dtype=dtype)
+            try:
+                a = np.empty(dims, dtype=dtype)
+            except ValueError as e:  # dims numpy cannot hold, though they hold no element
+                raise Error(f"{self._path}: tensor '{name}' has dims {list(dims)} that numpy "
+                            f"cannot represent ({e})") from None
             a.setflags(write=False)
             return a
         return np.frombuffer(span, dtype=dtype).reshape(dims)

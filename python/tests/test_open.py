@@ -251,6 +251,20 @@ def test_typed_tensors_of_a_sparse_attribute(tmp_path):
 
 
 
+@pytest.mark.parametrize("dims,raw", [([0, -3], b""), ([-1, -4], b"\0" * 16),
+                                      ([0, 2**62, 2**62], b"")])
+def test_hostile_dims_raise_onnxz_error(tmp_path, dims, raw):
+    """Negative dims whose product still matches the bytes, and dims numpy cannot hold
+    though they hold no element, raise onnxz.Error, not numpy's ValueError (review of
+    2026-11-24)."""
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=dims, raw_data=raw)
+    p = str(tmp_path / "dims.onnx")
+    with open(p, "wb") as f:
+        f.write(helper.make_model(helper.make_graph([], "g", [], [], [t])).SerializeToString())
+    with onnxz.open(p) as f, pytest.raises(onnxz.Error, match="'w'"):
+        f["w"]
+
+
 def test_archive_tensor_name_with_nul(tmp_path):
     """A tensor named "a\\0b" beside one named "a": reading the first from an archive gave
     the bytes of "a" under the first's type and shape (the archive's lookup takes a C
