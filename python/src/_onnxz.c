@@ -801,16 +801,14 @@ static oc_status check_model(oc_model *model, oc_error *err) {
     return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
 }
 
-/* ---- an archive's entries: the facts of `onnxz info`'s archive block and the layout
- * rules `onnxz verify` checks (tools/archive_entries.c, tools/cmd_verify.c check_layout;
- * the same figures and messages, from the libraries' public API) ---------------------- */
+/* ---- an archive's entries: the facts of `onnxz info`'s archive block (as
+ * tools/archive_entries.c gathers them: the same figures, from the zip reader) -------- */
 
 #define ALIGNMENT_CAP 4096u /* tools/archive_entries.h ARCHIVE_ALIGNMENT_CAP */
 
 typedef struct entry_scan {
     oz_zip_entry *entries;   /* central-directory order */
     uint64_t *ntensors;      /* tensors whose location names the entry */
-    oc_str *first_tensor;    /* the first of them in the model's encoding order */
     uint64_t count, model_index, model_file_rank;
     uint64_t stored_entries, stored_bytes;
     uint64_t deflated_entries, deflated_bytes, deflated_compressed;
@@ -846,14 +844,13 @@ static oc_status scan_ref(void *ctx, onnx_TensorProto *t) {
     memcpy(s->name_buf, loc->data, (size_t)loc->size);
     s->name_buf[loc->size] = '\0';
     if (oz_zip_reader_find(s->zip, s->name_buf, &index, &ignored) != OC_OK) return OC_OK;
-    if (s->ntensors[index]++ == 0) s->first_tensor[index] = t->name;
+    s->ntensors[index]++;
     return OC_OK;
 }
 
 static void scan_free(entry_scan *s) {
     free(s->entries);
     free(s->ntensors);
-    free(s->first_tensor);
     free(s->name_buf);
     memset(s, 0, sizeof *s);
 }
@@ -869,9 +866,8 @@ static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entr
     n = s->count = oz_zip_reader_count(s->zip);
     s->entries = calloc(n ? (size_t)n : 1, sizeof *s->entries);
     s->ntensors = calloc(n ? (size_t)n : 1, sizeof *s->ntensors);
-    s->first_tensor = calloc(n ? (size_t)n : 1, sizeof *s->first_tensor);
     s->name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
-    if (!s->entries || !s->ntensors || !s->first_tensor || !s->name_buf) {
+    if (!s->entries || !s->ntensors || !s->name_buf) {
         scan_free(s);
         return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while listing the archive");
     }
@@ -907,43 +903,6 @@ static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entr
         /* Where __MODEL_PROTO sits in the file, counted by local header offsets. */
         if (e->local_header_offset < s->entries[s->model_index].local_header_offset)
             s->model_file_rank++;
-    }
-    return OC_OK;
-}
-
-/* The spec's layout rules a reader does not enforce: A-2 (__MODEL_PROTO last in the
- * central directory and in the file), A-3 (tensor entries STORED), A-4 (STORED data on a
- * 64-byte boundary); the first breach, in the tool's words. */
-static oc_status check_layout(const entry_scan *s, oc_error *err) {
-    char buf[32];
-    const oz_zip_entry *model = &s->entries[s->model_index];
-    if (s->model_index + 1 != s->count)
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            OZ_MODEL_ENTRY " is entry %llu of %llu in the central directory, "
-                                           "not the last (A-2)",
-                            (unsigned long long)s->model_index + 1, (unsigned long long)s->count);
-    if (s->model_file_rank + 1 != s->count)
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
-                                           "offset %llu comes before other entries' (A-2)",
-                            (unsigned long long)model->data_offset);
-    for (uint64_t i = 0; i < s->count; i++) {
-        const oz_zip_entry *e = &s->entries[i];
-        char qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
-        oc_quote(e->name, e->name_len, qe, sizeof qe);
-        if (i != s->model_index && s->ntensors[i] && e->method != OZ_ZIP_STORED) {
-            const oc_str *t = &s->first_tensor[i];
-            return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                                "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
-                                "mapped in place (A-3)",
-                                qe, oc_quote(t->data, t->size, qt, sizeof qt),
-                                method_name(e->method, buf, sizeof buf));
-        }
-        if (e->method == OZ_ZIP_STORED && e->data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
-            return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                                "entry '%s' has its data at offset %llu, not on a %u-byte "
-                                "boundary (A-4)",
-                                qe, (unsigned long long)e->data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
     }
     return OC_OK;
 }
@@ -1090,10 +1049,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     oc_model_free(model);
     /* The layout rules, on the entries and the model's references to them. */
     if (st == OC_OK && hold->archive) {
-        entry_scan scan;
-        st = scan_entries(hold->archive, oc_model_proto(hold->model), &scan, &err);
-        if (st == OC_OK) st = check_layout(&scan, &err);
-        scan_free(&scan);
+        st = oz_archive_check_layout(hold->archive, oc_model_proto(hold->model), &err);
     }
     Py_END_ALLOW_THREADS
     Py_DECREF(hold);
