@@ -83,7 +83,8 @@ def _compile_extension(tmp):
              "-D_POSIX_C_SOURCE=200809L", "-D_FILE_OFFSET_BITS=64",
              "-I" + sysconfig.get_paths()["include"],
              "-I" + os.path.join(ROOT, "libonnxcore", "include"),
-             "-I" + os.path.join(ROOT, "libonnxz", "include")]
+             "-I" + os.path.join(ROOT, "libonnxz", "include"),
+             "-I" + os.path.join(ROOT, "tools")]
     sanitize = []
     if os.environ.get("ONNXZ_SANITIZE") == "1":
         sanitize = ["-fsanitize=address,undefined"]
@@ -97,7 +98,10 @@ def _compile_extension(tmp):
     libs.append("-lpthread")
     # The libraries' symbols stay inside the extension (--exclude-libs): another copy
     # loaded in the same process (a ctypes user) never binds to ours.
-    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c")] + libs
+    # tools/model_stats.c is the tool's count of `info`'s figures, compiled in so that
+    # File.info() and `onnxz info` share one implementation.
+    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c"),
+                       os.path.join(ROOT, "tools", "model_stats.c")] + libs
          + ["-Wl,--exclude-libs,ALL"] + sanitize)
     return out
 

@@ -68,43 +68,6 @@ static oc_status check_model(oc_model *model, oc_error *err) {
 
 /* ---- archives ------------------------------------------------------------------- */
 
-/* The spec's layout rules that a reader does not enforce (it accepts any ZIP), checked on
- * the listing: A-2 (__MODEL_PROTO last), A-3 (tensor entries STORED), A-4 (STORED data on
- * a 64-byte boundary). The first breach is reported. */
-static int check_layout(const char *path, const archive_listing *l) {
-    char buf[32];
-    const archive_entry *model = &l->entries[l->model_index];
-    if (l->model_index + 1 != l->count)
-        return cli_fail_msg(path,
-                            OZ_MODEL_ENTRY " is entry %" PRIu64 " of %" PRIu64
-                                           " in the central directory, not the last (A-2)",
-                            l->model_index + 1, l->count);
-    if (l->model_file_rank + 1 != l->count)
-        return cli_fail_msg(path,
-                            OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
-                                           "offset %" PRIu64 " comes before other entries' (A-2)",
-                            model->zip.data_offset);
-    for (uint64_t i = 0; i < l->count; i++) {
-        const archive_entry *e = &l->entries[i];
-        char qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
-        oc_quote(e->zip.name, e->zip.name_len, qe, sizeof qe);
-        if (!e->is_model && e->ntensors && e->zip.method != OZ_ZIP_STORED) {
-            const oc_str *t = &l->names[e->first_name];
-            return cli_fail_msg(path,
-                                "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
-                                "mapped in place (A-3)",
-                                qe, oc_quote(t->data, t->size, qt, sizeof qt),
-                                archive_method_name(e->zip.method, buf, sizeof buf));
-        }
-        if (e->zip.method == OZ_ZIP_STORED && e->zip.data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
-            return cli_fail_msg(path,
-                                "entry '%s' has its data at offset %" PRIu64
-                                ", not on a %u-byte boundary (A-4)",
-                                qe, e->zip.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
-    }
-    return CLI_EXIT_OK;
-}
-
 static int verify_archive(const cli_args *args, verify_report *r) {
     oz_archive *ar = NULL;
     oc_model *model = NULL;
@@ -136,7 +99,10 @@ static int verify_archive(const cli_args *args, verify_report *r) {
     /* 4. The layout rules. */
     rc = archive_listing_open(r->path, args->verbosity, &listing);
     if (rc != CLI_EXIT_OK) return rc;
-    rc = check_layout(r->path, &listing);
+    /* (the library's check: File.verify() in Python makes the same) */
+    oc_error_clear(&err);
+    if (oz_archive_check_layout(listing.archive, oc_model_proto(listing.model), &err) != OC_OK)
+        rc = cli_fail(r->path, &err);
     if (rc == CLI_EXIT_OK) {
         r->entries = listing.count;
         r->tensor_entries = listing.tensor_entries;

@@ -572,3 +572,107 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
     oc_model_free(m);
     return st;
 }
+
+/* ---- the layout rules, for verifiers ---- */
+
+typedef struct layout_walk {
+    const oz_zip_reader *zip;
+    uint64_t model_index;
+    oc_str *first_tensor; /* per entry: the first tensor naming it (size 0 ... none) */
+    uint8_t *has_tensor;
+    char *name_buf;
+} layout_walk;
+
+static oc_status layout_ref(void *ctx, onnx_TensorProto *t) {
+    layout_walk *w = ctx;
+    const oc_str *loc;
+    uint64_t index;
+    oc_error ignored;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    loc = oc_tensor_external_value(t, "location");
+    /* A location that names no entry is refused by loading, not here. */
+    if (!loc || loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
+        return OC_OK;
+    memcpy(w->name_buf, loc->data, (size_t)loc->size);
+    w->name_buf[loc->size] = '\0';
+    if (oz_zip_reader_find(w->zip, w->name_buf, &index, &ignored) != OC_OK) return OC_OK;
+    if (!w->has_tensor[index]) {
+        w->has_tensor[index] = 1;
+        w->first_tensor[index] = t->name;
+    }
+    return OC_OK;
+}
+
+static const char *layout_method_name(uint16_t method, char *buf, size_t size) {
+    if (method == OZ_ZIP_STORED) return "stored";
+    if (method == OZ_ZIP_DEFLATED) return "deflated";
+    snprintf(buf, size, "method %u", (unsigned)method);
+    return buf;
+}
+
+/* The rules, entries in central-directory order; w filled. */
+static oc_status layout_check(const layout_walk *w, uint64_t count, oc_error *err) {
+    oz_zip_entry model, e;
+    uint64_t rank = 0;
+    char buf[32], qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
+    OZ_FORWARD(oz_zip_reader_entry(w->zip, w->model_index, &model, err));
+    if (w->model_index + 1 != count)
+        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        OZ_MODEL_ENTRY " is entry %llu of %llu in the central directory, "
+                                       "not the last (A-2)",
+                        (unsigned long long)w->model_index + 1, (unsigned long long)count);
+    for (uint64_t i = 0; i < count; i++) {
+        OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
+        if (e.local_header_offset < model.local_header_offset) rank++;
+    }
+    if (rank + 1 != count)
+        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
+                                       "offset %llu comes before other entries' (A-2)",
+                        (unsigned long long)model.data_offset);
+    for (uint64_t i = 0; i < count; i++) {
+        OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
+        oc_quote(e.name, e.name_len, qe, sizeof qe);
+        if (i != w->model_index && w->has_tensor[i] && e.method != OZ_ZIP_STORED) {
+            const oc_str *t = &w->first_tensor[i];
+            return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
+                            "mapped in place (A-3)",
+                            qe, oc_quote(t->data, t->size, qt, sizeof qt),
+                            layout_method_name(e.method, buf, sizeof buf));
+        }
+        if (e.method == OZ_ZIP_STORED && e.data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
+            return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                            "entry '%s' has its data at offset %llu, not on a %u-byte "
+                            "boundary (A-4)",
+                            qe, (unsigned long long)e.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
+    }
+    return OC_OK;
+}
+
+oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *model,
+                                  oc_error *err) {
+    layout_walk w;
+    uint64_t count;
+    oc_status st;
+    OZ_RETURN_ERROR_IF(!ar || !model, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_check_layout: NULL archive or model");
+    memset(&w, 0, sizeof w);
+    w.zip = oz_archive_zip(ar);
+    count = oz_zip_reader_count(w.zip);
+    OZ_FORWARD(oz_zip_reader_find(w.zip, OZ_MODEL_ENTRY, &w.model_index, err));
+    w.first_tensor = calloc((size_t)count, sizeof *w.first_tensor);
+    w.has_tensor = calloc((size_t)count, 1);
+    w.name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
+    if (!w.first_tensor || !w.has_tensor || !w.name_buf)
+        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
+    else if (oc_msg_visit_tensors(&onnx_ModelProto_desc, (onnx_ModelProto *)model, layout_ref,
+                                  &w) != OC_OK)
+        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
+    else
+        st = layout_check(&w, count, err);
+    free(w.first_tensor);
+    free(w.has_tensor);
+    free(w.name_buf);
+    return st;
+}

@@ -334,13 +334,17 @@ class File:
     def verify(self):
         """Checks the file as `onnxz verify` does (archives: every ZIP check and CRC-32 and
         every tensor resolving to its entry; .onnx: every external tensor resolved and its
-        checksum verified; then ir_version, graph and every tensor's size), except the
-        archive layout rules (A-2..A-4) and stub references. Raises onnxz.Error."""
+        checksum verified; then ir_version, graph and every tensor's size; last, an
+        archive's layout rules A-2..A-4: __MODEL_PROTO last, tensor entries stored, stored
+        data on 64-byte boundaries), except a stub's references into an archive (A-62:
+        run `onnxz verify` for those). Raises onnxz.Error with the tool's message."""
         self._open_reader().verify(self._key)
 
     def info(self):
-        """What `onnxz info --json` reports on the model (the file, its form and the
-        model's figures): a dict."""
+        """What `onnxz info --json` reports on the file, as a dict with the same keys and
+        values: the file, its form, the model's fields and counts, its tensor bytes by
+        where they live (tensor_bytes, raw_data, typed_data, external_data) and, for an
+        .onnxz archive, its entries (archive; None for the other forms)."""
         from ._info import info
         return info(self)
 

@@ -24,6 +24,8 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/onnxz.h>
 
+#include "model_stats.h" /* tools/model_stats.c, compiled in: the figures of `onnxz info` */
+
 static PyObject *onnxz_error; /* onnxz.Error */
 
 /* ---- errors -------------------------------------------------------------------- */
@@ -815,9 +817,221 @@ static oc_status check_model(oc_model *model, oc_error *err) {
     return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
 }
 
-/* verify(key): the checks of `onnxz verify` but the layout rules and stubs: archives: every
- * ZIP check, every CRC-32, every tensor resolving to its entry; other forms: decoding with
- * every external tensor resolved and its checksum verified; then W-41 and W-40. */
+/* ---- an archive's entries: the facts of `onnxz info`'s archive block (as
+ * tools/archive_entries.c gathers them: the same figures, from the zip reader) -------- */
+
+#define ALIGNMENT_CAP 4096u /* tools/archive_entries.h ARCHIVE_ALIGNMENT_CAP */
+
+typedef struct entry_scan {
+    oz_zip_entry *entries;   /* central-directory order */
+    uint64_t *ntensors;      /* tensors whose location names the entry */
+    uint64_t count, model_index, model_file_rank;
+    uint64_t stored_entries, stored_bytes;
+    uint64_t deflated_entries, deflated_bytes, deflated_compressed;
+    uint64_t tensor_entries, deflated_tensor_entries, min_tensor_alignment;
+    const oz_zip_reader *zip;
+    char *name_buf;
+} entry_scan;
+
+static uint64_t offset_alignment(uint64_t offset) {
+    uint64_t a = 1;
+    if (offset == 0) return ALIGNMENT_CAP;
+    while (a < ALIGNMENT_CAP && offset % (a * 2) == 0) a *= 2;
+    return a;
+}
+
+static const char *method_name(uint16_t method, char *buf, size_t size) {
+    if (method == OZ_ZIP_STORED) return "stored";
+    if (method == OZ_ZIP_DEFLATED) return "deflated";
+    snprintf(buf, size, "method %u", (unsigned)method);
+    return buf;
+}
+
+static oc_status scan_ref(void *ctx, onnx_TensorProto *t) {
+    entry_scan *s = ctx;
+    const oc_str *loc;
+    uint64_t index;
+    oc_error ignored;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    loc = oc_tensor_external_value(t, "location");
+    /* A location that names no entry is refused by loading; it counts for no entry. */
+    if (!loc || loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
+        return OC_OK;
+    memcpy(s->name_buf, loc->data, (size_t)loc->size);
+    s->name_buf[loc->size] = '\0';
+    if (oz_zip_reader_find(s->zip, s->name_buf, &index, &ignored) != OC_OK) return OC_OK;
+    s->ntensors[index]++;
+    return OC_OK;
+}
+
+static void scan_free(entry_scan *s) {
+    free(s->entries);
+    free(s->ntensors);
+    free(s->name_buf);
+    memset(s, 0, sizeof *s);
+}
+
+/* Lists ar's entries and, walking model (its tensors as references), which of them hold
+ * tensors. No GIL needed. */
+static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entry_scan *s,
+                              oc_error *err) {
+    oc_status st;
+    uint64_t n;
+    memset(s, 0, sizeof *s);
+    s->zip = oz_archive_zip(ar);
+    n = s->count = oz_zip_reader_count(s->zip);
+    s->entries = calloc(n ? (size_t)n : 1, sizeof *s->entries);
+    s->ntensors = calloc(n ? (size_t)n : 1, sizeof *s->ntensors);
+    s->name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
+    if (!s->entries || !s->ntensors || !s->name_buf) {
+        scan_free(s);
+        return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while listing the archive");
+    }
+    st = oz_zip_reader_find(s->zip, OZ_MODEL_ENTRY, &s->model_index, err);
+    for (uint64_t i = 0; st == OC_OK && i < n; i++) st = oz_zip_reader_entry(s->zip, i, &s->entries[i], err);
+    if (st == OC_OK) {
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, scan_ref, s);
+        if (st != OC_OK) st = oc_error_set(err, st, OC_NO_OFFSET, "out of memory while listing the archive");
+    }
+    if (st != OC_OK) {
+        scan_free(s);
+        return st;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        const oz_zip_entry *e = &s->entries[i];
+        if (e->method == OZ_ZIP_DEFLATED) {
+            s->deflated_entries++;
+            s->deflated_bytes += e->uncompressed_size;
+            s->deflated_compressed += e->compressed_size;
+        } else if (e->method == OZ_ZIP_STORED) {
+            s->stored_entries++;
+            s->stored_bytes += e->uncompressed_size;
+        }
+        if (s->ntensors[i] && i != s->model_index) {
+            s->tensor_entries++;
+            if (e->method == OZ_ZIP_DEFLATED) s->deflated_tensor_entries++;
+            if (e->method == OZ_ZIP_STORED) {
+                uint64_t a = offset_alignment(e->data_offset);
+                if (s->min_tensor_alignment == 0 || a < s->min_tensor_alignment)
+                    s->min_tensor_alignment = a;
+            }
+        }
+        /* Where __MODEL_PROTO sits in the file, counted by local header offsets. */
+        if (e->local_header_offset < s->entries[s->model_index].local_header_offset)
+            s->model_file_rank++;
+    }
+    return OC_OK;
+}
+
+static PyObject *share(uint64_t tensors, uint64_t bytes) {
+    return Py_BuildValue("{sKsK}", "tensors", (unsigned long long)tensors, "bytes",
+                         (unsigned long long)bytes);
+}
+
+static PyObject *archive_dict(const entry_scan *s) {
+    const oz_zip_entry *m = &s->entries[s->model_index];
+    char buf[32];
+    return Py_BuildValue(
+        "{sKs{sKsK}s{sKsKsK}sKsKsKsOs{sssKsKsO}}", "entries", (unsigned long long)s->count,
+        "stored", "entries", (unsigned long long)s->stored_entries, "bytes",
+        (unsigned long long)s->stored_bytes, "deflated", "entries",
+        (unsigned long long)s->deflated_entries, "bytes", (unsigned long long)s->deflated_bytes,
+        "compressed_bytes", (unsigned long long)s->deflated_compressed, "tensor_entries",
+        (unsigned long long)s->tensor_entries, "deflated_tensor_entries",
+        (unsigned long long)s->deflated_tensor_entries, "min_tensor_alignment",
+        (unsigned long long)s->min_tensor_alignment, "zero_copy",
+        s->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
+        method_name(m->method, buf, sizeof buf), "size", (unsigned long long)m->uncompressed_size,
+        "compressed_size", (unsigned long long)m->compressed_size, "last",
+        s->model_index + 1 == s->count && s->model_file_rank + 1 == s->count ? Py_True : Py_False);
+}
+
+/* The figures of tools/model_stats.c (compiled into this extension: one implementation)
+ * as the keys of `onnxz info --json`. */
+static PyObject *stats_dict(const model_stats *st, const entry_scan *scan) {
+    PyObject *locs = PyList_New(0), *out = NULL;
+    if (!locs) return NULL;
+    for (uint64_t i = 0; i < st->nlocations; i++) {
+        const external_location *l = &st->locations[i];
+        PyObject *name = PyUnicode_DecodeUTF8(l->location.data, (Py_ssize_t)l->location.size,
+                                              "surrogateescape");
+        PyObject *d = name ? Py_BuildValue("{sNsKsK}", "location", name, "tensors",
+                                           (unsigned long long)l->tensors, "bytes",
+                                           (unsigned long long)l->bytes)
+                           : NULL;
+        if (!d || PyList_Append(locs, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(locs);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    out = Py_BuildValue(
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsNsNs{sKsKsKsO}sN}", "nodes", (unsigned long long)st->nodes,
+        "nodes_total", (unsigned long long)st->nodes_total, "initializers",
+        (unsigned long long)st->initializers, "sparse_initializers",
+        (unsigned long long)st->sparse_initializers, "inputs", (unsigned long long)st->inputs,
+        "outputs", (unsigned long long)st->outputs, "value_infos",
+        (unsigned long long)st->value_infos, "functions", (unsigned long long)st->functions,
+        "training_infos", (unsigned long long)st->training_infos, "metadata_props",
+        (unsigned long long)st->metadata_props, "tensors", (unsigned long long)st->tensors,
+        "tensor_bytes", (unsigned long long)st->tensor_bytes, "raw_data",
+        share(st->raw.tensors, st->raw.bytes), "typed_data",
+        share(st->typed.tensors, st->typed.bytes), "external_data", "tensors",
+        (unsigned long long)st->external.tensors, "bytes", (unsigned long long)st->external.bytes,
+        "unknown_length", (unsigned long long)st->external_unknown_length, "locations", locs,
+        "archive", scan ? archive_dict(scan) : Py_NewRef(Py_None));
+    Py_DECREF(locs);
+    return out;
+}
+
+/* stats(key) -> dict: the figures of `onnxz info --json` on the model with its tensors'
+ * references (external data is not read) and, for an archive, its entries. */
+static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
+    PyObject *key_obj = Py_None, *holder = NULL, *out;
+    Py_buffer key;
+    HoldObject *hold;
+    oc_model *model = NULL;
+    model_stats stats;
+    entry_scan scan;
+    oc_error err;
+    oc_status st;
+    if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
+    if (reader_check(self) < 0) return NULL;
+    if (key_arg(key_obj, &key, &holder) < 0) return NULL;
+    hold = self->hold;
+    Py_INCREF(hold);
+    memset(&stats, 0, sizeof stats);
+    memset(&scan, 0, sizeof scan);
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    if (hold->archive) {
+        st = model_stats_collect(oc_model_proto(hold->model), &stats, &err);
+        if (st == OC_OK) st = scan_entries(hold->archive, oc_model_proto(hold->model), &scan, &err);
+    } else {
+        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+        o.parse.no_copy = 1;
+        o.parse.skip_external_data = 1;
+        o.key = key.buf;
+        o.key_len = (size_t)key.len;
+        st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
+        if (st == OC_OK) st = model_stats_collect(oc_model_proto(model), &stats, &err);
+    }
+    Py_END_ALLOW_THREADS
+    key_release(&key, &holder);
+    out = st == OC_OK ? stats_dict(&stats, hold->archive ? &scan : NULL)
+                      : raise_error(PyBytes_AS_STRING(self->path), &err);
+    model_stats_free(&stats);
+    if (hold->archive) scan_free(&scan);
+    oc_model_free(model);
+    Py_DECREF(hold);
+    return out;
+}
+
+/* verify(key): the checks of `onnxz verify` but stub references: archives: every ZIP
+ * check, every CRC-32, every tensor resolving to its entry; other forms: decoding with
+ * every external tensor resolved and its checksum verified; then W-41 and W-40; last, an
+ * archive's layout rules (A-2..A-4). */
 static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     PyObject *key_obj = Py_None, *holder = NULL;
     Py_buffer key;
@@ -849,6 +1063,10 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     }
     if (st == OC_OK) st = check_model(model, &err);
     oc_model_free(model);
+    /* The layout rules, on the entries and the model's references to them. */
+    if (st == OC_OK && hold->archive) {
+        st = oz_archive_check_layout(hold->archive, oc_model_proto(hold->model), &err);
+    }
     Py_END_ALLOW_THREADS
     Py_DECREF(hold);
     key_release(&key, &holder);
@@ -877,7 +1095,8 @@ static PyMethodDef reader_methods[] = {
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
-    {"verify", (PyCFunction)reader_verify, METH_VARARGS, "Every check onnxz verify makes but layout."},
+    {"verify", (PyCFunction)reader_verify, METH_VARARGS, "Every check onnxz verify makes but stubs."},
+    {"stats", (PyCFunction)reader_stats, METH_VARARGS, "The figures of onnxz info --json."},
     {"model_bytes", (PyCFunction)reader_model_bytes, METH_NOARGS, "The serialized model."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,9 +1,11 @@
 """onnxz.open: zero-copy views checked against /proc/self/maps, lifetimes, refusals."""
 import gc
+import json
 import os
 import subprocess
 import sys
 import threading
+import zipfile
 
 import numpy as np
 import onnx
@@ -136,22 +138,104 @@ def test_model_and_names(tmp_path, typed_model):
         assert f.is_archive
 
 
-def test_info_matches_the_tool(tmp_path, typed_model, tool):
-    import json
+def tool_json(tool, argv, key=None):
+    env = dict(os.environ)
+    env.pop("ONNXZ_KEY", None)
+    if key is not None:
+        env["ONNXZ_KEY"] = key
+    return json.loads(subprocess.run([tool] + argv, check=True, capture_output=True,
+                                     env=env).stdout)
+
+
+def cli_helpers():
+    """tests/cli/cli_test.py's archive rewriters (rezip, model_first_in_directory): the
+    archives the tool's own tests break the layout rules with."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "cli"))
+    try:
+        import cli_test
+    finally:
+        sys.path.pop(0)
+    return cli_test
+
+
+@pytest.fixture
+def every_form(tmp_path, typed_model, tool):
+    """The typed model in every form, plus archives breaking the layout rules (which
+    load): [(name, path, key)]."""
     cases = []
     p = str(tmp_path / "m.onnxz")
     onnxz.save(typed_model, p)
-    cases.append(p)
+    cases.append(("onnxz", p, None))
+    o = str(tmp_path / "m.onnx")
+    onnx.save(typed_model, o)
+    cases.append(("onnx", o, None))
     e = str(tmp_path / "e.onnx")
-    onnx.save(typed_model, e, save_as_external_data=True, all_tensors_to_one_file=False)
-    cases.append(e)
-    for path in cases:
-        with onnxz.open(path) as f:
+    onnx.save(onnx.ModelProto.FromString(typed_model.SerializeToString()), e,
+              save_as_external_data=True, location="e.data", size_threshold=1024)
+    cases.append(("two-file", e, None))
+    n = str(tmp_path / "n" / "n.onnx")
+    os.mkdir(tmp_path / "n")
+    onnx.save(onnx.ModelProto.FromString(typed_model.SerializeToString()), n,
+              save_as_external_data=True, all_tensors_to_one_file=False, size_threshold=0)
+    cases.append(("n-file", n, None))
+    c = str(tmp_path / "m.onnxc")
+    onnxz.save(typed_model, c, key="k")
+    cases.append(("encrypted", c, "k"))
+    cz = str(tmp_path / "z.onnxc")
+    env = dict(os.environ, ONNXZ_KEY="k")
+    subprocess.run([tool, "convert", "-q", p, cz], check=True, env=env)
+    cases.append(("encrypted archive", cz, "k"))
+    h = cli_helpers()
+    cases.append(("A-2 file", h.rezip(p, str(tmp_path / "first.onnxz"), model_first=True), None))
+    cases.append(("A-2 directory",
+                  h.model_first_in_directory(p, str(tmp_path / "cd_first.onnxz")), None))
+    cases.append(("A-3", h.rezip(p, str(tmp_path / "deflated.onnxz"),
+                                 tensor_method=zipfile.ZIP_DEFLATED), None))
+    cases.append(("A-4", h.rezip(p, str(tmp_path / "unaligned.onnxz")), None))
+    return cases
+
+
+def test_info_matches_the_tool(every_form, tool):
+    for name, path, key in every_form:
+        with onnxz.open(path, key=key) as f:
             mine = f.info()
-        theirs = json.loads(subprocess.run([tool, "info", "--json", path], check=True,
-                                           capture_output=True).stdout)
-        for k, v in mine.items():
-            assert theirs[k] == v, (path, k)
+        theirs = tool_json(tool, ["info", "--json", path], key)
+        assert sorted(mine) == sorted(theirs), name
+        for k in theirs:
+            assert mine[k] == theirs[k], (name, k)
+        assert (mine["archive"] is None) == (name not in ("onnxz", "A-2 file", "A-2 directory",
+                                                           "A-3", "A-4")), name
+    deflated = dict((n, p) for n, p, _ in every_form)["A-3"]
+    with onnxz.open(deflated) as f:
+        a = f.info()["archive"]
+    assert a["deflated_tensor_entries"] and not a["zero_copy"]
+
+
+def test_verify_matches_the_tool(every_form, tool, tmp_path):
+    h = cli_helpers()
+    arc = every_form[0][1]
+    cases = list(every_form)
+    entry = h.zip_entries(arc)[0]
+    cases.append(("CRC", h.flip_byte(arc, str(tmp_path / "crc.onnxz"),
+                                     entry["data_offset"] + 5), None))
+    failed = set()
+    for name, path, key in cases:
+        env = dict(os.environ)
+        env.pop("ONNXZ_KEY", None)
+        if key is not None:
+            env["ONNXZ_KEY"] = key
+        r = subprocess.run([tool, "verify", path], capture_output=True, text=True, env=env)
+        try:
+            with onnxz.open(path, key=key) as f:
+                f.verify()
+        except onnxz.Error as e:
+            assert r.returncode == 1, (name, str(e))
+            assert r.stderr.strip() == "onnxz: error: " + str(e), name
+            assert e.file == path
+            failed.add(name)
+        else:
+            assert r.returncode == 0, (name, r.stderr)
+    assert failed == {"A-2 file", "A-2 directory", "A-3", "A-4", "CRC"}
 
 
 def test_threads_read_concurrently(tmp_path):

@@ -98,6 +98,16 @@ OZ_API oc_status oz_archive_load(const char *path, const oc_parse_options *opts,
 OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name,
                                         oc_bytes *out, oc_error *err);
 
+/* The layout rules of spec/onnxz.md that a reader does not enforce (it takes any ZIP,
+ * A-23), for verifiers: __MODEL_PROTO is the last entry in the central directory and in
+ * the file (A-2); every entry a tensor of model points at is STORED (A-3); every STORED
+ * entry's data starts on a 64-byte boundary (A-4). model: ar's model with its tensors'
+ * references to entries (oz_archive_load_model with skip_external_data); it is not
+ * modified. OC_OK, or OC_ERR_MALFORMED for the first breach (entries in directory order)
+ * with a message naming the entry, a tensor and the rule; OC_ERR_NOMEM. */
+OZ_API oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *model,
+                                         oc_error *err);
+
 /* ---- editing in place (spec/onnxz.md A-50..A-59) ---- */
 
 /* Replaces the archive's model by msg (a message of type desc, normally a ModelProto),
