@@ -152,17 +152,28 @@ oc_status oc_crypt_load_model_file(const char *path, const void *key, size_t key
     oc_bytes plain = {0};
     oc_crypt_format format = OC_CRYPT_NONE;
     OC_FORWARD(oc__crypt_decrypt_file_span(path, key, key_len, copts, &plain, &format, err));
-    /* External data lives beside the encrypted file, as for oc_model_load_file. */
+    oc_status st = oc_crypt_decode_model_file(&plain, format, path, popts, out, err);
+    oc_bytes_release(&plain);
+    return st;
+}
+
+/* The one place a decrypted file's model finds its external data: beside the encrypted
+ * file, as for oc_model_load_file, unless popts->data_dir says where (libonnxz's
+ * oz_encrypted_load comes here too, after sending archives to its reader). */
+oc_status oc_crypt_decode_model_file(const oc_bytes *plain, oc_crypt_format format,
+                                     const char *path, const oc_parse_options *popts,
+                                     oc_model **out, oc_error *err) {
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_crypt_decode_model_file: missing argument");
+    *out = NULL; /* on any failure, an unset options struct too */
+    OC_PARSE_OPTS(popts, err);
     char *dir = NULL;
     if (!(popts && popts->data_dir)) {
         dir = oc__path_dir(path);
-        if (!dir) {
-            oc_bytes_release(&plain);
-            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        }
+        if (!dir) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc_status st = oc_crypt_decode_model(&plain, format, dir, popts, out, err);
+    oc_status st = oc_crypt_decode_model(plain, format, dir, popts, out, err);
     free(dir);
-    oc_bytes_release(&plain);
     return st;
 }

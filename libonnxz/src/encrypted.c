@@ -13,7 +13,6 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
-#include "internal/path.h"
 
 oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                  const oz_zip_reader_options *zip_opts, oz_archive **out,
@@ -71,12 +70,8 @@ oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
         if (st == OC_OK) st = oz_archive_load_model(ar, popts, out, err);
         oz_archive_close(ar); /* no_copy tensors keep the buffer alive on their own */
     } else {
-        /* External data beside the encrypted file, as oc_crypt_load_model_file does. */
-        char *dir = popts && popts->data_dir ? NULL : oc__path_dir(path);
-        st = (popts && popts->data_dir) || dir
-                 ? oc_crypt_decode_model(&plain, format, dir, popts, out, err)
-                 : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        free(dir);
+        /* External data beside the encrypted file: oc_crypt_load_model_file's own path. */
+        st = oc_crypt_decode_model_file(&plain, format, path, popts, out, err);
     }
     oc_bytes_release(&plain);
     return st;

@@ -71,6 +71,13 @@ OC_API oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format fo
                                        const char *base_dir, const oc_parse_options *popts,
                                        oc_model **out, oc_error *err);
 
+/* oc_crypt_decode_model for a plaintext decrypted from the file at path: what
+ * oc_crypt_load_model_file does after decrypting. External data is resolved beside path
+ * (its directory), or beneath popts->data_dir when set. plain is not released. */
+OC_API oc_status oc_crypt_decode_model_file(const oc_bytes *plain, oc_crypt_format format,
+                                            const char *path, const oc_parse_options *popts,
+                                            oc_model **out, oc_error *err);
+
 #ifdef __cplusplus
 }
 #endif
