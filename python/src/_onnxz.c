@@ -745,7 +745,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     oc_error_clear(&err);
     if (hold->archive && oc_tensor_is_external(t)) {
         Py_BEGIN_ALLOW_THREADS
-        st = oz_archive_read_tensor(hold->archive, name, &bytes, &err);
+        st = oz_archive_read_tensor_n(hold->archive, name, (size_t)len, &bytes, &err);
         Py_END_ALLOW_THREADS
     } else if (oc_tensor_is_external(t)) {
         st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded", name);
