@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,10 +235,26 @@ oc_status oz_archive_save(const oc_model *model, const char *path, const oz_arch
 
 /* ---- reading ---- */
 
+/* oz_archive_read_tensor's index: the model decoded once (no_copy, the tensors keep their
+ * external references) and its tensors sorted by name, first in the model's order first. */
+typedef struct tensor_slot {
+    onnx_TensorProto *t;
+    size_t order;
+} tensor_slot;
+
+typedef struct tensor_index {
+    oc_model *model;
+    tensor_slot *slots;
+    size_t count;
+} tensor_index;
+
 struct oz_archive {
     oz_zip_reader *zip;
     char *path;
     uint64_t model_index;
+    pthread_mutex_t lock; /* guards the building of tix; once set, tix never changes */
+    int lock_ready;
+    tensor_index *tix;
 };
 
 /* an archive of a later format version says so in __ONNXZ_VERSION; refuse it. */
@@ -286,6 +303,7 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     ar->zip = zip;
+    ar->lock_ready = pthread_mutex_init(&ar->lock, NULL) == 0;
     oc_error tmp;
     oc_status st = OC_OK;
     if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
@@ -317,6 +335,12 @@ oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opt
 
 void oz_archive_close(oz_archive *ar) {
     if (!ar) return;
+    if (ar->tix) {
+        oc_model_free(ar->tix->model);
+        free(ar->tix->slots);
+        free(ar->tix);
+    }
+    if (ar->lock_ready) pthread_mutex_destroy(&ar->lock);
     oz_zip_reader_close(ar->zip);
     free(ar->path);
     free(ar);
@@ -521,46 +545,111 @@ oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_mod
     return st;
 }
 
-typedef struct find_ctx {
-    const char *name;
-    onnx_TensorProto *found;
-} find_ctx;
+typedef struct collect_ctx {
+    tensor_index *x;
+    size_t cap;
+} collect_ctx;
 
-static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
-    find_ctx *f = ctx;
-    if (oc_str_eq(t->name, f->name)) {
-        f->found = t;
-        return OC_ERR_EXISTS; /* stops the walk */
+static oc_status collect_tensor(void *ctx, onnx_TensorProto *t) {
+    collect_ctx *c = ctx;
+    if (c->x->count == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        tensor_slot *s = cap < SIZE_MAX / sizeof *s ? realloc(c->x->slots, cap * sizeof *s) : NULL;
+        if (!s) return OC_ERR_NOMEM;
+        c->x->slots = s;
+        c->cap = cap;
     }
+    c->x->slots[c->x->count] = (tensor_slot){t, c->x->count};
+    c->x->count++;
     return OC_OK;
 }
 
-oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
-                                 oc_error *err) {
-    if (!ar || !tensor_name || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "oz_archive_read_tensor: missing argument");
+static int cmp_name(const char *a, uint64_t na, const char *b, uint64_t nb) {
+    int c = memcmp(a, b, na < nb ? na : nb);
+    return c ? c : (na > nb) - (na < nb);
+}
+
+static int cmp_slot(const void *pa, const void *pb) {
+    const tensor_slot *a = pa, *b = pb;
+    int c = cmp_name(a->t->name.data, a->t->name.size, b->t->name.data, b->t->name.size);
+    return c ? c : (a->order > b->order) - (a->order < b->order);
+}
+
+/* Decodes __MODEL_PROTO as oz_archive_read_tensor always did and sorts its tensors. */
+static oc_status build_index(const oz_archive *ar, tensor_index **out, oc_error *err) {
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     po.no_copy = 1;
     po.buffer.raw_data_threshold = 0;
-    oc_model *m;
-    OZ_FORWARD(decode_model(ar, &po, &m, err));
-    find_ctx f = {tensor_name, NULL};
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), find_tensor, &f);
+    tensor_index *x = calloc(1, sizeof *x);
+    if (!x) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_status st = decode_model(ar, &po, &x->model, err);
+    if (st == OC_OK) {
+        collect_ctx c = {x, 0};
+        if (oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(x->model), collect_tensor,
+                                 &c) != OC_OK)
+            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    if (st != OC_OK) {
+        oc_model_free(x->model);
+        free(x->slots);
+        free(x);
+        return st;
+    }
+    if (x->count > 1) qsort(x->slots, x->count, sizeof *x->slots, cmp_slot);
+    *out = x;
+    return OC_OK;
+}
+
+/* The archive's index, built by the first caller; a failed build is not kept, so every
+ * call reports the same error as the first. */
+static oc_status get_index(const oz_archive *ar, const tensor_index **out, oc_error *err) {
+    oz_archive *mut = (oz_archive *)(uintptr_t)ar; /* the cache is not part of its value */
+    if (!mut->lock_ready) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_status st = OC_OK;
+    pthread_mutex_lock(&mut->lock);
+    if (!mut->tix) st = build_index(ar, &mut->tix, err);
+    *out = mut->tix;
+    pthread_mutex_unlock(&mut->lock);
+    return st;
+}
+
+/* The first tensor (in the model's order) of that name, or NULL. */
+static onnx_TensorProto *lookup(const tensor_index *x, const char *name, size_t len) {
+    size_t lo = 0, hi = x->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const oc_str *n = &x->slots[mid].t->name;
+        if (cmp_name(n->data, n->size, name, len) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < x->count) {
+        const oc_str *n = &x->slots[lo].t->name;
+        if (n->size == len && (len == 0 || memcmp(n->data, name, len) == 0)) return x->slots[lo].t;
+    }
+    return NULL;
+}
+
+static oc_status read_tensor(const oz_archive *ar, const char *tensor_name, size_t name_len,
+                             oc_bytes *out, oc_error *err) {
+    const tensor_index *x = NULL;
+    OZ_FORWARD(get_index(ar, &x, err));
+    onnx_TensorProto *found = lookup(x, tensor_name, name_len);
     oc_status st;
-    if (!f.found) {
+    if (!found) {
         char q[OC_QUOTE_SIZE];
         st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%s'",
-                      oc_quote(tensor_name, strlen(tensor_name), q, sizeof q));
-    } else if (!oc_tensor_is_external(f.found)) {
-        st = oc_bytes_copy(out, &f.found->raw_data, err); /* an inline (small) tensor */
+                      oc_quote(tensor_name, name_len, q, sizeof q));
+    } else if (!oc_tensor_is_external(found)) {
+        st = oc_bytes_copy(out, &found->raw_data, err); /* an inline (small) tensor */
     } else {
         oc_mapped mp;
-        const oc_str *loc = oc_tensor_external_value(f.found, "location");
+        const oc_str *loc = oc_tensor_external_value(found, "location");
         char q[OC_QUOTE_SIZE];
-        st = loc ? resolve_entry((void *)(uintptr_t)ar, f.found, loc, &mp, err)
+        st = loc ? resolve_entry((void *)(uintptr_t)ar, found, loc, &mp, err)
                  : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%s' has no location",
-                            oc_quote(tensor_name, strlen(tensor_name), q, sizeof q));
+                            oc_quote(tensor_name, name_len, q, sizeof q));
         if (st == OC_OK) {
             if (mp.owner)
                 oc_bytes_set_shared(out, mp.data, mp.size, mp.owner);
@@ -569,8 +658,23 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
             oc_owner_unref(mp.owner);
         }
     }
-    oc_model_free(m);
     return st;
+}
+
+oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
+                                 oc_error *err) {
+    if (!ar || !tensor_name || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_archive_read_tensor: missing argument");
+    return read_tensor(ar, tensor_name, strlen(tensor_name), out, err);
+}
+
+oc_status oz_archive_read_tensor_n(const oz_archive *ar, const char *tensor_name, size_t name_len,
+                                   oc_bytes *out, oc_error *err) {
+    if (!ar || (!tensor_name && name_len) || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_archive_read_tensor_n: missing argument");
+    return read_tensor(ar, tensor_name ? tensor_name : "", name_len, out, err);
 }
 
 /* ---- the layout rules, for verifiers ---- */

@@ -756,14 +756,9 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         return NULL;
     }
     oc_error_clear(&err);
-    if (hold->archive && oc_tensor_is_external(t) && memchr(name, 0, (size_t)len)) {
-        /* oz_archive_read_tensor takes a C string: it would read the tensor named up to the
-         * NUL (another tensor's bytes under this one's type and shape) */
-        st = oc_error_set(&err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                          "tensor names holding a NUL byte cannot be read from an archive");
-    } else if (hold->archive && oc_tensor_is_external(t)) {
-        Py_BEGIN_ALLOW_THREADS
-        st = oz_archive_read_tensor(hold->archive, name, &bytes, &err);
+    if (hold->archive && oc_tensor_is_external(t)) {
+        Py_BEGIN_ALLOW_THREADS /* the name with its length: one holding a NUL byte too */
+        st = oz_archive_read_tensor_n(hold->archive, name, (size_t)len, &bytes, &err);
         Py_END_ALLOW_THREADS
     } else if (oc_tensor_is_external(t)) {
         st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded", name);

@@ -94,9 +94,16 @@ OZ_API oc_status oz_archive_load(const char *path, const oc_parse_options *opts,
 
 /* Random access: the bytes of the tensor named `tensor_name` (the TensorProto's name, not
  * the entry's), found through the model without reading any other tensor. The span shares
- * the mapping (or is an owned copy for pread and deflated entries). */
+ * the mapping (or is an owned copy for pread and deflated entries). The first call decodes
+ * __MODEL_PROTO (without weights) and indexes its tensors by name, once for the archive:
+ * later calls only look the name up and read the one entry. Safe to call from several
+ * threads on one archive. Several tensors of one name: the first in the model's order. */
 OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name,
                                         oc_bytes *out, oc_error *err);
+/* As oz_archive_read_tensor, with a name of name_len bytes that may hold NUL bytes (a
+ * TensorProto's name is a byte string: pass its data and size). */
+OZ_API oc_status oz_archive_read_tensor_n(const oz_archive *ar, const char *tensor_name,
+                                          size_t name_len, oc_bytes *out, oc_error *err);
 
 /* The layout rules of spec/onnxz.md that a reader does not enforce (it takes any ZIP,
  * A-23), for verifiers: __MODEL_PROTO is the last entry in the central directory and in

@@ -1,0 +1,176 @@
+/*
+ * test_read_tensor.c - oz_archive_read_tensor and oz_archive_read_tensor_n on an archive of
+ * many tensors: every tensor reads back its bytes (external entries and inline ones), the
+ * first of two tensors of one name wins, a name holding a NUL byte is found by its length
+ * only, unknown names are OC_ERR_NOT_FOUND; two threads read every tensor at once from one
+ * freshly opened archive (the lazy index is built under their race). Prints the time of one
+ * read (the mean over all tensors, after the first call that builds the index).
+ *
+ * usage: test_read_tensor WORKDIR [NODES TENSORS]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <onnxcore/onnxcore.h>
+#include <onnxz/archive.h>
+
+static int failures, checks;
+#define CHECK(c)                                                                            \
+    do {                                                                                    \
+        checks++;                                                                           \
+        if (!(c)) {                                                                         \
+            failures++;                                                                     \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);          \
+        }                                                                                   \
+    } while (0)
+
+static size_t n_tensors = 2000, n_nodes = 20000;
+static const char nul_name[] = {'n', 'u', 'l', '\0', 'x'}; /* 5 bytes */
+
+/* Tensor k: external (1100 + k % 50 bytes) unless k % 10 == 9 (16 bytes, inline). */
+static uint64_t tensor_size(size_t k) { return k % 10 == 9 ? 16 : 1100 + k % 50; }
+static uint8_t pattern(uint64_t i, size_t k) { return (uint8_t)(i * 7 + k * 13); }
+
+static void tensor_name(size_t k, char *buf, size_t n) { snprintf(buf, n, "w.%zu", k); }
+
+static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, size_t name_len,
+                       size_t k) {
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    uint64_t n = tensor_size(k);
+    uint8_t *p;
+    char *s = oc_arena_alloc(a, name_len + 1);
+    memcpy(s, name, name_len);
+    t->name = (oc_str){s, name_len};
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+    if (d) *d = (int64_t)n;
+    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
+    for (uint64_t i = 0; i < n; i++) p[i] = pattern(i, k);
+    OC_SET_HAS(TensorProto, t, raw_data);
+}
+
+static oc_model *make_model(void) {
+    oc_model *m = oc_model_new();
+    oc_arena *a = oc_model_arena(m);
+    onnx_ModelProto *mp = oc_model_proto(m);
+    mp->ir_version = 10;
+    OC_SET_HAS(ModelProto, mp, ir_version);
+    mp->graph = OC_NEW(a, GraphProto);
+    char name[32];
+    for (size_t k = 0; k < n_tensors; k++) {
+        tensor_name(k, name, sizeof name);
+        add_tensor(a, mp->graph, name, strlen(name), k);
+    }
+    /* a second "w.0" (ignored: the first wins) and a name with a NUL byte */
+    add_tensor(a, mp->graph, "w.0", 3, 1);
+    add_tensor(a, mp->graph, nul_name, sizeof nul_name, n_tensors);
+    for (size_t k = 0; k < n_nodes; k++) {
+        onnx_NodeProto *nd = OC_ADD(a, NodeProto, mp->graph->node);
+        oc_str_set_cstr(a, &nd->op_type, "Relu");
+        OC_SET_HAS(NodeProto, nd, op_type);
+        snprintf(name, sizeof name, "n.%zu", k);
+        oc_str_set_cstr(a, &nd->name, name);
+        OC_SET_HAS(NodeProto, nd, name);
+    }
+    return m;
+}
+
+static int same_bytes(const oc_bytes *b, size_t k) {
+    if (b->size != tensor_size(k)) return 0;
+    for (uint64_t i = 0; i < b->size; i++)
+        if (b->data[i] != pattern(i, k)) return 0;
+    return 1;
+}
+
+/* Reads every tensor; the number of reads that gave wrong bytes or failed. */
+static size_t read_all(const oz_archive *ar) {
+    size_t bad = 0;
+    char name[32];
+    for (size_t k = 0; k < n_tensors; k++) {
+        oc_bytes b = {0};
+        oc_error err;
+        tensor_name(k, name, sizeof name);
+        if (oz_archive_read_tensor(ar, name, &b, &err) != OC_OK || !same_bytes(&b, k)) bad++;
+        oc_bytes_release(&b);
+    }
+    return bad;
+}
+
+static void *reader_thread(void *p) { return (void *)(uintptr_t)read_all(p); }
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2 && argc != 4) {
+        fprintf(stderr, "usage: test_read_tensor WORKDIR [NODES TENSORS]\n");
+        return 2;
+    }
+    if (argc == 4) {
+        n_nodes = strtoul(argv[2], NULL, 10);
+        n_tensors = strtoul(argv[3], NULL, 10);
+    }
+    char path[4200];
+    mkdir(argv[1], 0777); /* an existing one is fine */
+    snprintf(path, sizeof path, "%.4000s/read_tensor.onnxz", argv[1]);
+    oc_error err;
+    oc_model *m = make_model();
+    CHECK(oz_archive_save(m, path, NULL, &err) == OC_OK);
+    oc_model_free(m);
+
+    oz_archive *ar;
+    if (oz_archive_open(path, NULL, &ar, &err) != OC_OK) {
+        fprintf(stderr, "open: %s\n", err.message);
+        return 1;
+    }
+    oc_bytes b = {0};
+    double t0 = now();
+    CHECK(oz_archive_read_tensor(ar, "w.0", &b, &err) == OC_OK && same_bytes(&b, 0));
+    oc_bytes_release(&b);
+    double t1 = now();
+    CHECK(read_all(ar) == 0);
+    double t2 = now();
+    printf("first read %.3f ms; %zu reads %.2f us each (%zu nodes)\n", (t1 - t0) * 1e3, n_tensors,
+           (t2 - t1) * 1e6 / (double)n_tensors, n_nodes);
+
+    /* a NUL byte in the name: found by its length, not by its prefix */
+    CHECK(oz_archive_read_tensor_n(ar, nul_name, sizeof nul_name, &b, &err) == OC_OK &&
+          same_bytes(&b, n_tensors));
+    oc_bytes_release(&b);
+    CHECK(oz_archive_read_tensor(ar, "nul", &b, &err) == OC_ERR_NOT_FOUND);
+    CHECK(strcmp(err.message, "the model has no tensor named 'nul'") == 0);
+    CHECK(oz_archive_read_tensor_n(ar, nul_name, 4, &b, &err) == OC_ERR_NOT_FOUND);
+    CHECK(oz_archive_read_tensor_n(ar, "w.1x", 3, &b, &err) == OC_OK && same_bytes(&b, 1));
+    oc_bytes_release(&b);
+    CHECK(oz_archive_read_tensor(ar, "w.", &b, &err) == OC_ERR_NOT_FOUND);
+    CHECK(oz_archive_read_tensor(ar, "zzz", &b, &err) == OC_ERR_NOT_FOUND);
+    CHECK(oz_archive_read_tensor_n(ar, NULL, 0, &b, &err) == OC_ERR_NOT_FOUND);
+    CHECK(oz_archive_read_tensor_n(ar, NULL, 1, &b, &err) == OC_ERR_INVALID_ARG);
+    CHECK(strcmp(err.message, "oz_archive_read_tensor_n: missing argument") == 0);
+    CHECK(oz_archive_read_tensor(ar, NULL, &b, &err) == OC_ERR_INVALID_ARG);
+    CHECK(strcmp(err.message, "oz_archive_read_tensor: missing argument") == 0);
+    oz_archive_close(ar);
+
+    /* two threads on one fresh archive: both race to build the index */
+    for (int round = 0; round < 3; round++) {
+        CHECK(oz_archive_open(path, NULL, &ar, &err) == OC_OK);
+        pthread_t th[2];
+        void *bad[2] = {(void *)1, (void *)1};
+        for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, reader_thread, ar) == 0);
+        for (int i = 0; i < 2; i++) CHECK(pthread_join(th[i], &bad[i]) == 0);
+        CHECK(bad[0] == NULL && bad[1] == NULL);
+        oz_archive_close(ar);
+    }
+    remove(path);
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures != 0;
+}
