@@ -565,7 +565,8 @@ static oc_status collect_tensor(void *ctx, onnx_TensorProto *t) {
 }
 
 static int cmp_name(const char *a, uint64_t na, const char *b, uint64_t nb) {
-    int c = memcmp(a, b, na < nb ? na : nb);
+    uint64_t n = na < nb ? na : nb;
+    int c = n ? memcmp(a, b, n) : 0; /* an empty name's data may be NULL */
     return c ? c : (na > nb) - (na < nb);
 }
 
