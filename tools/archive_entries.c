@@ -21,22 +21,13 @@ typedef struct ref_walk {
     const oz_zip_reader *zip;
     tensor_ref *refs;
     uint64_t count, cap;
-    char *name_buf; /* NUL-terminated copy of a location, for the lookup */
 } ref_walk;
 
 static oc_status collect_ref(void *ctx, onnx_TensorProto *t) {
     ref_walk *w = ctx;
-    const oc_str *loc;
     uint64_t index;
-    oc_error ignored;
-    if (!oc_tensor_is_external(t)) return OC_OK;
-    loc = oc_tensor_external_value(t, "location");
     /* A location that names no entry is verify's business; ls just shows no tensor. */
-    if (!loc || loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
-        return OC_OK;
-    memcpy(w->name_buf, loc->data, (size_t)loc->size);
-    w->name_buf[loc->size] = '\0';
-    if (oz_zip_reader_find(w->zip, w->name_buf, &index, &ignored) != OC_OK) return OC_OK;
+    if (!oz_archive_tensor_entry(w->zip, t, &index)) return OC_OK;
     if (w->count == w->cap) {
         uint64_t cap = w->cap ? w->cap * 2 : 64;
         tensor_ref *refs = realloc(w->refs, (size_t)cap * sizeof *refs);
@@ -161,8 +152,6 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out) 
         rc = cli_fail(path, &err);
     }
     walk.zip = oz_archive_zip(out->archive);
-    walk.name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
-    if (rc == CLI_EXIT_OK && !walk.name_buf) rc = nomem(path);
     if (rc == CLI_EXIT_OK) {
         st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref,
                                   &walk);
@@ -170,7 +159,6 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out) 
     }
     if (rc == CLI_EXIT_OK) rc = fill(out, &walk, path);
     free(walk.refs);
-    free(walk.name_buf);
     if (rc != CLI_EXIT_OK) {
         archive_listing_close(out);
         return rc;

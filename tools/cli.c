@@ -230,42 +230,9 @@ static void put_one_line(const char *msg) {
     }
 }
 
-/* The part of a library message worth printing after "FILE: ". The libraries name the
- * file they fail on, which for the top-level file is the FILE the tool prints already; in
- * exactly these forms (the ones libonnxcore and libonnxz use) the repetition is left out,
- * and anything else is printed as it is:
- *   "cannot VERB FILE: why"   ->  "cannot VERB: why"
- *   "FILE: why"               ->  "why"
- *   "FILE is ..."             ->  "is ..."        (not a regular file, too large to map)
- *   "FILE already exists"     ->  "already exists"
- *   "FILE ended ..."          ->  "ended ..."     (while being read)
- * buf receives the result when it has to be assembled. */
-static const char *without_file(const char *file, const char *msg, char *buf, size_t size) {
-    static const char *const verbs[] = {"is ", "already ", "ended "};
-    size_t flen = strlen(file);
-    if (flen == 0) return msg;
-    if (strncmp(msg, file, flen) == 0) {
-        const char *rest = msg + flen;
-        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
-        for (size_t i = 0; rest[0] == ' ' && i < sizeof verbs / sizeof verbs[0]; i++)
-            if (strncmp(rest + 1, verbs[i], strlen(verbs[i])) == 0) return rest + 1;
-        return msg;
-    }
-    if (strncmp(msg, "cannot ", 7) == 0) {
-        const char *verb_end = strchr(msg + 7, ' ');
-        if (verb_end && verb_end > msg + 7 && strncmp(verb_end + 1, file, flen) == 0 &&
-            verb_end[1 + flen] == ':' && verb_end[2 + flen] == ' ') {
-            snprintf(buf, size, "%.*s%s", (int)(verb_end - msg), msg, verb_end + 1 + flen);
-            return buf;
-        }
-    }
-    return msg;
-}
-
 int cli_fail(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16];
-    const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
-    msg = without_file(file, msg, buf, sizeof buf);
+    const char *msg = oc_error_detail(err, file, buf, sizeof buf); /* FILE is printed here */
     fputs("onnxz: error: ", stderr);
     cli_put_text(stderr, file, strlen(file));
     fputs(": ", stderr);

@@ -58,6 +58,30 @@ void oc_error_clear(oc_error *err) {
     err->message[0] = '\0';
 }
 
+const char *oc_error_detail(const oc_error *err, const char *file, char *buf, size_t size) {
+    static const char *const verbs[] = {"is ", "already ", "ended "};
+    if (!err) return oc_status_name(OC_ERR_INVALID_ARG);
+    const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
+    size_t flen = file ? strlen(file) : 0;
+    if (flen == 0) return msg;
+    if (strncmp(msg, file, flen) == 0) {
+        const char *rest = msg + flen;
+        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
+        for (size_t i = 0; rest[0] == ' ' && i < sizeof verbs / sizeof verbs[0]; i++)
+            if (strncmp(rest + 1, verbs[i], strlen(verbs[i])) == 0) return rest + 1;
+        return msg;
+    }
+    if (strncmp(msg, "cannot ", 7) == 0 && buf && size) {
+        const char *verb_end = strchr(msg + 7, ' ');
+        if (verb_end && verb_end > msg + 7 && strncmp(verb_end + 1, file, flen) == 0 &&
+            verb_end[1 + flen] == ':' && verb_end[2 + flen] == ' ') {
+            snprintf(buf, size, "%.*s%s", (int)(verb_end - msg), msg, verb_end + 1 + flen);
+            return buf;
+        }
+    }
+    return msg;
+}
+
 /* The length of the rule tag " (X-NN)" that ends text[0..len) (spec/ rules: one to three
  * capital letters, '-', one to three digits), or 0. */
 static size_t rule_tag_len(const char *text, size_t len) {

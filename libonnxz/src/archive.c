@@ -23,6 +23,7 @@
 #include "internal/journal.h"
 #include "internal/options.h"
 #include "internal/zipbuild.h"
+#include "internal/zipread.h"
 #include "onnxcore_progress.h"
 
 /* ---- entry names (A-10) ---- */
@@ -685,22 +686,22 @@ typedef struct layout_walk {
     uint64_t model_index;
     oc_str *first_tensor; /* per entry: the first tensor naming it (size 0 ... none) */
     uint8_t *has_tensor;
-    char *name_buf;
 } layout_walk;
+
+bool oz_archive_tensor_entry(const oz_zip_reader *zip, const onnx_TensorProto *t,
+                             uint64_t *index) {
+    if (!zip || !t || !index || !oc_tensor_is_external(t)) return false;
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    /* Entry names hold no NUL (Z-rules); a location that does names none. */
+    if (!loc || (loc->size && memchr(loc->data, '\0', (size_t)loc->size))) return false;
+    return oz__zip_reader_find_n(zip, loc->data, (size_t)loc->size, index);
+}
 
 static oc_status layout_ref(void *ctx, onnx_TensorProto *t) {
     layout_walk *w = ctx;
-    const oc_str *loc;
     uint64_t index;
-    oc_error ignored;
-    if (!oc_tensor_is_external(t)) return OC_OK;
-    loc = oc_tensor_external_value(t, "location");
     /* A location that names no entry is refused by loading, not here. */
-    if (!loc || loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
-        return OC_OK;
-    memcpy(w->name_buf, loc->data, (size_t)loc->size);
-    w->name_buf[loc->size] = '\0';
-    if (oz_zip_reader_find(w->zip, w->name_buf, &index, &ignored) != OC_OK) return OC_OK;
+    if (!oz_archive_tensor_entry(w->zip, t, &index)) return OC_OK;
     if (!w->has_tensor[index]) {
         w->has_tensor[index] = 1;
         w->first_tensor[index] = t->name;
@@ -768,8 +769,7 @@ oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *m
     OZ_FORWARD(oz_zip_reader_find(w.zip, OZ_MODEL_ENTRY, &w.model_index, err));
     w.first_tensor = calloc((size_t)count, sizeof *w.first_tensor);
     w.has_tensor = calloc((size_t)count, 1);
-    w.name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
-    if (!w.first_tensor || !w.has_tensor || !w.name_buf)
+    if (!w.first_tensor || !w.has_tensor)
         st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
     else if (oc_msg_visit_tensors(&onnx_ModelProto_desc, (onnx_ModelProto *)model, layout_ref,
                                   &w) != OC_OK)
@@ -778,6 +778,5 @@ oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *m
         st = layout_check(&w, count, err);
     free(w.first_tensor);
     free(w.has_tensor);
-    free(w.name_buf);
     return st;
 }

@@ -825,13 +825,19 @@ oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t 
     OZ_RETURN_ERROR_IF(!r || !name || !index, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no reader, name or output");
     size_t n = strlen(name);
-    const uint8_t *un = (const uint8_t *)name;
-    int64_t i = oc_nametab_find(r->tab, un, n, oc_nametab_hash(un, n));
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(i < 0, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                       "no entry named '%s' in the archive", oc_quote(un, n, q, OC_QUOTE_SIZE));
-    *index = (uint64_t)i;
+    OZ_RETURN_ERROR_IF(!oz__zip_reader_find_n(r, name, n, index), err, OC_ERR_NOT_FOUND,
+                       OC_NO_OFFSET, "no entry named '%s' in the archive",
+                       oc_quote(name, n, q, OC_QUOTE_SIZE));
     return OC_OK;
+}
+
+bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len, uint64_t *index) {
+    const uint8_t *un = (const uint8_t *)name;
+    int64_t i = oc_nametab_find(r->tab, un, len, oc_nametab_hash(un, len));
+    if (i < 0) return false;
+    *index = (uint64_t)i;
+    return true;
 }
 
 /* ---- reading data ---- */

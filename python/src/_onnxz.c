@@ -30,30 +30,6 @@ static PyObject *onnxz_error; /* onnxz.Error */
 
 /* ---- errors -------------------------------------------------------------------- */
 
-/* The message without a leading "FILE: " or "cannot VERB FILE: ", as the tool prints it
- * after "FILE: " (tools/cli.c, without_file). */
-static const char *strip_file(const char *file, const char *msg, char *buf, size_t size) {
-    static const char *const verbs[] = {"is ", "already ", "ended "};
-    size_t flen = file ? strlen(file) : 0;
-    if (flen == 0) return msg;
-    if (strncmp(msg, file, flen) == 0) {
-        const char *rest = msg + flen;
-        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
-        for (size_t i = 0; rest[0] == ' ' && i < sizeof verbs / sizeof verbs[0]; i++)
-            if (strncmp(rest + 1, verbs[i], strlen(verbs[i])) == 0) return rest + 1;
-        return msg;
-    }
-    if (strncmp(msg, "cannot ", 7) == 0) {
-        const char *verb_end = strchr(msg + 7, ' ');
-        if (verb_end && verb_end > msg + 7 && strncmp(verb_end + 1, file, flen) == 0 &&
-            verb_end[1 + flen] == ':' && verb_end[2 + flen] == ' ') {
-            snprintf(buf, size, "%.*s%s", (int)(verb_end - msg), msg, verb_end + 1 + flen);
-            return buf;
-        }
-    }
-    return msg;
-}
-
 /* exc.name = value (a new reference, stolen; NULL: the error already set). */
 static int set_attr(PyObject *exc, const char *name, PyObject *value) {
     int r;
@@ -69,9 +45,8 @@ static int set_attr(PyObject *exc, const char *name, PyObject *value) {
  * "FILE: MESSAGE (at offset N)". Returns NULL. */
 static PyObject *raise_error(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200];
-    const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
+    const char *msg = oc_error_detail(err, file, buf, sizeof buf); /* as the tool prints it */
     PyObject *exc, *val;
-    msg = strip_file(file, msg, buf, sizeof buf);
     if (file)
         snprintf(line, sizeof line, "%.4096s: %s", file, msg);
     else
@@ -825,7 +800,6 @@ typedef struct entry_scan {
     uint64_t deflated_entries, deflated_bytes, deflated_compressed;
     uint64_t tensor_entries, deflated_tensor_entries, min_tensor_alignment;
     const oz_zip_reader *zip;
-    char *name_buf;
 } entry_scan;
 
 static uint64_t offset_alignment(uint64_t offset) {
@@ -844,17 +818,9 @@ static const char *method_name(uint16_t method, char *buf, size_t size) {
 
 static oc_status scan_ref(void *ctx, onnx_TensorProto *t) {
     entry_scan *s = ctx;
-    const oc_str *loc;
     uint64_t index;
-    oc_error ignored;
-    if (!oc_tensor_is_external(t)) return OC_OK;
-    loc = oc_tensor_external_value(t, "location");
     /* A location that names no entry is refused by loading; it counts for no entry. */
-    if (!loc || loc->size > OZ_ZIP_MAX_NAME_LEN_HARD || memchr(loc->data, '\0', (size_t)loc->size))
-        return OC_OK;
-    memcpy(s->name_buf, loc->data, (size_t)loc->size);
-    s->name_buf[loc->size] = '\0';
-    if (oz_zip_reader_find(s->zip, s->name_buf, &index, &ignored) != OC_OK) return OC_OK;
+    if (!oz_archive_tensor_entry(s->zip, t, &index)) return OC_OK;
     s->ntensors[index]++;
     return OC_OK;
 }
@@ -862,7 +828,6 @@ static oc_status scan_ref(void *ctx, onnx_TensorProto *t) {
 static void scan_free(entry_scan *s) {
     free(s->entries);
     free(s->ntensors);
-    free(s->name_buf);
     memset(s, 0, sizeof *s);
 }
 
@@ -877,8 +842,7 @@ static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entr
     n = s->count = oz_zip_reader_count(s->zip);
     s->entries = calloc(n ? (size_t)n : 1, sizeof *s->entries);
     s->ntensors = calloc(n ? (size_t)n : 1, sizeof *s->ntensors);
-    s->name_buf = malloc(OZ_ZIP_MAX_NAME_LEN_HARD + 1);
-    if (!s->entries || !s->ntensors || !s->name_buf) {
+    if (!s->entries || !s->ntensors) {
         scan_free(s);
         return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while listing the archive");
     }

@@ -4,7 +4,8 @@
  * first of two tensors of one name wins, a name holding a NUL byte is found by its length
  * only, unknown names are OC_ERR_NOT_FOUND; two threads read every tensor at once from one
  * freshly opened archive (the lazy index is built under their race). Prints the time of one
- * read (the mean over all tensors, after the first call that builds the index).
+ * read (the mean over all tensors, after the first call that builds the index). And
+ * oz_archive_tensor_entry: the entry each tensor's location names.
  *
  * usage: test_read_tensor WORKDIR [NODES TENSORS]
  */
@@ -158,6 +159,40 @@ int main(int argc, char **argv) {
     CHECK(strcmp(err.message, "oz_archive_read_tensor_n: missing argument") == 0);
     CHECK(oz_archive_read_tensor(ar, NULL, &b, &err) == OC_ERR_INVALID_ARG);
     CHECK(strcmp(err.message, "oz_archive_read_tensor: missing argument") == 0);
+
+    /* oz_archive_tensor_entry: each external tensor's entry is the one its location names;
+     * inline tensors and a location that names no entry have none */
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    po.no_copy = 1;
+    po.skip_external_data = 1;
+    oc_model *refs = NULL;
+    CHECK(oz_archive_load_model(ar, &po, &refs, &err) == OC_OK);
+    const onnx_GraphProto *g = refs ? oc_model_proto(refs)->graph : NULL;
+    size_t external = 0, inline_ = 0;
+    for (size_t k = 0; g && k < g->initializer.count; k++) {
+        onnx_TensorProto *t = g->initializer.items[k];
+        uint64_t index = UINT64_MAX;
+        oz_zip_entry e;
+        if (!oc_tensor_is_external(t)) {
+            inline_++;
+            CHECK(!oz_archive_tensor_entry(oz_archive_zip(ar), t, &index) && index == UINT64_MAX);
+            continue;
+        }
+        const oc_str *loc = oc_tensor_external_value(t, "location");
+        CHECK(oz_archive_tensor_entry(oz_archive_zip(ar), t, &index) &&
+              oz_zip_reader_entry(oz_archive_zip(ar), index, &e, &err) == OC_OK && loc &&
+              e.name_len == loc->size && memcmp(e.name, loc->data, loc->size) == 0);
+        if (++external == 1) { /* the same tensor with a location that names no entry */
+            oc_str keep = *loc;
+            ((oc_str *)loc)->size = loc->size - 1;
+            CHECK(!oz_archive_tensor_entry(oz_archive_zip(ar), t, &index));
+            *(oc_str *)loc = keep;
+        }
+    }
+    /* k % 10 == 9 inline; the second "w.0" and the NUL-named tensor external */
+    CHECK(external == n_tensors - n_tensors / 10 + 2 && inline_ == n_tensors / 10);
+    CHECK(!oz_archive_tensor_entry(NULL, g ? g->initializer.items[0] : NULL, &external));
+    oc_model_free(refs);
     oz_archive_close(ar);
 
     /* two threads on one fresh archive: both race to build the index */

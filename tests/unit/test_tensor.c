@@ -330,6 +330,38 @@ static void test_quote(void) {
     CHECK(oc_quote("abc", 3, NULL, 8) == NULL);
 }
 
+/* oc_error_detail (status.h): the message after "FILE: ", with the file said once. */
+static void test_error_detail(void) {
+    char b[OC_ERROR_MESSAGE_MAX + 16];
+    oc_error e;
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: No such file");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "cannot open: No such file");
+    CHECK_CSTR(oc_error_detail(&e, "other.onnx", b, sizeof b), e.message);
+    CHECK_CSTR(oc_error_detail(&e, NULL, b, sizeof b), e.message);
+    CHECK_CSTR(oc_error_detail(&e, "", b, sizeof b), e.message);
+    oc_error_set(&e, OC_ERR_MALFORMED, 7, "m.onnx: bad tag");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "bad tag");
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx is not a regular file");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "is not a regular file");
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx already exists");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "already exists");
+    oc_error_set(&e, OC_ERR_TRUNCATED, 9, "m.onnx ended while being read");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "ended while being read");
+    /* Only those forms: a longer name that starts with FILE, or FILE then other words. */
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx.data: gone");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx.data: gone");
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx holds nothing");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx holds nothing");
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx: ");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx: ");
+    /* An empty message: the status name; no buffer: "cannot" forms stay whole. */
+    oc_error_clear(&e);
+    e.code = OC_ERR_TRUNCATED;
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), oc_status_name(OC_ERR_TRUNCATED));
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: x");
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", NULL, 0), "cannot open m.onnx: x");
+}
+
 static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type,
                                const int64_t *dims, size_t ndims, uint64_t raw) {
     onnx_TensorProto *t = oc_arena_alloc(a, sizeof *t);
@@ -455,6 +487,7 @@ static void test_check_size(void) {
 
 int main(void) {
     RUN(test_quote);
+    RUN(test_error_detail);
     RUN(test_error_message);
     RUN(test_check_size);
     RUN(test_consolidate);

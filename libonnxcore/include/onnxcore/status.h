@@ -49,6 +49,19 @@ typedef struct oc_error {
     char message[OC_ERROR_MESSAGE_MAX]; /* one line, no trailing newline */
 } oc_error;
 
+/* err's message for a caller that prints the file's name itself ("FILE: " then this, as
+ * the tool does): the libraries name the file they fail on, and in exactly these forms
+ * the repetition is left out; anything else, and any message with file NULL or empty, is
+ * given as it is (the status name when the message is empty):
+ *   "cannot VERB FILE: why"   ->  "cannot VERB: why"
+ *   "FILE: why"               ->  "why"
+ *   "FILE is ..."             ->  "is ..."        (not a regular file, too large to map)
+ *   "FILE already exists"     ->  "already exists"
+ *   "FILE ended ..."          ->  "ended ..."     (while being read)
+ * buf (at least OC_ERROR_MESSAGE_MAX bytes) receives the result when it has to be
+ * assembled; the result points into err, buf or a static name. Never NULL. */
+OC_API const char *oc_error_detail(const oc_error *err, const char *file, char *buf, size_t size);
+
 /* A short stable name for a status ("truncated", "malformed", ...). Never NULL. */
 OC_API const char *oc_status_name(oc_status status);
 

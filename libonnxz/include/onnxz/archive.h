@@ -115,6 +115,13 @@ OZ_API oc_status oz_archive_read_tensor_n(const oz_archive *ar, const char *tens
 OZ_API oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *model,
                                          oc_error *err);
 
+/* The entry of zip that tensor t's bytes live in: true and *index when t is external
+ * (data_location EXTERNAL) and its "location" is exactly an entry's name; false when it is
+ * not external, has no location, or names no entry (which loading refuses, A-21). For
+ * tools that list or check entries against the model's tensors. */
+OZ_API bool oz_archive_tensor_entry(const oz_zip_reader *zip, const onnx_TensorProto *t,
+                                    uint64_t *index);
+
 /* ---- editing in place (spec/onnxz.md A-50..A-59) ---- */
 
 /* Replaces the archive's model by msg (a message of type desc, normally a ModelProto),

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "onnxz/zip.h"
+#include <stdbool.h>
+
 #include "internal/source.h" /* libonnxcore/src: compiled into libonnxz as oz__source_* */
 
 /* As oz_zip_reader_open_fd (fd is duplicated, not taken; no lock is taken), taking only
@@ -25,6 +27,10 @@ oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size, const oz_zip_read
 oc_status oz__zip_reader_open_source(oc_source *src, uint64_t size,
                                      const oz_zip_reader_options *options, oz_zip_reader **out,
                                      oc_error *err);
+
+/* oz_zip_reader_find for a name of len bytes (not NUL-terminated): true and *index where
+ * an entry has exactly those bytes. */
+bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len, uint64_t *index);
 
 /* The source the reader reads (the reader holds a reference; take one to keep it). */
 oc_source *oz__zip_reader_source(const oz_zip_reader *r);
