@@ -137,8 +137,8 @@ static void verify_load_options(const cli_args *args, cli_load_options *lo) {
 }
 
 /* Loads path and checks the model (check_model); on failure *out stays NULL. */
-static int load_checked(const char *path, const cli_load_options *lo, int verbosity,
-                        oc_model **out, cli_form *payload) {
+static int load_checked(const char *path, const cli_load_options *lo, int verbosity, oc_model **out,
+                        cli_form *payload) {
     oc_error err;
     int rc = cli_load_input(path, lo, verbosity, out, payload);
     if (rc != CLI_EXIT_OK) return rc;

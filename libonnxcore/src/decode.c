@@ -441,7 +441,6 @@ void *oc__field_message(oc_arena *arena, const oc_msgdesc *d, void *msg, const o
     return sub;
 }
 
-
 const oc_field *oc__find_field(const oc_msgdesc *d, uint64_t number) {
     if (number < OC_FIELD_LOOKUP) {
         uint8_t i = d->by_number[number];

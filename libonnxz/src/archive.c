@@ -688,8 +688,7 @@ typedef struct layout_walk {
     uint8_t *has_tensor;
 } layout_walk;
 
-bool oz_archive_tensor_entry(const oz_zip_reader *zip, const onnx_TensorProto *t,
-                             uint64_t *index) {
+bool oz_archive_tensor_entry(const oz_zip_reader *zip, const onnx_TensorProto *t, uint64_t *index) {
     if (!zip || !t || !index || !oc_tensor_is_external(t)) return false;
     const oc_str *loc = oc_tensor_external_value(t, "location");
     /* Entry names hold no NUL (Z-rules); a location that does names none. */

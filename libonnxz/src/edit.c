@@ -213,8 +213,8 @@ static oc_status archive_alignment(const edit *ed, uint32_t *out, oc_error *err)
         }
         x = p;
         if (oc_source_read(oz__zip_reader_source(ed->zip),
-                            e.local_header_offset + OZ_LOCAL_SIZE + e.name_len, x, xlen,
-                            NULL) != OC_OK)
+                           e.local_header_offset + OZ_LOCAL_SIZE + e.name_len, x, xlen,
+                           NULL) != OC_OK)
             continue;
         oz__cursor c = oz__cursor_make(x, xlen);
         while (c.left >= 4) {

@@ -33,10 +33,10 @@ void oz_open_info_init(oz_open_info *info) {
 }
 
 /* Field f of src into the caller's dst when it lies within dst->size. */
-#define OZ_INFO_PUT(dst, src, T, f)                                                  \
-    do {                                                                             \
-        if (offsetof(T, f) + sizeof((src)->f) <= (dst)->size)                        \
-            memcpy((char *)(dst) + offsetof(T, f), &(src)->f, sizeof((src)->f));     \
+#define OZ_INFO_PUT(dst, src, T, f)                                              \
+    do {                                                                         \
+        if (offsetof(T, f) + sizeof((src)->f) <= (dst)->size)                    \
+            memcpy((char *)(dst) + offsetof(T, f), &(src)->f, sizeof((src)->f)); \
     } while (0)
 
 void oz__open_info_put(oz_open_info *dst, const oz_open_info *src) {

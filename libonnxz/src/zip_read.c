@@ -1004,7 +1004,8 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     OZ_FORWARD(readable(r, index, &e, err));
     if (e->method == OZ_ZIP_STORED) {
         /* shares the source's lifetime (or borrows the caller's memory) */
-        if (r->src->caps & OC_SOURCE_MAP) return oc_source_map(r->src, e->data_off, e->usize, out, err);
+        if (r->src->caps & OC_SOURCE_MAP)
+            return oc_source_map(r->src, e->data_off, e->usize, out, err);
         if (e->usize == 0) return OC_OK;
         OZ_RETURN_ERROR_IF(e->usize > SIZE_MAX, err, OC_ERR_LIMIT, e->data_off,
                            "an entry of %llu bytes does not fit in memory",

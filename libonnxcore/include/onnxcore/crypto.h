@@ -101,10 +101,10 @@ typedef struct oc_crypt_options {
     int no_overwrite;
 } oc_crypt_options;
 
-#define OC_CRYPT_OPTIONS_INIT                                                              \
-    {                                                                                      \
-        .size = sizeof(oc_crypt_options), .format = OC_CRYPT_NONE, .iterations = 0,        \
-        .chunk_size = 0, .max_iterations = 0, .no_overwrite = 0                            \
+#define OC_CRYPT_OPTIONS_INIT                                                       \
+    {                                                                               \
+        .size = sizeof(oc_crypt_options), .format = OC_CRYPT_NONE, .iterations = 0, \
+        .chunk_size = 0, .max_iterations = 0, .no_overwrite = 0                     \
     }
 
 /* Fills *opts with the defaults (as OC_CRYPT_OPTIONS_INIT). */

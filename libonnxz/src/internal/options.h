@@ -34,9 +34,9 @@ oc_status oz__open_opts(const oz_open_options **opts, oz_open_options *local, oc
 void oz__open_info_put(oz_open_info *dst, const oz_open_info *src);
 
 /* As OC_PARSE_OPTS (onnxcore_shared.h), for the oz_* options. */
-#define OZ_ZIP_OPTS(opts, err) OC_OPTS_ENTRY(oz_zip_reader_options, oz__zip_opts, opts, err)
+#define OZ_ZIP_OPTS(opts, err)     OC_OPTS_ENTRY(oz_zip_reader_options, oz__zip_opts, opts, err)
 #define OZ_ARCHIVE_OPTS(opts, err) OC_OPTS_ENTRY(oz_archive_options, oz__archive_opts, opts, err)
-#define OZ_OPEN_OPTS(opts, err) OC_OPTS_ENTRY(oz_open_options, oz__open_opts, opts, err)
+#define OZ_OPEN_OPTS(opts, err)    OC_OPTS_ENTRY(oz_open_options, oz__open_opts, opts, err)
 #define OZ_CONVERT_OPTS(opts, err) OC_OPTS_ENTRY(oz_convert_options, oz__convert_opts, opts, err)
 
 #endif
