@@ -56,8 +56,8 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
         size_t n = strlen(line);
         snprintf(line + n, sizeof line - n, " (at offset %llu)", (unsigned long long)err->offset);
     }
-    if (err->sys_errno != 0 && (err->code == OC_ERR_IO || err->code == OC_ERR_NOT_FOUND ||
-                                err->code == OC_ERR_EXISTS)) {
+    if (err->sys_errno != 0 &&
+        (err->code == OC_ERR_IO || err->code == OC_ERR_NOT_FOUND || err->code == OC_ERR_EXISTS)) {
         val = Py_BuildValue("(isz)", err->sys_errno, line, file);
         if (val) PyErr_SetObject(PyExc_OSError, val);
         Py_XDECREF(val);
@@ -68,9 +68,9 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
     if (set_attr(exc, "status", PyUnicode_FromString(oc_status_name(err->code))) < 0 ||
         set_attr(exc, "code", PyLong_FromLong(err->code)) < 0 ||
         set_attr(exc, "file", file ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None)) < 0 ||
-        set_attr(exc, "offset", err->offset == OC_NO_OFFSET
-                                    ? Py_NewRef(Py_None)
-                                    : PyLong_FromUnsignedLongLong(err->offset)) < 0) {
+        set_attr(exc, "offset",
+                 err->offset == OC_NO_OFFSET ? Py_NewRef(Py_None)
+                                             : PyLong_FromUnsignedLongLong(err->offset)) < 0) {
         Py_DECREF(exc);
         return NULL;
     }
@@ -82,9 +82,7 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
 /* ---- arguments ----------------------------------------------------------------- */
 
 /* A path (str, bytes or os.PathLike) as a bytes object holding its file-system encoding. */
-static int path_arg(PyObject *obj, PyObject **out) {
-    return PyUnicode_FSConverter(obj, out);
-}
+static int path_arg(PyObject *obj, PyObject **out) { return PyUnicode_FSConverter(obj, out); }
 
 /* An optional key: None, str (UTF-8) or bytes-like. Fills *view (buf NULL for None);
  * release with PyBuffer_Release when buf is set. */
@@ -136,21 +134,17 @@ static PyObject *model_to_bytes(const oc_model *model, const char *file) {
     PyObject *out;
     sink s;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    st = oc_encoded_size(&onnx_ModelProto_desc, m, &size, &err);
-    Py_END_ALLOW_THREADS
-    if (st != OC_OK) return raise_error(file, &err);
+    Py_BEGIN_ALLOW_THREADS st = oc_encoded_size(&onnx_ModelProto_desc, m, &size, &err);
+    Py_END_ALLOW_THREADS if (st != OC_OK) return raise_error(file, &err);
     if (size > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
     out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (!out) return NULL;
     s.data = PyBytes_AS_STRING(out);
     s.size = size;
     s.used = 0;
-    Py_BEGIN_ALLOW_THREADS
-    st = oc_encode(&onnx_ModelProto_desc, m, sink_write, &s, &err);
-    Py_END_ALLOW_THREADS
-    if (st == OC_OK && s.used != size)
-        st = oc_error_set(&err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "the model shrank while being serialized");
+    Py_BEGIN_ALLOW_THREADS st = oc_encode(&onnx_ModelProto_desc, m, sink_write, &s, &err);
+    Py_END_ALLOW_THREADS if (st == OC_OK && s.used != size) st = oc_error_set(
+        &err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "the model shrank while being serialized");
     if (st != OC_OK) {
         Py_DECREF(out);
         return raise_error(file, &err);
@@ -191,7 +185,8 @@ static oc_status load_external(oc_model *model, const char *base_dir, const oc_p
     o.skip_external_data = 0;
     st = oc_msg_visit_tensors(&onnx_ModelProto_desc, m, collect_external, &l);
     if (st != OC_OK) st = oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    if (st == OC_OK && l.count) st = oc_external_data_load(&onnx_ModelProto_desc, m, base_dir, &o, err);
+    if (st == OC_OK && l.count)
+        st = oc_external_data_load(&onnx_ModelProto_desc, m, base_dir, &o, err);
     for (size_t i = 0; st == OC_OK && i < l.count; i++) {
         l.items[i]->data_location = 0 /* DEFAULT */;
         OC_SET_HAS(TensorProto, l.items[i], data_location);
@@ -237,25 +232,22 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    oz_kind kind = OZ_KIND_MODEL;
+    Py_BEGIN_ALLOW_THREADS oz_kind kind = OZ_KIND_MODEL;
     if (oz_detect_file(PyBytes_AS_STRING(path), &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
     /* A .onnx file: references first, then their data, as onnx.load reads them. */
     o.parse.skip_external_data = !external || kind == OZ_KIND_MODEL;
     st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
     if (st == OC_OK && external && kind == OZ_KIND_MODEL) {
         char buf[4096];
-        const char *base = dir ? PyBytes_AS_STRING(dir) : dir_of(PyBytes_AS_STRING(path), buf, sizeof buf);
+        const char *base =
+            dir ? PyBytes_AS_STRING(dir) : dir_of(PyBytes_AS_STRING(path), buf, sizeof buf);
         st = load_external(model, base, &o.parse, &err);
     }
-    Py_END_ALLOW_THREADS
-    key_release(&key, &key_holder);
+    Py_END_ALLOW_THREADS key_release(&key, &key_holder);
     out = st == OC_OK ? model_to_bytes(model, PyBytes_AS_STRING(path))
                       : raise_error(PyBytes_AS_STRING(path), &err);
-    Py_BEGIN_ALLOW_THREADS
-    oc_model_free(model);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(path);
+    Py_BEGIN_ALLOW_THREADS oc_model_free(model);
+    Py_END_ALLOW_THREADS Py_DECREF(path);
     Py_XDECREF(dir);
     return out;
 }
@@ -281,11 +273,11 @@ static PyObject *py_load_memory(PyObject *self, PyObject *args) {
     po.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     po.skip_external_data = 1;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    st = oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
-    if (st == OC_OK && external && dir) st = load_external(model, PyBytes_AS_STRING(dir), &po, &err);
-    Py_END_ALLOW_THREADS
-    out = st == OC_OK ? model_to_bytes(model, NULL) : raise_error(NULL, &err);
+    Py_BEGIN_ALLOW_THREADS st =
+        oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
+    if (st == OC_OK && external && dir)
+        st = load_external(model, PyBytes_AS_STRING(dir), &po, &err);
+    Py_END_ALLOW_THREADS out = st == OC_OK ? model_to_bytes(model, NULL) : raise_error(NULL, &err);
     oc_model_free(model);
     PyBuffer_Release(&data);
     Py_XDECREF(dir);
@@ -338,8 +330,7 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
         oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
         oc_serialize_options_init(&so);
         so.overwrite = 1;
-        return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so,
-                                        err);
+        return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so, err);
     }
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
     ao.serialize.overwrite = 1;
@@ -354,19 +345,18 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
     return oz_save_any(model, path, s->form == 1 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, err);
 }
 
-static oc_status check_size(void *err, onnx_TensorProto *t) {
-    return oc_tensor_check_size(t, err);
-}
+static oc_status check_size(void *err, onnx_TensorProto *t) { return oc_tensor_check_size(t, err); }
 
 /* An archive holds only tensors of the size their shape makes, as the tool checks. */
 static oc_status check_packable(oc_model *model, oc_error *err) {
-    oc_status st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
+    oc_status st =
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
     if (st != OC_OK) {
         char msg[OC_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err->message);
-        oc_error_set(err, st, OC_NO_OFFSET,
-                     "%s; an .onnxz archive holds only tensors of the size their shape makes (A-13)",
-                     msg);
+        oc_error_set(
+            err, st, OC_NO_OFFSET,
+            "%s; an .onnxz archive holds only tensors of the size their shape makes (A-13)", msg);
     }
     return st;
 }
@@ -395,13 +385,12 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
     po.no_copy = 1;
     po.skip_external_data = 1; /* references in the ModelProto are written as they are */
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    st = oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
+    Py_BEGIN_ALLOW_THREADS st =
+        oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
     if (st == OC_OK && s.form == 1) st = check_packable(model, &err);
     if (st == OC_OK) st = save_model(model, PyBytes_AS_STRING(path), &s, &err);
     oc_model_free(model);
-    Py_END_ALLOW_THREADS
-    save_opts_release(&s);
+    Py_END_ALLOW_THREADS save_opts_release(&s);
     PyBuffer_Release(&data);
     if (st != OC_OK) {
         raise_error(PyBytes_AS_STRING(path), &err);
@@ -444,16 +433,14 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
     failed = PyBytes_AS_STRING(src);
-    Py_BEGIN_ALLOW_THREADS
-    st = oz_open(PyBytes_AS_STRING(src), &o, &model, NULL, &err);
+    Py_BEGIN_ALLOW_THREADS st = oz_open(PyBytes_AS_STRING(src), &o, &model, NULL, &err);
     if (st == OC_OK && s.form == 1) st = check_packable(model, &err);
     if (st == OC_OK) {
         failed = PyBytes_AS_STRING(dst);
         st = save_model(model, PyBytes_AS_STRING(dst), &s, &err);
     }
     oc_model_free(model);
-    Py_END_ALLOW_THREADS
-    save_opts_release(&s);
+    Py_END_ALLOW_THREADS save_opts_release(&s);
     key_release(&key, &holder);
     if (st != OC_OK) raise_error(failed, &err);
     Py_DECREF(src);
@@ -471,9 +458,8 @@ fail_args:
 /* ---- _Span: read-only bytes kept alive by an owner token ------------------------------ */
 
 typedef struct {
-    PyObject_HEAD
-    oc_bytes bytes;  /* SHARED (an owner reference) or OWNED (a copy of its own) */
-    PyObject *keep;  /* BORROWED bytes: the object that keeps them alive, else NULL */
+    PyObject_HEAD oc_bytes bytes; /* SHARED (an owner reference) or OWNED (a copy of its own) */
+    PyObject *keep;               /* BORROWED bytes: the object that keeps them alive, else NULL */
 } SpanObject;
 
 static void span_dealloc(SpanObject *self) {
@@ -537,9 +523,8 @@ static PyObject *span_new(oc_bytes *bytes, PyObject *keep) {
 /* The model and archive of a reader, freed when the reader and every span borrowing from
  * it are gone (a Python object, so that spans can hold it). */
 typedef struct {
-    PyObject_HEAD
-    oz_archive *archive; /* an unencrypted archive, else NULL */
-    oc_model *model;     /* archives: loaded with skip_external_data; else: every tensor
+    PyObject_HEAD oz_archive *archive; /* an unencrypted archive, else NULL */
+    oc_model *model; /* archives: loaded with skip_external_data; else: every tensor
                           * resolved, in place (no_copy) */
 } HoldObject;
 
@@ -557,17 +542,14 @@ static PyTypeObject HoldType = {
 };
 
 typedef struct {
-    PyObject_HEAD
-    PyObject *path;    /* bytes */
-    HoldObject *hold;  /* NULL once closed */
-    int busy;          /* calls running without the GIL: close waits for none */
-    int kind;          /* oz_kind */
-    int payload_archive; /* the model came from an archive (encrypted or not) */
+    PyObject_HEAD PyObject *path; /* bytes */
+    HoldObject *hold;             /* NULL once closed */
+    int busy;                     /* calls running without the GIL: close waits for none */
+    int kind;                     /* oz_kind */
+    int payload_archive;          /* the model came from an archive (encrypted or not) */
 } ReaderObject;
 
-static void reader_release(ReaderObject *self) {
-    Py_CLEAR(self->hold);
-}
+static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
 
 static void reader_dealloc(ReaderObject *self) {
     reader_release(self);
@@ -602,8 +584,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     hold->archive = NULL;
     hold->model = NULL;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    st = oz_detect_file(PyBytes_AS_STRING(path), &kind, &err);
+    Py_BEGIN_ALLOW_THREADS st = oz_detect_file(PyBytes_AS_STRING(path), &kind, &err);
     if (st == OC_OK && kind == OZ_KIND_ZIP) {
         oc_parse_options po = OC_PARSE_OPTIONS_INIT;
         po.skip_external_data = 1;
@@ -618,8 +599,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
         self->payload_archive = info.is_archive;
     }
-    Py_END_ALLOW_THREADS
-    key_release(&key, &holder);
+    Py_END_ALLOW_THREADS key_release(&key, &holder);
     if (st != OC_OK) {
         raise_error(PyBytes_AS_STRING(path), &err);
         Py_DECREF(hold);
@@ -651,7 +631,8 @@ static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
     find_ctx *f = ctx;
     if (!OC_HAS(TensorProto, t, name)) return OC_OK;
     if (f->list) {
-        PyObject *n = PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
+        PyObject *n =
+            PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
         int r;
         if (!n) return OC_ERR_NOMEM;
         r = PySet_Contains(f->seen, n);
@@ -723,8 +704,10 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     dims = PyTuple_New((Py_ssize_t)t->dims.count);
     for (uint64_t i = 0; dims && i < t->dims.count; i++) {
         PyObject *d = PyLong_FromLongLong(t->dims.items[i]);
-        if (!d) Py_CLEAR(dims);
-        else PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
+        if (!d)
+            Py_CLEAR(dims);
+        else
+            PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
     }
     if (!dims) {
         Py_DECREF(hold);
@@ -733,7 +716,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     oc_error_clear(&err);
     if (hold->archive && oc_tensor_is_external(t)) {
         Py_BEGIN_ALLOW_THREADS /* the name with its length: one holding a NUL byte too */
-        st = oz_archive_read_tensor_n(hold->archive, name, (size_t)len, &bytes, &err);
+            st = oz_archive_read_tensor_n(hold->archive, name, (size_t)len, &bytes, &err);
         Py_END_ALLOW_THREADS
     } else if (oc_tensor_is_external(t)) {
         st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded", name);
@@ -783,7 +766,8 @@ static oc_status check_model(oc_model *model, oc_error *err) {
     if (!OC_HAS(ModelProto, m, ir_version))
         return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                             "the model has no ir_version: every ONNX model states one (W-41)");
-    if (!m->graph) return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
+    if (!m->graph)
+        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
     return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
 }
 
@@ -793,8 +777,8 @@ static oc_status check_model(oc_model *model, oc_error *err) {
 #define ALIGNMENT_CAP 4096u /* tools/archive_entries.h ARCHIVE_ALIGNMENT_CAP */
 
 typedef struct entry_scan {
-    oz_zip_entry *entries;   /* central-directory order */
-    uint64_t *ntensors;      /* tensors whose location names the entry */
+    oz_zip_entry *entries; /* central-directory order */
+    uint64_t *ntensors;    /* tensors whose location names the entry */
     uint64_t count, model_index, model_file_rank;
     uint64_t stored_entries, stored_bytes;
     uint64_t deflated_entries, deflated_bytes, deflated_compressed;
@@ -844,13 +828,16 @@ static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entr
     s->ntensors = calloc(n ? (size_t)n : 1, sizeof *s->ntensors);
     if (!s->entries || !s->ntensors) {
         scan_free(s);
-        return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while listing the archive");
+        return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                            "out of memory while listing the archive");
     }
     st = oz_zip_reader_find(s->zip, OZ_MODEL_ENTRY, &s->model_index, err);
-    for (uint64_t i = 0; st == OC_OK && i < n; i++) st = oz_zip_reader_entry(s->zip, i, &s->entries[i], err);
+    for (uint64_t i = 0; st == OC_OK && i < n; i++)
+        st = oz_zip_reader_entry(s->zip, i, &s->entries[i], err);
     if (st == OC_OK) {
         st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, scan_ref, s);
-        if (st != OC_OK) st = oc_error_set(err, st, OC_NO_OFFSET, "out of memory while listing the archive");
+        if (st != OC_OK)
+            st = oc_error_set(err, st, OC_NO_OFFSET, "out of memory while listing the archive");
     }
     if (st != OC_OK) {
         scan_free(s);
@@ -912,8 +899,8 @@ static PyObject *stats_dict(const model_stats *st, const entry_scan *scan) {
     if (!locs) return NULL;
     for (uint64_t i = 0; i < st->nlocations; i++) {
         const external_location *l = &st->locations[i];
-        PyObject *name = PyUnicode_DecodeUTF8(l->location.data, (Py_ssize_t)l->location.size,
-                                              "surrogateescape");
+        PyObject *name =
+            PyUnicode_DecodeUTF8(l->location.data, (Py_ssize_t)l->location.size, "surrogateescape");
         PyObject *d = name ? Py_BuildValue("{sNsKsK}", "location", name, "tensors",
                                            (unsigned long long)l->tensors, "bytes",
                                            (unsigned long long)l->bytes)
@@ -963,11 +950,11 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     memset(&stats, 0, sizeof stats);
     memset(&scan, 0, sizeof scan);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    if (hold->archive) {
+    Py_BEGIN_ALLOW_THREADS if (hold->archive) {
         st = model_stats_collect(oc_model_proto(hold->model), &stats, &err);
         if (st == OC_OK) st = scan_entries(hold->archive, oc_model_proto(hold->model), &scan, &err);
-    } else {
+    }
+    else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
         o.parse.skip_external_data = 1;
@@ -976,8 +963,7 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
         st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
         if (st == OC_OK) st = model_stats_collect(oc_model_proto(model), &stats, &err);
     }
-    Py_END_ALLOW_THREADS
-    key_release(&key, &holder);
+    Py_END_ALLOW_THREADS key_release(&key, &holder);
     out = st == OC_OK ? stats_dict(&stats, hold->archive ? &scan : NULL)
                       : raise_error(PyBytes_AS_STRING(self->path), &err);
     model_stats_free(&stats);
@@ -1004,14 +990,14 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     hold = self->hold;
     Py_INCREF(hold);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS
-    if (hold->archive) {
+    Py_BEGIN_ALLOW_THREADS if (hold->archive) {
         oc_parse_options po = OC_PARSE_OPTIONS_INIT;
         po.no_copy = 1;
         st = oz_zip_reader_verify_all(oz_archive_zip(hold->archive), &err);
         if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(hold->archive), &err);
         if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &model, &err);
-    } else {
+    }
+    else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
         o.parse.verify_checksums = 1;
@@ -1026,8 +1012,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     if (st == OC_OK && hold->archive) {
         st = oz_archive_check_layout(hold->archive, oc_model_proto(hold->model), &err);
     }
-    Py_END_ALLOW_THREADS
-    Py_DECREF(hold);
+    Py_END_ALLOW_THREADS Py_DECREF(hold);
     key_release(&key, &holder);
     if (st != OC_OK) return raise_error(PyBytes_AS_STRING(self->path), &err);
     Py_RETURN_NONE;
@@ -1054,7 +1039,8 @@ static PyMethodDef reader_methods[] = {
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
-    {"verify", (PyCFunction)reader_verify, METH_VARARGS, "Every check onnxz verify makes but stubs."},
+    {"verify", (PyCFunction)reader_verify, METH_VARARGS,
+     "Every check onnxz verify makes but stubs."},
     {"stats", (PyCFunction)reader_stats, METH_VARARGS, "The figures of onnxz info --json."},
     {"model_bytes", (PyCFunction)reader_model_bytes, METH_NOARGS, "The serialized model."},
     {NULL, NULL, 0, NULL},
@@ -1104,8 +1090,15 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "onnxz._onnxz", "The C part of onnxz.", -1, module_methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "onnxz._onnxz",
+    "The C part of onnxz.",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__onnxz(void);
