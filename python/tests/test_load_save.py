@@ -2,6 +2,7 @@
 import filecmp
 import os
 import subprocess
+import sys
 
 import onnx
 import pytest
@@ -197,3 +198,50 @@ def test_encrypted_save_and_load(tmp_path, model, tool):
     subprocess.run([tool, "convert", "-q", "--key-file", str(tmp_path / "k"), p, out],
                    check=True)
     assert ser(onnx.load(out)) == ser(model)
+
+
+@pytest.fixture(scope="module")
+def torch_exports(tmp_path_factory):
+    """The runtime corpus's PyTorch exports (tests/runtime/export_torch.py: a CNN, a
+    2-layer transformer encoder, an LSTM; Debian's python3-torch), made once."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:  # not imported here: it runs in its own
+        pytest.skip("python3-torch is not installed")  # process, without ASan's preload
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "runtime",
+                          "export_torch.py")
+    if not os.path.exists(script):
+        pytest.skip("tests/runtime/export_torch.py is not beside this package")
+    d = str(tmp_path_factory.mktemp("torch"))
+    subprocess.run([sys.executable, script, d], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    models = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".onnx"))
+    assert len(models) == 3
+    return models
+
+
+def test_torch_exports(tmp_path, torch_exports, tool):
+    """PyTorch exports: onnxz.load equals onnx.load; each form onnxz.save writes loads in
+    onnx.load (or, archives, in onnxz.load) to the same model; onnxz.open gives every
+    initializer's values as numpy_helper does, in every form."""
+    from onnx import external_data_helper, numpy_helper
+    for path in torch_exports:
+        want = onnx.load(path)
+        assert ser(onnxz.load(path)) == ser(want), path
+        base = os.path.splitext(os.path.basename(path))[0]
+        two = str(tmp_path / f"{base}-two.onnx")
+        onnxz.save(want, two, external_data=f"{base}.data", threshold=0)
+        # onnx.load marks each tensor it read in data_location DEFAULT; the rest is equal
+        back = onnx.load(two)
+        for t in external_data_helper._get_all_tensors(back):  # attributes' tensors too
+            t.ClearField("data_location")
+        assert ser(back) == ser(want), two
+        arc = str(tmp_path / f"{base}.onnxz")
+        onnxz.save(want, arc)
+        assert ser(onnxz.load(arc)) == ser(want), arc
+        for form in (path, two, arc):
+            with onnxz.open(form) as f:
+                for init in want.graph.initializer:
+                    np_want = numpy_helper.to_array(init)
+                    got = f[init.name]
+                    assert got.dtype == np_want.dtype and got.shape == np_want.shape, init.name
+                    assert got.tobytes() == np_want.tobytes(), (form, init.name)
