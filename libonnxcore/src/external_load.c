@@ -2,10 +2,13 @@
  * external_load.c - loading the bytes of EXTERNAL tensors (spec/external-data.md E-10..E-18).
  *
  * Loading resolves every EXTERNAL tensor in two passes: the first validates each
- * reference, opens and maps each data file once (safely beneath the model's directory,
- * path_safety.c) and checks offsets, lengths, alignment and checksums; only when all of
- * them are good does the second pass attach the bytes, so a failed load leaves the model
- * unchanged.
+ * reference, opens each data file once as a byte source (internal/source.h: safely beneath
+ * the model's directory, path_safety.c, mapped or, with use_pread, read with pread; or
+ * what a caller's resolver gives) and checks offsets, lengths, alignment and checksums;
+ * only when all of them are good does the second pass attach the bytes, so a failed load
+ * leaves the model unchanged. Bytes of a source that maps are used in place (no_copy) or
+ * copied out of the mapping; those of any other source are read into the tensors'
+ * storage.
  */
 #define _GNU_SOURCE /* O_PATH */
 #include <errno.h>
@@ -34,13 +37,13 @@
 typedef struct datafile {
     char *key; /* the location as the model spells it, NUL-terminated */
     uint64_t key_len;
-    oc_mapped map;
+    oc_source *src;
 } datafile;
 
 typedef struct ext_item {
     onnx_TensorProto *tensor;
-    const uint8_t *data;
-    uint64_t length;
+    oc_bytes span;       /* the bytes in place, where the source maps (a reference), else empty */
+    uint64_t at, length; /* where they lie in the data file */
     uint32_t file;
 } ext_item;
 
@@ -80,11 +83,10 @@ static char *override_path(const loader *l, const oc_str *loc) {
     if (p) snprintf(p, len, "%s%.*s", ov, (int)n, suffix);
     return p;
 }
-/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17, E-18). */
-static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str *loc,
-                              oc_mapped *out, oc_error *err) {
-    loader *l = ctx;
-    (void)err; /* the loader's own error record is the same one */
+/* The file resolver: a location is a file beneath base_dir (E-10, E-11, E-17, E-18),
+ * mapped, or read with pread (use_pread). */
+static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str *loc,
+                              oc_source **out) {
     char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
     oc__qname(t, name);
     oc__qstr(loc, shown);
@@ -130,12 +132,28 @@ static oc_status resolve_file(void *ctx, const onnx_TensorProto *t, const oc_str
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' has several hard links", name,
                          shown);
-        if (s == OC_OK) s = oc_map_fd(fd, shown, out, l->err);
+        if (s == OC_OK)
+            s = oc_source_file(NULL, fd, shown, l->opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED,
+                               0, out, l->err);
         close(fd);
     }
     free(ov);
     free(rel);
     return s;
+}
+
+/* The source of loc's bytes: the caller's resolver's "file" (memory that keeps the
+ * resolver's owner, so spans in place share it as before), or a file beneath base_dir. */
+static oc_status resolve_source(loader *l, const onnx_TensorProto *t, const oc_str *loc,
+                                oc_source **out) {
+    if (!l->resolve) return resolve_file(l, t, loc, out);
+    oc_mapped m = {0};
+    OC_FORWARD(l->resolve(l->resolve_ctx, t, loc, &m, l->err));
+    char shown[OC_QUOTE_SIZE];
+    oc_status st =
+        oc_source_memory(m.data, m.size, NULL, NULL, m.owner, oc__qstr(loc, shown), out, l->err);
+    oc_owner_unref(m.owner); /* the source took its own reference */
+    return st;
 }
 
 static void file_key(const void *ctx, uint64_t i, const void **name, size_t *len) {
@@ -173,7 +191,7 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
     if (loc->size) memcpy(df->key, loc->data, (size_t)loc->size); /* data may be NULL */
     df->key[loc->size] = '\0';
     df->key_len = loc->size;
-    oc_status s = l->resolve(l->resolve_ctx, t, loc, &df->map, l->err);
+    oc_status s = resolve_source(l, t, loc, &df->src);
     if (s != OC_OK) {
         free(df->key);
         return s;
@@ -199,21 +217,41 @@ typedef struct hashing {
     atomic_uint_fast64_t first_failed; /* lowest failed job so far; the job count: none */
 } hashing;
 
-/* An item's bytes as a span to hash (no reference taken). A no_copy load keeps them in
- * the mapping, so they are hashed with its owner: read from the file with pread where a
- * descriptor was kept, else through the pages, which may go once hashed. A copy load
- * reads them again at once, so only spans that pread will read get the owner; the others
- * are hashed through the mapping's pages, which stay for the copy. */
-static oc_bytes hash_view(const loader *l, const ext_item *it) {
-    oc_bytes v = {it->data, it->length, l->files[it->file].map.owner, OC_BYTES_SHARED};
-    int fd;
-    uint64_t at;
-    if (!l->opts->no_copy &&
-        !(v.size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(&v, &fd, &at))) {
-        v.owner = NULL;
-        v.mode = OC_BYTES_BORROWED;
+/* The SHA-1 of an item's bytes, as 40 hex digits. Bytes in place are hashed as a span
+ * (no reference taken): a no_copy load keeps them in the mapping, so they are hashed with
+ * its owner, read from the file with pread where a descriptor was kept, else through the
+ * pages, which may go once hashed; a copy load reads them again at once, so only spans
+ * that pread will read get the owner, the others are hashed through the mapping's pages,
+ * which stay for the copy. Bytes of a source that does not map are read piece by piece. */
+static oc_status item_sha1(const loader *l, const ext_item *it, char got[41], oc_error *err) {
+    oc_source *src = l->files[it->file].src;
+    if (it->span.data || !it->length) {
+        oc_bytes v = it->span;
+        int fd;
+        uint64_t at;
+        if (!l->opts->no_copy &&
+            !(v.size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(&v, &fd, &at))) {
+            v.owner = NULL;
+            v.mode = OC_BYTES_BORROWED;
+        }
+        return oc__sha1_span_hex(&v, got, err);
     }
-    return v;
+    uint8_t *buf = malloc(OC_BYTES_READ_PIECE);
+    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc__sha1 h;
+    oc_status st = oc__sha1_begin(&h, err);
+    for (uint64_t done = 0; st == OC_OK && done < it->length;) {
+        uint64_t n =
+            it->length - done < OC_BYTES_READ_PIECE ? it->length - done : OC_BYTES_READ_PIECE;
+        st = oc_source_read(src, it->at + done, buf, n, err);
+        if (st == OC_OK)
+            st = oc__sha1_update(&h, buf, n, err); /* discards h on failure */
+        else
+            oc__sha1_discard(&h);
+        done += n;
+    }
+    free(buf);
+    return st == OC_OK ? oc__sha1_end_hex(&h, got, err) : st;
 }
 
 /* 0: want is got; 1: want is not 40 hex digits (E-1: no data matches it); 2: differs. */
@@ -235,10 +273,10 @@ static void hash_one(void *ctx, uint64_t i) {
     hashing *h = ctx;
     if (i > atomic_load_explicit(&h->first_failed, memory_order_relaxed)) return;
     const hash_job *j = &h->jobs[i];
-    oc_bytes v = hash_view(h->l, j->item);
     oc_error scratch;
     char got[41];
-    if (oc__sha1_span_hex(&v, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0) return;
+    if (item_sha1(h->l, j->item, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0)
+        return;
     uint_fast64_t cur = atomic_load_explicit(&h->first_failed, memory_order_relaxed);
     while (i < cur && !atomic_compare_exchange_weak(&h->first_failed, &cur, i)) {
     }
@@ -249,8 +287,7 @@ static void hash_one(void *ctx, uint64_t i) {
 static oc_status hash_failure(const loader *l, const hash_job *j) {
     const onnx_TensorProto *t = j->item->tensor;
     char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE], got[41];
-    oc_bytes v = hash_view(l, j->item);
-    OC_FORWARD(oc__sha1_span_hex(&v, got, l->err));
+    OC_FORWARD(item_sha1(l, j->item, got, l->err));
     switch (compare_digest(j->want, got)) {
     case 0: /* later items were not hashed: this cannot pass as success */
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
@@ -305,20 +342,21 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
     if (!l->first_location.size) l->first_location = *loc;
     uint32_t fi = 0;
     OC_FORWARD(open_datafile(l, t, loc, &fi));
-    const oc_mapped *m = &l->files[fi].map;
-    if (offset > m->size)
+    oc_source *src = l->files[fi].src;
+    uint64_t size = src->size;
+    if (offset > size)
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                         "tensor '%s': external data offset %llu is past the end of '%s' (%llu "
                         "bytes)",
                         oc__qname(t, name), (unsigned long long)offset, oc__qstr(loc, shown),
-                        (unsigned long long)m->size);
-    if (!has_length) length = m->size - offset; /* to the end of the file, as onnx does */
-    if (length > m->size - offset)              /* overflow-safe offset + length > size */
+                        (unsigned long long)size);
+    if (!has_length) length = size - offset; /* to the end of the file, as onnx does */
+    if (length > size - offset)              /* overflow-safe offset + length > size */
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                         "tensor '%s': external data [%llu, +%llu) runs past the end of '%s' "
                         "(%llu bytes)",
                         oc__qname(t, name), (unsigned long long)offset, (unsigned long long)length,
-                        oc__qstr(loc, shown), (unsigned long long)m->size);
+                        oc__qstr(loc, shown), (unsigned long long)size);
     /* The caller's caps (limits.h): one tensor, and all external data of this load. */
     char what[2 * OC_QUOTE_SIZE];
     snprintf(what, sizeof what, "tensor '%s': external data", oc__qname(t, name));
@@ -328,13 +366,6 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
     snprintf(what, sizeof what, "external data up to tensor '%s'", oc__qname(t, name));
     OC_FORWARD(oc__check_size(l->total, l->opts->max_external_bytes, OC_DEFAULT_MAX_EXTERNAL_BYTES,
                               what, "max_external_bytes", OC_NO_OFFSET, l->err));
-    const uint8_t *data = length ? m->data + offset : NULL;
-    uint64_t align = l->opts->buffer.alignment;
-    if (l->opts->no_copy && align > 1 && ((uintptr_t)data % align) != 0)
-        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': external data offset %llu is not aligned to %llu bytes, "
-                        "so it cannot be used in place (load without no_copy for an aligned copy)",
-                        oc__qname(t, name), (unsigned long long)offset, (unsigned long long)align);
     if (l->nitems == l->capitems) {
         uint64_t cap = l->capitems ? l->capitems * 2 : 64;
         ext_item *it = realloc(l->items, (size_t)cap * sizeof *it);
@@ -342,44 +373,123 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
         l->items = it;
         l->capitems = cap;
     }
-    l->items[l->nitems++] = (ext_item){t, data, length, fi};
+    ext_item it = {t, {0}, offset, length, fi};
+    /* Bytes a source maps are used in place (no_copy) or copied from there; a source that
+     * does not map is read (its tensors are copies whatever no_copy says). */
+    if (length && (src->caps & OC_SOURCE_MAP))
+        OC_FORWARD(oc_source_map(src, offset, length, &it.span, l->err));
+    uint64_t align = l->opts->buffer.alignment;
+    if (l->opts->no_copy && align > 1 && it.span.data && ((uintptr_t)it.span.data % align) != 0) {
+        oc_bytes_release(&it.span);
+        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': external data offset %llu is not aligned to %llu bytes, "
+                        "so it cannot be used in place (load without no_copy for an aligned copy)",
+                        oc__qname(t, name), (unsigned long long)offset, (unsigned long long)align);
+    }
+    l->items[l->nitems++] = it;
     return OC_OK;
 }
 
-/* Second pass: cannot fail except for memory, checked before anything changes. */
+/* Reads of items whose source does not map, into their new storage (copied[i]), on
+ * several threads; the first failure in model order is kept, so the error reported is
+ * the serial one whatever the thread count. */
+typedef struct reading {
+    const loader *l;
+    const uint64_t *items; /* indices into l->items */
+    oc_bytes *copied;
+    atomic_uint_fast64_t first_failed; /* lowest failed job so far; the job count: none */
+} reading;
+
+static oc_status read_item(const loader *l, const ext_item *it, oc_bytes *dst, oc_error *err) {
+    return oc_source_read(l->files[it->file].src, it->at, (uint8_t *)(uintptr_t)dst->data,
+                          it->length, err);
+}
+
+static void read_one(void *ctx, uint64_t j) {
+    reading *r = ctx;
+    uint64_t i = r->items[j];
+    oc_error scratch;
+    if (j > atomic_load_explicit(&r->first_failed, memory_order_relaxed)) return;
+    if (read_item(r->l, &r->l->items[i], &r->copied[i], &scratch) == OC_OK) return;
+    uint_fast64_t cur = atomic_load_explicit(&r->first_failed, memory_order_relaxed);
+    while (j < cur && !atomic_compare_exchange_weak(&r->first_failed, &cur, j)) {
+    }
+}
+
+/* Reads every item a source could not map; its message from reading the first failed one
+ * again alone. */
+static oc_status read_unmapped(loader *l, oc_bytes *copied) {
+    reading r = {.l = l, .copied = copied};
+    uint64_t n = 0;
+    uint64_t *items = NULL;
+    for (uint64_t i = 0; i < l->nitems; i++) {
+        if (l->items[i].span.data || !l->items[i].length) continue;
+        if (!items && !(items = malloc((size_t)(l->nitems - i) * sizeof *items)))
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        items[n++] = i;
+    }
+    if (!n) return OC_OK;
+    r.items = items;
+    atomic_init(&r.first_failed, n);
+    oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), read_one, &r);
+    uint64_t failed = atomic_load(&r.first_failed);
+    oc_status st = OC_OK;
+    if (failed < n) {
+        const ext_item *it = &l->items[items[failed]];
+        char name[OC_QUOTE_SIZE];
+        st = read_item(l, it, &copied[items[failed]], l->err);
+        if (st == OC_OK) /* failed, then read whole: the file changes under the load */
+            st = oc__fail(l->err, OC_ERR_IO, OC_NO_OFFSET,
+                          "tensor '%s': reading its external data failed, then succeeded: its "
+                          "data file changed during the load",
+                          oc__qname(it->tensor, name));
+    }
+    free(items);
+    return st;
+}
+
+/* Second pass: nothing changes in the model until every byte is in hand; then it cannot
+ * fail. Tensors get their bytes in place (no_copy, a source that maps) or a copy, from
+ * the mapping or read from the source. */
 static oc_status attach_all(loader *l) {
     const oc_parse_options *o = l->opts;
-    oc_bytes *copied = NULL; /* copy loads: each tensor's new storage, filled in parallel */
+    oc_bytes *copied = NULL; /* each copied tensor's new storage, filled in parallel */
     oc_arena *scratch = NULL;
     oc__copy_list copies = {0};
-    if (!o->no_copy && l->nitems) {
+    int any_copy = 0;
+    for (uint64_t i = 0; i < l->nitems && !any_copy; i++)
+        any_copy = l->items[i].length && (!o->no_copy || !l->items[i].span.data);
+    if (any_copy) {
         copied = calloc((size_t)l->nitems, sizeof *copied);
         scratch = oc_arena_new();
         int ok = copied && scratch;
         for (uint64_t i = 0; ok && i < l->nitems; i++) {
+            const ext_item *it = &l->items[i];
             uint8_t *p = NULL;
-            if (!l->items[i].length) continue;
-            ok = oc_bytes_set_storage(&copied[i], l->items[i].length, o->buffer.alignment,
-                                      o->storage_pool, &p, l->err) == OC_OK;
-            ok = ok && oc__copy_list_add(scratch, &copies, p, l->items[i].data, l->items[i].length,
-                                         l->files[l->items[i].file].map.owner);
+            if (!it->length || (o->no_copy && it->span.data)) continue;
+            ok = oc_bytes_set_storage(&copied[i], it->length, o->buffer.alignment, o->storage_pool,
+                                      &p, l->err) == OC_OK;
+            if (ok && it->span.data) /* read_unmapped reads the others */
+                ok = oc__copy_list_add(scratch, &copies, p, it->span.data, it->length,
+                                       it->span.owner);
         }
-        if (!ok) {
+        oc_status st = ok ? read_unmapped(l, copied) : OC_ERR_NOMEM;
+        if (st == OC_OK) oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
+        if (st != OC_OK) {
             for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);
             free(copied);
             oc_arena_free(scratch);
-            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                            "out of memory loading external data");
+            return st == OC_ERR_NOMEM ? oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                                                 "out of memory loading external data")
+                                      : st;
         }
-        oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
     }
     for (uint64_t i = 0; i < l->nitems; i++) {
         ext_item *it = &l->items[i];
         onnx_TensorProto *t = it->tensor;
-        if (o->no_copy) /* owner NULL: the resolver's source outlives the tensors (borrowed) */
-            oc_bytes_set_shared(&t->raw_data, it->data, it->length, l->files[it->file].map.owner);
-        else
-            oc_bytes_move(&t->raw_data, &copied[i]);
+        /* in place: the span's reference passes to the tensor (borrowed where the
+         * resolver's bytes have no owner: its source outlives the tensors) */
+        oc_bytes_move(&t->raw_data, copied && copied[i].data ? &copied[i] : &it->span);
         OC_SET_HAS(TensorProto, t, raw_data);
         /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
          * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
@@ -401,8 +511,9 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
     oc_status st = oc_msg_visit_tensors(desc, msg, resolve_tensor, l);
     if (st == OC_OK) st = check_checksums(l);
     if (st == OC_OK) st = attach_all(l);
+    for (uint64_t i = 0; i < l->nitems; i++) oc_bytes_release(&l->items[i].span); /* unused */
     for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
-        oc_owner_unref(l->files[i].map.owner);
+        oc_source_unref(l->files[i].src);
         free(l->files[i].key);
     }
     free(l->files);
@@ -412,16 +523,16 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
     return st;
 }
 
-/* Runs a load whose locations `resolve` resolves with resolve_ctx, or, given base_dir,
- * resolve_file with the loader itself. opts is a complete struct (OC_PARSE_OPTS). */
+/* Runs a load whose locations `resolve` resolves with resolve_ctx, or, without it, are
+ * files beneath base_dir. opts is a complete struct (OC_PARSE_OPTS). */
 static oc_status load(const oc_msgdesc *desc, void *msg, oc_external_resolve_fn resolve,
                       void *resolve_ctx, const char *base_dir, const oc_parse_options *opts,
                       oc_error *err) {
     loader l;
     memset(&l, 0, sizeof l);
     l.opts = opts;
-    l.resolve = resolve;
-    l.resolve_ctx = base_dir ? &l : resolve_ctx;
+    l.resolve = resolve; /* NULL: files beneath base_dir */
+    l.resolve_ctx = resolve_ctx;
     l.base_dir = base_dir;
     l.err = err;
     l.dirfd = -1;
@@ -434,7 +545,7 @@ oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *b
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_external_data_load: missing argument");
     OC_PARSE_OPTS(opts, err);
-    return load(desc, msg, resolve_file, NULL, base_dir, opts, err); /* ctx: the loader */
+    return load(desc, msg, NULL, NULL, base_dir, opts, err);
 }
 
 oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,

@@ -287,6 +287,67 @@ static void test_archive_pread(void) {
     oc_model_free(ref);
 }
 
+/* How many of m's tensors lie in a file mapping (internal/source.h). */
+static int count_mapped(const oc_model *m) {
+    const onnx_GraphProto *g = m ? oc_model_proto((oc_model *)m)->graph : NULL;
+    int n = 0;
+    for (size_t k = 0; g && k < g->initializer.count; k++) {
+        uint64_t off;
+        if (oc__bytes_source(&g->initializer.items[k]->raw_data, &off)) n++;
+    }
+    return n;
+}
+
+/* use_pread reaches external data: data files (two-file, N-file, with checksums) are read
+ * with pread, every tensor a copy, no_copy or not, 1 or 2 threads; the tensors are the
+ * mapped load's. A data file cut short after the model was written is refused alike. */
+static void test_external_pread(void) {
+    static const char *const models[] = {"two.onnx", "n.onnx", "sum.onnx"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        if (i == 2 && !oc_crypt_available()) break; /* checksums need OpenSSL */
+        for (int mode = 0; mode < 8; mode++) {
+            oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+            po.use_pread = mode & 1;
+            po.no_copy = (mode >> 1) & 1;
+            po.num_threads = mode & 4 ? 2 : 1;
+            po.verify_checksums = i == 2;
+            oc_model *m = NULL;
+            CHECK_STATUS(oc_model_load_file(at(models[i]), &po, &m, &err), OC_OK);
+            CHECK(m && same_tensors(m));
+            if (po.use_pread) CHECK(count_mapped(m) == 0);
+            if (!po.use_pread && po.no_copy) CHECK(count_mapped(m) == 2); /* w0, w1 in place */
+            oc_model_free(m);
+        }
+    }
+    if (!oc_crypt_available()) return;
+    /* a checksum that does not match, read with pread: the same refusal as mapped */
+    char path[sizeof dir + 32], cmd[3 * sizeof dir + 64];
+    snprintf(cmd, sizeof cmd, "cp '%s/sum.data' '%s/sum.data.good'", dir, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/sum.data", dir);
+    FILE *f = fopen(path, "r+b");
+    CHECK(f && fseek(f, 1000, SEEK_SET) == 0 && fputc(0x5a ^ fgetc(f), f) != EOF);
+    if (f) fclose(f);
+    for (int pread_ = 0; pread_ < 2; pread_++) {
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        po.use_pread = pread_;
+        po.verify_checksums = 1;
+        oc_model *m = NULL;
+        CHECK_STATUS(oc_model_load_file(at("sum.onnx"), &po, &m, &err), OC_ERR_CHECKSUM);
+        CHECK(m == NULL && strstr(err.message, "checksum mismatch"));
+    }
+    /* cut short: past its end, mapped or read */
+    CHECK(truncate(path, 100) == 0);
+    for (int pread_ = 0; pread_ < 2; pread_++) {
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        po.use_pread = pread_;
+        oc_model *m = NULL;
+        CHECK_STATUS(oc_model_load_file(at("sum.onnx"), &po, &m, &err), OC_ERR_TRUNCATED);
+        CHECK(m == NULL && strstr(err.message, "past the end of 'sum.data'"));
+    }
+    CHECK(rename(at("sum.data.good"), path) == 0);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test_open", argc > 1 ? argv[1] : "/tmp");
     char cmd[2 * sizeof dir + 64];
@@ -300,6 +361,12 @@ int main(int argc, char **argv) {
     save(src, "two.onnx", "two.data", 0);
     save(src, "n.onnx", "n.data", 100000);
     save(src, "a.onnxz", NULL, 0);
+    if (oc_crypt_available()) { /* a two-file model with SHA-1 checksums */
+        oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
+        o.serialize.external_data = "sum.data";
+        o.serialize.checksum = 1;
+        CHECK_STATUS(oz_save_any(src, at("sum.onnx"), OZ_FORM_AUTO, &o, &err), OC_OK);
+    }
     oc_model_free(src);
     test_detect_file();
 
@@ -308,6 +375,7 @@ int main(int argc, char **argv) {
     open_ok("n.onnx", NULL, OZ_KIND_MODEL, 0);
     open_ok("a.onnxz", NULL, OZ_KIND_ZIP, 1);
     test_archive_pread();
+    test_external_pread();
     open_ok("two.onnx", pass, OZ_KIND_MODEL, 0); /* a key is ignored for a plain file */
     {
         /* oz_load_any is oz_open without a key. */
