@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* O_PATH */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,11 +202,66 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
     return OC_OK;
 }
 
+/* Reads [at, at + n) of an item's data file (a source that does not map). A failure is
+ * the tensor's, like every other of a load: it names the tensor, and its offset is
+ * OC_NO_OFFSET (the source reports where in the data file it ended, which is no offset of
+ * the model's input, and the mapped load reports none), the status and errno kept. */
+static oc_status read_range(const loader *l, const ext_item *it, uint64_t at, void *dst, uint64_t n,
+                            oc_error *err) {
+    oc_status st = oc_source_read(l->files[it->file].src, at, dst, n, err);
+    if (st == OC_OK || !err) return st;
+    char name[OC_QUOTE_SIZE], why[OC_ERROR_MESSAGE_MAX];
+    int e = err->sys_errno;
+    snprintf(why, sizeof why, "%s", err->message);
+    oc__fail(err, st, OC_NO_OFFSET, "tensor '%s': reading its external data: %s",
+             oc__qname(it->tensor, name), why);
+    err->sys_errno = e;
+    return st;
+}
+
+/* The first failure in model order of jobs run on several threads (oc__parallel_for):
+ * jobs after a known failure are skipped (their result cannot matter), so every job before
+ * the one kept ran and passed, whatever the thread count. A failure that has an error
+ * record keeps it, as it happened: trying the job again could pass (a transient I/O error
+ * on a network filesystem, a file that changed), and must not turn into another error. */
+typedef struct first_failure {
+    atomic_uint_fast64_t job; /* lowest failed job so far; the job count: none */
+    pthread_mutex_t lock;     /* orders the records below */
+    oc_status st;             /* the job's status, or OC_OK (it ran but did not pass) */
+    oc_error err;             /* its error when st is not OC_OK */
+} first_failure;
+
+static void first_failure_init(first_failure *f, uint64_t jobs) {
+    atomic_init(&f->job, jobs);
+    pthread_mutex_init(&f->lock, NULL);
+    f->st = OC_OK;
+}
+
+static int first_failure_skips(first_failure *f, uint64_t job) {
+    return job > atomic_load_explicit(&f->job, memory_order_relaxed);
+}
+
+static void first_failure_note(first_failure *f, uint64_t job, oc_status st, const oc_error *err) {
+    pthread_mutex_lock(&f->lock);
+    if (job < atomic_load_explicit(&f->job, memory_order_relaxed)) {
+        atomic_store_explicit(&f->job, job, memory_order_relaxed);
+        f->st = st;
+        if (st != OC_OK) f->err = *err;
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* The kept job's failure as the load's error (l->err may be NULL). */
+static oc_status first_failure_report(const first_failure *f, oc_error *err) {
+    if (err) *err = f->err;
+    return f->st;
+}
+
 /* E-15 for every item with a checksum, once all references are resolved (E-16): up to
  * num_threads threads hash the items; the first failure in model order is reported, so
- * the result is the serial one whatever the thread count. Items after a known failure are
- * not hashed (their result cannot matter); the failing item is hashed again, alone, for
- * its message. */
+ * the result is the serial one whatever the thread count (first_failure). A failure to
+ * hash (a read error) is reported as it happened; a digest that did not match is hashed
+ * again, alone, for its message. */
 typedef struct hash_job {
     const ext_item *item;
     const oc_str *want;
@@ -214,7 +270,7 @@ typedef struct hash_job {
 typedef struct hashing {
     const loader *l;
     hash_job *jobs;
-    atomic_uint_fast64_t first_failed; /* lowest failed job so far; the job count: none */
+    first_failure failed;
 } hashing;
 
 /* The SHA-1 of an item's bytes, as 40 hex digits. Bytes in place are hashed as a span
@@ -224,7 +280,6 @@ typedef struct hashing {
  * that pread will read get the owner, the others are hashed through the mapping's pages,
  * which stay for the copy. Bytes of a source that does not map are read piece by piece. */
 static oc_status item_sha1(const loader *l, const ext_item *it, char got[41], oc_error *err) {
-    oc_source *src = l->files[it->file].src;
     if (it->span.data || !it->length) {
         oc_bytes v = it->span;
         int fd;
@@ -243,7 +298,7 @@ static oc_status item_sha1(const loader *l, const ext_item *it, char got[41], oc
     for (uint64_t done = 0; st == OC_OK && done < it->length;) {
         uint64_t n =
             it->length - done < OC_BYTES_READ_PIECE ? it->length - done : OC_BYTES_READ_PIECE;
-        st = oc_source_read(src, it->at + done, buf, n, err);
+        st = read_range(l, it, it->at + done, buf, n, err);
         if (st == OC_OK)
             st = oc__sha1_update(&h, buf, n, err); /* discards h on failure */
         else
@@ -271,15 +326,13 @@ static int compare_digest(const oc_str *want, const char got[41]) {
 
 static void hash_one(void *ctx, uint64_t i) {
     hashing *h = ctx;
-    if (i > atomic_load_explicit(&h->first_failed, memory_order_relaxed)) return;
+    if (first_failure_skips(&h->failed, i)) return;
     const hash_job *j = &h->jobs[i];
     oc_error scratch;
     char got[41];
-    if (item_sha1(h->l, j->item, got, &scratch) == OC_OK && compare_digest(j->want, got) == 0)
-        return;
-    uint_fast64_t cur = atomic_load_explicit(&h->first_failed, memory_order_relaxed);
-    while (i < cur && !atomic_compare_exchange_weak(&h->first_failed, &cur, i)) {
-    }
+    oc_status st = item_sha1(h->l, j->item, got, &scratch);
+    if (st == OC_OK && compare_digest(j->want, got) == 0) return;
+    first_failure_note(&h->failed, i, st, &scratch);
 }
 
 /* The failure of one job, with its message. Hashed first: without OpenSSL any checksum
@@ -319,10 +372,14 @@ static oc_status check_checksums(loader *l) {
         h.jobs[n++] = (hash_job){&l->items[i], want};
     }
     if (!n) return OC_OK;
-    atomic_init(&h.first_failed, n);
+    first_failure_init(&h.failed, n);
     oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, &h);
-    uint64_t failed = atomic_load(&h.first_failed);
-    oc_status st = failed < n ? hash_failure(l, &h.jobs[failed]) : OC_OK;
+    uint64_t failed = atomic_load(&h.failed.job);
+    oc_status st = OC_OK;
+    if (failed < n)
+        st = h.failed.st != OC_OK ? first_failure_report(&h.failed, l->err)
+                                  : hash_failure(l, &h.jobs[failed]);
+    pthread_mutex_destroy(&h.failed.lock);
     free(h.jobs);
     return st;
 }
@@ -391,33 +448,29 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
 }
 
 /* Reads of items whose source does not map, into their new storage (copied[i]), on
- * several threads; the first failure in model order is kept, so the error reported is
- * the serial one whatever the thread count. */
+ * several threads; the first failure in model order is kept with its error (first_failure),
+ * so the error reported is the serial one whatever the thread count. */
 typedef struct reading {
     const loader *l;
     const uint64_t *items; /* indices into l->items */
     oc_bytes *copied;
-    atomic_uint_fast64_t first_failed; /* lowest failed job so far; the job count: none */
+    first_failure failed;
 } reading;
 
 static oc_status read_item(const loader *l, const ext_item *it, oc_bytes *dst, oc_error *err) {
-    return oc_source_read(l->files[it->file].src, it->at, (uint8_t *)(uintptr_t)dst->data,
-                          it->length, err);
+    return read_range(l, it, it->at, (uint8_t *)(uintptr_t)dst->data, it->length, err);
 }
 
 static void read_one(void *ctx, uint64_t j) {
     reading *r = ctx;
     uint64_t i = r->items[j];
     oc_error scratch;
-    if (j > atomic_load_explicit(&r->first_failed, memory_order_relaxed)) return;
-    if (read_item(r->l, &r->l->items[i], &r->copied[i], &scratch) == OC_OK) return;
-    uint_fast64_t cur = atomic_load_explicit(&r->first_failed, memory_order_relaxed);
-    while (j < cur && !atomic_compare_exchange_weak(&r->first_failed, &cur, j)) {
-    }
+    if (first_failure_skips(&r->failed, j)) return;
+    oc_status st = read_item(r->l, &r->l->items[i], &r->copied[i], &scratch);
+    if (st != OC_OK) first_failure_note(&r->failed, j, st, &scratch);
 }
 
-/* Reads every item a source could not map; its message from reading the first failed one
- * again alone. */
+/* Reads every item a source could not map; a failure is the first failed item's. */
 static oc_status read_unmapped(loader *l, oc_bytes *copied) {
     reading r = {.l = l, .copied = copied};
     uint64_t n = 0;
@@ -430,20 +483,10 @@ static oc_status read_unmapped(loader *l, oc_bytes *copied) {
     }
     if (!n) return OC_OK;
     r.items = items;
-    atomic_init(&r.first_failed, n);
+    first_failure_init(&r.failed, n);
     oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), read_one, &r);
-    uint64_t failed = atomic_load(&r.first_failed);
-    oc_status st = OC_OK;
-    if (failed < n) {
-        const ext_item *it = &l->items[items[failed]];
-        char name[OC_QUOTE_SIZE];
-        st = read_item(l, it, &copied[items[failed]], l->err);
-        if (st == OC_OK) /* failed, then read whole: the file changes under the load */
-            st = oc__fail(l->err, OC_ERR_IO, OC_NO_OFFSET,
-                          "tensor '%s': reading its external data failed, then succeeded: its "
-                          "data file changed during the load",
-                          oc__qname(it->tensor, name));
-    }
+    oc_status st = atomic_load(&r.failed.job) < n ? first_failure_report(&r.failed, l->err) : OC_OK;
+    pthread_mutex_destroy(&r.failed.lock);
     free(items);
     return st;
 }

@@ -1,0 +1,119 @@
+/*
+ * test_external_read.c - external data read with pread (use_pread, spec E-13) when the
+ * data file fails under the load: cut short after it was opened and measured, or a read
+ * that fails (EIO). The error is the tensor's, like every other of a load: it names the
+ * tensor, its offset is OC_NO_OFFSET (the data file's offset is no offset of the model's
+ * input; the mapped load reports none), an I/O error keeps its errno; for the copy and
+ * for the checksum (read piece by piece), on 1 and 2 threads.
+ *
+ * The test interposes pread: the library's calls on the data file cut it short, or fail,
+ * at the first read of it.
+ */
+#undef _FILE_OFFSET_BITS /* pread and pread64 both as themselves: both are interposed */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <onnxcore/onnxcore.h>
+
+#include "check.h"
+#include "testdir.h"
+
+static const char *work_dir = "/tmp";
+static char victim[PATH_MAX]; /* the data file */
+static int armed;             /* 1: cut it short at its next read, 2: fail that read */
+
+ssize_t pread64(int fd, void *buf, size_t n, off64_t at);
+ssize_t pread64(int fd, void *buf, size_t n, off64_t at) {
+    if (armed) {
+        char link[64], target[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(link, target, sizeof target - 1);
+        target[k > 0 ? k : 0] = '\0';
+        if (strcmp(target, victim) == 0) {
+            int how = armed;
+            armed = 0;
+            if (how == 2) {
+                errno = EIO;
+                return -1;
+            }
+            if (truncate(victim, 100) != 0) return -1;
+        }
+    }
+    return (ssize_t)syscall(SYS_pread64, fd, buf, n, at);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t at) { return pread64(fd, buf, n, at); }
+
+static void add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const char *value) {
+    onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
+    oc_str_set_cstr(a, &e->key, key);
+    OC_SET_HAS(StringStringEntryProto, e, key);
+    oc_str_set_cstr(a, &e->value, value);
+    OC_SET_HAS(StringStringEntryProto, e, value);
+}
+
+static void test_cut_and_failed_reads(void) {
+    char dir[PATH_MAX], model[PATH_MAX + 16];
+    REQUIRE(td_make(work_dir, "external_read", dir, sizeof dir) == 0);
+    snprintf(victim, sizeof victim, "%s/w.bin", dir);
+    snprintf(model, sizeof model, "%s/m.onnx", dir);
+    static uint8_t data[8192];
+    for (unsigned i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 31u + 7u);
+
+    /* one tensor, bytes [4096, +4096) of w.bin (with a checksum that the cut decides
+     * before it is compared) */
+    oc_model *m = oc_model_new();
+    oc_arena *a = oc_model_arena(m);
+    onnx_ModelProto *mp = oc_model_proto(m);
+    mp->ir_version = 10;
+    OC_SET_HAS(ModelProto, mp, ir_version);
+    mp->graph = OC_NEW(a, GraphProto);
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
+    oc_str_set_cstr(a, &t->name, "w");
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    t->data_location = 1; /* EXTERNAL */
+    OC_SET_HAS(TensorProto, t, data_location);
+    add_entry(a, t, "location", "w.bin");
+    add_entry(a, t, "offset", "4096");
+    add_entry(a, t, "length", "4096");
+    add_entry(a, t, "checksum", "0000000000000000000000000000000000000000");
+    oc_error err;
+    CHECK_OK(oc_model_save_file(m, model, NULL, &err), &err);
+    oc_model_free(m);
+
+    for (int mode = 0; mode < 8; mode++) {
+        int how = 1 + (mode & 1), verify = (mode >> 1) & 1, threads = mode & 4 ? 2 : 1;
+        if (verify && !oc_crypt_available()) continue;
+        REQUIRE(td_write(victim, data, sizeof data) == 0);
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        po.use_pread = 1;
+        po.verify_checksums = verify;
+        po.num_threads = threads;
+        oc_model *out = NULL;
+        armed = how;
+        oc_status st = oc_model_load_file(model, &po, &out, &err);
+        armed = 0;
+        CHECK_STATUS(st, how == 1 ? OC_ERR_TRUNCATED : OC_ERR_IO, &err);
+        CHECK(out == NULL);
+        CHECK_EQ(err.offset, OC_NO_OFFSET);
+        CHECK(strstr(err.message, "tensor 'w'") != NULL);
+        if (how == 2) CHECK_EQ(err.sys_errno, EIO);
+        oc_model_free(out);
+    }
+    td_remove(dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) work_dir = argv[1];
+    test_cut_and_failed_reads();
+    return check_report("test_external_read");
+}
