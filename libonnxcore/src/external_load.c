@@ -7,8 +7,10 @@
  * what a caller's resolver gives) and checks offsets, lengths, alignment and checksums;
  * only when all of them are good does the second pass attach the bytes, so a failed load
  * leaves the model unchanged. Bytes of a source that maps are used in place (no_copy) or
- * copied out of the mapping; those of any other source are read into the tensors'
- * storage.
+ * copied out of the mapping in the second pass; those of any other source are read into
+ * the tensors' new storage as soon as the last tensor in that file is resolved, and the
+ * file is closed then: a first walk counts each location's tensors, so a model of
+ * thousands of data files read with pread never holds more than one open at once.
  */
 #define _GNU_SOURCE /* O_PATH */
 #include <errno.h>
@@ -38,13 +40,20 @@
 typedef struct datafile {
     char *key; /* the location as the model spells it, NUL-terminated */
     uint64_t key_len;
-    oc_source *src;
+    oc_source *src;       /* NULL before it is opened, and once read and closed */
+    uint64_t uses;        /* tensors naming it not resolved yet (the first walk counts) */
+    uint64_t first, last; /* its items, linked through ext_item.next; NO_ITEM: none */
+    int closed;
 } datafile;
+
+#define NO_ITEM UINT64_MAX
 
 typedef struct ext_item {
     onnx_TensorProto *tensor;
     oc_bytes span;       /* the bytes in place, where the source maps (a reference), else empty */
+    oc_bytes copy;       /* the bytes read, where it does not (owned storage), else empty */
     uint64_t at, length; /* where they lie in the data file */
+    uint64_t next;       /* the next item of the same file, or NO_ITEM */
     uint32_t file;
 } ext_item;
 
@@ -163,10 +172,8 @@ static void file_key(const void *ctx, uint64_t i, const void **name, size_t *len
     *len = (size_t)l->files[i].key_len;
 }
 
-/* Each distinct location is resolved once per load, found again through a keyed table
- * (K-1: a load of N tensors in M files costs O(N), not O(N*M)). */
-static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_str *loc,
-                               uint32_t *index) {
+/* The entry of loc in the table of data files, added (not opened) when absent. */
+static oc_status find_datafile(loader *l, const oc_str *loc, uint32_t *index) {
     if (!l->file_index && !(l->file_index = oc_nametab_new(8, file_key, l)))
         return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     uint64_t h = oc_nametab_hash(loc->data, (size_t)loc->size);
@@ -186,20 +193,39 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
         return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     datafile *df = &l->files[l->nfiles];
     memset(df, 0, sizeof *df);
+    df->first = df->last = NO_ITEM;
     /* The key keeps every byte (a NUL too, though resolvers refuse such locations). */
     df->key = malloc((size_t)loc->size + 1);
     if (!df->key) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (loc->size) memcpy(df->key, loc->data, (size_t)loc->size); /* data may be NULL */
     df->key[loc->size] = '\0';
     df->key_len = loc->size;
-    oc_status s = resolve_source(l, t, loc, &df->src);
-    if (s != OC_OK) {
-        free(df->key);
-        return s;
-    }
     oc_nametab_insert(l->file_index, l->nfiles, h);
     *index = l->nfiles++;
     return OC_OK;
+}
+
+/* The first walk: how many tensors name each location (nothing is opened or checked). */
+static oc_status count_use(void *ctx, onnx_TensorProto *t) {
+    loader *l = ctx;
+    const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
+    uint32_t fi;
+    if (!loc) return OC_OK; /* the second walk says what is wrong with it */
+    OC_FORWARD(find_datafile(l, loc, &fi));
+    l->files[fi].uses++;
+    return OC_OK;
+}
+
+/* Each distinct location is resolved once per load, found again through a keyed table
+ * (K-1: a load of N tensors in M files costs O(N), not O(N*M)). */
+static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_str *loc,
+                               uint32_t *index) {
+    OC_FORWARD(find_datafile(l, loc, index));
+    datafile *df = &l->files[*index];
+    if (df->closed) /* the first walk counted fewer tensors than the second meets */
+        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "external data file '%s' named again after its last tensor", df->key);
+    return df->src ? OC_OK : resolve_source(l, t, loc, &df->src);
 }
 
 /* Reads [at, at + n) of an item's data file (a source that does not map). A failure is
@@ -260,8 +286,8 @@ static oc_status first_failure_report(const first_failure *f, oc_error *err) {
 /* E-15 for every item with a checksum, once all references are resolved (E-16): up to
  * num_threads threads hash the items; the first failure in model order is reported, so
  * the result is the serial one whatever the thread count (first_failure). A failure to
- * hash (a read error) is reported as it happened; a digest that did not match is hashed
- * again, alone, for its message. */
+ * hash (no OpenSSL, a mapped file cut short) is reported as it happened; a digest that did
+ * not match is hashed again, alone, for its message. */
 typedef struct hash_job {
     const ext_item *item;
     const oc_str *want;
@@ -273,40 +299,23 @@ typedef struct hashing {
     first_failure failed;
 } hashing;
 
-/* The SHA-1 of an item's bytes, as 40 hex digits. Bytes in place are hashed as a span
- * (no reference taken): a no_copy load keeps them in the mapping, so they are hashed with
- * its owner, read from the file with pread where a descriptor was kept, else through the
- * pages, which may go once hashed; a copy load reads them again at once, so only spans
- * that pread will read get the owner, the others are hashed through the mapping's pages,
- * which stay for the copy. Bytes of a source that does not map are read piece by piece. */
+/* The SHA-1 of an item's bytes, as 40 hex digits. Bytes read from a source that does not
+ * map are hashed in their copy. Bytes in place are hashed as a span (no reference taken):
+ * a no_copy load keeps them in the mapping, so they are hashed with its owner, read from
+ * the file with pread where a descriptor was kept, else through the pages, which may go
+ * once hashed; a copy load reads them again at once, so only spans that pread will read
+ * get the owner, the others are hashed through the mapping's pages, which stay for the
+ * copy. */
 static oc_status item_sha1(const loader *l, const ext_item *it, char got[41], oc_error *err) {
-    if (it->span.data || !it->length) {
-        oc_bytes v = it->span;
-        int fd;
-        uint64_t at;
-        if (!l->opts->no_copy &&
-            !(v.size >= OC_BYTES_READ_PIECE && oc__bytes_file_source(&v, &fd, &at))) {
-            v.owner = NULL;
-            v.mode = OC_BYTES_BORROWED;
-        }
-        return oc__sha1_span_hex(&v, got, err);
+    oc_bytes v = it->copy.data ? it->copy : it->span;
+    int fd;
+    uint64_t at;
+    if (it->copy.data || (!l->opts->no_copy && !(v.size >= OC_BYTES_READ_PIECE &&
+                                                 oc__bytes_file_source(&v, &fd, &at)))) {
+        v.owner = NULL;
+        v.mode = OC_BYTES_BORROWED;
     }
-    uint8_t *buf = malloc(OC_BYTES_READ_PIECE);
-    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    oc__sha1 h;
-    oc_status st = oc__sha1_begin(&h, err);
-    for (uint64_t done = 0; st == OC_OK && done < it->length;) {
-        uint64_t n =
-            it->length - done < OC_BYTES_READ_PIECE ? it->length - done : OC_BYTES_READ_PIECE;
-        st = read_range(l, it, it->at + done, buf, n, err);
-        if (st == OC_OK)
-            st = oc__sha1_update(&h, buf, n, err); /* discards h on failure */
-        else
-            oc__sha1_discard(&h);
-        done += n;
-    }
-    free(buf);
-    return st == OC_OK ? oc__sha1_end_hex(&h, got, err) : st;
+    return oc__sha1_span_hex(&v, got, err);
 }
 
 /* 0: want is got; 1: want is not 40 hex digits (E-1: no data matches it); 2: differs. */
@@ -384,6 +393,8 @@ static oc_status check_checksums(loader *l) {
     return st;
 }
 
+static oc_status read_file(loader *l, uint32_t fi);
+
 static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
     loader *l = ctx;
     if (!oc_tensor_is_external(t)) return OC_OK;
@@ -430,7 +441,7 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
         l->items = it;
         l->capitems = cap;
     }
-    ext_item it = {t, {0}, offset, length, fi};
+    ext_item it = {t, {0}, {0}, offset, length, NO_ITEM, fi};
     /* Bytes a source maps are used in place (no_copy) or copied from there; a source that
      * does not map is read (its tensors are copies whatever no_copy says). */
     if (length && (src->caps & OC_SOURCE_MAP))
@@ -443,57 +454,74 @@ static oc_status resolve_tensor(void *ctx, onnx_TensorProto *t) {
                         "so it cannot be used in place (load without no_copy for an aligned copy)",
                         oc__qname(t, name), (unsigned long long)offset, (unsigned long long)align);
     }
+    datafile *df = &l->files[fi];
+    if (df->last == NO_ITEM)
+        df->first = l->nitems;
+    else
+        l->items[df->last].next = l->nitems;
+    df->last = l->nitems;
     l->items[l->nitems++] = it;
-    return OC_OK;
+    /* Its last tensor: a file that does not map is read now and closed. */
+    if (df->uses) df->uses--;
+    return df->uses || (src->caps & OC_SOURCE_MAP) ? OC_OK : read_file(l, fi);
 }
 
-/* Reads of items whose source does not map, into their new storage (copied[i]), on
- * several threads; the first failure in model order is kept with its error (first_failure),
- * so the error reported is the serial one whatever the thread count. */
+/* Reads of a file's items into their new storage (ext_item.copy), on several threads;
+ * the first failure in model order is kept with its error (first_failure), so the error
+ * reported is the serial one whatever the thread count. */
 typedef struct reading {
     const loader *l;
     const uint64_t *items; /* indices into l->items */
-    oc_bytes *copied;
     first_failure failed;
 } reading;
 
-static oc_status read_item(const loader *l, const ext_item *it, oc_bytes *dst, oc_error *err) {
-    return read_range(l, it, it->at, (uint8_t *)(uintptr_t)dst->data, it->length, err);
-}
-
 static void read_one(void *ctx, uint64_t j) {
     reading *r = ctx;
-    uint64_t i = r->items[j];
+    const ext_item *it = &r->l->items[r->items[j]];
     oc_error scratch;
     if (first_failure_skips(&r->failed, j)) return;
-    oc_status st = read_item(r->l, &r->l->items[i], &r->copied[i], &scratch);
+    oc_status st =
+        read_range(r->l, it, it->at, (uint8_t *)(uintptr_t)it->copy.data, it->length, &scratch);
     if (st != OC_OK) first_failure_note(&r->failed, j, st, &scratch);
 }
 
-/* Reads every item a source could not map; a failure is the first failed item's. */
-static oc_status read_unmapped(loader *l, oc_bytes *copied) {
-    reading r = {.l = l, .copied = copied};
-    uint64_t n = 0;
-    uint64_t *items = NULL;
-    for (uint64_t i = 0; i < l->nitems; i++) {
-        if (l->items[i].span.data || !l->items[i].length) continue;
-        if (!items && !(items = malloc((size_t)(l->nitems - i) * sizeof *items)))
-            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+/* Reads every item of file fi (a source that does not map: no tensor names it after
+ * these) into new storage, then closes it. */
+static oc_status read_file(loader *l, uint32_t fi) {
+    const oc_parse_options *o = l->opts;
+    datafile *df = &l->files[fi];
+    reading r = {.l = l};
+    uint64_t n = 0, *items = NULL;
+    oc_status st = OC_OK;
+    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next) n++;
+    if (n && !(items = malloc((size_t)n * sizeof *items)))
+        return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    n = 0;
+    for (uint64_t i = df->first; st == OC_OK && i != NO_ITEM; i = l->items[i].next) {
+        ext_item *it = &l->items[i];
+        uint8_t *p;
+        if (!it->length) continue;
+        st = oc_bytes_set_storage(&it->copy, it->length, o->buffer.alignment, o->storage_pool, &p,
+                                  l->err);
         items[n++] = i;
     }
-    if (!n) return OC_OK;
-    r.items = items;
-    first_failure_init(&r.failed, n);
-    oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), read_one, &r);
-    oc_status st = atomic_load(&r.failed.job) < n ? first_failure_report(&r.failed, l->err) : OC_OK;
-    pthread_mutex_destroy(&r.failed.lock);
+    if (st == OC_OK && n) {
+        r.items = items;
+        first_failure_init(&r.failed, n);
+        oc__parallel_for(n, oc__resolve_threads(o->num_threads), read_one, &r);
+        if (atomic_load(&r.failed.job) < n) st = first_failure_report(&r.failed, l->err);
+        pthread_mutex_destroy(&r.failed.lock);
+    }
     free(items);
+    oc_source_unref(df->src);
+    df->src = NULL;
+    df->closed = 1;
     return st;
 }
 
 /* Second pass: nothing changes in the model until every byte is in hand; then it cannot
- * fail. Tensors get their bytes in place (no_copy, a source that maps) or a copy, from
- * the mapping or read from the source. */
+ * fail. Tensors get their bytes in place (no_copy, a source that maps), a copy from the
+ * mapping made here, or the copy read_file made. */
 static oc_status attach_all(loader *l) {
     const oc_parse_options *o = l->opts;
     oc_bytes *copied = NULL; /* each copied tensor's new storage, filled in parallel */
@@ -501,7 +529,7 @@ static oc_status attach_all(loader *l) {
     oc__copy_list copies = {0};
     int any_copy = 0;
     for (uint64_t i = 0; i < l->nitems && !any_copy; i++)
-        any_copy = l->items[i].length && (!o->no_copy || !l->items[i].span.data);
+        any_copy = !o->no_copy && l->items[i].span.data;
     if (any_copy) {
         copied = calloc((size_t)l->nitems, sizeof *copied);
         scratch = oc_arena_new();
@@ -509,30 +537,28 @@ static oc_status attach_all(loader *l) {
         for (uint64_t i = 0; ok && i < l->nitems; i++) {
             const ext_item *it = &l->items[i];
             uint8_t *p = NULL;
-            if (!it->length || (o->no_copy && it->span.data)) continue;
+            if (!it->span.data) continue; /* empty, or read_file's copy */
             ok = oc_bytes_set_storage(&copied[i], it->length, o->buffer.alignment, o->storage_pool,
-                                      &p, l->err) == OC_OK;
-            if (ok && it->span.data) /* read_unmapped reads the others */
-                ok = oc__copy_list_add(scratch, &copies, p, it->span.data, it->length,
-                                       it->span.owner);
+                                      &p, l->err) == OC_OK &&
+                 oc__copy_list_add(scratch, &copies, p, it->span.data, it->length, it->span.owner);
         }
-        oc_status st = ok ? read_unmapped(l, copied) : OC_ERR_NOMEM;
-        if (st == OC_OK) oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
-        if (st != OC_OK) {
+        if (!ok) {
             for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);
             free(copied);
             oc_arena_free(scratch);
-            return st == OC_ERR_NOMEM ? oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                                                 "out of memory loading external data")
-                                      : st;
+            return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                            "out of memory loading external data");
         }
+        oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
     }
     for (uint64_t i = 0; i < l->nitems; i++) {
         ext_item *it = &l->items[i];
         onnx_TensorProto *t = it->tensor;
         /* in place: the span's reference passes to the tensor (borrowed where the
          * resolver's bytes have no owner: its source outlives the tensors) */
-        oc_bytes_move(&t->raw_data, copied && copied[i].data ? &copied[i] : &it->span);
+        oc_bytes_move(&t->raw_data, copied && copied[i].data ? &copied[i]
+                                    : it->copy.data          ? &it->copy
+                                                             : &it->span);
         OC_SET_HAS(TensorProto, t, raw_data);
         /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
          * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
@@ -551,10 +577,14 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
         return oc__fail(l->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "alignment %llu is not a power of two",
                         (unsigned long long)opts->buffer.alignment);
-    oc_status st = oc_msg_visit_tensors(desc, msg, resolve_tensor, l);
+    oc_status st = oc_msg_visit_tensors(desc, msg, count_use, l);
+    if (st == OC_OK) st = oc_msg_visit_tensors(desc, msg, resolve_tensor, l);
     if (st == OC_OK) st = check_checksums(l);
     if (st == OC_OK) st = attach_all(l);
-    for (uint64_t i = 0; i < l->nitems; i++) oc_bytes_release(&l->items[i].span); /* unused */
+    for (uint64_t i = 0; i < l->nitems; i++) { /* what no tensor took */
+        oc_bytes_release(&l->items[i].span);
+        oc_bytes_release(&l->items[i].copy);
+    }
     for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
         oc_source_unref(l->files[i].src);
         free(l->files[i].key);

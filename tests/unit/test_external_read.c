@@ -3,8 +3,8 @@
  * data file fails under the load: cut short after it was opened and measured, or a read
  * that fails (EIO). The error is the tensor's, like every other of a load: it names the
  * tensor, its offset is OC_NO_OFFSET (the data file's offset is no offset of the model's
- * input; the mapped load reports none), an I/O error keeps its errno; for the copy and
- * for the checksum (read piece by piece), on 1 and 2 threads.
+ * input; the mapped load reports none), an I/O error keeps its errno; with and without
+ * checksums (hashed in the copy read), on 1 and 2 threads.
  *
  * The test interposes pread: the library's calls on the data file cut it short, or fail,
  * at the first read of it.
