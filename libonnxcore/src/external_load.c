@@ -71,6 +71,12 @@ typedef struct loader {
     uint64_t nitems, capitems;
     oc_str first_location; /* for the `location` override */
     uint64_t total;        /* bytes of external data resolved so far (max_external_bytes) */
+    /* The first failed read in model order (read_file), reported only once every reference
+     * has passed (E-15: reads fail with the checksums, after E-10..E-14 and the limits,
+     * first in model order), as the mapped load, which reads nothing before then. */
+    uint64_t read_failed; /* its item, or NO_ITEM */
+    oc_status read_st;
+    oc_error read_err;
 } loader;
 
 /* The override path standing for `loc`, when the caller gave one and loc is the first
@@ -369,18 +375,28 @@ static oc_status hash_failure(const loader *l, const hash_job *j) {
     }
 }
 
+/* The failed read read_file kept, if any (l->err may be NULL). */
+static oc_status read_failure(loader *l) {
+    if (l->read_failed == NO_ITEM) return OC_OK;
+    if (l->err) *l->err = l->read_err;
+    return l->read_st;
+}
+
+/* Checksums, and reads that failed: the first failure in model order (E-15). Items from
+ * the failed read on are not hashed: their bytes may not have been read, and the read
+ * failure comes first. */
 static oc_status check_checksums(loader *l) {
-    if (!l->opts->verify_checksums) return OC_OK;
+    if (!l->opts->verify_checksums) return read_failure(l);
     hashing h = {.l = l};
     uint64_t n = 0;
-    for (uint64_t i = 0; i < l->nitems; i++) {
+    for (uint64_t i = 0; i < l->nitems && i < l->read_failed; i++) {
         const oc_str *want = oc_tensor_external_value(l->items[i].tensor, "checksum");
         if (!want) continue;
         if (!h.jobs && !(h.jobs = malloc((size_t)(l->nitems - i) * sizeof *h.jobs)))
             return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         h.jobs[n++] = (hash_job){&l->items[i], want};
     }
-    if (!n) return OC_OK;
+    if (!n) return read_failure(l);
     first_failure_init(&h.failed, n);
     oc__parallel_for(n, oc__resolve_threads(l->opts->num_threads), hash_one, &h);
     uint64_t failed = atomic_load(&h.failed.job);
@@ -390,7 +406,7 @@ static oc_status check_checksums(loader *l) {
                                   : hash_failure(l, &h.jobs[failed]);
     pthread_mutex_destroy(&h.failed.lock);
     free(h.jobs);
-    return st;
+    return st == OC_OK ? read_failure(l) : st;
 }
 
 static oc_status read_file(loader *l, uint32_t fi);
@@ -486,7 +502,8 @@ static void read_one(void *ctx, uint64_t j) {
 }
 
 /* Reads every item of file fi (a source that does not map: no tensor names it after
- * these) into new storage, then closes it. */
+ * these) into new storage, then closes it. A failed read is kept (loader.read_failed), not
+ * returned: later references are checked first. */
 static oc_status read_file(loader *l, uint32_t fi) {
     const oc_parse_options *o = l->opts;
     datafile *df = &l->files[fi];
@@ -509,7 +526,12 @@ static oc_status read_file(loader *l, uint32_t fi) {
         r.items = items;
         first_failure_init(&r.failed, n);
         oc__parallel_for(n, oc__resolve_threads(o->num_threads), read_one, &r);
-        if (atomic_load(&r.failed.job) < n) st = first_failure_report(&r.failed, l->err);
+        uint64_t failed = atomic_load(&r.failed.job);
+        if (failed < n && items[failed] < l->read_failed) { /* kept for check_checksums */
+            l->read_failed = items[failed];
+            l->read_st = r.failed.st;
+            l->read_err = r.failed.err;
+        }
         pthread_mutex_destroy(&r.failed.lock);
     }
     free(items);
@@ -609,6 +631,7 @@ static oc_status load(const oc_msgdesc *desc, void *msg, oc_external_resolve_fn 
     l.base_dir = base_dir;
     l.err = err;
     l.dirfd = -1;
+    l.read_failed = NO_ITEM;
     return load_with(&l, desc, msg);
 }
 

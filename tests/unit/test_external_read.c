@@ -112,8 +112,78 @@ static void test_cut_and_failed_reads(void) {
     td_remove(dir);
 }
 
+static onnx_TensorProto *add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name,
+                                    const char *loc, const char *offset, const char *checksum) {
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    oc_str_set_cstr(a, &t->name, name);
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    t->data_location = 1; /* EXTERNAL */
+    OC_SET_HAS(TensorProto, t, data_location);
+    add_entry(a, t, "location", loc);
+    add_entry(a, t, "offset", offset);
+    add_entry(a, t, "length", "100");
+    if (checksum) add_entry(a, t, "checksum", checksum);
+    return t;
+}
+
+/* A failed read is no earlier than the mapped load's errors (E-13, E-15): a later
+ * tensor's bad reference is reported first (references are all checked before any read
+ * can fail the load), and an earlier tensor's checksum mismatch too (the first failure in
+ * model order), though w.bin is read, and fails, as soon as its last tensor is resolved. */
+static void test_read_failure_order(void) {
+    char dir[PATH_MAX], model[PATH_MAX + 16], path[PATH_MAX + 16];
+    REQUIRE(td_make(work_dir, "external_read_order", dir, sizeof dir) == 0);
+    snprintf(victim, sizeof victim, "%s/w.bin", dir);
+    static uint8_t data[8192];
+    for (unsigned i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 13u + 1u);
+    snprintf(path, sizeof path, "%s/c.bin", dir);
+    REQUIRE(td_write(path, data, 4096) == 0);
+    snprintf(path, sizeof path, "%s/x.bin", dir);
+    REQUIRE(td_write(path, data, 100) == 0);
+    const char *zeros = "0000000000000000000000000000000000000000";
+    for (int kind = 0; kind < 2; kind++) {
+        /* 0: w (its read fails), then x past the end of x.bin; 1: c (a checksum that does
+         * not match), then w */
+        oc_model *m = oc_model_new();
+        oc_arena *a = oc_model_arena(m);
+        onnx_ModelProto *mp = oc_model_proto(m);
+        mp->ir_version = 10;
+        OC_SET_HAS(ModelProto, mp, ir_version);
+        mp->graph = OC_NEW(a, GraphProto);
+        if (kind == 1) add_tensor(a, mp->graph, "c", "c.bin", "0", zeros);
+        add_tensor(a, mp->graph, "w", "w.bin", "4096", NULL);
+        if (kind == 0) add_tensor(a, mp->graph, "x", "x.bin", "200", NULL);
+        snprintf(model, sizeof model, "%s/m%d.onnx", dir, kind);
+        oc_error err;
+        CHECK_OK(oc_model_save_file(m, model, NULL, &err), &err);
+        oc_model_free(m);
+        for (int mode = 0; mode < 8; mode++) {
+            int how = 1 + (mode & 1), verify = (mode >> 1) & 1, threads = mode & 4 ? 2 : 1;
+            if (kind == 1 && !verify) continue;
+            if (verify && !oc_crypt_available()) continue;
+            REQUIRE(td_write(victim, data, sizeof data) == 0);
+            oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+            po.use_pread = 1;
+            po.verify_checksums = verify;
+            po.num_threads = threads;
+            oc_model *out = NULL;
+            armed = how;
+            oc_status st = oc_model_load_file(model, &po, &out, &err);
+            armed = 0;
+            CHECK_STATUS(st, kind == 0 ? OC_ERR_TRUNCATED : OC_ERR_CHECKSUM, &err);
+            CHECK(out == NULL);
+            CHECK(strstr(err.message, kind == 0 ? "tensor 'x'" : "tensor 'c'") != NULL);
+            oc_model_free(out);
+        }
+    }
+    td_remove(dir);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) work_dir = argv[1];
     test_cut_and_failed_reads();
+    test_read_failure_order();
     return check_report("test_external_read");
 }
