@@ -9,8 +9,12 @@
  * leaves the model unchanged. Bytes of a source that maps are used in place (no_copy) or
  * copied out of the mapping in the second pass; those of any other source are read into
  * the tensors' new storage as soon as the last tensor in that file is resolved, and the
- * file is closed then: a first walk counts each location's tensors, so a model of
- * thousands of data files read with pread never holds more than one open at once.
+ * file is closed then (a first walk counts each location's tensors). A model whose
+ * tensors name their files in turn, as every writer we know lays them out (one file, or
+ * one file per tensor or per size limit, in order), holds one data file open at a time,
+ * so thousands of them load with pread as they do mapped. A model that names files
+ * 1..N and then 1..N again holds N open: past the process's descriptor limit it fails
+ * with pread ("Too many open files") where the mapped load passes.
  */
 #define _GNU_SOURCE /* O_PATH */
 #include <errno.h>
