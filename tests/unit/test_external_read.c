@@ -62,7 +62,7 @@ static void add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const c
 static void test_cut_and_failed_reads(void) {
     char dir[PATH_MAX], model[PATH_MAX + 16];
     REQUIRE(td_make(work_dir, "external_read", dir, sizeof dir) == 0);
-    snprintf(victim, sizeof victim, "%s/w.bin", dir);
+    snprintf(victim, sizeof victim, "%.4000s/w.bin", dir);
     snprintf(model, sizeof model, "%s/m.onnx", dir);
     static uint8_t data[8192];
     for (unsigned i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 31u + 7u);
@@ -135,7 +135,7 @@ static onnx_TensorProto *add_tensor(oc_arena *a, onnx_GraphProto *g, const char 
 static void test_read_failure_order(void) {
     char dir[PATH_MAX], model[PATH_MAX + 16], path[PATH_MAX + 16];
     REQUIRE(td_make(work_dir, "external_read_order", dir, sizeof dir) == 0);
-    snprintf(victim, sizeof victim, "%s/w.bin", dir);
+    snprintf(victim, sizeof victim, "%.4000s/w.bin", dir);
     static uint8_t data[8192];
     for (unsigned i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 13u + 1u);
     snprintf(path, sizeof path, "%s/c.bin", dir);
