@@ -15,12 +15,14 @@ external_data= its tensors in data files). Built on the C libraries libonnxcore 
 Errors: onnxz.Error (a ValueError) for a file onnxz refuses, with .status, .code, .file,
 .offset and the one-line message the onnxz tool prints; OSError for a failed system call.
 """
+import mmap
 import os
 import tempfile
 
 import numpy as np
 import onnx
 import onnx.numpy_helper  # File.tensor of typed fields; `import onnx` alone lacks it
+from google.protobuf.message import DecodeError
 
 from . import _onnxz
 from ._onnxz import Error
@@ -144,9 +146,42 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
             data = _onnxz._load(path, load_external_data, key,
                                 None if data_dir is None else _fspath(data_dir))
         return onnx.ModelProto.FromString(data)
+    if key is None:
+        model = _load_mapped(f, load_external_data)
+        if model is not None:
+            return model
     data = _onnxz._load(f, load_external_data, key,
                         None if data_dir is None else _fspath(data_dir))
     return onnx.ModelProto.FromString(data)
+
+
+def _load_mapped(path, load_external_data):
+    """A plain .onnx file whose bytes are the model onnx.load gives (no external data, or
+    external data not asked for), parsed by protobuf straight from the file's mapping: no
+    copy of the file into memory first, as onnx.load makes (f.read()). Checked by onnxz's
+    decoder first, so that a file it refuses raises onnxz.Error as on every other path.
+    None when the file is of another kind (the caller takes the general path). As every
+    mapped load, the file must not be cut short by another process meanwhile
+    (spec/security.md: out of scope)."""
+    try:
+        with _builtin_open(_fspath(path), "rb") as fh:
+            head = fh.read(8)
+            if _onnxz._detect(head) != "model" or os.fstat(fh.fileno()).st_size == 0:
+                return None
+            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None  # the general path says what is wrong
+    try:
+        with memoryview(mapping) as view:
+            name = os.fsdecode(_fspath(path))
+            if _onnxz._check_memory(view, name) and load_external_data:
+                return None  # its tensors' data files are read in by the general path
+            try:
+                return onnx.ModelProto.FromString(view)
+            except DecodeError:
+                return None  # beyond protobuf's own limits: the general path's answer
+    finally:
+        mapping.close()
 
 
 def save(model, path, *, external_data=None, max_file_size=None, align=None, threshold=None,

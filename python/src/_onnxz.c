@@ -1079,9 +1079,42 @@ static PyObject *py_detect(PyObject *self, PyObject *arg) {
     return PyUnicode_FromString(oz_kind_name(k));
 }
 
+static oc_status note_external(void *ctx, onnx_TensorProto *t) {
+    if (oc_tensor_is_external(t)) *(int *)ctx = 1;
+    return OC_OK;
+}
+
+/* _check_memory(data, name) -> bool: decodes a serialized model in place (nothing copied,
+ * external data not read) as onnxz.load would, raising onnxz.Error naming `name` where it
+ * refuses it; True when a tensor refers to external data. */
+static PyObject *py_check_memory(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    const char *name;
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    oc_model *model = NULL;
+    oc_error err;
+    oc_status st;
+    int external = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*s", &data, &name)) return NULL;
+    po.no_copy = 1;
+    po.skip_external_data = 1;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS st =
+        oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
+    if (st == OC_OK)
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), note_external,
+                             &external);
+    oc_model_free(model);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&data);
+    if (st != OC_OK) return raise_error(name, &err);
+    return PyBool_FromLong(external);
+}
+
 static PyMethodDef module_methods[] = {
     {"_load", py_load, METH_VARARGS, "(path, load_external_data, key, data_dir) -> bytes"},
     {"_load_memory", py_load_memory, METH_VARARGS, "(data, load_external_data, data_dir) -> bytes"},
+    {"_check_memory", py_check_memory, METH_VARARGS, "(data, name) -> refers to external data"},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts)"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
     {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
