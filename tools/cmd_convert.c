@@ -401,7 +401,7 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
 static int check_packable(oc_model *model, const char *in) {
     oc_error err;
     oc_error_clear(&err);
-    if (cli_check_tensor_sizes(model, &err) == OC_OK) return CLI_EXIT_OK;
+    if (oc_model_check_tensor_sizes(model, &err) == OC_OK) return CLI_EXIT_OK;
     return cli_fail_msg(in,
                         "%s; an .onnxz archive holds only tensors of the size their "
                         "shape makes (A-13)",

@@ -50,22 +50,6 @@ typedef struct verify_report {
     cli_form payload;
 } verify_report;
 
-/* ---- every form ------------------------------------------------------------------ */
-
-/* W-41 and W-40: the model states its IR version and has a graph (a loader takes a model
- * without: onnx.load does too, and `convert` passes it on unchanged), and every tensor's
- * payload has the size its dims and data_type give. model: loaded with its external
- * data, or with references. */
-static oc_status check_model(oc_model *model, oc_error *err) {
-    const onnx_ModelProto *m = oc_model_proto(model);
-    if (!OC_HAS(ModelProto, m, ir_version))
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "the model has no ir_version: every ONNX model states one (W-41)");
-    if (!m->graph)
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
-    return cli_check_tensor_sizes(model, err);
-}
-
 /* ---- archives ------------------------------------------------------------------- */
 
 static int verify_archive(const cli_args *args, verify_report *r) {
@@ -92,7 +76,7 @@ static int verify_archive(const cli_args *args, verify_report *r) {
     opts.no_copy = 1;
     if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
     /* ... and every tensor holds the bytes its dims and type make (W-40). */
-    if (st == OC_OK) st = check_model(model, &err);
+    if (st == OC_OK) st = oc_model_check(model, &err);
     oc_model_free(model);
     oz_archive_close(ar);
     if (st != OC_OK) return cli_fail(r->path, &err);
@@ -136,14 +120,14 @@ static void verify_load_options(const cli_args *args, cli_load_options *lo) {
     lo->num_threads = -1; /* checksums are hashed on every core */
 }
 
-/* Loads path and checks the model (check_model); on failure *out stays NULL. */
+/* Loads path and checks the model (oc_model_check: W-41, W-40); on failure *out stays NULL. */
 static int load_checked(const char *path, const cli_load_options *lo, int verbosity, oc_model **out,
                         cli_form *payload) {
     oc_error err;
     int rc = cli_load_input(path, lo, verbosity, out, payload);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
-    if (check_model(*out, &err) == OC_OK) return CLI_EXIT_OK;
+    if (oc_model_check(*out, &err) == OC_OK) return CLI_EXIT_OK;
     oc_model_free(*out);
     *out = NULL;
     return cli_fail(path, &err);

@@ -53,15 +53,6 @@ int cli_refuse_empty(const char *path) {
     return kind_of(path) == OZ_KIND_EMPTY ? fail_by_kind(path) : CLI_EXIT_OK;
 }
 
-static oc_status check_tensor_size(void *err, onnx_TensorProto *t) {
-    return oc_tensor_check_size(t, err);
-}
-
-oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err) {
-    return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_tensor_size,
-                                err);
-}
-
 int cli_load_input(const char *path, const cli_load_options *o, int verbosity, oc_model **out,
                    cli_form *form_out) {
     static const cli_load_options defaults;

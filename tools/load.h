@@ -65,10 +65,6 @@ int cli_load_input(const char *path, const cli_load_options *opts, int verbosity
  * applies the same rule (OZ_KIND_EMPTY). */
 int cli_refuse_empty(const char *path);
 
-/* W-40 on every tensor of the model (oc_tensor_check_size): the first tensor whose payload
- * is not the size its dims and data_type make, named in err. */
-oc_status cli_check_tensor_sizes(oc_model *model, oc_error *err);
-
 /* cli_load_input with the default options but `external`. */
 int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out);
 

@@ -6,6 +6,7 @@
 
 #include "onnxcore/external.h"
 #include "onnxcore/model.h"
+#include "onnxcore/tensor.h"
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/external.h"
@@ -211,4 +212,24 @@ oc_status oc_model_clone(const oc_model *m, oc_model **out, oc_error *err) {
     c->proto = proto;
     *out = c;
     return OC_OK;
+}
+
+static oc_status check_tensor_size(void *err, onnx_TensorProto *t) {
+    return oc_tensor_check_size(t, err);
+}
+
+oc_status oc_model_check_tensor_sizes(const oc_model *model, oc_error *err) {
+    if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no model");
+    return oc_msg_visit_tensors(&onnx_ModelProto_desc, model->proto, check_tensor_size, err);
+}
+
+oc_status oc_model_check(const oc_model *model, oc_error *err) {
+    if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no model");
+    const onnx_ModelProto *m = model->proto;
+    if (!OC_HAS(ModelProto, m, ir_version))
+        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                        "the model has no ir_version: every ONNX model states one (W-41)");
+    if (!m->graph)
+        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
+    return oc_model_check_tensor_sizes(model, err);
 }

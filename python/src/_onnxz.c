@@ -345,12 +345,9 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
     return oz_save_any(model, path, s->form == 1 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, err);
 }
 
-static oc_status check_size(void *err, onnx_TensorProto *t) { return oc_tensor_check_size(t, err); }
-
 /* An archive holds only tensors of the size their shape makes, as the tool checks. */
 static oc_status check_packable(oc_model *model, oc_error *err) {
-    oc_status st =
-        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
+    oc_status st = oc_model_check_tensor_sizes(model, err);
     if (st != OC_OK) {
         char msg[OC_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err->message);
@@ -761,16 +758,6 @@ static PyObject *reader_kind(ReaderObject *self, PyObject *unused) {
                          self->payload_archive ? Py_True : Py_False);
 }
 
-static oc_status check_model(oc_model *model, oc_error *err) {
-    const onnx_ModelProto *m = oc_model_proto(model);
-    if (!OC_HAS(ModelProto, m, ir_version))
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "the model has no ir_version: every ONNX model states one (W-41)");
-    if (!m->graph)
-        return oc_error_set(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
-    return oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_size, err);
-}
-
 /* ---- an archive's entries: the facts of `onnxz info`'s archive block (as
  * tools/archive_entries.c gathers them: the same figures, from the zip reader) -------- */
 
@@ -1006,7 +993,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
         o.key_len = (size_t)key.len;
         st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
     }
-    if (st == OC_OK) st = check_model(model, &err);
+    if (st == OC_OK) st = oc_model_check(model, &err);
     oc_model_free(model);
     /* The layout rules, on the entries and the model's references to them. */
     if (st == OC_OK && hold->archive) {

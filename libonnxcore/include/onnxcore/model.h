@@ -55,6 +55,16 @@ OC_API oc_status oc_model_save_file(const oc_model *model, const char *path,
 /* A deep copy (see oc_msg_copy for how tensor bytes are shared). */
 OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error *err);
 
+/* W-40 on every tensor of the model, at any depth (oc_tensor_check_size: its payload, or
+ * an external reference's `length`, has the size its dims and data_type make): OC_OK, or
+ * the first failure, naming the tensor. For validators; loading never applies it. */
+OC_API oc_status oc_model_check_tensor_sizes(const oc_model *model, oc_error *err);
+
+/* What `onnxz verify` asks of any model: it states its IR version and has a graph (W-41;
+ * loads take a model without them, as onnx.load does; OC_ERR_MALFORMED naming the rule),
+ * then oc_model_check_tensor_sizes. */
+OC_API oc_status oc_model_check(const oc_model *model, oc_error *err);
+
 /* Generic loading of any message type from a file (TensorProto, SequenceProto... test
  * data). The message lives in arena; the file mapping is shared with no_copy as above. */
 OC_API oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
