@@ -17,6 +17,7 @@ Errors: onnxz.Error (a ValueError) for a file onnxz refuses, with .status, .code
 """
 import mmap
 import os
+import stat
 import tempfile
 
 import numpy as np
@@ -164,13 +165,21 @@ def _load_mapped(path, load_external_data):
     mapped load, the file must not be cut short by another process meanwhile
     (spec/security.md: out of scope)."""
     try:
-        with _builtin_open(_fspath(path), "rb") as fh:
-            head = fh.read(8)
-            if _onnxz._detect(head) != "model" or os.fstat(fh.fileno()).st_size == 0:
-                return None
-            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        # O_NONBLOCK: a FIFO where the file was expected must not hang the open
+        fd = os.open(_fspath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError):
         return None  # the general path says what is wrong
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return None
+        if _onnxz._detect(os.pread(fd, 8, 0)) != "model":
+            return None
+        mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
     try:
         with memoryview(mapping) as view:
             name = os.fsdecode(_fspath(path))

@@ -459,3 +459,24 @@ def test_io_errors_are_oserror(tmp_path):
     with pytest.raises(onnxz.Error) as e:  # not a regular file: a refusal, no I/O failure
         onnxz.load(str(tmp_path))
     assert e.value.file == str(tmp_path)
+
+
+def test_fifo_and_device_are_refused_not_waited_on(tmp_path):
+    """A FIFO or a device where a model was expected: onnxz.Error at once, never a hang
+    (the open must not wait for a writer). In a child process, so a hang fails the test
+    instead of stalling the suite."""
+    fifo = str(tmp_path / "m.onnx")
+    os.mkfifo(fifo)
+    code = ("import onnxz, sys\n"
+            "for p in sys.argv[1:]:\n"
+            "    try:\n"
+            "        onnxz.load(p)\n"
+            "    except onnxz.Error as e:\n"
+            "        print(e.status)\n")
+    env = dict(os.environ)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    r = subprocess.run([sys.executable, "-c", code, fifo, "/dev/zero"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2, r.stdout  # one refusal each
