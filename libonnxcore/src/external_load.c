@@ -55,7 +55,7 @@ typedef struct datafile {
 typedef struct ext_item {
     onnx_TensorProto *tensor;
     oc_bytes span;       /* the bytes in place, where the source maps (a reference), else empty */
-    oc_bytes copy;       /* the bytes read, where it does not (owned storage), else empty */
+    oc_bytes copy;       /* its copy (owned): read_file's, or attach_all's of span; else empty */
     uint64_t at, length; /* where they lie in the data file */
     uint64_t next;       /* the next item of the same file, or NO_ITEM */
     uint32_t file;
@@ -546,45 +546,35 @@ static oc_status read_file(loader *l, uint32_t fi) {
 }
 
 /* Second pass: nothing changes in the model until every byte is in hand; then it cannot
- * fail. Tensors get their bytes in place (no_copy, a source that maps), a copy from the
- * mapping made here, or the copy read_file made. */
+ * fail. Tensors get their bytes in place (no_copy, a source that maps) or their copy
+ * (ext_item.copy): made here from the mapping, in parallel, or by read_file. A failure
+ * leaves the copies to load_with, which releases what no tensor took. */
 static oc_status attach_all(loader *l) {
     const oc_parse_options *o = l->opts;
-    oc_bytes *copied = NULL; /* each copied tensor's new storage, filled in parallel */
-    oc_arena *scratch = NULL;
-    oc__copy_list copies = {0};
-    int any_copy = 0;
-    for (uint64_t i = 0; i < l->nitems && !any_copy; i++)
-        any_copy = !o->no_copy && l->items[i].span.data;
-    if (any_copy) {
-        copied = calloc((size_t)l->nitems, sizeof *copied);
-        scratch = oc_arena_new();
-        int ok = copied && scratch;
+    if (!o->no_copy) {
+        oc_arena *scratch = oc_arena_new();
+        oc__copy_list copies = {0};
+        int ok = scratch != NULL;
         for (uint64_t i = 0; ok && i < l->nitems; i++) {
-            const ext_item *it = &l->items[i];
+            ext_item *it = &l->items[i];
             uint8_t *p = NULL;
             if (!it->span.data) continue; /* empty, or read_file's copy */
-            ok = oc_bytes_set_storage(&copied[i], it->length, o->buffer.alignment, o->storage_pool,
+            ok = oc_bytes_set_storage(&it->copy, it->length, o->buffer.alignment, o->storage_pool,
                                       &p, l->err) == OC_OK &&
                  oc__copy_list_add(scratch, &copies, p, it->span.data, it->length, it->span.owner);
         }
-        if (!ok) {
-            for (uint64_t i = 0; copied && i < l->nitems; i++) oc_bytes_release(&copied[i]);
-            free(copied);
-            oc_arena_free(scratch);
+        if (ok) oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
+        oc_arena_free(scratch);
+        if (!ok)
             return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET,
                             "out of memory loading external data");
-        }
-        oc__copy_run(&copies, oc__resolve_threads(o->num_threads));
     }
     for (uint64_t i = 0; i < l->nitems; i++) {
         ext_item *it = &l->items[i];
         onnx_TensorProto *t = it->tensor;
         /* in place: the span's reference passes to the tensor (borrowed where the
          * resolver's bytes have no owner: its source outlives the tensors) */
-        oc_bytes_move(&t->raw_data, copied && copied[i].data ? &copied[i]
-                                    : it->copy.data          ? &it->copy
-                                                             : &it->span);
+        oc_bytes_move(&t->raw_data, it->copy.data ? &it->copy : &it->span);
         OC_SET_HAS(TensorProto, t, raw_data);
         /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
          * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
@@ -592,8 +582,6 @@ static oc_status attach_all(loader *l) {
         OC_CLEAR_HAS(TensorProto, t, data_location);
         oc__external_drop_known_keys(t); /* keys we do not define stay, never acted on (E-3) */
     }
-    free(copied);
-    oc_arena_free(scratch);
     return OC_OK;
 }
 
