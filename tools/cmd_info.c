@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <onnxcore/http.h>
+
 #include "archive_entries.h"
 #include "cli.h"
 #include "load.h"
@@ -366,6 +368,11 @@ static void print_json(FILE *out, const info_report *r) {
 
 static int file_size(const char *path, uint64_t *size) {
     struct stat st;
+    if (oc_is_url(path)) { /* the object's size, as the server tells it (one request) */
+        oc_error err;
+        oc_error_clear(&err);
+        return oc_http_size(path, NULL, size, &err) == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
+    }
     if (stat(path, &st) != 0) return cli_fail_msg(path, "%s", strerror(errno));
     *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     return CLI_EXIT_OK;
@@ -399,7 +406,10 @@ static int run_info(const cli_args *args) {
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
     }
     report.model = proto;
-    if (rc == CLI_EXIT_OK) rc = file_size(report.path, &report.file_size);
+    if (rc == CLI_EXIT_OK && oc_is_url(report.path) && report.archive.archive)
+        report.file_size = oz_zip_reader_size(oz_archive_zip(report.archive.archive));
+    else if (rc == CLI_EXIT_OK)
+        rc = file_size(report.path, &report.file_size);
     if (rc == CLI_EXIT_OK) {
         oc_error_clear(&err);
         if (model_stats_collect(proto, &report.stats, &err) != OC_OK)

@@ -29,6 +29,7 @@
 
 #include "onnxcore/external.h"
 #include "onnxcore/file.h"
+#include "onnxcore/http.h"
 #include "onnxcore/model.h"
 #include "onnxcore/nametab.h"
 #include "internal/bytes.h"
@@ -39,6 +40,7 @@
 #include "internal/parallel.h"
 #include "internal/path_safety.h"
 #include "internal/source_file.h"
+#include "internal/source_http.h"
 #include "onnxcore_shared.h"
 
 typedef struct datafile {
@@ -164,10 +166,29 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
     return s;
 }
 
+/* A location beside a model read from a URL: the same rules as for files (no absolute
+ * location, no "..", E-5), then the URL relative to the model's, percent-encoded, so it
+ * stays on the model's scheme, host and port and under its directory. */
+static oc_status resolve_url(loader *l, const onnx_TensorProto *t, const oc_str *loc,
+                             oc_source **out) {
+    char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
+    const char *why = oc__location_problem(loc);
+    if (why)
+        return oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                        "tensor '%s': external data location %s: '%s'", oc__qname(t, name), why,
+                        oc__qstr(loc, shown));
+    char *url = oc__url_join(l->base_dir, loc->data, (size_t)loc->size);
+    if (!url) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_status st = oc__source_http(url, l->opts->http, out, l->err);
+    free(url);
+    return st;
+}
+
 /* The source of loc's bytes: the caller's resolver's "file" (memory that keeps the
  * resolver's owner, so spans in place share it as before), or a file beneath base_dir. */
 static oc_status resolve_source(loader *l, const onnx_TensorProto *t, const oc_str *loc,
                                 oc_source **out) {
+    if (!l->resolve && oc_is_url(l->base_dir)) return resolve_url(l, t, loc, out);
     if (!l->resolve) return resolve_file(l, t, loc, out);
     oc_mapped m = {0};
     OC_FORWARD(l->resolve(l->resolve_ctx, t, loc, &m, l->err));

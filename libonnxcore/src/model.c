@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "onnxcore/external.h"
+#include "onnxcore/http.h"
 #include "onnxcore/model.h"
 #include "onnxcore/tensor.h"
 #include "internal/encode.h"
@@ -15,6 +16,7 @@
 #include "internal/schema.h"
 #include "internal/source.h"
 #include "internal/source_file.h"
+#include "internal/source_http.h"
 #include "onnxcore_progress.h"
 #include "onnxcore_shared.h"
 #include "onnxcore_atomic.h"
@@ -94,8 +96,12 @@ oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_o
 static oc_status decode_file(const char *path, const oc_parse_options *opts, const oc_msgdesc *desc,
                              void *msg, oc_arena *arena, oc_error *err) {
     oc_source *src;
-    OC_FORWARD(oc_source_file(
-        path, -1, NULL, opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED, 0, &src, err));
+    if (oc_is_url(path))
+        OC_FORWARD(oc__source_http(path, opts ? opts->http : NULL, &src, err));
+    else
+        OC_FORWARD(oc_source_file(path, -1, NULL,
+                                  opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED, 0, &src,
+                                  err));
     oc_status st = oc__decode_source(desc, msg, src, arena, opts, err);
     oc_source_unref(src);
     return st;
@@ -112,7 +118,8 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
                         "oc_model_load_file: missing argument");
     OC_PARSE_OPTS(opts, err);
     /* E-25: the model and its data files from one save, never a mix of two. */
-    int lock = opts && opts->skip_external_data ? -1 : oc__pair_lock(path, 0);
+    /* A URL has no lock: each data file's identity is fixed when it is opened. */
+    int lock = (opts && opts->skip_external_data) || oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
     if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err); /* never a mixed pair */
     oc_status st = load_file_locked(path, opts, out, err);
     oc__pair_unlock(lock);
@@ -130,7 +137,7 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
     }
     *out = m;
     if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
-    char *dir = oc__path_dir(path);
+    char *dir = oc_is_url(path) ? oc__url_dir(path) : oc__path_dir(path);
     if (!dir) {
         oc_model_free(*out);
         *out = NULL;

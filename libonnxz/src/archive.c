@@ -531,6 +531,7 @@ oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts) {
     if (opts) {
         zo.max_memory = opts->max_memory;
         zo.use_pread = opts->use_pread; /* read, not mapped: every tensor a copy */
+        zo.http = opts->http;
     }
     return zo;
 }

@@ -9,12 +9,18 @@
 #include <unistd.h>
 
 #include <onnxcore/crypto_model.h>
+#include <onnxcore/http.h>
 
 #include "onnxz/archive.h"
 #include "onnxz/encrypted.h"
 #include "onnxz/open.h"
+#include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
+#include "internal/source.h"
+#include "internal/source_http.h"
+#include "internal/zipfmt.h"
+#include "internal/zipread.h"
 
 /* Whole signatures are told by libonnxcore's rules (oc_crypt_is_zip, oc_crypt_detect);
  * only a file that ends inside one is compared here, against the same bytes. */
@@ -50,10 +56,37 @@ oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
     return OZ_KIND_MODEL;
 }
 
+/* The kind of an object read through src (a URL's). A remote object's last bytes are
+ * already in hand (the source keeps its tail): an end record with no comment there says
+ * ZIP without a request for the head; anything else is told by the head, as a file is. */
+static oc_status detect_source(oc_source *src, oz_kind *kind, oc_error *err) {
+    uint8_t b[OZ_EOCD_SIZE];
+    if (src->size >= OZ_EOCD_SIZE) {
+        OZ_FORWARD(oc_source_read(src, src->size - OZ_EOCD_SIZE, b, OZ_EOCD_SIZE, err));
+        if (b[0] == 'P' && b[1] == 'K' && b[2] == 5 && b[3] == 6 && b[20] == 0 && b[21] == 0) {
+            *kind = OZ_KIND_ZIP;
+            return OC_OK;
+        }
+    }
+    uint64_t n = src->size < OZ_DETECT_HEAD ? src->size : OZ_DETECT_HEAD;
+    if (n) OZ_FORWARD(oc_source_read(src, 0, b, n, err));
+    *kind = oz_detect(b, (size_t)n, src->size);
+    return OC_OK;
+}
+
+static oc_status detect_url(const char *url, oz_kind *kind, oc_error *err) {
+    oc_source *src;
+    OZ_FORWARD(oc__source_http(url, NULL, &src, err));
+    oc_status st = detect_source(src, kind, err);
+    oc_source_unref(src);
+    return st;
+}
+
 oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err) {
     if (!path || !kind)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_file: missing argument");
     *kind = OZ_KIND_MODEL;
+    if (oc_is_url(path)) return detect_url(path, kind, err);
     /* A device, FIFO or directory is refused before it is opened: opening a device runs
      * its driver. */
     struct stat st;
@@ -134,6 +167,40 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
                     (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
+/* oz_open of an http(s) URL: one source for the detection and the load (its first
+ * request, the tail, serves both); an archive then costs its model and tensors, a model
+ * is loaded by libonnxcore (which opens the URL again) with its external data beside it. */
+static oc_status open_url(const char *url, const oz_open_options *opts, oc_model **out,
+                          oz_open_info *info, oc_error *err) {
+    oc_source *src;
+    OZ_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
+    oc_status st = detect_source(src, &info->kind, err);
+    if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
+        oc_source_unref(src);
+        if (st != OC_OK) return st;
+        if (info->kind == OZ_KIND_EMPTY)
+            return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty, not an ONNX model",
+                            url);
+        if (info->kind != OZ_KIND_MODEL)
+            return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                            "%s: an encrypted file (%s) cannot be read from a URL yet; "
+                            "download it first",
+                            url, oz_kind_name(info->kind));
+        return oc_model_load_file(url, &opts->parse, out, err);
+    }
+    info->is_archive = true;
+    oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);
+    oz_zip_reader *zip;
+    st = oz__zip_reader_open_source(src, UINT64_MAX, &zo, &zip, err);
+    oc_source_unref(src); /* the reader holds its own reference */
+    OZ_FORWARD(st);
+    oz_archive *ar;
+    OZ_FORWARD(oz__archive_wrap(zip, url, &ar, err)); /* closes zip on failure */
+    st = oz_archive_load_model(ar, &opts->parse, out, err);
+    oz_archive_close(ar);
+    return st;
+}
+
 /* oz_open into a complete info of this library's layout. */
 static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
                           oz_open_info *info, oc_error *err) {
@@ -141,6 +208,11 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
     OZ_OPEN_OPTS(opts, err);
+    if (oc_is_url(path)) {
+        oc_status st = open_url(path, opts, out, info, err);
+        if (st != OC_OK) *out = NULL;
+        return st;
+    }
     /* A file that cannot be looked at is handed to the model loader, which says why. */
     if (oz_detect_file(path, &info->kind, NULL) != OC_OK) info->kind = OZ_KIND_MODEL;
     oc_crypt_format format;

@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include <onnxcore/file.h>
+#include <onnxcore/http.h>
 #include <onnxcore/nametab.h>
 
 #include "internal/crc.h"
@@ -35,6 +36,7 @@
 #include "internal/options.h"
 #include "internal/source.h"
 #include "internal/source_file.h"
+#include "internal/source_http.h"
 #include "onnxz/zip.h"
 
 /* Chunk size for pread-based reading, CRC checks and inflation. */
@@ -741,11 +743,15 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
                        "no path or output pointer");
     *out = NULL;
     OZ_ZIP_OPTS(options, err);
+    oc_source *src = NULL;
+    if (oc_is_url(path)) { /* nothing to lock: the server's object has its identity checked */
+        OZ_FORWARD(oc__source_http(path, options->http, &src, err));
+        return open_taking(src, UINT64_MAX, options, out, err);
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
     if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
     oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, path,
                             "is being edited in place; try again once the edit is done", err);
-    oc_source *src = NULL;
     if (st == OC_OK && options->use_pread) {
         st = oc_source_file(NULL, fd, path, OC_FILE_PREAD, 1, &src, err);
         if (st == OC_OK) st = open_taking(src, UINT64_MAX, options, out, err);

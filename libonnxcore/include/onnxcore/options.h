@@ -81,6 +81,9 @@ typedef struct oc_parse_options {
     /* The memory budget of a decode (limits.h OC_DEFAULT_MAX_MEMORY; 0 = the default, no
      * cap): bytes of decoded structures (the arena) plus an inflated __MODEL_PROTO. */
     uint64_t max_memory;
+
+    /* Loads from a URL (onnxcore/http.h): its settings; NULL: the defaults. */
+    const struct oc_http_options *http;
 } oc_parse_options;
 
 /* The defaults; every field not named is 0 or NULL. */

@@ -136,6 +136,8 @@ typedef struct oz_zip_reader_options {
      * open (its tables: about 80 bytes per entry plus twice the central directory) and
      * any one entry it inflates into memory. Over it: OC_ERR_LIMIT naming max_memory. */
     uint64_t max_memory;
+    /* oz_zip_reader_open of a URL (onnxcore/http.h): its settings; NULL: the defaults. */
+    const struct oc_http_options *http;
 } oz_zip_reader_options;
 
 #define OZ_ZIP_READER_OPTIONS_INIT \
@@ -144,7 +146,8 @@ typedef struct oz_zip_reader_options {
 OZ_API void oz_zip_reader_options_init(oz_zip_reader_options *opts);
 
 /* Opens the archive at path: maps it read-only (default) or reads it with pread
- * (options->use_pread), then checks everything Z-60..Z-76 requires before returning. CRCs
+ * (options->use_pread), or, for an http:// or https:// URL, reads it with range requests
+ * (onnxcore/http.h: the tail at open, then one request per entry read); then checks everything Z-60..Z-76 requires before returning. CRCs
  * are not checked here (see oz_zip_reader_verify). options may be NULL. Missing file:
  * OC_ERR_NOT_FOUND; a rule broken: the status the spec gives it. *out owns the reader.
  * Locks (spec/onnxz.md A-58): the reader holds a shared lock on the file for as long as it

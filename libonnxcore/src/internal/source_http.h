@@ -1,0 +1,32 @@
+/*
+ * internal/source_http.h - an object on an HTTP(S) server read with range requests
+ * (source_http.c on libcurl; source_http_none.c in a build without it). The interface is
+ * internal/source.h; what is asked of the server and what each read costs is spec/remote.md.
+ */
+#ifndef ONNXCORE_INTERNAL_SOURCE_HTTP_H
+#define ONNXCORE_INTERNAL_SOURCE_HTTP_H
+
+#include "onnxcore/http.h"
+#include "internal/source.h"
+
+/* Bytes the first request asks for: the object's last 64 KiB (a suffix range), which
+ * tells its size and identity and holds a ZIP's end records and, most often, its central
+ * directory. They are kept, and reads that fall in them cost no request. */
+#define OC_HTTP_TAIL (64u << 10)
+
+/* Opens url (http:// or https://) with one request: the tail above. The object's size,
+ * ETag and Last-Modified are fixed then; a later response that disagrees is an error,
+ * never mixed bytes. opts may be NULL (the defaults, onnxcore/http.h). The source has
+ * OC_SOURCE_REMOTE: every read outside the kept tail is one ranged GET (or more, when a
+ * transfer breaks and is resumed). Built without libcurl: OC_ERR_UNSUPPORTED. */
+oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
+                          oc_error *err);
+
+/* http.c (any build). The URL's directory: up to its path's last '/', without query
+ * or fragment; NULL when out of memory. Caller frees. */
+char *oc__url_dir(const char *url);
+/* dir + '/' + the rel_len bytes of rel, percent-encoded but for unreserved bytes and
+ * '/' (rel is a location already checked by oc__location_problem). Caller frees. */
+char *oc__url_join(const char *dir, const char *rel, size_t rel_len);
+
+#endif

@@ -1,0 +1,477 @@
+/*
+ * source_http.c - an object on an HTTP(S) server as a byte source (internal/source.h),
+ * read with ranged GETs on libcurl.
+ *
+ * Every read is `Range: bytes=A-B` and must come back `206` with exactly
+ * `Content-Range: bytes A-B/SIZE`; anything else stops the transfer at its first body
+ * byte (a server that ignores ranges and sends the whole object costs nothing more than
+ * its headers). The first request, at open, is the suffix `bytes=-65536`: it gives the
+ * size and the identity (ETag, Last-Modified), which every later response must repeat,
+ * and the tail, kept for reads that fall in it. Transfers that break (a reset, a 5xx, a
+ * body cut short) are retried with backoff, resuming after the bytes already received;
+ * a stall or a 4xx is not. Handles are pooled and keep their connections alive.
+ */
+#define _DEFAULT_SOURCE /* strcasecmp, strncasecmp */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "onnxcore/http.h"
+#include "internal/error.h"
+#include "internal/source.h"
+#include "internal/source_http.h"
+
+#define POOL_MAX 8 /* idle handles kept (each with its connection) */
+
+typedef struct http_source {
+    oc_source head;
+    char *url;     /* as given (redirects are followed again on every request) */
+    char *auth;    /* "Authorization: ..." or NULL */
+    char *ca_file; /* or NULL */
+    int insecure;
+    long timeout_s; /* stall: no byte for this long */
+    long connect_ms;
+    int retries;
+    char etag[256]; /* identity at open ("" when the server sends none) */
+    char modified[64];
+    uint8_t *tail; /* the object's last tail_len bytes */
+    uint64_t tail_len;
+    pthread_mutex_t lock; /* the pool */
+    CURL *idle[POOL_MAX];
+    int nidle;
+} http_source;
+
+/* One request's state, filled by the header and body callbacks. */
+typedef struct xfer {
+    http_source *h;
+    uint8_t *dst;
+    uint64_t at, want; /* asked: [at, at + want); want 0 at open (a suffix range) */
+    uint64_t got;
+    long status;   /* of the last response (redirects reset it) */
+    int has_range; /* Content-Range parsed */
+    uint64_t r_first, r_last, r_total;
+    int unsatisfiable_total; /* 416: "bytes * / SIZE" seen */
+    char etag[256], modified[64];
+    int checked;       /* the response was checked at its first body byte */
+    char why[512];     /* why the body was refused, for the error */
+    uint8_t *open_buf; /* at open: the tail, allocated once the size is known */
+} xfer;
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* ---- settings ---- */
+
+static long env_long(const char *name, long dflt, long lo, long hi) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    return errno || *end || x < lo || x > hi ? dflt : x;
+}
+
+static const char *env_str(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* ---- responses ---- */
+
+static void copy_value(char *dst, size_t cap, const char *v, size_t n) {
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ')) n--;
+    while (n && *v == ' ') v++, n--;
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, v, n);
+    dst[n] = '\0';
+}
+
+/* "bytes A-B/SIZE" (or "bytes * /SIZE" of a 416) */
+static void parse_content_range(xfer *x, const char *v, size_t n) {
+    char buf[128];
+    copy_value(buf, sizeof buf, v, n);
+    uint64_t a, b, t;
+    char tail;
+    if (sscanf(buf, "bytes %" SCNu64 "-%" SCNu64 "/%" SCNu64 "%c", &a, &b, &t, &tail) == 3 &&
+        a <= b && b < t) {
+        x->has_range = 1;
+        x->r_first = a, x->r_last = b, x->r_total = t;
+    } else if (sscanf(buf, "bytes */%" SCNu64 "%c", &t, &tail) == 1) {
+        x->unsatisfiable_total = 1;
+        x->r_total = t;
+    }
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
+    xfer *x = ctx;
+    size_t len = size * n;
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) { /* a new response (after a redirect) */
+        const char *sp = memchr(line, ' ', len);
+        x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        x->has_range = x->unsatisfiable_total = 0;
+        x->etag[0] = x->modified[0] = '\0';
+        return len;
+    }
+    const char *colon = memchr(line, ':', len);
+    if (!colon) return len;
+    size_t klen = (size_t)(colon - line);
+    const char *v = colon + 1;
+    size_t vlen = len - klen - 1;
+    if (klen == 13 && strncasecmp(line, "Content-Range", 13) == 0)
+        parse_content_range(x, v, vlen);
+    else if (klen == 4 && strncasecmp(line, "ETag", 4) == 0)
+        copy_value(x->etag, sizeof x->etag, v, vlen);
+    else if (klen == 13 && strncasecmp(line, "Last-Modified", 13) == 0)
+        copy_value(x->modified, sizeof x->modified, v, vlen);
+    return len;
+}
+
+/* The response, judged at its first body byte: 206 for exactly the range asked, from
+ * the object opened. Returns 0 (and fills x->why) to refuse it. */
+static int response_ok(xfer *x) {
+    http_source *h = x->h;
+    if (x->status != 206) {
+        if (x->status == 200)
+            snprintf(x->why, sizeof x->why,
+                     "the server ignored the range request (HTTP 200 with the whole object "
+                     "instead of 206)");
+        else
+            snprintf(x->why, sizeof x->why, "HTTP %ld", x->status);
+        return 0;
+    }
+    if (!x->has_range) {
+        snprintf(x->why, sizeof x->why, "a 206 response without a valid Content-Range");
+        return 0;
+    }
+    if (x->want == 0) return 1; /* open: the suffix range, checked by open_request */
+    if (x->r_total != h->head.size || (h->etag[0] && strcmp(x->etag, h->etag) != 0) ||
+        (h->modified[0] && x->modified[0] && strcmp(x->modified, h->modified) != 0)) {
+        snprintf(x->why, sizeof x->why,
+                 "the object changed on the server since it was opened (size %" PRIu64
+                 " then %" PRIu64 ", ETag %.100s then %.100s)",
+                 h->head.size, x->r_total, h->etag[0] ? h->etag : "none",
+                 x->etag[0] ? x->etag : "none");
+        return 0;
+    }
+    if (x->r_first != x->at + x->got || x->r_last != x->at + x->want - 1) {
+        snprintf(x->why, sizeof x->why,
+                 "bad Content-Range: bytes %" PRIu64 "-%" PRIu64 " for bytes %" PRIu64 "-%" PRIu64
+                 " asked",
+                 x->r_first, x->r_last, x->at + x->got, x->at + x->want - 1);
+        return 0;
+    }
+    return 1;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
+    xfer *x = ctx;
+    size_t len = size * n;
+    if (!x->checked) {
+        if (!response_ok(x)) return 0; /* CURLE_WRITE_ERROR: stops the transfer */
+        x->checked = 1;
+        if (x->want == 0) { /* open: the tail, whose size the Content-Range says */
+            uint64_t tl = x->r_last - x->r_first + 1;
+            if (tl > OC_HTTP_TAIL) {
+                snprintf(x->why, sizeof x->why,
+                         "bad Content-Range: %" PRIu64 " bytes for a suffix of %u", tl,
+                         OC_HTTP_TAIL);
+                return 0;
+            }
+            x->open_buf = malloc(tl ? (size_t)tl : 1);
+            if (!x->open_buf) {
+                snprintf(x->why, sizeof x->why, "out of memory");
+                return 0;
+            }
+            x->dst = x->open_buf;
+            x->at = x->r_first;
+            x->want = tl;
+            /* The identity every later response must repeat (a retry of this one too). */
+            x->h->head.size = x->r_total;
+            snprintf(x->h->etag, sizeof x->h->etag, "%s", x->etag);
+            snprintf(x->h->modified, sizeof x->h->modified, "%s", x->modified);
+        }
+    }
+    if (len > x->want - x->got) {
+        snprintf(x->why, sizeof x->why, "the server sent more bytes than the range it announced");
+        return 0;
+    }
+    memcpy(x->dst + x->got, data, len);
+    x->got += len;
+    return len;
+}
+
+/* ---- handles ---- */
+
+static CURL *handle_take(http_source *h) {
+    CURL *c = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (h->nidle) c = h->idle[--h->nidle];
+    pthread_mutex_unlock(&h->lock);
+    return c ? c : curl_easy_init();
+}
+
+static void handle_give(http_source *h, CURL *c) {
+    pthread_mutex_lock(&h->lock);
+    if (h->nidle < POOL_MAX) {
+        h->idle[h->nidle++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (c) curl_easy_cleanup(c);
+}
+
+/* Sets up c for one ranged GET of h's URL; range NULL-terminated text. */
+static void setup(http_source *h, CURL *c, struct curl_slist *hdrs, const char *range, xfer *x,
+                  char *errbuf) {
+    curl_easy_reset(c); /* keeps the connection cache */
+    curl_easy_setopt(c, CURLOPT_URL, h->url);
+    curl_easy_setopt(c, CURLOPT_RANGE, range);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+    /* libcurl sends a custom Authorization header to the first host only (and port and
+     * scheme: CVE-2022-27776); never unrestricted. */
+    curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->connect_ms);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout_s);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "onnxz");
+    if (h->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+    if (h->insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
+/* Whether a failed attempt is worth another: the connection broke or the server failed,
+ * not the request or the object. */
+static int transient(CURLcode rc, long status, const xfer *x) {
+    if (rc == CURLE_OK) return status >= 500 || x->got < x->want; /* 5xx, or a short body */
+    if (rc == CURLE_WRITE_ERROR) return x->status >= 500;         /* refused by on_body */
+    return rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR || rc == CURLE_PARTIAL_FILE ||
+           rc == CURLE_GOT_NOTHING || rc == CURLE_COULDNT_CONNECT || rc == CURLE_HTTP2 ||
+           rc == CURLE_HTTP2_STREAM;
+}
+
+static void backoff(int attempt) {
+    long ms = 100L << (attempt < 6 ? attempt : 6); /* 100 ms, 200, 400 ... 6.4 s */
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Runs x's request (resuming after x->got on a retry) until it has every byte or fails. */
+static oc_status request(http_source *h, xfer *x, oc_error *err) {
+    CURL *c = handle_take(h);
+    if (!c) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    struct curl_slist *hdrs = NULL;
+    if (h->auth && !(hdrs = curl_slist_append(NULL, h->auth))) {
+        curl_easy_cleanup(c);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    char errbuf[CURL_ERROR_SIZE];
+    oc_status st = OC_OK;
+    for (int attempt = 0;; attempt++) {
+        char range[64];
+        if (x->want == 0)
+            snprintf(range, sizeof range, "-%u", OC_HTTP_TAIL);
+        else
+            snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, x->at + x->got,
+                     x->at + x->want - 1);
+        errbuf[0] = '\0';
+        x->checked = 0;
+        x->why[0] = '\0';
+        x->status = 0;
+        setup(h, c, hdrs, range, x, errbuf);
+        CURLcode rc = curl_easy_perform(c);
+        long status = x->status;
+        if (rc == CURLE_OK && x->want == 0 && status == 416 && x->unsatisfiable_total &&
+            x->r_total == 0)
+            break; /* an empty object: no range of it exists */
+        if (rc == CURLE_OK && !x->checked && !response_ok(x)) /* no body: judged now */
+            rc = CURLE_WRITE_ERROR;
+        if (rc == CURLE_OK && x->want && x->got == x->want) break;
+        if (attempt < h->retries && transient(rc, status, x)) {
+            backoff(attempt);
+            continue;
+        }
+        if (rc == CURLE_WRITE_ERROR && x->why[0])
+            st = oc__fail(err,
+                          strstr(x->why, "changed")        ? OC_ERR_INCONSISTENT
+                          : status == 404 || status == 410 ? OC_ERR_NOT_FOUND
+                                                           : OC_ERR_IO,
+                          OC_NO_OFFSET, "%s: %s", h->head.name, x->why);
+        else if (rc == CURLE_OK)
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                          "%s: the body ended after %" PRIu64 " of %" PRIu64 " bytes", h->head.name,
+                          x->got, x->want);
+        else if (rc == CURLE_OPERATION_TIMEDOUT)
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s): %s",
+                          h->head.name, h->timeout_s, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+                 rc == CURLE_SSL_CERTPROBLEM)
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                          "%s: the server's certificate was not verified (%s); give its CA "
+                          "with ONNXZ_CA_FILE",
+                          h->head.name, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        else
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: %s", h->head.name,
+                          errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        break;
+    }
+    curl_slist_free_all(hdrs);
+    if (st == OC_OK)
+        handle_give(h, c);
+    else
+        curl_easy_cleanup(c); /* its connection may be in any state */
+    return st;
+}
+
+/* ---- the source ---- */
+
+/* Frees what h holds (not h: source_release frees the object). */
+
+static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
+                           oc_error *err) {
+    http_source *h = (http_source *)s;
+    *got = 0;
+    if (at >= s->size || n == 0) return OC_OK;
+    if (n > s->size - at) n = s->size - at;
+    uint64_t tail_at = s->size - h->tail_len, from_net = n;
+    if (at + n > tail_at) { /* the part in the kept tail costs nothing */
+        uint64_t first = at > tail_at ? at : tail_at;
+        memcpy((uint8_t *)dst + (first - at), h->tail + (first - tail_at),
+               (size_t)(at + n - first));
+        from_net = first - at;
+    }
+    if (from_net) {
+        xfer x;
+        memset(&x, 0, sizeof x);
+        x.h = h;
+        x.dst = dst;
+        x.at = at;
+        x.want = from_net;
+        OC_FORWARD(request(h, &x, err));
+    }
+    *got = n;
+    return OC_OK;
+}
+
+static void http_destroy(oc_source *s) {
+    http_source *h = (http_source *)s;
+    for (int i = 0; i < h->nidle; i++) curl_easy_cleanup(h->idle[i]);
+    pthread_mutex_destroy(&h->lock);
+    free(h->url);
+    free(h->auth);
+    free(h->ca_file);
+    free(h->tail);
+}
+
+static const oc_source_vtable http_vtable = {
+    .kind = "http",
+    .read = http_read,
+    .destroy = http_destroy,
+};
+
+/* The URL for messages: without user:password@. */
+static char *display_name(const char *url) {
+    const char *p = strstr(url, "://");
+    const char *host = p ? p + 3 : url;
+    const char *end = host + strcspn(host, "/?#");
+    const char *at = memchr(host, '@', (size_t)(end - host));
+    size_t n = strlen(url);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    if (!at) {
+        memcpy(out, url, n + 1);
+    } else {
+        size_t head = (size_t)(host - url);
+        memcpy(out, url, head);
+        memcpy(out + head, at + 1, n - (size_t)(at + 1 - url) + 1);
+    }
+    return out;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
+                          oc_error *err) {
+    *out = NULL;
+    pthread_once(&global_once, global_init);
+    if (global_rc != CURLE_OK)
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: libcurl did not start: %s", url,
+                        curl_easy_strerror(global_rc));
+    oc_http_options o = OC_HTTP_OPTIONS_INIT;
+    if (opts) memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+    http_source *h = calloc(1, sizeof *h);
+    if (!h) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    pthread_mutex_init(&h->lock, NULL);
+    const char *auth = o.auth ? o.auth : env_str("ONNXZ_HTTP_AUTH");
+    h->url = strdup(url);
+    h->ca_file = dup_or_null(o.ca_file ? o.ca_file : env_str("ONNXZ_CA_FILE"));
+    h->insecure = o.insecure || env_long("ONNXZ_HTTP_INSECURE", 0, 0, 1);
+    h->timeout_s = o.timeout_ms ? (long)((o.timeout_ms + 999) / 1000)
+                                : env_long("ONNXZ_HTTP_TIMEOUT", 30, 1, 86400);
+    h->connect_ms = o.connect_ms ? (long)o.connect_ms : 15000L;
+    h->retries = o.retries < 0   ? 0
+                 : o.retries > 0 ? o.retries
+                                 : (int)env_long("ONNXZ_HTTP_RETRIES", 3, 0, 100);
+    if (auth) {
+        size_t n = strlen("Authorization: ") + strlen(auth) + 1;
+        if ((h->auth = malloc(n))) snprintf(h->auth, n, "Authorization: %s", auth);
+    }
+    char *name = display_name(url);
+    oc_status st = !h->url || !name || (auth && !h->auth) || (h->ca_file == NULL && o.ca_file)
+                       ? OC_ERR_NOMEM
+                       : OC_OK;
+    if (st != OC_OK) {
+        free(name);
+        http_destroy(&h->head);
+        free(h);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    /* The first request: the tail, the size and the identity. */
+    h->head.name = name; /* for request()'s messages; oc__source_new sets its own copy */
+    xfer x;
+    memset(&x, 0, sizeof x);
+    x.h = h;
+    st = request(h, &x, err);
+    h->head.name = NULL;
+    uint64_t size = h->head.size;
+    if (st == OC_OK) {
+        h->tail = x.open_buf;
+        h->tail_len = x.got;
+        x.open_buf = NULL;
+        if (h->tail_len && x.r_last != size - 1)
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                          "%s: bad Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
+                          " for the last %u bytes",
+                          name, x.r_first, x.r_last, size, OC_HTTP_TAIL);
+    }
+    free(x.open_buf);
+    if (st != OC_OK) {
+        free(name);
+        http_destroy(&h->head);
+        free(h);
+        return st;
+    }
+    st = oc__source_new(&h->head, &http_vtable, size, OC_SOURCE_REMOTE, NULL, name, err);
+    free(name);
+    if (st == OC_OK) *out = &h->head;
+    return st;
+}

@@ -1,0 +1,14 @@
+/*
+ * source_http_none.c - the HTTP source of a build without libcurl: every URL is refused
+ * (internal/source_http.h).
+ */
+#include "internal/error.h"
+#include "internal/source_http.h"
+
+oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
+                          oc_error *err) {
+    (void)opts;
+    *out = NULL;
+    return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                    "%s: built without HTTP support (libcurl): cannot read a URL", url);
+}
