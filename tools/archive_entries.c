@@ -115,7 +115,7 @@ static int fill(archive_listing *l, ref_walk *w, const char *path) {
         if (e->ntensors && !e->is_model) {
             l->tensor_entries++;
             if (e->zip.method == OZ_ZIP_DEFLATED) l->deflated_tensor_entries++;
-            if (e->zip.method == OZ_ZIP_STORED) {
+            if (e->zip.method == OZ_ZIP_STORED && e->zip.data_offset) { /* 0: not read */
                 uint64_t a = archive_offset_alignment(e->zip.data_offset);
                 if (l->min_tensor_alignment == 0 || a < l->min_tensor_alignment)
                     l->min_tensor_alignment = a;

@@ -175,6 +175,8 @@ static void human_archive(FILE *out, const archive_listing *a) {
     if (a->deflated_tensor_entries)
         fprintf(out, ", %" PRIu64 " deflated: not zero-copy, loading inflates them into memory",
                 a->deflated_tensor_entries);
+    else if (a->tensor_entries && !a->min_tensor_alignment) /* a URL's: not read */
+        fputs(", stored (their alignment is known once each is read)", out);
     else if (a->tensor_entries)
         fprintf(out, ", stored, aligned to %" PRIu64 "%s: zero-copy", a->min_tensor_alignment,
                 a->min_tensor_alignment >= ARCHIVE_ALIGNMENT_CAP ? " or more" : "");
@@ -307,12 +309,15 @@ static void json_archive(FILE *out, int *first, const info_report *r) {
             "{\"entries\": %" PRIu64 ", \"stored\": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
             "}, \"deflated\": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
             ", \"compressed_bytes\": %" PRIu64 "},\n    \"tensor_entries\": %" PRIu64
-            ", \"deflated_tensor_entries\": %" PRIu64 ", \"min_tensor_alignment\": %" PRIu64
-            ", \"zero_copy\": %s,\n    \"model_entry\": "
-            "{\"method\": ",
+            ", \"deflated_tensor_entries\": %" PRIu64 ", \"min_tensor_alignment\": ",
             a->count, a->stored_entries, a->stored_bytes, a->deflated_entries, a->deflated_bytes,
-            a->deflated_compressed, a->tensor_entries, a->deflated_tensor_entries,
-            a->min_tensor_alignment, a->deflated_tensor_entries ? "false" : "true");
+            a->deflated_compressed, a->tensor_entries, a->deflated_tensor_entries);
+    if (a->min_tensor_alignment || a->deflated_tensor_entries == a->tensor_entries)
+        fprintf(out, "%" PRIu64, a->min_tensor_alignment);
+    else
+        fputs("null", out); /* a URL's archive: local headers not read */
+    fprintf(out, ", \"zero_copy\": %s,\n    \"model_entry\": {\"method\": ",
+            a->deflated_tensor_entries ? "false" : "true");
     json_put_cstring(out, archive_method_name(model->zip.method, buf, sizeof buf));
     fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64 ", \"last\": %s}}",
             model->zip.uncompressed_size, model->zip.compressed_size,

@@ -45,9 +45,13 @@ static void print_human(FILE *out, const archive_listing *l) {
     for (uint64_t i = 0; i < l->count; i++) {
         const archive_entry *e = &l->entries[i];
         put_padded(out, e->zip.name, e->zip.name_len, name_width);
-        fprintf(out, "  %-8s %14" PRIu64 " %14" PRIu64 " %5" PRIu64 "  ",
-                archive_method_name(e->zip.method, buf, sizeof buf), e->zip.uncompressed_size,
-                e->zip.data_offset, archive_offset_alignment(e->zip.data_offset));
+        fprintf(out, "  %-8s %14" PRIu64, archive_method_name(e->zip.method, buf, sizeof buf),
+                e->zip.uncompressed_size);
+        if (e->zip.data_offset) /* 0: a URL's local header, not read (zip.h) */
+            fprintf(out, " %14" PRIu64 " %5" PRIu64 "  ", e->zip.data_offset,
+                    archive_offset_alignment(e->zip.data_offset));
+        else
+            fprintf(out, " %14s %5s  ", "-", "-");
         if (e->is_model) fputs("(model)", out);
         for (uint64_t k = 0; k < e->ntensors; k++) {
             const oc_str *name = &l->names[e->first_name + k];
@@ -71,12 +75,14 @@ static void print_json(FILE *out, const char *path, const archive_listing *l) {
         json_put_string(out, e->zip.name, e->zip.name_len);
         fputs(", \"method\": ", out);
         json_put_cstring(out, archive_method_name(e->zip.method, buf, sizeof buf));
-        fprintf(out,
-                ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64
-                ", \"data_offset\": %" PRIu64 ", \"alignment\": %" PRIu64 ", \"crc32\": %" PRIu32
-                ", \"model\": %s, \"tensors\": [",
-                e->zip.uncompressed_size, e->zip.compressed_size, e->zip.data_offset,
-                archive_offset_alignment(e->zip.data_offset), e->zip.crc32,
+        fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64,
+                e->zip.uncompressed_size, e->zip.compressed_size);
+        if (e->zip.data_offset)
+            fprintf(out, ", \"data_offset\": %" PRIu64 ", \"alignment\": %" PRIu64,
+                    e->zip.data_offset, archive_offset_alignment(e->zip.data_offset));
+        else /* a URL's local header, not read: not known without a request per entry */
+            fputs(", \"data_offset\": null, \"alignment\": null", out);
+        fprintf(out, ", \"crc32\": %" PRIu32 ", \"model\": %s, \"tensors\": [", e->zip.crc32,
                 e->is_model ? "true" : "false");
         for (uint64_t k = 0; k < e->ntensors; k++) {
             const oc_str *name = &l->names[e->first_name + k];

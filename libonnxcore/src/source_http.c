@@ -10,6 +10,11 @@
  * and the tail, kept for reads that fall in it. Transfers that break (a reset, a 5xx, a
  * body cut short) are retried with backoff, resuming after the bytes already received;
  * a stall or a 4xx is not. Handles are pooled and keep their connections alive.
+ *
+ * The last object opened is remembered for a few seconds (its URL, size, identity and
+ * tail): opening it again, as a caller that first asks what a URL holds and then opens it
+ * does, costs no request. Nothing stale can mix in: every byte fetched afterwards is
+ * checked against that identity.
  */
 #define _DEFAULT_SOURCE /* strcasecmp, strncasecmp */
 #include <curl/curl.h>
@@ -62,6 +67,33 @@ typedef struct xfer {
     char why[512];     /* why the body was refused, for the error */
     uint8_t *open_buf; /* at open: the tail, allocated once the size is known */
 } xfer;
+
+/* The object opened last (see the top of this file). */
+#define RECENT_SECONDS 10
+static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *url, *auth;
+    uint64_t size;
+    char etag[256], modified[64];
+    uint8_t *tail;
+    uint64_t tail_len;
+    struct timespec at;
+} recent;
+
+static int same_text(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static double seconds_since(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* Fills h from the remembered open of the same URL and credentials; 1 when it did. */
+static int recall(struct http_source *h);
+/* Remembers h's open (best effort: nothing happens when out of memory). */
+static void remember(const struct http_source *h);
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
@@ -342,6 +374,50 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
     return st;
 }
 
+/* ---- the object opened last ---- */
+
+static int recall(http_source *h) {
+    int hit = 0;
+    pthread_mutex_lock(&recent_lock);
+    if (recent.url && strcmp(recent.url, h->url) == 0 && same_text(recent.auth, h->auth) &&
+        seconds_since(&recent.at) < RECENT_SECONDS &&
+        (h->tail = malloc(recent.tail_len ? (size_t)recent.tail_len : 1)) != NULL) {
+        if (recent.tail_len) memcpy(h->tail, recent.tail, (size_t)recent.tail_len);
+        h->tail_len = recent.tail_len;
+        h->head.size = recent.size;
+        memcpy(h->etag, recent.etag, sizeof h->etag);
+        memcpy(h->modified, recent.modified, sizeof h->modified);
+        hit = 1;
+    }
+    pthread_mutex_unlock(&recent_lock);
+    return hit;
+}
+
+static void remember(const http_source *h) {
+    char *url = strdup(h->url), *auth = h->auth ? strdup(h->auth) : NULL;
+    uint8_t *tail = malloc(h->tail_len ? (size_t)h->tail_len : 1);
+    if (!url || (h->auth && !auth) || !tail) {
+        free(url);
+        free(auth);
+        free(tail);
+        return;
+    }
+    if (h->tail_len) memcpy(tail, h->tail, (size_t)h->tail_len);
+    pthread_mutex_lock(&recent_lock);
+    free(recent.url);
+    free(recent.auth);
+    free(recent.tail);
+    recent.url = url;
+    recent.auth = auth;
+    recent.tail = tail;
+    recent.tail_len = h->tail_len;
+    recent.size = h->head.size;
+    memcpy(recent.etag, h->etag, sizeof recent.etag);
+    memcpy(recent.modified, h->modified, sizeof recent.modified);
+    clock_gettime(CLOCK_MONOTONIC, &recent.at);
+    pthread_mutex_unlock(&recent_lock);
+}
+
 /* ---- the source ---- */
 
 /* Frees what h holds (not h: source_release frees the object). */
@@ -445,31 +521,35 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
         free(h);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    /* The first request: the tail, the size and the identity. */
-    h->head.name = name; /* for request()'s messages; oc__source_new sets its own copy */
-    xfer x;
-    memset(&x, 0, sizeof x);
-    x.h = h;
-    st = request(h, &x, err);
-    h->head.name = NULL;
+    /* The first request: the tail, the size and the identity (or what the last open of
+     * the same URL found a moment ago). */
+    if (!recall(h)) {
+        h->head.name = name; /* for request()'s messages; oc__source_new sets its own copy */
+        xfer x;
+        memset(&x, 0, sizeof x);
+        x.h = h;
+        st = request(h, &x, err);
+        h->head.name = NULL;
+        if (st == OC_OK) {
+            h->tail = x.open_buf;
+            h->tail_len = x.got;
+            x.open_buf = NULL;
+            if (h->tail_len && x.r_last != h->head.size - 1)
+                st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                              "%s: bad Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
+                              " for the last %u bytes",
+                              name, x.r_first, x.r_last, h->head.size, OC_HTTP_TAIL);
+        }
+        free(x.open_buf);
+        if (st != OC_OK) {
+            free(name);
+            http_destroy(&h->head);
+            free(h);
+            return st;
+        }
+        remember(h);
+    }
     uint64_t size = h->head.size;
-    if (st == OC_OK) {
-        h->tail = x.open_buf;
-        h->tail_len = x.got;
-        x.open_buf = NULL;
-        if (h->tail_len && x.r_last != size - 1)
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                          "%s: bad Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
-                          " for the last %u bytes",
-                          name, x.r_first, x.r_last, size, OC_HTTP_TAIL);
-    }
-    free(x.open_buf);
-    if (st != OC_OK) {
-        free(name);
-        http_destroy(&h->head);
-        free(h);
-        return st;
-    }
     st = oc__source_new(&h->head, &http_vtable, size, OC_SOURCE_REMOTE, NULL, name, err);
     free(name);
     if (st == OC_OK) *out = &h->head;

@@ -358,8 +358,12 @@ void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out) {
     uint64_t n = oz_zip_reader_count(ar->zip);
     for (uint64_t i = 0; i < n; i++) {
         oz_zip_entry e;
-        if (oz_zip_reader_entry(ar->zip, i, &e, NULL) == OC_OK)
-            covered += e.data_offset + e.compressed_size - e.local_header_offset;
+        if (oz_zip_reader_entry(ar->zip, i, &e, NULL) != OC_OK) continue;
+        if (!e.data_offset) { /* a local header not read yet (a URL's): unknown */
+            out->unused_bytes = UINT64_MAX;
+            return;
+        }
+        covered += e.data_offset + e.compressed_size - e.local_header_offset;
     }
     out->unused_bytes = cd_off - covered; /* entries lie before the central directory (Z-75) */
 }
@@ -737,6 +741,7 @@ static oc_status layout_check(const layout_walk *w, uint64_t count, oc_error *er
                                        "offset %llu comes before other entries' (A-2)",
                         (unsigned long long)model.data_offset);
     for (uint64_t i = 0; i < count; i++) {
+        OZ_FORWARD(oz_zip_reader_local(w->zip, i, err)); /* data_offset, where deferred */
         OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
         oc_quote(e.name, e.name_len, qe, sizeof qe);
         if (i != w->model_index && w->has_tensor[i] && e.method != OZ_ZIP_STORED) {

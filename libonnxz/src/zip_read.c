@@ -14,9 +14,18 @@
  * checked against the archive's size, with lengths compared to what is left (never
  * `offset + length` first). STORED entries are handed out through the source's map where
  * it has one, so they share the source's lifetime.
+ *
+ * A remote source (OC_SOURCE_REMOTE: every read a request) defers the local headers: at
+ * open only what the end records and the central directory say is checked, plus that no
+ * two entries start at the same offset; each entry's local header is checked (Z-73..Z-75,
+ * and Z-76 against the next entry's start) before its first byte of data is handed out.
+ * A STORED entry is then read with its local header in one request. Listing a 70,000-
+ * entry archive costs its tail and central directory, not 70,000 requests. The deferred
+ * results are the reader's only state that changes after open, under its lock.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +64,12 @@ struct oz_zip_reader {
     uint32_t comment_len;
     uint64_t max_entries, max_central_dir, max_inflated, max_memory;
     uint32_t max_name_len;
+    /* Deferred local headers (a remote source), else NULL: per entry, whether its local
+     * header was checked, and where the next entry in the file (or the central directory)
+     * begins; `lock` guards checked[] and the entries' data_off. */
+    uint8_t *checked;
+    uint64_t *next_at;
+    pthread_mutex_t lock;
 };
 
 static void name_of(const void *ctx, uint64_t i, const void **name, size_t *len) {
@@ -527,7 +542,24 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
 
 /* ---- opening: local headers (Z-73..Z-75) ---- */
 
-static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_error *err) {
+/* Bytes already read: len bytes of the archive at `at`. */
+typedef struct prefetch {
+    const uint8_t *p;
+    uint64_t at, len;
+} prefetch;
+
+/* n bytes at off, from pf when it holds all of them, else as src_view. */
+static oc_status pre_view(const oz_zip_reader *r, const prefetch *pf, uint64_t off, uint64_t n,
+                          uint8_t **tmp, const uint8_t **out, oc_error *err) {
+    if (pf && off >= pf->at && off - pf->at <= pf->len && n <= pf->len - (off - pf->at)) {
+        *out = pf->p + (off - pf->at);
+        return OC_OK;
+    }
+    return src_view(r, off, n, tmp, out, err);
+}
+
+static oc_status check_local(const oz_zip_reader *r, oz__entry *e, const prefetch *pf,
+                             uint8_t **tmp, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     qname(r, e, q);
     uint64_t at = e->lho;
@@ -536,7 +568,9 @@ static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_e
     OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
                        at, "the local header of '%s' overlaps the central directory (Z-73)", q);
     uint8_t b[OZ_LOCAL_SIZE];
-    OZ_FORWARD(src_read(r, at, b, OZ_LOCAL_SIZE, err));
+    const uint8_t *fixed = NULL;
+    OZ_FORWARD(pre_view(r, pf, at, OZ_LOCAL_SIZE, tmp, &fixed, err));
+    memcpy(b, fixed, OZ_LOCAL_SIZE); /* the next view may reuse *tmp */
     oz__cursor c = oz__cursor_make(b, OZ_LOCAL_SIZE);
     hdr_fields hf;
     read_fixed(&c, 0, &hf);
@@ -552,7 +586,7 @@ static oc_status check_local(oz_zip_reader *r, oz__entry *e, uint8_t **tmp, oc_e
     OZ_RETURN_ERROR_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at,
                        "the local header of '%s' overlaps the central directory (Z-73)", q);
     const uint8_t *v = NULL;
-    OZ_FORWARD(src_view(r, var_at, var, tmp, &v, err));
+    OZ_FORWARD(pre_view(r, pf, var_at, var, tmp, &v, err));
     if (nlen != e->name_len || memcmp(v, r->names + e->name_off, nlen) != 0) {
         char lq[OC_QUOTE_SIZE];
         return oz__fail(err, OC_ERR_INCONSISTENT, at,
@@ -632,6 +666,92 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
     return OC_OK;
 }
 
+/* A remote archive's local headers wait for their entries' first reads (see the top of
+ * this file). What can be known now is: entries sorted by where they start, no two at
+ * the same offset (Z-76), and where each one's successor starts, which its data must end
+ * before once its local header says where the data begins. */
+static oc_status defer_locals(oz_zip_reader *r, oc_error *err) {
+    uint64_t n = r->count;
+    span *s = n ? malloc((size_t)n * sizeof *s) : NULL;
+    r->checked = calloc(n ? (size_t)n : 1, 1);
+    r->next_at = malloc(n ? (size_t)n * sizeof *r->next_at : 1);
+    OZ_RETURN_ERROR_IF((n && !s) || !r->checked || !r->next_at, err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                       "out of memory");
+    for (uint64_t i = 0; i < n; i++) s[i] = (span){r->e[i].lho, 0, i};
+    if (n) qsort(s, (size_t)n, sizeof *s, span_cmp);
+    for (uint64_t i = 0; i < n; i++) {
+        if (i + 1 < n && s[i].start == s[i + 1].start) {
+            char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
+            uint64_t at = s[i].start;
+            qname(r, &r->e[s[i].idx], qa);
+            qname(r, &r->e[s[i + 1].idx], qb);
+            free(s);
+            return oz__fail(err, OC_ERR_INCONSISTENT, at, "entries '%s' and '%s' overlap (Z-76)",
+                            qa, qb);
+        }
+        r->next_at[s[i].idx] = i + 1 < n ? s[i + 1].start : r->cd_off;
+    }
+    free(s);
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        free(r->checked);
+        r->checked = NULL;
+        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "cannot make a lock");
+    }
+    return OC_OK;
+}
+
+/* Checks entry index's local header unless done (a deferred one), reading it from pf when
+ * pf holds it. Results go in under the lock; two threads may check the same entry at
+ * once and find the same. */
+static oc_status ensure_local(const oz_zip_reader *r, uint64_t index, const prefetch *pf,
+                              oc_error *err) {
+    if (!r->checked) return OC_OK;
+    oz_zip_reader *w = (oz_zip_reader *)(uintptr_t)r; /* only the deferred state changes */
+    pthread_mutex_lock(&w->lock);
+    oz__entry e = r->e[index];
+    int done = r->checked[index];
+    pthread_mutex_unlock(&w->lock);
+    if (done) return OC_OK;
+    /* Without the bytes at hand: the fixed header, the name and room for the extra field
+     * (our archives' padding record) in one read, not one for each part. */
+    uint8_t *head = NULL;
+    prefetch own;
+    if (!pf) {
+        uint64_t n = OZ_LOCAL_SIZE + (uint64_t)e.name_len + 256, room = r->next_at[index] - e.lho;
+        if (n > room) n = room;
+        if (n >= OZ_LOCAL_SIZE && (head = malloc((size_t)n)) != NULL) {
+            if (src_read(r, e.lho, head, n, NULL) == OC_OK) {
+                own = (prefetch){head, e.lho, n};
+                pf = &own;
+            }
+        }
+    }
+    uint8_t *tmp = NULL;
+    oc_status st = check_local(r, &e, pf, &tmp, err);
+    free(tmp);
+    free(head);
+    OZ_FORWARD(st);
+    if (e.csize > r->next_at[index] - e.data_off) { /* check_local: data_off <= cd_off */
+        char q[OC_QUOTE_SIZE];
+        return oz__fail(err, OC_ERR_INCONSISTENT, e.data_off,
+                        "the data of '%s' runs into the next entry at %llu (Z-76)", qname(r, &e, q),
+                        (unsigned long long)r->next_at[index]);
+    }
+    pthread_mutex_lock(&w->lock);
+    w->e[index].data_off = e.data_off;
+    w->checked[index] = 1;
+    pthread_mutex_unlock(&w->lock);
+    return OC_OK;
+}
+
+oc_status oz_zip_reader_local(const oz_zip_reader *r, uint64_t index, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                       "no entry %llu (the archive has %llu)", (unsigned long long)index,
+                       (unsigned long long)r->count);
+    return ensure_local(r, index, NULL, err);
+}
+
 static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, oc_error *err) {
     r->max_entries = o && o->max_entries ? o->max_entries : OZ_ZIP_DEFAULT_MAX_ENTRIES;
     if (r->max_entries > OZ_ZIP_MAX_ENTRIES_HARD) r->max_entries = OZ_ZIP_MAX_ENTRIES_HARD;
@@ -683,7 +803,12 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     const uint8_t *cd = NULL;
     oc_status st = src_view(r, r->cd_off, r->cd_size, &tmp, &cd, err);
     if (st == OC_OK) st = parse_central(r, cd, err);
-    for (uint64_t i = 0; st == OC_OK && i < r->count; i++) st = check_local(r, &r->e[i], &tmp, err);
+    if (st == OC_OK && (r->src->caps & OC_SOURCE_REMOTE)) {
+        free(tmp);
+        return defer_locals(r, err);
+    }
+    for (uint64_t i = 0; st == OC_OK && i < r->count; i++)
+        st = check_local(r, &r->e[i], NULL, &tmp, err);
     free(tmp);
     OZ_FORWARD(st);
     return check_overlaps(r, err);
@@ -692,6 +817,9 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
 void oz_zip_reader_close(oz_zip_reader *r) {
     if (!r) return;
     oc_source_unref(r->src);
+    if (r->checked) pthread_mutex_destroy(&r->lock);
+    free(r->checked);
+    free(r->next_at);
     oc_nametab_free(r->tab);
     free(r->e);
     free(r->names);
@@ -822,7 +950,9 @@ oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_ent
     OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
+    if (r->checked) pthread_mutex_lock(&((oz_zip_reader *)(uintptr_t)r)->lock);
     oz__entry_view(&r->e[index], r->names, out);
+    if (r->checked) pthread_mutex_unlock(&((oz_zip_reader *)(uintptr_t)r)->lock);
     return OC_OK;
 }
 
@@ -849,8 +979,8 @@ bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len,
 /* ---- reading data ---- */
 
 /* Z-72: entries we can read at all. */
-static oc_status readable(const oz_zip_reader *r, uint64_t index, const oz__entry **out,
-                          oc_error *err) {
+static oc_status readable(const oz_zip_reader *r, uint64_t index, const prefetch *pf,
+                          const oz__entry **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
     OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
@@ -866,7 +996,36 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const oz__entr
                        "entry '%s' uses compression method %u; only 0 (stored) and 8 "
                        "(deflated) are supported (Z-72)",
                        qname(r, e, q), e->method);
+    OZ_FORWARD(ensure_local(r, index, pf, err));
     *out = e;
+    return OC_OK;
+}
+
+/* The first read of a deferred STORED entry: its local header and data in one request,
+ * [lho, where the next entry begins), when that span holds no more than the data and the
+ * largest local header (else *buf stays NULL and the header costs a request of its own).
+ * *buf (an oc_bytes_alloc_buffer) and *pf then hold the span. */
+static oc_status fetch_with_local(const oz_zip_reader *r, uint64_t index, uint8_t **buf,
+                                  prefetch *pf, oc_error *err) {
+    *buf = NULL;
+    if (!r->checked || index >= r->count) return OC_OK;
+    const oz__entry *e = &r->e[index]; /* lho, csize, method: fixed since open */
+    pthread_mutex_lock(&((oz_zip_reader *)(uintptr_t)r)->lock);
+    int done = r->checked[index];
+    pthread_mutex_unlock(&((oz_zip_reader *)(uintptr_t)r)->lock);
+    uint64_t reach = r->next_at[index] - e->lho, most = OZ_LOCAL_SIZE + 2 * 0xFFFFu + 16;
+    if (done || e->method != OZ_ZIP_STORED || reach < e->csize || reach - e->csize > most ||
+        reach > SIZE_MAX)
+        return OC_OK;
+    uint8_t *b = oc_bytes_alloc_buffer(reach);
+    OZ_RETURN_ERROR_IF(!b, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_status st = src_read(r, e->lho, b, reach, err);
+    if (st != OC_OK) {
+        oc_bytes_free_buffer(b);
+        return st;
+    }
+    *buf = b;
+    *pf = (prefetch){b, e->lho, reach};
     return OC_OK;
 }
 
@@ -1007,7 +1166,24 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
     const oz__entry *e = NULL;
-    OZ_FORWARD(readable(r, index, &e, err));
+    uint8_t *both = NULL;
+    prefetch pf;
+    OZ_FORWARD(fetch_with_local(r, index, &both, &pf, err));
+    if (both) { /* checked from the bytes fetched; the data moves to the buffer's start */
+        oc_status st = readable(r, index, &pf, &e, err);
+        if (st != OC_OK) {
+            oc_bytes_free_buffer(both);
+            return st;
+        }
+        if (e->usize == 0) { /* as below: an empty entry is an empty span */
+            oc_bytes_free_buffer(both);
+            return OC_OK;
+        }
+        memmove(both, both + (e->data_off - e->lho), (size_t)e->usize);
+        give_buffer(out, both, e->usize);
+        return OC_OK;
+    }
+    OZ_FORWARD(readable(r, index, NULL, &e, err));
     if (e->method == OZ_ZIP_STORED) {
         /* shares the source's lifetime (or borrows the caller's memory) */
         if (r->src->caps & OC_SOURCE_MAP)
@@ -1059,7 +1235,7 @@ static oc_status crc_sink(void *ctx, const void *data, uint64_t size, oc_error *
 
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
     const oz__entry *e = NULL;
-    OZ_FORWARD(readable(r, index, &e, err));
+    OZ_FORWARD(readable(r, index, NULL, &e, err));
     uint32_t crc = 0;
     if (e->method == OZ_ZIP_STORED) {
         if (r->src->caps & OC_SOURCE_MAP) {

@@ -9,10 +9,12 @@
 #include "onnxcore/http.h"
 #include "internal/source.h"
 
-/* Bytes the first request asks for: the object's last 64 KiB (a suffix range), which
- * tells its size and identity and holds a ZIP's end records and, most often, its central
- * directory. They are kept, and reads that fall in them cost no request. */
-#define OC_HTTP_TAIL (64u << 10)
+/* Bytes the first request asks for: the object's last 65 KiB (a suffix range), which
+ * tells its size and identity and holds whatever a ZIP reader looks for at the end (the
+ * end record with the longest comment, the zip64 locator and record: 65,633 bytes at
+ * most) and, most often, the central directory. They are kept, and reads that fall in
+ * them cost no request. */
+#define OC_HTTP_TAIL (65u << 10)
 
 /* Opens url (http:// or https://) with one request: the tail above. The object's size,
  * ETag and Last-Modified are fixed then; a later response that disagrees is an error,

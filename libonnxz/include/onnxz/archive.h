@@ -189,7 +189,9 @@ typedef struct oz_archive_space {
                             * whatever journal lies beside it (A-56) */
     uint64_t unused_bytes; /* bytes of the archive before its central directory that no
                             * entry holds: old models left by in-place edits (A-54), data
-                            * descriptors of other writers */
+                            * descriptors of other writers; UINT64_MAX when not known: an
+                            * archive read from a URL, some of whose local headers were
+                            * not read) */
 } oz_archive_space;
 
 /* Fills *out for an open archive (zeros for NULL). */

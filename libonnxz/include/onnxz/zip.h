@@ -49,7 +49,10 @@ typedef struct oz_zip_entry {
     uint64_t compressed_size;
     uint64_t uncompressed_size;
     uint64_t local_header_offset;
-    uint64_t data_offset; /* first byte of the (compressed) data in the file */
+    /* First byte of the (compressed) data in the file; 0 while not known: an archive
+     * read from a URL checks each local header with its entry's first read (or
+     * oz_zip_reader_local), so that listing it costs no request per entry. */
+    uint64_t data_offset;
 } oz_zip_entry;
 
 /* ======================================================================================
@@ -171,6 +174,11 @@ OZ_API oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *opti
 OZ_API oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                            const oz_zip_reader_options *options,
                                            oz_zip_reader **out, oc_error *err);
+
+/* Reads and checks entry index's local header now if that was deferred (an archive read
+ * from a URL: one request), so that oz_zip_reader_entry gives its data_offset; a no-op
+ * otherwise. A broken rule fails as it would have at open. */
+OZ_API oc_status oz_zip_reader_local(const oz_zip_reader *r, uint64_t index, oc_error *err);
 
 /* Closes the reader. Spans read from a mapping stay valid (they hold the mapping's owner
  * token). NULL is accepted. */
