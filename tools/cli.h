@@ -163,6 +163,7 @@ oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *model, const char *
 extern const cli_command cmd_convert;
 extern const cli_command cmd_info;
 extern const cli_command cmd_ls;
+extern const cli_command cmd_get;
 extern const cli_command cmd_verify;
 extern const cli_command cmd_unpack;
 extern const cli_command cmd_bench;

@@ -406,6 +406,7 @@ static int run_info(const cli_args *args) {
         lo.command = "info";
         lo.key_file = args->value[INFO_OPT_KEY_FILE];
         lo.crypt_out = &report.crypt;
+        lo.size_out = &report.file_size;
         /* An encrypted file holding an archive comes back as CLI_FORM_ONNXZ, unlisted. */
         rc = cli_load_input(report.path, &lo, args->verbosity, &model, &report.form);
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
@@ -413,7 +414,7 @@ static int run_info(const cli_args *args) {
     report.model = proto;
     if (rc == CLI_EXIT_OK && oc_is_url(report.path) && report.archive.archive)
         report.file_size = oz_zip_reader_size(oz_archive_zip(report.archive.archive));
-    else if (rc == CLI_EXIT_OK)
+    else if (rc == CLI_EXIT_OK && !(oc_is_url(report.path) && report.file_size))
         rc = file_size(report.path, &report.file_size);
     if (rc == CLI_EXIT_OK) {
         oc_error_clear(&err);

@@ -95,6 +95,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
         cli_key_free(&key);
     }
     if (st != OC_OK) return cli_fail(path, &err);
+    if (o->size_out) *o->size_out = info.file_size;
     if (form_out) *form_out = info.is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
     if (encrypted) {
         if (o->crypt_out) *o->crypt_out = cf;

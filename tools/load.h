@@ -47,6 +47,7 @@ typedef struct cli_load_options {
     const char *command;        /* for the usage error when there is no passphrase source */
     const char *key_file;       /* --key-file, or NULL */
     oc_crypt_format *crypt_out; /* may be NULL: receives the input's encryption (or NONE) */
+    uint64_t *size_out;         /* may be NULL: receives the input's size (0: not known) */
 } cli_load_options;
 
 /* Loads a .onnx file or an .onnxz archive (told apart by content), or an encrypted file

@@ -42,9 +42,9 @@ static const cli_command cmd_help = {
 };
 
 /* In the order `onnxz --help` lists them. */
-static const cli_command *const commands[] = {&cmd_convert, &cmd_info,  &cmd_ls,   &cmd_verify,
-                                              &cmd_unpack,  &cmd_meta,  &cmd_stub, &cmd_encrypt,
-                                              &cmd_decrypt, &cmd_bench, &cmd_help};
+static const cli_command *const commands[] = {&cmd_convert, &cmd_info,    &cmd_ls,    &cmd_get,
+                                              &cmd_verify,  &cmd_unpack,  &cmd_meta,  &cmd_stub,
+                                              &cmd_encrypt, &cmd_decrypt, &cmd_bench, &cmd_help};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static const cli_command *find_command(const char *name) {
@@ -74,6 +74,15 @@ static void print_global_help(FILE *out) {
           "                  archive's directory (default 1G; 512M, 8G, ...); past it a\n"
           "                  load fails at once instead of exhausting the machine. Accepted\n"
           "                  before or after the command, by every command\n"
+          "\n"
+          "URLs: info, ls, get, verify and convert read http:// and https:// URLs with\n"
+          "range requests (an archive's directory, model and the tensors used; nothing\n"
+          "else). Settings, from the environment only (never on the command line):\n"
+          "  ONNXZ_HTTP_AUTH      Authorization header value, sent to the URL's own host\n"
+          "  ONNXZ_CA_FILE        PEM certificates to verify the server with\n"
+          "  ONNXZ_HTTP_INSECURE  1: do not verify the server's certificate\n"
+          "  ONNXZ_HTTP_TIMEOUT   seconds without data before a request fails (30)\n"
+          "  ONNXZ_HTTP_RETRIES   retries of a broken transfer or a 5xx (3)\n"
           "\n"
           "Exit status: 0 success, 1 bad input or I/O failure (one line on stderr:\n"
           "\"onnxz: error: FILE: MESSAGE (at offset N)\"), 2 usage error.\n"

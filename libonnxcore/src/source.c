@@ -68,6 +68,26 @@ oc_status oc_source_read(oc_source *s, uint64_t at, void *dst, uint64_t n, oc_er
     return OC_OK;
 }
 
+oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
+                            oc_error *err) {
+    if (at > s->size || n > s->size - at)
+        return oc__fail(err, OC_ERR_TRUNCATED, at,
+                        "%s: %llu bytes at offset %llu run past its end (%llu bytes)", s->name,
+                        (unsigned long long)n, (unsigned long long)at, (unsigned long long)s->size);
+    if (s->vt->read_to) return s->vt->read_to(s, at, n, write, ctx, err);
+    uint64_t piece = n < ((uint64_t)4 << 20) ? n : ((uint64_t)4 << 20);
+    uint8_t *buf = malloc(piece ? (size_t)piece : 1);
+    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_status st = OC_OK;
+    for (uint64_t done = 0; st == OC_OK && done < n; done += piece) {
+        if (piece > n - done) piece = n - done;
+        st = oc_source_read(s, at + done, buf, piece, err);
+        if (st == OC_OK) st = write(ctx, buf, piece, err);
+    }
+    free(buf);
+    return st;
+}
+
 oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc_error *err) {
     if (at > s->size || n > s->size - at)
         return oc__fail(err, OC_ERR_TRUNCATED, at,
@@ -208,7 +228,10 @@ static void mem_destroy(oc_source *s) {
 }
 
 static const oc_source_vtable mem_vtable = {
-    "memory", mem_read, mem_map, NULL, NULL, NULL, mem_destroy,
+    .kind = "memory",
+    .read = mem_read,
+    .map = mem_map,
+    .destroy = mem_destroy,
 };
 
 oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx), void *ctx,

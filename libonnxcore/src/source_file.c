@@ -132,7 +132,12 @@ static void mapped_destroy(oc_source *s) {
 }
 
 static const oc_source_vtable mapped_vtable = {
-    "mapped file", mapped_read, mapped_map, mapped_drop, NULL, mapped_copy_to_fd, mapped_destroy,
+    .kind = "mapped file",
+    .read = mapped_read,
+    .map = mapped_map,
+    .drop = mapped_drop,
+    .copy_to_fd = mapped_copy_to_fd,
+    .destroy = mapped_destroy,
 };
 
 static oc_status read_whole(int fd, const char *name, uint64_t size, void **out, oc_error *err) {
@@ -242,7 +247,10 @@ static void pread_will_read(oc_source *s, const oc_source_range *r, size_t count
 static void pread_destroy(oc_source *s) { close(((pread_source *)s)->fd); }
 
 static const oc_source_vtable pread_vtable = {
-    "file", pread_read, NULL, NULL, pread_will_read, NULL, pread_destroy,
+    .kind = "file",
+    .read = pread_read,
+    .will_read = pread_will_read,
+    .destroy = pread_destroy,
 };
 
 static oc_status open_pread(int fd, const char *name, const struct stat *st, oc_source **out,

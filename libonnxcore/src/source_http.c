@@ -11,7 +11,7 @@
  * body cut short) are retried with backoff, resuming after the bytes already received;
  * a stall or a 4xx is not. Handles are pooled and keep their connections alive.
  *
- * The last object opened is remembered for a few seconds (its URL, size, identity and
+ * The last few objects opened are remembered for a few seconds (URL, size, identity and
  * tail): opening it again, as a caller that first asks what a URL holds and then opens it
  * does, costs no request. Nothing stale can mix in: every byte fetched afterwards is
  * checked against that identity.
@@ -63,22 +63,30 @@ typedef struct xfer {
     uint64_t r_first, r_last, r_total;
     int unsatisfiable_total; /* 416: "bytes * / SIZE" seen */
     char etag[256], modified[64];
-    int checked;       /* the response was checked at its first body byte */
-    char why[512];     /* why the body was refused, for the error */
-    uint8_t *open_buf; /* at open: the tail, allocated once the size is known */
+    int checked;          /* the response was checked at its first body byte */
+    char why[512];        /* why the body was refused, for the error */
+    struct timespec last; /* when a byte (of headers or body) last arrived */
+    int stalled;          /* the progress callback gave up waiting */
+    uint8_t *open_buf;    /* at open: the tail, allocated once the size is known */
+    oc_write_fn sink;     /* read_to: the body goes here, not into dst */
+    void *sink_ctx;
+    oc_error *sink_err;
+    oc_status sink_st; /* what the sink said when it refused (not retried) */
 } xfer;
 
-/* The object opened last (see the top of this file). */
+/* The objects opened last (see the top of this file): a model and its data files. */
 #define RECENT_SECONDS 10
-static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+#define RECENT_MAX     4
+typedef struct recent_open {
     char *url, *auth;
     uint64_t size;
     char etag[256], modified[64];
     uint8_t *tail;
     uint64_t tail_len;
     struct timespec at;
-} recent;
+} recent_open;
+static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
+static recent_open recent[RECENT_MAX];
 
 static int same_text(const char *a, const char *b) {
     return a == b || (a && b && strcmp(a, b) == 0);
@@ -144,6 +152,7 @@ static void parse_content_range(xfer *x, const char *v, size_t n) {
 static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
     xfer *x = ctx;
     size_t len = size * n;
+    clock_gettime(CLOCK_MONOTONIC, &x->last);
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) { /* a new response (after a redirect) */
         const char *sp = memchr(line, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
@@ -205,6 +214,10 @@ static int response_ok(xfer *x) {
 static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
     xfer *x = ctx;
     size_t len = size * n;
+    clock_gettime(CLOCK_MONOTONIC, &x->last);
+    if (!x->checked && x->want == 0 && x->status == 416 && x->unsatisfiable_total &&
+        x->r_total == 0)
+        return len; /* an empty object: the 416's own text is not the object's */
     if (!x->checked) {
         if (!response_ok(x)) return 0; /* CURLE_WRITE_ERROR: stops the transfer */
         x->checked = 1;
@@ -234,9 +247,26 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
         snprintf(x->why, sizeof x->why, "the server sent more bytes than the range it announced");
         return 0;
     }
-    memcpy(x->dst + x->got, data, len);
+    if (x->sink) {
+        x->sink_st = x->sink(x->sink_ctx, data, len, x->sink_err);
+        if (x->sink_st != OC_OK) return 0;
+    } else {
+        memcpy(x->dst + x->got, data, len);
+    }
     x->got += len;
     return len;
+}
+
+/* The stall timeout: no byte for timeout_s seconds ends the transfer. (libcurl's own
+ * low-speed limit averages over seconds of history, so a server that stops mid-body
+ * after a fast start was given several times the timeout.) */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+    xfer *x = ctx;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (seconds_since(&x->last) < (double)x->h->timeout_s) return 0;
+    x->stalled = 1;
+    return 1; /* CURLE_ABORTED_BY_CALLBACK */
 }
 
 /* ---- handles ---- */
@@ -275,8 +305,9 @@ static void setup(http_source *h, CURL *c, struct curl_slist *hdrs, const char *
     curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->connect_ms);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout_s);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -329,15 +360,22 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         x->checked = 0;
         x->why[0] = '\0';
         x->status = 0;
+        x->stalled = 0;
+        clock_gettime(CLOCK_MONOTONIC, &x->last); /* connecting counts as waiting */
         setup(h, c, hdrs, range, x, errbuf);
         CURLcode rc = curl_easy_perform(c);
         long status = x->status;
-        if (rc == CURLE_OK && x->want == 0 && status == 416 && x->unsatisfiable_total &&
-            x->r_total == 0)
-            break; /* an empty object: no range of it exists */
+        if (rc == CURLE_OK && x->want == 0 && !x->checked &&
+            ((status == 416 && x->unsatisfiable_total && x->r_total == 0) || status == 200))
+            break; /* an empty object (no body came, or on_body refuses a 200): no range of
+                    * it exists, and servers answer 416 or a 200 without a body */
         if (rc == CURLE_OK && !x->checked && !response_ok(x)) /* no body: judged now */
             rc = CURLE_WRITE_ERROR;
         if (rc == CURLE_OK && x->want && x->got == x->want) break;
+        if (x->sink_st != OC_OK) { /* the sink refused: its error stands, no retry */
+            st = x->sink_st;
+            break;
+        }
         if (attempt < h->retries && transient(rc, status, x)) {
             backoff(attempt);
             continue;
@@ -352,6 +390,11 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                           "%s: the body ended after %" PRIu64 " of %" PRIu64 " bytes", h->head.name,
                           x->got, x->want);
+        else if (rc == CURLE_ABORTED_BY_CALLBACK && x->stalled)
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                          "%s: timed out (no data for %ld s, %" PRIu64 " of %" PRIu64
+                          " bytes received)",
+                          h->head.name, h->timeout_s, x->got, x->want);
         else if (rc == CURLE_OPERATION_TIMEDOUT)
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s): %s",
                           h->head.name, h->timeout_s, errbuf[0] ? errbuf : curl_easy_strerror(rc));
@@ -379,20 +422,24 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
 static int recall(http_source *h) {
     int hit = 0;
     pthread_mutex_lock(&recent_lock);
-    if (recent.url && strcmp(recent.url, h->url) == 0 && same_text(recent.auth, h->auth) &&
-        seconds_since(&recent.at) < RECENT_SECONDS &&
-        (h->tail = malloc(recent.tail_len ? (size_t)recent.tail_len : 1)) != NULL) {
-        if (recent.tail_len) memcpy(h->tail, recent.tail, (size_t)recent.tail_len);
-        h->tail_len = recent.tail_len;
-        h->head.size = recent.size;
-        memcpy(h->etag, recent.etag, sizeof h->etag);
-        memcpy(h->modified, recent.modified, sizeof h->modified);
+    for (int i = 0; i < RECENT_MAX && !hit; i++) {
+        recent_open *r = &recent[i];
+        if (!r->url || strcmp(r->url, h->url) != 0 || !same_text(r->auth, h->auth) ||
+            seconds_since(&r->at) >= RECENT_SECONDS)
+            continue;
+        if (!(h->tail = malloc(r->tail_len ? (size_t)r->tail_len : 1))) break;
+        if (r->tail_len) memcpy(h->tail, r->tail, (size_t)r->tail_len);
+        h->tail_len = r->tail_len;
+        h->head.size = r->size;
+        memcpy(h->etag, r->etag, sizeof h->etag);
+        memcpy(h->modified, r->modified, sizeof h->modified);
         hit = 1;
     }
     pthread_mutex_unlock(&recent_lock);
     return hit;
 }
 
+/* Takes the slot of the same URL, else an empty one, else the oldest. */
 static void remember(const http_source *h) {
     char *url = strdup(h->url), *auth = h->auth ? strdup(h->auth) : NULL;
     uint8_t *tail = malloc(h->tail_len ? (size_t)h->tail_len : 1);
@@ -404,17 +451,28 @@ static void remember(const http_source *h) {
     }
     if (h->tail_len) memcpy(tail, h->tail, (size_t)h->tail_len);
     pthread_mutex_lock(&recent_lock);
-    free(recent.url);
-    free(recent.auth);
-    free(recent.tail);
-    recent.url = url;
-    recent.auth = auth;
-    recent.tail = tail;
-    recent.tail_len = h->tail_len;
-    recent.size = h->head.size;
-    memcpy(recent.etag, h->etag, sizeof recent.etag);
-    memcpy(recent.modified, h->modified, sizeof recent.modified);
-    clock_gettime(CLOCK_MONOTONIC, &recent.at);
+    recent_open *r = &recent[0];
+    for (int i = 0; i < RECENT_MAX; i++) {
+        recent_open *c = &recent[i];
+        if (c->url && strcmp(c->url, h->url) == 0) {
+            r = c;
+            break;
+        }
+        if (!c->url || (r->url && (c->at.tv_sec < r->at.tv_sec || (c->at.tv_sec == r->at.tv_sec &&
+                                                                   c->at.tv_nsec < r->at.tv_nsec))))
+            r = c;
+    }
+    free(r->url);
+    free(r->auth);
+    free(r->tail);
+    r->url = url;
+    r->auth = auth;
+    r->tail = tail;
+    r->tail_len = h->tail_len;
+    r->size = h->head.size;
+    memcpy(r->etag, h->etag, sizeof r->etag);
+    memcpy(r->modified, h->modified, sizeof r->modified);
+    clock_gettime(CLOCK_MONOTONIC, &r->at);
     pthread_mutex_unlock(&recent_lock);
 }
 
@@ -448,6 +506,29 @@ static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uin
     return OC_OK;
 }
 
+/* One request whose body streams into write (resumed after the bytes passed on, when a
+ * transfer breaks); the part in the kept tail follows from memory. */
+static oc_status http_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
+                              oc_error *err) {
+    http_source *h = (http_source *)s;
+    uint64_t tail_at = s->size - h->tail_len;
+    uint64_t from_net = at + n <= tail_at ? n : at < tail_at ? tail_at - at : 0;
+    if (from_net) {
+        xfer x;
+        memset(&x, 0, sizeof x);
+        x.h = h;
+        x.at = at;
+        x.want = from_net;
+        x.sink = write;
+        x.sink_ctx = ctx;
+        x.sink_err = err;
+        OC_FORWARD(request(h, &x, err));
+    }
+    if (from_net < n)
+        OC_FORWARD(write(ctx, h->tail + (at + from_net - tail_at), n - from_net, err));
+    return OC_OK;
+}
+
 static void http_destroy(oc_source *s) {
     http_source *h = (http_source *)s;
     for (int i = 0; i < h->nidle; i++) curl_easy_cleanup(h->idle[i]);
@@ -461,6 +542,7 @@ static void http_destroy(oc_source *s) {
 static const oc_source_vtable http_vtable = {
     .kind = "http",
     .read = http_read,
+    .read_to = http_read_to,
     .destroy = http_destroy,
 };
 

@@ -131,7 +131,7 @@ unsigned oc_tensor_element_bits(int32_t data_type) {
     }
 }
 
-static const char *type_name(int32_t t) {
+const char *oc_tensor_type_name(int32_t t) {
     static const char *const names[] = {
         "UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
         "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
@@ -195,7 +195,7 @@ oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
             return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                             "tensor '%s': dims %s of %s make more than 2^64 - 1 bytes (W-40)",
                             oc_quote(t->name.data, t->name.size, name, sizeof name),
-                            format_dims(t, dims, sizeof dims), type_name(type));
+                            format_dims(t, dims, sizeof dims), oc_tensor_type_name(type));
         need = elements * per;
     } else {
         uint64_t per_byte = 8 / bits; /* elements packed in one byte */
@@ -221,7 +221,7 @@ oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
         return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "tensor '%s': dims %s of %s make %llu bytes, but %s %llu (W-40)",
                         oc_quote(t->name.data, t->name.size, name, sizeof name),
-                        format_dims(t, dims, sizeof dims), type_name(type),
+                        format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
                         (unsigned long long)need, what, (unsigned long long)have);
     return OC_OK;
 }

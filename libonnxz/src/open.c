@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,6 +169,34 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
                     (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
+/* A model at a URL, from the source that detected it (its tail already read): the rest
+ * in one request, decoded by libonnxcore, with external data resolved relative to the
+ * URL's directory. Drops the reference to src. */
+static oc_status load_remote_model(const char *url, oc_source *src, const oc_parse_options *po,
+                                   oc_model **out, oc_error *err) {
+    uint64_t size = src->size;
+    uint8_t *buf = size <= SIZE_MAX ? malloc(size ? (size_t)size : 1) : NULL;
+    oc_status st = buf ? oc_source_read(src, 0, buf, size, err)
+                       : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_source_unref(src);
+    oc_parse_options o = *po;
+    char *dir = NULL;
+    if (st == OC_OK && !po->data_dir && !po->skip_external_data) {
+        size_t end = strcspn(url, "?#"), n = 0, host = (size_t)(strstr(url, "://") + 3 - url);
+        for (size_t i = host; i < end; i++)
+            if (url[i] == '/') n = i;
+        if (!n) n = end; /* no path: the host's root */
+        if (!(dir = strndup(url, n)))
+            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        o.data_dir = dir;
+    }
+    o.no_copy = 0; /* the bytes are freed below */
+    if (st == OC_OK) st = oc_model_load_memory(buf, size, &o, out, err);
+    free(dir);
+    free(buf);
+    return st;
+}
+
 /* oz_open of an http(s) URL: one source for the detection and the load (its first
  * request, the tail, serves both); an archive then costs its model and tensors, a model
  * is loaded by libonnxcore (which opens the URL again) with its external data beside it. */
@@ -174,9 +204,10 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
                           oz_open_info *info, oc_error *err) {
     oc_source *src;
     OZ_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
+    info->file_size = src->size;
     oc_status st = detect_source(src, &info->kind, err);
     if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
-        oc_source_unref(src);
+        if (st != OC_OK || info->kind != OZ_KIND_MODEL) oc_source_unref(src);
         if (st != OC_OK) return st;
         if (info->kind == OZ_KIND_EMPTY)
             return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty, not an ONNX model",
@@ -186,7 +217,7 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
                             "%s: an encrypted file (%s) cannot be read from a URL yet; "
                             "download it first",
                             url, oz_kind_name(info->kind));
-        return oc_model_load_file(url, &opts->parse, out, err);
+        return load_remote_model(url, src, &opts->parse, out, err);
     }
     info->is_archive = true;
     oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);
@@ -213,6 +244,8 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
         if (st != OC_OK) *out = NULL;
         return st;
     }
+    struct stat fst;
+    info->file_size = stat(path, &fst) == 0 && fst.st_size > 0 ? (uint64_t)fst.st_size : 0;
     /* A file that cannot be looked at is handed to the model loader, which says why. */
     if (oz_detect_file(path, &info->kind, NULL) != OC_OK) info->kind = OZ_KIND_MODEL;
     oc_crypt_format format;

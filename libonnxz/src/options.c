@@ -46,6 +46,7 @@ void oz__open_info_put(oz_open_info *dst, const oz_open_info *src) {
     }
     OZ_INFO_PUT(dst, src, oz_open_info, kind);
     OZ_INFO_PUT(dst, src, oz_open_info, is_archive);
+    OZ_INFO_PUT(dst, src, oz_open_info, file_size);
 }
 
 oc_status oz__zip_opts(const oz_zip_reader_options **opts, oz_zip_reader_options *local,

@@ -1226,6 +1226,27 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     return OC_OK;
 }
 
+oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write_fn write,
+                                void *ctx, oc_error *err) {
+    OZ_RETURN_ERROR_IF(!write, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
+    const oz__entry *e = NULL;
+    OZ_FORWARD(readable(r, index, NULL, &e, err));
+    if (e->method == OZ_ZIP_STORED) {
+        if (!(r->src->caps & OC_SOURCE_MAP))
+            return oc_source_read_to(r->src, e->data_off, e->usize, write, ctx, err);
+        oc_bytes view = {0}; /* streamed as a write streams, so a mapping's pages go once read */
+        OZ_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
+        oc_status st = oc_bytes_write(&view, write, ctx, err);
+        oc_bytes_release(&view);
+        return st;
+    }
+    oc_bytes whole = {0}; /* inflated into memory, within max_inflated */
+    OZ_FORWARD(oz_zip_reader_read(r, index, &whole, err));
+    oc_status st = whole.size ? write(ctx, whole.data, whole.size, err) : OC_OK;
+    oc_bytes_release(&whole);
+    return st;
+}
+
 static oc_status crc_sink(void *ctx, const void *data, uint64_t size, oc_error *err) {
     (void)err;
     uint32_t *crc = ctx;

@@ -37,8 +37,11 @@ static oc_status ro_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uint6
 
 static void ro_destroy(oc_source *s) { (void)s; }
 
-static const oc_source_vtable ro_vtable = {"read-only", ro_read, NULL, NULL, NULL, NULL,
-                                           ro_destroy};
+static const oc_source_vtable ro_vtable = {
+    .kind = "read-only",
+    .read = ro_read,
+    .destroy = ro_destroy,
+};
 
 static void check_windowed(const oc_msgdesc *desc, const uint8_t *data, size_t size,
                            oc_status st, const oc_error *err, const fuzz_buf *enc) {

@@ -35,6 +35,10 @@ OC_API oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
  * does not know. Covers TensorProto.DataType of IR version 14 (1..26). */
 OC_API unsigned oc_tensor_element_bits(int32_t data_type);
 
+/* The name of a TensorProto.DataType as the schema spells it ("FLOAT", "BFLOAT16",
+ * "INT4" ...), or "type ?" for a value this library does not know. */
+OC_API const char *oc_tensor_type_name(int32_t data_type);
+
 /* Checks one tensor's payload against its dims and data_type (spec onnx-wire.md W-40):
  * every dim must be 0 or more (a negative one: OC_ERR_MALFORMED), their product must fit
  * in 64 bits, as must the byte size it gives (elements x element bits / 8, rounded up for

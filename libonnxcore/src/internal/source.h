@@ -72,6 +72,11 @@ typedef struct oc_source_vtable {
                             oc_error *err);
     /* Frees the implementation's state; runs when the last reference goes. */
     void (*destroy)(oc_source *s);
+    /* Passes [at, at + n) (already checked to lie inside the source) to write, in order,
+     * in pieces: for a remote source one request whose body streams through, never the
+     * whole range in memory. May be NULL (oc_source_read_to reads in pieces instead). */
+    oc_status (*read_to)(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
+                         oc_error *err);
 } oc_source_vtable;
 
 /* The common head of every source; implementations embed it first. Read-only once made. */
@@ -104,6 +109,10 @@ oc_status oc_source_read(oc_source *s, uint64_t at, void *dst, uint64_t n, oc_er
 /* As the vtable's read, with the range clamped to the source (*got < n at the end). */
 oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
                               oc_error *err);
+/* Passes exactly [at, at + n) to write, in order, holding at most a few MiB of it at a
+ * time; a range past the end, or a source that ends early, is OC_ERR_TRUNCATED. */
+oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
+                            oc_error *err);
 /* Makes *out a span of [at, at + n): a mapping where the source can map (shared or
  * borrowed), else an owned copy read through read. A range past the end is
  * OC_ERR_TRUNCATED. On failure *out is unchanged. */

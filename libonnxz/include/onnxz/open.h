@@ -90,6 +90,7 @@ typedef struct oz_open_info {
     size_t size;     /* sizeof(oz_open_info), set by the initialisers */
     oz_kind kind;    /* the file's kind (oz_detect_file) */
     bool is_archive; /* true when the model came from an .onnxz archive, encrypted or not */
+    uint64_t file_size; /* bytes of the file, or of the object at a URL (0: not known) */
 } oz_open_info;
 
 #define OZ_OPEN_INFO_INIT \

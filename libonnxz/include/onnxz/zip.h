@@ -175,6 +175,13 @@ OZ_API oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_o
                                            const oz_zip_reader_options *options,
                                            oz_zip_reader **out, oc_error *err);
 
+/* Passes entry index's bytes to write, in order, without holding a STORED entry in memory:
+ * a mapped archive's pages, a file's in pieces, a URL's as one request streamed through
+ * (after its local header's, when deferred). A DEFLATED entry is inflated into memory first
+ * (as oz_zip_reader_read, within max_inflated). CRCs are not checked (oz_zip_reader_verify). */
+OZ_API oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write_fn write,
+                                       void *ctx, oc_error *err);
+
 /* Reads and checks entry index's local header now if that was deferred (an archive read
  * from a URL: one request), so that oz_zip_reader_entry gives its data_offset; a no-op
  * otherwise. A broken rule fails as it would have at open. */

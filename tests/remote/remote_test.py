@@ -1,0 +1,740 @@
+#!/usr/bin/python3
+"""End-to-end tests of onnxz on remote models (http:// and https:// URLs).
+
+    remote_test.py --onnxz PATH --work DIR GROUP
+
+GROUP: nginx (Debian's nginx serving archives and external-data models over HTTP and
+HTTPS: request and byte budgets from its access log, results equal to the local files'),
+nginx_large (a 5 GiB archive: listing budget, a 1 GiB tensor streamed with bounded
+memory), faults (fault_server.py: every way a server can misbehave, hostile archives).
+Exit 0 on pass, 1 on failure (every failed check is printed), 77 (ctest's skip) when the
+tool was built without HTTP support or nginx, openssl or python3-onnx is missing.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nginx_env  # noqa: E402
+from fault_server import Fault, FaultServer  # noqa: E402
+
+try:
+    import numpy
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    numpy = None
+
+SKIP = 77
+NO_HTTP = "built without HTTP support"
+ERROR_RE = re.compile(r"^onnxz: error: (?P<file>.+?): (?P<msg>.+?)(?: \(at offset (?P<off>\d+)\))?$")
+LOCAL_MAX = 4096  # a local header's bytes before its data, at most, in our archives
+TAIL = 66560  # the first request: Range: bytes=-66560 (65 KiB: every end record a ZIP reader seeks)
+RANGE_RE = re.compile(r"^bytes=(\d+)-(\d+)$")
+AUTH = "Bearer onnxz-test-token"
+MODEL_ENTRY = "__MODEL_PROTO"
+# Under valgrind (ONNXZ_TEST_REDUCED=1, tests/CMakeLists.txt) every run of the tool is tens
+# of times slower: time limits and the stall tests' slack are multiplied by this.
+SLOW = 10 if os.environ.get("ONNXZ_TEST_REDUCED") == "1" else 1
+# What the tool must not inherit: our own settings, proxies, another CA bundle.
+SCRUB = {"ONNXZ_KEY", "ONNXZ_HTTP_AUTH", "ONNXZ_CA_FILE", "ONNXZ_HTTP_INSECURE", "ONNXZ_HTTP_TIMEOUT",
+         "ONNXZ_HTTP_RETRIES", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+         "ALL_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+
+class NoHttp(Exception):
+    """The tool answered a URL with `built without HTTP support`."""
+
+
+class Context:
+    def __init__(self, args):
+        self.onnxz = args.onnxz
+        self.work = args.work
+        self.failures = []
+
+    def path(self, *names):
+        return os.path.join(self.work, *names)
+
+    def run(self, *argv, env=None, timeout=60 * SLOW):
+        """(exit status, stdout bytes, stderr text, seconds); status None on a timeout."""
+        full = {k: v for k, v in os.environ.items() if k not in SCRUB}
+        full.update(env or {})
+        t = time.monotonic()
+        try:
+            p = subprocess.run([self.onnxz, *argv], capture_output=True, env=full, timeout=timeout,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return None, b"", f"(killed after {timeout} s)", time.monotonic() - t
+        err = p.stderr.decode("utf-8", "replace")
+        if NO_HTTP in err:
+            raise NoHttp(err.strip())
+        return p.returncode, p.stdout, err, time.monotonic() - t
+
+    def check(self, cond, what):
+        if not cond:
+            self.failures.append(what)
+        return cond
+
+    def equal(self, got, want, what):
+        return self.check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+    def ok(self, argv, what, env=None):
+        """Runs onnxz; exit 0 and nothing on stderr, else a failure. Returns stdout or None."""
+        rc, out, err, _ = self.run(*argv, env=env)
+        good = self.check(rc == 0, f"{what}: onnxz {' '.join(argv)}: exit {rc}, stderr {err!r}")
+        good = good and self.equal(err, "", f"{what}: stderr")
+        return out if good else None
+
+    def error(self, argv, file, what, message=None, env=None, timeout=60 * SLOW):
+        """Exit 1, nothing on stdout, one stderr line `onnxz: error: FILE: MESSAGE`, MESSAGE
+        matching the regular expression `message`. Returns the seconds the run took."""
+        rc, out, err, secs = self.run(*argv, env=env, timeout=timeout)
+        self.equal(rc, 1, f"{what}: exit status of onnxz {' '.join(argv)} (stderr {err!r})")
+        self.equal(out, b"", f"{what}: stdout on failure")
+        lines = err.splitlines()
+        if self.equal(len(lines), 1, f"{what}: stderr lines ({err!r})"):
+            m = ERROR_RE.match(lines[0])
+            if self.check(m is not None, f"{what}: error line format: {lines[0]!r}"):
+                self.equal(m.group("file"), file, f"{what}: file named in the error")
+                if message:
+                    self.check(re.search(message, m.group("msg")) is not None,
+                               f"{what}: message {m.group('msg')!r} does not match {message!r}")
+        return secs
+
+    def json(self, argv, what, env=None):
+        out = self.ok(argv, what, env)
+        try:
+            return None if out is None else json.loads(out)
+        except ValueError as e:
+            self.check(False, f"{what}: not JSON ({e}): {out[:200]!r}")
+            return None
+
+
+def read(path, offset=0, size=-1):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(size)
+
+
+# Facts an archive's local headers give: unknown (null) by URL until the entry is read,
+# since ls and info fetch only the central directory and the model.
+UNKNOWN_BY_URL = {"data_offset", "alignment", "min_tensor_alignment"}
+
+
+def json_diff(got, want, where=""):
+    """How the JSON result by URL differs from the local one: a list of short messages.
+    "file" (the input as given) is not compared; UNKNOWN_BY_URL keys may be null."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        out = [f"{where}.{k}: only {'by URL' if k in got else 'locally'}"
+               for k in sorted(set(got) ^ set(want)) if k != "file"]
+        for k in sorted(set(got) & set(want) - {"file"}):
+            if not (k in UNKNOWN_BY_URL and got[k] is None):
+                out += json_diff(got[k], want[k], f"{where}.{k}")
+        return out
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        return [m for i, (g, w) in enumerate(zip(got, want)) for m in json_diff(g, w, f"{where}[{i}]")]
+    return [] if got == want else [f"{where or 'value'}: {str(got)[:80]} by URL, {str(want)[:80]} locally"]
+
+
+def same_json(ctx, got, want, what):
+    """got (bytes or parsed) by URL equals want (the local run's) but for json_diff's leeway."""
+    try:
+        got, want = (json.loads(x) if isinstance(x, bytes) else x for x in (got, want))
+    except ValueError as e:
+        return ctx.check(False, f"{what}: not JSON ({e})")
+    diff = json_diff(got, want)
+    return ctx.check(not diff, f"{what}: differs from the local result: {'; '.join(diff[:6])}"
+                               f"{f' ... ({len(diff)} differences)' if len(diff) > 6 else ''}")
+
+
+def zip_end(data):
+    """(central directory offset, size, entries, where the end records start) of a ZIP's
+    bytes, or of its tail (positions are then the tail's), ZIP64 end record included."""
+    pos = data.rfind(b"PK\x05\x06")
+    entries, cd_size, cd_offset = struct.unpack_from("<10xHII", data, pos)
+    z64 = pos - 20 - 56  # the ZIP64 end record, just before its locator
+    if z64 >= 0 and data[pos - 20:pos - 16] == b"PK\x06\x07" and data[z64:z64 + 4] == b"PK\x06\x06":
+        entries, cd_size, cd_offset = struct.unpack_from("<32xQQQ", data, z64)
+        return cd_offset, cd_size, entries, z64
+    return cd_offset, cd_size, entries, pos
+
+
+def listing_budget(path):
+    """The most bytes `ls`/`info` of the archive at path may fetch: its central directory,
+    __MODEL_PROTO's local record (header and data), the first 64 KiB tail and 8 bytes."""
+    _, cd_size, _, _ = zip_end(read(path, max(0, os.path.getsize(path) - (1 << 20))))
+    info = zipfile.ZipFile(path).getinfo(MODEL_ENTRY)
+    name_len, extra_len = struct.unpack("<HH", read(path, info.header_offset + 26, 4))
+    return cd_size + 30 + name_len + extra_len + info.compress_size + TAIL + 8
+
+
+def entry_of(ctx, path, tensor):
+    """(data offset, size) of the entry holding tensor, from the local `ls --json`."""
+    listing = ctx.json(["ls", "--json", path], f"local ls of {path}")
+    for e in (listing or {}).get("entries", []):
+        if tensor in e["tensors"]:
+            return e["data_offset"], e["size"]
+    raise RuntimeError(f"{tensor} has no entry in {path}")
+
+
+# ---- fixtures ------------------------------------------------------------------------
+
+def save_model(path, tensors, name):
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], name,
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], tensors)
+    with open(path, "wb") as f:
+        f.write(helper.make_model(graph).SerializeToString())
+
+
+def model_tensors():
+    """The small model's initializers: four that go to entries (several types), one that
+    stays inside the model."""
+    rng = numpy.random.default_rng(5)
+    arrays = {"w1": rng.standard_normal((256, 256)).astype(numpy.float32),
+              "w2": rng.standard_normal(1000).astype(numpy.float16),
+              "w3": rng.integers(-10**12, 10**12, 300, dtype=numpy.int64),
+              "w4": rng.integers(0, 255, (50, 100), dtype=numpy.uint8),
+              "b": numpy.arange(4, dtype=numpy.float32)}
+    return [numpy_helper.from_array(a, n) for n, a in arrays.items()]
+
+
+def build_fixtures(ctx, d):
+    """In d: model.onnx and its archive model.onnxz; many.onnxz (70,000 tensors of 64
+    bytes: a ZIP64 archive whose central directory is far larger than the first tail);
+    two.onnx + two.data, and split.onnx + split.data[.N] (external data). Returns the
+    tensors by name: the model's, and many.onnxz's as well."""
+    os.makedirs(d, exist_ok=True)
+    tensors = model_tensors()
+    save_model(os.path.join(d, "model.onnx"), tensors, "model")
+    vals = numpy.random.default_rng(6).standard_normal((70000, 16)).astype(numpy.float32)
+    many = [TensorProto(name=f"t{i:05d}", data_type=TensorProto.FLOAT, dims=[16], raw_data=v.tobytes())
+            for i, v in enumerate(vals)]
+    save_model(os.path.join(d, "many.onnx"), many, "many")
+
+    def p(name):
+        return os.path.join(d, name)
+
+    checksum = ["--checksum"] if os.environ.get("ONNXZ_HAVE_OPENSSL", "1") == "1" else []
+    for argv in (["convert", p("model.onnx"), p("model.onnxz")],
+                 ["convert", p("many.onnx"), p("many.onnxz"), "--threshold", "64"],
+                 ["convert", p("model.onnx"), p("two.onnx"), "--external-data", "two.data", *checksum],
+                 ["convert", p("model.onnx"), p("split.onnx"), "--external-data", "split.data",
+                  "--max-file-size", "100K"]):
+        if ctx.ok(["-q", *argv], "build the fixtures") is None:
+            raise RuntimeError("could not build the fixtures")
+    os.remove(p("many.onnx"))
+    return {t.name: t for t in tensors + many}
+
+
+# ---- request checks ------------------------------------------------------------------
+
+def ranges_of(reqs, limit=8):
+    """The Range headers of reqs, for a message: the first few and how many in all."""
+    shown = [r["range"] for r in reqs[:limit]]
+    return f"{shown}{f' ... ({len(reqs)} in all)' if len(reqs) > limit else ''}"
+
+
+def check_requests(ctx, reqs, env, what, suffixes=1):
+    """Every request asked for a single range and was answered 206 with exactly that
+    Content-Range, the first to each path the tail suffix and the others bytes=A-B (up to
+    `suffixes` tail requests per path: verify re-opens what it checks in both libraries,
+    each of which remembers its own recent opens); each carried ONNXZ_HTTP_AUTH exactly
+    when it was set."""
+    ctx.check(reqs, f"{what}: no request logged")
+    seen = {}
+    for i, r in enumerate(reqs):
+        path = r["request"].split()[1]
+        m = RANGE_RE.match(r["range"])
+        if path not in seen:
+            ctx.equal(r["range"], f"bytes=-{TAIL}", f"{what}: first request's Range for {path}")
+        elif not m and r["range"] == f"bytes=-{TAIL}" and seen[path] < suffixes:
+            seen[path] += 1
+        elif not m:
+            ctx.check(False, f"{what}: request {i}: Range {r['range']!r} after the first is not "
+                             f"bytes=A-B: {ranges_of(reqs)}")
+            break
+        seen.setdefault(path, 1)
+        ctx.equal(r["status"], 206, f"{what}: request {i} ({r['range']}): status")
+        if m:
+            ctx.check(r["content_range"].startswith(f"bytes {m.group(1)}-{m.group(2)}/"),
+                      f"{what}: request {i}: {r['content_range']!r} answers {r['range']!r}")
+        ctx.equal(r["authorization"], env.get("ONNXZ_HTTP_AUTH", ""), f"{what}: request {i}: Authorization")
+
+
+def check_listing(ctx, ng, name, local, env, https, what):
+    """ls and info by URL (JSON: equal to the local ones; text: it works), each within 3
+    requests and the listing budget. Returns the Range headers `ls --json` sent."""
+    url = ng.url(name, https=https)
+    budget = listing_budget(local)
+    ls_ranges = None
+    for argv in (["ls", "--json"], ["info", "--json"], ["ls"], ["info"]):
+        w = f"{what}: {' '.join(argv)} {url}"
+        mark = ng.mark()
+        out = ctx.ok([*argv, url], w, env)
+        reqs = ng.requests_since(mark)
+        if out is not None and "--json" in argv:
+            want = ctx.ok([*argv, local], f"{w} (local)")
+            if want is not None:
+                same_json(ctx, out, want, w)
+        check_requests(ctx, reqs, env, w)
+        ctx.check(len(reqs) <= 3, f"{w}: {len(reqs)} requests, at most 3: {ranges_of(reqs)}")
+        got = sum(r["body_bytes_sent"] for r in reqs)
+        ctx.check(got <= budget, f"{w}: fetched {got} bytes, budget {budget}")
+        if ls_ranges is None:
+            ls_ranges = [r["range"] for r in reqs]
+    return ls_ranges
+
+
+def check_get_requests(ctx, reqs, env, ls_ranges, offset, size, what):
+    """get's requests: ls's, then the tensor's entry: one request from its local header
+    (at most LOCAL_MAX bytes before the data) to the data's last byte, or, for a tensor
+    streamed through (larger than 64 MiB), one for the local header and one of exactly
+    the tensor's bytes. The ZIP local header says where the data starts; nothing else
+    a reader can trust does."""
+    check_requests(ctx, reqs, env, what)
+    extra = [r for r in reqs]
+    for r in ls_ranges:
+        for i, x in enumerate(extra):
+            if x["range"] == r:
+                del extra[i]
+                break
+    spans = []
+    for r in extra:
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", r["range"] or "")
+        ctx.check(m is not None, f"{what}: request {r['range']!r} is a single range")
+        if m:
+            spans.append((int(m.group(1)), int(m.group(2)), r["body_bytes_sent"]))
+    spans.sort()
+    # The request ends at the tensor's last byte, or earlier where the rest lies in the
+    # tail the first request already fetched (the client keeps it).
+    last = offset + size - 1
+    ends = lambda b: b <= last and last - b < TAIL  # noqa: E731
+    one = len(spans) == 1 and 0 < offset - spans[0][0] <= LOCAL_MAX and ends(spans[0][1])
+    two = (len(spans) == 2 and 0 < offset - spans[0][0] <= LOCAL_MAX and
+           spans[0][1] - spans[0][0] < LOCAL_MAX and spans[1][0] == offset and ends(spans[1][1]))
+    ctx.check(one or two, f"{what}: beyond ls's, the tensor's local header and bytes "
+                          f"{offset}-{last} in one request (two when streamed): got {spans}")
+    for a, b, sent in spans:
+        ctx.equal(sent, b - a + 1, f"{what}: bytes sent for bytes={a}-{b}")
+
+
+def check_get(ctx, ng, name, local, tensor, env, https, ls_ranges, what, want_bytes):
+    """get by URL: the tensor's bytes as stored, equal to the local get, in exactly one
+    request beyond ls's, of exactly the tensor's bytes; to stdout without -o; --json
+    metadata equal to the local one's, with no tensor bytes fetched."""
+    url = ng.url(name, https=https)
+    offset, size = entry_of(ctx, local, tensor)
+    out_dir = ctx.path("get", what.replace(" ", "_").replace("/", "_"))
+    os.makedirs(out_dir)
+    got, mine = os.path.join(out_dir, "url.bin"), os.path.join(out_dir, "local.bin")
+    mark = ng.mark()
+    ok = ctx.ok(["get", url, tensor, "-o", got], f"{what}: get", env) is not None
+    reqs = ng.requests_since(mark)
+    ctx.ok(["get", local, tensor, "-o", mine], f"{what}: local get")
+    if ok:
+        ctx.check(read(got) == want_bytes, f"{what}: get wrote the tensor's bytes")
+        ctx.check(os.path.exists(mine) and read(got) == read(mine), f"{what}: get by URL = local get")
+        check_get_requests(ctx, reqs, env, ls_ranges, offset, size, f"{what}: get")
+
+    out = ctx.ok(["get", url, tensor], f"{what}: get to stdout", env)
+    ctx.check(out is None or out == want_bytes, f"{what}: get to stdout wrote the tensor's bytes")
+
+    mark = ng.mark()
+    meta = ctx.json(["get", url, tensor, "--json"], f"{what}: get --json", env)
+    reqs = ng.requests_since(mark)
+    local_meta = ctx.json(["get", local, tensor, "--json"], f"{what}: local get --json")
+    if meta is not None:
+        if local_meta is not None:
+            same_json(ctx, meta, local_meta, f"{what}: get --json")
+        ctx.check(len(reqs) <= len(ls_ranges), f"{what}: get --json: {len(reqs)} requests, ls needs "
+                                               f"{len(ls_ranges)} (no tensor bytes for metadata)")
+    return meta
+
+
+def check_get_meta(ctx, meta, t, what):
+    """get --json against python3-onnx's view of the tensor."""
+    if meta is None:
+        return
+    want = {"name": t.name, "data_type": TensorProto.DataType.Name(t.data_type),
+            "dims": list(t.dims), "bytes": len(t.raw_data)}
+    ctx.equal({k: meta.get(k) for k in want}, want, f"{what}: get --json")
+
+
+def check_external(ctx, ng, d, env, https, what):
+    """Two-file and split external-data models, and the archive, by URL: info, verify and
+    convert give what the local files give (convert outputs byte for byte)."""
+    out = ctx.path("convert", "https" if https else "http")
+
+    def run(argv, url, local, w):
+        """(stdout by URL, stdout of the local run); checks the URL run's requests."""
+        mark = ng.mark()
+        got = ctx.ok([a.replace("SRC", url).replace("SIDE", "url") for a in argv], w, env)
+        check_requests(ctx, ng.requests_since(mark), env, w, 2 if "verify" in argv else 1)
+        return got, ctx.ok([a.replace("SRC", local).replace("SIDE", "local") for a in argv], f"{w} (local)")
+
+    for side in ("url", "local"):
+        os.makedirs(os.path.join(out, side))
+    for name in ("two.onnx", "split.onnx", "model.onnxz"):
+        url, local = ng.url(name, https=https), os.path.join(d, name)
+        w = f"{what}: {name}"
+        for cmd in ("info", "verify"):
+            got, want = run([cmd, "--json", "SRC"], url, local, f"{w}: {cmd} --json")
+            if got is not None and want is not None:
+                same_json(ctx, got, want, f"{w}: {cmd} --json")
+            got, want = run([cmd, "SRC"], url, local, f"{w}: {cmd}")
+            if got is not None and want is not None and (cmd == "verify" or name.endswith(".onnx")):
+                # (info's text on an archive tells its alignment, unknown by URL)
+                ctx.equal(got.decode().replace(url, local), want.decode(), f"{w}: {cmd} by URL = local")
+        stem = name.replace(".", "_")
+        for suffix, extra in ((".onnxz", []), (".onnx", []), (".onnx", ["--external-data", stem + ".data"])):
+            base = os.path.join(out, "SIDE", stem + ("_x" if extra else ""))
+            run(["-q", "convert", "SRC", base + suffix, *extra], url, local, f"{w}: convert to {suffix} {extra}")
+            for f in [base + suffix] + ([os.path.join(out, "SIDE", extra[1])] if extra else []):
+                mine, theirs = f.replace("SIDE", "url"), f.replace("SIDE", "local")
+                ctx.check(os.path.exists(mine) and os.path.exists(theirs) and read(mine) == read(theirs),
+                          f"{w}: convert by URL to {suffix} {extra}: {os.path.basename(f)} differs "
+                          "from converting the local files")
+
+
+def group_nginx(ctx):
+    """nginx over HTTP and HTTPS: listing budgets (small archive, 70,000 entries), get,
+    external-data models, TLS verification and ONNXZ_HTTP_AUTH."""
+    d = ctx.path("www")
+    tensors = build_fixtures(ctx, d)
+    with nginx_env.Nginx(d, ctx.path("nginx")) as ng:
+        for https in (False, True):
+            scheme = "https" if https else "http"
+            # HTTPS runs with ONNXZ_HTTP_AUTH: every request carries it; HTTP: none does.
+            env = {"ONNXZ_CA_FILE": ng.ca_file, "ONNXZ_HTTP_AUTH": AUTH} if https else {}
+            for name, tensor in (("model.onnxz", "w1"), ("many.onnxz", "t00007")):
+                what = f"{scheme} {name}"
+                ranges = check_listing(ctx, ng, name, os.path.join(d, name), env, https, what)
+                meta = check_get(ctx, ng, name, os.path.join(d, name), tensor, env, https, ranges,
+                                 what, tensors[tensor].raw_data)
+                check_get_meta(ctx, meta, tensors[tensor], what)
+            check_external(ctx, ng, d, env, https, scheme)
+
+        url = ng.url("model.onnxz", https=True)
+        ctx.error(["info", url], url, "https without ONNXZ_CA_FILE (a private CA)", message="certificate")
+        ctx.ok(["info", url], "https with ONNXZ_HTTP_INSECURE=1", {"ONNXZ_HTTP_INSECURE": "1"})
+        ctx.ok(["ls", ng.url("model.onnxz", https=True, host="localhost")],
+               "https to localhost (the certificate's DNS name)", {"ONNXZ_CA_FILE": ng.ca_file})
+        missing = ng.url("missing.onnxz")
+        ctx.error(["ls", missing], missing, "a URL the server does not have", message=r"HTTP 404")
+
+
+# ---- nginx_large ---------------------------------------------------------------------
+
+# Runs a command and prints its exit status and peak RSS (KiB), from a fresh interpreter
+# (Linux counts the memory a child had before exec in its peak: a large parent would hide
+# the tool's own).
+RSS_PROBE = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def measured_run(ctx, argv, env):
+    """(exit status, peak RSS in bytes, stderr) of onnxz argv."""
+    full = {k: v for k, v in os.environ.items() if k not in SCRUB}
+    full.update(env)
+    p = subprocess.run([sys.executable, "-S", "-c", RSS_PROBE, ctx.onnxz, *argv], env=full,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=180 * SLOW)
+    err = p.stderr.decode("utf-8", "replace")
+    if NO_HTTP in err:
+        raise NoHttp(err.strip())
+    code, kib = p.stdout.split()[-2:]
+    return int(code), int(kib) * 1024, err
+
+
+def rss_is_the_tools(ctx):
+    """Peak RSS says something about onnxz only for a plain build run directly."""
+    exe = read(ctx.onnxz)
+    return exe[:4] == b"\x7fELF" and b"__asan_init" not in exe
+
+
+def same_bytes(path_a, offset_a, path_b, size, chunk=16 << 20):
+    """path_a[offset_a:offset_a+size] == all of path_b, compared a chunk at a time."""
+    if os.path.getsize(path_b) != size:
+        return False
+    with open(path_a, "rb") as a, open(path_b, "rb") as b:
+        a.seek(offset_a)
+        for _ in range(0, size, chunk):
+            if a.read(chunk) != b.read(chunk):
+                return False
+    return True
+
+
+def group_nginx_large(ctx):
+    """A 5 GiB archive (five 1 GiB tensors, the last ones past 4 GiB: ZIP64 offsets):
+    ls/info within 3 requests and the listing budget; get of the last tensor streams
+    1 GiB in one request of exactly its bytes with a peak RSS of a few tens of MiB."""
+    d = ctx.path("www")
+    os.makedirs(d)
+    gib, n = 1 << 30, 5
+    # The data file is sparse: zeros but for a marker at each tensor's start and end.
+    with open(os.path.join(d, "big.data"), "wb") as f:
+        f.truncate(n * gib)
+        for i in range(n):
+            for pos in (i * gib, (i + 1) * gib - 4096):
+                f.seek(pos)
+                f.write(bytes([i + 1]) * 4096)
+    tensors = []
+    for i in range(n):
+        t = TensorProto(name=f"big{i}", data_type=TensorProto.UINT8, dims=[gib],
+                        data_location=TensorProto.EXTERNAL)
+        for k, v in (("location", "big.data"), ("offset", str(i * gib)), ("length", str(gib))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        tensors.append(t)
+    save_model(os.path.join(d, "big.onnx"), tensors, "big")
+    arc = os.path.join(d, "big.onnxz")
+    if ctx.ok(["-q", "convert", os.path.join(d, "big.onnx"), arc], "pack the 5 GiB archive") is None:
+        return
+    os.remove(os.path.join(d, "big.data"))
+    with nginx_env.Nginx(d, ctx.path("nginx")) as ng:
+        env = {"ONNXZ_CA_FILE": ng.ca_file}
+        ranges = None
+        for https in (False, True):
+            r = check_listing(ctx, ng, "big.onnxz", arc, env, https, "https" if https else "http")
+            ranges = ranges or r
+        offset, size = entry_of(ctx, arc, f"big{n - 1}")
+        ctx.check(offset > 4 * gib, f"the last tensor lies past 4 GiB (at {offset})")
+        out = ctx.path("big.bin")
+        mark = ng.mark()
+        rc, rss, err = measured_run(ctx, ["get", ng.url("big.onnxz"), f"big{n - 1}", "-o", out], env)
+        reqs = ng.requests_since(mark)
+        if ctx.equal(rc, 0, f"get of a 1 GiB tensor: exit status (stderr {err!r})"):
+            ctx.check(same_bytes(arc, offset, out, size), "get of a 1 GiB tensor: its bytes")
+            limit = 64 << 20
+            if rss_is_the_tools(ctx):
+                ctx.check(rss < limit, f"get of a 1 GiB tensor: peak RSS {rss >> 20} MiB, limit {limit >> 20} MiB")
+            check_get_requests(ctx, reqs, env, ranges, offset, size, "get of a 1 GiB tensor")
+    if not ctx.failures:  # 6 GiB of files: kept only to look at a failure
+        shutil.rmtree(ctx.work, ignore_errors=True)
+
+
+# ---- faults --------------------------------------------------------------------------
+
+def hostile_archives(good):
+    """name -> bytes: archives a server could hand out that must be refused cleanly."""
+    cd_offset, cd_size, _, end = zip_end(good)
+
+    def zip64_end(entries, size, offset):
+        rec = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, entries, entries, size, offset)
+        loc = struct.pack("<IIQI", 0x07064B50, 0, end, 1)
+        eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+        return good[:end] + rec + loc + eocd
+
+    rng = numpy.random.default_rng(9)
+    return {
+        "truncated.onnxz": good[:len(good) // 2],
+        "garbage.onnxz": rng.integers(0, 256, 100000, dtype=numpy.uint8).tobytes(),
+        "entries.onnxz": zip64_end(1 << 32, cd_size, cd_offset),
+        "cdsize.onnxz": zip64_end(1 << 32, 1 << 40, 0),
+        "empty.onnxz": b"",
+    }
+
+
+class FaultRun:
+    """Runs the fault cases against one FaultServer serving model.onnxz (and others)."""
+
+    def __init__(self, ctx, srv, d):
+        self.ctx, self.srv, self.d = ctx, srv, d
+        self.n = 0
+
+    def outdir(self):
+        self.n += 1
+        path = self.ctx.path("out", str(self.n))
+        os.makedirs(path)
+        return path
+
+    def command(self, kind, name, out):
+        """argv of a command on srv's name writing into the directory out."""
+        url = self.srv.url(name)
+        return {"ls": ["ls", url], "get": ["get", url, "w1", "-o", os.path.join(out, "w1.bin")],
+                "convert": ["-q", "convert", url, os.path.join(out, "model.onnx")]}[kind]
+
+    def fails(self, what, fault, kind, message=None, env=None, name="model.onnxz", secs=None):
+        """The command fails (exit 1, one line naming the URL) and writes nothing."""
+        self.srv.reset(fault)
+        out = self.outdir()
+        took = self.ctx.error(self.command(kind, name, out), self.srv.url(name), what, message,
+                              {"ONNXZ_HTTP_TIMEOUT": "10", **(env or {})})
+        self.ctx.equal(os.listdir(out), [], f"{what}: files left in the output directory")
+        if secs is not None:
+            self.ctx.check(took <= secs, f"{what}: took {took:.1f} s, at most {secs} s")
+        self.srv.finish()
+        return self.srv.requests
+
+    def succeeds(self, what, fault, kind, env=None, name="model.onnxz"):
+        """The command succeeds and writes what the local file gives. Returns the requests,
+        or None if it failed."""
+        self.srv.reset(fault)
+        out = self.outdir()
+        ok = self.ctx.ok(self.command(kind, name, out), what, {"ONNXZ_HTTP_TIMEOUT": "10", **(env or {})})
+        want = {"ls": None, "get": os.path.join(self.d, "w1.bin"),
+                "convert": os.path.join(self.d, "model.onnx")}[kind]
+        if ok is not None and want:
+            got = os.path.join(out, os.path.basename(want))
+            self.ctx.check(os.path.exists(got) and read(got) == read(want), f"{what}: output")
+        self.srv.finish()
+        return None if ok is None else self.srv.requests
+
+
+def group_faults(ctx):
+    """Every fault mode of fault_server.py, retries, the redirect, hostile archives."""
+    d = ctx.path("files")
+    w1 = build_fixtures(ctx, d)["w1"].raw_data
+    with open(os.path.join(d, "w1.bin"), "wb") as f:
+        f.write(w1)
+    # A 64 MiB archive: a 200 answer to its first request must be given up, not downloaded.
+    with open(os.path.join(d, "zeros.data"), "wb") as f:
+        f.truncate(64 << 20)
+    z = TensorProto(name="z", data_type=TensorProto.UINT8, dims=[64 << 20], data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", "zeros.data"), ("length", str(64 << 20))):
+        e = z.external_data.add()
+        e.key, e.value = k, v
+    save_model(os.path.join(d, "zeros.onnx"), [z], "zeros")
+    ctx.ok(["-q", "convert", os.path.join(d, "zeros.onnx"), os.path.join(d, "zeros.onnxz")], "pack zeros.onnxz")
+
+    good = read(os.path.join(d, "model.onnxz"))
+    with FaultServer() as srv, FaultServer() as other:
+        for name in ("model.onnxz", "zeros.onnxz"):
+            srv.put(name, read(os.path.join(d, name)))
+        other.put("model.onnxz", good)
+        f = FaultRun(ctx, srv, d)
+        first = len(f.succeeds("no fault", None, "ls") or [])  # what ls costs; then the tensor's
+        f.succeeds("no fault", None, "get")
+        f.succeeds("no fault", None, "convert")
+        range_msg = "(?i)range"
+
+        reqs = f.fails("200 to the first request", Fault("ignore_range"), "ls", range_msg, name="zeros.onnxz")
+        size = len(srv.files["/zeros.onnxz"])
+        ctx.check(reqs and reqs[0]["sent"] < size // 2,
+                  f"200 to the first request: the whole body was taken ({reqs and reqs[0]['sent']} of {size} bytes)")
+        for kind in ("get", "convert"):
+            f.fails(f"200 to a later request ({kind})", Fault("ignore_range", start=first), kind, range_msg)
+        for mode in ("shift_range", "no_content_range"):
+            f.fails(f"{mode} on the first request", Fault(mode), "ls", range_msg)
+            f.fails(f"{mode} on a later request", Fault(mode, start=first), "get", range_msg)
+
+        retries = {"ONNXZ_HTTP_RETRIES": "2"}
+        reqs = f.fails("short body every time", Fault("short", start=first, after=1000), "get", env=retries)
+        if len(reqs) > first:  # (else it failed before asking for the tensor)
+            ctx.check(len(reqs) - first in (2, 3), f"short body every time: {len(reqs) - first} requests "
+                                                   f"for the tensor with ONNXZ_HTTP_RETRIES=2, want 2 or 3")
+        f.succeeds("short body once", Fault("short", start=first, times=1, after=1000), "get")
+        f.succeeds("reset mid-body once", Fault("reset", start=first, times=1, after=1000), "get")
+        f.succeeds("reset mid-body once (convert)", Fault("reset", start=first, times=1, after=1000), "convert")
+        f.succeeds("reset in the first response once", Fault("reset", times=1, after=100), "ls")
+
+        reqs = f.fails("403", Fault("status", status=403), "ls", r"HTTP 403")
+        ctx.equal(len(reqs), 1, "403: requests (not retried)")
+        reqs = f.fails("404", None, "ls", r"HTTP 404", name="missing.onnxz")
+        ctx.equal(len(reqs), 1, "404: requests (not retried)")
+        f.succeeds("500 once on the first request", Fault("status", times=1), "ls")
+        f.succeeds("500 once on a later request", Fault("status", start=first, times=1), "get")
+        reqs = f.fails("500 every time, ONNXZ_HTTP_RETRIES=2", Fault("status"), "ls", r"HTTP 500", env=retries)
+        ctx.equal(len(reqs), 3, "500 every time: requests with ONNXZ_HTTP_RETRIES=2")
+        reqs = f.fails("500 every time, default retries", Fault("status"), "ls", r"HTTP 500")
+        ctx.equal(len(reqs), 4, "500 every time: requests with the default 3 retries")
+
+        changed = "changed on the server"
+        other_bytes = bytes(b ^ 0x5A for b in good)  # same size, other content and ETag
+        for kind in ("get", "convert"):
+            f.fails(f"replaced after the first request ({kind})", Fault("replace", start=1, data=other_bytes),
+                    kind, changed)
+            srv.put("model.onnxz", good)
+        srv.etag = False  # the size alone tells
+        f.fails("grown after the first request, no ETag", Fault("replace", start=1, data=good + b"\0" * 100),
+                "get", changed)
+        srv.put("model.onnxz", good)
+        srv.etag = True
+
+        stall = {"ONNXZ_HTTP_TIMEOUT": "2", "ONNXZ_HTTP_RETRIES": "0"}
+        f.fails("stall after the headers", Fault("stall"), "ls", "timed out", env=stall, secs=2 + 3 * SLOW)
+        # (libcurl's own low-speed check averages the rate over its last 5 s: bytes just
+        # before a stall would delay its detection by up to that much.)
+        for kind in ("get", "convert"):
+            f.fails(f"stall mid-body ({kind})", Fault("stall", start=first, after=1000), kind, "timed out",
+                    env=stall, secs=2 + 3 * SLOW)
+
+        # A redirect to another host name: followed, without the Authorization header.
+        auth = {"ONNXZ_HTTP_AUTH": AUTH}
+        to_other = Fault("redirect", location=other.url("", host="localhost")[:-1])
+        for kind in ("ls", "get"):
+            w = f"redirect to localhost ({kind})"
+            other.reset()
+            if f.succeeds(w, to_other, kind, env=auth) is None:
+                continue
+            other.finish()
+            ctx.check(srv.requests and all(r["headers"].get("authorization") == AUTH for r in srv.requests),
+                      f"{w}: the first host got ONNXZ_HTTP_AUTH on every request")
+            ctx.check(other.requests, f"{w}: the other host got the requests")
+            ctx.equal([r["headers"]["authorization"] for r in other.requests if "authorization" in r["headers"]],
+                      [], f"{w}: Authorization sent to the other host")
+
+        for name, data in hostile_archives(good).items():
+            srv.put(name, data)
+            for kind in ("ls", "convert"):
+                reqs = f.fails(f"hostile {name} ({kind})", None, kind, name=name)
+                for r in reqs[1:]:
+                    m = RANGE_RE.match(r["range"] or "")
+                    ctx.check(m and int(m.group(2)) < len(data),
+                              f"hostile {name} ({kind}): Range {r['range']!r} after the first is not bytes=A-B "
+                              f"within the {len(data)} bytes: {ranges_of(reqs)}")
+        refused = f"http://127.0.0.1:{nginx_env.free_port()}/model.onnxz"
+        ctx.error(["ls", refused], refused, "connection refused", env={"ONNXZ_HTTP_RETRIES": "0"})
+
+
+GROUPS = {"nginx": group_nginx, "nginx_large": group_nginx_large, "faults": group_faults}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--onnxz", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("group", choices=sorted(GROUPS))
+    args = ap.parse_args()
+    args.onnxz = os.path.abspath(args.onnxz)
+    if not os.access(args.onnxz, os.X_OK):
+        print(f"FAIL {args.group}: no onnxz executable at {args.onnxz}")
+        return 1
+    missing = ("python3-onnx is not available to " + sys.executable if numpy is None
+               else nginx_env.available() if args.group.startswith("nginx") else None)
+    if missing:
+        print(f"SKIP {args.group}: {missing}")
+        return SKIP
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    ctx = Context(args)
+    try:
+        GROUPS[args.group](ctx)
+    except NoHttp as e:
+        print(f"SKIP {args.group}: {e}")
+        return SKIP
+    except BaseException:
+        for f in ctx.failures:  # what failed first is usually the cause
+            print("FAIL", f)
+        raise
+    for f in ctx.failures:
+        print("FAIL", f)
+    print(f"{args.group}: {len(ctx.failures)} failure(s)")
+    return 1 if ctx.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
