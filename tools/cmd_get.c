@@ -56,6 +56,7 @@ static char *base_of(const char *src) {
     for (size_t i = (size_t)(host - src); i < end; i++)
         if (src[i] == '/') n = i;
     if (!oc_is_url(src) && n == 0) return strdup(src[0] == '/' ? "/" : ".");
+    if (n == 0) n = end; /* a URL without a path: the host's root */
     char *dir = malloc(n + 1);
     if (dir) {
         memcpy(dir, src, n);

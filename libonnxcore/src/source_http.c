@@ -67,6 +67,7 @@ typedef struct xfer {
     char why[512];        /* why the body was refused, for the error */
     struct timespec last; /* when a byte (of headers or body) last arrived */
     int stalled;          /* the progress callback gave up waiting */
+    uint64_t ignored;     /* body bytes of an empty object's 416, thrown away */
     uint8_t *open_buf;    /* at open: the tail, allocated once the size is known */
     oc_write_fn sink;     /* read_to: the body goes here, not into dst */
     void *sink_ctx;
@@ -78,7 +79,7 @@ typedef struct xfer {
 #define RECENT_SECONDS 10
 #define RECENT_MAX     4
 typedef struct recent_open {
-    char *url, *auth;
+    char *url, *auth, *ca_file;
     uint64_t size;
     char etag[256], modified[64];
     uint8_t *tail;
@@ -193,12 +194,13 @@ static int response_ok(xfer *x) {
     }
     if (x->want == 0) return 1; /* open: the suffix range, checked by open_request */
     if (x->r_total != h->head.size || (h->etag[0] && strcmp(x->etag, h->etag) != 0) ||
-        (h->modified[0] && x->modified[0] && strcmp(x->modified, h->modified) != 0)) {
+        (h->modified[0] && strcmp(x->modified, h->modified) != 0)) {
         snprintf(x->why, sizeof x->why,
                  "the object changed on the server since it was opened (size %" PRIu64
-                 " then %" PRIu64 ", ETag %.100s then %.100s)",
+                 " then %" PRIu64 ", ETag %.100s then %.100s, Last-Modified %.40s then %.40s)",
                  h->head.size, x->r_total, h->etag[0] ? h->etag : "none",
-                 x->etag[0] ? x->etag : "none");
+                 x->etag[0] ? x->etag : "none", h->modified[0] ? h->modified : "none",
+                 x->modified[0] ? x->modified : "none");
         return 0;
     }
     if (x->r_first != x->at + x->got || x->r_last != x->at + x->want - 1) {
@@ -216,8 +218,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
     size_t len = size * n;
     clock_gettime(CLOCK_MONOTONIC, &x->last);
     if (!x->checked && x->want == 0 && x->status == 416 && x->unsatisfiable_total &&
-        x->r_total == 0)
-        return len; /* an empty object: the 416's own text is not the object's */
+        x->r_total == 0) {
+        if ((x->ignored += len) <= 4096) return len; /* its text, not the object's */
+        snprintf(x->why, sizeof x->why, "HTTP 416 with a body of more than 4096 bytes");
+        return 0;
+    }
     if (!x->checked) {
         if (!response_ok(x)) return 0; /* CURLE_WRITE_ERROR: stops the transfer */
         x->checked = 1;
@@ -297,7 +302,9 @@ static void setup(http_source *h, CURL *c, struct curl_slist *hdrs, const char *
     curl_easy_setopt(c, CURLOPT_RANGE, range);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    /* never from https down to http, where anyone on the way could answer */
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
+                     strncasecmp(h->url, "https:", 6) == 0 ? "https" : "http,https");
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     /* libcurl sends a custom Authorization header to the first host only (and port and
@@ -425,7 +432,7 @@ static int recall(http_source *h) {
     for (int i = 0; i < RECENT_MAX && !hit; i++) {
         recent_open *r = &recent[i];
         if (!r->url || strcmp(r->url, h->url) != 0 || !same_text(r->auth, h->auth) ||
-            seconds_since(&r->at) >= RECENT_SECONDS)
+            !same_text(r->ca_file, h->ca_file) || seconds_since(&r->at) >= RECENT_SECONDS)
             continue;
         if (!(h->tail = malloc(r->tail_len ? (size_t)r->tail_len : 1))) break;
         if (r->tail_len) memcpy(h->tail, r->tail, (size_t)r->tail_len);
@@ -442,8 +449,10 @@ static int recall(http_source *h) {
 /* Takes the slot of the same URL, else an empty one, else the oldest. */
 static void remember(const http_source *h) {
     char *url = strdup(h->url), *auth = h->auth ? strdup(h->auth) : NULL;
+    char *ca = h->ca_file ? strdup(h->ca_file) : NULL;
     uint8_t *tail = malloc(h->tail_len ? (size_t)h->tail_len : 1);
-    if (!url || (h->auth && !auth) || !tail) {
+    if (!url || (h->auth && !auth) || (h->ca_file && !ca) || !tail) {
+        free(ca);
         free(url);
         free(auth);
         free(tail);
@@ -464,9 +473,11 @@ static void remember(const http_source *h) {
     }
     free(r->url);
     free(r->auth);
+    free(r->ca_file);
     free(r->tail);
     r->url = url;
     r->auth = auth;
+    r->ca_file = ca;
     r->tail = tail;
     r->tail_len = h->tail_len;
     r->size = h->head.size;
@@ -551,7 +562,9 @@ static char *display_name(const char *url) {
     const char *p = strstr(url, "://");
     const char *host = p ? p + 3 : url;
     const char *end = host + strcspn(host, "/?#");
-    const char *at = memchr(host, '@', (size_t)(end - host));
+    const char *at = NULL; /* the last '@' of the authority: a password may hold '@' */
+    for (const char *q = host; q < end; q++)
+        if (*q == '@') at = q;
     size_t n = strlen(url);
     char *out = malloc(n + 1);
     if (!out) return NULL;
@@ -629,7 +642,7 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
             free(h);
             return st;
         }
-        remember(h);
+        if (!h->insecure) remember(h); /* what an unverified server said is not reused */
     }
     uint64_t size = h->head.size;
     st = oc__source_new(&h->head, &http_vtable, size, OC_SOURCE_REMOTE, NULL, name, err);

@@ -174,7 +174,16 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
  * URL's directory. Drops the reference to src. */
 static oc_status load_remote_model(const char *url, oc_source *src, const oc_parse_options *po,
                                    oc_model **out, oc_error *err) {
-    uint64_t size = src->size;
+    uint64_t size = src->size,
+             cap = po->max_model_bytes ? po->max_model_bytes : OC_DEFAULT_MAX_MODEL_BYTES;
+    if (size > cap) { /* refused before anything is downloaded (as the decode would) */
+        oc_status st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                                "%s: the model of %llu bytes is over the max_model_bytes "
+                                "limit of %llu bytes",
+                                src->name, (unsigned long long)size, (unsigned long long)cap);
+        oc_source_unref(src);
+        return st;
+    }
     uint8_t *buf = size <= SIZE_MAX ? malloc(size ? (size_t)size : 1) : NULL;
     oc_status st = buf ? oc_source_read(src, 0, buf, size, err)
                        : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -207,16 +216,18 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
     info->file_size = src->size;
     oc_status st = detect_source(src, &info->kind, err);
     if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
-        if (st != OC_OK || info->kind != OZ_KIND_MODEL) oc_source_unref(src);
-        if (st != OC_OK) return st;
-        if (info->kind == OZ_KIND_EMPTY)
-            return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty, not an ONNX model",
-                            url);
-        if (info->kind != OZ_KIND_MODEL)
-            return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                            "%s: an encrypted file (%s) cannot be read from a URL yet; "
-                            "download it first",
-                            url, oz_kind_name(info->kind));
+        if (st == OC_OK && info->kind == OZ_KIND_EMPTY) /* src->name: no password shown */
+            st = oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty, not an ONNX model",
+                          src->name);
+        else if (st == OC_OK && info->kind != OZ_KIND_MODEL)
+            st = oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                          "%s: an encrypted file (%s) cannot be read from a URL yet; "
+                          "download it first",
+                          src->name, oz_kind_name(info->kind));
+        if (st != OC_OK) {
+            oc_source_unref(src);
+            return st;
+        }
         return load_remote_model(url, src, &opts->parse, out, err);
     }
     info->is_archive = true;

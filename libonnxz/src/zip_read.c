@@ -672,11 +672,16 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
  * before once its local header says where the data begins. */
 static oc_status defer_locals(oz_zip_reader *r, oc_error *err) {
     uint64_t n = r->count;
-    span *s = n ? malloc((size_t)n * sizeof *s) : NULL;
+    OZ_RETURN_ERROR_IF(pthread_mutex_init(&r->lock, NULL) != 0, err, OC_ERR_NOMEM, OC_NO_OFFSET,
+                       "cannot make a lock");
+    /* checked non-NULL from here on: close destroys the lock */
     r->checked = calloc(n ? (size_t)n : 1, 1);
+    if (!r->checked) pthread_mutex_destroy(&r->lock);
+    OZ_RETURN_ERROR_IF(!r->checked, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    span *s = n ? malloc((size_t)n * sizeof *s) : NULL;
     r->next_at = malloc(n ? (size_t)n * sizeof *r->next_at : 1);
-    OZ_RETURN_ERROR_IF((n && !s) || !r->checked || !r->next_at, err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                       "out of memory");
+    if ((n && !s) || !r->next_at) free(s);
+    OZ_RETURN_ERROR_IF((n && !s) || !r->next_at, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     for (uint64_t i = 0; i < n; i++) s[i] = (span){r->e[i].lho, 0, i};
     if (n) qsort(s, (size_t)n, sizeof *s, span_cmp);
     for (uint64_t i = 0; i < n; i++) {
@@ -692,11 +697,6 @@ static oc_status defer_locals(oz_zip_reader *r, oc_error *err) {
         r->next_at[s[i].idx] = i + 1 < n ? s[i + 1].start : r->cd_off;
     }
     free(s);
-    if (pthread_mutex_init(&r->lock, NULL) != 0) {
-        free(r->checked);
-        r->checked = NULL;
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "cannot make a lock");
-    }
     return OC_OK;
 }
 
@@ -731,15 +731,19 @@ static oc_status ensure_local(const oz_zip_reader *r, uint64_t index, const pref
     free(tmp);
     free(head);
     OZ_FORWARD(st);
-    if (e.csize > r->next_at[index] - e.data_off) { /* check_local: data_off <= cd_off */
+    /* Z-76: the data ends before the next entry begins (which may even lie inside this
+     * entry's local header: next_at < data_off). */
+    if (e.data_off > r->next_at[index] || e.csize > r->next_at[index] - e.data_off) {
         char q[OC_QUOTE_SIZE];
         return oz__fail(err, OC_ERR_INCONSISTENT, e.data_off,
                         "the data of '%s' runs into the next entry at %llu (Z-76)", qname(r, &e, q),
                         (unsigned long long)r->next_at[index]);
     }
     pthread_mutex_lock(&w->lock);
-    w->e[index].data_off = e.data_off;
-    w->checked[index] = 1;
+    if (!w->checked[index]) { /* once checked, data_off is never written again */
+        w->e[index].data_off = e.data_off;
+        w->checked[index] = 1;
+    }
     pthread_mutex_unlock(&w->lock);
     return OC_OK;
 }
@@ -1008,7 +1012,7 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const prefetch
 static oc_status fetch_with_local(const oz_zip_reader *r, uint64_t index, uint8_t **buf,
                                   prefetch *pf, oc_error *err) {
     *buf = NULL;
-    if (!r->checked || index >= r->count) return OC_OK;
+    if (!r || !r->checked || index >= r->count) return OC_OK;
     const oz__entry *e = &r->e[index]; /* lho, csize, method: fixed since open */
     pthread_mutex_lock(&((oz_zip_reader *)(uintptr_t)r)->lock);
     int done = r->checked[index];
@@ -1175,11 +1179,18 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
             oc_bytes_free_buffer(both);
             return st;
         }
-        if (e->usize == 0) { /* as below: an empty entry is an empty span */
+        /* ensure_local put the data before the next entry, the span's end; checked again
+         * here, where a mistake would hand out bytes past the buffer */
+        uint64_t skip = e->data_off - e->lho;
+        if (e->usize == 0 || skip > pf.len || e->usize > pf.len - skip) {
             oc_bytes_free_buffer(both);
-            return OC_OK;
+            char q[OC_QUOTE_SIZE];
+            return e->usize == 0 ? OC_OK /* an empty entry is an empty span */
+                                 : oz__fail(err, OC_ERR_INCONSISTENT, e->data_off,
+                                            "the data of '%s' runs into the next entry (Z-76)",
+                                            qname(r, e, q));
         }
-        memmove(both, both + (e->data_off - e->lho), (size_t)e->usize);
+        memmove(both, both + skip, (size_t)e->usize);
         give_buffer(out, both, e->usize);
         return OC_OK;
     }
