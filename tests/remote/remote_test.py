@@ -528,6 +528,22 @@ def group_nginx_large(ctx):
 
 # ---- faults --------------------------------------------------------------------------
 
+def overlapping(good, data_offset):
+    """good with the central directory's local header offset of the entry that follows
+    the one whose data starts at data_offset moved to one byte into that entry's local
+    header."""
+    cd_offset, cd_size, _, _ = zip_end(good)
+    out, pos, heads = bytearray(good), cd_offset, []
+    while pos < cd_offset + cd_size:
+        nlen, xlen, clen = struct.unpack_from("<HHH", good, pos + 28)
+        heads.append((struct.unpack_from("<I", good, pos + 42)[0], pos))
+        pos += 46 + nlen + xlen + clen
+    heads.sort()
+    mine = max(i for i, (lho, _) in enumerate(heads) if lho < data_offset)
+    struct.pack_into("<I", out, heads[mine + 1][1] + 42, heads[mine][0] + 1)
+    return bytes(out)
+
+
 def hostile_archives(good):
     """name -> bytes: archives a server could hand out that must be refused cleanly."""
     cd_offset, cd_size, _, end = zip_end(good)
@@ -696,6 +712,12 @@ def group_faults(ctx):
                     ctx.check(m and int(m.group(2)) < len(data),
                               f"hostile {name} ({kind}): Range {r['range']!r} after the first is not bytes=A-B "
                               f"within the {len(data)} bytes: {ranges_of(reqs)}")
+        # An entry that starts inside the local header of the one holding w1: refused
+        # locally at open (Z-76), remotely when w1's entry is first read; the check once
+        # underflowed and the one-request read copied heap bytes out.
+        srv.put("overlap.onnxz", overlapping(good, entry_of(ctx, os.path.join(d, "model.onnxz"), "w1")[0]))
+        f.fails("an entry starting inside another's local header", None, "get", r"\(Z-76\)",
+                name="overlap.onnxz")
         refused = f"http://127.0.0.1:{nginx_env.free_port()}/model.onnxz"
         ctx.error(["ls", refused], refused, "connection refused", env={"ONNXZ_HTTP_RETRIES": "0"})
 
