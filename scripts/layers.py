@@ -296,10 +296,14 @@ def main():
             names.update(identifiers(TOKEN.findall(body)))
         internal["internal/" + os.path.basename(h.path), h.group] = \
             {f for x in names for f in owner.get(x, ())}
+    # Files that define the same name are alternatives that one build picks between
+    # (source_http.c or source_http_none.c, as CMake chooses): never each other's users.
+    alternatives = {(a, b) for files in owner.values() if len(files) > 1
+                    for a in files for b in files}
     for u in units:
         for inc in u.includes:
             for f in internal.get((inc, u.group), ()):
-                if f != u.path:
+                if f != u.path and (u.path, f) not in alternatives:
                     edges[u.path][f].add("#include " + inc)
 
     dup = {k: v for k, v in owner.items() if len(v) > 1}

@@ -41,6 +41,7 @@
 #include "internal/path_safety.h"
 #include "internal/source_file.h"
 #include "internal/source_http.h"
+#include "internal/url.h"
 #include "onnxcore_shared.h"
 
 typedef struct datafile {

@@ -10,6 +10,7 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/source_http.h"
+#include "internal/url.h"
 
 bool oc_is_url(const char *path) {
     return path && (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0);

@@ -17,6 +17,7 @@
 #include "internal/source.h"
 #include "internal/source_file.h"
 #include "internal/source_http.h"
+#include "internal/url.h"
 #include "onnxcore_progress.h"
 #include "onnxcore_shared.h"
 #include "onnxcore_atomic.h"
