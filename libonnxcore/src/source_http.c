@@ -489,6 +489,21 @@ static void remember(const http_source *h) {
 
 /* ---- the source ---- */
 
+/* [at, at + n) from the server: into dst, or streamed into sink. */
+static oc_status fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc_write_fn sink,
+                       void *ctx, oc_error *err) {
+    xfer x;
+    memset(&x, 0, sizeof x);
+    x.h = h;
+    x.dst = dst;
+    x.at = at;
+    x.want = n;
+    x.sink = sink;
+    x.sink_ctx = ctx;
+    x.sink_err = err;
+    return request(h, &x, err);
+}
+
 /* Frees what h holds (not h: source_release frees the object). */
 
 static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
@@ -504,15 +519,7 @@ static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uin
                (size_t)(at + n - first));
         from_net = first - at;
     }
-    if (from_net) {
-        xfer x;
-        memset(&x, 0, sizeof x);
-        x.h = h;
-        x.dst = dst;
-        x.at = at;
-        x.want = from_net;
-        OC_FORWARD(request(h, &x, err));
-    }
+    if (from_net) OC_FORWARD(fetch(h, at, from_net, dst, NULL, NULL, err));
     *got = n;
     return OC_OK;
 }
@@ -524,17 +531,7 @@ static oc_status http_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn
     http_source *h = (http_source *)s;
     uint64_t tail_at = s->size - h->tail_len;
     uint64_t from_net = at + n <= tail_at ? n : at < tail_at ? tail_at - at : 0;
-    if (from_net) {
-        xfer x;
-        memset(&x, 0, sizeof x);
-        x.h = h;
-        x.at = at;
-        x.want = from_net;
-        x.sink = write;
-        x.sink_ctx = ctx;
-        x.sink_err = err;
-        OC_FORWARD(request(h, &x, err));
-    }
+    if (from_net) OC_FORWARD(fetch(h, at, from_net, NULL, write, ctx, err));
     if (from_net < n)
         OC_FORWARD(write(ctx, h->tail + (at + from_net - tail_at), n - from_net, err));
     return OC_OK;
