@@ -4,7 +4,7 @@ It builds libonnxcore and libonnxz as static, position-independent libraries wit
 (from the repository this folder lives in), compiles the extension src/_onnxz.c with the C
 compiler Python was built with, and writes the wheel (a ZIP with METADATA, WHEEL and
 RECORD) with zipfile. Debian 12 has everything it needs: cmake, gcc, python3-dev, zlib1g-dev,
-libssl-dev.
+libssl-dev, and libcurl4-openssl-dev when the libraries read URLs.
 
 Environment:
   ONNXZ_PREBUILT=DIR  link the static libraries of an existing CMake build of the repository
@@ -95,6 +95,8 @@ def _compile_extension(tmp):
             os.path.join(build, "libonnxcore", "libonnxcore.a"), "-lz"]
     if _cache_value(build, "ONNXZ_WITH_OPENSSL") not in ("OFF", "0", "FALSE", "NO"):
         libs.append("-lcrypto")
+    if _cache_value(build, "ONNXZ_HAVE_CURL") == "ON":  # URLs (libcurl4-openssl-dev)
+        libs.append("-lcurl")
     libs.append("-lpthread")
     # The libraries' symbols stay inside the extension (--exclude-libs): another copy
     # loaded in the same process (a ctypes user) never binds to ours.
