@@ -1277,20 +1277,8 @@ oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error 
             oc_status st = oc_bytes_write(&view, crc_sink, &crc, err);
             oc_bytes_release(&view);
             OZ_FORWARD(st);
-        } else {
-            uint8_t *buf = malloc(CHUNK);
-            OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-            for (uint64_t done = 0; done < e->usize;) {
-                uint64_t n = e->usize - done < CHUNK ? e->usize - done : CHUNK;
-                oc_status st = src_read(r, e->data_off + done, buf, n, err);
-                if (st != OC_OK) {
-                    free(buf);
-                    return st;
-                }
-                crc = oz__crc32(crc, buf, n);
-                done += n;
-            }
-            free(buf);
+        } else { /* in pieces; from a URL, one request streamed through */
+            OZ_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_sink, &crc, err));
         }
     } else {
         OZ_FORWARD(plausible(r, e, err));
