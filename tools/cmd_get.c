@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "json.h"
 #include "load.h"
+#include "internal/path.h"
 #include "onnxcore_atomic.h"
 
 enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE };
@@ -45,24 +46,6 @@ static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
     if (!f->found && t->name.size == f->len && memcmp(t->name.data, f->name, f->len) == 0)
         f->found = t;
     return OC_OK;
-}
-
-/* The directory a model's relative locations start from: a URL's (without its query),
- * or a path's. Caller frees. */
-static char *base_of(const char *src) {
-    size_t end = oc_is_url(src) ? strcspn(src, "?#") : strlen(src);
-    const char *host = oc_is_url(src) ? strstr(src, "://") + 3 : src;
-    size_t n = 0;
-    for (size_t i = (size_t)(host - src); i < end; i++)
-        if (src[i] == '/') n = i;
-    if (!oc_is_url(src) && n == 0) return strdup(src[0] == '/' ? "/" : ".");
-    if (n == 0) n = end; /* a URL without a path: the host's root */
-    char *dir = malloc(n + 1);
-    if (dir) {
-        memcpy(dir, src, n);
-        dir[n] = '\0';
-    }
-    return dir;
 }
 
 static void print_json(const char *src, const onnx_TensorProto *t, uint64_t bytes) {
@@ -207,7 +190,7 @@ static int get_from_model(const cli_args *args, const char *src, find_ctx *f) {
     if (!t) {
         rc = cli_fail_msg(src, "no tensor named '%s'", f->name);
     } else if (oc_tensor_is_external(t)) {
-        char *dir = base_of(src);
+        char *dir = oc__path_dir(src); /* a URL's too */
         oc_parse_options po;
         cli_parse_options_init(&po);
         rc = !dir ? cli_fail_msg(src, "out of memory")

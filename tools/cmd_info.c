@@ -373,11 +373,6 @@ static void print_json(FILE *out, const info_report *r) {
 
 static int file_size(const char *path, uint64_t *size) {
     struct stat st;
-    if (oc_is_url(path)) { /* the object's size, as the server tells it (one request) */
-        oc_error err;
-        oc_error_clear(&err);
-        return oc_http_size(path, NULL, size, &err) == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
-    }
     if (stat(path, &st) != 0) return cli_fail_msg(path, "%s", strerror(errno));
     *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     return CLI_EXIT_OK;
@@ -412,9 +407,10 @@ static int run_info(const cli_args *args) {
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
     }
     report.model = proto;
+    /* A URL's size is what its load found (no request of its own); a file's, stat's. */
     if (rc == CLI_EXIT_OK && oc_is_url(report.path) && report.archive.archive)
         report.file_size = oz_zip_reader_size(oz_archive_zip(report.archive.archive));
-    else if (rc == CLI_EXIT_OK && !(oc_is_url(report.path) && report.file_size))
+    else if (rc == CLI_EXIT_OK && !oc_is_url(report.path))
         rc = file_size(report.path, &report.file_size);
     if (rc == CLI_EXIT_OK) {
         oc_error_clear(&err);

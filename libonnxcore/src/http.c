@@ -1,6 +1,6 @@
 /*
  * http.c - onnxcore/http.h: what is a URL, and whether this build reads them; URLs
- * relative to a model's (internal/source_http.h). Built with or without libcurl.
+ * relative to a model's (internal/url.h). Built with or without libcurl.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -8,8 +8,6 @@
 #include <strings.h>
 
 #include "onnxcore/http.h"
-#include "internal/error.h"
-#include "internal/source_http.h"
 #include "internal/url.h"
 
 bool oc_is_url(const char *path) {
@@ -22,34 +20,6 @@ bool oc_http_supported(void) {
 #else
     return false;
 #endif
-}
-
-oc_status oc_http_size(const char *url, const oc_http_options *opts, uint64_t *size,
-                       oc_error *err) {
-    if (!url || !size)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_http_size: missing argument");
-    oc_source *src;
-    OC_FORWARD(oc__source_http(url, opts, &src, err));
-    *size = src->size;
-    oc_source_unref(src);
-    return OC_OK;
-}
-
-/* The URL up to its path's last '/' (query and fragment dropped: they belong to the
- * object named, not to its neighbours), for locations relative to it. */
-char *oc__url_dir(const char *url) {
-    const char *host = strstr(url, "://");
-    host = host ? host + 3 : url;
-    size_t end = strcspn(url, "?#");
-    size_t path = (size_t)(host - url) + strcspn(host, "/?#");
-    size_t n = path; /* no path: the host's root */
-    for (size_t i = path; i < end; i++)
-        if (url[i] == '/') n = i;
-    char *dir = malloc(n + 1);
-    if (!dir) return NULL;
-    memcpy(dir, url, n);
-    dir[n] = '\0';
-    return dir;
 }
 
 /* dir + "/" + rel, with every byte of rel outside RFC 3986's unreserved set and '/'

@@ -138,7 +138,7 @@ static oc_status load_file_locked(const char *path, const oc_parse_options *opts
     }
     *out = m;
     if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
-    char *dir = oc_is_url(path) ? oc__url_dir(path) : oc__path_dir(path);
+    char *dir = oc__path_dir(path); /* a URL's too */
     if (!dir) {
         oc_model_free(*out);
         *out = NULL;

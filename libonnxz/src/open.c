@@ -19,6 +19,7 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
+#include "internal/path.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
 #include "internal/zipfmt.h"
@@ -191,11 +192,7 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
     oc_parse_options o = *po;
     char *dir = NULL;
     if (st == OC_OK && !po->data_dir && !po->skip_external_data) {
-        size_t end = strcspn(url, "?#"), n = 0, host = (size_t)(strstr(url, "://") + 3 - url);
-        for (size_t i = host; i < end; i++)
-            if (url[i] == '/') n = i;
-        if (!n) n = end; /* no path: the host's root */
-        if (!(dir = strndup(url, n)))
+        if (!(dir = oc__path_dir(url)))
             st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         o.data_dir = dir;
     }
@@ -208,7 +205,7 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
 
 /* oz_open of an http(s) URL: one source for the detection and the load (its first
  * request, the tail, serves both); an archive then costs its model and tensors, a model
- * is loaded by libonnxcore (which opens the URL again) with its external data beside it. */
+ * the rest of its bytes (load_remote_model) and its external data beside it. */
 static oc_status open_url(const char *url, const oz_open_options *opts, oc_model **out,
                           oz_open_info *info, oc_error *err) {
     oc_source *src;

@@ -22,23 +22,23 @@
 #include "internal/source.h"
 
 static int failures, checks;
-#define CHECK(c)                                                                            \
-    do {                                                                                    \
-        checks++;                                                                           \
-        if (!(c)) {                                                                         \
-            failures++;                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);          \
-        }                                                                                   \
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        checks++;                                                                 \
+        if (!(c)) {                                                               \
+            failures++;                                                           \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
+        }                                                                         \
     } while (0)
-#define CHECK_STATUS(expr, want)                                                            \
-    do {                                                                                    \
-        oc_status st_ = (expr);                                                             \
-        checks++;                                                                           \
-        if (st_ != (want)) {                                                                \
-            failures++;                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s (want %s): %s\n", __FILE__, __LINE__, #expr,   \
-                    oc_status_name(st_), oc_status_name(want), err.message);                \
-        }                                                                                   \
+#define CHECK_STATUS(expr, want)                                                        \
+    do {                                                                                \
+        oc_status st_ = (expr);                                                         \
+        checks++;                                                                       \
+        if (st_ != (want)) {                                                            \
+            failures++;                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s (want %s): %s\n", __FILE__, __LINE__, #expr, \
+                    oc_status_name(st_), oc_status_name(want), err.message);            \
+        }                                                                               \
     } while (0)
 
 static char dir[4096];
@@ -92,15 +92,17 @@ static oc_model *make_model(void) {
 
 /* 1 when m holds make_model's tensors with their bytes. */
 static int same_tensors(const oc_model *m) {
-    static const struct { const char *name; uint64_t n; unsigned seed; } want[] = {
-        {"w0", 300000, 1}, {"w1", 70000, 2}, {"tiny", 10, 3}};
+    static const struct {
+        const char *name;
+        uint64_t n;
+        unsigned seed;
+    } want[] = {{"w0", 300000, 1}, {"w1", 70000, 2}, {"tiny", 10, 3}};
     const onnx_ModelProto *mp = oc_model_proto((oc_model *)m);
     if (!mp || !mp->graph || mp->graph->initializer.count != 3) return 0;
     for (size_t k = 0; k < 3; k++) {
         const onnx_TensorProto *t = mp->graph->initializer.items[k];
         if (t->name.size != strlen(want[k].name) ||
-            memcmp(t->name.data, want[k].name, t->name.size) != 0 ||
-            t->raw_data.size != want[k].n)
+            memcmp(t->name.data, want[k].name, t->name.size) != 0 || t->raw_data.size != want[k].n)
             return 0;
         for (uint64_t i = 0; i < want[k].n; i++)
             if (t->raw_data.data[i] != pattern(i, want[k].seed)) return 0;
@@ -111,13 +113,13 @@ static int same_tensors(const oc_model *m) {
 static void test_detect_memory(void) {
     CHECK(oz_detect(NULL, 0, 0) == OZ_KIND_EMPTY);
     CHECK(oz_detect("", 0, 0) == OZ_KIND_EMPTY);
-    CHECK(oz_detect("\x08\x0a\x12\x02", 4, 4) == OZ_KIND_MODEL);        /* ir_version 10 ... */
+    CHECK(oz_detect("\x08\x0a\x12\x02", 4, 4) == OZ_KIND_MODEL); /* ir_version 10 ... */
     CHECK(oz_detect("PK\3\4rest", 8, 1000) == OZ_KIND_ZIP);
-    CHECK(oz_detect("PK\5\6", 4, 22) == OZ_KIND_ZIP);                   /* an empty archive */
-    CHECK(oz_detect("PK\1\2", 4, 4) == OZ_KIND_MODEL);                   /* not a first record */
+    CHECK(oz_detect("PK\5\6", 4, 22) == OZ_KIND_ZIP);  /* an empty archive */
+    CHECK(oz_detect("PK\1\2", 4, 4) == OZ_KIND_MODEL); /* not a first record */
     CHECK(oz_detect("P", 1, 1) == OZ_KIND_ZIP_SHORT);
     CHECK(oz_detect("PK\3", 3, 3) == OZ_KIND_ZIP_SHORT);
-    CHECK(oz_detect("PK\3", 3, 100) == OZ_KIND_MODEL);  /* only a short look, not a short file */
+    CHECK(oz_detect("PK\3", 3, 100) == OZ_KIND_MODEL); /* only a short look, not a short file */
     CHECK(oz_detect("ONNXZEC1....", 12, 12) == OZ_KIND_ONNXZEC1);
     CHECK(oz_detect("ONNXCRY1", 8, 5000) == OZ_KIND_ONNXCRY1);
     CHECK(oz_detect("ONNXCRY2", 8, 8) == OZ_KIND_MODEL);
@@ -125,8 +127,8 @@ static void test_detect_memory(void) {
     CHECK(oz_detect("ONNXCRY", 7, 7) == OZ_KIND_CRYPT_SHORT);
     CHECK(oz_detect("O", 1, 1) == OZ_KIND_CRYPT_SHORT);
     CHECK(oz_detect("ONNXQ", 5, 5) == OZ_KIND_MODEL);
-    CHECK(oz_detect("\xff\xfe garbage", 10, 10) == OZ_KIND_MODEL);     /* the decoder judges */
-    CHECK(oz_detect("ONNXZEC1", 8, 4) == OZ_KIND_CRYPT_SHORT);          /* size wins over n */
+    CHECK(oz_detect("\xff\xfe garbage", 10, 10) == OZ_KIND_MODEL); /* the decoder judges */
+    CHECK(oz_detect("ONNXZEC1", 8, 4) == OZ_KIND_CRYPT_SHORT);     /* size wins over n */
     oc_crypt_format f = OC_CRYPT_ONNXCRY1;
     CHECK(oz_kind_is_encrypted(OZ_KIND_ONNXZEC1, &f) && f == OC_CRYPT_ONNXZEC1);
     CHECK(!oz_kind_is_encrypted(OZ_KIND_CRYPT_SHORT, &f) && f == OC_CRYPT_NONE);
@@ -213,18 +215,44 @@ static void encrypt(const char *in, const char *out, oc_crypt_format format) {
 }
 
 static void test_path(void) {
-    static const struct { const char *in, *dir, *base; } cases[] = {
-        {"m.onnx", ".", "m.onnx"},   {"/m.onnx", "/", "m.onnx"}, {"a/m.onnx", "a", "m.onnx"},
-        {"/a/b/m", "/a/b", "m"},     {"a/", "a", ""},            {"", ".", ""},
+    static const struct {
+        const char *in, *dir, *base;
+    } cases[] = {
+        {"m.onnx", ".", "m.onnx"},
+        {"/m.onnx", "/", "m.onnx"},
+        {"a/m.onnx", "a", "m.onnx"},
+        {"/a/b/m", "/a/b", "m"},
+        {"a/", "a", ""},
+        {"", ".", ""},
         /* the cases the hand-written copies this helper replaced (fileio.c's dir_of, the
          * crypto and archive loaders' strndup) answered the same way */
-        {"/", "/", ""},              {"a", ".", "a"},            {"/a", "/", "a"},
-        {"a/b", "a", "b"},           {"a//b", "a/", "b"},        {"a/b/", "a/b", ""},
+        {"/", "/", ""},
+        {"a", ".", "a"},
+        {"/a", "/", "a"},
+        {"a/b", "a", "b"},
+        {"a//b", "a/", "b"},
+        {"a/b/", "a/b", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *d = oc__path_dir(cases[i].in);
         CHECK(d && strcmp(d, cases[i].dir) == 0);
         CHECK(strcmp(oc__path_base(cases[i].in), cases[i].base) == 0);
+        free(d);
+    }
+    /* URLs: the directory of the path, without query or fragment (external data beside a
+     * model read over HTTP; the query of a signed URL names the model, not its data) */
+    static const struct {
+        const char *in, *dir;
+    } urls[] = {
+        {"https://h/m/a.onnx", "https://h/m"},
+        {"http://h/a.onnx?x=/y", "http://h"},
+        {"HTTPS://h:8/a/b/c.onnx#f/g", "HTTPS://h:8/a/b"},
+        {"http://h", "http://h"},
+        {"http://h?q=/a", "http://h"},
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        char *d = oc__path_dir(urls[i].in);
+        CHECK(d && strcmp(d, urls[i].dir) == 0);
         free(d);
     }
 }
@@ -444,7 +472,8 @@ int main(int argc, char **argv) {
 
     open_fails("empty", NULL, OC_ERR_MALFORMED, "empty file, not an ONNX model");
     open_fails("short.zip", NULL, OC_ERR_TRUNCATED, NULL);
-    open_fails("short.enc", NULL, OC_ERR_TRUNCATED, "ends inside the magic of an encrypted file (6 of 8");
+    open_fails("short.enc", NULL, OC_ERR_TRUNCATED,
+               "ends inside the magic of an encrypted file (6 of 8");
     open_fails("garbage", NULL, OC_ERR_TRUNCATED, NULL);
     open_fails("missing", NULL, OC_ERR_NOT_FOUND, NULL);
     open_fails("magic.zec1", NULL, OC_ERR_INVALID_ARG, "a key is needed");

@@ -53,10 +53,6 @@ typedef struct oc_http_options {
 /* True when path is an http:// or https:// URL (the scheme in any case). */
 OC_API bool oc_is_url(const char *path);
 
-/* The size of the object at url (one request); opts may be NULL. */
-OC_API oc_status oc_http_size(const char *url, const oc_http_options *opts, uint64_t *size,
-                              oc_error *err);
-
 /* True when this build reads URLs (it was built with libcurl). */
 OC_API bool oc_http_supported(void);
 

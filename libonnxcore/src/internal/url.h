@@ -7,9 +7,6 @@
 
 #include <stddef.h>
 
-/* The URL's directory: up to its path's last '/', without query
- * or fragment; NULL when out of memory. Caller frees. */
-char *oc__url_dir(const char *url);
 /* dir + '/' + the rel_len bytes of rel, percent-encoded but for unreserved bytes and
  * '/' (rel is a location already checked by oc__location_problem). Caller frees. */
 char *oc__url_join(const char *dir, const char *rel, size_t rel_len);
