@@ -203,6 +203,22 @@ def zec1_key_schedule_by_openssl(ctx, e, what):
     check(h[8:12] == b"\x01\x01\x01\x00", what + ": version/cipher/kdf bytes")
 
 
+
+def cry1_refusable(plain, right, wrong):
+    """ONNXCRY1 of `plain` under `right`, with a salt and IV chosen so that `wrong` fails the
+    padding check. The format has no key check (C-53): about one wrong passphrase in 256
+    passes the padding check by chance, and cry1_blind_spot tests that case on purpose. A
+    test that expects "wrong passphrase" from a random salt would fail once in ~256 runs."""
+    import hashlib
+    for i in range(64):
+        seed = hashlib.sha256(b"cry1 salt %d" % i).digest()
+        e = rc.cry1_encrypt(plain, right, salt=seed[:16], iv=seed[16:])
+        try:
+            rc.cry1_decrypt(e, wrong)
+        except rc.ZecError:
+            return e
+    raise AssertionError("no salt in 64 makes the wrong passphrase fail the padding check")
+
 def python_to_ours(ctx):
     print("refcrypt / openssl -> ours", flush=True)
     enc, out = ctx.path("py.enc"), ctx.path("py.out")
@@ -237,8 +253,9 @@ def python_to_ours(ctx):
     # Passphrases are bytes: non-UTF-8 and NUL.
     for k, p in enumerate((b"\x00", b"\xff\xfe\x00secret", "pässwörd".encode())):
         data = b"binary passphrase"
+        wrong = p[:-1] if len(p) > 1 else b"x"
         for what, e in (("zec1", rc.zec1_encrypt(data, p, iterations=10, chunk_size=64)),
-                        ("cry1", rc.cry1_encrypt(data, p))):
+                        ("cry1", cry1_refusable(data, p, wrong))):
             if REDUCED and k and what == "cry1":
                 continue
             write(enc, e)
@@ -246,7 +263,7 @@ def python_to_ours(ctx):
             ctx.ok("decrypt", enc, out, opts=["--pass-hex", p.hex()])
             check(read(out) == data, "passphrase %r %s" % (p, what))
             ctx.expect("%s: passphrase %r minus its last byte" % (what, p), "bad_key", "", "decrypt",
-                       enc, out, opts=["--pass-hex", p[:-1].hex()] if len(p) > 1 else ["--pass", "x"])
+                       enc, out, opts=["--pass-hex", wrong.hex()])
     print("  %d decryptions" % count, flush=True)
 
 
@@ -269,7 +286,7 @@ def models(ctx):
     raw = m.SerializeToString()
     enc = ctx.path("model.enc")
     for i, (what, e) in enumerate((("zec1", rc.zec1_encrypt(raw, PASS, iterations=1000, chunk_size=4096)),
-                                   ("cry1", rc.cry1_encrypt(raw, PASS)))):
+                                   ("cry1", cry1_refusable(raw, PASS, b"not it")))):
         write(enc, e)
         for form in forms(i):
             r = ctx.ok("load", enc, opts=["--no-copy", *form])
