@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <onnxcore/http.h>
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
@@ -285,11 +286,51 @@ static int check_data_files(const convert_plan *p) {
 
 /* ---- saving ---------------------------------------------------------------------- */
 
-static int save(const oc_model *model, const convert_plan *p, int verbosity) {
+/* The fetch of a deferred model's tensors, watched: a save that fails because the input
+ * did (a request, a CRC) names the input, not OUT. */
+typedef struct watched_fetch {
+    oc_tensor_fetch inner;
+    int input_failed;
+} watched_fetch;
+
+typedef struct watched_sink {
+    oc_write_fn write;
+    void *ctx;
+    int failed;
+} watched_sink;
+
+static oc_status watched_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    watched_sink *w = ctx;
+    oc_status st = w->write(w->ctx, data, size, err);
+    if (st != OC_OK) w->failed = 1;
+    return st;
+}
+
+static oc_status watched_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
+    watched_fetch *f = ctx;
+    oc_status st = f->inner.size(f->inner.ctx, t, n, err);
+    if (st != OC_OK) f->input_failed = 1;
+    return st;
+}
+
+static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
+                                void *write_ctx, oc_error *err) {
+    watched_fetch *f = ctx;
+    watched_sink sink = {write, write_ctx, 0};
+    oc_status st = f->inner.stream(f->inner.ctx, t, watched_write, &sink, err);
+    if (st != OC_OK && !sink.failed) f->input_failed = 1;
+    return st;
+}
+
+/* source: the archive a deferred model's tensors stream from (NULL: all in memory). */
+static int save(const oc_model *model, const oz_archive *source, const convert_plan *p,
+                int verbosity) {
     oc_error err;
     oc_status st;
     double start = cli_now_ms();
     cli_progress bar;
+    watched_fetch watched = {{NULL, NULL, NULL}, 0};
+    oc_tensor_fetch fetch;
     oc_error_clear(&err);
     cli_progress_init(&bar, verbosity);
     if (p->encrypt_out) {
@@ -304,6 +345,11 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity) {
     } else {
         /* One library call writes either form; the options not asked for keep defaults. */
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+        if (source) {
+            oz_archive_fetch(source, &watched.inner);
+            fetch = (oc_tensor_fetch){watched_size, watched_stream, &watched};
+            ao.serialize.fetch = &fetch;
+        }
         ao.serialize.overwrite = p->force ? 1 : 0;
         ao.serialize.progress = cli_progress_update;
         ao.serialize.progress_ctx = &bar;
@@ -319,7 +365,7 @@ static int save(const oc_model *model, const convert_plan *p, int verbosity) {
                          p->out_form == CLI_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, &err);
     }
     cli_progress_end(&bar);
-    if (st != OC_OK) return cli_fail(p->out, &err);
+    if (st != OC_OK) return cli_fail(watched.input_failed ? p->in : p->out, &err);
     cli_note(verbosity, CLI_VERBOSE, "wrote %s in %.1f ms", p->out, cli_now_ms() - start);
     return CLI_EXIT_OK;
 }
@@ -412,6 +458,7 @@ static int run_convert(const cli_args *args) {
     convert_plan plan;
     cli_load_options lo;
     oc_model *model = NULL;
+    oz_archive *source = NULL;
     uint64_t in_size;
     int rc = make_plan(args, &plan);
     if (rc != CLI_EXIT_OK) return rc;
@@ -424,14 +471,19 @@ static int run_convert(const cli_args *args) {
     lo.data_dir = plan.data_dir;
     lo.command = "convert";
     lo.key_file = plan.key_file;
+    lo.size_out = &in_size;
+    /* A remote archive's tensors are downloaded as they are written, one at a time: the
+     * conversion holds a few MiB, never the weights. */
+    if (oc_is_url(plan.in) && !plan.encrypt_out) lo.deferred = &source;
     if (rc == CLI_EXIT_OK && plan.encrypt_out) rc = cli_require_crypto(plan.out);
     if (rc == CLI_EXIT_OK) rc = cli_load_input(plan.in, &lo, args->verbosity, &model, NULL);
     if (rc == CLI_EXIT_OK && plan.out_form == CLI_FORM_ONNXZ) rc = check_packable(model, plan.in);
     /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
      * the mapping the tensors borrow from keeps the old contents alive until freed. The
      * same holds for data files replaced while their old contents are mapped. */
-    if (rc == CLI_EXIT_OK) rc = save(model, &plan, args->verbosity);
+    if (rc == CLI_EXIT_OK) rc = save(model, source, &plan, args->verbosity);
     oc_model_free(model);
+    oz_archive_close(source);
     if (rc == CLI_EXIT_OK) report(&plan, in_size, args->verbosity);
     if (rc == CLI_EXIT_OK) warn_protobuf_limit(&plan, args->verbosity);
     return rc;

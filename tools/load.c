@@ -77,7 +77,8 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
      * back at once (a key is needed) before anything is decrypted, and is opened again with
      * the passphrase, asked for only now that the file is known to need one. */
     oc_error_clear(&err);
-    st = oz_open(path, &opts, out, &info, &err);
+    st = o->deferred ? oz_open_deferred(path, &opts, out, o->deferred, &info, &err)
+                     : oz_open(path, &opts, out, &info, &err);
     int encrypted = oz_kind_is_encrypted(info.kind, &cf);
     if (form_out)
         *form_out = info.kind == OZ_KIND_ZIP || info.kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ

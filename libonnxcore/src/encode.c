@@ -92,7 +92,8 @@ static oc_status size_msg(const oc_msgdesc *d, const void *msg, sizes *s, uint64
         s->cap = cap;
     }
     uint64_t slot = s->n++, total = 0;
-    msg = oc__subst_next(&s->subst, d, msg);
+    const oc__subst *subst = oc__subst_next(&s->subst, d, msg);
+    if (subst) msg = subst->replacement;
     const oc_msghdr *h = oc__hdr_c(msg);
     for (uint32_t i = 0; i < d->nfields; i++) {
         const oc_field *f = &d->fields[i];
@@ -157,6 +158,7 @@ typedef struct writer {
     const uint64_t *sizes;
     uint64_t next_size;
     oc__subst_cursor subst;
+    const oc_tensor_fetch *fetch;
 } writer;
 
 static void flush(writer *w) {
@@ -281,9 +283,22 @@ static void put_span(writer *w, const oc_field *f, const oc_bytes *b) {
                                      : oc_bytes_write(b, w->fn, w->ctx, w->err);
 }
 
+/* A fetched tensor's bytes (oc__subst.fetched): streamed from the fetch, never buffered. */
+static void put_fetched(writer *w, const oc_field *f, const void *tensor, uint64_t n) {
+    put_tag(w, f, OC_WT_LEN);
+    put_varint(w, n);
+    flush(w);
+    if (w->st == OC_OK && !w->fn)
+        w->st = oc__fail(w->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                         "internal error: fetched tensor bytes need a sink");
+    if (w->st == OC_OK) w->st = oc_tensor_write(w->fetch, tensor, w->fn, w->ctx, w->err);
+}
+
 static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
     w->next_size++; /* this message's own size slot: its caller wrote the prefix */
-    msg = oc__subst_next(&w->subst, d, msg);
+    const oc__subst *subst = oc__subst_next(&w->subst, d, msg);
+    const void *fetched = subst && subst->fetched ? subst->original : NULL;
+    if (subst) msg = subst->replacement;
     const oc_msghdr *h = oc__hdr_c(msg);
     for (uint32_t i = 0; i < d->nfields && w->st == OC_OK; i++) {
         const oc_field *f = &d->fields[i];
@@ -325,6 +340,8 @@ static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
         if (f->type == OC_FT_STRING || f->type == OC_FT_BYTES) {
             const oc_str *s = (const oc_str *)(const void *)p;
             put_len_bytes(w, f, s->data, s->size);
+        } else if (f->type == OC_FT_SPAN && fetched) { /* TensorProto's one span: raw_data */
+            put_fetched(w, f, fetched, ((const oc_bytes *)(const void *)p)->size);
         } else if (f->type == OC_FT_SPAN) {
             put_span(w, f, (const oc_bytes *)(const void *)p);
         } else {
@@ -359,11 +376,12 @@ oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *siz
 
 oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn fn, void *ctx,
                     oc_error *err) {
-    return oc__encode_subst(desc, msg, NULL, 0, fn, ctx, err);
+    return oc__encode_subst(desc, msg, NULL, 0, NULL, fn, ctx, err);
 }
 
 oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
-                           uint64_t nsubs, oc_write_fn fn, void *ctx, oc_error *err) {
+                           uint64_t nsubs, const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx,
+                           oc_error *err) {
     if (!desc || !msg || !fn)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode: missing argument");
     sizes s;
@@ -375,7 +393,7 @@ oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__su
         free(s.v);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the write buffer");
     }
-    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0, {subs, nsubs, 0}};
+    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0, {subs, nsubs, 0}, fetch};
     encode_msg(&w, desc, msg);
     flush(&w);
     free(buf);
@@ -399,7 +417,7 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
                         (unsigned long long)total);
     }
     /* The buffer is exactly the output: the writer never needs to flush. */
-    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}};
+    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}, NULL};
     encode_msg(&w, desc, msg);
     free(s.v);
     if (w.st != OC_OK) {

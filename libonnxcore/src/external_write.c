@@ -39,6 +39,7 @@
 
 typedef struct externalizer {
     uint64_t threshold;
+    const oc_tensor_fetch *fetch;
     oc_external_put_fn put;
     void *put_ctx;
     oc_arena *scratch;
@@ -55,33 +56,8 @@ static int add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const ch
     return 1;
 }
 
-/* A reference tensor: the original's fields, no raw_data, EXTERNAL, with the entries onnx
- * writes (location, offset, length, checksum) after any keys we do not manage. */
-static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
-                                const oc_external_ref *ref) {
-    oc_arena *a = x->scratch;
-    onnx_TensorProto *r = oc_arena_alloc(a, sizeof *r); /* not oc_msg_new: it owns no span */
-    if (!r) return OC_ERR_NOMEM;
-    memcpy(r, t, sizeof *r);
-    memset(&r->raw_data, 0, sizeof r->raw_data);
-    OC_CLEAR_HAS(TensorProto, r, raw_data);
-    r->data_location = 1;
-    OC_SET_HAS(TensorProto, r, data_location);
-    memset(&r->external_data, 0, sizeof r->external_data);
-    for (uint64_t i = 0; i < t->external_data.count; i++) {
-        const onnx_StringStringEntryProto *e = t->external_data.items[i];
-        if (oc_external_key_is_known(&e->key)) continue;
-        void **slot = oc_array_push(a, &r->external_data, sizeof(void *));
-        if (!slot) return OC_ERR_NOMEM;
-        memcpy(slot, &e, sizeof e);
-    }
-    char num[24];
-    if (!add_entry(a, r, "location", ref->location)) return OC_ERR_NOMEM;
-    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->offset);
-    if (ref->has_offset && !add_entry(a, r, "offset", num)) return OC_ERR_NOMEM;
-    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->length);
-    if (!add_entry(a, r, "length", num)) return OC_ERR_NOMEM;
-    if (ref->checksum && !add_entry(a, r, "checksum", ref->checksum)) return OC_ERR_NOMEM;
+static oc_status add_subst(externalizer *x, const onnx_TensorProto *t, const onnx_TensorProto *r,
+                           int fetched) {
     if (x->nsubs == x->capsubs) {
         uint64_t cap = x->capsubs ? x->capsubs * 2 : 64;
         oc__subst *s = realloc(x->subs, (size_t)cap * sizeof *s);
@@ -89,22 +65,100 @@ static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
         x->subs = s;
         x->capsubs = cap;
     }
-    x->subs[x->nsubs++] = (oc__subst){t, r};
+    x->subs[x->nsubs++] = (oc__subst){t, r, fetched};
     return OC_OK;
+}
+
+/* A copy of t in the scratch arena (not oc_msg_new: it owns no span) with no raw_data and,
+ * of its external_data, only the keys we do not manage (E-3). */
+static onnx_TensorProto *bare_copy(externalizer *x, const onnx_TensorProto *t) {
+    oc_arena *a = x->scratch;
+    onnx_TensorProto *r = oc_arena_alloc(a, sizeof *r);
+    if (!r) return NULL;
+    memcpy(r, t, sizeof *r);
+    memset(&r->raw_data, 0, sizeof r->raw_data);
+    OC_CLEAR_HAS(TensorProto, r, raw_data);
+    memset(&r->external_data, 0, sizeof r->external_data);
+    for (uint64_t i = 0; i < t->external_data.count; i++) {
+        const onnx_StringStringEntryProto *e = t->external_data.items[i];
+        if (oc_external_key_is_known(&e->key)) continue;
+        void **slot = oc_array_push(a, &r->external_data, sizeof(void *));
+        if (!slot) return NULL;
+        memcpy(slot, &e, sizeof e);
+    }
+    return r;
+}
+
+/* A fetched tensor that stays in the model: as the loader leaves a resolved tensor (E-16:
+ * its bytes in raw_data, no data_location), the bytes streamed by the encoder. */
+static oc_status make_inline(externalizer *x, const onnx_TensorProto *t, uint64_t n) {
+    onnx_TensorProto *r = bare_copy(x, t);
+    if (!r) return OC_ERR_NOMEM;
+    r->raw_data.size = n; /* no bytes: oc__subst.fetched */
+    OC_SET_HAS(TensorProto, r, raw_data);
+    r->data_location = 0;
+    OC_CLEAR_HAS(TensorProto, r, data_location);
+    return add_subst(x, t, r, 1);
+}
+
+/* A reference tensor: the original's fields, no raw_data, EXTERNAL, with the entries onnx
+ * writes (location, offset, length, checksum) after any keys we do not manage. */
+static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
+                                const oc_external_ref *ref) {
+    oc_arena *a = x->scratch;
+    onnx_TensorProto *r = bare_copy(x, t);
+    if (!r) return OC_ERR_NOMEM;
+    r->data_location = 1;
+    OC_SET_HAS(TensorProto, r, data_location);
+    char num[24];
+    if (!add_entry(a, r, "location", ref->location)) return OC_ERR_NOMEM;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->offset);
+    if (ref->has_offset && !add_entry(a, r, "offset", num)) return OC_ERR_NOMEM;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->length);
+    if (!add_entry(a, r, "length", num)) return OC_ERR_NOMEM;
+    if (ref->checksum && !add_entry(a, r, "checksum", ref->checksum)) return OC_ERR_NOMEM;
+    return add_subst(x, t, r, 0);
 }
 
 static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
     externalizer *x = ctx;
+    int fetched = oc__fetched(x->fetch, t);
+    uint64_t n;
+    if (fetched)
+        OC_FORWARD(x->fetch->size(x->fetch->ctx, t, &n, x->err));
+    else if (!OC_HAS(TensorProto, t, raw_data) || oc_tensor_is_external(t))
+        return OC_OK;
+    else
+        n = t->raw_data.size;
     /* E-27: an empty tensor never leaves the model, at any threshold (a reference of
      * length 0 reads as "to the end of the file" in ONNX Runtime and onnx.load). */
-    if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size == 0 ||
-        t->raw_data.size < x->threshold || oc_tensor_is_external(t))
-        return OC_OK;
-    oc_external_ref ref = {NULL, 0, 0, t->raw_data.size, NULL};
-    OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));
-    if (make_reference(x, t, &ref) != OC_OK)
-        return oc__fail(x->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    return OC_OK;
+    oc_status st = OC_OK;
+    if (x->put && n != 0 && n >= x->threshold) {
+        oc_external_ref ref = {NULL, 0, 0, n, NULL};
+        OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));
+        st = make_reference(x, t, &ref);
+    } else if (fetched) {
+        st = make_inline(x, t, n);
+    }
+    return st == OC_OK ? OC_OK : oc__fail(x->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
+oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                                     const oc_tensor_fetch *fetch, oc_external_put_fn put,
+                                     void *put_ctx, oc_write_fn write, void *write_ctx,
+                                     oc_error *err) {
+    if (!desc || !msg || !write || (fetch && (!fetch->size || !fetch->stream)))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_encode_external: missing argument");
+    externalizer x = {threshold, fetch, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
+    if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
+    oc_status st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
+    if (st == OC_OK)
+        st = oc__encode_subst(desc, msg, x.subs, x.nsubs, fetch, write, write_ctx, err);
+    free(x.subs);
+    oc_arena_free(x.scratch);
+    return st;
 }
 
 oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
@@ -113,14 +167,49 @@ oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t t
     if (!desc || !msg || !put || !write)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_encode_external: missing argument");
-    externalizer x = {threshold, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
-    if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
-    oc_status st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
-    if (st == OC_OK) st = oc__encode_subst(desc, msg, x.subs, x.nsubs, write, write_ctx, err);
-    free(x.subs);
-    oc_arena_free(x.scratch);
-    return st;
+    return oc_encode_external_fetched(desc, msg, threshold, NULL, put, put_ctx, write, write_ctx,
+                                      err);
+}
+
+/* ---- fetched tensors (internal/encode.h) ---- */
+
+int oc__fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t) {
+    return fetch && oc_tensor_is_external(t);
+}
+
+oc_status oc__tensor_size(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t *n,
+                          oc_error *err) {
+    if (oc__fetched(fetch, t)) return fetch->size(fetch->ctx, t, n, err);
+    *n = t->raw_data.size;
+    return OC_OK;
+}
+
+typedef struct counted_sink {
+    oc_write_fn write;
+    void *ctx;
+    uint64_t left;
+} counted_sink;
+
+static oc_status counted_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    counted_sink *c = ctx;
+    if (size > c->left)
+        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "a tensor's input gave more bytes than its reference announced");
+    c->left -= size;
+    return c->write(c->ctx, data, size, err);
+}
+
+oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_TensorProto *t,
+                          oc_write_fn write, void *ctx, oc_error *err) {
+    if (!oc__fetched(fetch, t)) return oc_bytes_write(&t->raw_data, write, ctx, err);
+    counted_sink c = {write, ctx, 0};
+    OC_FORWARD(fetch->size(fetch->ctx, t, &c.left, err));
+    OC_FORWARD(fetch->stream(fetch->ctx, t, counted_write, &c, err));
+    if (c.left)
+        return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                        "a tensor's input ended %llu bytes short of its reference's length",
+                        (unsigned long long)c.left);
+    return OC_OK;
 }
 
 /* ---- writing: data files beside the model ---- */
@@ -134,7 +223,8 @@ typedef struct part {
 
 typedef struct data_writer {
     const oc_serialize_options *opts;
-    char *dir; /* the model's directory, with a trailing slash or empty */
+    const oc_tensor_fetch *fetch; /* or NULL */
+    char *dir;                    /* the model's directory, with a trailing slash or empty */
     const char *model_path;
     char *location; /* the first part's location */
     part *parts;
@@ -223,7 +313,8 @@ static oc_status tee_write(void *ctx, const void *data, uint64_t size, oc_error 
 static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
                              oc_error *err) {
     data_writer *w = ctx;
-    uint64_t n = t->raw_data.size, align = w->opts->buffer.alignment;
+    uint64_t n, align = w->opts->buffer.alignment;
+    OC_FORWARD(oc__tensor_size(w->fetch, t, &n, err));
     if (!w->nparts) OC_FORWARD(open_part(w, err));
     part *p = &w->parts[w->nparts - 1];
     uint64_t at = align > 1 ? (p->size + align - 1) & ~(align - 1) : p->size;
@@ -245,8 +336,10 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
         OC_FORWARD(oc__sha1_begin(&sha, err));
         sink.sha1 = &sha;
     }
-    oc_status st = sink.sha1 ? oc_bytes_write(&t->raw_data, tee_write, &sink, err)
-                             : oc_atomic_write_bytes(&p->af, &t->raw_data, err);
+    oc_status st = sink.sha1 ? oc_tensor_write(w->fetch, t, tee_write, &sink, err)
+                   : oc__fetched(w->fetch, t)
+                       ? oc_tensor_write(w->fetch, t, oc_atomic_write, &p->af, err)
+                       : oc_atomic_write_bytes(&p->af, &t->raw_data, err);
     if (st == OC_OK && sink.sha1) {
         st = oc__sha1_end_hex(&sha, w->checksum, err);
         ref->checksum = w->checksum; /* copied into the reference before the next put */
@@ -492,6 +585,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     data_writer w;
     memset(&w, 0, sizeof w);
     w.opts = opts;
+    w.fetch = opts->fetch;
     w.dir = dir_prefix(path);
     w.model_path = path;
     w.location = strdup(loc);
@@ -508,8 +602,8 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
     model.progress = &w.progress;
     if (st == OC_OK)
-        st = oc_encode_external(desc, msg, opts->buffer.raw_data_threshold, put_in_file, &w,
-                                oc_atomic_write, &model, err);
+        st = oc_encode_external_fetched(desc, msg, opts->buffer.raw_data_threshold, opts->fetch,
+                                        put_in_file, &w, oc_atomic_write, &model, err);
     /* Data first, then the model: a model file never names data that is not in place. */
     if (st == OC_OK) {
         st = commit_pair(&w, &model, path, err);

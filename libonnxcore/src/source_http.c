@@ -11,6 +11,12 @@
  * body cut short) are retried with backoff, resuming after the bytes already received;
  * a stall or a 4xx is not. Handles are pooled and keep their connections alive.
  *
+ * Reads announced with will_read (a converter that will read every entry of an archive)
+ * go through a read-ahead window: a read smaller than the window that lies in an announced
+ * range fetches the window from there in one request, and the reads after it that fall
+ * inside are served from memory: 70,000 small tensors cost a few requests, not 70,000.
+ * Reads not announced (a `get` of one tensor) fetch exactly their bytes.
+ *
  * The last few objects opened are remembered for a few seconds (URL, size, identity and
  * tail): opening it again, as a caller that first asks what a URL holds and then opens it
  * does, costs no request. Nothing stale can mix in: every byte fetched afterwards is
@@ -32,7 +38,9 @@
 #include "internal/source.h"
 #include "internal/source_http.h"
 
-#define POOL_MAX 8 /* idle handles kept (each with its connection) */
+#define POOL_MAX     8           /* idle handles kept (each with its connection) */
+#define AHEAD_WINDOW (8u << 20)  /* the read-ahead window (announced reads only) */
+#define AHEAD_GAP    (64u << 10) /* announced ranges this close are read as one */
 
 typedef struct http_source {
     oc_source head;
@@ -50,6 +58,13 @@ typedef struct http_source {
     pthread_mutex_t lock; /* the pool */
     CURL *idle[POOL_MAX];
     int nidle;
+    /* Read-ahead (will_read): the announced ranges, sorted and merged, and the window
+     * (win_len bytes of the object from win_at); ahead_lock guards all five. */
+    pthread_mutex_t ahead_lock;
+    oc_source_range *ahead;
+    size_t nahead;
+    uint8_t *win;
+    uint64_t win_at, win_len;
 } http_source;
 
 /* One request's state, filled by the header and body callbacks. */
@@ -504,6 +519,96 @@ static oc_status fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc
     return request(h, &x, err);
 }
 
+/* ---- read-ahead ---- */
+
+static int cmp_range(const void *a, const void *b) {
+    const oc_source_range *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Replaces the announced ranges with these (copied, sorted, and merged where they touch
+ * or lie within AHEAD_GAP of each other: one request is cheaper than the gap). Advice:
+ * without memory, nothing is announced. */
+static void http_will_read(oc_source *s, const oc_source_range *ranges, size_t count) {
+    http_source *h = (http_source *)s;
+    oc_source_range *v = count ? malloc(count * sizeof *v) : NULL;
+    size_t n = 0;
+    if (v) {
+        memcpy(v, ranges, count * sizeof *v);
+        qsort(v, count, sizeof *v, cmp_range);
+        for (size_t i = 0; i < count; i++) {
+            if (v[i].size == 0 || v[i].at >= s->size) continue;
+            if (v[i].size > s->size - v[i].at) v[i].size = s->size - v[i].at;
+            if (n && v[i].at <= v[n - 1].at + v[n - 1].size + AHEAD_GAP) {
+                uint64_t end = v[i].at + v[i].size;
+                if (end > v[n - 1].at + v[n - 1].size) v[n - 1].size = end - v[n - 1].at;
+            } else {
+                v[n++] = v[i];
+            }
+        }
+    }
+    pthread_mutex_lock(&h->ahead_lock);
+    free(h->ahead);
+    h->ahead = v;
+    h->nahead = n;
+    pthread_mutex_unlock(&h->ahead_lock);
+}
+
+/* The end of the announced range holding [at, at + n), or 0. Under ahead_lock. */
+static uint64_t announced_end(const http_source *h, uint64_t at, uint64_t n) {
+    size_t lo = 0, hi = h->nahead;
+    while (lo < hi) { /* the last range starting at or before at */
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->ahead[mid].at <= at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0) return 0;
+    const oc_source_range *r = &h->ahead[lo - 1];
+    return at + n <= r->at + r->size ? r->at + r->size : 0;
+}
+
+/* The first *served bytes of [at, at + n) from the read-ahead window, into dst or through
+ * write: all of them when the range is announced and smaller than the window (which is
+ * filled from `at` first if it does not hold them), the part the window holds when the
+ * range is larger (the header read just before a large entry's data filled it), else
+ * none (then nothing happened). The caller fetches the rest. A failed fill is the read's
+ * error. */
+static oc_status from_window(http_source *h, uint64_t at, uint64_t n, uint8_t *dst,
+                             oc_write_fn write, void *ctx, uint64_t *served, oc_error *err) {
+    oc_status st = OC_OK;
+    *served = 0;
+    pthread_mutex_lock(&h->ahead_lock);
+    uint64_t win_end = h->win_at + h->win_len, k = 0;
+    if (h->win_len && at >= h->win_at && at < win_end) k = n < win_end - at ? n : win_end - at;
+    if (k < n && n < AHEAD_WINDOW) {
+        uint64_t end = announced_end(h, at, n);
+        k = 0;
+        if (end && !h->win) h->win = malloc(AHEAD_WINDOW);
+        if (end && h->win) {
+            uint64_t len = end - at < AHEAD_WINDOW ? end - at : AHEAD_WINDOW;
+            h->win_len = 0;
+            st = fetch(h, at, len, h->win, NULL, NULL, err);
+            if (st == OC_OK) {
+                h->win_at = at;
+                h->win_len = len;
+                k = n;
+            }
+        }
+    }
+    if (k) {
+        const uint8_t *p = h->win + (at - h->win_at);
+        if (dst)
+            memcpy(dst, p, (size_t)k);
+        else
+            st = write(ctx, p, k, err);
+    }
+    *served = st == OC_OK ? k : n;
+    pthread_mutex_unlock(&h->ahead_lock);
+    return st;
+}
+
 /* Frees what h holds (not h: source_release frees the object). */
 
 static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
@@ -519,7 +624,10 @@ static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uin
                (size_t)(at + n - first));
         from_net = first - at;
     }
-    if (from_net) OC_FORWARD(fetch(h, at, from_net, dst, NULL, NULL, err));
+    uint64_t k = 0;
+    if (from_net) OC_FORWARD(from_window(h, at, from_net, dst, NULL, NULL, &k, err));
+    if (k < from_net)
+        OC_FORWARD(fetch(h, at + k, from_net - k, (uint8_t *)dst + k, NULL, NULL, err));
     *got = n;
     return OC_OK;
 }
@@ -531,7 +639,9 @@ static oc_status http_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn
     http_source *h = (http_source *)s;
     uint64_t tail_at = s->size - h->tail_len;
     uint64_t from_net = at + n <= tail_at ? n : at < tail_at ? tail_at - at : 0;
-    if (from_net) OC_FORWARD(fetch(h, at, from_net, NULL, write, ctx, err));
+    uint64_t k = 0;
+    if (from_net) OC_FORWARD(from_window(h, at, from_net, NULL, write, ctx, &k, err));
+    if (k < from_net) OC_FORWARD(fetch(h, at + k, from_net - k, NULL, write, ctx, err));
     if (from_net < n)
         OC_FORWARD(write(ctx, h->tail + (at + from_net - tail_at), n - from_net, err));
     return OC_OK;
@@ -541,6 +651,9 @@ static void http_destroy(oc_source *s) {
     http_source *h = (http_source *)s;
     for (int i = 0; i < h->nidle; i++) curl_easy_cleanup(h->idle[i]);
     pthread_mutex_destroy(&h->lock);
+    pthread_mutex_destroy(&h->ahead_lock);
+    free(h->ahead);
+    free(h->win);
     free(h->url);
     free(h->auth);
     free(h->ca_file);
@@ -551,6 +664,7 @@ static const oc_source_vtable http_vtable = {
     .kind = "http",
     .read = http_read,
     .read_to = http_read_to,
+    .will_read = http_will_read,
     .destroy = http_destroy,
 };
 
@@ -589,6 +703,7 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     http_source *h = calloc(1, sizeof *h);
     if (!h) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     pthread_mutex_init(&h->lock, NULL);
+    pthread_mutex_init(&h->ahead_lock, NULL);
     const char *auth = o.auth ? o.auth : env_str("ONNXZ_HTTP_AUTH");
     h->url = strdup(url);
     h->ca_file = dup_or_null(o.ca_file ? o.ca_file : env_str("ONNXZ_CA_FILE"));

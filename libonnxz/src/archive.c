@@ -143,6 +143,7 @@ static int entry_name(name_set *taken, const oc_str *tname, char *out) {
 
 typedef struct writer_ctx {
     oz_zip_writer *zip;
+    const oc_tensor_fetch *fetch; /* or NULL (oc_serialize_options.fetch) */
     name_set taken;
     oc_arena *names; /* entry names live until the model is encoded */
     uint8_t *model;  /* the serialized model, gathered in memory */
@@ -162,12 +163,11 @@ static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref
     if (r < 0) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* Streamed: the CRC is computed on the way and patched into the local header, so each
      * piece is read once and, from a mapped input, dropped from memory once written. */
-    OZ_FORWARD(oz_zip_writer_begin(w->zip, name, t->raw_data.size, NULL, err));
-    OZ_FORWARD(oc_bytes_write(&t->raw_data, zip_sink, w->zip, err));
+    OZ_FORWARD(oz_zip_writer_begin(w->zip, name, ref->length, NULL, err));
+    OZ_FORWARD(oc_tensor_write(w->fetch, t, zip_sink, w->zip, err));
     OZ_FORWARD(oz_zip_writer_end(w->zip, err));
     ref->location = name;
     ref->has_offset = 0; /* the entry is the tensor: offset 0 */
-    ref->length = t->raw_data.size;
     return OC_OK;
 }
 
@@ -197,6 +197,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
                         (unsigned long long)so->buffer.alignment);
     writer_ctx w;
     memset(&w, 0, sizeof w);
+    w.fetch = so->fetch;
     uint64_t model_at;
     w.names = oc_arena_new();
     if (!w.names || set_init(&w.taken, w.names) != 0 ||
@@ -211,8 +212,8 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
         st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite, &w.zip, err);
     if (st == OC_OK) oz__zip_writer_set_progress(w.zip, &progress);
     if (st == OC_OK)
-        st = oc_encode_external(desc, msg, so->buffer.raw_data_threshold, put_entry, &w,
-                                gather_model, &w, err);
+        st = oc_encode_external_fetched(desc, msg, so->buffer.raw_data_threshold, so->fetch,
+                                        put_entry, &w, gather_model, &w, err);
     /* The model last: tools can rewrite it without moving a single weight. */
     if (st == OC_OK && opts->deflate_model)
         st = oz_zip_writer_add_deflated(w.zip, OZ_MODEL_ENTRY, w.model, w.model_size, -1, err);
@@ -446,6 +447,45 @@ static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_st
     return to_mapped(&b, out, err);
 }
 
+/* ---- oz_archive_fetch: a tensor's entry streamed while a save writes it ---- */
+
+/* The entry an EXTERNAL tensor names, checked as a load checks it (A-21; E-1). */
+static oc_status fetch_entry(const oz_archive *ar, const onnx_TensorProto *t, uint64_t *index,
+                             oc_error *err) {
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    if (!loc) {
+        char tname[OC_QUOTE_SIZE];
+        oc_quote(t->name.data, t->name.size, tname, sizeof tname);
+        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                        "tensor '%s': external data has no location (E-1)", tname);
+    }
+    return check_reference(ar, t, loc, index, err);
+}
+
+static oc_status fetch_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
+    const oz_archive *ar = ctx;
+    uint64_t index;
+    oz_zip_entry e;
+    OZ_FORWARD(fetch_entry(ar, t, &index, err));
+    OZ_FORWARD(oz_zip_reader_entry(ar->zip, index, &e, err));
+    *n = e.uncompressed_size;
+    return OC_OK;
+}
+
+static oc_status fetch_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
+                              void *write_ctx, oc_error *err) {
+    const oz_archive *ar = ctx;
+    uint64_t index;
+    OZ_FORWARD(fetch_entry(ar, t, &index, err));
+    return oz_zip_reader_read_to(ar->zip, index, write, write_ctx, err);
+}
+
+void oz_archive_fetch(const oz_archive *ar, oc_tensor_fetch *out) {
+    out->size = fetch_size;
+    out->stream = fetch_stream;
+    out->ctx = (void *)(uintptr_t)ar;
+}
+
 typedef struct refs_ctx {
     const oz_archive *ar;
     oc_error *err;
@@ -516,6 +556,7 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
         refs_ctx rc = {ar, err};
+        oz__zip_reader_will_read_all(ar->zip); /* every tensor's entry, in about file order */
         oc_status st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m),
                                             check_tensor_reference, &rc);
         if (st == OC_OK)
@@ -770,6 +811,7 @@ oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *m
                        "oz_archive_check_layout: NULL archive or model");
     memset(&w, 0, sizeof w);
     w.zip = oz_archive_zip(ar);
+    oz__zip_reader_will_read_locals(w.zip); /* A-4 needs every data offset */
     count = oz_zip_reader_count(w.zip);
     OZ_FORWARD(oz_zip_reader_find(w.zip, OZ_MODEL_ENTRY, &w.model_index, err));
     w.first_tensor = calloc((size_t)count, sizeof *w.first_tensor);

@@ -170,6 +170,23 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
                     (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
+/* An open archive's model; with keep, without its weights, and the archive kept open in
+ * *keep for oz_archive_fetch. Closes ar otherwise, or on failure. */
+static oc_status load_archive(oz_archive *ar, const oz_open_options *opts, oc_model **out,
+                              oz_archive **keep, oc_error *err) {
+    oc_parse_options po = opts->parse;
+    if (keep) po.skip_external_data = 1;
+    oc_status st = oz_archive_load_model(ar, &po, out, err);
+    if (st == OC_OK && keep) {
+        /* every tensor will be fetched, in about the file's order */
+        oz__zip_reader_will_read_all(oz_archive_zip(ar));
+        *keep = ar;
+        return OC_OK;
+    }
+    oz_archive_close(ar);
+    return st;
+}
+
 /* A model at a URL, from the source that detected it (its tail already read): the rest
  * in one request, decoded by libonnxcore, with external data resolved relative to the
  * URL's directory. Drops the reference to src. */
@@ -207,7 +224,7 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
  * request, the tail, serves both); an archive then costs its model and tensors, a model
  * the rest of its bytes (load_remote_model) and its external data beside it. */
 static oc_status open_url(const char *url, const oz_open_options *opts, oc_model **out,
-                          oz_open_info *info, oc_error *err) {
+                          oz_open_info *info, oz_archive **keep, oc_error *err) {
     oc_source *src;
     OZ_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
     info->file_size = src->size;
@@ -235,20 +252,18 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
     OZ_FORWARD(st);
     oz_archive *ar;
     OZ_FORWARD(oz__archive_wrap(zip, url, &ar, err)); /* closes zip on failure */
-    st = oz_archive_load_model(ar, &opts->parse, out, err);
-    oz_archive_close(ar);
-    return st;
+    return load_archive(ar, opts, out, keep, err);
 }
 
 /* oz_open into a complete info of this library's layout. */
 static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
-                          oz_open_info *info, oc_error *err) {
+                          oz_open_info *info, oz_archive **keep, oc_error *err) {
     if (!path || !out)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
     OZ_OPEN_OPTS(opts, err);
     if (oc_is_url(path)) {
-        oc_status st = open_url(path, opts, out, info, err);
+        oc_status st = open_url(path, opts, out, info, keep, err);
         if (st != OC_OK) *out = NULL;
         return st;
     }
@@ -267,7 +282,14 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
     case OZ_KIND_ZIP:
     case OZ_KIND_ZIP_SHORT:
         info->is_archive = true;
-        st = oz_archive_load(path, &opts->parse, out, err);
+        if (keep) {
+            oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);
+            oz_archive *ar;
+            st = oz_archive_open(path, &zo, &ar, err);
+            if (st == OC_OK) st = load_archive(ar, opts, out, keep, err);
+        } else {
+            st = oz_archive_load(path, &opts->parse, out, err);
+        }
         break;
     case OZ_KIND_ONNXZEC1:
     case OZ_KIND_ONNXCRY1:
@@ -295,7 +317,21 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
     if (out) *out = NULL;
     if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
     oz_open_info found = OZ_OPEN_INFO_INIT;
-    oc_status st = open_any(path, opts, out, &found, err);
+    oc_status st = open_any(path, opts, out, &found, NULL, err);
+    if (info) oz__open_info_put(info, &found);
+    return st;
+}
+
+oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_model **out,
+                           oz_archive **archive, oz_open_info *info, oc_error *err) {
+    if (out) *out = NULL;
+    if (!archive)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_open_deferred: missing argument");
+    *archive = NULL;
+    if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oc_status st = open_any(path, opts, out, &found, archive, err);
     if (info) oz__open_info_put(info, &found);
     return st;
 }

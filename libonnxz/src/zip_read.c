@@ -1166,6 +1166,15 @@ static void give_buffer(oc_bytes *out, uint8_t *buf, uint64_t n) {
     out->mode = OC_BYTES_OWNED;
 }
 
+/* A STORED entry's bytes read from a remote source are checked against its CRC: they
+ * crossed a network (a local file's are the file's, checked by verify). */
+static oc_status downloaded_crc(const oz_zip_reader *r, const oz__entry *e, const uint8_t *data,
+                                oc_error *err) {
+    if (!(r->src->caps & OC_SOURCE_REMOTE)) return OC_OK;
+    uint32_t crc = oz__crc32(0, data, e->usize);
+    return crc == e->crc ? OC_OK : crc_mismatch(r, e, crc, err);
+}
+
 oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
@@ -1191,6 +1200,11 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
                                             qname(r, e, q));
         }
         memmove(both, both + skip, (size_t)e->usize);
+        st = downloaded_crc(r, e, both, err);
+        if (st != OC_OK) {
+            oc_bytes_free_buffer(both);
+            return st;
+        }
         give_buffer(out, both, e->usize);
         return OC_OK;
     }
@@ -1206,6 +1220,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
         uint8_t *buf = oc_bytes_alloc_buffer(e->usize);
         OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         oc_status st = src_read(r, e->data_off, buf, e->usize, err);
+        if (st == OC_OK) st = downloaded_crc(r, e, buf, err);
         if (st != OC_OK) {
             oc_bytes_free_buffer(buf);
             return st;
@@ -1237,14 +1252,30 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     return OC_OK;
 }
 
+/* A writer that passes bytes on and adds them to a CRC. */
+typedef struct crc_tee {
+    oc_write_fn write;
+    void *ctx;
+    uint32_t crc;
+} crc_tee;
+
+static oc_status crc_tee_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    crc_tee *t = ctx;
+    t->crc = oz__crc32(t->crc, data, size);
+    return t->write(t->ctx, data, size, err);
+}
+
 oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write_fn write,
                                 void *ctx, oc_error *err) {
     OZ_RETURN_ERROR_IF(!write, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
     const oz__entry *e = NULL;
     OZ_FORWARD(readable(r, index, NULL, &e, err));
     if (e->method == OZ_ZIP_STORED) {
-        if (!(r->src->caps & OC_SOURCE_MAP))
-            return oc_source_read_to(r->src, e->data_off, e->usize, write, ctx, err);
+        if (!(r->src->caps & OC_SOURCE_MAP)) { /* downloaded: checked against its CRC */
+            crc_tee tee = {write, ctx, 0};
+            OZ_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_tee_write, &tee, err));
+            return tee.crc == e->crc ? OC_OK : crc_mismatch(r, e, tee.crc, err);
+        }
         oc_bytes view = {0}; /* streamed as a write streams, so a mapping's pages go once read */
         OZ_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
         oc_status st = oc_bytes_write(&view, write, ctx, err);
@@ -1289,6 +1320,7 @@ oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error 
 
 oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    oz__zip_reader_will_read_all(r);
     for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(oz_zip_reader_verify(r, i, err));
     return OC_OK;
 }
@@ -1364,3 +1396,22 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
 }
 
 oc_source *oz__zip_reader_source(const oz_zip_reader *r) { return r ? r->src : NULL; }
+
+void oz__zip_reader_will_read_all(const oz_zip_reader *r) {
+    oc_source_range all = {0, r->cd_off}; /* every entry lies before the directory (Z-75) */
+    /* (a local file's read-ahead of the whole archive would only crowd the page cache) */
+    if (r->src->caps & OC_SOURCE_REMOTE) oc_source_will_read(r->src, &all, 1);
+}
+
+void oz__zip_reader_will_read_locals(const oz_zip_reader *r) {
+    if (!r->next_at || r->count == 0) return; /* local headers were read at open */
+    oc_source_range *v = malloc((size_t)r->count * sizeof *v);
+    if (!v) return;                           /* advice */
+    for (uint64_t i = 0; i < r->count; i++) { /* what ensure_local reads */
+        uint64_t n = OZ_LOCAL_SIZE + (uint64_t)r->e[i].name_len + 256;
+        uint64_t room = r->next_at[i] - r->e[i].lho;
+        v[i] = (oc_source_range){r->e[i].lho, n < room ? n : room};
+    }
+    oc_source_will_read(r->src, v, (size_t)r->count);
+    free(v);
+}

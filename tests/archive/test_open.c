@@ -420,6 +420,110 @@ static void test_external_pread_many_files(void) {
     CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
 }
 
+static int same_file(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb, ca, cb;
+    while (same && ((ca = fgetc(fa)) != EOF) | ((cb = fgetc(fb)) != EOF)) same = ca == cb;
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+/* A fetch that claims one byte more than its stream gives. */
+static oc_status short_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *e) {
+    const oc_tensor_fetch *inner = ctx;
+    oc_status st = inner->size(inner->ctx, t, n, e);
+    *n += 1;
+    return st;
+}
+
+static oc_status short_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write, void *wctx,
+                              oc_error *e) {
+    const oc_tensor_fetch *inner = ctx;
+    return inner->stream(inner->ctx, t, write, wctx, e);
+}
+
+/* oz_open_deferred + oz_archive_fetch: every output form written from the archive tensor by
+ * tensor is byte for byte what the same save of the loaded model writes; bad references
+ * and a fetch that lies fail and leave nothing. */
+static void test_deferred(void) {
+    static const struct {
+        const char *name, *data;
+        uint64_t threshold, max_file;
+    } outs[] = {{"d.onnx", NULL, 1024, 0},
+                {"d2.onnx", "d2.data", 1024, 0},
+                {"dn.onnx", "dn.data", 1024, 100000},
+                {"d.onnxz", NULL, 1024, 0},
+                {"dt.onnxz", NULL, 100000, 0}, /* w1 (70000 bytes) fetched into the model */
+                {"dx.onnx", "dx.data", 100000, 0}};
+    oc_model *lazy = NULL, *full = NULL;
+    oz_archive *ar = NULL;
+    CHECK_STATUS(oz_open_deferred(at("a.onnxz"), NULL, &lazy, &ar, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_open(at("a.onnxz"), NULL, &full, NULL, &err), OC_OK);
+    if (!lazy || !ar || !full) return;
+    const onnx_ModelProto *mp = oc_model_proto(lazy);
+    CHECK(oc_tensor_is_external(mp->graph->initializer.items[0]) &&
+          !OC_HAS(TensorProto, (onnx_TensorProto *)mp->graph->initializer.items[0], raw_data));
+    oc_tensor_fetch fetch;
+    oz_archive_fetch(ar, &fetch);
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        char ref[200];
+        snprintf(ref, sizeof ref, "ref-%s", outs[i].name);
+        oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
+        o.serialize.buffer.raw_data_threshold = outs[i].threshold;
+        o.serialize.max_external_file_size = outs[i].max_file;
+        if (outs[i].data) { /* the same data file name beside each model: two directories */
+            snprintf(ref, sizeof ref, "sub/%s", outs[i].name);
+            o.serialize.external_data = outs[i].data;
+        }
+        CHECK_STATUS(oz_save_any(full, at(ref), OZ_FORM_AUTO, &o, &err), OC_OK);
+        o.serialize.fetch = &fetch;
+        CHECK_STATUS(oz_save_any(lazy, at(outs[i].name), OZ_FORM_AUTO, &o, &err), OC_OK);
+        CHECK(same_file(at(ref), at(outs[i].name)));
+        if (outs[i].data) {
+            char a[200], b[200];
+            snprintf(a, sizeof a, "sub/%s", outs[i].data);
+            CHECK(same_file(at(a), at(outs[i].data)));
+            snprintf(a, sizeof a, "sub/%s.1", outs[i].data);
+            snprintf(b, sizeof b, "%s.1", outs[i].data);
+            CHECK(access(at(a), F_OK) != 0 || same_file(at(a), at(b)));
+        }
+    }
+    {
+        /* The bytes are checked against the size the fetch gave: nothing is written. */
+        oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
+        oc_tensor_fetch liar = {short_size, short_stream, &fetch};
+        o.serialize.fetch = &liar;
+        CHECK_STATUS(oz_save_any(lazy, at("liar.onnxz"), OZ_FORM_AUTO, &o, &err), OC_ERR_TRUNCATED);
+        CHECK(access(at("liar.onnxz"), F_OK) != 0);
+        CHECK_STATUS(oz_save_any(lazy, at("liar.onnx"), OZ_FORM_AUTO, &o, &err), OC_ERR_TRUNCATED);
+        CHECK(access(at("liar.onnx"), F_OK) != 0);
+    }
+    {
+        /* A reference to an entry the archive does not have. */
+        onnx_TensorProto *t = mp->graph->initializer.items[1];
+        for (uint64_t k = 0; k < t->external_data.count; k++) {
+            onnx_StringStringEntryProto *e = t->external_data.items[k];
+            if (oc_str_eq(e->key, "location"))
+                oc_str_set_cstr(oc_model_arena(lazy), &e->value, "no-such-entry");
+        }
+        oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
+        o.serialize.fetch = &fetch;
+        CHECK_STATUS(oz_save_any(lazy, at("bad.onnx"), OZ_FORM_AUTO, &o, &err), OC_ERR_NOT_FOUND);
+        CHECK(strstr(err.message, "no-such-entry") != NULL);
+        CHECK(access(at("bad.onnx"), F_OK) != 0);
+    }
+    oc_model_free(lazy);
+    oc_model_free(full);
+    oz_archive_close(ar);
+    /* Not an archive: loaded whole, no archive. */
+    CHECK_STATUS(oz_open_deferred(at("two.onnx"), NULL, &lazy, &ar, NULL, &err), OC_OK);
+    CHECK(ar == NULL && lazy && same_tensors(lazy));
+    oc_model_free(lazy);
+    CHECK_STATUS(oz_open_deferred(at("missing"), NULL, &lazy, &ar, NULL, &err), OC_ERR_NOT_FOUND);
+    CHECK(ar == NULL && lazy == NULL);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test_open", argc > 1 ? argv[1] : "/tmp");
     char cmd[2 * sizeof dir + 64];
@@ -447,6 +551,7 @@ int main(int argc, char **argv) {
     open_ok("n.onnx", NULL, OZ_KIND_MODEL, 0);
     open_ok("a.onnxz", NULL, OZ_KIND_ZIP, 1);
     test_archive_pread();
+    test_deferred();
     test_external_pread();
     test_external_pread_many_files();
     open_ok("two.onnx", pass, OZ_KIND_MODEL, 0); /* a key is ignored for a plain file */

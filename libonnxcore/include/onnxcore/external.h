@@ -63,9 +63,22 @@ typedef struct oc_external_ref {
 } oc_external_ref;
 
 /* Receives each tensor to move out of the model, in encoding order. It stores the bytes
- * (tensor->raw_data) and fills ref. */
+ * (tensor->raw_data, or with a fetch oc_tensor_write's) and fills ref; ref->length holds
+ * their count on entry. */
 typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tensor,
                                         oc_external_ref *ref, oc_error *err);
+
+/* The bytes of tensors that are still EXTERNAL references, for a save
+ * (oc_serialize_options.fetch, oc_encode_external_fetched): a converter streams them from
+ * its input while it writes its output. */
+typedef struct oc_tensor_fetch {
+    /* *n receives the byte count of external tensor `tensor`; an invalid reference fails. */
+    oc_status (*size)(void *ctx, const onnx_TensorProto *tensor, uint64_t *n, oc_error *err);
+    /* Passes exactly those bytes to write, in order, holding few of them at a time. */
+    oc_status (*stream)(void *ctx, const onnx_TensorProto *tensor, oc_write_fn write,
+                        void *write_ctx, oc_error *err);
+    void *ctx;
+} oc_tensor_fetch;
 
 /* Serializes msg to `write` with every tensor whose raw_data has at least threshold bytes
  * replaced by an EXTERNAL reference to where `put` stored it. All put calls happen before
@@ -74,6 +87,17 @@ typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tenso
 OC_API oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
                                     oc_external_put_fn put, void *put_ctx, oc_write_fn write,
                                     void *write_ctx, oc_error *err);
+/* As oc_encode_external, with every EXTERNAL tensor's bytes taken from fetch (NULL: none):
+ * moved out to put like raw_data of the same size, or written inside the model (below the
+ * threshold, or with put NULL) as the loader would leave it (spec E-16). */
+OC_API oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg,
+                                            uint64_t threshold, const oc_tensor_fetch *fetch,
+                                            oc_external_put_fn put, void *put_ctx,
+                                            oc_write_fn write, void *write_ctx, oc_error *err);
+/* Passes a tensor's bytes to write: from fetch for an EXTERNAL tensor when fetch is given
+ * (exactly the count its size gave, else an error), else its raw_data (oc_bytes_write). */
+OC_API oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_TensorProto *tensor,
+                                 oc_write_fn write, void *ctx, oc_error *err);
 
 /* True for the external_data keys this library defines and acts on: location, offset,
  * length, checksum (and basepath, which it recognises and never acts on). Other keys

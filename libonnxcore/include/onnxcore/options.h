@@ -117,6 +117,12 @@ typedef struct oc_serialize_options {
      * done is capped at total, and the last call has done == total). NULL: no calls. */
     oc_progress_fn progress;
     void *progress_ctx;
+
+    /* Tensors that are still EXTERNAL references (a model loaded with skip_external_data):
+     * with fetch set, a save writes each as if its bytes had been loaded, streaming them
+     * from fetch one tensor at a time, so that a converter never holds a model's weights
+     * in memory (onnxcore/external.h). NULL: they are written as the references they are. */
+    const struct oc_tensor_fetch *fetch;
 } oc_serialize_options;
 
 /* The default threshold for writing tensors outside the model (spec/external-data.md

@@ -1,19 +1,39 @@
 /*
- * internal/encode.h - encoding with some messages replaced by others.
+ * internal/encode.h - encoding with some messages replaced by others, and tensors whose
+ * bytes are fetched while they are written.
  *
  * Writers that move tensor bytes out of the model (external data, archives) encode the
  * model with each moved TensorProto replaced by a reference tensor, without touching the
  * model. Substitutions are listed in encoding order (the order oc_msg_visit_tensors visits);
  * both encoding passes consume them in that order, matching by address.
+ *
+ * A fetch supplies the bytes of tensors that are still references to data elsewhere (a
+ * model loaded with skip_external_data, whose data the writer streams from its input one
+ * tensor at a time: a converter's bounded-memory path). Given one, a writer treats every
+ * external tensor as if its bytes were its raw_data: moved out by the rules that move
+ * raw_data, or written inline through a substitution whose raw_data has only a size and
+ * whose bytes the encoder streams from the fetch.
  */
 #ifndef ONNXCORE_INTERNAL_ENCODE_H
 #define ONNXCORE_INTERNAL_ENCODE_H
 
 #include "onnxcore/codec.h"
+#include "onnxcore/external.h"
+#include "onnxcore/messages.h"
+#include "onnxcore/options.h"
+
+/* Whether t's bytes come from fetch (given, and t an external reference). */
+int oc__fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t);
+/* t's byte count: from fetch when oc__fetched, else its raw_data's. */
+oc_status oc__tensor_size(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t *n,
+                          oc_error *err);
 
 typedef struct oc__subst {
     const void *original;
     const void *replacement;
+    /* the replacement's raw_data holds only a size: its bytes are the original's, streamed
+     * from the fetch */
+    int fetched;
 } oc__subst;
 
 typedef struct oc__subst_cursor {
@@ -21,14 +41,16 @@ typedef struct oc__subst_cursor {
     uint64_t count, next;
 } oc__subst_cursor;
 
-static inline const void *oc__subst_next(oc__subst_cursor *c, const oc_msgdesc *d,
-                                         const void *msg) {
+/* The substitution for msg, consumed, or NULL. */
+static inline const oc__subst *oc__subst_next(oc__subst_cursor *c, const oc_msgdesc *d,
+                                              const void *msg) {
     if (c->next < c->count && c->subs[c->next].original == msg && d == &onnx_TensorProto_desc)
-        return c->subs[c->next++].replacement;
-    return msg;
+        return &c->subs[c->next++];
+    return NULL;
 }
 
 oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
-                           uint64_t nsubs, oc_write_fn fn, void *ctx, oc_error *err);
+                           uint64_t nsubs, const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx,
+                           oc_error *err);
 
 #endif

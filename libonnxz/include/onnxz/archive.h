@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <onnxcore/external.h>
 #include <onnxcore/model.h>
 
 #include "zip.h"
@@ -91,6 +92,13 @@ OZ_API oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_opti
 /* Opens, loads and closes: the model alone. */
 OZ_API oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
                                  oc_error *err);
+
+/* A fetch (onnxcore/external.h) that streams the bytes of the entry an EXTERNAL tensor of
+ * ar's model names (checked as oz_archive_load_model checks it, A-21), through
+ * oz_zip_reader_read_to: set as oc_serialize_options.fetch, a save of the model loaded
+ * with skip_external_data writes every tensor from the archive, one at a time, holding a
+ * few MiB (a remote archive: one request per tensor). Valid while ar is open. */
+OZ_API void oz_archive_fetch(const oz_archive *ar, oc_tensor_fetch *out);
 
 /* Random access: the bytes of the tensor named `tensor_name` (the TensorProto's name, not
  * the entry's), found through the model without reading any other tensor. The span shares

@@ -19,6 +19,7 @@
 
 #include <onnxcore/crypto.h>
 #include <onnxcore/model.h>
+#include <onnxz/archive.h>
 #include <onnxz/export.h>
 
 #ifdef __cplusplus
@@ -87,9 +88,9 @@ OZ_API void oz_open_options_init(oz_open_options *opts);
  * within its `size` (a caller compiled against an older, shorter struct gets what it
  * knows, and nothing past its end is written). */
 typedef struct oz_open_info {
-    size_t size;     /* sizeof(oz_open_info), set by the initialisers */
-    oz_kind kind;    /* the file's kind (oz_detect_file) */
-    bool is_archive; /* true when the model came from an .onnxz archive, encrypted or not */
+    size_t size;        /* sizeof(oz_open_info), set by the initialisers */
+    oz_kind kind;       /* the file's kind (oz_detect_file) */
+    bool is_archive;    /* true when the model came from an .onnxz archive, encrypted or not */
     uint64_t file_size; /* bytes of the file, or of the object at a URL (0: not known) */
 } oz_open_info;
 
@@ -111,6 +112,16 @@ OZ_API void oz_open_info_init(oz_open_info *info);
  * set: OC_ERR_INVALID_ARG, and it is left as it was). *out is NULL after a failure. */
 OZ_API oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
                          oz_open_info *info, oc_error *err);
+
+/* As oz_open, but an archive's weights stay in it: for an .onnxz (at a path or a URL),
+ * *out holds the model with every tensor still an EXTERNAL reference to its entry, and
+ * *archive the archive, open; a save with oc_serialize_options.fetch filled by
+ * oz_archive_fetch(*archive) then streams each tensor from it as it is written, so that
+ * converting a huge or remote archive holds a few MiB rather than its weights. Any other
+ * form loads as oz_open loads it, with *archive NULL. Close *archive (oz_archive_close)
+ * after the last save; *archive is NULL after a failure. */
+OZ_API oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_model **out,
+                                  oz_archive **archive, oz_open_info *info, oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -178,7 +178,10 @@ OZ_API oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_o
 /* Passes entry index's bytes to write, in order, without holding a STORED entry in memory:
  * a mapped archive's pages, a file's in pieces, a URL's as one request streamed through
  * (after its local header's, when deferred). A DEFLATED entry is inflated into memory first
- * (as oz_zip_reader_read, within max_inflated). CRCs are not checked (oz_zip_reader_verify). */
+ * (as oz_zip_reader_read, within max_inflated) and checked against its CRC; so is a STORED
+ * entry that is not mapped (read with pread, or downloaded), once its last byte has gone to
+ * write: a mismatch fails OC_ERR_CHECKSUM, and the caller discards what it wrote. A mapped
+ * STORED entry's CRC is not checked (oz_zip_reader_verify). */
 OZ_API oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write_fn write,
                                        void *ctx, oc_error *err);
 
@@ -206,7 +209,8 @@ OZ_API oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, ui
 /* The entry's uncompressed bytes. STORED from a mapping or owned memory: *out shares the
  * bytes in place (no copy; OC_BYTES_SHARED holding the owner token); from unowned memory:
  * OC_BYTES_BORROWED; through pread: an owned copy. STORED data is not CRC-checked here
- * (oz_zip_reader_verify does that). DEFLATED: inflated into an owned 64-byte-aligned
+ * (oz_zip_reader_verify does that), but for a download (an archive at a URL), which is
+ * (OC_ERR_CHECKSUM). DEFLATED: inflated into an owned 64-byte-aligned
  * buffer of exactly the declared size, and its CRC checked; output past or short of the
  * declared size, corrupt data or a CRC mismatch is an error (Z-77, Z-78). Encrypted
  * entries and other methods: OC_ERR_UNSUPPORTED. *out is released first; on failure it

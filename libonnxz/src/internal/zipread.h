@@ -34,5 +34,11 @@ bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len,
 
 /* The source the reader reads (the reader holds a reference; take one to keep it). */
 oc_source *oz__zip_reader_source(const oz_zip_reader *r);
+/* Advice to the source: every entry will be read, in about the order of the file (a
+ * remote source then reads ahead in large windows instead of one request per entry). */
+void oz__zip_reader_will_read_all(const oz_zip_reader *r);
+/* The same for every entry's local header alone (deferred local headers: an archive at a
+ * URL), as a layout check reads them. */
+void oz__zip_reader_will_read_locals(const oz_zip_reader *r);
 
 #endif
