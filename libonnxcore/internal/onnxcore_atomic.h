@@ -7,7 +7,8 @@
  * in the target's directory (`.<name>.tmp-<hex>`), which is fsynced and renamed over the
  * target; a failure at any point leaves the previous target untouched (spec W-30).
  * While it exists, the temporary file is registered for oc_cleanup_run (cleanup.h).
- * Not thread-safe per object; distinct objects may be used from distinct threads.
+ * Not thread-safe per object; distinct objects may be used from distinct threads. A file
+ * of more than 64 MiB gets a writeback thread of its own until commit or abort.
  *
  * libonnxcore.so does not export these: libonnxz compiles the same file (fileio.c) under
  * its own hidden names oz__atomic_* (libonnxz/CMakeLists.txt), as it does progress.c.
@@ -33,7 +34,9 @@ typedef struct oc_atomic_file {
     char *path;
     char *tmp_path;
     uint64_t written;                 /* bytes appended so far */
-    uint64_t flushed;                 /* bytes whose writeback to disk has been started */
+    uint64_t flushed;                 /* bytes whose writeback to disk has been asked for */
+    struct oc__writeback *writeback;  /* the thread that starts it (fileio.c), or NULL */
+    int writeback_failed;             /* no thread could start: writeback inline */
     oc_progress *progress;            /* NULL after oc_atomic_open (a save sets it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
 } oc_atomic_file;

@@ -60,6 +60,7 @@ static inline void oc__parse_opts_copy(oc_parse_options *dst, const oc_parse_opt
     OC_OPTS_COPY(dst, src, oc_parse_options, verify_checksums);
     OC_OPTS_COPY(dst, src, oc_parse_options, storage_pool);
     OC_OPTS_COPY(dst, src, oc_parse_options, max_memory);
+    OC_OPTS_COPY(dst, src, oc_parse_options, http);
 }
 
 static inline void oc__serialize_opts_copy(oc_serialize_options *dst,
@@ -71,6 +72,7 @@ static inline void oc__serialize_opts_copy(oc_serialize_options *dst,
     OC_OPTS_COPY(dst, src, oc_serialize_options, checksum);
     OC_OPTS_COPY(dst, src, oc_serialize_options, progress);
     OC_OPTS_COPY(dst, src, oc_serialize_options, progress_ctx);
+    OC_OPTS_COPY(dst, src, oc_serialize_options, fetch);
 }
 
 /* On entry to a public function: *opts (the caller's pointer, NULL for the defaults)

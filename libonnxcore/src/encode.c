@@ -16,6 +16,7 @@
 
 #include "onnxcore/codec.h"
 #include "internal/encode.h"
+#include "internal/fetch.h"
 #include "internal/error.h"
 #include "internal/schema.h"
 #include "onnxcore_shared.h"
@@ -291,7 +292,7 @@ static void put_fetched(writer *w, const oc_field *f, const void *tensor, uint64
     if (w->st == OC_OK && !w->fn)
         w->st = oc__fail(w->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                          "internal error: fetched tensor bytes need a sink");
-    if (w->st == OC_OK) w->st = oc_tensor_write(w->fetch, tensor, w->fn, w->ctx, w->err);
+    if (w->st == OC_OK) w->st = oc_tensor_write(w->fetch, tensor, n, w->fn, w->ctx, w->err);
 }
 
 static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {

@@ -28,6 +28,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/external_keys.h"
+#include "internal/fetch.h"
 #include "internal/path.h"
 #include "internal/path_safety.h"
 #include "internal/testpoint.h"
@@ -171,47 +172,6 @@ oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t t
                                       err);
 }
 
-/* ---- fetched tensors (internal/encode.h) ---- */
-
-int oc__fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t) {
-    return fetch && oc_tensor_is_external(t);
-}
-
-oc_status oc__tensor_size(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t *n,
-                          oc_error *err) {
-    if (oc__fetched(fetch, t)) return fetch->size(fetch->ctx, t, n, err);
-    *n = t->raw_data.size;
-    return OC_OK;
-}
-
-typedef struct counted_sink {
-    oc_write_fn write;
-    void *ctx;
-    uint64_t left;
-} counted_sink;
-
-static oc_status counted_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    counted_sink *c = ctx;
-    if (size > c->left)
-        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "a tensor's input gave more bytes than its reference announced");
-    c->left -= size;
-    return c->write(c->ctx, data, size, err);
-}
-
-oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_TensorProto *t,
-                          oc_write_fn write, void *ctx, oc_error *err) {
-    if (!oc__fetched(fetch, t)) return oc_bytes_write(&t->raw_data, write, ctx, err);
-    counted_sink c = {write, ctx, 0};
-    OC_FORWARD(fetch->size(fetch->ctx, t, &c.left, err));
-    OC_FORWARD(fetch->stream(fetch->ctx, t, counted_write, &c, err));
-    if (c.left)
-        return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                        "a tensor's input ended %llu bytes short of its reference's length",
-                        (unsigned long long)c.left);
-    return OC_OK;
-}
-
 /* ---- writing: data files beside the model ---- */
 
 typedef struct part {
@@ -313,8 +273,7 @@ static oc_status tee_write(void *ctx, const void *data, uint64_t size, oc_error 
 static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
                              oc_error *err) {
     data_writer *w = ctx;
-    uint64_t n, align = w->opts->buffer.alignment;
-    OC_FORWARD(oc__tensor_size(w->fetch, t, &n, err));
+    uint64_t n = ref->length, align = w->opts->buffer.alignment;
     if (!w->nparts) OC_FORWARD(open_part(w, err));
     part *p = &w->parts[w->nparts - 1];
     uint64_t at = align > 1 ? (p->size + align - 1) & ~(align - 1) : p->size;
@@ -336,9 +295,9 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
         OC_FORWARD(oc__sha1_begin(&sha, err));
         sink.sha1 = &sha;
     }
-    oc_status st = sink.sha1 ? oc_tensor_write(w->fetch, t, tee_write, &sink, err)
+    oc_status st = sink.sha1 ? oc_tensor_write(w->fetch, t, n, tee_write, &sink, err)
                    : oc__fetched(w->fetch, t)
-                       ? oc_tensor_write(w->fetch, t, oc_atomic_write, &p->af, err)
+                       ? oc_tensor_write(w->fetch, t, n, oc_atomic_write, &p->af, err)
                        : oc_atomic_write_bytes(&p->af, &t->raw_data, err);
     if (st == OC_OK && sink.sha1) {
         st = oc__sha1_end_hex(&sha, w->checksum, err);
@@ -596,8 +555,8 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     }
     oc_status st = OC_OK; /* a location naming the model itself: open_part refuses it */
     oc_atomic_file model;
+    memset(&model, 0, sizeof model); /* oc_atomic_abort may see it before oc_atomic_open */
     model.fd = -1;
-    model.tmp_path = model.path = NULL;
     if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
     if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
     model.progress = &w.progress;

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <dirent.h>
@@ -150,19 +151,98 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     return OC_OK;
 }
 
-/* Counts n bytes appended (written, progress) and, every OC_WRITEBACK_WINDOW bytes, starts
- * writing the new window to disk (without waiting):
- * the disk works while we copy, the commit's fsync finds little left to do, and a large
- * save never piles gigabytes of dirty pages into memory. Advice only: failures are the
+/* ---- writeback ---- */
+
+/* Every OC_WRITEBACK_WINDOW bytes appended, writeback of the new window to disk is started
+ * (sync_file_range): the disk works while the caller produces the next bytes, the commit's
+ * fsync finds little left to do, and a large save never piles gigabytes of dirty pages into
+ * memory. sync_file_range itself blocks while the disk's queue is full, which would make
+ * producing and writing take turns; so it runs on a thread of the file's own, started at
+ * the first full window (inline if the thread cannot start). Advice only: failures are the
  * fsync's to report. */
 #define OC_WRITEBACK_WINDOW (64u << 20)
+
+struct oc__writeback {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int fd;
+    uint64_t want, done; /* writeback asked for up to `want`, started up to `done` */
+    int quit;
+};
+
+#ifdef SYNC_FILE_RANGE_WRITE
+static void *writeback_run(void *arg) {
+    struct oc__writeback *wb = arg;
+    pthread_mutex_lock(&wb->lock);
+    for (;;) {
+        if (wb->done < wb->want) {
+            uint64_t from = wb->done, to = wb->want;
+            pthread_mutex_unlock(&wb->lock);
+            (void)sync_file_range(wb->fd, (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE);
+            pthread_mutex_lock(&wb->lock);
+            wb->done = to;
+        } else if (wb->quit) {
+            break;
+        } else {
+            pthread_cond_wait(&wb->wake, &wb->lock);
+        }
+    }
+    pthread_mutex_unlock(&wb->lock);
+    return NULL;
+}
+
+static struct oc__writeback *writeback_start(int fd) {
+    struct oc__writeback *wb = calloc(1, sizeof *wb);
+    if (!wb) return NULL;
+    wb->fd = fd;
+    pthread_mutex_init(&wb->lock, NULL);
+    pthread_cond_init(&wb->wake, NULL);
+    if (pthread_create(&wb->thread, NULL, writeback_run, wb) != 0) {
+        pthread_cond_destroy(&wb->wake);
+        pthread_mutex_destroy(&wb->lock);
+        free(wb);
+        return NULL;
+    }
+    return wb;
+}
+#endif
+
+/* Lets the writeback thread finish what it was asked, and ends it. */
+static void writeback_stop(oc_atomic_file *af) {
+    struct oc__writeback *wb = af->writeback;
+    if (!wb) return;
+    pthread_mutex_lock(&wb->lock);
+    wb->quit = 1;
+    pthread_cond_signal(&wb->wake);
+    pthread_mutex_unlock(&wb->lock);
+    pthread_join(wb->thread, NULL);
+    pthread_cond_destroy(&wb->wake);
+    pthread_mutex_destroy(&wb->lock);
+    free(wb);
+    af->writeback = NULL;
+}
+
+/* Counts n bytes appended (written, progress) and starts writeback of each full window. */
 void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
     af->written += n;
     oc_progress_add(af->progress, n);
 #ifdef SYNC_FILE_RANGE_WRITE
     if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
-    (void)sync_file_range(af->fd, (off_t)af->flushed, (off_t)(af->written - af->flushed),
-                          SYNC_FILE_RANGE_WRITE);
+    if (!af->writeback && !af->writeback_failed) {
+        af->writeback = writeback_start(af->fd);
+        af->writeback_failed = af->writeback == NULL;
+    }
+    struct oc__writeback *wb = af->writeback;
+    if (wb) {
+        pthread_mutex_lock(&wb->lock);
+        wb->want = af->written;
+        pthread_cond_signal(&wb->wake);
+        pthread_mutex_unlock(&wb->lock);
+    } else {
+        (void)sync_file_range(af->fd, (off_t)af->flushed, (off_t)(af->written - af->flushed),
+                              SYNC_FILE_RANGE_WRITE);
+    }
     af->flushed = af->written;
 #endif
 }
@@ -210,6 +290,7 @@ static void fsync_dir(const char *path) {
 
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     oc_status st = OC_OK;
+    writeback_stop(af);
     if (fsync(af->fd) != 0) st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
     if (close(af->fd) != 0 && st == OC_OK)
         st = oc__fail_errno(err, errno, "cannot close %s", af->tmp_path);
@@ -243,6 +324,7 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
 }
 
 void oc_atomic_abort(oc_atomic_file *af) {
+    writeback_stop(af); /* before its descriptor goes */
     if (af->fd >= 0) close(af->fd);
     af->fd = -1;
     if (af->tmp_path) unlink(af->tmp_path);

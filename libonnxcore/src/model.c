@@ -197,13 +197,48 @@ oc_status oc_model_save_file(const oc_model *m, const char *path, const oc_seria
     return oc_msg_save_file(&onnx_ModelProto_desc, m->proto, path, opts, err);
 }
 
+/* A sink into a growing malloc'd buffer (a save to memory with fetched tensors, whose
+ * bytes only a sink can take). */
+typedef struct grow_sink {
+    uint8_t *data;
+    uint64_t size, cap;
+} grow_sink;
+
+static oc_status grow_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    grow_sink *g = ctx;
+    if (size > g->cap - g->size) {
+        uint64_t cap = g->cap ? g->cap : 1u << 16;
+        while (cap - g->size < size && cap <= UINT64_MAX / 2) cap *= 2;
+        uint8_t *p = cap - g->size >= size && cap <= SIZE_MAX ? realloc(g->data, (size_t)cap) : NULL;
+        if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the model");
+        g->data = p;
+        g->cap = cap;
+    }
+    memcpy(g->data + g->size, data, (size_t)size);
+    g->size += size;
+    return OC_OK;
+}
+
 oc_status oc_model_save_memory(const oc_model *m, const oc_serialize_options *opts, void **out,
                                uint64_t *size, oc_error *err) {
-    (void)opts; /* nothing in the options changes a plain serialization */
     if (!m)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_model_save_memory: no model");
     OC_SERIALIZE_OPTS(opts, err);
-    return oc_encode_to_memory(&onnx_ModelProto_desc, m->proto, out, size, err);
+    if (!opts || !opts->fetch) /* nothing else in the options changes a plain serialization */
+        return oc_encode_to_memory(&onnx_ModelProto_desc, m->proto, out, size, err);
+    if (!out || !size)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_model_save_memory: missing argument");
+    grow_sink g = {NULL, 0, 0};
+    oc_status st = oc_encode_external_fetched(&onnx_ModelProto_desc, m->proto, UINT64_MAX,
+                                              opts->fetch, NULL, NULL, grow_write, &g, err);
+    if (st != OC_OK) {
+        free(g.data);
+        return st;
+    }
+    *out = g.data ? g.data : malloc(1);
+    *size = g.size;
+    return *out ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
 }
 
 oc_status oc_model_clone(const oc_model *m, oc_model **out, oc_error *err) {

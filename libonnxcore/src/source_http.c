@@ -42,6 +42,15 @@
 #define AHEAD_WINDOW (8u << 20)  /* the read-ahead window (announced reads only) */
 #define AHEAD_GAP    (64u << 10) /* announced ranges this close are read as one */
 
+/* Bytes [at, at + len) of the object, read ahead. Readers that serve from a window hold a
+ * reference, so that a refill by another thread replaces it without pulling it from under
+ * them; the source holds one for its current window. */
+typedef struct window {
+    uint64_t at, len;
+    int refs;
+    uint8_t data[];
+} window;
+
 typedef struct http_source {
     oc_source head;
     char *url;     /* as given (redirects are followed again on every request) */
@@ -58,13 +67,13 @@ typedef struct http_source {
     pthread_mutex_t lock; /* the pool */
     CURL *idle[POOL_MAX];
     int nidle;
-    /* Read-ahead (will_read): the announced ranges, sorted and merged, and the window
-     * (win_len bytes of the object from win_at); ahead_lock guards all five. */
+    /* Read-ahead (will_read): the announced ranges, sorted and merged, and the current
+     * window; ahead_lock guards the three and the windows' reference counts (never held
+     * while a request runs or a caller's writer is called). */
     pthread_mutex_t ahead_lock;
     oc_source_range *ahead;
     size_t nahead;
-    uint8_t *win;
-    uint64_t win_at, win_len;
+    struct window *win;
 } http_source;
 
 /* One request's state, filled by the header and body callbacks. */
@@ -569,43 +578,64 @@ static uint64_t announced_end(const http_source *h, uint64_t at, uint64_t n) {
     return at + n <= r->at + r->size ? r->at + r->size : 0;
 }
 
-/* The first *served bytes of [at, at + n) from the read-ahead window, into dst or through
- * write: all of them when the range is announced and smaller than the window (which is
- * filled from `at` first if it does not hold them), the part the window holds when the
- * range is larger (the header read just before a large entry's data filled it), else
- * none (then nothing happened). The caller fetches the rest. A failed fill is the read's
- * error. */
+static void window_unref(http_source *h, window *w) {
+    pthread_mutex_lock(&h->ahead_lock);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&h->ahead_lock);
+    if (last) free(w);
+}
+
+/* The first *served bytes of [at, at + n) from read-ahead windows, into dst or through
+ * write: what the current window holds from `at`, then, while the rest is announced and
+ * smaller than a window, a new window fetched from where the read has got to. A larger
+ * rest, or one nobody announced, is left to the caller (which fetches exactly it). A
+ * failed refill is the read's error. The lock is never held across a request or a call of
+ * write: one reader's slow sink or stalled server does not hold up the others. */
 static oc_status from_window(http_source *h, uint64_t at, uint64_t n, uint8_t *dst,
                              oc_write_fn write, void *ctx, uint64_t *served, oc_error *err) {
     oc_status st = OC_OK;
-    *served = 0;
-    pthread_mutex_lock(&h->ahead_lock);
-    uint64_t win_end = h->win_at + h->win_len, k = 0;
-    if (h->win_len && at >= h->win_at && at < win_end) k = n < win_end - at ? n : win_end - at;
-    if (k < n && n < AHEAD_WINDOW) {
-        uint64_t end = announced_end(h, at, n);
-        k = 0;
-        if (end && !h->win) h->win = malloc(AHEAD_WINDOW);
-        if (end && h->win) {
-            uint64_t len = end - at < AHEAD_WINDOW ? end - at : AHEAD_WINDOW;
-            h->win_len = 0;
-            st = fetch(h, at, len, h->win, NULL, NULL, err);
-            if (st == OC_OK) {
-                h->win_at = at;
-                h->win_len = len;
-                k = n;
-            }
+    uint64_t done = 0;
+    while (done < n && st == OC_OK) {
+        uint64_t pos = at + done, left = n - done, k = 0, end = 0;
+        pthread_mutex_lock(&h->ahead_lock);
+        window *w = h->win;
+        if (w && pos >= w->at && pos - w->at < w->len) {
+            k = left < w->len - (pos - w->at) ? left : w->len - (pos - w->at);
+            w->refs++;
+        } else {
+            w = NULL;
+            if (left < AHEAD_WINDOW) end = announced_end(h, pos, left);
         }
+        pthread_mutex_unlock(&h->ahead_lock);
+        if (w) {
+            const uint8_t *p = w->data + (pos - w->at);
+            if (dst)
+                memcpy(dst + done, p, (size_t)k);
+            else
+                st = write(ctx, p, k, err);
+            window_unref(h, w);
+            if (st == OC_OK) done += k;
+            continue;
+        }
+        if (!end) break;
+        uint64_t len = end - pos < AHEAD_WINDOW ? end - pos : AHEAD_WINDOW;
+        window *nw = malloc(sizeof *nw + (size_t)len);
+        if (!nw) break; /* advice: read directly */
+        nw->at = pos;
+        nw->len = len;
+        nw->refs = 1; /* the source's */
+        st = fetch(h, pos, len, nw->data, NULL, NULL, err);
+        if (st != OC_OK) {
+            free(nw);
+            break;
+        }
+        pthread_mutex_lock(&h->ahead_lock);
+        window *old = h->win;
+        h->win = nw;
+        pthread_mutex_unlock(&h->ahead_lock);
+        if (old) window_unref(h, old);
     }
-    if (k) {
-        const uint8_t *p = h->win + (at - h->win_at);
-        if (dst)
-            memcpy(dst, p, (size_t)k);
-        else
-            st = write(ctx, p, k, err);
-    }
-    *served = st == OC_OK ? k : n;
-    pthread_mutex_unlock(&h->ahead_lock);
+    *served = done;
     return st;
 }
 
@@ -653,7 +683,7 @@ static void http_destroy(oc_source *s) {
     pthread_mutex_destroy(&h->lock);
     pthread_mutex_destroy(&h->ahead_lock);
     free(h->ahead);
-    free(h->win);
+    free(h->win); /* no reader is left to hold a reference */
     free(h->url);
     free(h->auth);
     free(h->ca_file);

@@ -164,7 +164,7 @@ static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref
     /* Streamed: the CRC is computed on the way and patched into the local header, so each
      * piece is read once and, from a mapped input, dropped from memory once written. */
     OZ_FORWARD(oz_zip_writer_begin(w->zip, name, ref->length, NULL, err));
-    OZ_FORWARD(oc_tensor_write(w->fetch, t, zip_sink, w->zip, err));
+    OZ_FORWARD(oc_tensor_write(w->fetch, t, ref->length, zip_sink, w->zip, err));
     OZ_FORWARD(oz_zip_writer_end(w->zip, err));
     ref->location = name;
     ref->has_offset = 0; /* the entry is the tensor: offset 0 */

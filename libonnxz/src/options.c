@@ -63,6 +63,7 @@ oc_status oz__zip_opts(const oz_zip_reader_options **opts, oz_zip_reader_options
     OC_OPTS_COPY(local, in, oz_zip_reader_options, max_central_dir);
     OC_OPTS_COPY(local, in, oz_zip_reader_options, max_inflated);
     OC_OPTS_COPY(local, in, oz_zip_reader_options, max_memory);
+    OC_OPTS_COPY(local, in, oz_zip_reader_options, http);
     return OC_OK;
 }
 

@@ -94,10 +94,12 @@ OC_API oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *
                                             uint64_t threshold, const oc_tensor_fetch *fetch,
                                             oc_external_put_fn put, void *put_ctx,
                                             oc_write_fn write, void *write_ctx, oc_error *err);
-/* Passes a tensor's bytes to write: from fetch for an EXTERNAL tensor when fetch is given
- * (exactly the count its size gave, else an error), else its raw_data (oc_bytes_write). */
+/* Passes a tensor's `size` bytes to write (size: the count fetch->size gave, or put's
+ * ref->length): streamed from fetch for an EXTERNAL tensor when fetch is given, and held
+ * to exactly that count (more: OC_ERR_INCONSISTENT, fewer: OC_ERR_TRUNCATED); else its
+ * raw_data (oc_bytes_write), which must have that size. */
 OC_API oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_TensorProto *tensor,
-                                 oc_write_fn write, void *ctx, oc_error *err);
+                                 uint64_t size, oc_write_fn write, void *ctx, oc_error *err);
 
 /* True for the external_data keys this library defines and acts on: location, offset,
  * length, checksum (and basepath, which it recognises and never acts on). Other keys

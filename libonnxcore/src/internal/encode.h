@@ -22,12 +22,6 @@
 #include "onnxcore/messages.h"
 #include "onnxcore/options.h"
 
-/* Whether t's bytes come from fetch (given, and t an external reference). */
-int oc__fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t);
-/* t's byte count: from fetch when oc__fetched, else its raw_data's. */
-oc_status oc__tensor_size(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t *n,
-                          oc_error *err);
-
 typedef struct oc__subst {
     const void *original;
     const void *replacement;
