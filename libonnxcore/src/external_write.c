@@ -151,6 +151,8 @@ oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, ui
     if (!desc || !msg || !write || (fetch && (!fetch->size || !fetch->stream)))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_encode_external: missing argument");
+    if (!fetch && !put) /* nothing to substitute: skip the walk */
+        return oc__encode_subst(desc, msg, NULL, 0, NULL, write, write_ctx, err);
     externalizer x = {threshold, fetch, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
     if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */

@@ -175,10 +175,8 @@ oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *
     OC_FORWARD(oc_atomic_open(&af, path, opts ? opts->overwrite : 1, err));
     af.progress = &progress;
     /* spans: file to file; fetched tensors: streamed in, nothing moves out */
-    oc_status st = opts && opts->fetch
-                       ? oc_encode_external_fetched(desc, msg, UINT64_MAX, opts->fetch, NULL, NULL,
-                                                    oc_atomic_write, &af, err)
-                       : oc_encode(desc, msg, oc_atomic_write, &af, err);
+    oc_status st = oc_encode_external_fetched(desc, msg, UINT64_MAX, opts ? opts->fetch : NULL,
+                                              NULL, NULL, oc_atomic_write, &af, err);
     if (st != OC_OK) {
         oc_atomic_abort(&af);
         return st;
@@ -209,7 +207,8 @@ static oc_status grow_write(void *ctx, const void *data, uint64_t size, oc_error
     if (size > g->cap - g->size) {
         uint64_t cap = g->cap ? g->cap : 1u << 16;
         while (cap - g->size < size && cap <= UINT64_MAX / 2) cap *= 2;
-        uint8_t *p = cap - g->size >= size && cap <= SIZE_MAX ? realloc(g->data, (size_t)cap) : NULL;
+        uint8_t *p =
+            cap - g->size >= size && cap <= SIZE_MAX ? realloc(g->data, (size_t)cap) : NULL;
         if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the model");
         g->data = p;
         g->cap = cap;

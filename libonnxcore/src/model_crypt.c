@@ -43,12 +43,9 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
     oc_crypt_writer *w = NULL;
     oc_status st = oc__crypt_writer_open(oc_atomic_write, &af, key, key_len, &p, &w, err);
     if (st == OC_OK) /* fetched tensors: streamed in, all inside the model */
-        st = sopts && sopts->fetch
-                 ? oc_encode_external_fetched(&onnx_ModelProto_desc, oc_model_proto_const(model),
-                                              UINT64_MAX, sopts->fetch, NULL, NULL,
-                                              oc_crypt_writer_write, w, err)
-                 : oc_encode(&onnx_ModelProto_desc, oc_model_proto_const(model),
-                             oc_crypt_writer_write, w, err);
+        st = oc_encode_external_fetched(&onnx_ModelProto_desc, oc_model_proto_const(model),
+                                        UINT64_MAX, sopts ? sopts->fetch : NULL, NULL, NULL,
+                                        oc_crypt_writer_write, w, err);
     if (st == OC_OK) st = oc_crypt_writer_finish(w, err);
     oc_crypt_writer_free(w);
     if (st != OC_OK) {

@@ -1252,9 +1252,9 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     return OC_OK;
 }
 
-/* A writer that passes bytes on and adds them to a CRC. */
+/* A writer that adds the bytes to a CRC and passes them on to `write`, if any. */
 typedef struct crc_tee {
-    oc_write_fn write;
+    oc_write_fn write; /* or NULL: the CRC alone */
     void *ctx;
     uint32_t crc;
 } crc_tee;
@@ -1262,7 +1262,7 @@ typedef struct crc_tee {
 static oc_status crc_tee_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
     crc_tee *t = ctx;
     t->crc = oz__crc32(t->crc, data, size);
-    return t->write(t->ctx, data, size, err);
+    return t->write ? t->write(t->ctx, data, size, err) : OC_OK;
 }
 
 oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write_fn write,
@@ -1289,33 +1289,26 @@ oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write
     return st;
 }
 
-static oc_status crc_sink(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    (void)err;
-    uint32_t *crc = ctx;
-    *crc = oz__crc32(*crc, data, size);
-    return OC_OK;
-}
-
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
     const oz__entry *e = NULL;
     OZ_FORWARD(readable(r, index, NULL, &e, err));
-    uint32_t crc = 0;
+    crc_tee tee = {NULL, NULL, 0};
     if (e->method == OZ_ZIP_STORED) {
         if (r->src->caps & OC_SOURCE_MAP) {
             /* streamed like a write, so a mapped archive's pages go once read */
             oc_bytes view = {0};
             OZ_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
-            oc_status st = oc_bytes_write(&view, crc_sink, &crc, err);
+            oc_status st = oc_bytes_write(&view, crc_tee_write, &tee, err);
             oc_bytes_release(&view);
             OZ_FORWARD(st);
         } else { /* in pieces; from a URL, one request streamed through */
-            OZ_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_sink, &crc, err));
+            OZ_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_tee_write, &tee, err));
         }
     } else {
         OZ_FORWARD(plausible(r, e, err));
-        OZ_FORWARD(inflate_entry(r, e, NULL, &crc, err));
+        OZ_FORWARD(inflate_entry(r, e, NULL, &tee.crc, err));
     }
-    return crc == e->crc ? OC_OK : crc_mismatch(r, e, crc, err);
+    return tee.crc == e->crc ? OC_OK : crc_mismatch(r, e, tee.crc, err);
 }
 
 oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
