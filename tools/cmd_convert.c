@@ -322,9 +322,8 @@ static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
     return st;
 }
 
-/* source: the archive a deferred model's tensors stream from (NULL: all in memory). */
-static int save(const oc_model *model, const oz_archive *source, const convert_plan *p,
-                int verbosity) {
+/* source: where a deferred model's tensors stream from (NULL: all in memory). */
+static int save(const oc_model *model, oz_weights *source, const convert_plan *p, int verbosity) {
     oc_error err;
     oc_status st;
     double start = cli_now_ms();
@@ -345,8 +344,8 @@ static int save(const oc_model *model, const oz_archive *source, const convert_p
     } else {
         /* One library call writes either form; the options not asked for keep defaults. */
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
-        if (source) {
-            oz_archive_fetch(source, &watched.inner);
+        oz_weights_fetch(source, &watched.inner);
+        if (watched.inner.size) {
             fetch = (oc_tensor_fetch){watched_size, watched_stream, &watched};
             ao.serialize.fetch = &fetch;
         }
@@ -481,14 +480,14 @@ static oc_status check_fetched_size(void *ctx, onnx_TensorProto *t) {
     return oc_tensor_check_size(&tmp, c->err);
 }
 
-/* source: the archive a deferred model's tensors stream from, or NULL. */
-static int check_packable(oc_model *model, const oz_archive *source, const char *in) {
+/* source: where a deferred model's tensors stream from, or NULL. */
+static int check_packable(oc_model *model, oz_weights *source, const char *in) {
     oc_error err;
     oc_status st;
+    fetched_sizes c;
     oc_error_clear(&err);
-    if (source) {
-        fetched_sizes c;
-        oz_archive_fetch(source, &c.fetch);
+    oz_weights_fetch(source, &c.fetch);
+    if (c.fetch.size) {
         c.arena = oc_arena_new();
         c.err = &err;
         c.ref_failed = 0;
@@ -512,7 +511,7 @@ static int run_convert(const cli_args *args) {
     convert_plan plan;
     cli_load_options lo;
     oc_model *model = NULL;
-    oz_archive *source = NULL;
+    oz_weights *source = NULL;
     uint64_t in_size;
     int rc = make_plan(args, &plan);
     if (rc != CLI_EXIT_OK) return rc;
@@ -526,18 +525,20 @@ static int run_convert(const cli_args *args) {
     lo.command = "convert";
     lo.key_file = plan.key_file;
     lo.size_out = &in_size;
-    /* A remote archive's tensors are downloaded as they are written, one at a time: the
-     * conversion holds a few MiB, never the weights. */
+    /* A remote model's tensors (an archive's entries, a model's data files) are
+     * downloaded as they are written, one at a time: the conversion holds a few MiB,
+     * never the weights. */
     if (oc_is_url(plan.in) && !plan.encrypt_out) lo.deferred = &source;
     if (rc == CLI_EXIT_OK && plan.encrypt_out) rc = cli_require_crypto(plan.out);
     if (rc == CLI_EXIT_OK) rc = cli_load_input(plan.in, &lo, args->verbosity, &model, NULL);
-    if (rc == CLI_EXIT_OK && plan.out_form == CLI_FORM_ONNXZ) rc = check_packable(model, source, plan.in);
+    if (rc == CLI_EXIT_OK && plan.out_form == CLI_FORM_ONNXZ)
+        rc = check_packable(model, source, plan.in);
     /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
      * the mapping the tensors borrow from keeps the old contents alive until freed. The
      * same holds for data files replaced while their old contents are mapped. */
     if (rc == CLI_EXIT_OK) rc = save(model, source, &plan, args->verbosity);
     oc_model_free(model);
-    oz_archive_close(source);
+    oz_weights_close(source);
     if (rc == CLI_EXIT_OK) report(&plan, in_size, args->verbosity);
     if (rc == CLI_EXIT_OK) warn_protobuf_limit(&plan, args->verbosity);
     return rc;

@@ -9,7 +9,7 @@
 
 #include <onnxcore/crypto.h>
 #include <onnxcore/onnxcore.h>
-#include <onnxz/archive.h>
+#include <onnxz/open.h>
 
 /* How a command wants the tensors of EXTERNAL data_location. */
 typedef enum cli_external {
@@ -49,9 +49,10 @@ typedef struct cli_load_options {
     const char *key_file;       /* --key-file, or NULL */
     oc_crypt_format *crypt_out; /* may be NULL: receives the input's encryption (or NONE) */
     uint64_t *size_out;         /* may be NULL: receives the input's size (0: not known) */
-    /* Not NULL: an archive's weights stay in it (oz_open_deferred), and *deferred receives
-     * the open archive (NULL for other forms), for oz_archive_fetch when saving. */
-    oz_archive **deferred;
+    /* Not NULL: the weights stay where they are (oz_open_deferred: an archive's entries, a
+     * model's data files), and *deferred receives them, for oz_weights_fetch when saving
+     * (NULL after a failure). */
+    oz_weights **deferred;
 } cli_load_options;
 
 /* Loads a .onnx file or an .onnxz archive (told apart by content), or an encrypted file

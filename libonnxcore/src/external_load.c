@@ -50,6 +50,7 @@ typedef struct datafile {
     oc_source *src;       /* NULL before it is opened, and once read and closed */
     uint64_t uses;        /* tensors naming it not resolved yet (count_use counts) */
     uint64_t first, last; /* its items, linked through ext_item.next; NO_ITEM: none */
+    uint64_t size;        /* its size when opened first (a deferred load opens it again) */
     int closed;
 } datafile;
 
@@ -86,6 +87,9 @@ typedef struct loader {
     uint64_t read_failed; /* its item, or NO_ITEM */
     oc_status read_st;
     oc_error read_err;
+    /* Deferred (oc_external_data_open): references are checked, no byte is mapped or read,
+     * and each file is closed after its last tensor, to be opened again when streamed. */
+    int defer;
 } loader;
 
 /* The override path standing for `loc`, when the caller gave one and loc is the first
@@ -279,9 +283,7 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
  * the tensor's, like every other of a load: it names the tensor, and its offset is
  * OC_NO_OFFSET (the source reports where in the data file it ended, which is no offset of
  * the model's input, and the mapped load reports none), the status and errno kept. */
-static oc_status read_range(const loader *l, const ext_item *it, uint64_t at, void *dst, uint64_t n,
-                            oc_error *err) {
-    oc_status st = oc_source_read(l->files[it->file].src, at, dst, n, err);
+static oc_status read_failed(const ext_item *it, oc_status st, oc_error *err) {
     if (st == OC_OK || !err) return st;
     char name[OC_QUOTE_SIZE], why[OC_ERROR_MESSAGE_MAX];
     int e = err->sys_errno;
@@ -290,6 +292,11 @@ static oc_status read_range(const loader *l, const ext_item *it, uint64_t at, vo
              oc__qname(it->tensor, name), why);
     err->sys_errno = e;
     return st;
+}
+
+static oc_status read_range(const loader *l, const ext_item *it, uint64_t at, void *dst, uint64_t n,
+                            oc_error *err) {
+    return read_failed(it, oc_source_read(l->files[it->file].src, at, dst, n, err), err);
 }
 
 /* The first failure in model order of jobs run on several threads (oc__parallel_for):
@@ -391,29 +398,39 @@ static void hash_one(void *ctx, uint64_t i) {
     first_failure_note(&h->failed, i, st, &scratch);
 }
 
+/* The verdict on digest got of tensor t's bytes against its checksum want: OC_OK when
+ * they match, else OC_ERR_CHECKSUM saying how they differ. */
+static oc_status checksum_verdict(const onnx_TensorProto *t, const oc_str *want, const char got[41],
+                                  oc_error *err) {
+    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE];
+    switch (compare_digest(want, got)) {
+    case 0:
+        return OC_OK;
+    case 1:
+        return oc__fail(err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
+                        "so no data matches it (E-1, E-15)",
+                        oc__qname(t, name), oc__qstr(want, stored));
+    default:
+        return oc__fail(err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                        "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
+                        "(E-15)",
+                        oc__qname(t, name), oc__qstr(want, stored), got);
+    }
+}
+
 /* The failure of one job, with its message. Hashed first: without OpenSSL any checksum
  * is OC_ERR_UNSUPPORTED, well formed or not. */
 static oc_status hash_failure(const loader *l, const hash_job *j) {
     const onnx_TensorProto *t = j->item->tensor;
-    char name[OC_QUOTE_SIZE], stored[OC_QUOTE_SIZE], got[41];
+    char name[OC_QUOTE_SIZE], got[41];
     OC_FORWARD(item_sha1(l, j->item, got, l->err));
-    switch (compare_digest(j->want, got)) {
-    case 0: /* later items were not hashed: this cannot pass as success */
+    if (compare_digest(j->want, got) == 0) /* later items were not hashed: no success */
         return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
                         "tensor '%s': external data checksum did not match, then matched when "
                         "hashed again: its data file changed during the load (E-15)",
                         oc__qname(t, name));
-    case 1:
-        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
-                        "so no data matches it (E-1, E-15)",
-                        oc__qname(t, name), oc__qstr(j->want, stored));
-    default:
-        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
-                        "(E-15)",
-                        oc__qname(t, name), oc__qstr(j->want, stored), got);
-    }
+    return checksum_verdict(t, j->want, got, l->err);
 }
 
 /* The failed read read_file kept, if any (l->err may be NULL). */
@@ -466,7 +483,7 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
     uint32_t fi = 0;
     OC_FORWARD(open_datafile(l, t, loc, &fi));
     oc_source *src = l->files[fi].src;
-    uint64_t size = src->size;
+    uint64_t size = l->files[fi].size = src->size;
     if (offset > size)
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                         "tensor '%s': external data offset %llu is past the end of '%s' (%llu "
@@ -499,7 +516,7 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
     ext_item it = {t, {0}, {0}, offset, length, NO_ITEM, fi};
     /* Bytes a source maps are used in place (no_copy) or copied from there; a source that
      * does not map is read (its tensors are copies whatever no_copy says). */
-    if (length && (src->caps & OC_SOURCE_MAP))
+    if (length && (src->caps & OC_SOURCE_MAP) && !l->defer)
         OC_FORWARD(oc_source_map(src, offset, length, &it.span, l->err));
     uint64_t align = l->opts->buffer.alignment;
     if (l->opts->no_copy && align > 1 && it.span.data && ((uintptr_t)it.span.data % align) != 0) {
@@ -516,9 +533,17 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
         l->items[df->last].next = l->nitems;
     df->last = l->nitems;
     l->items[l->nitems++] = it;
-    /* Its last tensor: a file that does not map is read now and closed. */
+    /* Its last tensor: a file that does not map is read now and closed; deferred, every
+     * file is closed. */
     if (df->uses) df->uses--;
-    return df->uses || (src->caps & OC_SOURCE_MAP) ? OC_OK : read_file(l, fi);
+    if (df->uses) return OC_OK;
+    if (l->defer) {
+        oc_source_unref(df->src);
+        df->src = NULL;
+        df->closed = 1;
+        return OC_OK;
+    }
+    return (src->caps & OC_SOURCE_MAP) ? OC_OK : read_file(l, fi);
 }
 
 /* Reads of a file's items into their new storage (ext_item.copy), on several threads;
@@ -620,7 +645,8 @@ static oc_status attach_all(loader *l) {
     return OC_OK;
 }
 
-static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
+/* The first pass: every reference checked, in model order. */
+static oc_status resolve_all(loader *l, const oc_msgdesc *desc, void *msg) {
     const oc_parse_options *opts = l->opts;
     if (opts->buffer.alignment & (opts->buffer.alignment - 1))
         return oc__fail(l->err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -628,8 +654,10 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
                         (unsigned long long)opts->buffer.alignment);
     oc_status st = oc_msg_visit_tensors(desc, msg, count_use, l);
     for (uint64_t i = 0; st == OC_OK && i < l->next; i++) st = resolve_tensor(l, l->ext[i]);
-    if (st == OC_OK) st = check_checksums(l);
-    if (st == OC_OK) st = attach_all(l);
+    return st;
+}
+
+static void loader_free(loader *l) {
     for (uint64_t i = 0; i < l->nitems; i++) { /* what no tensor took */
         oc_bytes_release(&l->items[i].span);
         oc_bytes_release(&l->items[i].copy);
@@ -643,23 +671,35 @@ static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
     free(l->items);
     free(l->ext);
     if (l->dirfd >= 0) close(l->dirfd);
+}
+
+static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
+    oc_status st = resolve_all(l, desc, msg);
+    if (st == OC_OK) st = check_checksums(l);
+    if (st == OC_OK) st = attach_all(l);
+    loader_free(l);
     return st;
 }
 
 /* Runs a load whose locations `resolve` resolves with resolve_ctx, or, without it, are
  * files beneath base_dir. opts is a complete struct (OC_PARSE_OPTS). */
+static void loader_init(loader *l, oc_external_resolve_fn resolve, void *resolve_ctx,
+                        const char *base_dir, const oc_parse_options *opts, oc_error *err) {
+    memset(l, 0, sizeof *l);
+    l->opts = opts;
+    l->resolve = resolve; /* NULL: files beneath base_dir */
+    l->resolve_ctx = resolve_ctx;
+    l->base_dir = base_dir;
+    l->err = err;
+    l->dirfd = -1;
+    l->read_failed = NO_ITEM;
+}
+
 static oc_status load(const oc_msgdesc *desc, void *msg, oc_external_resolve_fn resolve,
                       void *resolve_ctx, const char *base_dir, const oc_parse_options *opts,
                       oc_error *err) {
     loader l;
-    memset(&l, 0, sizeof l);
-    l.opts = opts;
-    l.resolve = resolve; /* NULL: files beneath base_dir */
-    l.resolve_ctx = resolve_ctx;
-    l.base_dir = base_dir;
-    l.err = err;
-    l.dirfd = -1;
-    l.read_failed = NO_ITEM;
+    loader_init(&l, resolve, resolve_ctx, base_dir, opts, err);
     return load_with(&l, desc, msg);
 }
 
@@ -680,4 +720,173 @@ oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
                         "oc_external_data_load_with: missing argument");
     OC_PARSE_OPTS(opts, err);
     return load(desc, msg, resolve, resolve_ctx, NULL, opts, err);
+}
+
+/* ---- deferred: checked now, streamed later (oc_external_data_open) ---- */
+
+#define NO_FILE UINT32_MAX
+
+struct oc_external_data {
+    loader l;              /* the files (closed) and the items, in model order */
+    oc_parse_options opts; /* l.opts points here */
+    char *base_dir;        /* l.base_dir points here */
+    oc_nametab *by_tensor; /* items by their tensor's address */
+    uint32_t open;         /* the file open for streaming, or NO_FILE */
+};
+
+static void item_key(const void *ctx, uint64_t i, const void **name, size_t *len) {
+    const loader *l = ctx;
+    *name = &l->items[i].tensor;
+    *len = sizeof l->items[i].tensor;
+}
+
+static oc_status find_item(const oc_external_data *x, const onnx_TensorProto *t,
+                           const ext_item **out, oc_error *err) {
+    int64_t i = oc_nametab_find(x->by_tensor, &t, sizeof t, oc_nametab_hash(&t, sizeof t));
+    if (i < 0) {
+        char name[OC_QUOTE_SIZE];
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "tensor '%s' is not an external tensor of the model its data was "
+                        "checked for",
+                        oc__qname(t, name));
+    }
+    *out = &x->l.items[i];
+    return OC_OK;
+}
+
+static oc_status fetch_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
+    const ext_item *it = NULL;
+    OC_FORWARD(find_item(ctx, t, &it, err));
+    *n = it->length;
+    return OC_OK;
+}
+
+/* Opens the data file of `it` for streaming (closing the previous one): the size it had
+ * when checked, and every range of it announced (R-11: a remote file is then read in a
+ * few large requests rather than one per tensor). */
+static oc_status open_for_stream(oc_external_data *x, const ext_item *it) {
+    loader *l = &x->l;
+    if (x->open == it->file) return OC_OK;
+    if (x->open != NO_FILE) {
+        oc_source_unref(l->files[x->open].src);
+        l->files[x->open].src = NULL;
+        x->open = NO_FILE;
+    }
+    datafile *df = &l->files[it->file];
+    oc_str loc = {df->key, df->key_len};
+    OC_FORWARD(resolve_source(l, it->tensor, &loc, &df->src));
+    x->open = it->file;
+    if (df->src->size != df->size)
+        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "external data file '%s' is %llu bytes now, %llu when it was checked: "
+                        "it changed",
+                        df->key, (unsigned long long)df->src->size, (unsigned long long)df->size);
+    uint64_t n = 0;
+    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next) n++;
+    oc_source_range *r = n ? malloc((size_t)n * sizeof *r) : NULL;
+    if (!r) return OC_OK; /* advice only */
+    n = 0;
+    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next)
+        if (l->items[i].length) r[n++] = (oc_source_range){l->items[i].at, l->items[i].length};
+    oc_source_will_read(df->src, r, (size_t)n);
+    free(r);
+    return OC_OK;
+}
+
+/* The bytes on their way to the save's writer, hashed when a checksum is to be checked;
+ * a failure of the writer is told apart from the source's. */
+typedef struct stream_tee {
+    oc_write_fn write;
+    void *ctx;
+    oc__sha1 *sha1;
+    int write_failed;
+} stream_tee;
+
+static oc_status tee_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    stream_tee *t = ctx;
+    if (t->sha1) OC_FORWARD(oc__sha1_update(t->sha1, data, size, err));
+    oc_status st = t->write(t->ctx, data, size, err);
+    if (st != OC_OK) t->write_failed = 1;
+    return st;
+}
+
+static oc_status fetch_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
+                              void *write_ctx, oc_error *err) {
+    oc_external_data *x = ctx;
+    const ext_item *it = NULL;
+    OC_FORWARD(find_item(x, t, &it, err));
+    x->l.err = err;
+    OC_FORWARD(open_for_stream(x, it));
+    const oc_str *want = x->opts.verify_checksums ? oc_tensor_external_value(t, "checksum") : NULL;
+    oc__sha1 sha1 = {0};
+    stream_tee tee = {write, write_ctx, want ? &sha1 : NULL, 0};
+    if (want) OC_FORWARD(oc__sha1_begin(&sha1, err));
+    oc_status st =
+        oc_source_read_to(x->l.files[it->file].src, it->at, it->length, tee_write, &tee, err);
+    if (st != OC_OK && !tee.write_failed) st = read_failed(it, st, err);
+    if (st == OC_OK && want) {
+        char got[41];
+        st = oc__sha1_end_hex(&sha1, got, err);
+        if (st == OC_OK) st = checksum_verdict(t, want, got, err);
+    }
+    oc__sha1_discard(&sha1);
+    return st;
+}
+
+oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg, const char *base_dir,
+                                const oc_parse_options *opts, oc_external_data **out,
+                                oc_error *err) {
+    if (out) *out = NULL;
+    if (!desc || !msg || !base_dir || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_external_data_open: missing argument");
+    OC_PARSE_OPTS(opts, err);
+    oc_external_data *x = calloc(1, sizeof *x);
+    char *dir = strdup(base_dir);
+    if (!x || !dir) {
+        free(x);
+        free(dir);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    x->opts = *opts;
+    x->base_dir = dir;
+    x->open = NO_FILE;
+    loader_init(&x->l, NULL, NULL, x->base_dir, &x->opts, err);
+    x->l.defer = 1;
+    /* Nothing of the model is written: a deferred pass only reads the references. */
+    oc_status st = resolve_all(&x->l, desc, (void *)(uintptr_t)msg);
+    free(x->l.ext); /* the items keep what the fetch needs */
+    x->l.ext = NULL;
+    if (st == OC_OK && !(x->by_tensor = oc_nametab_new(x->l.nitems, item_key, &x->l)))
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (uint64_t i = 0; st == OC_OK && i < x->l.nitems; i++) {
+        const onnx_TensorProto *t = x->l.items[i].tensor;
+        if (oc_nametab_reserve(x->by_tensor) != OC_OK) {
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            break;
+        }
+        oc_nametab_insert(x->by_tensor, i, oc_nametab_hash(&t, sizeof t));
+    }
+    if (st != OC_OK) {
+        oc_external_data_close(x);
+        return st;
+    }
+    x->l.err = NULL;
+    *out = x;
+    return OC_OK;
+}
+
+void oc_external_data_fetch(oc_external_data *x, oc_tensor_fetch *fetch) {
+    if (!fetch) return;
+    fetch->size = x ? fetch_size : NULL;
+    fetch->stream = x ? fetch_stream : NULL;
+    fetch->ctx = x;
+}
+
+void oc_external_data_close(oc_external_data *x) {
+    if (!x) return;
+    oc_nametab_free(x->by_tensor);
+    loader_free(&x->l);
+    free(x->base_dir);
+    free(x);
 }

@@ -170,20 +170,53 @@ static oc_status cut_in_magic(const char *path, oc_error *err) {
                     (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
 }
 
+/* Where a deferred model's weights stay (oz_open_deferred): one of the two, or neither
+ * (a model without external data, an encrypted file: all in memory). */
+struct oz_weights {
+    oz_archive *archive;
+    oc_external_data *files;
+};
+
 /* An open archive's model; with keep, without its weights, and the archive kept open in
- * *keep for oz_archive_fetch. Closes ar otherwise, or on failure. */
+ * keep->archive for oz_archive_fetch. Closes ar otherwise, or on failure. */
 static oc_status load_archive(oz_archive *ar, const oz_open_options *opts, oc_model **out,
-                              oz_archive **keep, oc_error *err) {
+                              oz_weights *keep, oc_error *err) {
     oc_parse_options po = opts->parse;
     if (keep) po.skip_external_data = 1;
     oc_status st = oz_archive_load_model(ar, &po, out, err);
     if (st == OC_OK && keep) {
         /* every tensor will be fetched, in about the file's order */
         oz__zip_reader_will_read_all(oz_archive_zip(ar));
-        *keep = ar;
+        keep->archive = ar;
         return OC_OK;
     }
     oz_archive_close(ar);
+    return st;
+}
+
+/* A model's load options when deferred: its external data is left for defer_files. */
+static oc_parse_options model_parse(const oc_parse_options *po, const oz_weights *keep) {
+    oc_parse_options o = *po;
+    if (keep) o.skip_external_data = 1;
+    return o;
+}
+
+/* The deferred model *out's data files, checked beside path (or in data_dir) and kept in
+ * keep->files for the fetch, unless the caller skips external data; frees *out on failure. */
+static oc_status defer_files(const char *path, const oc_parse_options *po, oc_model **out,
+                             oz_weights *keep, oc_error *err) {
+    if (!keep || po->skip_external_data) return OC_OK;
+    char *dir = po->data_dir ? NULL : oc__path_dir(path); /* a URL's too */
+    oc_status st =
+        po->data_dir || dir
+            ? oc_external_data_open(&onnx_ModelProto_desc, oc_model_proto(*out),
+                                    po->data_dir ? po->data_dir : dir, po, &keep->files, err)
+            : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    free(dir);
+    if (st != OC_OK) {
+        oc_model_free(*out);
+        *out = NULL;
+    }
     return st;
 }
 
@@ -191,7 +224,7 @@ static oc_status load_archive(oz_archive *ar, const oz_open_options *opts, oc_mo
  * in one request, decoded by libonnxcore, with external data resolved relative to the
  * URL's directory. Drops the reference to src. */
 static oc_status load_remote_model(const char *url, oc_source *src, const oc_parse_options *po,
-                                   oc_model **out, oc_error *err) {
+                                   oc_model **out, oz_weights *keep, oc_error *err) {
     uint64_t size = src->size,
              cap = po->max_model_bytes ? po->max_model_bytes : OC_DEFAULT_MAX_MODEL_BYTES;
     if (size > cap) { /* refused before anything is downloaded (as the decode would) */
@@ -206,9 +239,9 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
     oc_status st = buf ? oc_source_read(src, 0, buf, size, err)
                        : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_source_unref(src);
-    oc_parse_options o = *po;
+    oc_parse_options o = model_parse(po, keep);
     char *dir = NULL;
-    if (st == OC_OK && !po->data_dir && !po->skip_external_data) {
+    if (st == OC_OK && !o.data_dir && !o.skip_external_data) {
         if (!(dir = oc__path_dir(url)))
             st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         o.data_dir = dir;
@@ -217,14 +250,14 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
     if (st == OC_OK) st = oc_model_load_memory(buf, size, &o, out, err);
     free(dir);
     free(buf);
-    return st;
+    return st == OC_OK ? defer_files(url, po, out, keep, err) : st;
 }
 
 /* oz_open of an http(s) URL: one source for the detection and the load (its first
  * request, the tail, serves both); an archive then costs its model and tensors, a model
  * the rest of its bytes (load_remote_model) and its external data beside it. */
 static oc_status open_url(const char *url, const oz_open_options *opts, oc_model **out,
-                          oz_open_info *info, oz_archive **keep, oc_error *err) {
+                          oz_open_info *info, oz_weights *keep, oc_error *err) {
     oc_source *src;
     OZ_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
     info->file_size = src->size;
@@ -242,7 +275,7 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
             oc_source_unref(src);
             return st;
         }
-        return load_remote_model(url, src, &opts->parse, out, err);
+        return load_remote_model(url, src, &opts->parse, out, keep, err);
     }
     info->is_archive = true;
     oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);
@@ -257,7 +290,7 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
 
 /* oz_open into a complete info of this library's layout. */
 static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
-                          oz_open_info *info, oz_archive **keep, oc_error *err) {
+                          oz_open_info *info, oz_weights *keep, oc_error *err) {
     if (!path || !out)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
@@ -304,9 +337,12 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
         info->is_archive = zip != 0;
         break;
     case OZ_KIND_MODEL:
-    default:
-        st = oc_model_load_file(path, &opts->parse, out, err);
+    default: {
+        oc_parse_options po = model_parse(&opts->parse, keep);
+        st = oc_model_load_file(path, &po, out, err);
+        if (st == OC_OK) st = defer_files(path, &opts->parse, out, keep, err);
         break;
+    }
     }
     if (st != OC_OK) *out = NULL; /* model.h promises nothing about *out after a failure */
     return st;
@@ -323,15 +359,36 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
 }
 
 oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_model **out,
-                           oz_archive **archive, oz_open_info *info, oc_error *err) {
+                           oz_weights **weights, oz_open_info *info, oc_error *err) {
     if (out) *out = NULL;
-    if (!archive)
+    if (!weights)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_open_deferred: missing argument");
-    *archive = NULL;
+    *weights = NULL;
     if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    oz_weights *w = calloc(1, sizeof *w);
+    if (!w) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oz_open_info found = OZ_OPEN_INFO_INIT;
-    oc_status st = open_any(path, opts, out, &found, archive, err);
+    oc_status st = open_any(path, opts, out, &found, w, err);
     if (info) oz__open_info_put(info, &found);
+    if (st == OC_OK)
+        *weights = w;
+    else
+        oz_weights_close(w);
     return st;
+}
+
+void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch) {
+    if (!fetch) return;
+    if (w && w->archive)
+        oz_archive_fetch(w->archive, fetch);
+    else
+        oc_external_data_fetch(w ? w->files : NULL, fetch);
+}
+
+void oz_weights_close(oz_weights *w) {
+    if (!w) return;
+    oz_archive_close(w->archive);
+    oc_external_data_close(w->files);
+    free(w);
 }

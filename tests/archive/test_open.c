@@ -447,10 +447,10 @@ static oc_status short_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn 
     return inner->stream(inner->ctx, t, write, wctx, e);
 }
 
-/* oz_open_deferred + oz_archive_fetch: every output form written from the archive tensor by
- * tensor is byte for byte what the same save of the loaded model writes; bad references
- * and a fetch that lies fail and leave nothing. */
-static void test_deferred(void) {
+/* Every output form written from in's deferred model, tensor by tensor through the
+ * fetch, is byte for byte what the same save of the loaded model writes (outputs in
+ * directory k, the loaded model's in k/sub). Returns the deferred model and its weights. */
+static void deferred_forms(const char *in, const char *k, oc_model **lazy_out, oz_weights **w_out) {
     static const struct {
         const char *name, *data;
         uint64_t threshold, max_file;
@@ -460,36 +460,41 @@ static void test_deferred(void) {
                 {"d.onnxz", NULL, 1024, 0},
                 {"dt.onnxz", NULL, 100000, 0}, /* w1 (70000 bytes) fetched into the model */
                 {"dx.onnx", "dx.data", 100000, 0}};
+    char path[300];
     oc_model *lazy = NULL, *full = NULL;
-    oz_archive *ar = NULL;
-    CHECK_STATUS(oz_open_deferred(at("a.onnxz"), NULL, &lazy, &ar, NULL, &err), OC_OK);
-    CHECK_STATUS(oz_open(at("a.onnxz"), NULL, &full, NULL, &err), OC_OK);
-    if (!lazy || !ar || !full) return;
+    oz_weights *w = NULL;
+    *lazy_out = NULL;
+    *w_out = NULL;
+    snprintf(path, sizeof path, "%s/sub", k);
+    mkdir(at(k), 0755);
+    mkdir(at(path), 0755);
+    CHECK_STATUS(oz_open_deferred(at(in), NULL, &lazy, &w, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_open(at(in), NULL, &full, NULL, &err), OC_OK);
+    if (!lazy || !w || !full) return;
     const onnx_ModelProto *mp = oc_model_proto(lazy);
     CHECK(oc_tensor_is_external(mp->graph->initializer.items[0]) &&
           !OC_HAS(TensorProto, (onnx_TensorProto *)mp->graph->initializer.items[0], raw_data));
     oc_tensor_fetch fetch;
-    oz_archive_fetch(ar, &fetch);
+    oz_weights_fetch(w, &fetch);
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
-        char ref[200];
-        snprintf(ref, sizeof ref, "ref-%s", outs[i].name);
+        char ref[300], mine[300];
+        snprintf(ref, sizeof ref, "%s/sub/%s", k, outs[i].name);
+        snprintf(mine, sizeof mine, "%s/%s", k, outs[i].name);
         oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
         o.serialize.buffer.raw_data_threshold = outs[i].threshold;
         o.serialize.max_external_file_size = outs[i].max_file;
-        if (outs[i].data) { /* the same data file name beside each model: two directories */
-            snprintf(ref, sizeof ref, "sub/%s", outs[i].name);
-            o.serialize.external_data = outs[i].data;
-        }
+        o.serialize.external_data = outs[i].data; /* the same name in both directories */
         CHECK_STATUS(oz_save_any(full, at(ref), OZ_FORM_AUTO, &o, &err), OC_OK);
         o.serialize.fetch = &fetch;
-        CHECK_STATUS(oz_save_any(lazy, at(outs[i].name), OZ_FORM_AUTO, &o, &err), OC_OK);
-        CHECK(same_file(at(ref), at(outs[i].name)));
+        CHECK_STATUS(oz_save_any(lazy, at(mine), OZ_FORM_AUTO, &o, &err), OC_OK);
+        CHECK(same_file(at(ref), at(mine)));
         if (outs[i].data) {
-            char a[200], b[200];
-            snprintf(a, sizeof a, "sub/%s", outs[i].data);
-            CHECK(same_file(at(a), at(outs[i].data)));
-            snprintf(a, sizeof a, "sub/%s.1", outs[i].data);
-            snprintf(b, sizeof b, "%s.1", outs[i].data);
+            char a[300], b[300];
+            snprintf(a, sizeof a, "%s/sub/%s", k, outs[i].data);
+            snprintf(b, sizeof b, "%s/%s", k, outs[i].data);
+            CHECK(same_file(at(a), at(b)));
+            snprintf(a, sizeof a, "%s/sub/%s.1", k, outs[i].data);
+            snprintf(b, sizeof b, "%s/%s.1", k, outs[i].data);
             CHECK(access(at(a), F_OK) != 0 || same_file(at(a), at(b)));
         }
     }
@@ -505,8 +510,33 @@ static void test_deferred(void) {
         free(a);
         free(b);
     }
-    {
+    oc_model_free(full);
+    *lazy_out = lazy;
+    *w_out = w;
+}
+
+/* Saves lazy through w's fetch to name, which must fail with want and leave nothing. */
+static void deferred_fails(const oc_model *lazy, oz_weights *w, const char *name, oc_status want) {
+    oc_tensor_fetch fetch;
+    oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
+    oz_weights_fetch(w, &fetch);
+    o.serialize.fetch = &fetch;
+    CHECK_STATUS(oz_save_any(lazy, at(name), OZ_FORM_AUTO, &o, &err), want);
+    CHECK(access(at(name), F_OK) != 0);
+}
+
+/* oz_open_deferred + oz_weights_fetch, for an archive (its entries) and for models with
+ * external data (their data files): every output form is the loaded model's, byte for
+ * byte; bad references, files that changed since the open and a fetch that lies fail and
+ * leave nothing. */
+static void test_deferred(void) {
+    oc_model *lazy;
+    oz_weights *w;
+    deferred_forms("a.onnxz", "da", &lazy, &w);
+    if (lazy && w) {
         /* The bytes are checked against the size the fetch gave: nothing is written. */
+        oc_tensor_fetch fetch;
+        oz_weights_fetch(w, &fetch);
         oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
         oc_tensor_fetch liar = {short_size, short_stream, &fetch};
         o.serialize.fetch = &liar;
@@ -514,30 +544,84 @@ static void test_deferred(void) {
         CHECK(access(at("liar.onnxz"), F_OK) != 0);
         CHECK_STATUS(oz_save_any(lazy, at("liar.onnx"), OZ_FORM_AUTO, &o, &err), OC_ERR_TRUNCATED);
         CHECK(access(at("liar.onnx"), F_OK) != 0);
-    }
-    {
         /* A reference to an entry the archive does not have. */
-        onnx_TensorProto *t = mp->graph->initializer.items[1];
+        onnx_TensorProto *t = oc_model_proto(lazy)->graph->initializer.items[1];
         for (uint64_t k = 0; k < t->external_data.count; k++) {
             onnx_StringStringEntryProto *e = t->external_data.items[k];
             if (oc_str_eq(e->key, "location"))
                 oc_str_set_cstr(oc_model_arena(lazy), &e->value, "no-such-entry");
         }
-        oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
-        o.serialize.fetch = &fetch;
-        CHECK_STATUS(oz_save_any(lazy, at("bad.onnx"), OZ_FORM_AUTO, &o, &err), OC_ERR_NOT_FOUND);
+        deferred_fails(lazy, w, "bad.onnx", OC_ERR_NOT_FOUND);
         CHECK(strstr(err.message, "no-such-entry") != NULL);
-        CHECK(access(at("bad.onnx"), F_OK) != 0);
     }
     oc_model_free(lazy);
-    oc_model_free(full);
-    oz_archive_close(ar);
-    /* Not an archive: loaded whole, no archive. */
-    CHECK_STATUS(oz_open_deferred(at("two.onnx"), NULL, &lazy, &ar, NULL, &err), OC_OK);
-    CHECK(ar == NULL && lazy && same_tensors(lazy));
+    oz_weights_close(w);
+
+    /* Two files, N files: the data files stay beside the model until streamed. */
+    deferred_forms("two.onnx", "d2", &lazy, &w);
     oc_model_free(lazy);
-    CHECK_STATUS(oz_open_deferred(at("missing"), NULL, &lazy, &ar, NULL, &err), OC_ERR_NOT_FOUND);
-    CHECK(ar == NULL && lazy == NULL);
+    oz_weights_close(w);
+    deferred_forms("n.onnx", "dn", &lazy, &w);
+    oc_model_free(lazy);
+    oz_weights_close(w);
+    /* Copies to change under an open model (the originals serve later tests). */
+    char cmd[5 * sizeof dir + 100];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/mut' && cp '%s'/n.onnx '%s'/n.data* %s%s%s '%s/mut/'",
+             dir, dir, dir, oc_crypt_available() ? "'" : "", oc_crypt_available() ? dir : "",
+             oc_crypt_available() ? "'/sum.*" : "", dir);
+    CHECK(system(cmd) == 0);
+    CHECK_STATUS(oz_open_deferred(at("mut/n.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK);
+    if (lazy && w) {
+        /* A data file that changed size after the open: nothing mixed, nothing written. */
+        FILE *f = fopen(at("mut/n.data.1"), "ab");
+        if (f) {
+            fputc(0, f);
+            fclose(f);
+        }
+        deferred_fails(lazy, w, "grown.onnx", OC_ERR_INCONSISTENT);
+        CHECK(strstr(err.message, "n.data.1") && strstr(err.message, "changed"));
+    }
+    oc_model_free(lazy);
+    oz_weights_close(w);
+
+    if (oc_crypt_available()) {
+        /* Checksums are checked as the bytes stream: a byte flipped after the open fails
+         * after the tensor's last byte, and nothing is written. */
+        oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+        oo.parse.verify_checksums = 1;
+        deferred_forms("sum.onnx", "ds", &lazy, &w);
+        oc_model_free(lazy);
+        oz_weights_close(w);
+        CHECK_STATUS(oz_open_deferred(at("mut/sum.onnx"), &oo, &lazy, &w, NULL, &err), OC_OK);
+        FILE *f = fopen(at("mut/sum.data"), "r+b");
+        if (f && fseek(f, 0, SEEK_END) == 0) {
+            long end = ftell(f);
+            fseek(f, end / 2, SEEK_SET);
+            int c = fgetc(f);
+            fseek(f, end / 2, SEEK_SET);
+            fputc(c ^ 0xff, f);
+        }
+        if (f) fclose(f);
+        if (lazy && w) {
+            deferred_fails(lazy, w, "sum-bad.onnxz", OC_ERR_CHECKSUM);
+            CHECK(strstr(err.message, "checksum mismatch") != NULL);
+        }
+        oc_model_free(lazy);
+        oz_weights_close(w);
+    }
+
+    /* No external data: loaded whole. */
+    CHECK_STATUS(oz_open_deferred(at("one.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK);
+    CHECK(w && lazy && same_tensors(lazy));
+    oc_model_free(lazy);
+    oz_weights_close(w);
+    /* A data file missing at the open: refused then, as a load refuses it. */
+    CHECK(rename(at("two.data"), at("two.data.away")) == 0);
+    CHECK_STATUS(oz_open_deferred(at("two.onnx"), NULL, &lazy, &w, NULL, &err), OC_ERR_NOT_FOUND);
+    CHECK(w == NULL && lazy == NULL && strstr(err.message, "two.data"));
+    CHECK(rename(at("two.data.away"), at("two.data")) == 0);
+    CHECK_STATUS(oz_open_deferred(at("missing"), NULL, &lazy, &w, NULL, &err), OC_ERR_NOT_FOUND);
+    CHECK(w == NULL && lazy == NULL);
 }
 
 int main(int argc, char **argv) {

@@ -80,6 +80,28 @@ typedef struct oc_tensor_fetch {
     void *ctx;
 } oc_tensor_fetch;
 
+/* A model's data files, checked and left where they are: a converter's way to write a
+ * model whose external data is remote or larger than memory, streaming each tensor from
+ * its file into the output (oc_serialize_options.fetch) instead of loading them all. */
+typedef struct oc_external_data oc_external_data;
+
+/* Checks every EXTERNAL tensor of msg as oc_external_data_load does (E-10..E-18, the
+ * location override, max_tensor_bytes, max_external_bytes; files beneath base_dir, or
+ * beside a model's URL), without reading their bytes, and makes *out the fetch of them:
+ * a data file is opened again when its first tensor is streamed, and must have the size
+ * it had when checked (else OC_ERR_INCONSISTENT); a tensor with a checksum is hashed as
+ * it streams and fails with OC_ERR_CHECKSUM after its last byte when verify_checksums is
+ * set (a save then fails, and an atomic save leaves nothing). msg, opts and base_dir are
+ * kept by reference until oc_external_data_close; the model's tensors must not change.
+ * One save at a time may use the fetch. On error *out is NULL. */
+OC_API oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg,
+                                       const char *base_dir, const oc_parse_options *opts,
+                                       oc_external_data **out, oc_error *err);
+/* Fills *fetch with x's fetch; it stays valid until oc_external_data_close(x). */
+OC_API void oc_external_data_fetch(oc_external_data *x, oc_tensor_fetch *fetch);
+/* Closes the data files x holds; NULL is accepted. */
+OC_API void oc_external_data_close(oc_external_data *x);
+
 /* Serializes msg to `write` with every tensor whose raw_data has at least threshold bytes
  * replaced by an EXTERNAL reference to where `put` stored it. All put calls happen before
  * the first write call. The model itself is not modified. Tensors that are EXTERNAL

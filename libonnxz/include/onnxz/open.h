@@ -113,15 +113,25 @@ OZ_API void oz_open_info_init(oz_open_info *info);
 OZ_API oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
                          oz_open_info *info, oc_error *err);
 
-/* As oz_open, but an archive's weights stay in it: for an .onnxz (at a path or a URL),
- * *out holds the model with every tensor still an EXTERNAL reference to its entry, and
- * *archive the archive, open; a save with oc_serialize_options.fetch filled by
- * oz_archive_fetch(*archive) then streams each tensor from it as it is written, so that
- * converting a huge or remote archive holds a few MiB rather than its weights. Any other
- * form loads as oz_open loads it, with *archive NULL. Close *archive (oz_archive_close)
- * after the last save; *archive is NULL after a failure. */
+/* Where the weights of a model opened with oz_open_deferred stay. */
+typedef struct oz_weights oz_weights;
+
+/* As oz_open, but the weights stay where they are: *out holds the model with every
+ * external tensor still an EXTERNAL reference, and *weights where they lie, open: an
+ * .onnxz's entries (at a path or a URL, oz_archive_fetch), or a model's data files beside
+ * it (at a path or a URL, checked as a load checks them: oc_external_data_open). A save
+ * with oc_serialize_options.fetch filled by oz_weights_fetch(*weights) then streams each
+ * tensor from there as it is written, so that converting a huge or remote model holds a
+ * few MiB rather than its weights. An encrypted file loads as oz_open loads it (its
+ * weights in memory; the fetch has nothing to do). What opts points to (data_dir,
+ * location, http) must outlive *weights. Close *weights (oz_weights_close) after the last
+ * save; it is NULL after a failure. */
 OZ_API oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_model **out,
-                                  oz_archive **archive, oz_open_info *info, oc_error *err);
+                                  oz_weights **weights, oz_open_info *info, oc_error *err);
+/* Fills *fetch with the fetch of w's tensors; valid until oz_weights_close(w). */
+OZ_API void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch);
+/* Closes what w holds; NULL is accepted. */
+OZ_API void oz_weights_close(oz_weights *w);
 
 #ifdef __cplusplus
 }
