@@ -131,23 +131,38 @@ static int fill(archive_listing *l, ref_walk *w, const char *path) {
 }
 
 int archive_listing_open(const char *path, int verbosity, archive_listing *out) {
+    oc_error err;
+    oz_archive *ar;
+    double start = cli_now_ms();
+    oc_error_clear(&err);
+    if (cli_archive_open(path, &ar, &err) != OC_OK) {
+        memset(out, 0, sizeof *out);
+        return cli_fail(path, &err);
+    }
+    int rc = archive_listing_of(path, ar, NULL, verbosity, out);
+    if (rc == CLI_EXIT_OK)
+        cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms",
+                 path, out->count, cli_now_ms() - start);
+    return rc;
+}
+
+int archive_listing_of(const char *path, oz_archive *ar, oc_model *model, int verbosity,
+                       archive_listing *out) {
     oc_parse_options opts;
     oc_error err;
     ref_walk walk;
     int rc = CLI_EXIT_OK;
     oc_status st;
-    double start = cli_now_ms();
+    (void)verbosity;
     memset(out, 0, sizeof *out);
     memset(&walk, 0, sizeof walk);
     oc_error_clear(&err);
-    if (cli_archive_open(path, &out->archive, &err) != OC_OK) {
-        out->archive = NULL;
-        return cli_fail(path, &err);
-    }
+    out->archive = ar;
+    out->model = model;
     cli_parse_options_init(&opts);
     opts.no_copy = 1;
     opts.skip_external_data = 1;
-    if (oz_archive_load_model(out->archive, &opts, &out->model, &err) != OC_OK) {
+    if (!model && oz_archive_load_model(out->archive, &opts, &out->model, &err) != OC_OK) {
         out->model = NULL;
         rc = cli_fail(path, &err);
     }
@@ -159,13 +174,8 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out) 
     }
     if (rc == CLI_EXIT_OK) rc = fill(out, &walk, path);
     free(walk.refs);
-    if (rc != CLI_EXIT_OK) {
-        archive_listing_close(out);
-        return rc;
-    }
-    cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms", path,
-             out->count, cli_now_ms() - start);
-    return CLI_EXIT_OK;
+    if (rc != CLI_EXIT_OK) archive_listing_close(out);
+    return rc;
 }
 
 void archive_listing_close(archive_listing *l) {

@@ -442,65 +442,19 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
 }
 
 /* A-13: an archive holds only tensors whose bytes are the size their dims and data_type
- * make (W-40), which a runtime can map and index by shape. */
-typedef struct fetched_sizes {
-    oc_tensor_fetch fetch;
-    oc_arena *arena;
-    oc_error *err;
-    int ref_failed; /* the reference itself is bad, not its size */
-} fetched_sizes;
-
-/* W-40 on a tensor of a deferred model: a reference's size is its entry's (what loading
- * would make its raw_data), given to the check as the `length` key it may lack. */
-static oc_status check_fetched_size(void *ctx, onnx_TensorProto *t) {
-    fetched_sizes *c = ctx;
-    onnx_TensorProto tmp;
-    onnx_StringStringEntryProto *e;
-    char num[24];
-    uint64_t n, i;
-    oc_status st;
-    if (!oc_tensor_is_external(t)) return oc_tensor_check_size(t, c->err);
-    st = c->fetch.size(c->fetch.ctx, t, &n, c->err);
-    c->ref_failed = st != OC_OK;
-    if (st != OC_OK) return st;
-    tmp = *t;
-    memset(&tmp.external_data, 0, sizeof tmp.external_data);
-    for (i = 0; i < t->external_data.count; i++) {
-        void **slot = oc_array_push(c->arena, &tmp.external_data, sizeof(void *));
-        if (!slot) return OC_ERR_NOMEM;
-        *slot = t->external_data.items[i];
-    }
-    snprintf(num, sizeof num, "%" PRIu64, n);
-    e = OC_ADD(c->arena, StringStringEntryProto, tmp.external_data); /* the last one wins */
-    if (!e || oc_str_set_cstr(c->arena, &e->key, "length") ||
-        oc_str_set_cstr(c->arena, &e->value, num))
-        return OC_ERR_NOMEM;
-    OC_SET_HAS(StringStringEntryProto, e, key);
-    OC_SET_HAS(StringStringEntryProto, e, value);
-    return oc_tensor_check_size(&tmp, c->err);
-}
-
-/* source: where a deferred model's tensors stream from, or NULL. */
+ * make (W-40), which a runtime can map and index by shape. source: where a deferred
+ * model's tensors stream from, or NULL. A reference the fetch cannot resolve (A-21, a
+ * data file gone) is the input's failure, not a size's. */
 static int check_packable(oc_model *model, oz_weights *source, const char *in) {
     oc_error err;
     oc_status st;
-    fetched_sizes c;
+    watched_fetch watched = {{NULL, NULL, NULL}, 0};
+    oc_tensor_fetch fetch = {watched_size, watched_stream, &watched};
     oc_error_clear(&err);
-    oz_weights_fetch(source, &c.fetch);
-    if (c.fetch.size) {
-        c.arena = oc_arena_new();
-        c.err = &err;
-        c.ref_failed = 0;
-        st = c.arena ? oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model),
-                                            check_fetched_size, &c)
-                     : OC_ERR_NOMEM;
-        oc_arena_free(c.arena);
-        if (st == OC_ERR_NOMEM && !err.message[0]) return cli_fail_msg(in, "out of memory");
-        if (c.ref_failed) return cli_fail(in, &err);
-    } else {
-        st = oc_model_check_tensor_sizes(model, &err);
-    }
+    oz_weights_fetch(source, &watched.inner);
+    st = oc_model_check_tensor_sizes_fetched(model, watched.inner.size ? &fetch : NULL, &err);
     if (st == OC_OK) return CLI_EXIT_OK;
+    if (watched.input_failed) return cli_fail(in, &err);
     return cli_fail_msg(in,
                         "%s; an .onnxz archive holds only tensors of the size their "
                         "shape makes (A-13)",

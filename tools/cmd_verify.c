@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <onnxcore/http.h>
+
 #include "archive_entries.h"
 #include "cli.h"
 #include "load.h"
@@ -71,17 +73,33 @@ static int verify_archive(const cli_args *args, verify_report *r) {
     if (st == OC_OK)
         cli_note(args->verbosity, CLI_VERBOSE, "ZIP structure and CRC-32s checked in %.1f ms",
                  cli_now_ms() - start);
-    /* 3. The model decodes and every tensor resolves to its entry, in place. */
+    /* 3. The model decodes and every tensor resolves to its entry (A-21), in place; a
+     * remote archive's entries, whose every byte step 2 has just downloaded, are resolved
+     * without reading them again (oz_archive_fetch's sizes). */
     cli_parse_options_init(&opts);
     opts.no_copy = 1;
+    opts.skip_external_data = oc_is_url(r->path);
     if (st == OC_OK) st = oz_archive_load_model(ar, &opts, &model, &err);
     /* ... and every tensor holds the bytes its dims and type make (W-40). */
     if (st == OC_OK) st = oc_model_check(model, &err);
-    oc_model_free(model);
-    oz_archive_close(ar);
-    if (st != OC_OK) return cli_fail(r->path, &err);
-    /* 4. The layout rules. */
-    rc = archive_listing_open(r->path, args->verbosity, &listing);
+    if (st == OC_OK && opts.skip_external_data) {
+        oc_tensor_fetch fetch;
+        oz_archive_fetch(ar, &fetch);
+        st = oc_model_check_tensor_sizes_fetched(model, &fetch, &err);
+    }
+    if (st != OC_OK) {
+        oc_model_free(model);
+        oz_archive_close(ar);
+        return cli_fail(r->path, &err);
+    }
+    /* 4. The layout rules, on the same reader: the local headers step 2 checked are not
+     * read again (a remote archive's would cost a second download of it), nor the model
+     * when it was decoded without its weights. */
+    if (!opts.skip_external_data) {
+        oc_model_free(model);
+        model = NULL;
+    }
+    rc = archive_listing_of(r->path, ar, model, args->verbosity, &listing);
     if (rc != CLI_EXIT_OK) return rc;
     /* (the library's check: File.verify() in Python makes the same) */
     oc_error_clear(&err);

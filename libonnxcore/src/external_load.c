@@ -88,8 +88,11 @@ typedef struct loader {
     oc_status read_st;
     oc_error read_err;
     /* Deferred (oc_external_data_open): references are checked, no byte is mapped or read,
-     * and each file is closed after its last tensor, to be opened again when streamed. */
+     * and each file is closed after its last tensor, to be opened again when streamed;
+     * but the last such file stays open (held), so that a model of one data file opens it
+     * once (a remote one's tail is not asked for again). */
     int defer;
+    uint32_t held; /* that file, or UINT32_MAX */
 } loader;
 
 /* The override path standing for `loc`, when the caller gave one and loc is the first
@@ -538,9 +541,12 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
     if (df->uses) df->uses--;
     if (df->uses) return OC_OK;
     if (l->defer) {
-        oc_source_unref(df->src);
-        df->src = NULL;
         df->closed = 1;
+        if (l->held != UINT32_MAX) {
+            oc_source_unref(l->files[l->held].src);
+            l->files[l->held].src = NULL;
+        }
+        l->held = fi;
         return OC_OK;
     }
     return (src->caps & OC_SOURCE_MAP) ? OC_OK : read_file(l, fi);
@@ -693,6 +699,7 @@ static void loader_init(loader *l, oc_external_resolve_fn resolve, void *resolve
     l->err = err;
     l->dirfd = -1;
     l->read_failed = NO_ITEM;
+    l->held = UINT32_MAX;
 }
 
 static oc_status load(const oc_msgdesc *desc, void *msg, oc_external_resolve_fn resolve,
@@ -761,9 +768,23 @@ static oc_status fetch_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, o
     return OC_OK;
 }
 
-/* Opens the data file of `it` for streaming (closing the previous one): the size it had
- * when checked, and every range of it announced (R-11: a remote file is then read in a
- * few large requests rather than one per tensor). */
+/* Announces every tensor range of open file fi to its source (R-11: a remote file is then
+ * read in a few large requests rather than one per tensor). */
+static void announce(const loader *l, uint32_t fi) {
+    const datafile *df = &l->files[fi];
+    uint64_t n = 0;
+    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next) n++;
+    oc_source_range *r = n ? malloc((size_t)n * sizeof *r) : NULL;
+    if (!r) return; /* advice only */
+    n = 0;
+    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next)
+        if (l->items[i].length) r[n++] = (oc_source_range){l->items[i].at, l->items[i].length};
+    oc_source_will_read(df->src, r, (size_t)n);
+    free(r);
+}
+
+/* Opens the data file of `it` for streaming (closing the previous one), with the size it
+ * had when checked, and announces its ranges. */
 static oc_status open_for_stream(oc_external_data *x, const ext_item *it) {
     loader *l = &x->l;
     if (x->open == it->file) return OC_OK;
@@ -781,15 +802,7 @@ static oc_status open_for_stream(oc_external_data *x, const ext_item *it) {
                         "external data file '%s' is %llu bytes now, %llu when it was checked: "
                         "it changed",
                         df->key, (unsigned long long)df->src->size, (unsigned long long)df->size);
-    uint64_t n = 0;
-    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next) n++;
-    oc_source_range *r = n ? malloc((size_t)n * sizeof *r) : NULL;
-    if (!r) return OC_OK; /* advice only */
-    n = 0;
-    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next)
-        if (l->items[i].length) r[n++] = (oc_source_range){l->items[i].at, l->items[i].length};
-    oc_source_will_read(df->src, r, (size_t)n);
-    free(r);
+    announce(l, it->file);
     return OC_OK;
 }
 
@@ -872,6 +885,8 @@ oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg, const c
         return st;
     }
     x->l.err = NULL;
+    x->open = x->l.held; /* open still */
+    if (x->open != NO_FILE) announce(&x->l, x->open);
     *out = x;
     return OC_OK;
 }

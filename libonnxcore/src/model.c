@@ -260,13 +260,25 @@ oc_status oc_model_clone(const oc_model *m, oc_model **out, oc_error *err) {
     return OC_OK;
 }
 
-static oc_status check_tensor_size(void *err, onnx_TensorProto *t) {
-    return oc_tensor_check_size(t, err);
+oc_status oc_model_check_tensor_sizes(const oc_model *model, oc_error *err) {
+    return oc_model_check_tensor_sizes_fetched(model, NULL, err);
 }
 
-oc_status oc_model_check_tensor_sizes(const oc_model *model, oc_error *err) {
+typedef struct size_check {
+    const oc_tensor_fetch *fetch;
+    oc_error *err;
+} size_check;
+
+static oc_status check_fetched_size(void *ctx, onnx_TensorProto *t) {
+    const size_check *c = ctx;
+    return oc_tensor_check_size_fetched(t, c->fetch, c->err);
+}
+
+oc_status oc_model_check_tensor_sizes_fetched(const oc_model *model, const oc_tensor_fetch *fetch,
+                                              oc_error *err) {
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no model");
-    return oc_msg_visit_tensors(&onnx_ModelProto_desc, model->proto, check_tensor_size, err);
+    size_check c = {fetch, err};
+    return oc_msg_visit_tensors(&onnx_ModelProto_desc, model->proto, check_fetched_size, &c);
 }
 
 oc_status oc_model_check(const oc_model *model, oc_error *err) {

@@ -160,6 +160,11 @@ static const char *format_dims(const onnx_TensorProto *t, char *buf, size_t size
 }
 
 oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
+    return oc_tensor_check_size_fetched(t, NULL, err);
+}
+
+oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tensor_fetch *fetch,
+                                       oc_error *err) {
     if (!t)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_tensor_check_size: no tensor");
     char name[OC_QUOTE_SIZE], dims[96];
@@ -204,7 +209,10 @@ oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
     uint64_t have;
     const char *what;
     if (t->segment) return OC_OK; /* a part of a larger tensor */
-    if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1) {
+    if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1 && fetch) {
+        OC_FORWARD(fetch->size(fetch->ctx, t, &have, err)); /* a bad reference fails here */
+        what = "its external data holds";
+    } else if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1) {
         uint64_t offset, length;
         int has_length;
         OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, err));

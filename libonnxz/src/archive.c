@@ -556,7 +556,8 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     OZ_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
         refs_ctx rc = {ar, err};
-        oz__zip_reader_will_read_all(ar->zip); /* every tensor's entry, in about file order */
+        /* every tensor's entry, in about file order */
+        oz__zip_reader_will_read_all(ar->zip, ar->model_index);
         oc_status st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m),
                                             check_tensor_reference, &rc);
         if (st == OC_OK)

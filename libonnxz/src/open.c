@@ -186,7 +186,7 @@ static oc_status load_archive(oz_archive *ar, const oz_open_options *opts, oc_mo
     oc_status st = oz_archive_load_model(ar, &po, out, err);
     if (st == OC_OK && keep) {
         /* every tensor will be fetched, in about the file's order */
-        oz__zip_reader_will_read_all(oz_archive_zip(ar));
+        oz__zip_reader_will_read_all(oz_archive_zip(ar), oz__archive_model_index(ar));
         keep->archive = ar;
         return OC_OK;
     }

@@ -1313,7 +1313,7 @@ oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error 
 
 oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
     OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
-    oz__zip_reader_will_read_all(r);
+    oz__zip_reader_will_read_all(r, UINT64_MAX);
     for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(oz_zip_reader_verify(r, i, err));
     return OC_OK;
 }
@@ -1390,10 +1390,20 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
 
 oc_source *oz__zip_reader_source(const oz_zip_reader *r) { return r ? r->src : NULL; }
 
-void oz__zip_reader_will_read_all(const oz_zip_reader *r) {
-    oc_source_range all = {0, r->cd_off}; /* every entry lies before the directory (Z-75) */
+void oz__zip_reader_will_read_all(const oz_zip_reader *r, uint64_t except) {
     /* (a local file's read-ahead of the whole archive would only crowd the page cache) */
-    if (r->src->caps & OC_SOURCE_REMOTE) oc_source_will_read(r->src, &all, 1);
+    if (!(r->src->caps & OC_SOURCE_REMOTE)) return;
+    oc_source_range v[2] = {{0, r->cd_off}}; /* every entry lies before the directory (Z-75) */
+    size_t n = 1;
+    if (except < r->count && r->next_at) { /* [its local header, the next entry's) left out */
+        uint64_t a = r->e[except].lho, b = r->next_at[except];
+        if (a <= b && b <= r->cd_off) {
+            n = 0;
+            if (a) v[n++] = (oc_source_range){0, a};
+            if (b < r->cd_off) v[n++] = (oc_source_range){b, r->cd_off - b};
+        }
+    }
+    oc_source_will_read(r->src, v, n);
 }
 
 void oz__zip_reader_will_read_locals(const oz_zip_reader *r) {

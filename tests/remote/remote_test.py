@@ -374,10 +374,20 @@ def check_external(ctx, ng, d, env, https, what):
     out = ctx.path("convert", "https" if https else "http")
 
     def run(argv, url, local, w):
-        """(stdout by URL, stdout of the local run); checks the URL run's requests."""
+        """(stdout by URL, stdout of the local run); checks the URL run's requests, and
+        that verify and convert download each byte of the file once (and the tails: 65 KiB
+        at each open of it, at most three)."""
         mark = ng.mark()
         got = ctx.ok([a.replace("SRC", url).replace("SIDE", "url") for a in argv], w, env)
-        check_requests(ctx, ng.requests_since(mark), env, w, 2 if "verify" in argv else 1)
+        reqs = ng.requests_since(mark)
+        check_requests(ctx, reqs, env, w, 2 if "verify" in argv else 1)
+        if "verify" in argv or "convert" in argv:
+            size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
+                       if f == os.path.basename(local) or (local.endswith(".onnx") and f.startswith(
+                           os.path.basename(local)[:-len(".onnx")] + ".data")))
+            body = sum(r["body_bytes_sent"] for r in reqs)
+            ctx.check(body <= size + 3 * TAIL * (1 + len({r["request"] for r in reqs})),
+                      f"{w}: {body} bytes downloaded for {size} bytes of files")
         return got, ctx.ok([a.replace("SRC", local).replace("SIDE", "local") for a in argv], f"{w} (local)")
 
     for side in ("url", "local"):

@@ -59,6 +59,13 @@ OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error 
  * an external reference's `length`, has the size its dims and data_type make): OC_OK, or
  * the first failure, naming the tensor. For validators; loading never applies it. */
 OC_API oc_status oc_model_check_tensor_sizes(const oc_model *model, oc_error *err);
+struct oc_tensor_fetch;
+/* The same with each EXTERNAL tensor's size asked of fetch (oc_tensor_check_size_fetched;
+ * NULL: as oc_model_check_tensor_sizes), for a model whose weights were left where they
+ * are: its references are resolved, its bytes not read. */
+OC_API oc_status oc_model_check_tensor_sizes_fetched(const oc_model *model,
+                                                     const struct oc_tensor_fetch *fetch,
+                                                     oc_error *err);
 
 /* What `onnxz verify` asks of any model: it states its IR version and has a graph (W-41;
  * loads take a model without them, as onnx.load does; OC_ERR_MALFORMED naming the rule),

@@ -53,6 +53,15 @@ OC_API const char *oc_tensor_type_name(int32_t data_type);
  * for validators such as `onnxz verify`. The tensor is not changed. */
 OC_API oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *err);
 
+struct oc_tensor_fetch;
+/* As oc_tensor_check_size, with an EXTERNAL tensor's payload size asked of fetch
+ * (external.h; NULL: as oc_tensor_check_size): a reference without a `length` key is then
+ * checked too, against the bytes it names, and one the fetch cannot resolve fails with
+ * the fetch's error. For checking a model whose weights were left where they are
+ * (oz_open_deferred) without reading them. */
+OC_API oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *tensor,
+                                              const struct oc_tensor_fetch *fetch, oc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -35,8 +35,9 @@ bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len,
 /* The source the reader reads (the reader holds a reference; take one to keep it). */
 oc_source *oz__zip_reader_source(const oz_zip_reader *r);
 /* Advice to the source: every entry will be read, in about the order of the file (a
- * remote source then reads ahead in large windows instead of one request per entry). */
-void oz__zip_reader_will_read_all(const oz_zip_reader *r);
+ * remote source then reads ahead in large windows instead of one request per entry),
+ * but entry `except` (UINT64_MAX: none), read already (the model). */
+void oz__zip_reader_will_read_all(const oz_zip_reader *r, uint64_t except);
 /* The same for every entry's local header alone (deferred local headers: an archive at a
  * URL), as a layout check reads them. */
 void oz__zip_reader_will_read_locals(const oz_zip_reader *r);
