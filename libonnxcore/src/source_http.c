@@ -20,7 +20,8 @@
  * A large read (PAR_MIN or more, once the window has served what it holds) is split into
  * PAR_CHUNK ranges fetched by up to `parallel` threads at once, each running request() on
  * a pooled handle of its own, so every check and retry above applies to every range; the
- * ranges are passed on strictly in order, with at most `parallel` of them in memory.
+ * ranges are passed on strictly in order, with at most `parallel` of them in memory
+ * (spec/remote.md R-13).
  *
  * The last few objects opened are remembered for a few seconds (URL, size, identity and
  * tail): opening it again, as a caller that first asks what a URL holds and then opens it
