@@ -9,7 +9,9 @@ alternating the contenders round by round so that machine noise hits all alike:
   curl          curl -o copy.onnxz URL                (no fsync)
   curl+sync     the same, then fsync the copy         (the durability onnxz gives)
   to-onnxz      onnxz convert URL out.onnxz           (each tensor streamed from its entry
-                                                       into the output; fsync, rename)
+                                                       into the output; fsync, rename;
+                                                       ONNXZ_HTTP_PARALLEL=4, R-13)
+  to-onnxz/1    the same over one connection          (ONNXZ_HTTP_PARALLEL=1)
   to-onnx       onnxz convert URL out.onnx --external-data out.data
 For each: median wall seconds, the ratio to curl and to curl+sync, and peak RSS. The file
 is in the page cache for nginx on every run; outputs are deleted between runs.
@@ -56,7 +58,8 @@ def main():
         steps = {
             "curl": (["curl", "-sS", *tls, "-o", copy, url], [copy]),
             "curl+sync": (["sh", "-c", 'curl -sS "$@" && sync "$2"', "sh", *tls, "-o", copy, url], [copy]),
-            "to-onnxz": ([z, "convert", "-q", url, outz], [outz]),
+            "to-onnxz": (["env", "ONNXZ_HTTP_PARALLEL=4", z, "convert", "-q", url, outz], [outz]),
+            "to-onnxz/1": (["env", "ONNXZ_HTTP_PARALLEL=1", z, "convert", "-q", url, outz], [outz]),
             "to-onnx": ([z, "convert", "-q", url, outx, "--external-data", "out.data"], [outx, outd]),
         }
         times = {k: [] for k in steps}
@@ -76,6 +79,8 @@ def main():
         m = statistics.median(times[name])
         print(f"  {name:10s} {m:7.2f} s  {size / m / 2**20:7.0f} MiB/s  x{m / base:5.2f} curl  "
               f"x{m / based:5.2f} curl+sync  peak RSS {rss[name] / 2**20:6.1f} MiB")
+    print(f"  to-onnxz (4 connections) / to-onnxz/1 (one): "
+          f"x{statistics.median(times['to-onnxz']) / statistics.median(times['to-onnxz/1']):.2f}")
 
 
 if __name__ == "__main__":

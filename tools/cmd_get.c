@@ -239,7 +239,7 @@ static const char get_help[] =
     "  -h, --help         show this help\n"
     "\n"
     "URLs: settings come from ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE,\n"
-    "ONNXZ_HTTP_TIMEOUT and ONNXZ_HTTP_RETRIES (see `onnxz --help`).\n"
+    "ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES and ONNXZ_HTTP_PARALLEL (see `onnxz --help`).\n"
     "\n"
     "Examples:\n"
     "  onnxz get model.onnxz fc1.weight -o fc1.bin\n"

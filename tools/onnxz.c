@@ -83,6 +83,7 @@ static void print_global_help(FILE *out) {
           "  ONNXZ_HTTP_INSECURE  1: do not verify the server's certificate\n"
           "  ONNXZ_HTTP_TIMEOUT   seconds without data before a request fails (30)\n"
           "  ONNXZ_HTTP_RETRIES   retries of a broken transfer or a 5xx (3)\n"
+          "  ONNXZ_HTTP_PARALLEL  connections a read of 16 MiB or more is split across (4)\n"
           "\n"
           "Exit status: 0 success, 1 bad input or I/O failure (one line on stderr:\n"
           "\"onnxz: error: FILE: MESSAGE (at offset N)\"), 2 usage error.\n"

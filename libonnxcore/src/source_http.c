@@ -17,6 +17,12 @@
  * inside are served from memory: 70,000 small tensors cost a few requests, not 70,000.
  * Reads not announced (a `get` of one tensor) fetch exactly their bytes.
  *
+ * A large read (PAR_MIN or more, once the window has served what it holds) is split into
+ * PAR_CHUNK ranges fetched by up to `parallel` threads at once, each running request() on
+ * a pooled handle of its own, so every check and retry above applies to every range; the
+ * ranges are passed on strictly in order, with at most `parallel` of them in memory
+ * (spec/remote.md R-13).
+ *
  * The last few objects opened are remembered for a few seconds (URL, size, identity and
  * tail): opening it again, as a caller that first asks what a URL holds and then opens it
  * does, costs no request. Nothing stale can mix in: every byte fetched afterwards is
@@ -27,6 +33,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +45,13 @@
 #include "internal/source.h"
 #include "internal/source_http.h"
 
-#define POOL_MAX     8           /* idle handles kept (each with its connection) */
+#define POOL_MAX     16          /* idle handles kept (each with its connection) */
 #define AHEAD_WINDOW (8u << 20)  /* the read-ahead window (announced reads only) */
 #define AHEAD_GAP    (64u << 10) /* announced ranges this close are read as one */
+#define PAR_MIN      (16u << 20) /* reads this large are split across connections */
+#define PAR_CHUNK    (4u << 20)  /* into ranges of this size */
+#define PAR_MAX      16          /* connections per read, at most */
+#define PAR_DEFAULT  4
 
 /* Bytes [at, at + len) of the object, read ahead. Readers that serve from a window hold a
  * reference, so that a refill by another thread replaces it without pulling it from under
@@ -60,6 +71,7 @@ typedef struct http_source {
     long timeout_s; /* stall: no byte for this long */
     long connect_ms;
     int retries;
+    int parallel;   /* connections per large read (1: one, as small reads) */
     char etag[256]; /* identity at open ("" when the server sends none) */
     char modified[64];
     uint8_t *tail; /* the object's last tail_len bytes */
@@ -96,7 +108,8 @@ typedef struct xfer {
     oc_write_fn sink;     /* read_to: the body goes here, not into dst */
     void *sink_ctx;
     oc_error *sink_err;
-    oc_status sink_st; /* what the sink said when it refused (not retried) */
+    oc_status sink_st;        /* what the sink said when it refused (not retried) */
+    const atomic_int *cancel; /* a parallel read: set when another range failed, or NULL */
 } xfer;
 
 /* The objects opened last (see the top of this file): a model and its data files. */
@@ -293,6 +306,7 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
                        curl_off_t ulnow) {
     xfer *x = ctx;
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (x->cancel && atomic_load(x->cancel)) return 1; /* another range failed */
     if (seconds_since(&x->last) < (double)x->h->timeout_s) return 0;
     x->stalled = 1;
     return 1; /* CURLE_ABORTED_BY_CALLBACK */
@@ -407,7 +421,8 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
             st = x->sink_st;
             break;
         }
-        if (attempt < h->retries && transient(rc, status, x)) {
+        if (attempt < h->retries && !(x->cancel && atomic_load(x->cancel)) &&
+            transient(rc, status, x)) {
             backoff(attempt);
             continue;
         }
@@ -526,6 +541,154 @@ static oc_status fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc
     x.sink_ctx = ctx;
     x.sink_err = err;
     return request(h, &x, err);
+}
+
+/* ---- parallel ranges ---- */
+
+/* One large read split into nchunks ranges of PAR_CHUNK bytes (the last shorter), fetched
+ * by nslots workers. Range i goes to slot i % nslots (into dst in place, or into the
+ * slot's buffer when the bytes go to write); a worker takes range i only once range
+ * i - nslots was passed on, so at most nslots ranges are held at a time. The fields
+ * below mu are guarded by it. */
+typedef struct par {
+    http_source *h;
+    uint64_t at, n;
+    uint8_t *dst;
+    uint8_t *buf[PAR_MAX]; /* without dst: one range each */
+    size_t nchunks, nslots;
+    atomic_int cancel; /* set on the first failure: the requests in flight give up */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t next;          /* the next range a worker takes */
+    size_t delivered;     /* ranges passed on, in order */
+    size_t done[PAR_MAX]; /* slot s holds range done[s] - 1 (0: none yet) */
+    int failed;           /* a worker's request or the caller's write failed */
+    int worker_failed;    /* it was a worker's: st and err say what */
+    oc_status st;
+    oc_error err;
+} par;
+
+static uint64_t par_len(const par *p, size_t i) {
+    uint64_t off = (uint64_t)i * PAR_CHUNK;
+    return p->n - off < PAR_CHUNK ? p->n - off : PAR_CHUNK;
+}
+
+static void par_fail(par *p) { /* under mu */
+    p->failed = 1;
+    atomic_store(&p->cancel, 1);
+    pthread_cond_broadcast(&p->cv);
+}
+
+static void *par_worker(void *arg) {
+    par *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->failed && p->next < p->nchunks && p->next >= p->delivered + p->nslots)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->failed || p->next >= p->nchunks) break;
+        size_t i = p->next++, slot = i % p->nslots;
+        pthread_mutex_unlock(&p->mu);
+        uint64_t off = (uint64_t)i * PAR_CHUNK;
+        xfer x;
+        memset(&x, 0, sizeof x);
+        x.h = p->h;
+        x.dst = p->dst ? p->dst + off : p->buf[slot];
+        x.at = p->at + off;
+        x.want = par_len(p, i);
+        x.cancel = &p->cancel;
+        oc_error e;
+        memset(&e, 0, sizeof e);
+        oc_status st = request(p->h, &x, &e);
+        pthread_mutex_lock(&p->mu);
+        if (st != OC_OK) {
+            if (!p->failed) { /* the first failure is the read's; the others follow from it */
+                p->worker_failed = 1;
+                p->st = st;
+                p->err = e;
+                par_fail(p);
+            }
+            break;
+        }
+        p->done[slot] = i + 1;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* [at, at + n) from the server by parallel ranges, into dst or passed to write in order;
+ * false (nothing fetched) when no worker or buffer could be had: the caller fetches it in
+ * one request. The first failure, a request's or write's, is the read's: the requests in
+ * flight are abandoned, every worker has ended before this returns, and write is not
+ * called again. */
+static int par_fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc_write_fn write,
+                     void *ctx, oc_status *st_out, oc_error *err) {
+    par *p = calloc(1, sizeof *p);
+    if (!p) return 0;
+    p->h = h;
+    p->at = at;
+    p->n = n;
+    p->dst = dst;
+    p->nchunks = (size_t)((n + PAR_CHUNK - 1) / PAR_CHUNK);
+    p->nslots = (size_t)h->parallel < p->nchunks ? (size_t)h->parallel : p->nchunks;
+    atomic_init(&p->cancel, 0);
+    pthread_t tid[PAR_MAX];
+    size_t nthreads = 0;
+    for (size_t s = 0; !dst && s < p->nslots; s++)
+        if (!(p->buf[s] = malloc(PAR_CHUNK))) p->nslots = s; /* fewer at once */
+    if (p->nslots >= 2 && pthread_mutex_init(&p->mu, NULL) == 0) {
+        if (pthread_cond_init(&p->cv, NULL) == 0) {
+            for (size_t t = 0; t < p->nslots; t++)
+                if (pthread_create(&tid[nthreads], NULL, par_worker, p) == 0) nthreads++;
+            if (nthreads == 0) pthread_cond_destroy(&p->cv);
+        }
+        if (nthreads == 0) pthread_mutex_destroy(&p->mu);
+    }
+    if (nthreads == 0) { /* not one worker: one request, as a small read */
+        for (size_t s = 0; s < PAR_MAX; s++) free(p->buf[s]);
+        free(p);
+        return 0;
+    }
+    oc_status st = OC_OK;
+    pthread_mutex_lock(&p->mu);
+    for (size_t d = 0; d < p->nchunks; d++) {
+        size_t slot = d % p->nslots;
+        while (!p->failed && p->done[slot] != d + 1) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->failed) break;
+        if (write) {
+            pthread_mutex_unlock(&p->mu); /* the workers go on while the caller writes */
+            st = write(ctx, p->buf[slot], par_len(p, d), err);
+            pthread_mutex_lock(&p->mu);
+            if (st != OC_OK) {
+                par_fail(p);
+                break;
+            }
+        }
+        p->delivered = d + 1;
+        pthread_cond_broadcast(&p->cv);
+    }
+    if (p->worker_failed) {
+        st = p->st;
+        if (err) *err = p->err;
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (size_t t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    for (size_t s = 0; s < PAR_MAX; s++) free(p->buf[s]);
+    free(p);
+    *st_out = st;
+    return 1;
+}
+
+/* [at, at + n) from the server: a large range by parallel ranges where it is set, else
+ * one request. */
+static oc_status fetch_bulk(http_source *h, uint64_t at, uint64_t n, uint8_t *dst,
+                            oc_write_fn write, void *ctx, oc_error *err) {
+    oc_status st;
+    if (h->parallel > 1 && n >= PAR_MIN && par_fetch(h, at, n, dst, write, ctx, &st, err))
+        return st;
+    return fetch(h, at, n, dst, write, ctx, err);
 }
 
 /* ---- read-ahead ---- */
@@ -657,13 +820,14 @@ static oc_status http_read(oc_source *s, uint64_t at, void *dst, uint64_t n, uin
     uint64_t k = 0;
     if (from_net) OC_FORWARD(from_window(h, at, from_net, dst, NULL, NULL, &k, err));
     if (k < from_net)
-        OC_FORWARD(fetch(h, at + k, from_net - k, (uint8_t *)dst + k, NULL, NULL, err));
+        OC_FORWARD(fetch_bulk(h, at + k, from_net - k, (uint8_t *)dst + k, NULL, NULL, err));
     *got = n;
     return OC_OK;
 }
 
 /* One request whose body streams into write (resumed after the bytes passed on, when a
- * transfer breaks); the part in the kept tail follows from memory. */
+ * transfer breaks), or for a large range parallel ranges passed on in order; the part in
+ * the kept tail follows from memory. */
 static oc_status http_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
                               oc_error *err) {
     http_source *h = (http_source *)s;
@@ -671,7 +835,7 @@ static oc_status http_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn
     uint64_t from_net = at + n <= tail_at ? n : at < tail_at ? tail_at - at : 0;
     uint64_t k = 0;
     if (from_net) OC_FORWARD(from_window(h, at, from_net, NULL, write, ctx, &k, err));
-    if (k < from_net) OC_FORWARD(fetch(h, at + k, from_net - k, NULL, write, ctx, err));
+    if (k < from_net) OC_FORWARD(fetch_bulk(h, at + k, from_net - k, NULL, write, ctx, err));
     if (from_net < n)
         OC_FORWARD(write(ctx, h->tail + (at + from_net - tail_at), n - from_net, err));
     return OC_OK;
@@ -744,6 +908,8 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     h->retries = o.retries < 0   ? 0
                  : o.retries > 0 ? o.retries
                                  : (int)env_long("ONNXZ_HTTP_RETRIES", 3, 0, 100);
+    h->parallel = o.parallel > 0 ? (o.parallel < PAR_MAX ? o.parallel : PAR_MAX)
+                                 : (int)env_long("ONNXZ_HTTP_PARALLEL", PAR_DEFAULT, 1, PAR_MAX);
     if (auth) {
         size_t n = strlen("Authorization: ") + strlen(auth) + 1;
         if ((h->auth = malloc(n))) snprintf(h->auth, n, "Authorization: %s", auth);

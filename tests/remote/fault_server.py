@@ -9,7 +9,9 @@ request, for the remote tests' fault cases.
         srv.requests  # every request: index, method, path, range, headers, status, sent, done
 
 Requests are numbered from 0 since the last reset(); a fault applies to the requests
-numbered start .. start+times-1 (times None: every one from start). Modes:
+numbered start .. start+times-1 (times None: every one from start). With from_byte set,
+only requests for bytes=A-B with A >= from_byte are numbered (and can be hit): a fault
+aimed at the ranges of one large read, whichever order they come in. Modes:
   ignore_range      200 with the whole body, whatever the Range
   shift_range       206 whose Content-Range (and body) are one byte off what was asked
   no_content_range  206 without a Content-Range header
@@ -45,6 +47,14 @@ class Fault:
     status: int = 500
     data: bytes = None
     location: str = None
+    from_byte: int = None
+
+    def counts(self, rng):
+        """Whether a request with this Range header is numbered for this fault."""
+        if self.from_byte is None:
+            return True
+        m = RANGE_RE.match(rng or "")
+        return bool(m and m.group(1) and int(m.group(1)) >= self.from_byte)
 
     def applies(self, index):
         return index >= self.start and (self.times is None or index < self.start + self.times)
@@ -93,6 +103,7 @@ class FaultServer:
         self.files = {}
         self.fault = None
         self.requests = []
+        self.counted = 0  # requests numbered for the fault (see Fault.from_byte)
         self.lock = threading.Lock()
         self.unstall = threading.Event()
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -111,6 +122,7 @@ class FaultServer:
         with self.lock:
             self.fault = fault
             self.requests = []
+            self.counted = 0
             self.unstall = threading.Event()
 
     def __enter__(self):
@@ -137,7 +149,10 @@ class FaultServer:
                    "range": h.headers.get("Range"), "headers": {k.lower(): v for k, v in h.headers.items()},
                    "status": None, "sent": 0, "done": False}
             self.requests.append(rec)
-            fault = self.fault if self.fault and self.fault.applies(rec["index"]) else None
+            fault = None
+            if self.fault and self.fault.counts(rec["range"]):
+                fault = self.fault if self.fault.applies(self.counted) else None
+                self.counted += 1
             unstall = self.unstall
             if fault and fault.mode == "replace":
                 self.files[h.path] = fault.data

@@ -29,6 +29,9 @@ LOG_FIELDS = {
     "authorization": "$http_authorization", "content_range": "$sent_http_content_range",
     "connection": "$connection", "connection_requests": "$connection_requests",
     "scheme": "$scheme",
+    # when the request ended (seconds since the epoch) and how long it took (seconds),
+    # both to the millisecond: numbers as text, for the tests that overlap requests
+    "msec": "$msec", "request_time": "$request_time",
 }
 INT_FIELDS = {"status", "bytes_sent", "body_bytes_sent", "connection", "connection_requests"}
 

@@ -39,13 +39,17 @@ LOCAL_MAX = 4096  # a local header's bytes before its data, at most, in our arch
 TAIL = 66560  # the first request: Range: bytes=-66560 (65 KiB: every end record a ZIP reader seeks)
 RANGE_RE = re.compile(r"^bytes=(\d+)-(\d+)$")
 AUTH = "Bearer onnxz-test-token"
+# Parallel ranges (spec/remote.md R-13): a read of PAR_MIN bytes or more is split into
+# ranges of PAR_CHUNK, over ONNXZ_HTTP_PARALLEL connections (4 by default).
+PAR_MIN, PAR_CHUNK = 16 << 20, 4 << 20
+BIG = 32 << 20  # big.onnxz's one tensor: a convert reads ahead 8 MiB, then 24 MiB in ranges
 MODEL_ENTRY = "__MODEL_PROTO"
 # Under valgrind (ONNXZ_TEST_REDUCED=1, tests/CMakeLists.txt) every run of the tool is tens
 # of times slower: time limits and the stall tests' slack are multiplied by this.
 SLOW = 10 if os.environ.get("ONNXZ_TEST_REDUCED") == "1" else 1
 # What the tool must not inherit: our own settings, proxies, another CA bundle.
 SCRUB = {"ONNXZ_KEY", "ONNXZ_HTTP_AUTH", "ONNXZ_CA_FILE", "ONNXZ_HTTP_INSECURE", "ONNXZ_HTTP_TIMEOUT",
-         "ONNXZ_HTTP_RETRIES", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+         "ONNXZ_HTTP_RETRIES", "ONNXZ_HTTP_PARALLEL", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
          "ALL_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
 
@@ -296,9 +300,10 @@ def check_listing(ctx, ng, name, local, env, https, what):
 def check_get_requests(ctx, reqs, env, ls_ranges, offset, size, what):
     """get's requests: ls's, then the tensor's entry: one request from its local header
     (at most LOCAL_MAX bytes before the data) to the data's last byte, or, for a tensor
-    streamed through (larger than 64 MiB), one for the local header and one of exactly
-    the tensor's bytes. The ZIP local header says where the data starts; nothing else
-    a reader can trust does."""
+    streamed through (larger than 64 MiB), one for the local header and then exactly the
+    tensor's bytes: in one request, or, split across connections (R-13), in ranges that
+    follow each other without a gap or an overlap. The ZIP local header says where the
+    data starts; nothing else a reader can trust does."""
     check_requests(ctx, reqs, env, what)
     extra = [r for r in reqs]
     for r in ls_ranges:
@@ -318,10 +323,11 @@ def check_get_requests(ctx, reqs, env, ls_ranges, offset, size, what):
     last = offset + size - 1
     ends = lambda b: b <= last and last - b < TAIL  # noqa: E731
     one = len(spans) == 1 and 0 < offset - spans[0][0] <= LOCAL_MAX and ends(spans[0][1])
-    two = (len(spans) == 2 and 0 < offset - spans[0][0] <= LOCAL_MAX and
-           spans[0][1] - spans[0][0] < LOCAL_MAX and spans[1][0] == offset and ends(spans[1][1]))
+    two = (len(spans) >= 2 and 0 < offset - spans[0][0] <= LOCAL_MAX and
+           spans[0][1] - spans[0][0] < LOCAL_MAX and spans[1][0] == offset and ends(spans[-1][1]) and
+           all(b[0] == a[1] + 1 for a, b in zip(spans[1:], spans[2:])))
     ctx.check(one or two, f"{what}: beyond ls's, the tensor's local header and bytes "
-                          f"{offset}-{last} in one request (two when streamed): got {spans}")
+                          f"{offset}-{last} in one request (then its bytes when streamed): got {spans}")
     for a, b, sent in spans:
         ctx.equal(sent, b - a + 1, f"{what}: bytes sent for bytes={a}-{b}")
 
@@ -418,11 +424,92 @@ def check_external(ctx, ng, d, env, https, what):
                           "from converting the local files")
 
 
+def build_big(ctx, d):
+    """big.onnx and big.onnxz in d: one tensor of BIG random bytes (a STORED entry that a
+    convert by URL reads in parallel ranges). Returns the tensor's bytes."""
+    data = numpy.random.default_rng(7).integers(0, 256, BIG, dtype=numpy.uint8)
+    save_model(os.path.join(d, "big.onnx"), [numpy_helper.from_array(data, "big")], "big")
+    ctx.ok(["-q", "convert", os.path.join(d, "big.onnx"), os.path.join(d, "big.onnxz")], "pack big.onnxz")
+    return data.tobytes()
+
+
+def spans_of(reqs):
+    """The sorted (first, last) byte spans reqs asked for: bytes=A-B, and the first
+    request's suffix bytes=-TAIL as the object's last TAIL bytes (size from its answer)."""
+    spans = []
+    for r in reqs:
+        m = RANGE_RE.match(r["range"] or "")
+        if m:
+            spans.append((int(m.group(1)), int(m.group(2))))
+        elif r["range"] == f"bytes=-{TAIL}" and "/" in r["content_range"]:
+            size = int(r["content_range"].rsplit("/", 1)[1])
+            spans.append((max(0, size - TAIL), size - 1))
+    return sorted(spans)
+
+
+def max_concurrent(reqs):
+    """The most requests that ran at once, from nginx's end times and durations (to the
+    millisecond: each interval loses 1 ms at both ends, so that a connection's next
+    request, which starts as the last one ends, is not counted as overlapping it)."""
+    events = []
+    for r in reqs:
+        end, took = float(r["msec"]), float(r["request_time"])
+        if took > 0.002:
+            events += [(end - took + 0.001, 1), (end - 0.001, -1)]
+    most = now = 0
+    for _, step in sorted(events):  # at equal times an end (-1) sorts before a start
+        now += step
+        most = max(most, now)
+    return most
+
+
+def check_parallel(ctx, ng, d, data, https):
+    """A convert and a get of big.onnxz's 32 MiB tensor by URL: byte for byte what the
+    local file gives, with ONNXZ_HTTP_PARALLEL=4 in several ranges at most 4 at once that
+    cover every byte of the object they read exactly once, and with ONNXZ_HTTP_PARALLEL=1
+    as before R-13: the read-ahead window then the rest in one request (convert), the
+    entry in one request (get)."""
+    url, local = ng.url("big.onnxz", https=https), os.path.join(d, "big.onnxz")
+    env = {"ONNXZ_CA_FILE": ng.ca_file} if https else {}
+    offset, size = entry_of(ctx, local, "big")
+    scheme = "https" if https else "http"
+    for n in (4, 1):
+        for kind in ("convert", "get"):
+            what = f"{scheme} {kind} of a {size >> 20} MiB entry, ONNXZ_HTTP_PARALLEL={n}"
+            out = ctx.path("parallel", f"{scheme}-{kind}-{n}" + (".onnxz" if kind == "convert" else ".bin"))
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            argv = ["-q", "convert", url, out] if kind == "convert" else ["get", url, "big", "-o", out]
+            mark = ng.mark()
+            if ctx.ok(argv, what, {**env, "ONNXZ_HTTP_PARALLEL": str(n)}) is None:
+                continue
+            reqs = ng.requests_since(mark)
+            ctx.check(read(out) == (read(local) if kind == "convert" else data), f"{what}: output")
+            check_requests(ctx, reqs, env, what)
+            spans = spans_of(reqs)
+            # every byte read once: the spans follow each other without gap or overlap
+            ctx.check(all(b[0] == a[1] + 1 for a, b in zip(spans, spans[1:])),
+                      f"{what}: ranges overlap or leave a gap: {spans}")
+            if kind == "convert":
+                ctx.equal((spans[0][0], spans[-1][1]), (0, os.path.getsize(local) - 1),
+                          f"{what}: the archive's bytes read")
+            else:  # from the entry's local header to the end
+                ctx.check(0 < offset - spans[0][0] <= LOCAL_MAX and spans[-1][1] == os.path.getsize(local) - 1,
+                          f"{what}: the entry's bytes read: {spans}")
+            if n == 1:
+                ctx.equal(len(spans), 3 if kind == "convert" else 2, f"{what}: ranges ({spans})")
+            else:
+                chunks = sum(1 for a, b in spans if b - a + 1 == PAR_CHUNK)
+                ctx.check(chunks >= 4, f"{what}: {chunks} ranges of {PAR_CHUNK} bytes, want 4 or more: {spans}")
+            ctx.check(max_concurrent(reqs) <= n, f"{what}: {max_concurrent(reqs)} requests at once, "
+                                                 f"at most {n}")
+
+
 def group_nginx(ctx):
     """nginx over HTTP and HTTPS: listing budgets (small archive, 70,000 entries), get,
-    external-data models, TLS verification and ONNXZ_HTTP_AUTH."""
+    external-data models, TLS verification, ONNXZ_HTTP_AUTH, parallel ranges."""
     d = ctx.path("www")
     tensors = build_fixtures(ctx, d)
+    big = build_big(ctx, d)
     with nginx_env.Nginx(d, ctx.path("nginx")) as ng:
         for https in (False, True):
             scheme = "https" if https else "http"
@@ -443,6 +530,9 @@ def group_nginx(ctx):
                "https to localhost (the certificate's DNS name)", {"ONNXZ_CA_FILE": ng.ca_file})
         missing = ng.url("missing.onnxz")
         ctx.error(["ls", missing], missing, "a URL the server does not have", message=r"HTTP 404")
+        # (reduced: HTTP only; 32 MiB through TLS under valgrind takes minutes)
+        for https in (False,) if SLOW > 1 else (False, True):
+            check_parallel(ctx, ng, d, big, https)
 
 
 # ---- nginx_large ---------------------------------------------------------------------
@@ -494,10 +584,10 @@ def same_bytes(path_a, offset_a, path_b, size, chunk=16 << 20):
 def group_nginx_large(ctx):
     """A 5 GiB archive (five 1 GiB tensors, the last ones past 4 GiB: ZIP64 offsets):
     ls/info within 3 requests and the listing budget; get of the last tensor streams
-    1 GiB in one request of exactly its bytes with a peak RSS of a few tens of MiB; convert
-    by URL of the archive, and of the two-file model it was packed from (a sparse 5 GiB data
-    file), give the archive back byte for byte within the same memory, downloading each
-    byte once."""
+    1 GiB of exactly its bytes (in parallel ranges, R-13) with a peak RSS of a few tens of
+    MiB; convert by URL of the archive, and of the two-file model it was packed from (a
+    sparse 5 GiB data file), give the archive back byte for byte within the same memory,
+    downloading each byte once."""
     d = ctx.path("www")
     os.makedirs(d)
     gib, n = 1 << 30, 5
@@ -617,7 +707,9 @@ class FaultRun:
         """argv of a command on srv's name writing into the directory out."""
         url = self.srv.url(name)
         return {"ls": ["ls", url], "get": ["get", url, "w1", "-o", os.path.join(out, "w1.bin")],
-                "convert": ["-q", "convert", url, os.path.join(out, "model.onnx")]}[kind]
+                "convert": ["-q", "convert", url, os.path.join(out, "model.onnx")],
+                "get big": ["get", url, "big", "-o", os.path.join(out, "big.bin")],
+                "convert big": ["-q", "convert", url, os.path.join(out, "big.onnxz")]}[kind]
 
     def fails(self, what, fault, kind, message=None, env=None, name="model.onnxz", secs=None):
         """The command fails (exit 1, one line naming the URL) and writes nothing."""
@@ -638,7 +730,8 @@ class FaultRun:
         out = self.outdir()
         ok = self.ctx.ok(self.command(kind, name, out), what, {"ONNXZ_HTTP_TIMEOUT": "10", **(env or {})})
         want = {"ls": None, "get": os.path.join(self.d, "w1.bin"),
-                "convert": os.path.join(self.d, "model.onnx")}[kind]
+                "convert": os.path.join(self.d, "model.onnx"), "get big": os.path.join(self.d, "big.bin"),
+                "convert big": os.path.join(self.d, "big.onnxz")}[kind]
         if ok is not None and want:
             got = os.path.join(out, os.path.basename(want))
             self.ctx.check(os.path.exists(got) and read(got) == read(want), f"{what}: output")
@@ -662,9 +755,12 @@ def group_faults(ctx):
     save_model(os.path.join(d, "zeros.onnx"), [z], "zeros")
     ctx.ok(["-q", "convert", os.path.join(d, "zeros.onnx"), os.path.join(d, "zeros.onnxz")], "pack zeros.onnxz")
 
+    with open(os.path.join(d, "big.bin"), "wb") as f:
+        f.write(build_big(ctx, d))
+
     good = read(os.path.join(d, "model.onnxz"))
     with FaultServer() as srv, FaultServer() as other:
-        for name in ("model.onnxz", "zeros.onnxz"):
+        for name in ("model.onnxz", "zeros.onnxz", "big.onnxz"):
             srv.put(name, read(os.path.join(d, name)))
         other.put("model.onnxz", good)
         f = FaultRun(ctx, srv, d)
@@ -763,8 +859,48 @@ def group_faults(ctx):
         srv.put("damaged.onnxz", bytes(damaged))
         for kind in ("get", "convert"):
             f.fails(f"a tensor that fails its CRC ({kind})", None, kind, r"CRC", name="damaged.onnxz")
+        parallel_faults(ctx, srv, f, d)
         refused = f"http://127.0.0.1:{nginx_env.free_port()}/model.onnxz"
         ctx.error(["ls", refused], refused, "connection refused", env={"ONNXZ_HTTP_RETRIES": "0"})
+
+
+def parallel_faults(ctx, srv, f, d):
+    """Faults in the ranges of a parallel read (R-13) of big.onnxz's 32 MiB entry with
+    ONNXZ_HTTP_PARALLEL=4: each aimed (Fault.from_byte) at the ranges of the entry, after
+    a convert's 8 MiB read-ahead window. A broken range is resumed on its own; a range
+    that fails for good fails the read with its own error, and nothing is left at the
+    output path; a stalled range times out while the others are given up."""
+    offset, _ = entry_of(ctx, os.path.join(d, "big.onnxz"), "big")
+    par = {"ONNXZ_HTTP_PARALLEL": "4"}
+    reqs = f.succeeds("parallel: no fault", None, "convert big", env=par, name="big.onnxz") or []
+    ranged = [r for r in reqs if Fault("x", from_byte=offset).counts(r["range"])]
+    ctx.check(len(ranged) >= 4, f"parallel: no fault: {len(ranged)} ranges of the entry, want 4 or more")
+    reqs = f.succeeds("parallel, ONNXZ_HTTP_PARALLEL=1", None, "convert big", env={"ONNXZ_HTTP_PARALLEL": "1"},
+                      name="big.onnxz")
+    ranged = [r for r in reqs or [] if Fault("x", from_byte=offset).counts(r["range"])]
+    ctx.equal(len(ranged), 1 if reqs else 0, "ONNXZ_HTTP_PARALLEL=1: requests for the rest of the entry")
+
+    reqs = f.succeeds("parallel: reset mid-range once", Fault("reset", from_byte=offset, start=1, times=1,
+                                                               after=100000), "convert big", env=par, name="big.onnxz")
+    if reqs:  # the range cut short is asked again from a byte within its first 100000, to its end
+        spans = [(int(m.group(1)), int(m.group(2)), r["sent"]) for r in reqs
+                 for m in [RANGE_RE.match(r["range"] or "")] if m]
+        cut = [(a, b) for a, b, sent in spans if sent < b - a + 1]
+        ctx.check(len(cut) == 1 and any(cut[0][0] < a <= cut[0][0] + 100000 and b == cut[0][1] for a, b, _ in spans),
+                  f"parallel: reset mid-range once: the range cut short resumed on its own: {spans}")
+    f.succeeds("parallel: reset mid-range once (get)", Fault("reset", from_byte=offset, start=2, times=1,
+                                                              after=100000), "get big", env=par, name="big.onnxz")
+    f.succeeds("parallel: 500 once on a range", Fault("status", from_byte=offset, start=2, times=1),
+               "convert big", env=par, name="big.onnxz")
+    f.fails("parallel: 500 on a range, ONNXZ_HTTP_RETRIES=0", Fault("status", from_byte=offset, start=2, times=1),
+            "convert big", r"HTTP 500", env={**par, "ONNXZ_HTTP_RETRIES": "0"}, name="big.onnxz")
+    other = (numpy.frombuffer(read(os.path.join(d, "big.onnxz")), numpy.uint8) ^ 0x5A).tobytes()
+    f.fails("parallel: replaced before a later range", Fault("replace", from_byte=offset, start=3, data=other),
+            "convert big", "changed on the server", env=par, name="big.onnxz")
+    srv.put("big.onnxz", read(os.path.join(d, "big.onnxz")))
+    f.fails("parallel: a range stalls", Fault("stall", from_byte=offset, start=1, times=1, after=1000),
+            "convert big", "timed out", env={**par, "ONNXZ_HTTP_TIMEOUT": "2", "ONNXZ_HTTP_RETRIES": "0"},
+            name="big.onnxz", secs=2 + 3 * SLOW)
 
 
 GROUPS = {"nginx": group_nginx, "nginx_large": group_nginx_large, "faults": group_faults}

@@ -21,6 +21,9 @@
  *   ONNXZ_HTTP_RETRIES   retries of a request that failed in a way worth retrying: a 5xx,
  *                        a reset connection, a body cut short (3); each resumes where the
  *                        bytes stopped
+ *   ONNXZ_HTTP_PARALLEL  connections a large read (16 MiB or more) is split across, in
+ *                        4 MiB ranges passed on in order (4; 1: one connection, 16 at
+ *                        most)
  */
 #ifndef ONNXCORE_HTTP_H
 #define ONNXCORE_HTTP_H
@@ -45,6 +48,8 @@ typedef struct oc_http_options {
     uint32_t timeout_ms; /* stall timeout; 0: $ONNXZ_HTTP_TIMEOUT seconds, else 30 s */
     uint32_t connect_ms; /* connect timeout; 0: 15 s */
     int retries;         /* < 0: none; 0: $ONNXZ_HTTP_RETRIES, else 3 */
+    int parallel;        /* connections per large read (1..16); 0: $ONNXZ_HTTP_PARALLEL,
+                            else 4 */
 } oc_http_options;
 
 #define OC_HTTP_OPTIONS_INIT \
