@@ -51,6 +51,7 @@ typedef struct datafile {
     uint64_t uses;        /* tensors naming it not resolved yet (count_use counts) */
     uint64_t first, last; /* its items, linked through ext_item.next; NO_ITEM: none */
     uint64_t size;        /* its size when opened first (a deferred load opens it again) */
+    char *id;             /* and its identity then (loader.opened_id), or NULL */
     int closed;
 } datafile;
 
@@ -93,6 +94,9 @@ typedef struct loader {
      * once (a remote one's tail is not asked for again). */
     int defer;
     uint32_t held; /* that file, or UINT32_MAX */
+    /* The identity of the file the last resolve opened: device, inode, size, change and
+     * modification times of a file, ETag and Last-Modified of a URL. */
+    char opened_id[400];
 } loader;
 
 /* The override path standing for `loc`, when the caller gave one and loc is the first
@@ -167,6 +171,12 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
         if (s == OC_OK)
             s = oc_source_file(NULL, fd, shown, l->opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED,
                                0, out, l->err);
+        if (s == OC_OK)
+            snprintf(l->opened_id, sizeof l->opened_id,
+                     "device %llu, inode %llu, %llu bytes, modified %lld.%09ld, changed %lld.%09ld",
+                     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                     (unsigned long long)st.st_size, (long long)st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
         close(fd);
     }
     free(ov);
@@ -188,6 +198,7 @@ static oc_status resolve_url(loader *l, const onnx_TensorProto *t, const oc_str 
     char *url = oc__url_join(l->base_dir, loc->data, (size_t)loc->size);
     if (!url) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = oc__source_http(url, l->opts->http, out, l->err);
+    if (st == OC_OK) oc__source_http_identity(*out, l->opened_id, sizeof l->opened_id);
     free(url);
     return st;
 }
@@ -487,6 +498,8 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
     OC_FORWARD(open_datafile(l, t, loc, &fi));
     oc_source *src = l->files[fi].src;
     uint64_t size = l->files[fi].size = src->size;
+    if (l->defer && !l->files[fi].id && !(l->files[fi].id = strdup(l->opened_id)))
+        return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (offset > size)
         return oc__fail(l->err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                         "tensor '%s': external data offset %llu is past the end of '%s' (%llu "
@@ -671,6 +684,7 @@ static void loader_free(loader *l) {
     for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
         oc_source_unref(l->files[i].src);
         free(l->files[i].key);
+        free(l->files[i].id);
     }
     free(l->files);
     oc_nametab_free(l->file_index);
@@ -731,14 +745,11 @@ oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
 
 /* ---- deferred: checked now, streamed later (oc_external_data_open) ---- */
 
-#define NO_FILE UINT32_MAX
-
 struct oc_external_data {
-    loader l;              /* the files (closed) and the items, in model order */
+    loader l;              /* the files (closed, but the last checked) and the items */
     oc_parse_options opts; /* l.opts points here */
     char *base_dir;        /* l.base_dir points here */
     oc_nametab *by_tensor; /* items by their tensor's address */
-    uint32_t open;         /* the file open for streaming, or NO_FILE */
 };
 
 static void item_key(const void *ctx, uint64_t i, const void **name, size_t *len) {
@@ -747,8 +758,8 @@ static void item_key(const void *ctx, uint64_t i, const void **name, size_t *len
     *len = sizeof l->items[i].tensor;
 }
 
-static oc_status find_item(const oc_external_data *x, const onnx_TensorProto *t,
-                           const ext_item **out, oc_error *err) {
+static oc_status find_item(const oc_external_data *x, const onnx_TensorProto *t, uint64_t *out,
+                           oc_error *err) {
     int64_t i = oc_nametab_find(x->by_tensor, &t, sizeof t, oc_nametab_hash(&t, sizeof t));
     if (i < 0) {
         char name[OC_QUOTE_SIZE];
@@ -757,23 +768,31 @@ static oc_status find_item(const oc_external_data *x, const onnx_TensorProto *t,
                         "checked for",
                         oc__qname(t, name));
     }
-    *out = &x->l.items[i];
+    *out = (uint64_t)i;
     return OC_OK;
 }
 
 static oc_status fetch_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
-    const ext_item *it = NULL;
-    OC_FORWARD(find_item(ctx, t, &it, err));
-    *n = it->length;
+    const oc_external_data *x = ctx;
+    uint64_t i = 0;
+    OC_FORWARD(find_item(x, t, &i, err));
+    *n = x->l.items[i].length;
     return OC_OK;
 }
 
-/* Announces every tensor range of open file fi to its source (R-11: a remote file is then
- * read in a few large requests rather than one per tensor). */
+/* Announces the tensor ranges of open file fi to its source (R-11: a remote file is then
+ * read in a few large requests rather than one per tensor), when a save reads them in
+ * file order and without another file's between them, as writers lay them out; in any
+ * other order a read-ahead window would fetch bytes read already or not yet needed, so
+ * each tensor is read on its own. */
 static void announce(const loader *l, uint32_t fi) {
     const datafile *df = &l->files[fi];
-    uint64_t n = 0;
-    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next) n++;
+    uint64_t n = 0, end = 0;
+    for (uint64_t i = df->first; i != NO_ITEM; i = l->items[i].next, n++) {
+        const ext_item *it = &l->items[i];
+        if (it->at < end || (it->next != NO_ITEM && it->next != i + 1)) return;
+        end = it->at + it->length;
+    }
     oc_source_range *r = n ? malloc((size_t)n * sizeof *r) : NULL;
     if (!r) return; /* advice only */
     n = 0;
@@ -783,25 +802,23 @@ static void announce(const loader *l, uint32_t fi) {
     free(r);
 }
 
-/* Opens the data file of `it` for streaming (closing the previous one), with the size it
- * had when checked, and announces its ranges. */
-static oc_status open_for_stream(oc_external_data *x, const ext_item *it) {
-    loader *l = &x->l;
-    if (x->open == it->file) return OC_OK;
-    if (x->open != NO_FILE) {
-        oc_source_unref(l->files[x->open].src);
-        l->files[x->open].src = NULL;
-        x->open = NO_FILE;
-    }
+/* Opens data file fi again for streaming: the same file as when it was checked (its
+ * identity, so its size too), or OC_ERR_INCONSISTENT and nothing of it is read. */
+static oc_status reopen(loader *l, const ext_item *it) {
     datafile *df = &l->files[it->file];
     oc_str loc = {df->key, df->key_len};
-    OC_FORWARD(resolve_source(l, it->tensor, &loc, &df->src));
-    x->open = it->file;
-    if (df->src->size != df->size)
-        return oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "external data file '%s' is %llu bytes now, %llu when it was checked: "
-                        "it changed",
-                        df->key, (unsigned long long)df->src->size, (unsigned long long)df->size);
+    oc_source *src = NULL;
+    OC_FORWARD(resolve_source(l, it->tensor, &loc, &src));
+    if (src->size != df->size || strcmp(l->opened_id, df->id ? df->id : "") != 0) {
+        oc_status st = oc__fail(l->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                                "external data file '%s' changed since it was checked (%llu "
+                                "bytes, %s; now %llu bytes, %s)",
+                                df->key, (unsigned long long)df->size, df->id ? df->id : "",
+                                (unsigned long long)src->size, l->opened_id);
+        oc_source_unref(src);
+        return st;
+    }
+    df->src = src;
     announce(l, it->file);
     return OC_OK;
 }
@@ -823,19 +840,23 @@ static oc_status tee_write(void *ctx, const void *data, uint64_t size, oc_error 
     return st;
 }
 
+/* A file stays open from its first tensor streamed to its last (in the model's order,
+ * which is the save's), then closes: files laid out one after another hold one open,
+ * interleaved ones each of theirs, as a load does. */
 static oc_status fetch_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
                               void *write_ctx, oc_error *err) {
     oc_external_data *x = ctx;
-    const ext_item *it = NULL;
-    OC_FORWARD(find_item(x, t, &it, err));
+    uint64_t i = 0;
+    OC_FORWARD(find_item(x, t, &i, err));
+    const ext_item *it = &x->l.items[i];
+    datafile *df = &x->l.files[it->file];
     x->l.err = err;
-    OC_FORWARD(open_for_stream(x, it));
+    if (!df->src) OC_FORWARD(reopen(&x->l, it));
     const oc_str *want = x->opts.verify_checksums ? oc_tensor_external_value(t, "checksum") : NULL;
     oc__sha1 sha1 = {0};
     stream_tee tee = {write, write_ctx, want ? &sha1 : NULL, 0};
     if (want) OC_FORWARD(oc__sha1_begin(&sha1, err));
-    oc_status st =
-        oc_source_read_to(x->l.files[it->file].src, it->at, it->length, tee_write, &tee, err);
+    oc_status st = oc_source_read_to(df->src, it->at, it->length, tee_write, &tee, err);
     if (st != OC_OK && !tee.write_failed) st = read_failed(it, st, err);
     if (st == OC_OK && want) {
         char got[41];
@@ -843,6 +864,10 @@ static oc_status fetch_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn 
         if (st == OC_OK) st = checksum_verdict(t, want, got, err);
     }
     oc__sha1_discard(&sha1);
+    if (i == df->last) {
+        oc_source_unref(df->src);
+        df->src = NULL;
+    }
     return st;
 }
 
@@ -863,7 +888,6 @@ oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg, const c
     }
     x->opts = *opts;
     x->base_dir = dir;
-    x->open = NO_FILE;
     loader_init(&x->l, NULL, NULL, x->base_dir, &x->opts, err);
     x->l.defer = 1;
     /* Nothing of the model is written: a deferred pass only reads the references. */
@@ -885,8 +909,7 @@ oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg, const c
         return st;
     }
     x->l.err = NULL;
-    x->open = x->l.held; /* open still */
-    if (x->open != NO_FILE) announce(&x->l, x->open);
+    if (x->l.held != UINT32_MAX) announce(&x->l, x->l.held); /* open still */
     *out = x;
     return OC_OK;
 }

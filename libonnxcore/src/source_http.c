@@ -862,6 +862,15 @@ static const oc_source_vtable http_vtable = {
     .destroy = http_destroy,
 };
 
+void oc__source_http_identity(const oc_source *s, char *out, size_t cap) {
+    if (!cap) return;
+    out[0] = '\0';
+    if (s && s->vt == &http_vtable) {
+        const http_source *h = (const http_source *)(const void *)s;
+        snprintf(out, cap, "etag %s, last-modified %s", h->etag, h->modified);
+    }
+}
+
 /* The URL for messages: without user:password@. */
 static char *display_name(const char *url) {
     const char *p = strstr(url, "://");

@@ -5,6 +5,11 @@
 #include "internal/error.h"
 #include "internal/source_http.h"
 
+void oc__source_http_identity(const oc_source *s, char *out, size_t cap) {
+    (void)s;
+    if (cap) out[0] = '\0';
+}
+
 oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
                           oc_error *err) {
     (void)opts;

@@ -167,6 +167,11 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
                                        oc_error *err) {
     if (!t)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_tensor_check_size: no tensor");
+    /* Every reference is resolved, whatever its type: one that names nothing fails. */
+    uint64_t fetched = 0;
+    if (fetch && !fetch->size) fetch = NULL; /* (an empty fetch: nothing to ask) */
+    if (fetch && OC_HAS(TensorProto, t, data_location) && t->data_location == 1)
+        OC_FORWARD(fetch->size(fetch->ctx, t, &fetched, err));
     char name[OC_QUOTE_SIZE], dims[96];
     uint64_t elements = 1;
     int overflow = 0;
@@ -210,7 +215,7 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     const char *what;
     if (t->segment) return OC_OK; /* a part of a larger tensor */
     if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1 && fetch) {
-        OC_FORWARD(fetch->size(fetch->ctx, t, &have, err)); /* a bad reference fails here */
+        have = fetched;
         what = "its external data holds";
     } else if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1) {
         uint64_t offset, length;

@@ -553,6 +553,14 @@ static void test_deferred(void) {
         }
         deferred_fails(lazy, w, "bad.onnx", OC_ERR_NOT_FOUND);
         CHECK(strstr(err.message, "no-such-entry") != NULL);
+        /* A check through the fetch resolves every reference, of a type without a size
+         * too (verify of a remote archive); an empty fetch is no fetch. */
+        t->data_type = 8; /* STRING */
+        OC_SET_HAS(TensorProto, t, data_type);
+        CHECK_STATUS(oc_model_check_tensor_sizes_fetched(lazy, &fetch, &err), OC_ERR_NOT_FOUND);
+        CHECK(strstr(err.message, "no-such-entry") != NULL);
+        oc_tensor_fetch none = {NULL, NULL, NULL};
+        CHECK_STATUS(oc_model_check_tensor_sizes_fetched(lazy, &none, &err), OC_OK);
     }
     oc_model_free(lazy);
     oz_weights_close(w);
@@ -572,14 +580,23 @@ static void test_deferred(void) {
     CHECK(system(cmd) == 0);
     CHECK_STATUS(oz_open_deferred(at("mut/n.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK);
     if (lazy && w) {
-        /* A data file that changed size after the open: nothing mixed, nothing written. */
-        FILE *f = fopen(at("mut/n.data.1"), "ab");
+        /* n.data is closed after the check and opened again for the save (n.data.1, the
+         * last checked, stays open): another file under its name, of the same size, or
+         * the same one grown, is refused, every time; nothing mixed, nothing written. */
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s/mut' && head -c $(stat -c %%s n.data) /dev/urandom > x && mv x n.data",
+                 dir);
+        CHECK(system(cmd) == 0);
+        deferred_fails(lazy, w, "swapped.onnx", OC_ERR_INCONSISTENT);
+        CHECK(strstr(err.message, "'n.data'") && strstr(err.message, "changed"));
+        deferred_fails(lazy, w, "swapped.onnx", OC_ERR_INCONSISTENT); /* and again */
+        FILE *f = fopen(at("mut/n.data"), "ab");
         if (f) {
             fputc(0, f);
             fclose(f);
         }
         deferred_fails(lazy, w, "grown.onnx", OC_ERR_INCONSISTENT);
-        CHECK(strstr(err.message, "n.data.1") && strstr(err.message, "changed"));
+        CHECK(strstr(err.message, "'n.data'") && strstr(err.message, "changed"));
     }
     oc_model_free(lazy);
     oz_weights_close(w);

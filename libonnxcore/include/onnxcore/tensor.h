@@ -55,9 +55,10 @@ OC_API oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *
 
 struct oc_tensor_fetch;
 /* As oc_tensor_check_size, with an EXTERNAL tensor's payload size asked of fetch
- * (external.h; NULL: as oc_tensor_check_size): a reference without a `length` key is then
- * checked too, against the bytes it names, and one the fetch cannot resolve fails with
- * the fetch's error. For checking a model whose weights were left where they are
+ * (external.h; NULL, or one without a size function: as oc_tensor_check_size): every
+ * reference is resolved first, whatever the tensor's type, and one the fetch cannot
+ * resolve fails with the fetch's error; a reference without a `length` key is then
+ * checked too, against the bytes it names. For checking a model whose weights were left where they are
  * (oz_open_deferred) without reading them. */
 OC_API oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *tensor,
                                               const struct oc_tensor_fetch *fetch, oc_error *err);
