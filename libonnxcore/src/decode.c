@@ -186,7 +186,7 @@ static oc_status unk_append(dctx *c, unk_buf *u, const uint8_t *from, uint64_t n
     if (u->size + n > u->cap) {
         uint64_t cap = u->cap ? u->cap : 64;
         while (cap < u->size + n) cap *= 2;
-        char *nd = oc__arena_alloc(c->arena, cap);
+        char *nd = oc__arena_alloc_raw(c->arena, cap);
         if (!nd) return nomem(c, from);
         if (u->size) memcpy(nd, u->data, (size_t)u->size);
         u->data = nd;
@@ -381,8 +381,12 @@ static inline oc_status set_str(dctx *c, oc_str *s, const uint8_t *val, uint64_t
         s->size = len;
         return OC_OK;
     }
-    char *p = oc__arena_alloc(c->arena, len);
-    if (!p) return OC_ERR_NOMEM;
+    char *p = oc__arena_alloc_raw(c->arena, len);
+    if (!p) {
+        s->data = ""; /* a slot push took holds no earlier arena's bytes */
+        s->size = 0;
+        return OC_ERR_NOMEM;
+    }
     memcpy(p, val, (size_t)len);
     s->data = p;
     s->size = len;
@@ -497,7 +501,7 @@ static OC_COLD void *push_grow(dctx *c, void *array, uint64_t elem, const uint8_
     if (want < a.cap) want = a.cap; /* at least doubles */
     if (want > UINT64_MAX / 2 / elem - a.cap) return NULL;
     uint64_t cap = a.cap + want;
-    void *items = oc__arena_alloc(c->arena, cap * elem);
+    void *items = oc__arena_alloc_raw(c->arena, cap * elem); /* slots written as taken */
     if (!items) return NULL;
     if (a.count) memcpy(items, a.items, (size_t)(a.count * elem));
     a.items = items;

@@ -335,10 +335,10 @@ static void test_descriptors(void) {
     CHECK(strcmp(oc_msgdesc_name(&onnx_TypeProto_Tensor_desc), "TypeProto.Tensor") == 0);
     CHECK(strcmp(oc_msgdesc_name(&onnx_TensorProto_Segment_desc), "TensorProto.Segment") == 0);
     /* Every message of the schema is found by its own name. */
-#define X_(M, N)                                                                           \
-    CHECK_PTR_EQ(oc_msgdesc_find(oc_msgdesc_name(&onnx_##M##_desc)), &onnx_##M##_desc);     \
-    CHECK(strcmp(oc_msgdesc_name(&onnx_##M##_desc), N) == 0);                               \
-    CHECK_PTR_EQ(oc_msgdesc_find("onnx." N), &onnx_##M##_desc);                             \
+#define X_(M, N)                                                                        \
+    CHECK_PTR_EQ(oc_msgdesc_find(oc_msgdesc_name(&onnx_##M##_desc)), &onnx_##M##_desc); \
+    CHECK(strcmp(oc_msgdesc_name(&onnx_##M##_desc), N) == 0);                           \
+    CHECK_PTR_EQ(oc_msgdesc_find("onnx." N), &onnx_##M##_desc);                         \
     CHECK_PTR_EQ(oc_msgdesc_find(#M), &onnx_##M##_desc);
     ONNX_MESSAGES(X_)
 #undef X_
@@ -362,6 +362,13 @@ static void test_block_reuse(void) {
         CHECK(q && all_zero(q, 100));
         if (p) memset(p, 0xa5, (size_t)n);
         if (q) memset(q, 0x5a, 100);
+        /* 16 MiB of small allocations: blocks of 2, 4 and 8 MiB, mapped and reused */
+        for (int i = 0; i < 16 * 1024; i++) {
+            unsigned char *r = oc_arena_alloc(a, 1000 + (unsigned)i % 48);
+            CHECK(r && all_zero(r, 1000 + (unsigned)i % 48));
+            if (!r) break;
+            memset(r, 0x3c, 1000 + (size_t)(i % 48));
+        }
         oc_arena_free(a);
         if (round == 1) oc_arena_trim();
     }
@@ -369,10 +376,76 @@ static void test_block_reuse(void) {
     oc_arena_trim(); /* an empty cache is fine */
 }
 
+/* A graph of n nodes whose names, inputs and attribute values depend on seed, encoded. */
+static void *graph_bytes(unsigned n, unsigned seed, uint64_t *size) {
+    oc_arena *a = oc_arena_new();
+    onnx_ModelProto *m = a ? OC_NEW(a, ModelProto) : NULL;
+    void *out = NULL;
+    if (!m || !(m->graph = OC_NEW(a, GraphProto))) goto done;
+    for (unsigned i = 0; i < n; i++) {
+        char text[96];
+        onnx_NodeProto *node = OC_ADD(a, NodeProto, m->graph->node);
+        if (!node) goto done;
+        snprintf(text, sizeof text, "/model/layers.%u/mlp/act/LeakyRelu_%u", i, seed);
+        oc_str_set_cstr(a, &node->name, text);
+        OC_SET_HAS(NodeProto, node, name);
+        oc_str_set_cstr(a, &node->op_type, seed & 1 ? "LeakyRelu" : "Add");
+        OC_SET_HAS(NodeProto, node, op_type);
+        for (unsigned k = 0; k < 1 + (i + seed) % 3; k++) { /* 1 to 3 inputs */
+            oc_str *in = oc_array_push(a, &node->input, sizeof *in);
+            snprintf(text, sizeof text, "in.%u.%u.%u", i, k, seed);
+            if (!in || oc_str_set_cstr(a, in, text) != OC_OK) goto done;
+        }
+        if ((i + seed) % 4 == 0) { /* an attribute with ints now and then */
+            onnx_AttributeProto *at = OC_ADD(a, AttributeProto, node->attribute);
+            if (!at) goto done;
+            oc_str_set_cstr(a, &at->name, "perm");
+            OC_SET_HAS(AttributeProto, at, name);
+            for (unsigned k = 0; k < 1 + seed % 5; k++) {
+                int64_t *v = oc_array_push(a, &at->ints, sizeof *v);
+                if (!v) goto done;
+                *v = (int64_t)(i * 7 + k + seed);
+            }
+        }
+    }
+    if (oc_encode_to_memory(&onnx_ModelProto_desc, m, &out, size, NULL) != OC_OK) out = NULL;
+done:
+    oc_arena_free(a);
+    return out;
+}
+
+/* Decodes of large graphs one after another in a process reuse the freed arenas' blocks,
+ * which are not zeroed in one pass (arena.c: each allocation zeroes what it hands out,
+ * strings and arrays are written whole): every decode must still give back exactly its
+ * input, whatever the graph decoded before it left in the blocks. */
+static void test_decode_reuse(void) {
+    uint64_t size[2] = {0, 0};
+    void *bytes[2] = {graph_bytes(60000, 1, &size[0]), graph_bytes(45000, 2, &size[1])};
+    CHECK(bytes[0] && bytes[1]);
+    for (int round = 0; bytes[0] && bytes[1] && round < 4; round++) {
+        int k = round % 2;
+        oc_arena *a = oc_arena_new();
+        void *m = a ? oc_msg_new(a, &onnx_ModelProto_desc) : NULL;
+        void *again = NULL;
+        uint64_t n = 0;
+        CHECK(m &&
+              oc_decode(&onnx_ModelProto_desc, m, bytes[k], size[k], a, NULL, NULL, NULL) == OC_OK);
+        CHECK(oc_arena_bytes_used(a) > (8u << 20)); /* mapped blocks, cached when freed */
+        CHECK(m && oc_encode_to_memory(&onnx_ModelProto_desc, m, &again, &n, NULL) == OC_OK);
+        CHECK(again && n == size[k] && memcmp(again, bytes[k], (size_t)n) == 0);
+        free(again);
+        oc_arena_free(a);
+    }
+    free(bytes[0]);
+    free(bytes[1]);
+    oc_arena_trim();
+}
+
 int main(void) {
     RUN(test_small_allocations);
     RUN(test_big_allocations);
     RUN(test_block_reuse);
+    RUN(test_decode_reuse);
     RUN(test_cleanups);
     RUN(test_strings);
     RUN(test_arrays);

@@ -39,7 +39,7 @@ OC_API void *oc_arena_alloc(oc_arena *arena, uint64_t size);
 /* Registers fn(ptr) to run when the arena is freed. Returns OC_ERR_NOMEM on failure. */
 OC_API oc_status oc_arena_add_cleanup(oc_arena *arena, void (*fn)(void *ptr), void *ptr);
 /* Returns to the system the memory that freed arenas left for reuse. oc_arena_free (and
- * so oc_model_free) keeps up to 64 MiB of an arena's large blocks (those of 2 MiB and
+ * so oc_model_free) keeps up to 256 MiB of an arena's large blocks (those of 2 MiB and
  * more) in a process-wide, thread-safe cache, so that the next model decoded in the
  * process reuses pages already mapped; the rest goes back to the system at once. Call
  * this when no more models will be loaded for a while. Safe from any thread. */

@@ -16,13 +16,15 @@
  * graph of 100,000 nodes then costs dozens of page faults instead of twelve thousand. */
 #define OC_ARENA_HUGE_BLOCK (2u << 20)
 /* Bytes of freed mapped blocks kept for reuse by later arenas (arena.c, oc_arena_trim). */
-#define OC_ARENA_CACHE_MAX ((uint64_t)64 << 20)
+#define OC_ARENA_CACHE_MAX ((uint64_t)256 << 20)
 
 typedef struct oc_block {
     struct oc_block *next;
     uint64_t size;
     uint64_t used;
     uint64_t mapped; /* bytes mapped with mmap (0: from calloc) */
+    uint64_t dirty;  /* data[0, dirty) may hold an earlier arena's bytes (a reused block):
+                      * zeroed as it is handed out, not before */
     _Alignas(16) unsigned char data[];
 } oc_block;
 
@@ -50,16 +52,36 @@ void oc__arena_uncap(oc_arena *a, uint64_t previous);
 /* Allocations that do not fit the head block (and absurd sizes). */
 void *oc__arena_alloc_slow(oc_arena *a, uint64_t size);
 
-/* oc_arena_alloc without the call: a bump of the head block's pointer when it fits. */
+/* Allocations that do not fit the head block, raw (nothing zeroed) or zeroed. */
+void *oc__arena_alloc_slow_raw(oc_arena *a, uint64_t size);
+
+/* oc_arena_alloc without the call: a bump of the head block's pointer when it fits; in
+ * a reused block the bytes are zeroed here, while the caller is about to write them
+ * anyway (in cache), rather than all at once when the block is reused. */
 static inline void *oc__arena_alloc(oc_arena *a, uint64_t size) {
     oc_block *h = a->head;
     uint64_t n = (size + OC_ARENA_ALIGN - 1) & ~(uint64_t)(OC_ARENA_ALIGN - 1);
     if (h && size - 1 < (1u << 20) && n <= h->size - h->used) { /* size 0 takes the slow path */
         void *p = h->data + h->used;
+        if (h->used < h->dirty) __builtin_memset(p, 0, (size_t)n);
         h->used += n;
         return p;
     }
     return oc__arena_alloc_slow(a, size);
+}
+
+/* As oc__arena_alloc, for storage the caller fills whole before anything reads it (a
+ * copied string, an array's room whose slots are written as they are taken): it may
+ * hold an earlier arena's bytes. */
+static inline void *oc__arena_alloc_raw(oc_arena *a, uint64_t size) {
+    oc_block *h = a->head;
+    uint64_t n = (size + OC_ARENA_ALIGN - 1) & ~(uint64_t)(OC_ARENA_ALIGN - 1);
+    if (h && size - 1 < (1u << 20) && n <= h->size - h->used) {
+        void *p = h->data + h->used;
+        h->used += n;
+        return p;
+    }
+    return oc__arena_alloc_slow_raw(a, size);
 }
 
 #endif
