@@ -25,8 +25,11 @@ first decode (/proc/self/status, peak reset just before), for onnxz and protobuf
 
 --fresh N measures stalls instead: N fresh processes per contender, each timing its first
 decode (onnxz bench decode --repeat 1) of the heavy graph, contenders interleaved; every
-ONNXZ_EXE given is one contender (e.g. two builds), protobuf's first parse and the read
-floor are measured alongside as the machine's noise. Prints median, p90 and max.
+ONNXZ_EXE given is one contender (e.g. two builds), protobuf's first parse and two floors
+are measured alongside as the machine's noise: floor.read (read the file into fresh
+memory) and floor.touch (first touch, in a fresh process, of as much fresh memory as the
+decode's arena, advised for huge pages as the arena's blocks are). Prints median, p90
+and max.
 
 usage: bench_graph.py ONNXZ_EXE [ONNXZ_EXE ...] [--work DIR] [--rounds N] [--repeat N]
                       [--fresh N] [--json FILE]
@@ -129,6 +132,22 @@ print(json.dumps({'first_s': ts[0], 'median_s': statistics.median(ts), 'rss_kib'
 """
 
 
+# A fresh process maps N bytes of anonymous memory, advised for huge pages as the arena's
+# blocks are, and writes one byte per 4 KiB page: what first touching the decoded model's
+# memory costs on this machine.
+TOUCH = r"""
+import json, mmap, sys, time
+n = int(sys.argv[1])
+t = time.perf_counter()
+m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+if hasattr(mmap, "MADV_HUGEPAGE"):
+    m.madvise(mmap.MADV_HUGEPAGE)
+for i in range(0, n, 4096):
+    m[i] = 1
+print(json.dumps({"first_s": time.perf_counter() - t}))
+"""
+
+
 def pct(v, q):
     s = sorted(v)
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
@@ -149,6 +168,10 @@ def fresh(exes, heavy, n):
             [z, "bench", "decode", heavy, "--repeat", "1", "--json"]
     steps["protobuf.parse"] = [PY, "-c", PROTOBUF_PARSE, heavy, "1"]
     steps["floor.read"] = [exes[0], "bench", "read", heavy, "--repeat", "1", "--json"]
+    # The machine's own first touch of as much fresh memory as the decode's arena, with the
+    # same huge-page advice: a stall here is the machine's, not the decoder's.
+    arena = timed([exes[0], "bench", "decode", heavy, "--repeat", "1", "--json"])[0]["arena_bytes"]
+    steps["floor.touch"] = [PY, "-c", TOUCH, str(arena)]
     warm(heavy)
     got = {k: [] for k in steps}
     la = [loadavg()]
