@@ -139,21 +139,19 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out) 
         memset(out, 0, sizeof *out);
         return cli_fail(path, &err);
     }
-    int rc = archive_listing_of(path, ar, NULL, verbosity, out);
+    int rc = archive_listing_of(path, ar, NULL, out);
     if (rc == CLI_EXIT_OK)
         cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms",
                  path, out->count, cli_now_ms() - start);
     return rc;
 }
 
-int archive_listing_of(const char *path, oz_archive *ar, oc_model *model, int verbosity,
-                       archive_listing *out) {
+int archive_listing_of(const char *path, oz_archive *ar, oc_model *model, archive_listing *out) {
     oc_parse_options opts;
     oc_error err;
     ref_walk walk;
     int rc = CLI_EXIT_OK;
     oc_status st;
-    (void)verbosity;
     memset(out, 0, sizeof *out);
     memset(&walk, 0, sizeof walk);
     oc_error_clear(&err);

@@ -45,8 +45,7 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out);
 /* The same for an archive open already (ar, from path), and its model when it is loaded
  * already with skip_external_data (model; NULL: decoded here): *out takes both, on
  * failure too. */
-int archive_listing_of(const char *path, oz_archive *ar, oc_model *model, int verbosity,
-                       archive_listing *out);
+int archive_listing_of(const char *path, oz_archive *ar, oc_model *model, archive_listing *out);
 void archive_listing_close(archive_listing *listing);
 
 /* The largest power of two dividing offset, capped at ARCHIVE_ALIGNMENT_CAP (0 gives the cap). */

@@ -99,7 +99,7 @@ static int verify_archive(const cli_args *args, verify_report *r) {
         oc_model_free(model);
         model = NULL;
     }
-    rc = archive_listing_of(r->path, ar, model, args->verbosity, &listing);
+    rc = archive_listing_of(r->path, ar, model, &listing);
     if (rc != CLI_EXIT_OK) return rc;
     /* (the library's check: File.verify() in Python makes the same) */
     oc_error_clear(&err);

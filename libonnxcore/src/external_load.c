@@ -94,8 +94,8 @@ typedef struct loader {
      * once (a remote one's tail is not asked for again). */
     int defer;
     uint32_t held; /* that file, or UINT32_MAX */
-    /* The identity of the file the last resolve opened: device, inode, size, change and
-     * modification times of a file, ETag and Last-Modified of a URL. */
+    /* Deferred, the identity of the file the last resolve opened: device, inode, size,
+     * change and modification times of a file, ETag and Last-Modified of a URL. */
     char opened_id[400];
 } loader;
 
@@ -171,7 +171,7 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
         if (s == OC_OK)
             s = oc_source_file(NULL, fd, shown, l->opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED,
                                0, out, l->err);
-        if (s == OC_OK)
+        if (s == OC_OK && l->defer)
             snprintf(l->opened_id, sizeof l->opened_id,
                      "device %llu, inode %llu, %llu bytes, modified %lld.%09ld, changed %lld.%09ld",
                      (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
@@ -198,7 +198,7 @@ static oc_status resolve_url(loader *l, const onnx_TensorProto *t, const oc_str 
     char *url = oc__url_join(l->base_dir, loc->data, (size_t)loc->size);
     if (!url) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = oc__source_http(url, l->opts->http, out, l->err);
-    if (st == OC_OK) oc__source_http_identity(*out, l->opened_id, sizeof l->opened_id);
+    if (st == OC_OK && l->defer) oc__source_http_identity(*out, l->opened_id, sizeof l->opened_id);
     free(url);
     return st;
 }

@@ -170,8 +170,7 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     /* Every reference is resolved, whatever its type: one that names nothing fails. */
     uint64_t fetched = 0;
     if (fetch && !fetch->size) fetch = NULL; /* (an empty fetch: nothing to ask) */
-    if (fetch && OC_HAS(TensorProto, t, data_location) && t->data_location == 1)
-        OC_FORWARD(fetch->size(fetch->ctx, t, &fetched, err));
+    if (fetch && oc_tensor_is_external(t)) OC_FORWARD(fetch->size(fetch->ctx, t, &fetched, err));
     char name[OC_QUOTE_SIZE], dims[96];
     uint64_t elements = 1;
     int overflow = 0;
@@ -214,10 +213,10 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     uint64_t have;
     const char *what;
     if (t->segment) return OC_OK; /* a part of a larger tensor */
-    if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1 && fetch) {
+    if (oc_tensor_is_external(t) && fetch) {
         have = fetched;
         what = "its external data holds";
-    } else if (OC_HAS(TensorProto, t, data_location) && t->data_location == 1) {
+    } else if (oc_tensor_is_external(t)) {
         uint64_t offset, length;
         int has_length;
         OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, err));

@@ -55,33 +55,31 @@ void *oc__arena_alloc_slow(oc_arena *a, uint64_t size);
 /* Allocations that do not fit the head block, raw (nothing zeroed) or zeroed. */
 void *oc__arena_alloc_slow_raw(oc_arena *a, uint64_t size);
 
-/* oc_arena_alloc without the call: a bump of the head block's pointer when it fits; in
- * a reused block the bytes are zeroed here, while the caller is about to write them
- * anyway (in cache), rather than all at once when the block is reused. */
-static inline void *oc__arena_alloc(oc_arena *a, uint64_t size) {
+/* A bump of the head block's pointer when size fits; in a reused block the bytes are
+ * zeroed here (zero: a constant where it is inlined), while the caller is about to write
+ * them anyway (in cache), rather than all at once when the block is reused. */
+static inline void *oc__arena_bump(oc_arena *a, uint64_t size, int zero) {
     oc_block *h = a->head;
     uint64_t n = (size + OC_ARENA_ALIGN - 1) & ~(uint64_t)(OC_ARENA_ALIGN - 1);
     if (h && size - 1 < (1u << 20) && n <= h->size - h->used) { /* size 0 takes the slow path */
         void *p = h->data + h->used;
-        if (h->used < h->dirty) __builtin_memset(p, 0, (size_t)n);
+        if (zero && h->used < h->dirty) __builtin_memset(p, 0, (size_t)n);
         h->used += n;
         return p;
     }
-    return oc__arena_alloc_slow(a, size);
+    return zero ? oc__arena_alloc_slow(a, size) : oc__arena_alloc_slow_raw(a, size);
+}
+
+/* oc_arena_alloc without the call. */
+static inline void *oc__arena_alloc(oc_arena *a, uint64_t size) {
+    return oc__arena_bump(a, size, 1);
 }
 
 /* As oc__arena_alloc, for storage the caller fills whole before anything reads it (a
  * copied string, an array's room whose slots are written as they are taken): it may
  * hold an earlier arena's bytes. */
 static inline void *oc__arena_alloc_raw(oc_arena *a, uint64_t size) {
-    oc_block *h = a->head;
-    uint64_t n = (size + OC_ARENA_ALIGN - 1) & ~(uint64_t)(OC_ARENA_ALIGN - 1);
-    if (h && size - 1 < (1u << 20) && n <= h->size - h->used) {
-        void *p = h->data + h->used;
-        h->used += n;
-        return p;
-    }
-    return oc__arena_alloc_slow_raw(a, size);
+    return oc__arena_bump(a, size, 0);
 }
 
 #endif
