@@ -12,6 +12,8 @@ alternating the contenders round by round so that machine noise hits all alike:
                                                        into the output; fsync, rename;
                                                        ONNXZ_HTTP_PARALLEL=4, R-13)
   to-onnxz/1    the same over one connection          (ONNXZ_HTTP_PARALLEL=1)
+  no-sync       to-onnxz with --no-sync               (renamed into place, no fsync: the
+                                                       durability curl -o gives)
   to-onnx       onnxz convert URL out.onnx --external-data out.data
 For each: median wall seconds, the ratio to curl and to curl+sync, and peak RSS. The file
 is in the page cache for nginx on every run; outputs are deleted between runs.
@@ -60,6 +62,8 @@ def main():
             "curl+sync": (["sh", "-c", 'curl -sS "$@" && sync "$2"', "sh", *tls, "-o", copy, url], [copy]),
             "to-onnxz": (["env", "ONNXZ_HTTP_PARALLEL=4", z, "convert", "-q", url, outz], [outz]),
             "to-onnxz/1": (["env", "ONNXZ_HTTP_PARALLEL=1", z, "convert", "-q", url, outz], [outz]),
+            "no-sync": (["env", "ONNXZ_HTTP_PARALLEL=4", z, "convert", "-q", "--no-sync", url, outz],
+                        [outz]),
             "to-onnx": ([z, "convert", "-q", url, outx, "--external-data", "out.data"], [outx, outd]),
         }
         times = {k: [] for k in steps}

@@ -44,15 +44,27 @@ enum {
     CONVERT_OPT_FORMAT,
     CONVERT_OPT_ITERATIONS,
     CONVERT_OPT_CHUNK_SIZE,
-    CONVERT_OPT_TO
+    CONVERT_OPT_TO,
+    CONVERT_OPT_NO_SYNC
 };
 
 static const cli_option convert_options[] = {
-    {'f', "force", false},         {'\0', "data-dir", true},       {'\0', "align", true},
-    {'\0', "threshold", true},     {'\0', "deflate-model", false}, {'\0', "external-data", true},
-    {'\0', "max-file-size", true}, {'\0', "checksum", false},      {'\0', "key-file", true},
-    {'\0', "key", true},           {'\0', "passphrase", true},     {'\0', "format", true},
-    {'\0', "iterations", true},    {'\0', "chunk-size", true},     {'\0', "to", true},
+    {'f', "force", false},
+    {'\0', "data-dir", true},
+    {'\0', "align", true},
+    {'\0', "threshold", true},
+    {'\0', "deflate-model", false},
+    {'\0', "external-data", true},
+    {'\0', "max-file-size", true},
+    {'\0', "checksum", false},
+    {'\0', "key-file", true},
+    {'\0', "key", true},
+    {'\0', "passphrase", true},
+    {'\0', "format", true},
+    {'\0', "iterations", true},
+    {'\0', "chunk-size", true},
+    {'\0', "to", true},
+    {'\0', "no-sync", false},
     {'\0', NULL, false},
 };
 
@@ -68,6 +80,7 @@ typedef struct convert_plan {
     const char *in;
     const char *out;
     bool force;
+    bool no_sync; /* --no-sync: rename into place without waiting for the disk */
     cli_form in_form;
     cli_form out_form;
     const char *data_dir;
@@ -120,6 +133,7 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     p->in = args->positional[0];
     p->out = args->positional[1];
     p->force = args->seen[CONVERT_OPT_FORCE];
+    p->no_sync = args->seen[CONVERT_OPT_NO_SYNC];
     rc = output_form(args, p->out, &form);
     if (rc != CLI_EXIT_OK) return rc;
     p->out_form = form == CLI_OUT_ONNXZ ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
@@ -339,6 +353,7 @@ static int save(const oc_model *model, oz_weights *source, const convert_plan *p
         if (rc != CLI_EXIT_OK) return rc;
         oc_serialize_options_init(&so);
         so.overwrite = p->force ? 1 : 0;
+        so.no_sync = p->no_sync;
         st = oc_crypt_save_model_file(model, p->out, key.data, key.len, &p->crypt, &so, &err);
         cli_key_free(&key);
     } else {
@@ -350,6 +365,7 @@ static int save(const oc_model *model, oz_weights *source, const convert_plan *p
             ao.serialize.fetch = &fetch;
         }
         ao.serialize.overwrite = p->force ? 1 : 0;
+        ao.serialize.no_sync = p->no_sync;
         ao.serialize.progress = cli_progress_update;
         ao.serialize.progress_ctx = &bar;
         if (p->out_form == CLI_FORM_ONNXZ || p->external_data) {
@@ -544,6 +560,9 @@ static const char convert_help[] =
     "      --format F           .onnxc: onnxzec1 (default) or onnxcry1\n"
     "      --iterations N       .onnxc, onnxzec1: PBKDF2 iterations (default 600000)\n"
     "      --chunk-size BYTES   .onnxc, onnxzec1: bytes per chunk (default 1M)\n"
+    "      --no-sync            do not wait for the disk: OUT is still renamed into\n"
+    "                           place whole, but not fsynced, so a power loss soon\n"
+    "                           after may leave it empty or short (scratch outputs)\n"
     "  -q, --quiet              print nothing but errors\n"
     "  -v, --verbose            also print load and save times to stderr\n"
     "  -h, --help               show this help\n"

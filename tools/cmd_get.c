@@ -24,13 +24,11 @@
 #include "internal/path.h"
 #include "onnxcore_atomic.h"
 
-enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE };
+enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE, GET_OPT_NO_SYNC };
 
 static const cli_option get_options[] = {
-    {'o', "output", true},
-    {'\0', "json", false},
-    {'f', "force", false},
-    {'\0', NULL, false},
+    {'o', "output", true},    {'\0', "json", false}, {'f', "force", false},
+    {'\0', "no-sync", false}, {'\0', NULL, false},
 };
 
 static const char *const get_arg_names[] = {"SRC", "TENSOR"};
@@ -85,6 +83,7 @@ static int output_open(output *o, const cli_args *args) {
                    : CLI_EXIT_OK;
     if (oc_atomic_open(&o->af, o->path, args->seen[GET_OPT_FORCE], &err) != OC_OK)
         return cli_fail(o->path, &err);
+    o->af.no_sync = args->seen[GET_OPT_NO_SYNC];
     return CLI_EXIT_OK;
 }
 
@@ -233,6 +232,8 @@ static const char get_help[] =
     "  -o, --output FILE  write to FILE (a temporary file beside it, renamed into place\n"
     "                     once complete); default: standard output, unless a terminal\n"
     "  -f, --force        replace FILE if it exists\n"
+    "      --no-sync      with -o: rename FILE into place without fsync (a power loss\n"
+    "                     soon after may leave it empty or short)\n"
     "      --json         print the tensor's name, data_type, dims and bytes instead\n"
     "  -q, --quiet        print nothing but errors\n"
     "  -v, --verbose      also print what was loaded, with timings\n"

@@ -23,10 +23,11 @@
 #include "load.h"
 #include "onnxcore_atomic.h"
 
-enum { UNPACK_OPT_FORCE = 0 };
+enum { UNPACK_OPT_FORCE = 0, UNPACK_OPT_NO_SYNC };
 
 static const cli_option unpack_options[] = {
     {'f', "force", false},
+    {'\0', "no-sync", false},
     {'\0', NULL, false},
 };
 
@@ -205,9 +206,10 @@ static int make_parents(const char *dir, const char *path, size_t dir_len, creat
     return rc;
 }
 
-/* Writes bytes to path through a temporary file renamed into place; bytes shared from the
- * archive's mapping are copied file to file by the kernel (oc_atomic_write_bytes). */
-static int write_file(const char *path, const oc_bytes *bytes, created_list *made) {
+/* Writes bytes to path through a temporary file renamed into place (synced first, unless
+ * no_sync); bytes shared from the archive's mapping are copied file to file by the kernel
+ * (oc_atomic_write_bytes). */
+static int write_file(const char *path, const oc_bytes *bytes, bool no_sync, created_list *made) {
     oc_atomic_file af;
     oc_error err;
     oc_status st;
@@ -219,6 +221,7 @@ static int write_file(const char *path, const oc_bytes *bytes, created_list *mad
     oc_error_clear(&err);
     st = oc_atomic_open(&af, path, 1, &err);
     if (st != OC_OK) return cli_fail(path, &err);
+    af.no_sync = no_sync;
     st = oc_atomic_write_bytes(&af, bytes, &err);
     if (st == OC_OK) st = oc_atomic_commit(&af, &err);
     oc_atomic_abort(&af);
@@ -229,14 +232,14 @@ static int write_file(const char *path, const oc_bytes *bytes, created_list *mad
 /* Writes entry `index` as `path`: its bytes shared from the mapping (stored) or inflated
  * (deflated), never more than one entry in memory at a time. */
 static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index, const char *path,
-                   created_list *made) {
+                   bool no_sync, created_list *made) {
     oc_bytes bytes;
     oc_error err;
     int rc;
     memset(&bytes, 0, sizeof bytes);
     oc_error_clear(&err);
     if (oz_zip_reader_read(zip, index, &bytes, &err) != OC_OK) return cli_fail(archive, &err);
-    rc = write_file(path, &bytes, made);
+    rc = write_file(path, &bytes, no_sync, made);
     oc_bytes_release(&bytes);
     return rc;
 }
@@ -286,7 +289,7 @@ static oc_status inline_empty(void *ctx, onnx_TensorProto *t) {
 /* Writes __MODEL_PROTO as DIR/model.onnx: byte for byte, or re-encoded when A-31 moved
  * tensors inside it. */
 static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t index,
-                         const char *path, created_list *made) {
+                         const char *path, bool no_sync, created_list *made) {
     oc_bytes bytes, encoded;
     oc_parse_options po;
     oc_model *model = NULL;
@@ -315,7 +318,7 @@ static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t
     encoded.data = out;
     encoded.size = size;
     encoded.mode = OC_BYTES_BORROWED;
-    rc = write_file(path, refs.count ? &encoded : &bytes, made);
+    rc = write_file(path, refs.count ? &encoded : &bytes, no_sync, made);
     free(out);
     oc_bytes_release(&bytes);
     return rc;
@@ -393,7 +396,7 @@ typedef struct unpack_result {
     uint64_t bytes;
 } unpack_result;
 
-static int unpack_entries(const char *archive, const oz_archive *ar, const char *dir,
+static int unpack_entries(const char *archive, const oz_archive *ar, const char *dir, bool no_sync,
                           unpack_result *res, created_list *made) {
     const oz_zip_reader *zip = oz_archive_zip(ar);
     uint64_t count = oz_zip_reader_count(zip), model_index = 0;
@@ -413,7 +416,7 @@ static int unpack_entries(const char *archive, const oz_archive *ar, const char 
         if (!path) return cli_fail_msg(dir, "out of memory");
         rc = make_parents(dir, path, dir_len, made);
         if (rc == CLI_EXIT_OK && e.name[e.name_len - 1] != '/') { /* not a directory entry */
-            rc = extract(archive, zip, i, path, made);
+            rc = extract(archive, zip, i, path, no_sync, made);
             res->files++;
             res->bytes += e.uncompressed_size;
         }
@@ -423,7 +426,7 @@ static int unpack_entries(const char *archive, const oz_archive *ar, const char 
     /* The model last: it never names data that is not in place (as E-24 orders it). */
     path = join(dir, UNPACK_MODEL_FILE);
     if (!path) return cli_fail_msg(dir, "out of memory");
-    rc = extract_model(archive, zip, model_index, path, made);
+    rc = extract_model(archive, zip, model_index, path, no_sync, made);
     free(path);
     return rc;
 }
@@ -451,7 +454,8 @@ static int run_unpack(const cli_args *args) {
             rc = cli_fail_msg(dir, "cannot create directory: %s", strerror(errno));
     }
     start = cli_now_ms();
-    if (rc == CLI_EXIT_OK) rc = unpack_entries(archive, ar, dir, &res, &made);
+    if (rc == CLI_EXIT_OK)
+        rc = unpack_entries(archive, ar, dir, args->seen[UNPACK_OPT_NO_SYNC], &res, &made);
     oz_archive_close(ar);
     /* A failure half-way (a full disk, a race) takes back what this run created. */
     if (rc != CLI_EXIT_OK) created_undo(&made);
@@ -481,6 +485,9 @@ static const char unpack_help[] =
     "\n"
     "Options:\n"
     "  -f, --force     write into DIR even if it is not empty, replacing files there\n"
+    "      --no-sync   do not wait for the disk: each file is still renamed into place\n"
+    "                  whole, but not fsynced (a power loss soon after may leave files\n"
+    "                  empty or short); much faster for archives of many entries\n"
     "  -q, --quiet     print nothing but errors\n"
     "  -v, --verbose   also print timings to stderr\n"
     "  -h, --help      show this help\n"

@@ -37,6 +37,8 @@ typedef struct oc_atomic_file {
     uint64_t flushed;                 /* bytes whose writeback to disk has been asked for */
     struct oc__writeback *writeback;  /* the thread that starts it (fileio.c), or NULL */
     int writeback_failed;             /* no thread could start: writeback inline */
+    int no_sync;                      /* set after open: no writeback, fsync nor directory
+                                       * fsync (oc_serialize_options.no_sync) */
     oc_progress *progress;            /* NULL after oc_atomic_open (a save sets it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
 } oc_atomic_file;
@@ -54,7 +56,7 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
  * writeback are counted as for oc_atomic_write. libonnxcore only (see above). */
 oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
 /* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
- * directory. On failure the temporary file is removed. */
+ * directory (no_sync: only the rename). On failure the temporary file is removed. */
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
 /* Removes the temporary file and frees the object's memory. Safe after a commit (then it
  * does nothing) and more than once. */

@@ -73,6 +73,7 @@ static inline void oc__serialize_opts_copy(oc_serialize_options *dst,
     OC_OPTS_COPY(dst, src, oc_serialize_options, progress);
     OC_OPTS_COPY(dst, src, oc_serialize_options, progress_ctx);
     OC_OPTS_COPY(dst, src, oc_serialize_options, fetch);
+    OC_OPTS_COPY(dst, src, oc_serialize_options, no_sync);
 }
 
 /* On entry to a public function: *opts (the caller's pointer, NULL for the defaults)

@@ -256,6 +256,7 @@ static oc_status open_part(data_writer *w, oc_error *err) {
         return st;
     }
     np->af.progress = &w->progress;
+    np->af.no_sync = w->opts->no_sync;
     w->nparts++;
     return OC_OK;
 }
@@ -562,6 +563,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
     if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
     model.progress = &w.progress;
+    model.no_sync = opts->no_sync;
     if (st == OC_OK)
         st = oc_encode_external_fetched(desc, msg, opts->buffer.raw_data_threshold, opts->fetch,
                                         put_in_file, &w, oc_atomic_write, &model, err);

@@ -228,7 +228,7 @@ void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
     af->written += n;
     oc_progress_add(af->progress, n);
 #ifdef SYNC_FILE_RANGE_WRITE
-    if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
+    if (af->no_sync || af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
     if (!af->writeback && !af->writeback_failed) {
         af->writeback = writeback_start(af->fd);
         af->writeback_failed = af->writeback == NULL;
@@ -291,7 +291,8 @@ static void fsync_dir(const char *path) {
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     oc_status st = OC_OK;
     writeback_stop(af);
-    if (fsync(af->fd) != 0) st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
+    if (!af->no_sync && fsync(af->fd) != 0)
+        st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
     if (close(af->fd) != 0 && st == OC_OK)
         st = oc__fail_errno(err, errno, "cannot close %s", af->tmp_path);
     af->fd = -1;
@@ -316,7 +317,7 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
             free(af->tmp_path);
             af->tmp_path = NULL; /* renamed: nothing left to remove */
             oc__test_point("atomic-renamed");
-            fsync_dir(af->path);
+            if (!af->no_sync) fsync_dir(af->path);
         }
     }
     oc_atomic_abort(af);

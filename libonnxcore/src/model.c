@@ -172,11 +172,12 @@ oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *
     oc_atomic_file af;
     oc_progress progress;
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
-    OC_FORWARD(oc_atomic_open(&af, path, opts ? opts->overwrite : 1, err));
+    OC_FORWARD(oc_atomic_open(&af, path, opts->overwrite, err));
     af.progress = &progress;
+    af.no_sync = opts->no_sync;
     /* spans: file to file; fetched tensors: streamed in, nothing moves out */
-    oc_status st = oc_encode_external_fetched(desc, msg, UINT64_MAX, opts ? opts->fetch : NULL,
-                                              NULL, NULL, oc_atomic_write, &af, err);
+    oc_status st = oc_encode_external_fetched(desc, msg, UINT64_MAX, opts->fetch, NULL, NULL,
+                                              oc_atomic_write, &af, err);
     if (st != OC_OK) {
         oc_atomic_abort(&af);
         return st;

@@ -40,6 +40,7 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
     int overwrite = (sopts ? sopts->overwrite : 1) && !(copts && copts->no_overwrite);
     oc_atomic_file af;
     OC_FORWARD(oc_atomic_open(&af, path, overwrite, err));
+    af.no_sync = sopts->no_sync;
     oc_crypt_writer *w = NULL;
     oc_status st = oc__crypt_writer_open(oc_atomic_write, &af, key, key_len, &p, &w, err);
     if (st == OC_OK) /* fetched tensors: streamed in, all inside the model */

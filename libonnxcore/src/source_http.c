@@ -760,16 +760,23 @@ static oc_status from_window(http_source *h, uint64_t at, uint64_t n, uint8_t *d
     uint64_t done = 0;
     while (done < n && st == OC_OK) {
         uint64_t pos = at + done, left = n - done, k = 0, end = 0;
+        window *old = NULL;
         pthread_mutex_lock(&h->ahead_lock);
         window *w = h->win;
         if (w && pos >= w->at && pos - w->at < w->len) {
             k = left < w->len - (pos - w->at) ? left : w->len - (pos - w->at);
             w->refs++;
         } else {
-            w = NULL;
+            /* The window does not hold pos: it goes now, before a successor or the
+             * caller's own buffers are made, so that a reader going forward never holds
+             * two windows, or a window beside a bulk read's ranges (readers still in it
+             * keep their references). */
+            old = w;
+            h->win = w = NULL;
             if (left < AHEAD_WINDOW) end = announced_end(h, pos, left);
         }
         pthread_mutex_unlock(&h->ahead_lock);
+        if (old) window_unref(h, old);
         if (w) {
             const uint8_t *p = w->data + (pos - w->at);
             if (dst)
@@ -793,7 +800,7 @@ static oc_status from_window(http_source *h, uint64_t at, uint64_t n, uint8_t *d
             break;
         }
         pthread_mutex_lock(&h->ahead_lock);
-        window *old = h->win;
+        old = h->win; /* another reader's refill meanwhile */
         h->win = nw;
         pthread_mutex_unlock(&h->ahead_lock);
         if (old) window_unref(h, old);

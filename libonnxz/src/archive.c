@@ -210,7 +210,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     oc_status st = oc_progress_start_save(&progress, desc, msg, so, err);
     if (st == OC_OK)
         st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->overwrite, &w.zip, err);
-    if (st == OC_OK) oz__zip_writer_set_progress(w.zip, &progress);
+    if (st == OC_OK) oz__zip_writer_set_save(w.zip, &progress, so->no_sync);
     if (st == OC_OK)
         st = oc_encode_external_fetched(desc, msg, so->buffer.raw_data_threshold, so->fetch,
                                         put_entry, &w, gather_model, &w, err);

@@ -346,8 +346,9 @@ static oc_status emit(oz_zip_writer *w, oz__entry *e, const char *name, uint64_t
 
 /* ---- entries ---- */
 
-void oz__zip_writer_set_progress(oz_zip_writer *w, oc_progress *progress) {
+void oz__zip_writer_set_save(oz_zip_writer *w, oc_progress *progress, int no_sync) {
     w->af.progress = progress;
+    w->af.no_sync = no_sync;
 }
 
 oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data, uint64_t size,

@@ -73,7 +73,7 @@ def _form(path, to=None):
 
 
 def _save_opts(form, external_data, max_file_size, align, threshold, checksum, deflate_model,
-               key):
+               key, sync):
     """The tool's option rules (tools/cmd_convert.c): options that do not apply to the
     output's form are mistakes, not no-ops."""
     archive, external = form == 1, external_data is not None
@@ -114,7 +114,7 @@ def _save_opts(form, external_data, max_file_size, align, threshold, checksum, d
         raise ValueError("onnxz: threshold must be 0 or more")
     return (form, align, threshold, None if external_data is None else _fspath(external_data),
             max_file_size or 0, bool(checksum), bool(deflate_model),
-            key if form == 2 else None)
+            key if form == 2 else None, bool(sync))
 
 
 def load(f, *, load_external_data=True, key=None, data_dir=None):
@@ -194,7 +194,7 @@ def _load_mapped(path, load_external_data):
 
 
 def save(model, path, *, external_data=None, max_file_size=None, align=None, threshold=None,
-         checksum=False, deflate_model=False, key=None, to=None):
+         checksum=False, deflate_model=False, key=None, to=None, sync=False):
     """Writes model (an onnx.ModelProto, or its serialized bytes) to path, in the form its
     name asks for, replacing it: the files are byte for byte those `onnxz convert` writes for
     the same model and options.
@@ -207,25 +207,31 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
         split into LOC.1, LOC.2... past max_file_size bytes; checksum records their SHA-1.
     "*.onnxc": the model encrypted (ONNXZEC1) with the passphrase key.
     to: 'onnx', 'onnxz' or 'onnxc' for a path of another name.
+    sync: every file is written under a temporary name beside its target and renamed into
+        place, so a reader or an interrupted save never sees half a file. By default, as
+        onnx.save, numpy.save and safetensors do, the bytes are then left to the operating
+        system to write; sync=True also waits for the disk (fsync of each file and of its
+        directory, as `onnxz convert` does unless --no-sync), so that a power loss right
+        after cannot leave a file empty or short.
     Options that do not apply to the form raise ValueError, as in the tool.
     """
     form = _form(path, to)
     opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
-                      deflate_model, key)
+                      deflate_model, key, sync)
     data = model if isinstance(model, (bytes, bytearray, memoryview)) else \
         model.SerializeToString()
     _onnxz._save(data, path, opts)
 
 
 def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,
-            checksum=False, deflate_model=False, key=None, data_dir=None, to=None):
+            checksum=False, deflate_model=False, key=None, data_dir=None, to=None, sync=False):
     """Converts the model at src (any form) to dst, as `onnxz convert -f SRC DST` does with
     the same options (see save); tensor bytes go from src's mapping to dst without a copy.
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
-    files are, when they moved."""
+    files are, when they moved. sync: as for save (`onnxz convert` syncs by default)."""
     form = _form(dst, to)
     opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
-                      deflate_model, key)
+                      deflate_model, key, sync)
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 
 

@@ -27,14 +27,14 @@ def save(model: Union[onnx.ModelProto, bytes], path: PathLike, *,
          external_data: Optional[PathLike] = ..., max_file_size: Optional[int] = ...,
          align: Optional[int] = ..., threshold: Optional[int] = ..., checksum: bool = ...,
          deflate_model: bool = ..., key: Optional[Key] = ...,
-         to: Optional[Form] = ...) -> None:
+         to: Optional[Form] = ..., sync: bool = ...) -> None:
     """Writes the model in the form path's name asks for, as `onnxz convert`."""
 
 def convert(src: PathLike, dst: PathLike, *, external_data: Optional[PathLike] = ...,
             max_file_size: Optional[int] = ..., align: Optional[int] = ...,
             threshold: Optional[int] = ..., checksum: bool = ..., deflate_model: bool = ...,
             key: Optional[Key] = ..., data_dir: Optional[PathLike] = ...,
-            to: Optional[Form] = ...) -> None:
+            to: Optional[Form] = ..., sync: bool = ...) -> None:
     """`onnxz convert -f SRC DST` with the same options."""
 
 class File:

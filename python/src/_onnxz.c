@@ -291,19 +291,22 @@ typedef struct save_opts {
     unsigned long long align, threshold, max_file_size;
     int use_layout; /* align and threshold apply (archive or external data) */
     int checksum, deflate_model;
+    int no_sync; /* sync=False: renamed into place without fsync */
     const char *external_data;
     Py_buffer key;
     PyObject *key_holder, *external_holder;
 } save_opts;
 
 /* opts: (form, align, threshold, external_data or None, max_file_size, checksum,
- * deflate_model, key or None) */
+ * deflate_model, key or None, sync) */
 static int save_opts_parse(PyObject *tuple, save_opts *s) {
     PyObject *ext, *key;
+    int sync;
     memset(s, 0, sizeof *s);
-    if (!PyArg_ParseTuple(tuple, "iKKOKppO", &s->form, &s->align, &s->threshold, &ext,
-                          &s->max_file_size, &s->checksum, &s->deflate_model, &key))
+    if (!PyArg_ParseTuple(tuple, "iKKOKppOp", &s->form, &s->align, &s->threshold, &ext,
+                          &s->max_file_size, &s->checksum, &s->deflate_model, &key, &sync))
         return -1;
+    s->no_sync = !sync;
     if (ext != Py_None) {
         if (!path_arg(ext, &s->external_holder)) return -1;
         s->external_data = PyBytes_AS_STRING(s->external_holder);
@@ -330,10 +333,12 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
         oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
         oc_serialize_options_init(&so);
         so.overwrite = 1;
+        so.no_sync = s->no_sync;
         return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so, err);
     }
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
     ao.serialize.overwrite = 1;
+    ao.serialize.no_sync = s->no_sync;
     if (s->use_layout) {
         ao.serialize.buffer.alignment = s->align;
         ao.serialize.buffer.raw_data_threshold = s->threshold;

@@ -170,6 +170,51 @@ def test_save_round_trips_through_onnx_load(tmp_path, typed_model):
         ser(onnxz.load(e)) == ser(onnx.load(e))
 
 
+def sync_calls(tmp_path, code):
+    """The fsync, fdatasync and sync_file_range calls of a Python process running code,
+    as strace sees them; None when strace is missing or a sanitizer is preloaded (ptrace
+    and LeakSanitizer do not mix)."""
+    import shutil
+    strace = shutil.which("strace")
+    if not strace or os.environ.get("LD_PRELOAD"):
+        return None
+    log = str(tmp_path / "trace.log")
+    subprocess.run([strace, "-f", "-qq", "-o", log, "-e",
+                    "trace=fsync,fdatasync,sync_file_range,syncfs", sys.executable, "-c", code],
+                   check=True)
+    with open(log) as f:
+        return [line for line in f if "ENOSYS" not in line]
+
+
+@pytest.mark.parametrize("out,kw", [("m.onnx", {}), ("m.onnxz", {}),
+                                    ("m.onnx", dict(external_data="m.bin"))])
+def test_save_sync(tmp_path, model, out, kw):
+    """save and convert leave the bytes to the operating system by default, as onnx.save
+    does (still renamed into place whole); sync=True also fsyncs every file and its
+    directory. The same bytes either way."""
+    src = str(tmp_path / "src.onnx")
+    onnx.save(model, src)
+    trees = []
+    for sync in (False, True):
+        for fn in ("save", "convert"):
+            d = tmp_path / f"{fn}.{sync}"
+            d.mkdir()
+            arg = f"onnx.load({src!r})" if fn == "save" else repr(src)
+            code = (f"import onnx, onnxz; onnxz.{fn}({arg}, {str(d / out)!r}, "
+                    f"sync={sync}, **{kw!r})")
+            calls = sync_calls(tmp_path, code)
+            if calls is None:
+                subprocess.run([sys.executable, "-c", code], check=True)
+            elif sync:
+                nfiles = len(os.listdir(d))
+                assert sum("fsync(" in c for c in calls) >= nfiles + 1, calls
+            else:
+                assert calls == []
+            trees.append(str(d))
+    for d in trees[1:]:
+        same_tree(trees[0], d)
+
+
 def test_save_option_rules(tmp_path, model):
     p = str(tmp_path / "m.onnxz")
     for kw in (dict(external_data="x.data"), dict(checksum=True), dict(max_file_size=10)):

@@ -2213,6 +2213,104 @@ def group_stream(ctx):
     return 0
 
 
+SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync")
+
+
+def traced(ctx, argv, log):
+    """Runs onnxz under strace and returns (exit status, {syscall: count}) for the sync
+    calls and renames, or (status, None) when strace is missing or onnxz is a wrapper
+    (valgrind: the trace would not be ours)."""
+    strace = shutil.which("strace")
+    wrapped = open(ctx.onnxz, "rb").read(2) == b"#!"
+    if not strace or wrapped:
+        rc, _, err = ctx.run(*argv)
+        return rc, None
+    calls = ",".join(SYNC_CALLS + ("rename", "renameat", "renameat2"))
+    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", f"trace={calls}", ctx.onnxz, *argv],
+                       capture_output=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env={k: v for k, v in os.environ.items() if k != "ONNXZ_KEY"})
+    counts = {}
+    for line in open(log):
+        m = re.match(r"^\d+\s+(\w+)\(", line)
+        if m and not line.rstrip().endswith("= -1 ENOSYS (Function not implemented)"):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    os.unlink(log)
+    return p.returncode, counts
+
+
+def group_sync(ctx):
+    """Every file is written under a temporary name and renamed into place; by default it is
+    also fsynced (and its directory), and a file past 64 MiB is flushed while written
+    (sync_file_range). --no-sync keeps every rename, drops every sync call, and writes the
+    same bytes. The kernel is the oracle: strace counts the calls."""
+    if onnx is None:
+        return SKIP
+    import numpy as np
+    from onnx import helper, numpy_helper
+    sample = ctx.sample
+    keyfile = ctx.path("key.txt")
+    write(keyfile, b"correct horse battery staple\n")
+    # 80 MiB in one tensor: past the 64 MiB writeback window.
+    big = ctx.path("big.onnx")
+    w = numpy_helper.from_array(np.arange(20 << 20, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "big", [],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [w])
+    onnx.save(helper.make_model(g), big)
+    arc = make_archive(ctx, sample, "src.onnxz")
+    refs = entry_tensors(archive_model(arc))
+    tensor = refs[sorted(refs)[0]][0]
+    # (label, argv with OUT standing for the output, the files it writes, writeback expected)
+    cases = [
+        ("onnx", ["convert", sample, "OUT/m.onnx"], ["m.onnx"], False),
+        ("onnxz", ["convert", sample, "OUT/m.onnxz"], ["m.onnxz"], False),
+        ("external", ["convert", sample, "OUT/m.onnx", "--external-data", "m.bin",
+                      "--threshold", "0", "--max-file-size", "1"], None, False),
+        ("onnxc", ["convert", sample, "OUT/m.onnxc", "--key-file", keyfile, *FAST], ["m.onnxc"], False),
+        ("get", ["get", arc, tensor, "-o", "OUT/t.bin"], ["t.bin"], False),
+        ("unpack", ["unpack", arc, "OUT/dir"], None, False),
+        ("big", ["convert", big, "OUT/big.onnxz"], ["big.onnxz"], True),
+    ]
+    for label, argv, files, writeback in cases:
+        got = {}
+        for mode in ("sync", "no-sync"):
+            out = ctx.path(f"{label}.{mode}")
+            os.makedirs(out)
+            full = [a.replace("OUT", out) for a in argv] + (["--no-sync"] if mode == "no-sync" else [])
+            rc, counts = traced(ctx, full, ctx.path(f"{label}.{mode}.trace"))
+            if not ctx.equal(rc, 0, f"sync {label} {mode}: exit status"):
+                continue
+            got[mode] = tree(out)
+            nfiles = sum(len(f) for _, _, f in os.walk(out))
+            ctx.check(files is None or sorted(os.listdir(out)) == sorted(files),
+                      f"sync {label} {mode}: files {sorted(os.listdir(out))}")
+            if counts is None:
+                continue
+            renames = sum(counts.get(c, 0) for c in ("rename", "renameat", "renameat2"))
+            ctx.equal(renames, nfiles, f"sync {label} {mode}: one rename per file written")
+            if mode == "sync":
+                # every file, and its directory after its rename
+                ctx.check(counts.get("fsync", 0) >= nfiles + 1,
+                          f"sync {label}: fsync calls {counts} for {nfiles} files")
+                ctx.check(not writeback or counts.get("sync_file_range", 0) >= 1,
+                          f"sync {label}: writeback while writing 80 MiB ({counts})")
+            else:
+                ctx.equal({c: n for c, n in counts.items() if c in SYNC_CALLS}, {},
+                          f"sync {label} --no-sync: sync calls")
+        if len(got) == 2 and label == "onnxc":  # a fresh salt and nonce each time
+            plain = {}
+            for mode in got:
+                dec = ctx.path(f"onnxc.{mode}.onnx")
+                ctx.expect_exit(["decrypt", "--key-file", keyfile, ctx.path(f"onnxc.{mode}/m.onnxc"),
+                                 dec], 0, f"sync onnxc {mode}: decrypt")
+                plain[mode] = read(dec) if os.path.exists(dec) else None
+            ctx.check(plain["sync"] is not None and plain["sync"] == plain["no-sync"] == read(sample),
+                      "sync onnxc: --no-sync encrypts the same model")
+        elif len(got) == 2:
+            ctx.check(got["sync"] == got["no-sync"], f"sync {label}: --no-sync writes the same bytes")
+    if not shutil.which("strace"):
+        MISSING_CLIENTS.add("strace")
+
+
 GROUPS = {
     "usage": group_usage,
     "help": group_help,
@@ -2235,6 +2333,7 @@ GROUPS = {
     "meta": group_meta,
     "stub": group_stub,
     "stream": group_stream,
+    "sync": group_sync,
 }
 
 

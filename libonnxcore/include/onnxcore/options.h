@@ -123,6 +123,18 @@ typedef struct oc_serialize_options {
      * from fetch one tensor at a time, so that a converter never holds a model's weights
      * in memory (onnxcore/external.h). NULL: they are written as the references they are. */
     const struct oc_tensor_fetch *fetch;
+
+    /* A save to a path writes a temporary file beside the target and renames it into
+     * place (spec W-30), and by default makes the result durable: the file is fsynced
+     * before the rename and its directory after, and a file past 64 MiB is flushed to
+     * disk while it is written. With no_sync set it is none of these: the rename still
+     * makes the save all-or-nothing for readers and for an interrupted process, but
+     * after a power loss or an operating-system crash the target may be empty or hold
+     * part of its bytes (what onnx.save and most writers give). For scratch outputs and
+     * pipelines that check their results anyway, it saves the wait for the disk. In-place
+     * edits of an archive (oz_archive_edit_*, onnxz/archive.h) ignore it: their crash safety rests on the
+     * order of their fsyncs. */
+    int no_sync;
 } oc_serialize_options;
 
 /* The default threshold for writing tensors outside the model (spec/external-data.md

@@ -49,10 +49,12 @@ size_t oz__build_end(uint8_t *out, uint64_t count, uint64_t cd_size, uint64_t cd
 oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, uint64_t *out_n,
                       oc_error *err);
 
-/* Counts every byte the ZIP writer writes in progress (NULL: stop counting); the counter
- * is libonnxcore's internal one (onnxcore_progress.h), so this is not public API. */
+/* How a save writes through the ZIP writer: every byte written is counted in progress
+ * (NULL: not counted), and no_sync leaves out the writeback, fsync and directory fsync
+ * (oc_serialize_options.no_sync). The counter is libonnxcore's internal one
+ * (onnxcore_progress.h), so this is not public API. */
 struct oz_zip_writer;
 struct oc_progress;
-void oz__zip_writer_set_progress(struct oz_zip_writer *w, struct oc_progress *progress);
+void oz__zip_writer_set_save(struct oz_zip_writer *w, struct oc_progress *progress, int no_sync);
 
 #endif
