@@ -17,6 +17,7 @@ and measures, each operation in a fresh process, contenders alternating:
 
 Run it with a Python that has onnxz installed (a venv with --system-site-packages):
   ~/venv/bin/python bench/bench_python.py [--work DIR] [--mb MB] [--nodes N] [--rounds N]
+                                           [--only NAME]...
 """
 import argparse
 import os
@@ -125,6 +126,7 @@ def main():
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--nodes", type=int, default=100000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", action="append", help="run only this operation (repeatable)")
     ap.add_argument("--one", nargs=2, metavar=("NAME", "SIDE"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -137,8 +139,8 @@ def main():
     if not os.path.exists(graph):
         make_graph(graph, a.nodes)
     onnxz.convert(weights, os.path.join(a.work, f"weights-{a.mb}.onnxz"))
-    for p in os.listdir(a.work):  # into the page cache
-        with open(os.path.join(a.work, p), "rb") as f:
+    for p in (weights, graph, os.path.join(a.work, f"weights-{a.mb}.onnxz")):  # page cache
+        with open(p, "rb") as f:
             while f.read(1 << 24):
                 pass
     # Each operation in a fresh process (a process that has freed a model earlier reuses
@@ -152,6 +154,8 @@ def main():
     load_before = os.getloadavg()[0]
     print(f"{'':10} {'onnxz s':>10} {'onnx s':>10} {'ratio':>8}  target")
     for name, (_, _, target, _) in contenders(a.work, a.mb, a.nodes).items():
+        if a.only and name not in a.only:
+            continue
         t_ours, t_theirs = [], []
         for _ in range(a.rounds):
             t_ours.append(once(name, "onnxz"))
