@@ -37,8 +37,8 @@ typedef struct oc_atomic_file {
     uint64_t flushed;                 /* bytes whose writeback to disk has been asked for */
     struct oc__writeback *writeback;  /* the thread that starts it (fileio.c), or NULL */
     int writeback_failed;             /* no thread could start: writeback inline */
-    int no_sync;                      /* set after open: no writeback, fsync nor directory
-                                       * fsync (oc_serialize_options.no_sync) */
+    int no_sync;                      /* set after open: no fsync of the file nor of its
+                                       * directory (oc_serialize_options.no_sync) */
     oc_progress *progress;            /* NULL after oc_atomic_open (a save sets it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
 } oc_atomic_file;

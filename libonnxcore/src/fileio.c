@@ -228,7 +228,7 @@ void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
     af->written += n;
     oc_progress_add(af->progress, n);
 #ifdef SYNC_FILE_RANGE_WRITE
-    if (af->no_sync || af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
+    if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
     if (!af->writeback && !af->writeback_failed) {
         af->writeback = writeback_start(af->fd);
         af->writeback_failed = af->writeback == NULL;

@@ -171,7 +171,7 @@ def test_save_round_trips_through_onnx_load(tmp_path, typed_model):
 
 
 def sync_calls(tmp_path, code):
-    """The fsync, fdatasync and sync_file_range calls of a Python process running code,
+    """The fsync, fdatasync and syncfs calls of a Python process running code,
     as strace sees them; None when strace is missing or a sanitizer is preloaded (ptrace
     and LeakSanitizer do not mix)."""
     import shutil
@@ -180,7 +180,7 @@ def sync_calls(tmp_path, code):
         return None
     log = str(tmp_path / "trace.log")
     subprocess.run([strace, "-f", "-qq", "-o", log, "-e",
-                    "trace=fsync,fdatasync,sync_file_range,syncfs", sys.executable, "-c", code],
+                    "trace=fsync,fdatasync,syncfs", sys.executable, "-c", code],
                    check=True)
     with open(log) as f:
         return [line for line in f if "ENOSYS" not in line]

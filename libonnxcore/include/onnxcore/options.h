@@ -126,14 +126,16 @@ typedef struct oc_serialize_options {
 
     /* A save to a path writes a temporary file beside the target and renames it into
      * place (spec W-30), and by default makes the result durable: the file is fsynced
-     * before the rename and its directory after, and a file past 64 MiB is flushed to
-     * disk while it is written. With no_sync set it is none of these: the rename still
-     * makes the save all-or-nothing for readers and for an interrupted process, but
-     * after a power loss or an operating-system crash the target may be empty or hold
-     * part of its bytes (what onnx.save and most writers give). For scratch outputs and
-     * pipelines that check their results anyway, it saves the wait for the disk. In-place
-     * edits of an archive (oz_archive_edit_*, onnxz/archive.h) ignore it: their crash safety rests on the
-     * order of their fsyncs. */
+     * before the rename and its directory after. With no_sync set neither is waited
+     * for: the rename still makes the save all-or-nothing for readers and for an
+     * interrupted process, but after a power loss or an operating-system crash the
+     * target may be empty or hold part of its bytes (what onnx.save and most writers
+     * give). For scratch outputs and pipelines that check their results anyway. Either
+     * way a file past 64 MiB has its bytes sent to disk as they are written, from a
+     * thread of its own, so that a large save does not pile its bytes up in memory as
+     * dirty pages (W-33). In-place edits of an archive (oz_archive_edit_*,
+     * onnxz/archive.h) ignore it: their crash safety rests on the order of their
+     * fsyncs. */
     int no_sync;
 } oc_serialize_options;
 

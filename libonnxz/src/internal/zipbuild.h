@@ -50,7 +50,7 @@ oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, 
                       oc_error *err);
 
 /* How a save writes through the ZIP writer: every byte written is counted in progress
- * (NULL: not counted), and no_sync leaves out the writeback, fsync and directory fsync
+ * (NULL: not counted), and no_sync leaves out the fsyncs of the file and its directory
  * (oc_serialize_options.no_sync). The counter is libonnxcore's internal one
  * (onnxcore_progress.h), so this is not public API. */
 struct oz_zip_writer;
