@@ -2270,7 +2270,10 @@ def group_sync(ctx):
         ("unpack", ["unpack", arc, "OUT/dir"], None, False),
         ("big", ["convert", big, "OUT/big.onnxz"], ["big.onnxz"], True),
     ]
+    wrapped = open(ctx.onnxz, "rb").read(2) == b"#!"
     for label, argv, files, writeback in cases:
+        if writeback and wrapped:
+            continue  # under valgrind: strace cannot see ours, and 160 MiB would take minutes
         got = {}
         for mode in ("sync", "no-sync"):
             out = ctx.path(f"{label}.{mode}")
