@@ -10,7 +10,10 @@ and measures, each operation in a fresh process, contenders alternating:
            vs onnx.load + numpy_helper.to_array of every initializer   (target >= 50x)
   load     onnxz.load vs onnx.load, the same ModelProto               (target >= 1.5x)
   save     onnxz.save(model, "m.onnxz") vs onnx.save(model, "m.onnx")  (target >= 1x)
-           (neither waits for the disk; onnxz.save renames its file into place)
+           to a new file (neither waits for the disk; onnxz.save renames its file into
+           place)
+  save.replace  the same over an existing file of the same size: onnx.save truncates it
+           and writes into the pages it freed, onnxz.save holds both until its rename
   save+sync  onnxz.save(..., sync=True) against onnx.save followed by fsync of the file
            and its directory: both durable
   graph    onnxz.load vs onnx.load on graph.onnx                       (target >= 2x)
@@ -102,6 +105,8 @@ def contenders(work, mb, nodes):
         "views": (views, onnx_arrays, 50.0, False),
         "load": (lambda _: onnxz.load(weights), lambda _: onnx.load(weights), 1.5, False),
         "save": (lambda m: onnxz.save(m, out_z), lambda m: onnx.save(m, out_o), 1.0, True),
+        "save.replace": (lambda m: onnxz.save(m, out_z), lambda m: onnx.save(m, out_o), 1.0,
+                         True),
         # both durable: sync=True fsyncs before and after the rename, onnx's gets fsyncs added
         "save+sync": (lambda m: onnxz.save(m, out_z, sync=True),
                       lambda m: durable_save(m, out_o), 1.0, True),
@@ -115,6 +120,10 @@ def run_one(a):
     ours, theirs, _, needs_model = contenders(a.work, a.mb, a.nodes)[name]
     model = onnx.load(os.path.join(a.work, f"weights-{a.mb}.onnx")) if needs_model else None
     fn = ours if side == "onnxz" else theirs
+    if name != "save.replace":  # every save but this one writes a new file
+        for out in ("out.onnxz", "out.onnx"):
+            if os.path.exists(os.path.join(a.work, out)):
+                os.unlink(os.path.join(a.work, out))
     t0 = time.perf_counter()
     fn(model)
     print(time.perf_counter() - t0)
