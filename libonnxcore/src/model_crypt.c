@@ -32,12 +32,12 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
                         "oc_crypt_save_model_file: missing argument");
     OC_SERIALIZE_OPTS(sopts, err);
     OC_CRYPT_OPTS(copts, err);
-    OC_RETURN_ERROR_IF(sopts && sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an encrypted model cannot have external data: it would be written in "
                        "the clear");
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(copts, key, key_len, &p, err));
-    int overwrite = (sopts ? sopts->overwrite : 1) && !(copts && copts->no_overwrite);
+    int overwrite = sopts->overwrite && !copts->no_overwrite;
     oc_atomic_file af;
     OC_FORWARD(oc_atomic_open(&af, path, overwrite, err));
     af.no_sync = sopts->no_sync;
@@ -45,8 +45,8 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
     oc_status st = oc__crypt_writer_open(oc_atomic_write, &af, key, key_len, &p, &w, err);
     if (st == OC_OK) /* fetched tensors: streamed in, all inside the model */
         st = oc_encode_external_fetched(&onnx_ModelProto_desc, oc_model_proto_const(model),
-                                        UINT64_MAX, sopts ? sopts->fetch : NULL, NULL, NULL,
-                                        oc_crypt_writer_write, w, err);
+                                        UINT64_MAX, sopts->fetch, NULL, NULL, oc_crypt_writer_write,
+                                        w, err);
     if (st == OC_OK) st = oc_crypt_writer_finish(w, err);
     oc_crypt_writer_free(w);
     if (st != OC_OK) {

@@ -767,13 +767,15 @@ static oc_status from_window(http_source *h, uint64_t at, uint64_t n, uint8_t *d
             k = left < w->len - (pos - w->at) ? left : w->len - (pos - w->at);
             w->refs++;
         } else {
-            /* The window does not hold pos: it goes now, before a successor or the
-             * caller's own buffers are made, so that a reader going forward never holds
-             * two windows, or a window beside a bulk read's ranges (readers still in it
-             * keep their references). */
-            old = w;
-            h->win = w = NULL;
+            w = NULL;
             if (left < AHEAD_WINDOW) end = announced_end(h, pos, left);
+            /* A successor comes: the window goes first, so that a reader going forward
+             * never holds two (readers still in it keep their references). Without one
+             * it stays: a read out of file order may come back to it. */
+            if (end) {
+                old = h->win;
+                h->win = NULL;
+            }
         }
         pthread_mutex_unlock(&h->ahead_lock);
         if (old) window_unref(h, old);

@@ -212,7 +212,8 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
         onnx.save, numpy.save and safetensors do, the bytes are then left to the operating
         system to write; sync=True also waits for the disk (fsync of each file and of its
         directory, as `onnxz convert` does unless --no-sync), so that a power loss right
-        after cannot leave a file empty or short.
+        after cannot leave a file empty or short, and a write error the disk reports late
+        (EIO; ENOSPC on NFS or with quotas) raises instead of going unnoticed.
     Options that do not apply to the form raise ValueError, as in the tool.
     """
     form = _form(path, to)

@@ -130,7 +130,9 @@ typedef struct oc_serialize_options {
      * for: the rename still makes the save all-or-nothing for readers and for an
      * interrupted process, but after a power loss or an operating-system crash the
      * target may be empty or hold part of its bytes (what onnx.save and most writers
-     * give). For scratch outputs and pipelines that check their results anyway. Either
+     * give), and a write error only the fsync would report (EIO; ENOSPC on NFS or
+     * with quotas) goes unreported. For scratch outputs and pipelines that check their
+     * results anyway. Either
      * way a file past 64 MiB has its bytes sent to disk as they are written, from a
      * thread of its own, so that a large save does not pile its bytes up in memory as
      * dirty pages (W-33). In-place edits of an archive (oz_archive_edit_*,
