@@ -105,7 +105,6 @@ static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *ke
         st = oc_crypt_decrypt_stream(read_fd, &src, oc_atomic_write, &af, key->data, key->len, NULL,
                                      err);
     close(src.fd);
-    if (st == OC_OK) st = oc_atomic_flush(&af, err); /* all of it in the file, to be read */
     if (st == OC_OK) {
         oc_error why;
         oc_error_clear(&why);

@@ -33,9 +33,7 @@ typedef struct oc_atomic_file {
     int overwrite;
     char *path;
     char *tmp_path;
-    uint64_t written;                 /* bytes appended so far, the staged ones included */
-    uint8_t *stage;                   /* the last bytes appended, not yet written: those of */
-    uint64_t staged;                  /* the file's last, unfinished 2 MiB block (fileio.c) */
+    uint64_t written;                 /* bytes appended so far */
     uint64_t flushed;                 /* bytes whose writeback to disk has been asked for */
     struct oc__writeback *writeback;  /* the thread that starts it (fileio.c), or NULL */
     int writeback_failed;             /* no thread could start: writeback inline */
@@ -48,17 +46,14 @@ typedef struct oc_atomic_file {
 /* Creates the temporary file for path. Without overwrite, an existing path fails now with
  * OC_ERR_EXISTS (and again at commit if one appeared meanwhile). */
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
-/* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. The bytes
- * reach the file in whole 2 MiB blocks (so its page cache is made of large folios, which
- * readers that map it fault in cheaply): the last unfinished block waits in memory until
- * it fills, oc_atomic_flush, a pwrite over it, or the commit. */
+/* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
 oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
-/* Writes what oc_atomic_write holds back into the file, for a reader of the temporary
- * file (or a writer to its descriptor). */
-oc_status oc_atomic_flush(oc_atomic_file *af, oc_error *err);
-/* Appends a span's bytes through oc_bytes_write, which reads a file mapping's bytes with
- * pread where its owner kept a descriptor (none of its pages enter this process).
- * libonnxcore only (see above). */
+/* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept
+ * (oc_map_file keeps one for mappings of 1 MiB or more, up to 64 at once) is copied file
+ * to file by the kernel (copy_file_range): none of its pages enter this process, which
+ * matters when the mapping's page cache is made of small pages. Any other span, or a
+ * file pair the kernel cannot copy between, goes through oc_bytes_write. Progress and
+ * writeback are counted as for oc_atomic_write. libonnxcore only (see above). */
 oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
 /* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
  * directory (no_sync: only the rename). On failure the temporary file is removed. */
@@ -67,9 +62,11 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
  * does nothing) and more than once. */
 void oc_atomic_abort(oc_atomic_file *af);
 
-/* Writes size bytes at offset `at` of the temporary file (to patch what was written,
- * held-back bytes included). */
+/* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err);
+
+/* Called by fileio.c and fileio_bytes.c only: counts n bytes appended by either. */
+void oc__atomic_appended(oc_atomic_file *af, uint64_t n);
 
 #endif

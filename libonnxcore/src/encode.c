@@ -20,6 +20,7 @@
 #include "internal/error.h"
 #include "internal/schema.h"
 #include "onnxcore_shared.h"
+#include "onnxcore_atomic.h"
 
 #define OC_WRITE_BUFFER (256u * 1024u)
 /* raw_data at least this large goes to the sink directly, never through the buffer. */
@@ -152,8 +153,8 @@ typedef struct writer {
     uint8_t *buf;
     uint64_t pos, cap;
     oc_write_fn fn; /* NULL: buf is the whole output, sized exactly */
-    void *ctx;
-    oc_error *err;
+    void *ctx;      /* with fn oc_atomic_write, an oc_atomic_file: spans go by */
+    oc_error *err;  /* oc_atomic_write_bytes (copy_file_range from a mapped file) */
     oc_status st;   /* sticky: once set, writes are dropped */
     const uint64_t *sizes;
     uint64_t next_size;
@@ -279,7 +280,8 @@ static void put_span(writer *w, const oc_field *f, const oc_bytes *b) {
     put_varint(w, b->size);
     flush(w);
     if (w->st != OC_OK) return;
-    w->st = oc_bytes_write(b, w->fn, w->ctx, w->err);
+    w->st = w->fn == oc_atomic_write ? oc_atomic_write_bytes(w->ctx, b, w->err)
+                                     : oc_bytes_write(b, w->fn, w->ctx, w->err);
 }
 
 /* A fetched tensor's bytes (oc__subst.fetched): streamed from the fetch, never buffered. */

@@ -224,7 +224,7 @@ static void writeback_stop(oc_atomic_file *af) {
 }
 
 /* Counts n bytes appended (written, progress) and starts writeback of each full window. */
-static void appended(oc_atomic_file *af, uint64_t n) {
+void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
     af->written += n;
     oc_progress_add(af->progress, n);
 #ifdef SYNC_FILE_RANGE_WRITE
@@ -247,20 +247,9 @@ static void appended(oc_atomic_file *af, uint64_t n) {
 #endif
 }
 
-/* ---- appending in whole blocks ----
- *
- * A file's page cache keeps the sizes of the writes that filled it: a write of 2 MiB at a
- * 2 MiB boundary becomes one 2 MiB folio, pieces of 256 KiB at any offset become many
- * small ones. Every later reader that maps the file (onnxz.open, ONNX Runtime, the
- * converters) pays per folio: touching a GiB written in 256 KiB pieces took 5-8x as long
- * as one written in large aligned writes (0.05-0.075 s against 0.009 s; ext4, Linux 6.18).
- * So appends reach the file in whole OC_ATOMIC_BLOCK blocks: while the file's end is on a
- * block boundary, the whole blocks of a write go straight through; everything else is
- * gathered in one buffer of a block and written when the block is full, or when
- * oc_atomic_flush, a pwrite over it or the commit needs it in the file. */
-#define OC_ATOMIC_BLOCK (2u << 20)
-
-static oc_status write_all(oc_atomic_file *af, const uint8_t *p, uint64_t size, oc_error *err) {
+oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    oc_atomic_file *af = ctx;
+    const uint8_t *p = data;
     while (size) {
         size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
         ssize_t w = write(af->fd, p, chunk);
@@ -268,48 +257,13 @@ static oc_status write_all(oc_atomic_file *af, const uint8_t *p, uint64_t size, 
         if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
         p += w;
         size -= (uint64_t)w;
-    }
-    return OC_OK;
-}
-
-oc_status oc_atomic_flush(oc_atomic_file *af, oc_error *err) {
-    uint64_t n = af->staged;
-    af->staged = 0; /* gone either way: a failed write fails the file */
-    return n ? write_all(af, af->stage, n, err) : OC_OK;
-}
-
-oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    oc_atomic_file *af = ctx;
-    const uint8_t *p = data;
-    while (size) {
-        uint64_t into = af->written % OC_ATOMIC_BLOCK, n;
-        if (!af->staged && !into && size >= OC_ATOMIC_BLOCK) { /* whole blocks */
-            n = size - size % OC_ATOMIC_BLOCK;
-            OC_FORWARD(write_all(af, p, n, err));
-        } else if (af->stage || (af->stage = malloc(OC_ATOMIC_BLOCK)) != NULL) {
-            n = OC_ATOMIC_BLOCK - into < size ? OC_ATOMIC_BLOCK - into : size;
-            memcpy(af->stage + af->staged, p, (size_t)n);
-            af->staged += n;
-        } else { /* no memory for the block: unaligned, as it comes */
-            n = size;
-            OC_FORWARD(write_all(af, p, n, err));
-        }
-        p += n;
-        size -= n;
-        appended(af, n);
-        if (af->staged && af->written % OC_ATOMIC_BLOCK == 0) OC_FORWARD(oc_atomic_flush(af, err));
+        oc__atomic_appended(af, (uint64_t)w);
     }
     return OC_OK;
 }
 
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err) {
-    uint64_t staged_at = af->written - af->staged; /* the file offset of the block's first byte */
-    if (af->staged && at >= staged_at && at <= af->written && size <= af->written - at) {
-        memcpy(af->stage + (at - staged_at), data, (size_t)size); /* still in the block */
-        return OC_OK;
-    }
-    if (af->staged && at + size > staged_at) OC_FORWARD(oc_atomic_flush(af, err));
     const uint8_t *p = data;
     while (size) {
         size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
@@ -335,9 +289,9 @@ static void fsync_dir(const char *path) {
 }
 
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
-    oc_status st = oc_atomic_flush(af, err);
+    oc_status st = OC_OK;
     writeback_stop(af);
-    if (st == OC_OK && !af->no_sync && fsync(af->fd) != 0)
+    if (!af->no_sync && fsync(af->fd) != 0)
         st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
     if (close(af->fd) != 0 && st == OC_OK)
         st = oc__fail_errno(err, errno, "cannot close %s", af->tmp_path);
@@ -374,9 +328,6 @@ void oc_atomic_abort(oc_atomic_file *af) {
     writeback_stop(af); /* before its descriptor goes */
     if (af->fd >= 0) close(af->fd);
     af->fd = -1;
-    free(af->stage);
-    af->stage = NULL;
-    af->staged = 0;
     if (af->tmp_path) unlink(af->tmp_path);
     if (af->tmp_path) forget_temp(af);
     free(af->tmp_path);

@@ -120,6 +120,13 @@ void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t cou
     if (s && s->vt->will_read && count) s->vt->will_read(s, ranges, count);
 }
 
+oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, uint64_t *done,
+                               oc_error *err) {
+    *done = 0;
+    if (!s->vt->copy_to_fd || at > s->size || n > s->size - at) return OC_OK;
+    return s->vt->copy_to_fd(s, at, n, fd, done, err);
+}
+
 #ifndef OC_SOURCE_NO_SPANS
 oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at) {
     if (!span || span->mode != OC_BYTES_SHARED || !span->data) return NULL;

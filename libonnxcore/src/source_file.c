@@ -3,7 +3,7 @@
  * read with pread (network filesystems, where a mapping can fault unpredictably); and
  * oc_map_file / oc_map_fd (onnxcore/file.h), which are mapped sources seen whole.
  */
-#define _GNU_SOURCE /* madvise, MADV_DONTNEED */
+#define _GNU_SOURCE /* copy_file_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -101,6 +101,26 @@ static void mapped_drop(oc_source *s, uint64_t at, uint64_t n) {
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+static oc_status mapped_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int out_fd,
+                                   uint64_t *done, oc_error *err) {
+    int fd = (s->caps & OC_SOURCE_BYPASS) ? live_fd((mapped_source *)s) : -1;
+    *done = 0;
+    while (fd >= 0 && *done < n) {
+        uint64_t left = n - *done;
+        loff_t in = (loff_t)(at + *done);
+        ssize_t r = copy_file_range(fd, &in, out_fd, NULL,
+                                    left > (1u << 30) ? (1u << 30) : (size_t)left, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                      errno == EBADF || errno == EPERM))
+            break; /* not between these files: the rest goes through the pages */
+        if (r < 0) return oc__fail_errno(err, errno, "cannot copy %s", s->name);
+        if (r == 0) break; /* a cut file, or a filesystem that copies nothing: pread tells */
+        *done += (uint64_t)r;
+    }
+    return OC_OK;
+}
+
 static void mapped_destroy(oc_source *s) {
     mapped_source *m = (mapped_source *)s;
     if (m->mapped)
@@ -116,6 +136,7 @@ static const oc_source_vtable mapped_vtable = {
     .read = mapped_read,
     .map = mapped_map,
     .drop = mapped_drop,
+    .copy_to_fd = mapped_copy_to_fd,
     .destroy = mapped_destroy,
 };
 

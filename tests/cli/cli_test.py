@@ -2318,88 +2318,6 @@ def group_sync(ctx):
         MISSING_CLIENTS.add("strace")
 
 
-BLOCK = 2 << 20
-
-
-def group_blocks(ctx):
-    """Saved files reach the disk in whole 2 MiB blocks (fileio.c): every write() to a file
-    being saved ends on a 2 MiB boundary of it, but its last, so the page cache holds the
-    file in large folios, which a reader's mapping (onnxz.open, ONNX Runtime) faults in
-    cheaply. Nothing is copied by copy_file_range, whose splicing leaves small folios. The
-    kernel is the oracle: strace -y names each write's file; python3-onnx and zipfile
-    check the bytes."""
-    if onnx is None:
-        return SKIP
-    strace = shutil.which("strace")
-    if not strace or open(ctx.onnxz, "rb").read(2) == b"#!":
-        MISSING_CLIENTS.add("strace")
-        return None  # under valgrind the trace would not be ours
-    import numpy as np
-    from onnx import helper, numpy_helper
-    # Odd sizes, so that no tensor starts or ends on a block boundary.
-    inits = [numpy_helper.from_array(np.arange(n, dtype=np.float32) + i, f"w{i}")
-             for i, n in enumerate((750001, 1234567, 10, 300000))]
-    nodes = [helper.make_node("Identity", [t.name], [f"y{i}"]) for i, t in enumerate(inits)]
-    outs = [helper.make_tensor_value_info(f"y{i}", onnx.TensorProto.FLOAT, None)
-            for i in range(len(inits))]
-    src = ctx.path("odd.onnx")
-    onnx.save(helper.make_model(helper.make_graph(nodes, "odd", [], outs, inits)), src)
-
-    def arrays(path):
-        return [(t.name, numpy_helper.to_array(t).tobytes()) for t in onnx.load(path).graph.initializer]
-    want = arrays(src)
-    arc = ctx.path("odd.onnxz")
-    cases = [  # (label, argv, the files it writes)
-        ("to .onnxz", ["convert", src, arc], [arc]),
-        ("to .onnx", ["convert", arc, ctx.path("back.onnx")], [ctx.path("back.onnx")]),
-        ("to external data", ["convert", arc, ctx.path("ext.onnx"), "--external-data", "ext.bin"],
-         [ctx.path("ext.onnx"), ctx.path("ext.bin")]),
-        ("get -o", ["get", arc, "w1", "-o", ctx.path("w1.bin")], [ctx.path("w1.bin")]),
-    ]
-    env = dict(os.environ)
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"  # no LSan under ptrace
-    call = re.compile(r"^\d+\s+(write|pwrite64|copy_file_range)\((\d+)<([^>]*)>.*=\s+(-?\d+)")
-    for label, argv, files in cases:
-        log = ctx.path("blocks.trace")
-        p = subprocess.run([strace, "-f", "-qq", "-y", "-s", "0", "-o", log,
-                            "-e", "trace=write,pwrite64,copy_file_range", ctx.onnxz, *argv],
-                           capture_output=True, timeout=300, stdin=subprocess.DEVNULL, env=env)
-        if not ctx.equal(p.returncode, 0, f"blocks {label}: exit status ({p.stderr!r})"):
-            continue
-        writes = {}  # temporary file -> lengths of its write() calls, in order
-        for line in open(log):
-            m = call.match(line)
-            if not m:
-                continue
-            ctx.check(m.group(1) != "copy_file_range", f"blocks {label}: {line.strip()}")
-            base = os.path.basename(m.group(3))
-            if m.group(1) == "write" and ".tmp-" in base:
-                writes.setdefault(base, []).append(int(m.group(4)))
-        os.unlink(log)
-        for f in files:
-            mine = [w for t, w in writes.items() if t.startswith("." + os.path.basename(f) + ".tmp-")]
-            if not ctx.equal(len(mine), 1, f"blocks {label}: one temporary file for {f}"):
-                continue
-            ends, at = [], 0
-            for n in mine[0]:
-                at += n
-                ends.append(at)
-            ctx.equal(at, os.path.getsize(f), f"blocks {label}: {f} written by write() whole")
-            ctx.check(all(e % BLOCK == 0 for e in ends[:-1]),
-                      f"blocks {label}: writes to {f} end at {ends[:8]}..., not all on 2 MiB boundaries")
-            ctx.check(os.path.getsize(f) < BLOCK or len(ends) < os.path.getsize(f) // (256 << 10),
-                      f"blocks {label}: {len(ends)} writes for {os.path.getsize(f)} bytes")
-    # The bytes: the oracles read what the blocks made.
-    with zipfile.ZipFile(arc) as z:
-        ctx.equal(z.testzip(), None, "blocks: zipfile checks every CRC of the archive")
-    for f in (ctx.path("back.onnx"), ctx.path("ext.onnx")):
-        if os.path.exists(f):
-            ctx.check(arrays(f) == want, f"blocks: python3-onnx reads the source's tensors from {f}")
-    if os.path.exists(ctx.path("w1.bin")):
-        ctx.check(read(ctx.path("w1.bin")) == numpy_helper.to_array(inits[1]).tobytes(),
-                  "blocks: get -o writes w1's bytes")
-
-
 GROUPS = {
     "usage": group_usage,
     "help": group_help,
@@ -2423,7 +2341,6 @@ GROUPS = {
     "stub": group_stub,
     "stream": group_stream,
     "sync": group_sync,
-    "blocks": group_blocks,
 }
 
 

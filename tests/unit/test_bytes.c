@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <onnxcore/onnxcore.h>
@@ -823,73 +822,6 @@ static void test_atomic_write_bytes(void) {
     td_remove(dir);
 }
 
-/* oc_atomic_write reaches the file in whole 2 MiB blocks: after every call the file holds
- * exactly the bytes before the last block boundary (fstat tells), and what is held back
- * is written by oc_atomic_flush, a pwrite over it, or the commit. Pieces of every size
- * (1 byte, a few KiB, more than a block), pwrites before and into the held-back bytes
- * and flushes at odd offsets give the same file as the same edits on a buffer. */
-static void test_atomic_blocks(void) {
-    enum { BLOCK = 2u << 20 };
-    char dir[4096], dst[4200];
-    REQUIRE(td_make(work_dir, "atomic_blocks", dir, sizeof dir) == 0);
-    snprintf(dst, sizeof dst, "%s/dst.bin", dir);
-    const uint64_t total = 9u * BLOCK + 12345u;
-    uint8_t *want = malloc((size_t)total), *piece = malloc(3u * BLOCK);
-    REQUIRE(want != NULL && piece != NULL);
-    oc_error err;
-    oc_atomic_file af;
-    CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
-    uint64_t len = 0, unaligned_from = UINT64_MAX, seed = 12345, calls = 0, held = 0;
-    while (len < total) {
-        seed = seed * 6364136223846793005u + 1442695040888963407u;
-        uint64_t r = seed >> 33;
-        static const uint64_t sizes[] = {1,          63,        4096,  100000,
-                                         256u << 10, BLOCK - 1, BLOCK, 3u * BLOCK};
-        uint64_t n = r % 3 ? sizes[(r >> 2) % 5] : sizes[(r >> 2) % 8] + (r >> 8) % 100;
-        if (n > 3u * BLOCK) n = 3u * BLOCK;
-        if (n > total - len) n = total - len;
-        for (uint64_t i = 0; i < n; i++) piece[i] = pattern(len + i + calls);
-        memcpy(want + len, piece, (size_t)n);
-        CHECK_OK(oc_atomic_write(&af, piece, n, &err), &err);
-        len += n;
-        calls++;
-        CHECK_EQ(af.written, len);
-        struct stat st;
-        CHECK(fstat(af.fd, &st) == 0);
-        CHECK_EQ((uint64_t)st.st_size, len - af.staged);
-        if (unaligned_from == UINT64_MAX) /* until the first flush: block ends only */
-            CHECK_EQ((uint64_t)st.st_size % BLOCK, 0);
-        else if ((uint64_t)st.st_size > unaligned_from + BLOCK)
-            CHECK_EQ((uint64_t)st.st_size % BLOCK, 0); /* back on block boundaries */
-        /* Patches: 4 bytes into the held-back ones, 4 bytes long written. */
-        if (calls % 3 == 0 && len >= 8) {
-            uint8_t p4[4] = {(uint8_t)calls, 0xA5, 0x5A, (uint8_t)(calls >> 8)};
-            uint64_t at = r % 2 ? len - 4 : (r >> 3) % (len - 4);
-            held += at >= len - af.staged;
-            memcpy(want + at, p4, 4);
-            CHECK_OK(oc_atomic_pwrite(&af, p4, 4, at, &err), &err);
-        }
-        if (calls == 7) { /* a reader of the temporary file wants all of it now */
-            CHECK_OK(oc_atomic_flush(&af, &err), &err);
-            CHECK_EQ(af.staged, 0);
-            CHECK(fstat(af.fd, &st) == 0);
-            CHECK_EQ((uint64_t)st.st_size, len);
-            unaligned_from = len;
-        }
-    }
-    CHECK(held >= 10); /* patches that went into the held-back bytes */
-    CHECK_OK(oc_atomic_commit(&af, &err), &err);
-    oc_atomic_abort(&af);
-    size_t n = 0;
-    uint8_t *got = td_read(dst, &n);
-    CHECK(got != NULL && n == total && memcmp(got, want, (size_t)total) == 0);
-    free(got);
-    free(want);
-    free(piece);
-    remove(dst);
-    td_remove(dir);
-}
-
 int main(int argc, char **argv) {
     if (argc > 1) work_dir = argv[1];
     RUN(test_status);
@@ -902,6 +834,5 @@ int main(int argc, char **argv) {
     RUN(test_threads);
     RUN(test_bytes_write);
     RUN(test_atomic_write_bytes);
-    RUN(test_atomic_blocks);
     return check_report("test_bytes");
 }

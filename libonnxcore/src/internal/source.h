@@ -65,6 +65,11 @@ typedef struct oc_source_vtable {
     /* Advice: these ranges will be read soon (read-ahead; a remote source may fetch them
      * in one request). May be NULL. */
     void (*will_read)(oc_source *s, const oc_source_range *ranges, size_t count);
+    /* Copies [at, at + n) to the end of the file open as fd by the kernel, without the
+     * bytes entering the process; *done receives the bytes copied. OC_OK with *done < n
+     * means "read the rest yourself" (not between these files). May be NULL. */
+    oc_status (*copy_to_fd)(oc_source *s, uint64_t at, uint64_t n, int fd, uint64_t *done,
+                            oc_error *err);
     /* Frees the implementation's state; runs when the last reference goes. */
     void (*destroy)(oc_source *s);
     /* Passes [at, at + n) (already checked to lie inside the source) to write, in order,
@@ -115,6 +120,11 @@ oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc
 /* Advice, passed on where the source takes it. */
 void oc_source_drop(oc_source *s, uint64_t at, uint64_t n);
 void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t count);
+/* Copies [at, at + n) to the end of the file open as fd where the source can have the
+ * kernel do it; *done receives the bytes copied (0 where it cannot): the caller writes
+ * the rest. */
+oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, uint64_t *done,
+                               oc_error *err);
 
 /* When the span shares a source's owner and lies in its whole-source mapping (a source
  * made from one mapping), the source and the span's offset in it; else NULL. */
