@@ -219,9 +219,94 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     form = _form(path, to)
     opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync)
-    data = model if isinstance(model, (bytes, bytearray, memoryview)) else \
-        model.SerializeToString()
-    _onnxz._save(data, path, opts)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        _onnxz._save(model, path, opts)
+        return
+    split = _skeleton(model)
+    if split is None or not _onnxz._save(split[0], path, opts, split[1], split[2]):
+        _onnxz._save(model.SerializeToString(), path, opts)
+
+
+# Initializers whose raw_data has at least this many bytes are streamed by save from the
+# model to the files, one at a time, instead of through one serialized copy of the whole
+# model (which doubles the memory a save of a large model takes, and is its slowest step).
+_STREAMED = 1 << 16
+
+
+def _has_unknown_fields(msg):
+    """True when msg carries fields its schema does not know, which a copy made field by
+    field would drop."""
+    try:
+        return len(msg.UnknownFields()) > 0
+    except (AttributeError, NotImplementedError):  # protobuf without the method
+        from google.protobuf import unknown_fields
+        return len(unknown_fields.UnknownFieldSet(msg)) > 0
+
+
+def _copy_fields(src, dst, skip):
+    """Copies src's fields to dst, except the one named skip."""
+    for field, value in src.ListFields():
+        if field.name == skip:
+            continue
+        if field.label == field.LABEL_REPEATED:
+            getattr(dst, field.name).MergeFrom(value)
+        elif field.message_type is not None:
+            getattr(dst, field.name).CopyFrom(value)
+        else:
+            setattr(dst, field.name, value)
+
+
+def _raw_data_size(tensor, bare):
+    """The byte count of tensor's raw_data, from the encoded sizes of tensor and of bare
+    (tensor without it), so that the bytes are not copied out to count them."""
+    rest = tensor.ByteSize() - bare.ByteSize() - 1  # its tag; then a varint n, n bytes
+    for k in range(1, 11):
+        n = rest - k
+        if n >= 0 and max(1, (n.bit_length() + 6) // 7) == k:
+            return n
+    raise AssertionError("onnxz: a raw_data size protobuf did not encode")
+
+
+def _skeleton(model):
+    """(skeleton, tensors, sizes) for a save that streams the raw_data of model's large
+    initializers (_onnxz._save): the model serialized with each such initializer's
+    raw_data replaced by a marker reference (EXTERNAL, location "\\0" and its index in
+    tensors, a name no file can have), those initializers, their raw_data sizes. None when
+    there is nothing to stream, or the model holds what a field-by-field copy would drop:
+    save then serializes it whole."""
+    if not isinstance(model, onnx.ModelProto) or not model.HasField("graph"):
+        return None
+    graph = model.graph
+
+    def streamable(t):
+        return (t.HasField("raw_data") and not t.HasField("data_location") and
+                not len(t.external_data) and t.ByteSize() > _STREAMED and
+                not _has_unknown_fields(t))
+
+    if not any(streamable(t) for t in graph.initializer):
+        return None
+    if _has_unknown_fields(model) or _has_unknown_fields(graph):
+        return None
+    skeleton = onnx.ModelProto()
+    _copy_fields(model, skeleton, "graph")
+    out_graph = skeleton.graph
+    _copy_fields(graph, out_graph, "initializer")
+    tensors, sizes = [], []
+    for t in graph.initializer:
+        out = out_graph.initializer.add()
+        if streamable(t):
+            _copy_fields(t, out, "raw_data")
+            n = _raw_data_size(t, out)
+            if n >= _STREAMED:
+                out.data_location = onnx.TensorProto.EXTERNAL
+                entry = out.external_data.add()
+                entry.key, entry.value = "location", "\0%d" % len(tensors)
+                tensors.append(t)
+                sizes.append(n)
+                continue
+            out.Clear()
+        out.CopyFrom(t)
+    return skeleton.SerializeToString(), tensors, sizes
 
 
 def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,

@@ -3,7 +3,8 @@
  * and random access, for the Python layer in onnxz/__init__.py.
  *
  *   _load(src, load_external_data, key, data_dir) -> bytes  (a serialized ModelProto)
- *   _save(model_bytes, path, opts)                 writes any form
+ *   _save(model_bytes, path, opts[, tensors, sizes]) writes any form, streaming the
+ *                                                  weights of tensors when given
  *   _convert(src, dst, opts, key)                  as `onnxz convert`
  *   _Reader(path, key)                             an open file: names, tensors, model
  *   _Span                                          read-only bytes exported through the
@@ -12,7 +13,9 @@
  *   Error                                          onnxz.Error (a ValueError)
  *
  * Every long call runs without the GIL. Python objects are never touched then: inputs are
- * copied into C values (paths as UTF-8 char *, bytes held by the caller's reference) first.
+ * copied into C values (paths as UTF-8 char *, bytes held by the caller's reference) first;
+ * the one exception, a save streaming a ModelProto's weights, takes the GIL back for each
+ * tensor's bytes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -327,13 +330,14 @@ static void save_opts_release(save_opts *s) {
 /* Writes model to path as the tool's `convert` save does (overwriting: Python's save
  * replaces, as onnx.save does). Call without the GIL. */
 static oc_status save_model(const oc_model *model, const char *path, const save_opts *s,
-                            oc_error *err) {
+                            const oc_tensor_fetch *fetch, oc_error *err) {
     if (s->form == 2) {
         oc_serialize_options so;
         oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
         oc_serialize_options_init(&so);
         so.overwrite = 1;
         so.no_sync = s->no_sync;
+        so.fetch = fetch;
         return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so, err);
     }
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
@@ -347,12 +351,14 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
     ao.serialize.external_data = s->external_data;
     ao.serialize.max_external_file_size = s->max_file_size;
     ao.serialize.checksum = s->checksum;
+    ao.serialize.fetch = fetch;
     return oz_save_any(model, path, s->form == 1 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, err);
 }
 
-/* An archive holds only tensors of the size their shape makes, as the tool checks. */
-static oc_status check_packable(oc_model *model, oc_error *err) {
-    oc_status st = oc_model_check_tensor_sizes(model, err);
+/* An archive holds only tensors of the size their shape makes (A-13), as the tool checks;
+ * fetch (or NULL) gives the size of the tensors it streams. */
+static oc_status check_packable(oc_model *model, const oc_tensor_fetch *fetch, oc_error *err) {
+    oc_status st = oc_model_check_tensor_sizes_fetched(model, fetch, err);
     if (st != OC_OK) {
         char msg[OC_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err->message);
@@ -363,44 +369,180 @@ static oc_status check_packable(oc_model *model, oc_error *err) {
     return st;
 }
 
-/* _save(model_bytes, path, opts): decodes the serialized model in place (no copy of its
- * tensors) and writes it. */
-static PyObject *py_save(PyObject *self, PyObject *args) {
-    Py_buffer data;
-    PyObject *path_obj, *opts_obj, *path = NULL;
-    save_opts s;
-    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-    oc_model *model = NULL;
-    oc_error err;
+/* ---- a save that streams the weights out of the ModelProto --------------------------- */
+
+/* onnxz.save of an onnx.ModelProto does not serialize the whole model (a copy of all its
+ * weights): the Python layer encodes it without the raw_data of its large initializers,
+ * each replaced by a marker reference (EXTERNAL, one external_data entry: location "\0"
+ * and its index, which no file name can be), and passes those TensorProtos. The save
+ * streams each one's bytes from its raw_data when it reaches it (oc_serialize_options.
+ * fetch), taking the GIL for that moment only, so that the bytes of one tensor at a time
+ * are copied out of the model. A marker tensor resolves as a loaded reference does (E-16):
+ * the files are byte for byte those of the whole model serialized. */
+typedef struct weights {
+    PyObject *tensors;       /* list of onnx.TensorProto, by marker index */
+    uint64_t *sizes;         /* the byte count of each one's raw_data */
+    Py_ssize_t count;
+    unsigned char *seen;     /* markers met in the decoded skeleton */
+    PyObject *exc[3];        /* an exception raised in a callback (Ctrl-C), re-raised after */
+} weights;
+
+/* The marker index of an EXTERNAL tensor, or -1 for a reference the model holds itself. */
+static Py_ssize_t marker_index(const weights *w, const onnx_TensorProto *t) {
+    if (t->external_data.count != 1) return -1;
+    const onnx_StringStringEntryProto *e = t->external_data.items[0];
+    if (e->key.size != 8 || memcmp(e->key.data, "location", 8) != 0 || e->value.size < 2 ||
+        e->value.size > 20 || e->value.data[0] != '\0')
+        return -1;
+    uint64_t i = 0;
+    for (uint64_t k = 1; k < e->value.size; k++) {
+        if (e->value.data[k] < '0' || e->value.data[k] > '9') return -1;
+        i = i * 10 + (uint64_t)(e->value.data[k] - '0');
+    }
+    return i < (uint64_t)w->count ? (Py_ssize_t)i : -1;
+}
+
+/* oc_msg_visit_tensors: every reference is a marker, met once (else OC_ERR_NOT_FOUND: the
+ * model holds references of its own, which a save keeps as they are, so the caller falls
+ * back to the serialized model). */
+static oc_status check_marker(void *ctx, onnx_TensorProto *t) {
+    weights *w = ctx;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    Py_ssize_t i = marker_index(w, t);
+    if (i < 0 || w->seen[i]) return OC_ERR_NOT_FOUND;
+    w->seen[i] = 1;
+    return OC_OK;
+}
+
+static oc_status not_a_marker(oc_error *err) {
+    return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "internal error: a reference that is not a streamed tensor");
+}
+
+static oc_status weights_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
+    Py_ssize_t i = marker_index(ctx, t);
+    if (i < 0) return not_a_marker(err);
+    *n = ((weights *)ctx)->sizes[i];
+    return OC_OK;
+}
+
+static oc_status weights_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
+                                void *write_ctx, oc_error *err) {
+    weights *w = ctx;
+    Py_ssize_t i = marker_index(w, t);
+    PyObject *raw = NULL;
     oc_status st;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*OO", &data, &path_obj, &opts_obj)) return NULL;
-    if (!path_arg(path_obj, &path)) {
-        PyBuffer_Release(&data);
-        return NULL;
+    if (i < 0) return not_a_marker(err);
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (PyErr_CheckSignals() == 0)
+        raw = PyObject_GetAttrString(PyList_GET_ITEM(w->tensors, i), "raw_data");
+    if (!raw) {
+        PyErr_Fetch(&w->exc[0], &w->exc[1], &w->exc[2]);
+        PyGILState_Release(gil);
+        return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "interrupted");
     }
-    if (save_opts_parse(opts_obj, &s) < 0) {
-        PyBuffer_Release(&data);
-        Py_DECREF(path);
-        return NULL;
+    if (!PyBytes_Check(raw) || (uint64_t)PyBytes_GET_SIZE(raw) != w->sizes[i]) {
+        Py_DECREF(raw);
+        PyGILState_Release(gil);
+        return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                            "tensor '%.*s' changed while the model was being saved",
+                            (int)(t->name.size > 200 ? 200 : t->name.size), t->name.data);
     }
+    PyGILState_Release(gil);
+    st = write(write_ctx, PyBytes_AS_STRING(raw), w->sizes[i], err);
+    gil = PyGILState_Ensure();
+    Py_DECREF(raw);
+    PyGILState_Release(gil);
+    return st;
+}
+
+/* Decodes a serialized model in place (no copy of its tensors) and writes it; with w, the
+ * marker tensors' bytes streamed from w (*fell_back set, nothing written, when the model
+ * holds references of its own). Call without the GIL. */
+static oc_status save_serialized(const Py_buffer *data, const char *path, const save_opts *s,
+                                 weights *w, int *fell_back, oc_error *err) {
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    oc_tensor_fetch fetch = {weights_size, weights_stream, w};
+    oc_model *model = NULL;
     po.no_copy = 1;
     po.skip_external_data = 1; /* references in the ModelProto are written as they are */
-    oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st =
-        oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
-    if (st == OC_OK && s.form == 1) st = check_packable(model, &err);
-    if (st == OC_OK) st = save_model(model, PyBytes_AS_STRING(path), &s, &err);
-    oc_model_free(model);
-    Py_END_ALLOW_THREADS save_opts_release(&s);
-    PyBuffer_Release(&data);
-    if (st != OC_OK) {
-        raise_error(PyBytes_AS_STRING(path), &err);
-        Py_DECREF(path);
-        return NULL;
+    oc_status st = oc_model_load_memory(data->buf, (uint64_t)data->len, &po, &model, err);
+    if (st == OC_OK && w) {
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_marker, w);
+        for (Py_ssize_t i = 0; st == OC_OK && i < w->count; i++)
+            if (!w->seen[i]) st = OC_ERR_NOT_FOUND;
+        if (st != OC_OK) {
+            *fell_back = 1;
+            oc_model_free(model);
+            return OC_OK;
+        }
     }
-    Py_DECREF(path);
-    Py_RETURN_NONE;
+    if (st == OC_OK && s->form == 1) st = check_packable(model, w ? &fetch : NULL, err);
+    if (st == OC_OK) st = save_model(model, path, s, w ? &fetch : NULL, err);
+    oc_model_free(model);
+    return st;
+}
+
+/* w over tensors, its sizes from a list of ints; -1 with an exception set. Free w->sizes
+ * and w->seen (PyMem_Free) either way. */
+static int weights_init(weights *w, PyObject *tensors, PyObject *sizes) {
+    memset(w, 0, sizeof *w);
+    if (!PyList_Check(tensors) || !PyList_Check(sizes) ||
+        PyList_GET_SIZE(tensors) != PyList_GET_SIZE(sizes)) {
+        PyErr_SetString(PyExc_TypeError, "_save: tensors and sizes must be lists of one length");
+        return -1;
+    }
+    w->tensors = tensors;
+    w->count = PyList_GET_SIZE(tensors);
+    w->sizes = PyMem_Calloc((size_t)w->count + 1, sizeof *w->sizes);
+    w->seen = PyMem_Calloc((size_t)w->count + 1, 1);
+    if (!w->sizes || !w->seen) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < w->count; i++) {
+        w->sizes[i] = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(sizes, i));
+        if (PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* _save(model_bytes, path, opts[, tensors, sizes]) -> bool: writes the serialized model;
+ * with tensors (a list of TensorProto) and sizes, model_bytes is a skeleton whose marker
+ * references stand for their raw_data (above). False, and nothing written, when the
+ * skeleton also holds references of the model's own: the caller saves it serialized. */
+static PyObject *py_save(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    PyObject *path_obj, *opts_obj, *tensors = Py_None, *sizes = Py_None, *path = NULL;
+    PyObject *result = NULL;
+    save_opts s;
+    weights w;
+    oc_error err;
+    oc_status st;
+    int fell_back = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*OO|OO", &data, &path_obj, &opts_obj, &tensors, &sizes))
+        return NULL;
+    memset(&w, 0, sizeof w);
+    if (!path_arg(path_obj, &path)) goto done;
+    if (tensors != Py_None && weights_init(&w, tensors, sizes) < 0) goto done;
+    if (save_opts_parse(opts_obj, &s) < 0) goto done;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS st = save_serialized(&data, PyBytes_AS_STRING(path), &s,
+                                                tensors != Py_None ? &w : NULL, &fell_back, &err);
+    Py_END_ALLOW_THREADS save_opts_release(&s);
+    if (w.exc[0])
+        PyErr_Restore(w.exc[0], w.exc[1], w.exc[2]); /* Ctrl-C: the save left nothing */
+    else if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(path), &err);
+    else
+        result = PyBool_FromLong(!fell_back);
+done:
+    PyMem_Free(w.sizes);
+    PyMem_Free(w.seen);
+    Py_XDECREF(path);
+    PyBuffer_Release(&data);
+    return result;
 }
 
 /* _convert(src, dst, opts, src_key, data_dir): `onnxz convert SRC DST` with the same
@@ -436,10 +578,10 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     oc_error_clear(&err);
     failed = PyBytes_AS_STRING(src);
     Py_BEGIN_ALLOW_THREADS st = oz_open(PyBytes_AS_STRING(src), &o, &model, NULL, &err);
-    if (st == OC_OK && s.form == 1) st = check_packable(model, &err);
+    if (st == OC_OK && s.form == 1) st = check_packable(model, NULL, &err);
     if (st == OC_OK) {
         failed = PyBytes_AS_STRING(dst);
-        st = save_model(model, PyBytes_AS_STRING(dst), &s, &err);
+        st = save_model(model, PyBytes_AS_STRING(dst), &s, NULL, &err);
     }
     oc_model_free(model);
     Py_END_ALLOW_THREADS save_opts_release(&s);
@@ -1107,7 +1249,7 @@ static PyMethodDef module_methods[] = {
     {"_load", py_load, METH_VARARGS, "(path, load_external_data, key, data_dir) -> bytes"},
     {"_load_memory", py_load_memory, METH_VARARGS, "(data, load_external_data, data_dir) -> bytes"},
     {"_check_memory", py_check_memory, METH_VARARGS, "(data, name) -> refers to external data"},
-    {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts)"},
+    {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
     {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},

@@ -1,0 +1,208 @@
+"""onnxz.save of an onnx.ModelProto streams the raw_data of its large initializers to the
+files one tensor at a time (onnxz._skeleton, _onnxz._save) instead of serializing the whole
+model: the same files as `onnxz convert` of the model saved by onnx.save, and a fraction of
+the memory."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxz
+from conftest import PRELOAD
+from test_load_save import OPTION_SETS, in_dir, same_tree
+
+
+def mixed_model(seed=0):
+    """Initializers save streams (numpy_helper leaves data_location unset, raw_data of at
+    least 64 KiB: w_big*, one just at the bound) between ones it leaves in the skeleton:
+    small, typed (float_data), one with an explicit data_location DEFAULT, one just below
+    the bound, and a large tensor inside a Constant node."""
+    rng = np.random.default_rng(seed)
+
+    def arr(n, dt=np.float32):
+        return (rng.standard_normal(n) * 100).astype(dt)
+
+    inits = [
+        numpy_helper.from_array(arr(16), "small"),
+        numpy_helper.from_array(arr(70000), "w_big0"),
+        numpy_helper.from_array(arr(16384), "w_at_bound"),  # 65536 bytes: streamed
+        numpy_helper.from_array(arr(16383), "below_bound"),
+        helper.make_tensor("typed", TensorProto.FLOAT, [20000], arr(20000).tolist()),
+        numpy_helper.from_array(arr(40000, np.int16), "w_big_int16"),
+        numpy_helper.from_array(arr(300000), "w_big1"),
+    ]
+    explicit = numpy_helper.from_array(arr(30000), "explicit_default")
+    explicit.data_location = TensorProto.DEFAULT
+    inits.insert(3, explicit)
+    inits[1].doc_string = "kept beside the streamed bytes"
+    const = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
+        arr(50000), "in_constant"))
+    nodes = [const, helper.make_node("Add", ["w_big0", "small"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], inits, doc_string="graph doc")
+    m = helper.make_model(graph, producer_name="onnxz-tests",
+                          opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(m, {"k": "v"})
+    return m
+
+
+def test_the_skeleton_streams_what_it_should():
+    m = mixed_model()
+    skeleton, tensors, sizes = onnxz._skeleton(m)
+    assert [t.name for t in tensors] == ["w_big0", "w_at_bound", "w_big_int16", "w_big1"]
+    assert sizes == [len(t.raw_data) for t in tensors]
+    back = onnx.ModelProto.FromString(skeleton)
+    by_name = {t.name: t for t in back.graph.initializer}
+    for i, t in enumerate(tensors):
+        ref = by_name[t.name]
+        assert not ref.HasField("raw_data")
+        assert ref.data_location == TensorProto.EXTERNAL
+        assert [(e.key, e.value) for e in ref.external_data] == [("location", f"\0{i}")]
+    # the rest is the model
+    for t in back.graph.initializer:
+        if t.name in by_name and t.data_location == TensorProto.EXTERNAL:
+            t.ClearField("data_location")
+            del t.external_data[:]
+            t.raw_data = next(x.raw_data for x in tensors if x.name == t.name)
+    assert back.SerializeToString() == m.SerializeToString()
+
+
+@pytest.mark.parametrize("out,kw,args", OPTION_SETS)
+def test_streamed_save_matches_the_tool(tmp_path, out, kw, args, tool):
+    """onnxz.save(model) with streamed tensors writes what the tool writes from the model
+    saved by onnx.save, and what a save of the serialized model writes."""
+    m = mixed_model()
+    single = str(tmp_path / "single.onnx")
+    onnx.save(m, single)
+    d = {how: str(tmp_path / how) for how in ("tool", "streamed", "serialized")}
+    for p in d.values():
+        os.mkdir(p)
+    subprocess.run([tool, "convert", "-q", single, out] + args, check=True, cwd=d["tool"])
+    in_dir(d["streamed"], lambda: onnxz.save(m, out, **kw))
+    in_dir(d["serialized"], lambda: onnxz.save(m.SerializeToString(), out, **kw))
+    same_tree(d["tool"], d["streamed"])
+    same_tree(d["tool"], d["serialized"])
+
+
+def test_streamed_encrypted_save(tmp_path, tool):
+    m = mixed_model()
+    p = str(tmp_path / "m.onnxc")
+    onnxz.save(m, p, key="phrase")
+    assert onnxz.load(p, key="phrase").SerializeToString() == m.SerializeToString()
+    (tmp_path / "k").write_text("phrase\n")
+    back = str(tmp_path / "back.onnx")
+    subprocess.run([tool, "convert", "-q", "--key-file", str(tmp_path / "k"), p, back],
+                   check=True)
+    assert onnx.load(back).SerializeToString() == m.SerializeToString()
+
+
+def test_references_of_the_models_own_are_kept(tmp_path):
+    """A model that still holds EXTERNAL references (deep in a node here) is saved with
+    them as they are: the streamed save declines before writing, and the serialized one
+    writes the same bytes as ever."""
+    m = mixed_model()
+    ref = m.graph.node[0].attribute[0].t
+    ref.ClearField("raw_data")
+    ref.data_location = TensorProto.EXTERNAL
+    e = ref.external_data.add()
+    e.key, e.value = "location", "elsewhere.bin"
+    split = onnxz._skeleton(m)
+    assert split is not None
+    p = str(tmp_path / "m.onnx")
+    opts = onnxz._save_opts(0, None, None, None, None, False, False, None, False)
+    assert onnxz._onnxz._save(split[0], p, opts, split[1], split[2]) is False
+    assert os.listdir(tmp_path) == []
+    onnxz.save(m, p)
+    q = str(tmp_path / "serialized.onnx")
+    onnxz.save(m.SerializeToString(), q)
+    with open(p, "rb") as a, open(q, "rb") as b:
+        assert a.read() == b.read()
+    assert onnx.load(p, load_external_data=False).SerializeToString() == m.SerializeToString()
+
+
+def test_unknown_fields_are_not_dropped(tmp_path):
+    """A graph with a field its schema does not know: not split (a field-by-field copy
+    would drop it); saved as the serialized model is."""
+    m = mixed_model()
+    data = m.SerializeToString()
+    # ModelProto.graph is field 7: append to the graph a varint field 900 (unknown).
+    g = m.graph.SerializeToString() + bytes([0xa0, 0x38, 0x05])
+    m2 = onnx.ModelProto()
+    m2.ParseFromString(data)
+    m2.graph.ParseFromString(g)
+    assert onnxz._skeleton(m2) is None
+    p, q = str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx")
+    onnxz.save(m2, p)
+    onnxz.save(m2.SerializeToString(), q)
+    with open(p, "rb") as a, open(q, "rb") as b:
+        assert a.read() == b.read()
+
+
+class _Raises:
+    """A stand-in TensorProto whose raw_data raises exc, or has the wrong size."""
+
+    def __init__(self, exc=None, data=b""):
+        self.exc, self.data = exc, data
+
+    @property
+    def raw_data(self):
+        if self.exc:
+            raise self.exc
+        return self.data
+
+
+@pytest.mark.parametrize("form,name", [(0, "m.onnx"), (1, "m.onnxz"), (2, "m.onnxc")])
+def test_interrupted_streamed_save_leaves_nothing(tmp_path, form, name):
+    """Ctrl-C (KeyboardInterrupt) or any exception while a tensor's bytes are taken ends
+    the save with that exception; a tensor that changed size, with onnxz.Error. Neither
+    leaves a file, not even a temporary one."""
+    skeleton, tensors, sizes = onnxz._skeleton(mixed_model())
+    p = str(tmp_path / name)
+    key = "k" if form == 2 else None
+    opts = onnxz._save_opts(form, None, None, None, None, False, False, key, False)
+    for i in range(len(tensors)):
+        for bad, exc in ((_Raises(KeyboardInterrupt()), KeyboardInterrupt),
+                         (_Raises(RuntimeError("boom")), RuntimeError),
+                         (_Raises(data=b"x" * (sizes[i] - 1)), onnxz.Error)):
+            ts = list(tensors)
+            ts[i] = bad
+            with pytest.raises(exc) as info:
+                onnxz._onnxz._save(skeleton, p, opts, ts, sizes)
+            if exc is onnxz.Error:
+                assert info.value.status == "inconsistent"
+                assert tensors[i].name in str(info.value) and p in str(info.value)
+            assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(bool(PRELOAD), reason="ASan keeps freed memory in its quarantine")
+@pytest.mark.parametrize("out", ["m.onnxz", "m.onnx"])
+def test_streamed_save_memory(tmp_path, out):
+    """Saving a 96 MiB model takes little more memory than one tensor: the peak RSS of the
+    save, over the RSS before it, stays below a quarter of the model (serializing it first
+    would add all of it)."""
+    code = f"""
+import resource, numpy as np, onnx, onnxz
+from onnx import helper, numpy_helper, TensorProto
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+inits = []
+for i in range(24):  # 4 MiB each, built one at a time
+    inits.append(numpy_helper.from_array(np.full(1 << 20, i, np.float32), f"w{{i}}"))
+g = helper.make_graph([], "g", [], [], inits)
+m = helper.make_model(g)
+before = rss()
+onnxz.save(m, {str(tmp_path / out)!r})
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
+"""
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                       text=True)
+    above, model = int(r.stdout), 24 << 22
+    assert above < model // 4, (above, model)
+    back = onnxz.load(str(tmp_path / out))
+    assert len(back.graph.initializer) == 24
+    assert numpy_helper.to_array(back.graph.initializer[23])[-1] == 23
