@@ -144,16 +144,30 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
             path = os.path.join(tmp, "model")
             with _builtin_open(path, "wb") as out:
                 out.write(f)
-            data = _onnxz._load(path, load_external_data, key,
-                                None if data_dir is None else _fspath(data_dir))
-        return onnx.ModelProto.FromString(data)
+            return _from_split(_onnxz._load(path, load_external_data, key,
+                                            None if data_dir is None else _fspath(data_dir)))
     if key is None:
         model = _load_mapped(f, load_external_data)
         if model is not None:
             return model
-    data = _onnxz._load(f, load_external_data, key,
-                        None if data_dir is None else _fspath(data_dir))
-    return onnx.ModelProto.FromString(data)
+    return _from_split(_onnxz._load(f, load_external_data, key,
+                                    None if data_dir is None else _fspath(data_dir)))
+
+
+def _from_split(split):
+    """The ModelProto of _onnxz._load's (skeleton, pieces): the skeleton parsed, then each
+    piece's bytes set as its initializer's raw_data, one tensor at a time (a piece is
+    released once copied), so that the weights are never in memory twice."""
+    skeleton, pieces = split
+    model = onnx.ModelProto.FromString(skeleton)
+    del skeleton
+    initializers = model.graph.initializer
+    pieces.reverse()
+    while pieces:
+        index, span = pieces.pop()
+        initializers[index].raw_data = bytes(span)
+        del span
+    return model
 
 
 def _load_mapped(path, load_external_data):
@@ -215,6 +229,12 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
         after cannot leave a file empty or short, and a write error the disk reports late
         (EIO; ENOSPC on NFS or with quotas) raises instead of going unnoticed.
     Options that do not apply to the form raise ValueError, as in the tool.
+
+    An onnx.ModelProto is not serialized whole first, as onnx.save does: the raw_data of
+    its initializers of 64 KiB or more goes from the model to the files one tensor at a
+    time, so a save takes little memory beyond the model's own. The model must not change
+    while it is saved (a tensor that changed size raises onnxz.Error). Ctrl-C ends a save
+    between tensors, with KeyboardInterrupt, leaving no file.
     """
     form = _form(path, to)
     opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
@@ -399,10 +419,9 @@ class File:
         if self._model is None:
             r = self._open_reader()
             if r.is_archive():
-                data = r.model_bytes()
+                self._model = onnx.ModelProto.FromString(r.model_bytes())
             else:
-                data = _onnxz._load(self._path, False, self._key, None)
-            self._model = onnx.ModelProto.FromString(data)
+                self._model = _from_split(_onnxz._load(self._path, False, self._key, None))
         return self._model
 
     @property

@@ -2,7 +2,9 @@
  * python/src/_onnxz.c - the onnxz extension module: the C libraries' load, save, convert
  * and random access, for the Python layer in onnxz/__init__.py.
  *
- *   _load(src, load_external_data, key, data_dir) -> bytes  (a serialized ModelProto)
+ *   _load(src, load_external_data, key, data_dir) -> (skeleton, pieces): a serialized
+ *                                                  ModelProto, its large initializers'
+ *                                                  bytes apart
  *   _save(model_bytes, path, opts[, tensors, sizes]) writes any form, streaming the
  *                                                  weights of tensors when given
  *   _convert(src, dst, opts, key)                  as `onnxz convert`
@@ -207,8 +209,11 @@ static const char *dir_of(const char *path, char *buf, size_t size) {
     return buf;
 }
 
-/* _load(path, load_external_data, key, data_dir) -> bytes: the model of a file in any form
- * (oz_open), its external data read in unless load_external_data is false. */
+static PyObject *model_split(oc_model *model, const char *file);
+
+/* _load(path, load_external_data, key, data_dir) -> (skeleton, pieces) (model_split): the
+ * model of a file in any form (oz_open), its external data read in unless
+ * load_external_data is false. */
 static PyObject *py_load(PyObject *self, PyObject *args) {
     PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
     int external;
@@ -247,7 +252,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
         st = load_external(model, base, &o.parse, &err);
     }
     Py_END_ALLOW_THREADS key_release(&key, &key_holder);
-    out = st == OC_OK ? model_to_bytes(model, PyBytes_AS_STRING(path))
+    out = st == OC_OK ? model_split(model, PyBytes_AS_STRING(path))
                       : raise_error(PyBytes_AS_STRING(path), &err);
     Py_BEGIN_ALLOW_THREADS oc_model_free(model);
     Py_END_ALLOW_THREADS Py_DECREF(path);
@@ -660,6 +665,56 @@ static PyObject *span_new(oc_bytes *bytes, PyObject *keep) {
         s->keep = keep;
     }
     return (PyObject *)s;
+}
+
+/* ---- a load that hands the large initializers' bytes over apart ------------------------ */
+
+/* Initializers of at least this many raw_data bytes are handed over apart by model_split. */
+#define SPLIT_MIN ((uint64_t)1 << 16)
+
+/* (skeleton, [(index, span), ...]) for onnxz._from_split: the model serialized without the
+ * raw_data of its initializers of SPLIT_MIN bytes or more, and those bytes as spans (over
+ * the file's mapping, or the buffer they were decrypted into) by initializer index. The
+ * Python layer parses the skeleton and sets each one's raw_data, so that the model is
+ * never serialized whole: that took memory the size of all its weights besides the
+ * ModelProto, where onnx.load holds one tensor's at a time. Moves the bytes out of model
+ * (free it after). */
+static PyObject *model_split(oc_model *model, const char *file) {
+    onnx_GraphProto *g = oc_model_proto(model)->graph;
+    uint64_t n = g ? g->initializer.count : 0, moved = 0, k;
+    oc_bytes *held = PyMem_Calloc((size_t)n + 1, sizeof *held);
+    uint64_t *index = PyMem_Calloc((size_t)n + 1, sizeof *index);
+    PyObject *skeleton = NULL, *pieces = NULL, *out = NULL;
+    if (!held || !index) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        onnx_TensorProto *t = g->initializer.items[i];
+        /* borrowed bytes live in the model's own memory, which is freed after this */
+        if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size < SPLIT_MIN ||
+            t->raw_data.mode == OC_BYTES_BORROWED)
+            continue;
+        oc_bytes_move(&held[moved], &t->raw_data);
+        OC_CLEAR_HAS(TensorProto, t, raw_data);
+        index[moved++] = i;
+    }
+    skeleton = model_to_bytes(model, file);
+    if (skeleton) pieces = PyList_New((Py_ssize_t)moved);
+    for (k = 0; pieces && k < moved; k++) {
+        PyObject *span = span_new(&held[k], NULL);
+        PyObject *item = span ? Py_BuildValue("(KN)", (unsigned long long)index[k], span) : NULL;
+        if (!item) break;
+        PyList_SET_ITEM(pieces, (Py_ssize_t)k, item);
+    }
+    if (pieces && k == moved) out = PyTuple_Pack(2, skeleton, pieces);
+done:
+    for (k = 0; held && k < moved; k++) oc_bytes_release(&held[k]); /* those not handed over */
+    PyMem_Free(held);
+    PyMem_Free(index);
+    Py_XDECREF(skeleton);
+    Py_XDECREF(pieces);
+    return out;
 }
 
 /* ---- _Reader: an open file ------------------------------------------------------------- */

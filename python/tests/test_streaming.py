@@ -1,7 +1,9 @@
-"""onnxz.save of an onnx.ModelProto streams the raw_data of its large initializers to the
-files one tensor at a time (onnxz._skeleton, _onnxz._save) instead of serializing the whole
-model: the same files as `onnxz convert` of the model saved by onnx.save, and a fraction of
-the memory."""
+"""The weights of large initializers go one tensor at a time between a ModelProto and the
+files, never through one serialized copy of the whole model:
+- onnxz.save of an onnx.ModelProto streams their raw_data to the files (onnxz._skeleton,
+  _onnxz._save): the same files as `onnxz convert` of the model saved by onnx.save;
+- onnxz.load sets them on the parsed skeleton from the file's mapping (onnxz._from_split):
+  the same ModelProto as onnx.load."""
 import os
 import subprocess
 import sys
@@ -206,3 +208,65 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
     back = onnxz.load(str(tmp_path / out))
     assert len(back.graph.initializer) == 24
     assert numpy_helper.to_array(back.graph.initializer[23])[-1] == 23
+
+
+def test_streamed_load_of_every_form(tmp_path, tool):
+    """Two-file, N-file (python3-onnx's layouts), archive and encrypted: the same
+    ModelProto as onnx.load of the same (or of the converted) file, the large initializers
+    handed over apart."""
+    m = mixed_model()
+    single = str(tmp_path / "single.onnx")
+    onnx.save(m, single)
+    for name, layout in (("two.onnx", dict(all_tensors_to_one_file=True, location="w.data")),
+                         ("n.onnx", dict(all_tensors_to_one_file=False))):
+        p = str(tmp_path / name)
+        # (a model of its own: onnx.save moves the tensors of the one it is given out)
+        onnx.save(mixed_model(), p, save_as_external_data=True, size_threshold=0, **layout)
+        skeleton, pieces = onnxz._onnxz._load(p, True, None, None)
+        assert len(pieces) == 5 and all(span.is_shared() for _, span in pieces)
+        assert onnxz.load(p).SerializeToString() == onnx.load(p).SerializeToString()
+        with onnxz.open(p) as f:
+            assert f.model.SerializeToString() == \
+                onnx.load(p, load_external_data=False).SerializeToString()
+    (tmp_path / "k").write_text("phrase\n")
+    for name, args, key in (("a.onnxz", [], None),
+                            ("e.onnxc", ["--key-file", str(tmp_path / "k")], "phrase")):
+        p = str(tmp_path / name)
+        subprocess.run([tool, "convert", "-q", single, p] + args, check=True)
+        back = str(tmp_path / (name + ".onnx"))
+        subprocess.run([tool, "convert", "-q", p, back] + args, check=True)
+        assert onnxz.load(p, key=key).SerializeToString() == \
+            onnx.load(back).SerializeToString()
+    with onnxz.open(single) as f:  # tensors inside the .onnx: handed over apart too
+        assert f.model.SerializeToString() == m.SerializeToString()
+
+
+@pytest.mark.skipif(bool(PRELOAD), reason="ASan reserves and keeps memory of its own")
+@pytest.mark.parametrize("form", ["m.onnxz", "two.onnx"])
+def test_streamed_load_memory(tmp_path, form):
+    """Loading a 96 MiB model holds its weights once: it succeeds with the process's
+    private memory (RLIMIT_DATA: the file's read-only mapping does not count) limited to
+    what it had plus 1.5 times the model. A serialized copy of the model on the way, as
+    before, needs twice the model and fails there (protobuf aborts on std::bad_alloc)."""
+    m = helper.make_model(helper.make_graph([], "g", [], [], [
+        numpy_helper.from_array(np.full(1 << 20, i, np.float32), f"w{i}")
+        for i in range(24)]))
+    p = str(tmp_path / form)
+    if form.endswith(".onnxz"):
+        onnxz.save(m, p)
+    else:
+        onnx.save(m, p, save_as_external_data=True, location="w.data")
+    code = f"""
+import resource, onnxz
+def vmdata():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+limit = vmdata() + (24 << 22) * 3 // 2
+resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+m = onnxz.load({p!r})
+assert len(m.graph.initializer) == 24
+assert m.graph.initializer[23].raw_data[:4] == bytes.fromhex("0000b841")  # 23.0f
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
