@@ -239,12 +239,46 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     form = _form(path, to)
     opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync)
+    _release_replaced(path, external_data)
     if isinstance(model, (bytes, bytearray, memoryview)):
         _onnxz._save(model, path, opts)
         return
     split = _skeleton(model)
     if split is None or not _onnxz._save(split[0], path, opts, split[1], split[2]):
         _onnxz._save(model.SerializeToString(), path, opts)
+
+
+def _release_replaced(path, external_data):
+    """Drops the cached pages of the files a save is about to replace (the target, and its
+    data file and numbered parts), which stay whole on disk until the new ones are renamed
+    over them: onnx.save truncates its target and writes into the memory that frees,
+    while a save beside it would otherwise take as much again, memory that is slow to
+    touch first on a VM (save over a 1 GB archive: 3.0 s -> 1.2 s, medians of 5) and that
+    pushes other files out of the cache. Only for save: convert's input may be its output,
+    and is read while it is written. Advice only; a file that is not there or not regular
+    is left alone."""
+    names = [_fspath(path)]
+    if external_data is not None:
+        loc = _fspath(external_data)
+        loc = os.path.join(os.path.dirname(names[0]),
+                           os.path.basename(loc) if os.path.isabs(loc) else loc)
+        names.append(loc)
+        part = 1
+        while os.path.lexists(f"{loc}.{part}"):
+            names.append(f"{loc}.{part}")
+            part += 1
+    for name in names:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 # Initializers whose raw_data has at least this many bytes are streamed by save from the

@@ -270,3 +270,66 @@ assert len(m.graph.initializer) == 24
 assert m.graph.initializer[23].raw_data[:4] == bytes.fromhex("0000b841")  # 23.0f
 """
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def resident_pages(fd):
+    """How many pages of the file open as fd are in the page cache (mincore)."""
+    import ctypes
+    import mmap
+    size = os.fstat(fd).st_size
+    libc = ctypes.CDLL(None, use_errno=True)
+    m = mmap.mmap(fd, size, access=mmap.ACCESS_COPY)  # private: from_buffer needs writable
+    try:
+        first = ctypes.c_char.from_buffer(m)
+        vec = (ctypes.c_ubyte * ((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+        r = libc.mincore(ctypes.c_void_p(ctypes.addressof(first)), ctypes.c_size_t(size), vec)
+        assert r == 0, os.strerror(ctypes.get_errno())
+        del first
+        return sum(v & 1 for v in vec)
+    finally:
+        m.close()
+
+
+def cached_file(path, size=4 << 20):
+    """A file of size bytes on disk and in the page cache; its descriptor, kept open."""
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+        f.flush()
+        os.fsync(f.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    while os.read(fd, 1 << 20):
+        pass
+    assert resident_pages(fd) == size // 4096
+    return fd
+
+
+@pytest.mark.parametrize("out,kw", [("m.onnxz", {}), ("m.onnx", dict(external_data="m.data")),
+                                    ("m.onnx", dict(external_data="m.data",
+                                                    max_file_size=300000))])
+def test_save_releases_what_it_replaces(tmp_path, out, kw):
+    """save drops the cached pages of the files it replaces before writing their
+    successors (onnx.save reuses that memory by truncating in place); the old files stay
+    whole until the rename, as ever. A link at the target is replaced, its target's cache kept;
+    a FIFO at the target does not block the save."""
+    p = str(tmp_path / out)
+    old = [p] + ([str(tmp_path / "m.data"), str(tmp_path / "m.data.1")]
+                 if "external_data" in kw else [])
+    fds = [cached_file(name) for name in old]
+    elsewhere = str(tmp_path / "elsewhere")
+    kept = cached_file(elsewhere)
+    try:
+        onnxz.save(mixed_model(), p, **kw)
+        # (a .onnx model with data files is read again for the parts it named, E-25)
+        released = fds[1:] if "external_data" in kw else fds
+        assert [resident_pages(fd) for fd in released] == [0] * len(released)
+        os.unlink(p)
+        os.symlink(elsewhere, p)
+        onnxz.save(mixed_model(), p, **kw)
+        assert not os.path.islink(p) and resident_pages(kept) == 1024
+        os.unlink(p)
+        os.mkfifo(p)
+        onnxz.save(mixed_model(), p, **kw)
+        assert os.path.isfile(p)
+    finally:
+        for fd in fds + [kept]:
+            os.close(fd)
