@@ -15,6 +15,9 @@ and measures, each operation in a fresh process, contenders alternating:
            what the page cache's folios make them cost: a file written in large pieces
            maps faster, see README)
   load     onnxz.load vs onnx.load, the same ModelProto               (target >= 1.5x)
+  load.onnxz     onnxz.load of the archive vs onnx.load of weights.onnx (the same model)
+  load.external  onnxz.load vs onnx.load of weights.onnx saved by python3-onnx with its
+           tensors in one data file (two-file)
   save     onnxz.save(model, "m.onnxz") vs onnx.save(model, "m.onnx")  (target >= 1x)
            to a new file (neither waits for the disk; onnxz.save renames its file into
            place)
@@ -23,6 +26,9 @@ and measures, each operation in a fresh process, contenders alternating:
   save+sync  onnxz.save(..., sync=True) against onnx.save followed by fsync of the file
            and its directory: both durable
   graph    onnxz.load vs onnx.load on graph.onnx                       (target >= 2x)
+Beside the times: each side's peak private memory (RssAnon) above what its process held
+when the operation began (the model, for the saves), sampled every millisecond in the
+untimed first round; a mapped file's pages are page cache and do not count.
 
 Run it with a Python that has onnxz installed (a venv with --system-site-packages):
   ~/venv/bin/python bench/bench_python.py [--work DIR] [--mb MB] [--nodes N] [--rounds N]
@@ -91,14 +97,23 @@ def durable_save(model, path):
         os.close(fd)
 
 
+def paths(work, mb, nodes):
+    """The benchmark's files in work, by role."""
+    return {
+        "weights": os.path.join(work, f"weights-{mb}.onnx"),
+        "external": os.path.join(work, f"weights-{mb}-external.onnx"),  # + its .data
+        "graph": os.path.join(work, f"graph-{nodes}.onnx"),
+        "archive": os.path.join(work, f"weights-{mb}.onnxz"),  # packed by onnxz.convert
+        "saved": os.path.join(work, f"weights-{mb}-saved.onnxz"),  # written by onnxz.save
+        "out_z": os.path.join(work, "out.onnxz"),
+        "out_o": os.path.join(work, "out.onnx"),
+    }
+
+
 def contenders(work, mb, nodes):
-    """name -> (onnxz's operation, python3-onnx's, target ratio, needs the model loaded)."""
-    weights = os.path.join(work, f"weights-{mb}.onnx")
-    graph = os.path.join(work, f"graph-{nodes}.onnx")
-    archive = os.path.join(work, f"weights-{mb}.onnxz")
-    saved = os.path.join(work, f"weights-{mb}-saved.onnxz")
-    out_z = os.path.join(work, "out.onnxz")
-    out_o = os.path.join(work, "out.onnx")
+    """name -> (onnxz's operation, python3-onnx's (None: a floor, compared with the onnx
+    side of the row named instead), target ratio, needs the model loaded, files used)."""
+    p = paths(work, mb, nodes)
 
     def views_of(path):
         def views(_):
@@ -116,36 +131,60 @@ def contenders(work, mb, nodes):
         return floor
 
     def onnx_arrays(_):
-        m = onnx.load(weights)
+        m = onnx.load(p["weights"])
         for t in m.graph.initializer:
             touch(numpy_helper.to_array(t))
 
+    def save(**kw):
+        return lambda m: onnxz.save(m, p["out_z"], **kw)
+
     return {
-        "views": (views_of(archive), onnx_arrays, 50.0, False),
-        "views.saved": (views_of(saved), onnx_arrays, 50.0, False),
-        "floor": (floor_of(archive), onnx_arrays, None, False),
-        "floor.saved": (floor_of(saved), onnx_arrays, None, False),
-        "load": (lambda _: onnxz.load(weights), lambda _: onnx.load(weights), 1.5, False),
-        "save": (lambda m: onnxz.save(m, out_z), lambda m: onnx.save(m, out_o), 1.0, True),
-        "save.replace": (lambda m: onnxz.save(m, out_z), lambda m: onnx.save(m, out_o), 1.0,
-                         True),
+        "views": (views_of(p["archive"]), onnx_arrays, 50.0, False, ["archive"]),
+        "views.saved": (views_of(p["saved"]), onnx_arrays, 50.0, False, ["saved"]),
+        "floor": (floor_of(p["archive"]), "views", None, False, ["archive"]),
+        "floor.saved": (floor_of(p["saved"]), "views.saved", None, False, ["saved"]),
+        "load": (lambda _: onnxz.load(p["weights"]), lambda _: onnx.load(p["weights"]), 1.5,
+                 False, []),
+        "load.onnxz": (lambda _: onnxz.load(p["archive"]), lambda _: onnx.load(p["weights"]),
+                       None, False, ["archive"]),
+        "load.external": (lambda _: onnxz.load(p["external"]),
+                          lambda _: onnx.load(p["external"]), None, False, ["external"]),
+        "save": (save(), lambda m: onnx.save(m, p["out_o"]), 1.0, True, []),
+        "save.replace": (save(), lambda m: onnx.save(m, p["out_o"]), 1.0, True, []),
         # both durable: sync=True fsyncs before and after the rename, onnx's gets fsyncs added
-        "save+sync": (lambda m: onnxz.save(m, out_z, sync=True),
-                      lambda m: durable_save(m, out_o), 1.0, True),
-        "graph": (lambda _: onnxz.load(graph), lambda _: onnx.load(graph), 2.0, False),
+        "save+sync": (save(sync=True), lambda m: durable_save(m, p["out_o"]), 1.0, True, []),
+        "graph": (lambda _: onnxz.load(p["graph"]), lambda _: onnx.load(p["graph"]), 2.0,
+                  False, []),
     }
 
 
+def rss_anon(pid):
+    """The private memory (RssAnon) of process pid, in bytes; 0 once it has ended."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def run_one(a):
-    """In a fresh process: the one operation --one names, timed; prints the seconds."""
+    """In a fresh process: the one operation --one names, timed; prints the seconds. With
+    --wait it first says "ready" and waits for a line on stdin (its parent samples its
+    memory from there)."""
     name, side = a.one
-    ours, theirs, _, needs_model = contenders(a.work, a.mb, a.nodes)[name]
-    model = onnx.load(os.path.join(a.work, f"weights-{a.mb}.onnx")) if needs_model else None
+    ours, theirs, _, needs_model, _ = contenders(a.work, a.mb, a.nodes)[name]
+    model = onnx.load(paths(a.work, a.mb, a.nodes)["weights"]) if needs_model else None
     fn = ours if side == "onnxz" else theirs
     if name != "save.replace":  # every save but this one writes a new file
         for out in ("out.onnxz", "out.onnx"):
             if os.path.exists(os.path.join(a.work, out)):
                 os.unlink(os.path.join(a.work, out))
+    if a.wait:
+        print("ready", flush=True)
+        sys.stdin.readline()
     t0 = time.perf_counter()
     fn(model)
     print(time.perf_counter() - t0)
@@ -159,52 +198,85 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", action="append", help="run only this operation (repeatable)")
     ap.add_argument("--one", nargs=2, metavar=("NAME", "SIDE"), help=argparse.SUPPRESS)
+    ap.add_argument("--wait", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
         return run_one(a)
     os.makedirs(a.work, exist_ok=True)
-    weights = os.path.join(a.work, f"weights-{a.mb}.onnx")
-    graph = os.path.join(a.work, f"graph-{a.nodes}.onnx")
-    if not os.path.exists(weights):
-        make_weights(weights, a.mb)
-    if not os.path.exists(graph):
-        make_graph(graph, a.nodes)
-    archive = os.path.join(a.work, f"weights-{a.mb}.onnxz")
-    saved = os.path.join(a.work, f"weights-{a.mb}-saved.onnxz")
-    onnxz.convert(weights, archive)
-    onnxz.save(onnx.load(weights), saved)  # the same bytes, written from memory
-    if not filecmp.cmp(archive, saved, shallow=False):
-        sys.exit(f"{saved} differs from {archive}: onnxz.save and onnxz.convert disagree")
-    for p in (weights, graph, archive, saved):  # page cache
-        with open(p, "rb") as f:
+    p = paths(a.work, a.mb, a.nodes)
+    rows = {name: row for name, row in contenders(a.work, a.mb, a.nodes).items()
+            if not a.only or name in a.only}
+    needed = {f for row in rows.values() for f in row[4]}
+    if not os.path.exists(p["weights"]):
+        make_weights(p["weights"], a.mb)
+    if not os.path.exists(p["graph"]):
+        make_graph(p["graph"], a.nodes)
+    if "external" in needed and not os.path.exists(p["external"]):
+        onnx.save(onnx.load(p["weights"]), p["external"], save_as_external_data=True,
+                  location=os.path.basename(p["external"]) + ".data")
+    if needed & {"archive", "saved"}:
+        onnxz.convert(p["weights"], p["archive"])
+    if "saved" in needed:
+        onnxz.save(onnx.load(p["weights"]), p["saved"])  # the same bytes, written from memory
+        if not filecmp.cmp(p["archive"], p["saved"], shallow=False):
+            sys.exit(f"{p['saved']} differs from {p['archive']}: onnxz.save and "
+                     "onnxz.convert disagree")
+    for name in os.listdir(a.work):  # page cache
+        with open(os.path.join(a.work, name), "rb") as f:
             while f.read(1 << 24):
                 pass
+
     # Each operation in a fresh process (a process that has freed a model earlier reuses
     # its memory, which makes whatever runs later look faster), contenders alternating.
-    def once(name, side):
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--work", a.work,
-                              "--mb", str(a.mb), "--nodes", str(a.nodes), "--one", name, side],
-                             check=True, capture_output=True, text=True).stdout
-        return float(out.split()[-1])
+    def once(name, side, memory=False):
+        """Seconds; with memory, also the peak RssAnon above the start, sampled each ms."""
+        args = [sys.executable, os.path.abspath(__file__), "--work", a.work, "--mb",
+                str(a.mb), "--nodes", str(a.nodes), "--one", name, side]
+        if not memory:
+            out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+            return float(out.split()[-1])
+        proc = subprocess.Popen(args + ["--wait"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        start = peak = rss_anon(proc.pid)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        while proc.poll() is None:
+            peak = max(peak, rss_anon(proc.pid))
+            time.sleep(0.001)
+        out = proc.stdout.read()
+        if proc.returncode:
+            sys.exit(f"{name} {side} failed")
+        return float(out.split()[-1]), (peak - start) / (1 << 20)
 
     load_before = os.getloadavg()[0]
-    print(f"{'':12} {'onnxz s':>10} {'onnx s':>10} {'ratio':>8}  target")
-    for name, (_, _, target, _) in contenders(a.work, a.mb, a.nodes).items():
-        if a.only and name not in a.only:
-            continue
+    print(f"{'':14} {'onnxz s':>9} {'onnx s':>9} {'ratio':>7}  {'onnxz MiB':>9} "
+          f"{'onnx MiB':>9}  target")
+    theirs_median, theirs_mib = {}, {}
+    for name, (_, theirs, target, _, _) in rows.items():
         t_ours, t_theirs = [], []
-        # One untimed round: a file left alone for a while maps slowly the first time again
-        # (here, after 45 s idle: 0.17 s against 0.013 s to touch a cached 1 GiB archive).
-        once(name, "onnxz")
-        once(name, "onnx")
+        # One untimed round, which samples the memory: a file left alone for a while maps
+        # slowly the first time again (here, after 45 s idle: 0.17 s against 0.013 s to
+        # touch a cached 1 GiB archive).
+        floor = isinstance(theirs, str)
+        _, mib_ours = once(name, "onnxz", memory=True)
+        if not floor:
+            _, theirs_mib[name] = once(name, "onnx", memory=True)
         for _ in range(a.rounds):
             t_ours.append(once(name, "onnxz"))
-            t_theirs.append(once(name, "onnx"))
-        mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
+            if not floor:
+                t_theirs.append(once(name, "onnx"))
+        mo = statistics.median(t_ours)
+        if floor:  # compared with the onnx side of the row it is the floor of
+            mt, mib_theirs = theirs_median.get(theirs, float("nan")), float("nan")
+        else:
+            mt = theirs_median[name] = statistics.median(t_theirs)
+            mib_theirs = theirs_mib[name]
         ratio = mt / mo if mo else float("inf")
-        verdict = ("(no onnxz: the machine's floor)" if target is None else
+        verdict = ("(no onnxz: the machine's floor)" if floor else "" if target is None else
                    f">= {target}x {'met' if ratio >= target else 'NOT met'}")
-        print(f"{name:12} {mo:10.4f} {mt:10.4f} {ratio:7.1f}x  {verdict}", flush=True)
+        print(f"{name:14} {mo:9.4f} {mt:9.4f} {ratio:6.1f}x  {mib_ours:9.0f} "
+              f"{mib_theirs:9.0f}  {verdict}", flush=True)
     print(f"weights: {a.mb} MB in 200 float32 tensors; graph: {a.nodes} nodes; medians of "
           f"{a.rounds} rounds, each operation in a fresh process, files in the page cache; "
           f"{os.cpu_count()} cpus, load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}")
