@@ -423,7 +423,9 @@ static void find_stale_parts(const char *path, stale_parts *sp) {
     /* Mapped and decoded here, not through oc_msg_load_file (model.c calls this file:
      * no cycle between the two); the same steps, without use_pread. */
     oc_mapped map;
-    if (oc_map_file(path, &map, NULL) != OC_OK) return;
+    struct stat st; /* not even opened unless a regular file: opening a FIFO wakes a writer */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || oc_map_file(path, &map, NULL) != OC_OK)
+        return;
     old = oc_msg_new(sp->arena, &onnx_ModelProto_desc);
     if (old &&
         oc_decode(&onnx_ModelProto_desc, old, map.data, map.size, sp->arena, &po, map.owner,

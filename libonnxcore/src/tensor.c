@@ -215,7 +215,7 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     if (t->segment) return OC_OK; /* a part of a larger tensor */
     if (oc_tensor_is_external(t) && fetch) {
         have = fetched;
-        what = "its external data holds";
+        what = "its data holds"; /* from a file, or streamed from memory */
     } else if (oc_tensor_is_external(t)) {
         uint64_t offset, length;
         int has_length;

@@ -385,11 +385,13 @@ static oc_status check_packable(oc_model *model, const oc_tensor_fetch *fetch, o
  * are copied out of the model. A marker tensor resolves as a loaded reference does (E-16):
  * the files are byte for byte those of the whole model serialized. */
 typedef struct weights {
-    PyObject *tensors;       /* list of onnx.TensorProto, by marker index */
+    PyObject *tensors;       /* tuple of onnx.TensorProto, by marker index (our own: the
+                              * caller's list may change while the GIL is released) */
     uint64_t *sizes;         /* the byte count of each one's raw_data */
     Py_ssize_t count;
     unsigned char *seen;     /* markers met in the decoded skeleton */
-    PyObject *exc[3];        /* an exception raised in a callback (Ctrl-C), re-raised after */
+    PyObject *exc[3];        /* an exception raised taking a tensor's bytes (Ctrl-C's
+                              * KeyboardInterrupt, or any other), re-raised after */
 } weights;
 
 /* The marker index of an EXTERNAL tensor, or -1 for a reference the model holds itself. */
@@ -440,18 +442,19 @@ static oc_status weights_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
     if (i < 0) return not_a_marker(err);
     PyGILState_STATE gil = PyGILState_Ensure();
     if (PyErr_CheckSignals() == 0)
-        raw = PyObject_GetAttrString(PyList_GET_ITEM(w->tensors, i), "raw_data");
+        raw = PyObject_GetAttrString(PyTuple_GET_ITEM(w->tensors, i), "raw_data");
     if (!raw) {
         PyErr_Fetch(&w->exc[0], &w->exc[1], &w->exc[2]);
         PyGILState_Release(gil);
         return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "interrupted");
     }
     if (!PyBytes_Check(raw) || (uint64_t)PyBytes_GET_SIZE(raw) != w->sizes[i]) {
+        char name[OC_QUOTE_SIZE];
         Py_DECREF(raw);
         PyGILState_Release(gil);
         return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                            "tensor '%.*s' changed while the model was being saved",
-                            (int)(t->name.size > 200 ? 200 : t->name.size), t->name.data);
+                            "tensor '%s' changed while the model was being saved",
+                            oc_quote(t->name.data, t->name.size, name, sizeof name));
     }
     PyGILState_Release(gil);
     st = write(write_ctx, PyBytes_AS_STRING(raw), w->sizes[i], err);
@@ -488,17 +491,19 @@ static oc_status save_serialized(const Py_buffer *data, const char *path, const 
     return st;
 }
 
-/* w over tensors, its sizes from a list of ints; -1 with an exception set. Free w->sizes
- * and w->seen (PyMem_Free) either way. */
+/* w over a tuple of tensors, its sizes from a list of ints; -1 with an exception set.
+ * Free w->sizes, w->seen (PyMem_Free) and w->tensors either way. */
 static int weights_init(weights *w, PyObject *tensors, PyObject *sizes) {
     memset(w, 0, sizeof *w);
-    if (!PyList_Check(tensors) || !PyList_Check(sizes) ||
-        PyList_GET_SIZE(tensors) != PyList_GET_SIZE(sizes)) {
-        PyErr_SetString(PyExc_TypeError, "_save: tensors and sizes must be lists of one length");
+    if (!PyList_Check(sizes) || !(w->tensors = PySequence_Tuple(tensors))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_save: sizes must be a list");
         return -1;
     }
-    w->tensors = tensors;
-    w->count = PyList_GET_SIZE(tensors);
+    if (PyTuple_GET_SIZE(w->tensors) != PyList_GET_SIZE(sizes)) {
+        PyErr_SetString(PyExc_TypeError, "_save: tensors and sizes must be of one length");
+        return -1;
+    }
+    w->count = PyTuple_GET_SIZE(w->tensors);
     w->sizes = PyMem_Calloc((size_t)w->count + 1, sizeof *w->sizes);
     w->seen = PyMem_Calloc((size_t)w->count + 1, 1);
     if (!w->sizes || !w->seen) {
@@ -537,7 +542,7 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
                                                 tensors != Py_None ? &w : NULL, &fell_back, &err);
     Py_END_ALLOW_THREADS save_opts_release(&s);
     if (w.exc[0])
-        PyErr_Restore(w.exc[0], w.exc[1], w.exc[2]); /* Ctrl-C: the save left nothing */
+        PyErr_Restore(w.exc[0], w.exc[1], w.exc[2]); /* the save left nothing */
     else if (st != OC_OK)
         raise_error(PyBytes_AS_STRING(path), &err);
     else
@@ -545,6 +550,7 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
 done:
     PyMem_Free(w.sizes);
     PyMem_Free(w.seen);
+    Py_XDECREF(w.tensors);
     Py_XDECREF(path);
     PyBuffer_Release(&data);
     return result;
@@ -1301,7 +1307,8 @@ static PyObject *py_check_memory(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef module_methods[] = {
-    {"_load", py_load, METH_VARARGS, "(path, load_external_data, key, data_dir) -> bytes"},
+    {"_load", py_load, METH_VARARGS,
+     "(path, load_external_data, key, data_dir) -> (skeleton, [(initializer index, span)])"},
     {"_load_memory", py_load_memory, METH_VARARGS, "(data, load_external_data, data_dir) -> bytes"},
     {"_check_memory", py_check_memory, METH_VARARGS, "(data, name) -> refers to external data"},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},

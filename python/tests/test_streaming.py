@@ -178,6 +178,21 @@ def test_interrupted_streamed_save_leaves_nothing(tmp_path, form, name):
                 assert info.value.status == "inconsistent"
                 assert tensors[i].name in str(info.value) and p in str(info.value)
             assert os.listdir(tmp_path) == []
+    # the list handed over changing meanwhile (another thread; here, the callback)
+    ts = list(tensors)
+
+    class Clears:
+        def __init__(self, t):
+            self.t = t
+
+        @property
+        def raw_data(self):
+            ts.clear()
+            return self.t.raw_data
+
+    ts[:] = [Clears(t) for t in tensors]
+    assert onnxz._onnxz._save(skeleton, p, opts, ts, sizes) is True
+    os.unlink(p)
 
 
 @pytest.mark.skipif(bool(PRELOAD), reason="ASan keeps freed memory in its quarantine")
@@ -307,29 +322,63 @@ def cached_file(path, size=4 << 20):
                                     ("m.onnx", dict(external_data="m.data",
                                                     max_file_size=300000))])
 def test_save_releases_what_it_replaces(tmp_path, out, kw):
-    """save drops the cached pages of the files it replaces before writing their
-    successors (onnx.save reuses that memory by truncating in place); the old files stay
-    whole until the rename, as ever. A link at the target is replaced, its target's cache kept;
-    a FIFO at the target does not block the save."""
+    """save drops the cached pages of the files it replaces (the target; its data file)
+    before writing their successors (onnx.save reuses that memory by truncating in place);
+    the old files stay whole until the rename, as ever. Nothing else: not a file with
+    another link, not a link's target (the link is replaced), not a numbered part, and a
+    FIFO at the target is not opened (a writer waiting on it stays waiting)."""
     p = str(tmp_path / out)
-    old = [p] + ([str(tmp_path / "m.data"), str(tmp_path / "m.data.1")]
-                 if "external_data" in kw else [])
-    fds = [cached_file(name) for name in old]
-    elsewhere = str(tmp_path / "elsewhere")
-    kept = cached_file(elsewhere)
+    data = [str(tmp_path / "m.data")] if "external_data" in kw else []
+    fds = [cached_file(name) for name in [p] + data]
+    others = [cached_file(str(tmp_path / name)) for name in ("elsewhere", "m.data.1")]
     try:
         onnxz.save(mixed_model(), p, **kw)
         # (a .onnx model with data files is read again for the parts it named, E-25)
-        released = fds[1:] if "external_data" in kw else fds
+        released = fds[1:] if data else fds
         assert [resident_pages(fd) for fd in released] == [0] * len(released)
-        os.unlink(p)
-        os.symlink(elsewhere, p)
-        onnxz.save(mixed_model(), p, **kw)
-        assert not os.path.islink(p) and resident_pages(kept) == 1024
+        assert resident_pages(others[0]) == 1024
+        for link in (os.symlink, os.link):
+            os.unlink(p)
+            link(str(tmp_path / "elsewhere"), p)
+            onnxz.save(mixed_model(), p, **kw)
+            assert not os.path.islink(p) and resident_pages(others[0]) == 1024
         os.unlink(p)
         os.mkfifo(p)
-        onnxz.save(mixed_model(), p, **kw)
-        assert os.path.isfile(p)
+        writer = subprocess.Popen(["sh", "-c", f"echo x > '{p}'"])
+        try:
+            onnxz.save(mixed_model(), p, **kw)
+            assert os.path.isfile(p)
+            with pytest.raises(subprocess.TimeoutExpired):
+                writer.wait(timeout=0.3)  # still waiting for a reader of the FIFO
+        finally:
+            writer.kill()
+            writer.wait()
     finally:
-        for fd in fds + [kept]:
+        for fd in fds + others:
             os.close(fd)
+
+
+def test_models_streaming_would_not_pay_for(tmp_path):
+    """Many small initializers beside few large ones: serialized whole (the Python
+    copying of each small one would cost more than the copy streaming saves)."""
+    inits = [numpy_helper.from_array(np.full(4, i, np.float32), f"s{i}") for i in range(2000)]
+    inits.append(numpy_helper.from_array(np.zeros(1 << 16, np.float32), "big"))  # 256 KiB
+    m = helper.make_model(helper.make_graph([], "g", [], [], inits))
+    assert onnxz._skeleton(m) is None
+    del inits[:1990]  # 10 small ones: 80 KiB against 256 KiB streamed
+    m = helper.make_model(helper.make_graph([], "g", [], [], inits))
+    assert [t.name for t in onnxz._skeleton(m)[1]] == ["big"]
+
+
+def test_strings_that_are_not_utf8(tmp_path):
+    """A model whose strings are not UTF-8 (protobuf keeps them; Python cannot copy them
+    field by field) is saved, serialized whole, as before."""
+    m = mixed_model()
+    data = m.SerializeToString() + b"\x32\x02\xff\xfe"  # ModelProto.doc_string (6)
+    bad = onnx.ModelProto.FromString(data)
+    assert onnxz._skeleton(bad) is None
+    p, q = str(tmp_path / "a.onnxz"), str(tmp_path / "b.onnxz")
+    onnxz.save(bad, p)
+    onnxz.save(data, q)
+    with open(p, "rb") as a, open(q, "rb") as b:
+        assert a.read() == b.read()
