@@ -316,10 +316,10 @@ def _copy_fields(src, dst, skip):
             setattr(dst, field.name, value)
 
 
-def _raw_data_size(tensor, bare):
-    """The byte count of tensor's raw_data, from the encoded sizes of tensor and of bare
-    (tensor without it), so that the bytes are not copied out to count them."""
-    rest = tensor.ByteSize() - bare.ByteSize() - 1  # its tag; then a varint n, n bytes
+def _raw_data_size(encoded, bare):
+    """The byte count of a tensor's raw_data, from its encoded size and bare (the tensor
+    without it), so that the bytes are not copied out to count them."""
+    rest = encoded - bare.ByteSize() - 1  # its tag; then a varint n, n bytes
     for k in range(1, 11):
         n = rest - k
         if n >= 0 and max(1, (n.bit_length() + 6) // 7) == k:
@@ -338,10 +338,11 @@ def _skeleton(model):
         return None
     graph = model.graph
     initializers = list(graph.initializer)
-    big = [t.ByteSize() > _STREAMED and t.HasField("raw_data") and
-           not t.HasField("data_location") and not len(t.external_data) and
-           not _has_unknown_fields(t) for t in initializers]
-    streamed = sum(t.ByteSize() for t, b in zip(initializers, big) if b)
+    encoded = [t.ByteSize() for t in initializers]
+    big = [e > _STREAMED and t.HasField("raw_data") and not t.HasField("data_location") and
+           not len(t.external_data) and not _has_unknown_fields(t)
+           for t, e in zip(initializers, encoded)]
+    streamed = sum(e for e, b in zip(encoded, big) if b)
     if not streamed or streamed < _STREAM_PER_TENSOR * (len(initializers) - sum(big)):
         return None
     if _has_unknown_fields(model) or _has_unknown_fields(graph):
@@ -352,11 +353,11 @@ def _skeleton(model):
         out_graph = skeleton.graph
         _copy_fields(graph, out_graph, "initializer")
         tensors, sizes = [], []
-        for t, b in zip(initializers, big):
+        for t, e, b in zip(initializers, encoded, big):
             out = out_graph.initializer.add()
             if b:
                 _copy_fields(t, out, "raw_data")
-                n = _raw_data_size(t, out)
+                n = _raw_data_size(e, out)
                 if n >= _STREAMED:
                     out.data_location = onnx.TensorProto.EXTERNAL
                     entry = out.external_data.add()
