@@ -111,8 +111,8 @@ def paths(work, mb, nodes):
 
 
 def contenders(work, mb, nodes):
-    """name -> (onnxz's operation, python3-onnx's (None: a floor, compared with the onnx
-    side of the row named instead), target ratio, needs the model loaded, files used)."""
+    """name -> (onnxz's operation, python3-onnx's (for a floor, the name of the row whose
+    onnx side it is compared with), target ratio, needs the model loaded, files used)."""
     p = paths(work, mb, nodes)
 
     def views_of(path):
@@ -252,7 +252,7 @@ def main():
     load_before = os.getloadavg()[0]
     print(f"{'':14} {'onnxz s':>9} {'onnx s':>9} {'ratio':>7}  {'onnxz MiB':>9} "
           f"{'onnx MiB':>9}  target")
-    theirs_median, theirs_mib = {}, {}
+    theirs_median = {}
     for name, (_, theirs, target, _, _) in rows.items():
         t_ours, t_theirs = [], []
         # One untimed round, which samples the memory: a file left alone for a while maps
@@ -260,18 +260,16 @@ def main():
         # touch a cached 1 GiB archive).
         floor = isinstance(theirs, str)
         _, mib_ours = once(name, "onnxz", memory=True)
-        if not floor:
-            _, theirs_mib[name] = once(name, "onnx", memory=True)
+        mib_theirs = float("nan") if floor else once(name, "onnx", memory=True)[1]
         for _ in range(a.rounds):
             t_ours.append(once(name, "onnxz"))
             if not floor:
                 t_theirs.append(once(name, "onnx"))
         mo = statistics.median(t_ours)
         if floor:  # compared with the onnx side of the row it is the floor of
-            mt, mib_theirs = theirs_median.get(theirs, float("nan")), float("nan")
+            mt = theirs_median.get(theirs, float("nan"))
         else:
             mt = theirs_median[name] = statistics.median(t_theirs)
-            mib_theirs = theirs_mib[name]
         ratio = mt / mo if mo else float("inf")
         verdict = ("(no onnxz: the machine's floor)" if floor else "" if target is None else
                    f">= {target}x {'met' if ratio >= target else 'NOT met'}")
