@@ -118,7 +118,7 @@ static oc_status varint_slow(dctx *c, const uint8_t **p, const uint8_t *end, uin
     if (r > 0) return OC_OK;
     if (r == 0)
         return oc__fail(c->err, OC_ERR_TRUNCATED, off(c, field),
-                        "input ends inside the %s varint at offset %llu", what,
+                        "input ends inside the %s varint that starts at offset %llu", what,
                         (unsigned long long)off(c, start));
     return oc__fail(c->err, OC_ERR_MALFORMED, off(c, start), "%s varint longer than 10 bytes",
                     what);

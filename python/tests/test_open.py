@@ -423,6 +423,27 @@ def test_truncated_archive_at_every_cut(tmp_path, tool):
             onnxz.open(t)
 
 
+def test_truncated_onnx_at_every_cut(tmp_path, tool):
+    """A plain .onnx file is parsed by protobuf while onnxz's decoder checks it in another
+    thread: the check's refusal wins, with the tool's message, and no thread is left."""
+    import threading
+    data = make_model(n_weights=2, size=32).SerializeToString()
+    t = str(tmp_path / "t.onnx")
+    threads = threading.active_count()
+    for cut in range(1, len(data), 7):
+        with open(t, "wb") as f:
+            f.write(data[:cut])
+        try:
+            onnxz.load(t)
+        except onnxz.Error as e:
+            r = subprocess.run([tool, "info", t], capture_output=True, text=True)
+            assert r.returncode == 1
+            assert r.stderr.strip() == "onnxz: error: " + str(e), cut
+        else:  # a cut between fields leaves a model: the tool reads it too
+            assert subprocess.run([tool, "info", t], capture_output=True).returncode == 0
+    assert threading.active_count() == threads
+
+
 def test_hostile_bytes(tmp_path):
     rng = np.random.default_rng(7)
     model = make_model(n_weights=2, size=32)
