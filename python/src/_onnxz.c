@@ -1280,8 +1280,8 @@ static oc_status note_external(void *ctx, onnx_TensorProto *t) {
 }
 
 /* _check_memory(data, name) -> bool: decodes a serialized model in place (nothing copied,
- * external data not read) as onnxz.load would, raising onnxz.Error naming `name` where it
- * refuses it; True when a tensor refers to external data. */
+ * external data not read) as onnxz.load would, raising onnxz.Error naming `name` (None:
+ * bytes, no file) where it refuses it; True when a tensor refers to external data. */
 static PyObject *py_check_memory(PyObject *self, PyObject *args) {
     Py_buffer data;
     const char *name;
@@ -1291,7 +1291,7 @@ static PyObject *py_check_memory(PyObject *self, PyObject *args) {
     oc_status st;
     int external = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*s", &data, &name)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*z", &data, &name)) return NULL;
     po.no_copy = 1;
     po.skip_external_data = 1;
     oc_error_clear(&err);
