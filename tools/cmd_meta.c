@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <onnxcore/http.h>
 #include <onnxz/archive.h>
 #include <onnxz/open.h>
 
@@ -240,7 +241,10 @@ static int meta_file(const cli_args *args, const char *path) {
     oc_error err;
     oc_status st;
     int nedits, rc = check_edits(args, &nedits);
-    if (rc == CLI_EXIT_OK) rc = cli_refuse_empty(path);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (nedits && oc_is_url(path)) /* before any request: a URL is read, never written */
+        return cli_fail_msg(path, "is a URL: onnxz edits local files only");
+    rc = cli_refuse_empty(path);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
     if (form == CLI_FORM_ONNX) {
@@ -311,7 +315,8 @@ static int meta_file(const cli_args *args, const char *path) {
 static int run_meta(const cli_args *args) {
     const char *path = args->positional[0];
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return meta_file(args, path);
+    if (oc_is_url(path) || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+        return meta_file(args, path);
     char *target = realpath(path, NULL);
     if (!target)
         return cli_fail_msg(path, "a symbolic link to nothing usable: %s", strerror(errno));

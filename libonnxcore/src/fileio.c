@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "internal/error.h"
+#include "onnxcore/http.h"
 #include "internal/path.h"
 #include "internal/testpoint.h"
 #include "onnxcore/cleanup.h"
@@ -104,6 +105,10 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     memset(af, 0, sizeof *af);
     af->fd = -1;
     af->overwrite = overwrite;
+    /* Read from, never written to: not a local path that happens to look like one */
+    if (oc_is_url(path))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "%s is a URL: onnxz writes local files only", path);
     /* What is replaced is the name (W-32): a link there is replaced, never written
      * through; a regular file there passes its mode and owner on. */
     struct stat st;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <onnxcore/external.h>
+#include <onnxcore/http.h>
 
 #include "internal/archive.h"
 #include "internal/crc.h"
@@ -483,6 +484,8 @@ oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts
                                 oz_archive_edit **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!path || !*path || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_edit_begin: missing argument");
+    OZ_RETURN_ERROR_IF(oc_is_url(path), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "%s is a URL: onnxz edits local files only", path);
     OZ_ARCHIVE_OPTS(opts, err);
     *out = NULL;
     uint64_t align = opts->serialize.buffer.alignment;

@@ -448,6 +448,31 @@ def group_errors(ctx):
     rc, _, err = ctx.run("info", ctx.work)
     ctx.equal(err, f"onnxz: error: {ctx.work}: is not a regular file\n", "info on a directory: message")
 
+    # A URL is read, never written: not even where a local path of that spelling exists
+    # (run in a directory holding "http:/host/", a planted archive in it, and a symbolic
+    # link "http:/host/l.onnxz" to it), and no request is made for an edit.
+    os.makedirs(ctx.path("http:/host"), exist_ok=True)
+    planted = ctx.path("http:/host/m.onnxz")
+    rc, _, _ = ctx.run("convert", ctx.sample, planted)
+    if os.path.lexists(ctx.path("http:/host/l.onnxz")):
+        os.unlink(ctx.path("http:/host/l.onnxz"))
+    os.symlink("m.onnxz", ctx.path("http:/host/l.onnxz"))
+    before = read(planted)
+    for argv, url, verb in (
+            (["convert", ctx.sample, "http://host/o.onnxz"], "http://host/o.onnxz", "writes"),
+            (["convert", ctx.sample, "HTTPS://host/o.onnx", "--external-data", "o.data"],
+             "HTTPS://host/o.onnx", "writes"),
+            (["convert", ctx.sample, "http://host/m.onnxz", "-f"], "http://host/m.onnxz", "writes"),
+            (["unpack", planted, "http://host/d"], "http://host/d", "writes"),
+            (["meta", "--producer", "x", "http://host/m.onnxz"], "http://host/m.onnxz", "edits"),
+            (["meta", "--producer", "x", "http://host/l.onnxz"], "http://host/l.onnxz", "edits")):
+        rc, out, err = ctx.run(*argv, cwd=ctx.work)
+        ctx.equal((rc, out, err), (1, "", f"onnxz: error: {url}: is a URL: onnxz {verb} local "
+                                          "files only\n"), f"{' '.join(argv)}: refused")
+    ctx.equal(sorted(os.listdir(ctx.path("http:/host"))), ["l.onnxz", "m.onnxz"],
+              "URL outputs: nothing written where a local path of that spelling is")
+    ctx.check(read(planted) == before, "URL outputs: the planted archive is untouched")
+
     half = ctx.path("half.onnx")
     write(half, data[: len(data) // 2])
     for argv in (["info", half], ["info", "--json", half], ["convert", half, ctx.path("out.onnx")]):
