@@ -121,7 +121,8 @@ def _save_opts(form, external_data, max_file_size, align, threshold, checksum, d
 def load(f, *, load_external_data=True, key=None, data_dir=None):
     """Loads a model in any form and returns it as an onnx.ModelProto.
 
-    f: a path (str, bytes, os.PathLike), the file's bytes, or a binary file object.
+    f: a path (str, bytes, os.PathLike), an http:// or https:// URL (see open), the
+        file's bytes, or a binary file object.
     load_external_data: read the tensors of data files in (as onnx.load does); False
         keeps their references (data_location EXTERNAL). Archives: the tensors' entries.
     key: the passphrase (str or bytes) of an encrypted file.
@@ -153,7 +154,7 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
                 out.write(f)
             return _from_split(_onnxz._load(path, load_external_data, key,
                                             None if data_dir is None else _fspath(data_dir)))
-    if key is None:
+    if key is None and not _onnxz._is_url(f):
         model = _load_mapped(f, load_external_data)
         if model is not None:
             return model
@@ -311,7 +312,10 @@ def _release_replaced(path, external_data):
     of 5) and that pushes other files out of the cache. Only a regular file with no other
     link (another name keeps its bytes in use) is touched, and nothing else is opened: not
     a FIFO (a writer waiting on it would be woken), nor a link. Only for save: convert's
-    input may be its output, and is read while it is written. Advice only."""
+    input may be its output, and is read while it is written. Advice only; nothing for a
+    URL, which the save refuses (R-14) and no local file of its spelling is touched for."""
+    if _onnxz._is_url(path):
+        return
     names = [_fspath(path)]
     if external_data is not None:
         loc = _fspath(external_data)
@@ -430,8 +434,9 @@ def _skeleton(model):
 
 def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,
             checksum=False, deflate_model=False, key=None, data_dir=None, to=None, sync=False):
-    """Converts the model at src (any form) to dst, as `onnxz convert -f SRC DST` does with
-    the same options (see save); tensor bytes go from src's mapping to dst without a copy.
+    """Converts the model at src (any form; a path or an http(s) URL, see open) to dst, as
+    `onnxz convert -f SRC DST` does with the same options (see save); tensor bytes go from
+    src's mapping (or the network, one tensor at a time) to dst without a copy.
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
     files are, when they moved. sync: as for save (`onnxz convert` syncs by default)."""
     form = _form(dst, to)
@@ -605,5 +610,15 @@ class File:
 
 def open(path, *, key=None):
     """Opens the model at path (any form) for reading its tensors as zero-copy numpy
-    arrays; a context manager (File). key: the passphrase of an encrypted file."""
+    arrays; a context manager (File). key: the passphrase of an encrypted file.
+
+    path may be an http:// or https:// URL served with range requests (spec/remote.md):
+    an .onnxz archive is opened with one to three requests, and each tensor is fetched
+    when it is asked for (one request; the array then holds the fetched bytes, not a
+    mapping); a .onnx model is read whole at open, with its data files beside it at the
+    same place. Encrypted files are not read from URLs. Settings come from the
+    environment, as for the tool: ONNXZ_HTTP_AUTH (an Authorization header value),
+    ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES,
+    ONNXZ_HTTP_PARALLEL. A URL is read, never written: save and convert refuse one as
+    their output."""
     return File(path, key=key)

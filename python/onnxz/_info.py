@@ -4,6 +4,8 @@ and an archive's entries come from the extension (the tool's own code, tools/mod
 compiled in, and the archive's central directory)."""
 import os
 
+from . import _onnxz
+
 
 def info(f):
     """The keys of `onnxz info --json`: file, file_size, format, encrypted (encrypted files
@@ -16,7 +18,9 @@ def info(f):
     reader = f._open_reader()
     kind, payload_archive = reader.kind()
     stats = reader.stats(f._key)
-    out = {"file": f.path, "file_size": os.stat(f.path).st_size,
+    # a URL's size is what its opening found (no request of its own), as in the tool
+    size = reader.file_size() if _onnxz._is_url(f.path) else os.stat(f.path).st_size
+    out = {"file": f.path, "file_size": size,
            "format": "onnxz" if payload_archive else "onnx"}
     if kind in ("ONNXZEC1", "ONNXCRY1"):
         out["encrypted"] = kind

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
 #include <onnxz/onnxz.h>
 
@@ -752,6 +753,7 @@ typedef struct {
     int busy;                     /* calls running without the GIL: close waits for none */
     int kind;                     /* oz_kind */
     int payload_archive;          /* the model came from an archive (encrypted or not) */
+    unsigned long long file_size; /* bytes of the file or of the object at a URL; 0: unknown */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
@@ -795,6 +797,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         po.skip_external_data = 1;
         st = oz_archive_open(PyBytes_AS_STRING(path), NULL, &hold->archive, &err);
         if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
+        if (st == OC_OK) self->file_size = oz_zip_reader_size(oz_archive_zip(hold->archive));
     } else if (st == OC_OK) {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
@@ -803,6 +806,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         oz_open_info info = OZ_OPEN_INFO_INIT;
         st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
         self->payload_archive = info.is_archive;
+        self->file_size = info.file_size;
     }
     Py_END_ALLOW_THREADS key_release(&key, &holder);
     if (st != OC_OK) {
@@ -953,6 +957,11 @@ static PyObject *reader_close(ReaderObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject *reader_file_size(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(self->file_size);
+}
+
 static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
     (void)unused;
     return PyBool_FromLong(self->kind == OZ_KIND_ZIP);
@@ -1051,7 +1060,7 @@ static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entr
         if (s->ntensors[i] && i != s->model_index) {
             s->tensor_entries++;
             if (e->method == OZ_ZIP_DEFLATED) s->deflated_tensor_entries++;
-            if (e->method == OZ_ZIP_STORED) {
+            if (e->method == OZ_ZIP_STORED && e->data_offset) { /* 0: not read (a URL's) */
                 uint64_t a = offset_alignment(e->data_offset);
                 if (s->min_tensor_alignment == 0 || a < s->min_tensor_alignment)
                     s->min_tensor_alignment = a;
@@ -1072,15 +1081,20 @@ static PyObject *share(uint64_t tensors, uint64_t bytes) {
 static PyObject *archive_dict(const entry_scan *s) {
     const oz_zip_entry *m = &s->entries[s->model_index];
     char buf[32];
+    /* None: stored tensor entries whose data offsets are not known yet */
+    PyObject *align = s->min_tensor_alignment || s->deflated_tensor_entries == s->tensor_entries
+                          ? PyLong_FromUnsignedLongLong(s->min_tensor_alignment)
+                          : Py_NewRef(Py_None);
+    if (!align) return NULL;
     return Py_BuildValue(
-        "{sKs{sKsK}s{sKsKsK}sKsKsKsOs{sssKsKsO}}", "entries", (unsigned long long)s->count,
+        "{sKs{sKsK}s{sKsKsK}sKsKsNsOs{sssKsKsO}}", "entries", (unsigned long long)s->count,
         "stored", "entries", (unsigned long long)s->stored_entries, "bytes",
         (unsigned long long)s->stored_bytes, "deflated", "entries",
         (unsigned long long)s->deflated_entries, "bytes", (unsigned long long)s->deflated_bytes,
         "compressed_bytes", (unsigned long long)s->deflated_compressed, "tensor_entries",
         (unsigned long long)s->tensor_entries, "deflated_tensor_entries",
-        (unsigned long long)s->deflated_tensor_entries, "min_tensor_alignment",
-        (unsigned long long)s->min_tensor_alignment, "zero_copy",
+        (unsigned long long)s->deflated_tensor_entries, "min_tensor_alignment", align,
+        "zero_copy",
         s->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
         method_name(m->method, buf, sizeof buf), "size", (unsigned long long)m->uncompressed_size,
         "compressed_size", (unsigned long long)m->compressed_size, "last",
@@ -1234,6 +1248,8 @@ static PyMethodDef reader_methods[] = {
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
+    {"file_size", (PyCFunction)reader_file_size, METH_NOARGS,
+     "Bytes of the file or of the object at a URL, as opened; 0 when not known."},
     {"verify", (PyCFunction)reader_verify, METH_VARARGS,
      "Every check onnxz verify makes but stubs."},
     {"stats", (PyCFunction)reader_stats, METH_VARARGS, "The figures of onnxz info --json."},
@@ -1262,6 +1278,22 @@ static PyObject *py_form_of_name(PyObject *self, PyObject *arg) {
     f = oz_form_of_name(PyBytes_AS_STRING(path));
     Py_DECREF(path);
     return PyLong_FromLong(f == OZ_FORM_ONNXZ ? 1 : 0);
+}
+
+static PyObject *py_http_supported(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(oc_http_supported());
+}
+
+static PyObject *py_is_url(PyObject *self, PyObject *arg) {
+    PyObject *path;
+    bool url;
+    (void)self;
+    if (!path_arg(arg, &path)) return NULL;
+    url = oc_is_url(PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    return PyBool_FromLong(url);
 }
 
 static PyObject *py_detect(PyObject *self, PyObject *arg) {
@@ -1315,6 +1347,8 @@ static PyMethodDef module_methods[] = {
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
     {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
+    {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
+    {"_http_supported", py_http_supported, METH_NOARGS, "True when URLs can be read."},
     {NULL, NULL, 0, NULL},
 };
 
