@@ -100,10 +100,12 @@ def _compile_extension(tmp):
     libs.append("-lpthread")
     # The libraries' symbols stay inside the extension (--exclude-libs): another copy
     # loaded in the same process (a ctypes user) never binds to ours.
-    # tools/model_stats.c is the tool's count of `info`'s figures, compiled in so that
-    # File.info() and `onnxz info` share one implementation.
+    # tools/model_stats.c and tools/archive_entries.c are the tool's count of `info`'s
+    # figures and of an archive's entries, compiled in so that File.info() and `onnxz info`
+    # share one implementation.
     _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c"),
-                       os.path.join(ROOT, "tools", "model_stats.c")] + libs
+                       os.path.join(ROOT, "tools", "model_stats.c"),
+                       os.path.join(ROOT, "tools", "archive_entries.c")] + libs
          + ["-Wl,--exclude-libs,ALL"] + sanitize)
     return out
 

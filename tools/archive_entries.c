@@ -1,5 +1,6 @@
 /*
- * tools/archive_entries.c - an archive's entries and the tensors that point at them.
+ * tools/archive_entries.c - an archive's entries and the tensors that point at them
+ * (archive_entries.h). Prints nothing: the Python extension compiles it in.
  */
 #include "archive_entries.h"
 
@@ -8,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 
 /* One (entry, tensor) pair met while walking the model. */
 typedef struct tensor_ref {
@@ -67,35 +67,35 @@ const char *archive_method_name(uint16_t method, char *buf, size_t size) {
     return buf;
 }
 
-static int nomem(const char *path) {
-    return cli_fail_msg(path, "out of memory while listing the archive");
+static oc_status nomem(oc_error *err) {
+    return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while listing the archive");
 }
 
 /* Fills entries, names and the totals from the reader and the walk. */
-static int fill(archive_listing *l, ref_walk *w, const char *path) {
-    const oz_zip_reader *zip = oz_archive_zip(l->archive);
+static oc_status fill(archive_listing *l, const oz_zip_reader *zip, ref_walk *w, oc_error *err) {
     uint64_t *offsets;
-    oc_error err;
+    oc_status st;
     l->count = oz_zip_reader_count(zip);
     l->entries = calloc(l->count ? (size_t)l->count : 1, sizeof *l->entries);
     l->names = malloc(w->count ? (size_t)w->count * sizeof *l->names : 1);
     offsets = malloc(l->count ? (size_t)l->count * sizeof *offsets : 1);
     if (!l->entries || !l->names || !offsets) {
         free(offsets);
-        return nomem(path);
+        return nomem(err);
     }
-    oc_error_clear(&err);
-    if (oz_zip_reader_find(zip, OZ_MODEL_ENTRY, &l->model_index, &err) != OC_OK) {
+    st = oz_zip_reader_find(zip, OZ_MODEL_ENTRY, &l->model_index, err);
+    if (st != OC_OK) {
         free(offsets);
-        return cli_fail(path, &err);
+        return st;
     }
     if (w->count) qsort(w->refs, (size_t)w->count, sizeof *w->refs, compare_refs);
     for (uint64_t i = 0; i < w->count; i++) l->names[i] = w->refs[i].name;
     for (uint64_t i = 0, r = 0; i < l->count; i++) {
         archive_entry *e = &l->entries[i];
-        if (oz_zip_reader_entry(zip, i, &e->zip, &err) != OC_OK) {
+        st = oz_zip_reader_entry(zip, i, &e->zip, err);
+        if (st != OC_OK) {
             free(offsets);
-            return cli_fail(path, &err);
+            return st;
         }
         e->is_model = i == l->model_index;
         e->first_name = r;
@@ -127,59 +127,26 @@ static int fill(archive_listing *l, ref_walk *w, const char *path) {
     for (uint64_t i = 0; i < l->count; i++)
         if (offsets[i] < l->entries[l->model_index].zip.local_header_offset) l->model_file_rank++;
     free(offsets);
-    return CLI_EXIT_OK;
+    return OC_OK;
 }
 
-int archive_listing_open(const char *path, int verbosity, archive_listing *out) {
-    oc_error err;
-    oz_archive *ar;
-    double start = cli_now_ms();
-    oc_error_clear(&err);
-    if (cli_archive_open(path, &ar, &err) != OC_OK) {
-        memset(out, 0, sizeof *out);
-        return cli_fail(path, &err);
-    }
-    int rc = archive_listing_of(path, ar, NULL, out);
-    if (rc == CLI_EXIT_OK)
-        cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms",
-                 path, out->count, cli_now_ms() - start);
-    return rc;
-}
-
-int archive_listing_of(const char *path, oz_archive *ar, oc_model *model, archive_listing *out) {
-    oc_parse_options opts;
-    oc_error err;
+oc_status archive_entries_scan(const oz_archive *ar, onnx_ModelProto *model,
+                               archive_listing *out, oc_error *err) {
     ref_walk walk;
-    int rc = CLI_EXIT_OK;
     oc_status st;
     memset(out, 0, sizeof *out);
     memset(&walk, 0, sizeof walk);
-    oc_error_clear(&err);
-    out->archive = ar;
-    out->model = model;
-    cli_parse_options_init(&opts);
-    opts.no_copy = 1;
-    opts.skip_external_data = 1;
-    if (!model && oz_archive_load_model(out->archive, &opts, &out->model, &err) != OC_OK) {
-        out->model = NULL;
-        rc = cli_fail(path, &err);
-    }
-    walk.zip = oz_archive_zip(out->archive);
-    if (rc == CLI_EXIT_OK) {
-        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(out->model), collect_ref,
-                                  &walk);
-        if (st != OC_OK) rc = nomem(path);
-    }
-    if (rc == CLI_EXIT_OK) rc = fill(out, &walk, path);
+    walk.zip = oz_archive_zip(ar);
+    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, collect_ref, &walk);
+    st = st == OC_OK ? fill(out, walk.zip, &walk, err) : nomem(err);
     free(walk.refs);
-    if (rc != CLI_EXIT_OK) archive_listing_close(out);
-    return rc;
+    if (st != OC_OK) archive_entries_free(out);
+    return st;
 }
 
-void archive_listing_close(archive_listing *l) {
+void archive_entries_free(archive_listing *l) {
     free(l->entries);
     free(l->names);
-    oc_model_free(l->model);
-    oz_archive_close(l->archive);
     memset(l, 0, sizeof *l);
 }
+

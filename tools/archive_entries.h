@@ -1,7 +1,10 @@
 /*
- * tools/archive_entries.h - what `onnxz ls`, `info` and `verify` know about an .onnxz
- * archive: its entries in central-directory order, and for each the tensors whose
- * `location` names it, gathered before anything is printed.
+ * tools/archive_entries.h - what `onnxz ls`, `info` and `verify` (and the Python package's
+ * File.info) know about an .onnxz archive: its entries in central-directory order, and for
+ * each the tensors whose `location` names it, gathered before anything is printed.
+ * archive_entries.c gathers them and prints nothing (it is compiled into the Python
+ * extension too); archive_listing.c opens an archive for the tool's commands and prints
+ * their errors.
  */
 #ifndef ONNXZ_TOOLS_ARCHIVE_ENTRIES_H
 #define ONNXZ_TOOLS_ARCHIVE_ENTRIES_H
@@ -35,8 +38,17 @@ typedef struct archive_listing {
     uint64_t deflated_entries, deflated_bytes, deflated_compressed;
     uint64_t tensor_entries; /* entries at least one tensor points at */
     uint64_t deflated_tensor_entries;
-    uint64_t min_tensor_alignment; /* of STORED tensor entries; 0 when there are none */
+    uint64_t min_tensor_alignment; /* of STORED tensor entries whose data offset is known;
+                                    * 0 when there are none (a URL's: not read yet, R-10) */
 } archive_listing;
+
+/* Fills *out's entries, names and totals from ar and model (its tensors as references,
+ * decoded with skip_external_data), which it borrows: out->archive and out->model are left
+ * NULL, and the names point into model. On failure *out is empty. */
+oc_status archive_entries_scan(const oz_archive *ar, onnx_ModelProto *model,
+                               archive_listing *out, oc_error *err);
+/* Frees what archive_entries_scan filled in (not archive or model); *l is then empty. */
+void archive_entries_free(archive_listing *l);
 
 /* Opens the archive at path (every ZIP check of oz_archive_open), decodes its model with
  * skip_external_data and fills *out. Prints the error and returns CLI_EXIT_FAILURE on

@@ -30,6 +30,7 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/onnxz.h>
 
+#include "archive_entries.h" /* tools/archive_entries.c, compiled in: an archive's entries */
 #include "model_stats.h" /* tools/model_stats.c, compiled in: the figures of `onnxz info` */
 
 static PyObject *onnxz_error; /* onnxz.Error */
@@ -975,135 +976,42 @@ static PyObject *reader_kind(ReaderObject *self, PyObject *unused) {
                          self->payload_archive ? Py_True : Py_False);
 }
 
-/* ---- an archive's entries: the facts of `onnxz info`'s archive block (as
- * tools/archive_entries.c gathers them: the same figures, from the zip reader) -------- */
-
-#define ALIGNMENT_CAP 4096u /* tools/archive_entries.h ARCHIVE_ALIGNMENT_CAP */
-
-typedef struct entry_scan {
-    oz_zip_entry *entries; /* central-directory order */
-    uint64_t *ntensors;    /* tensors whose location names the entry */
-    uint64_t count, model_index, model_file_rank;
-    uint64_t stored_entries, stored_bytes;
-    uint64_t deflated_entries, deflated_bytes, deflated_compressed;
-    uint64_t tensor_entries, deflated_tensor_entries, min_tensor_alignment;
-    const oz_zip_reader *zip;
-} entry_scan;
-
-static uint64_t offset_alignment(uint64_t offset) {
-    uint64_t a = 1;
-    if (offset == 0) return ALIGNMENT_CAP;
-    while (a < ALIGNMENT_CAP && offset % (a * 2) == 0) a *= 2;
-    return a;
-}
-
-static const char *method_name(uint16_t method, char *buf, size_t size) {
-    if (method == OZ_ZIP_STORED) return "stored";
-    if (method == OZ_ZIP_DEFLATED) return "deflated";
-    snprintf(buf, size, "method %u", (unsigned)method);
-    return buf;
-}
-
-static oc_status scan_ref(void *ctx, onnx_TensorProto *t) {
-    entry_scan *s = ctx;
-    uint64_t index;
-    /* A location that names no entry is refused by loading; it counts for no entry. */
-    if (!oz_archive_tensor_entry(s->zip, t, &index)) return OC_OK;
-    s->ntensors[index]++;
-    return OC_OK;
-}
-
-static void scan_free(entry_scan *s) {
-    free(s->entries);
-    free(s->ntensors);
-    memset(s, 0, sizeof *s);
-}
-
-/* Lists ar's entries and, walking model (its tensors as references), which of them hold
- * tensors. No GIL needed. */
-static oc_status scan_entries(const oz_archive *ar, onnx_ModelProto *model, entry_scan *s,
-                              oc_error *err) {
-    oc_status st;
-    uint64_t n;
-    memset(s, 0, sizeof *s);
-    s->zip = oz_archive_zip(ar);
-    n = s->count = oz_zip_reader_count(s->zip);
-    s->entries = calloc(n ? (size_t)n : 1, sizeof *s->entries);
-    s->ntensors = calloc(n ? (size_t)n : 1, sizeof *s->ntensors);
-    if (!s->entries || !s->ntensors) {
-        scan_free(s);
-        return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET,
-                            "out of memory while listing the archive");
-    }
-    st = oz_zip_reader_find(s->zip, OZ_MODEL_ENTRY, &s->model_index, err);
-    for (uint64_t i = 0; st == OC_OK && i < n; i++)
-        st = oz_zip_reader_entry(s->zip, i, &s->entries[i], err);
-    if (st == OC_OK) {
-        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, scan_ref, s);
-        if (st != OC_OK)
-            st = oc_error_set(err, st, OC_NO_OFFSET, "out of memory while listing the archive");
-    }
-    if (st != OC_OK) {
-        scan_free(s);
-        return st;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        const oz_zip_entry *e = &s->entries[i];
-        if (e->method == OZ_ZIP_DEFLATED) {
-            s->deflated_entries++;
-            s->deflated_bytes += e->uncompressed_size;
-            s->deflated_compressed += e->compressed_size;
-        } else if (e->method == OZ_ZIP_STORED) {
-            s->stored_entries++;
-            s->stored_bytes += e->uncompressed_size;
-        }
-        if (s->ntensors[i] && i != s->model_index) {
-            s->tensor_entries++;
-            if (e->method == OZ_ZIP_DEFLATED) s->deflated_tensor_entries++;
-            if (e->method == OZ_ZIP_STORED && e->data_offset) { /* 0: not read (a URL's) */
-                uint64_t a = offset_alignment(e->data_offset);
-                if (s->min_tensor_alignment == 0 || a < s->min_tensor_alignment)
-                    s->min_tensor_alignment = a;
-            }
-        }
-        /* Where __MODEL_PROTO sits in the file, counted by local header offsets. */
-        if (e->local_header_offset < s->entries[s->model_index].local_header_offset)
-            s->model_file_rank++;
-    }
-    return OC_OK;
-}
+/* ---- an archive's entries: the facts of `onnxz info`'s archive block, gathered by
+ * tools/archive_entries.c (compiled into this extension: one implementation) ---------- */
 
 static PyObject *share(uint64_t tensors, uint64_t bytes) {
     return Py_BuildValue("{sKsK}", "tensors", (unsigned long long)tensors, "bytes",
                          (unsigned long long)bytes);
 }
 
-static PyObject *archive_dict(const entry_scan *s) {
-    const oz_zip_entry *m = &s->entries[s->model_index];
+static PyObject *archive_dict(const archive_listing *l) {
+    const oz_zip_entry *m = &l->entries[l->model_index].zip;
     char buf[32];
-    /* None: stored tensor entries whose data offsets are not known yet */
-    PyObject *align = s->min_tensor_alignment || s->deflated_tensor_entries == s->tensor_entries
-                          ? PyLong_FromUnsignedLongLong(s->min_tensor_alignment)
+    /* None: stored tensor entries whose data offsets are not known yet (R-10), as the
+     * tool's JSON says it (tools/cmd_info.c) */
+    PyObject *align = l->min_tensor_alignment || l->deflated_tensor_entries == l->tensor_entries
+                          ? PyLong_FromUnsignedLongLong(l->min_tensor_alignment)
                           : Py_NewRef(Py_None);
     if (!align) return NULL;
     return Py_BuildValue(
-        "{sKs{sKsK}s{sKsKsK}sKsKsNsOs{sssKsKsO}}", "entries", (unsigned long long)s->count,
-        "stored", "entries", (unsigned long long)s->stored_entries, "bytes",
-        (unsigned long long)s->stored_bytes, "deflated", "entries",
-        (unsigned long long)s->deflated_entries, "bytes", (unsigned long long)s->deflated_bytes,
-        "compressed_bytes", (unsigned long long)s->deflated_compressed, "tensor_entries",
-        (unsigned long long)s->tensor_entries, "deflated_tensor_entries",
-        (unsigned long long)s->deflated_tensor_entries, "min_tensor_alignment", align,
-        "zero_copy",
-        s->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
-        method_name(m->method, buf, sizeof buf), "size", (unsigned long long)m->uncompressed_size,
-        "compressed_size", (unsigned long long)m->compressed_size, "last",
-        s->model_index + 1 == s->count && s->model_file_rank + 1 == s->count ? Py_True : Py_False);
+        "{sKs{sKsK}s{sKsKsK}sKsKsNsOs{sssKsKsO}}", "entries", (unsigned long long)l->count,
+        "stored", "entries", (unsigned long long)l->stored_entries, "bytes",
+        (unsigned long long)l->stored_bytes, "deflated", "entries",
+        (unsigned long long)l->deflated_entries, "bytes", (unsigned long long)l->deflated_bytes,
+        "compressed_bytes", (unsigned long long)l->deflated_compressed, "tensor_entries",
+        (unsigned long long)l->tensor_entries, "deflated_tensor_entries",
+        (unsigned long long)l->deflated_tensor_entries, "min_tensor_alignment", align,
+        "zero_copy", l->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
+        archive_method_name(m->method, buf, sizeof buf), "size",
+        (unsigned long long)m->uncompressed_size, "compressed_size",
+        (unsigned long long)m->compressed_size, "last",
+        l->model_index + 1 == l->count && l->model_file_rank + 1 == l->count ? Py_True
+                                                                             : Py_False);
 }
 
 /* The figures of tools/model_stats.c (compiled into this extension: one implementation)
  * as the keys of `onnxz info --json`. */
-static PyObject *stats_dict(const model_stats *st, const entry_scan *scan) {
+static PyObject *stats_dict(const model_stats *st, const archive_listing *scan) {
     PyObject *locs = PyList_New(0), *out = NULL;
     if (!locs) return NULL;
     for (uint64_t i = 0; i < st->nlocations; i++) {
@@ -1148,7 +1056,7 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     HoldObject *hold;
     oc_model *model = NULL;
     model_stats stats;
-    entry_scan scan;
+    archive_listing scan;
     oc_error err;
     oc_status st;
     if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
@@ -1161,7 +1069,8 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS if (hold->archive) {
         st = model_stats_collect(oc_model_proto(hold->model), &stats, &err);
-        if (st == OC_OK) st = scan_entries(hold->archive, oc_model_proto(hold->model), &scan, &err);
+        if (st == OC_OK)
+            st = archive_entries_scan(hold->archive, oc_model_proto(hold->model), &scan, &err);
     }
     else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
@@ -1176,7 +1085,7 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     out = st == OC_OK ? stats_dict(&stats, hold->archive ? &scan : NULL)
                       : raise_error(PyBytes_AS_STRING(self->path), &err);
     model_stats_free(&stats);
-    if (hold->archive) scan_free(&scan);
+    archive_entries_free(&scan);
     oc_model_free(model);
     Py_DECREF(hold);
     return out;
