@@ -522,7 +522,7 @@ class File:
         Tensors inside a .onnx file are part of it."""
         if self._model is None:
             r = self._open_reader()
-            if r.is_archive():
+            if r.keeps_references():  # archives, and a URL's .onnx: no second reading
                 self._model = onnx.ModelProto.FromString(r.model_bytes())
             else:
                 self._model = _from_split(_onnxz._load(self._path, False, self._key, None))
@@ -615,8 +615,10 @@ def open(path, *, key=None):
     path may be an http:// or https:// URL served with range requests (spec/remote.md):
     an .onnxz archive is opened with one to three requests, and each tensor is fetched
     when it is asked for (one request; the array then holds the fetched bytes, not a
-    mapping); a .onnx model is read whole at open, with its data files beside it at the
-    same place. Encrypted files are not read from URLs. Settings come from the
+    mapping); a .onnx model is read at open, and of its data files (beside it at the same
+    place) only each one's tail, for its size: a tensor in them is fetched when asked for
+    (its bytes, or the 8 MiB read-ahead window around them). .model and info() make no
+    request of their own. Encrypted files are not read from URLs. Settings come from the
     environment, as for the tool: ONNXZ_HTTP_AUTH (an Authorization header value),
     ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES,
     ONNXZ_HTTP_PARALLEL. A URL is read, never written: save and convert refuse one as

@@ -731,11 +731,17 @@ done:
  * it are gone (a Python object, so that spans can hold it). */
 typedef struct {
     PyObject_HEAD oz_archive *archive; /* an unencrypted archive, else NULL */
-    oc_model *model; /* archives: loaded with skip_external_data; else: every tensor
-                          * resolved, in place (no_copy) */
+    oc_model *model; /* archives and a URL's .onnx: tensors in entries or data files kept as
+                      * references; else: every tensor resolved, in place (no_copy) */
+    oz_weights *weights; /* a URL's .onnx (oz_open_deferred): where its data files'
+                          * tensors are, fetched one at a time when asked for; else NULL */
+    PyThread_type_lock fetch_lock; /* with weights: one fetch at a time */
+    int deferred;                  /* opened by oz_open_deferred: model keeps references */
 } HoldObject;
 
 static void hold_dealloc(HoldObject *self) {
+    oz_weights_close(self->weights);
+    if (self->fetch_lock) PyThread_free_lock(self->fetch_lock);
     oc_model_free(self->model);
     oz_archive_close(self->archive);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -791,6 +797,9 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     }
     hold->archive = NULL;
     hold->model = NULL;
+    hold->weights = NULL;
+    hold->fetch_lock = NULL;
+    hold->deferred = 0;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS st = oz_detect_file(PyBytes_AS_STRING(path), &kind, &err);
     if (st == OC_OK && kind == OZ_KIND_ZIP) {
@@ -805,11 +814,24 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         oz_open_info info = OZ_OPEN_INFO_INIT;
-        st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
+        /* A URL's .onnx: its data files are not downloaded whole, each tensor is fetched
+         * when asked for (an archive's entries are too, by oz_archive_read_tensor). */
+        hold->deferred = oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL;
+        if (hold->deferred)
+            st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights,
+                                  &info, &err);
+        else
+            st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
         self->payload_archive = info.is_archive;
         self->file_size = info.file_size;
     }
     Py_END_ALLOW_THREADS key_release(&key, &holder);
+    if (st == OC_OK && hold->weights && !(hold->fetch_lock = PyThread_allocate_lock())) {
+        PyErr_NoMemory();
+        Py_DECREF(hold);
+        Py_DECREF(path);
+        return -1;
+    }
     if (st != OC_OK) {
         raise_error(PyBytes_AS_STRING(path), &err);
         Py_DECREF(hold);
@@ -881,8 +903,59 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     return f.list;
 }
 
-/* tensor(name) -> (span or None, data_type, dims): the tensor's bytes in place; None when
- * it holds no raw bytes (typed fields: float_data...; the caller converts those). */
+/* A fetched tensor's bytes, written into a bytes object of the size announced. */
+typedef struct fetch_buf {
+    char *data;
+    uint64_t size, used;
+} fetch_buf;
+
+static oc_status fetch_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    fetch_buf *b = ctx;
+    if (size > b->size - b->used)
+        return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                            "a tensor's source gave more than the %llu bytes it announced",
+                            (unsigned long long)b->size);
+    memcpy(b->data + b->used, data, (size_t)size);
+    b->used += size;
+    return OC_OK;
+}
+
+/* The bytes of t, an EXTERNAL tensor of hold's model, fetched from hold->weights into a
+ * new bytes object (NULL with an exception, or with *st and err set). */
+static PyObject *fetch_tensor(HoldObject *hold, const onnx_TensorProto *t, oc_status *st,
+                              oc_error *err) {
+    oc_tensor_fetch fetch;
+    uint64_t n = 0;
+    fetch_buf b = {0};
+    PyObject *out;
+    oz_weights_fetch(hold->weights, &fetch);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
+    *st = fetch.size(fetch.ctx, t, &n, err);
+    PyThread_release_lock(hold->fetch_lock);
+    Py_END_ALLOW_THREADS if (*st != OC_OK) return NULL;
+    if (n > (uint64_t)PY_SSIZE_T_MAX) {
+        *st = oc_error_set(err, OC_ERR_LIMIT, OC_NO_OFFSET, "a tensor of %llu bytes",
+                           (unsigned long long)n);
+        return NULL;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!out) return NULL;
+    b.data = PyBytes_AS_STRING(out);
+    b.size = n;
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
+    *st = fetch.stream(fetch.ctx, t, fetch_write, &b, err);
+    PyThread_release_lock(hold->fetch_lock);
+    Py_END_ALLOW_THREADS if (*st == OC_OK && b.used != n) *st =
+        oc_error_set(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                     "a tensor's source gave %llu of the %llu bytes it announced",
+                     (unsigned long long)b.used, (unsigned long long)n);
+    if (*st != OC_OK) Py_CLEAR(out);
+    return out;
+}
+
+/* tensor(name) -> (span or None, data_type, dims): the tensor's bytes in place (a URL's
+ * archive entry or data file: fetched, a bytes object); None when it holds no raw bytes
+ * (typed fields: float_data...; the caller converts those). */
 static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     const char *name;
     Py_ssize_t len;
@@ -928,6 +1001,17 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS /* the name with its length: one holding a NUL byte too */
             st = oz_archive_read_tensor_n(hold->archive, name, (size_t)len, &bytes, &err);
         Py_END_ALLOW_THREADS
+    } else if (hold->weights && oc_tensor_is_external(t)) {
+        span = fetch_tensor(hold, t, &st, &err);
+        if (!span && st == OC_OK) { /* a Python exception */
+            Py_DECREF(hold);
+            Py_DECREF(dims);
+            return NULL;
+        }
+        if (span) {
+            Py_DECREF(hold);
+            return Py_BuildValue("(NiN)", span, data_type, dims);
+        }
     } else if (oc_tensor_is_external(t)) {
         st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded", name);
     } else if (OC_HAS(TensorProto, t, raw_data)) {
@@ -961,6 +1045,12 @@ static PyObject *reader_close(ReaderObject *self, PyObject *unused) {
 static PyObject *reader_file_size(ReaderObject *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromUnsignedLongLong(self->file_size);
+}
+
+static PyObject *reader_keeps_references(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    if (reader_check(self) < 0) return NULL;
+    return PyBool_FromLong(self->hold->archive || self->hold->deferred);
 }
 
 static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
@@ -1067,9 +1157,9 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     memset(&stats, 0, sizeof stats);
     memset(&scan, 0, sizeof scan);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS if (hold->archive) {
+    Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->deferred) { /* references kept */
         st = model_stats_collect(oc_model_proto(hold->model), &stats, &err);
-        if (st == OC_OK)
+        if (st == OC_OK && hold->archive)
             st = archive_entries_scan(hold->archive, oc_model_proto(hold->model), &scan, &err);
     }
     else {
@@ -1136,9 +1226,9 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* model_bytes() -> bytes: archives: the model with its tensors' references to entries;
- * other forms: the model as loaded (use _load with load_external_data=False for the
- * references). */
+/* model_bytes() -> bytes: archives and a URL's .onnx (keeps_references()): the model with
+ * its tensors' references to entries or data files; other forms: the model as loaded
+ * (use _load with load_external_data=False for the references). */
 static PyObject *reader_model_bytes(ReaderObject *self, PyObject *unused) {
     HoldObject *hold;
     PyObject *out;
@@ -1157,6 +1247,8 @@ static PyMethodDef reader_methods[] = {
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
+    {"keeps_references", (PyCFunction)reader_keeps_references, METH_NOARGS,
+     "True when model_bytes() keeps the tensors' references (archives, a URL's .onnx)."},
     {"file_size", (PyCFunction)reader_file_size, METH_NOARGS,
      "Bytes of the file or of the object at a URL, as opened; 0 when not known."},
     {"verify", (PyCFunction)reader_verify, METH_VARARGS,

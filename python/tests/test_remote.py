@@ -37,6 +37,13 @@ def served(tmp_path_factory, tool):
                  ["m.onnx", "n.onnx", "--external-data", "n.data", "--max-file-size", "100000"]):
         subprocess.run([tool, "convert", *argv], cwd=root, check=True, capture_output=True)
     assert os.path.exists(root / "n.data.1")  # really split
+    # a two-file model whose data file is larger than a read-ahead window (8 MiB, R-11)
+    rng = np.random.default_rng(1)
+    big = onnx.helper.make_model(onnx.helper.make_graph(
+        [], "big", [], [], [onnx.numpy_helper.from_array(
+            rng.standard_normal(1 << 20).astype(np.float32), f"b{i}") for i in range(5)]))
+    onnx.save(big, str(root / "big.onnx"), save_as_external_data=True, location="big.data",
+              size_threshold=0)
     with nginx_env.Nginx(str(root), str(tmp_path_factory.mktemp("nginx"))) as ng:
         yield ng, root
 
@@ -100,12 +107,42 @@ def test_an_archive_tensor_is_fetched_when_asked_for(served):
     assert sum(r["body_bytes_sent"] for r in reqs) <= sum(sizes.values()) + 4096 * len(sizes)
 
 
+def test_a_remote_onnx_leaves_its_data_files_where_they_are(served):
+    """open of a URL's .onnx reads the .onnx and each data file's tail, not the data;
+    .model and info() cost no request; a tensor costs a read-ahead window at most."""
+    ng, root = served
+    size = os.path.getsize(root / "big.data")
+    want = onnx.load(str(root / "big.onnx"))
+    mark = ng.mark()
+    with onnxz.open(ng.url("big.onnx")) as f:
+        data = [r for r in ng.requests_since(mark) if "/big.data" in r["request"]]
+        assert sum(r["body_bytes_sent"] for r in data) <= 66560
+        mark = ng.mark()
+        m, info = f.model, f.info()
+        assert ng.requests_since(mark) == []
+        assert (m.SerializeToString() ==
+                onnx.load(str(root / "big.onnx"), load_external_data=False).SerializeToString())
+        assert info["external_data"]["bytes"] == size
+        mark = ng.mark()
+        a = f["b3"]
+        sent = sum(r["body_bytes_sent"] for r in ng.requests_since(mark))
+        assert a.nbytes <= sent <= (8 << 20) + 66560 < size
+        assert not a.flags.writeable
+        for t in want.graph.initializer:
+            assert np.array_equal(f[t.name], onnx.numpy_helper.to_array(t))
+
+
 def test_a_remote_file_is_read_from_several_threads(served):
     ng, root = served
-    with onnxz.open(str(root / "m.onnxz")) as g:
+    for name in ("m.onnxz", "two.onnx"):
+        read_concurrently(ng.url(name), str(root / name))
+
+
+def read_concurrently(url, path):
+    with onnxz.open(path) as g:
         want = {n: g[n].copy() for n in g.names}
     errors = []
-    with onnxz.open(ng.url("m.onnxz")) as f:
+    with onnxz.open(url) as f:
         def read_all(order):
             try:
                 for n in order:
