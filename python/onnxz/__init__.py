@@ -138,7 +138,7 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
     if isinstance(f, (bytes, bytearray, memoryview)):
         kind = _onnxz._detect(f)
         if kind in ("model", "empty") and key is None:
-            with memoryview(f) as view:
+            with memoryview(f) as m, m.cast("B") as view:  # bytes, whatever f's format
                 model, external = _parse_checked(view, None)
             if model is not None and not (external and load_external_data and
                                           data_dir is not None):
