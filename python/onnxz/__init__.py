@@ -122,7 +122,8 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
     """Loads a model in any form and returns it as an onnx.ModelProto.
 
     f: a path (str, bytes, os.PathLike), an http:// or https:// URL (see open), the
-        file's bytes, or a binary file object.
+        file's bytes, or a binary file object (whose data files, as for onnx.load, are
+        beside the file its `name` gives, if it has one).
     load_external_data: read the tensors of data files in (as onnx.load does); False
         keeps their references (data_location EXTERNAL). Archives: the tensors' entries.
     key: the passphrase (str or bytes) of an encrypted file.
@@ -134,7 +135,12 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
     Raises onnxz.Error for a file onnxz refuses, OSError when it cannot be read.
     """
     if hasattr(f, "read"):
+        name = getattr(f, "name", None)
         f = f.read()
+        # as onnx.load: the data files are beside the file the object reads, if it has one
+        if data_dir is None and load_external_data and isinstance(name, (str, bytes,
+                                                                          os.PathLike)):
+            data_dir = os.path.dirname(os.path.abspath(name))
     if isinstance(f, (bytes, bytearray, memoryview)):
         kind = _onnxz._detect(f)
         if kind in ("model", "empty") and key is None:
@@ -557,7 +563,7 @@ class File:
         4-bit and 2-bit types as their bytes (uint8, one-dimensional). A tensor held in the
         typed fields (float_data...) instead of raw bytes is converted (a copy).
         KeyError for an unknown name."""
-        span, data_type, dims = self._open_reader().tensor(name)
+        span, data_type, dims = self._open_reader().tensor(name)  # dims and size checked
         if span is None:
             for t in _walk_tensors(self.model):
                 if t.name == name:
@@ -569,23 +575,16 @@ class File:
             return np.frombuffer(span, dtype=np.uint8)
         dtype = _DTYPES.get(data_type)
         if dtype is None:
-            raise Error(f"{self._path}: tensor '{name}' has data_type {data_type}, which has "
-                        "no numpy dtype")
+            _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
+                          f"tensor {name!r} has data_type {data_type}, which has no numpy dtype")
         dtype = np.dtype(dtype).newbyteorder("<")
-        if any(d < 0 for d in dims):
-            raise Error(f"{self._path}: tensor '{name}' has a negative dimension in {list(dims)}")
-        n = 1
-        for d in dims:
-            n *= d
-        if n * dtype.itemsize != len(memoryview(span)):
-            raise Error(f"{self._path}: tensor '{name}' has {len(memoryview(span))} bytes, "
-                        f"not the {n * dtype.itemsize} its dims and data_type make")
-        if n == 0:
+        if 0 in dims:
             try:
                 a = np.empty(dims, dtype=dtype)
             except ValueError as e:  # dims numpy cannot hold, though they hold no element
-                raise Error(f"{self._path}: tensor '{name}' has dims {list(dims)} that numpy "
-                            f"cannot represent ({e})") from None
+                _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
+                              f"tensor {name!r} has dims {list(dims)} that numpy cannot "
+                              f"represent ({e})")
             a.setflags(write=False)
             return a
         return np.frombuffer(span, dtype=dtype).reshape(dims)

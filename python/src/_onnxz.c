@@ -957,33 +957,44 @@ static PyObject *fetch_tensor(HoldObject *hold, const onnx_TensorProto *t, oc_st
  * archive entry or data file: fetched, a bytes object); None when it holds no raw bytes
  * (typed fields: float_data...; the caller converts those). */
 static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
+    PyObject *name_obj, *name_bytes, *dims = NULL, *span = NULL, *out = NULL;
     const char *name;
-    Py_ssize_t len;
+    size_t len;
     find_ctx f;
     onnx_TensorProto *t;
-    PyObject *dims, *span, *out;
+    oc_tensor_fetch fetch, *fetchp = NULL;
     oc_bytes bytes = {0};
     oc_error err;
     oc_status st = OC_OK;
     HoldObject *hold;
-    int data_type;
-    if (!PyArg_ParseTuple(args, "s#", &name, &len)) return NULL;
-    if (reader_check(self) < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "O", &name_obj)) return NULL;
+    if (PyUnicode_Check(name_obj)) /* names() gives bytes that are not UTF-8 as surrogates */
+        name_bytes = PyUnicode_AsEncodedString(name_obj, "utf-8", "surrogateescape");
+    else if (PyBytes_Check(name_obj))
+        name_bytes = Py_NewRef(name_obj);
+    else
+        return PyErr_Format(PyExc_TypeError, "a tensor name is a str, not %.100s",
+                            Py_TYPE(name_obj)->tp_name);
+    if (!name_bytes) return NULL;
+    if (reader_check(self) < 0) {
+        Py_DECREF(name_bytes);
+        return NULL;
+    }
+    name = PyBytes_AS_STRING(name_bytes);
+    len = (size_t)PyBytes_GET_SIZE(name_bytes);
     /* t lives in hold's model: held from here to the last use of t, since a close() from
      * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
     hold = self->hold;
     Py_INCREF(hold);
     memset(&f, 0, sizeof f);
     f.name = name;
-    f.len = (size_t)len;
+    f.len = len;
     oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), find_tensor, &f);
     t = f.found;
     if (!t) {
-        Py_DECREF(hold);
-        PyErr_SetObject(PyExc_KeyError, PyTuple_GetItem(args, 0));
-        return NULL;
+        PyErr_SetObject(PyExc_KeyError, name_obj);
+        goto done;
     }
-    data_type = (int)t->data_type;
     dims = PyTuple_New((Py_ssize_t)t->dims.count);
     for (uint64_t i = 0; dims && i < t->dims.count; i++) {
         PyObject *d = PyLong_FromLongLong(t->dims.items[i]);
@@ -992,48 +1003,53 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         else
             PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
     }
-    if (!dims) {
-        Py_DECREF(hold);
-        return NULL;
-    }
+    if (!dims) goto done;
+    /* W-40 first, as `onnxz verify` checks it: dims, and the bytes they make against the
+     * payload (an entry's or a data file's, asked of its fetch) */
     oc_error_clear(&err);
+    if (hold->archive) {
+        oz_archive_fetch(hold->archive, &fetch);
+        fetchp = &fetch;
+    } else if (hold->weights) {
+        oz_weights_fetch(hold->weights, &fetch);
+        fetchp = &fetch;
+    }
+    Py_BEGIN_ALLOW_THREADS if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
+    st = oc_tensor_check_size_fetched(t, fetchp, &err);
+    if (hold->weights) PyThread_release_lock(hold->fetch_lock);
+    if (st == OC_OK && hold->archive && oc_tensor_is_external(t))
+        /* the name with its length: one holding a NUL byte too */
+        st = oz_archive_read_tensor_n(hold->archive, name, len, &bytes, &err);
+    Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
     if (hold->archive && oc_tensor_is_external(t)) {
-        Py_BEGIN_ALLOW_THREADS /* the name with its length: one holding a NUL byte too */
-            st = oz_archive_read_tensor_n(hold->archive, name, (size_t)len, &bytes, &err);
-        Py_END_ALLOW_THREADS
+        span = span_new(&bytes, (PyObject *)hold);
     } else if (hold->weights && oc_tensor_is_external(t)) {
         span = fetch_tensor(hold, t, &st, &err);
-        if (!span && st == OC_OK) { /* a Python exception */
-            Py_DECREF(hold);
-            Py_DECREF(dims);
-            return NULL;
-        }
-        if (span) {
-            Py_DECREF(hold);
-            return Py_BuildValue("(NiN)", span, data_type, dims);
-        }
+        if (!span && st != OC_OK) goto fail;
     } else if (oc_tensor_is_external(t)) {
-        st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded", name);
+        char quoted[OC_QUOTE_SIZE];
+        st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
+                          oc_quote(t->name.data, t->name.size, quoted, sizeof quoted));
+        goto fail;
     } else if (OC_HAS(TensorProto, t, raw_data)) {
         st = oc_bytes_copy(&bytes, &t->raw_data, &err); /* SHARED: an owner reference */
-    } else {
-        Py_DECREF(hold);
-        out = Py_BuildValue("(OiN)", Py_None, data_type, dims);
-        return out;
+        if (st != OC_OK) goto fail;
+        span = span_new(&bytes, (PyObject *)hold);
+    } else { /* typed fields: the caller converts them */
+        out = Py_BuildValue("(OiO)", Py_None, (int)t->data_type, dims);
+        goto done;
     }
-    if (st != OC_OK) {
-        Py_DECREF(hold);
-        Py_DECREF(dims);
-        return raise_error(PyBytes_AS_STRING(self->path), &err);
-    }
-    span = span_new(&bytes, (PyObject *)hold);
+    if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
+    goto done;
+fail:
+    raise_error(PyBytes_AS_STRING(self->path), &err);
+done:
     oc_bytes_release(&bytes);
+    Py_XDECREF(span);
+    Py_XDECREF(dims);
     Py_DECREF(hold);
-    if (!span) {
-        Py_DECREF(dims);
-        return NULL;
-    }
-    return Py_BuildValue("(NiN)", span, data_type, dims);
+    Py_DECREF(name_bytes);
+    return out;
 }
 
 static PyObject *reader_close(ReaderObject *self, PyObject *unused) {
@@ -1281,6 +1297,19 @@ static PyObject *py_form_of_name(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(f == OZ_FORM_ONNXZ ? 1 : 0);
 }
 
+/* _error(file, code, message) raises onnxz.Error as the C calls raise it (status, code,
+ * file, no offset, "FILE: MESSAGE"), for what the Python side refuses. */
+static PyObject *py_error(PyObject *self, PyObject *args) {
+    const char *file, *message;
+    int code;
+    oc_error err;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "zis", &file, &code, &message)) return NULL;
+    oc_error_clear(&err);
+    oc_error_set(&err, (oc_status)code, OC_NO_OFFSET, "%s", message);
+    return raise_error(file, &err);
+}
+
 static PyObject *py_http_supported(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -1349,6 +1378,7 @@ static PyMethodDef module_methods[] = {
     {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
+    {"_error", py_error, METH_VARARGS, "(file, code, message): raises onnxz.Error."},
     {"_http_supported", py_http_supported, METH_NOARGS, "True when URLs can be read."},
     {NULL, NULL, 0, NULL},
 };
@@ -1381,7 +1411,8 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
     if (!onnxz_error || PyModule_AddObjectRef(m, "Error", onnxz_error) < 0 ||
         PyModule_AddObjectRef(m, "_Reader", (PyObject *)&ReaderType) < 0 ||
         PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
-        PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0) {
+        PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
+        PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -345,8 +345,84 @@ def test_hostile_dims_raise_onnxz_error(tmp_path, dims, raw):
     p = str(tmp_path / "dims.onnx")
     with open(p, "wb") as f:
         f.write(helper.make_model(helper.make_graph([], "g", [], [], [t])).SerializeToString())
-    with onnxz.open(p) as f, pytest.raises(onnxz.Error, match="'w'"):
+    with onnxz.open(p) as f, pytest.raises(onnxz.Error, match="'w'") as e:
         f["w"]
+    assert e.value.file == p and e.value.status and e.value.code
+    assert str(e.value).startswith(p + ": ")
+
+
+# Every TensorProto.DataType with raw bytes, by its number (onnx.proto3; python3-onnx 1.13
+# lacks the newer ones): (element bits, the documented dtype, packed: 1-D bytes).
+DATA_TYPES = {
+    1: (32, np.float32), 2: (8, np.uint8), 3: (8, np.int8), 4: (16, np.uint16),
+    5: (16, np.int16), 6: (32, np.int32), 7: (64, np.int64), 9: (8, np.bool_),
+    10: (16, np.float16), 11: (64, np.float64), 12: (32, np.uint32), 13: (64, np.uint64),
+    14: (64, np.complex64), 15: (128, np.complex128), 16: (16, np.uint16),
+    17: (8, np.uint8), 18: (8, np.uint8), 19: (8, np.uint8), 20: (8, np.uint8),
+    21: (4, "packed"), 22: (4, "packed"), 23: (4, "packed"), 24: (8, np.uint8),
+    25: (2, "packed"), 26: (2, "packed"),
+}
+
+
+@pytest.mark.parametrize("suffix", [".onnx", ".onnxz"])
+def test_every_data_type_number(tmp_path, tool, suffix):
+    """Each type's tensor comes back with its documented dtype and shape (the packed
+    4-bit and 2-bit types as their bytes), and in a .onnx a payload one byte short of what
+    its dims make raises onnxz.Error with the tool's W-40 message, as `onnxz verify` says
+    it."""
+    rng = np.random.default_rng(3)
+    dims = [6, 8]
+    good, short = [], []
+    for code, (bits, _) in DATA_TYPES.items():
+        n = 48 * bits // 8
+        raw = rng.integers(0, 2, n, dtype=np.uint8).tobytes()  # 0/1: valid bools too
+        good.append(TensorProto(name=f"t{code}", data_type=code, dims=dims, raw_data=raw))
+        short.append(TensorProto(name=f"s{code}", data_type=code, dims=dims,
+                                 raw_data=raw[:-1]))
+    # (an archive refuses to hold a tensor of another size than its shape makes, A-13)
+    for tensors, bad in ((good, False), (short, True))[:1 if suffix == ".onnxz" else 2]:
+        p = str(tmp_path / (("bad" if bad else "good") + suffix))
+        model = helper.make_model(helper.make_graph([], "g", [], [], tensors))
+        onnxz.save(model, p, threshold=0) if suffix == ".onnxz" else onnx.save(model, p)
+        with onnxz.open(p) as f:
+            for t in tensors:
+                bits, dtype = DATA_TYPES[t.data_type]
+                if bad:
+                    with pytest.raises(onnxz.Error) as e:
+                        f[t.name]
+                    assert e.value.status == "inconsistent" and "(W-40)" in str(e.value)
+                    continue
+                a = f[t.name]
+                if dtype == "packed":
+                    assert a.dtype == np.uint8 and a.shape == (48 * bits // 8,)
+                else:
+                    assert a.dtype == dtype and a.shape == tuple(dims), t.data_type
+                assert a.tobytes() == t.raw_data
+        if bad:  # the message is the tool's
+            r = subprocess.run([tool, "verify", p], capture_output=True, text=True)
+            with onnxz.open(p) as f, pytest.raises(onnxz.Error) as e:
+                f[short[0].name]
+            assert str(e.value).split(": ", 1)[1] in r.stderr
+
+
+def test_a_name_that_is_not_utf8_reads_back(tmp_path):
+    """.names gives a name that is not UTF-8 with surrogate escapes; f[name] takes it back."""
+    t = numpy_helper.from_array(np.arange(4, dtype=np.float32), "x")
+    model = helper.make_model(helper.make_graph([], "g", [], [], [t]))
+    data = model.SerializeToString()
+    assert data.count(b"\x42\x01x") == 1  # TensorProto.name (field 8): "x"
+    data = data.replace(b"\x42\x01x", b"\x42\x01\xff")
+    for suffix in (".onnx", ".onnxz"):
+        p = str(tmp_path / ("bad" + suffix))
+        if suffix == ".onnx":
+            with open(p, "wb") as f:
+                f.write(data)
+        else:
+            onnxz.save(data, p, threshold=0)
+        with onnxz.open(p) as f:
+            assert f.names == ["\udcff"]
+            assert f["\udcff"].tolist() == [0.0, 1.0, 2.0, 3.0]
+            assert f[b"\xff"].tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_archive_tensor_name_with_nul(tmp_path):
