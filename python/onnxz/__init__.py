@@ -133,6 +133,8 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
     The result equals onnx.load's for the same model (SerializeToString() identical), and
     for the forms onnx.load cannot read, onnx.load of the model converted to one .onnx.
     Raises onnxz.Error for a file onnxz refuses, OSError when it cannot be read.
+    Other threads run while onnxz reads and checks the file; protobuf's own parse into
+    the ModelProto (python3-protobuf) holds the GIL, as it does in onnx.load.
     """
     if hasattr(f, "read"):
         name = getattr(f, "name", None)
