@@ -114,21 +114,32 @@ static void key_release(Py_buffer *view, PyObject **holder) {
     Py_CLEAR(*holder);
 }
 
-/* ---- serializing into a bytes object ----------------------------------------------- */
+/* ---- writing into a bytes object of the size announced --------------------------- */
 
 typedef struct sink {
     char *data;
     uint64_t size, used;
+    const char *what; /* who writes, for the message when it breaks its word */
 } sink;
 
 static oc_status sink_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
     sink *s = ctx;
     if (size > s->size - s->used)
         return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                            "the model grew while being serialized");
+                            "%s gave more than the %llu bytes announced", s->what,
+                            (unsigned long long)s->size);
     memcpy(s->data + s->used, data, size);
     s->used += size;
     return OC_OK;
+}
+
+/* st, or the error of a sink left short of the size announced. */
+static oc_status sink_end(const sink *s, oc_status st, oc_error *err) {
+    if (st == OC_OK && s->used != s->size)
+        st = oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                          "%s gave %llu of the %llu bytes announced", s->what,
+                          (unsigned long long)s->used, (unsigned long long)s->size);
+    return st;
 }
 
 /* The model serialized into a new bytes object (one pass to size it, one to write it
@@ -149,9 +160,9 @@ static PyObject *model_to_bytes(const oc_model *model, const char *file) {
     s.data = PyBytes_AS_STRING(out);
     s.size = size;
     s.used = 0;
+    s.what = "the model's encoding (did it change meanwhile?)";
     Py_BEGIN_ALLOW_THREADS st = oc_encode(&onnx_ModelProto_desc, m, sink_write, &s, &err);
-    Py_END_ALLOW_THREADS if (st == OC_OK && s.used != size) st = oc_error_set(
-        &err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "the model shrank while being serialized");
+    Py_END_ALLOW_THREADS st = sink_end(&s, st, &err);
     if (st != OC_OK) {
         Py_DECREF(out);
         return raise_error(file, &err);
@@ -903,30 +914,13 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     return f.list;
 }
 
-/* A fetched tensor's bytes, written into a bytes object of the size announced. */
-typedef struct fetch_buf {
-    char *data;
-    uint64_t size, used;
-} fetch_buf;
-
-static oc_status fetch_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    fetch_buf *b = ctx;
-    if (size > b->size - b->used)
-        return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                            "a tensor's source gave more than the %llu bytes it announced",
-                            (unsigned long long)b->size);
-    memcpy(b->data + b->used, data, (size_t)size);
-    b->used += size;
-    return OC_OK;
-}
-
 /* The bytes of t, an EXTERNAL tensor of hold's model, fetched from hold->weights into a
  * new bytes object (NULL with an exception, or with *st and err set). */
 static PyObject *fetch_tensor(HoldObject *hold, const onnx_TensorProto *t, oc_status *st,
                               oc_error *err) {
     oc_tensor_fetch fetch;
     uint64_t n = 0;
-    fetch_buf b = {0};
+    sink b = {0};
     PyObject *out;
     oz_weights_fetch(hold->weights, &fetch);
     Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
@@ -942,13 +936,11 @@ static PyObject *fetch_tensor(HoldObject *hold, const onnx_TensorProto *t, oc_st
     if (!out) return NULL;
     b.data = PyBytes_AS_STRING(out);
     b.size = n;
+    b.what = "the tensor's source";
     Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-    *st = fetch.stream(fetch.ctx, t, fetch_write, &b, err);
+    *st = fetch.stream(fetch.ctx, t, sink_write, &b, err);
     PyThread_release_lock(hold->fetch_lock);
-    Py_END_ALLOW_THREADS if (*st == OC_OK && b.used != n) *st =
-        oc_error_set(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                     "a tensor's source gave %llu of the %llu bytes it announced",
-                     (unsigned long long)b.used, (unsigned long long)n);
+    Py_END_ALLOW_THREADS *st = sink_end(&b, *st, err);
     if (*st != OC_OK) Py_CLEAR(out);
     return out;
 }
