@@ -134,7 +134,9 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     p->out = args->positional[1];
     p->force = args->seen[CONVERT_OPT_FORCE];
     p->no_sync = args->seen[CONVERT_OPT_NO_SYNC];
-    rc = output_form(args, p->out, &form);
+    rc = cli_refuse_url_output(p->out);
+    if (rc == CLI_EXIT_OK) rc = cli_refuse_url_output(args->value[CONVERT_OPT_EXTERNAL_DATA]);
+    if (rc == CLI_EXIT_OK) rc = output_form(args, p->out, &form);
     if (rc != CLI_EXIT_OK) return rc;
     p->out_form = form == CLI_OUT_ONNXZ ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
     p->encrypt_out = form == CLI_OUT_ONNXC;

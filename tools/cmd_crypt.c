@@ -139,6 +139,7 @@ static int run_crypt(const cli_args *args, bool encrypting) {
     uint64_t in_size;
     double start;
     int rc = cli_refuse_argv_key(cmd, args->seen, CRYPT_OPT_KEY, CRYPT_OPT_PASSPHRASE);
+    if (rc == CLI_EXIT_OK) rc = cli_refuse_url_output(out);
     oc_crypt_options_init(&o);
     if (rc == CLI_EXIT_OK && encrypting) rc = parse_encrypt_options(args, &o);
     if (rc != CLI_EXIT_OK) return rc;

@@ -217,6 +217,7 @@ static int get_from_model(const cli_args *args, const char *src, find_ctx *f) {
 static int run_get(const cli_args *args) {
     const char *src = args->positional[0];
     find_ctx f = {args->positional[1], strlen(args->positional[1]), NULL};
+    if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
     return cli_input_form(src) == CLI_FORM_ONNXZ ? get_from_archive(args, src, &f)
                                                  : get_from_model(args, src, &f);
 }

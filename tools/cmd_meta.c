@@ -232,7 +232,7 @@ static int lock_model_file(const char *path, int *fd_out) {
 
 /* Shows or edits the file at path (a link already resolved by run_meta). */
 static int meta_file(const cli_args *args, const char *path) {
-    cli_form form = cli_input_form(path);
+    cli_form form;
     oc_crypt_format cf = OC_CRYPT_NONE;
     oc_parse_options opts;
     oc_model *model = NULL;
@@ -244,6 +244,7 @@ static int meta_file(const cli_args *args, const char *path) {
     if (rc != CLI_EXIT_OK) return rc;
     if (nedits && oc_is_url(path)) /* before any request: a URL is read, never written */
         return cli_fail_msg(path, "is a URL: onnxz edits local files only");
+    form = cli_input_form(path);
     rc = cli_refuse_empty(path);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);

@@ -148,6 +148,7 @@ static int run_stub(const cli_args *args) {
     memset(&ctx, 0, sizeof ctx);
     ctx.archive_name = oc__path_base(archive);
     if (out[0] == '\0') return cli_check_output("stub", archive, out, force); /* usage */
+    if (cli_refuse_url_output(out) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
     if (named == CLI_OUT_ONNXZ || named == CLI_OUT_ONNXC)
         return cli_usage_error(
             "stub",

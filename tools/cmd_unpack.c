@@ -17,7 +17,6 @@
 
 #include <onnxcore/cleanup.h>
 #include <onnxcore/external.h>
-#include <onnxcore/http.h>
 #include <onnxz/archive.h>
 
 #include "cli.h"
@@ -441,10 +440,9 @@ static int run_unpack(const cli_args *args) {
     created_list made;
     double start;
     int exists = 0;
-    int rc = dir[0] ? cli_refuse_empty(archive)
+    int rc = dir[0] ? cli_refuse_url_output(dir)
                     : cli_usage_error("unpack", "the output directory name is empty");
-    if (rc == CLI_EXIT_OK && oc_is_url(dir)) /* before any request or directory */
-        rc = cli_fail_msg(dir, "is a URL: onnxz writes local files only");
+    if (rc == CLI_EXIT_OK) rc = cli_refuse_empty(archive);
     if (rc == CLI_EXIT_OK) rc = check_dir(dir, force, &exists);
     memset(&res, 0, sizeof res);
     memset(&made, 0, sizeof made);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include <onnxcore/http.h>
 #include <onnxz/open.h>
 
 #include "cli.h"
@@ -47,6 +48,11 @@ int cli_detect_crypt_checked(const char *path, oc_crypt_format *out) {
     oz_kind kind = kind_of(path);
     oz_kind_is_encrypted(kind, out);
     return kind == OZ_KIND_CRYPT_SHORT ? fail_by_kind(path) : CLI_EXIT_OK;
+}
+
+int cli_refuse_url_output(const char *path) {
+    return path && oc_is_url(path) ? cli_fail_msg(path, "is a URL: onnxz writes local files only")
+                                   : CLI_EXIT_OK;
 }
 
 int cli_refuse_empty(const char *path) {

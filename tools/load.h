@@ -71,6 +71,12 @@ int cli_load_input(const char *path, const cli_load_options *opts, int verbosity
  * applies the same rule (OZ_KIND_EMPTY). */
 int cli_refuse_empty(const char *path);
 
+/* R-14: a URL is read, never written. Prints "PATH: is a URL: onnxz writes local files
+ * only" and returns CLI_EXIT_FAILURE when path (an output: a file, a directory, a data
+ * file's location, a file edited in place) is an http(s) URL; else CLI_EXIT_OK (NULL
+ * too). Commands call it before they read anything, so that no request is made. */
+int cli_refuse_url_output(const char *path);
+
 /* cli_load_input with the default options but `external`. */
 int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out);
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "onnxcore/external.h"
+#include "onnxcore/http.h"
 #include "onnxcore/model.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
@@ -538,6 +539,11 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     if (align & (align - 1))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "alignment %llu is not a power of two", (unsigned long long)align);
+    /* where the same string names a URL, no local file is made */
+    if (oc_is_url(opts->external_data))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "external data location %s is a URL: onnxz writes local files only",
+                        opts->external_data);
     /* An absolute location is reduced to its file name, so the files can move together. */
     const char *loc = opts->external_data;
     if (loc[0] == '/') loc = strrchr(loc, '/') + 1;

@@ -23,6 +23,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +54,7 @@ static int set_attr(PyObject *exc, const char *name, PyObject *value) {
 static PyObject *raise_error(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200];
     const char *msg = oc_error_detail(err, file, buf, sizeof buf); /* as the tool prints it */
-    PyObject *exc, *val;
+    PyObject *exc, *val, *text;
     if (file)
         snprintf(line, sizeof line, "%.4096s: %s", file, msg);
     else
@@ -63,14 +64,19 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
         size_t n = strlen(line);
         snprintf(line + n, sizeof line - n, " (at offset %llu)", (unsigned long long)err->offset);
     }
+    /* What a file or a server says may not be UTF-8 (a path, an ETag): shown escaped */
+    text = PyUnicode_DecodeUTF8(line, (Py_ssize_t)strlen(line), "backslashreplace");
+    if (!text) return NULL;
     if (err->sys_errno != 0 &&
         (err->code == OC_ERR_IO || err->code == OC_ERR_NOT_FOUND || err->code == OC_ERR_EXISTS)) {
-        val = Py_BuildValue("(isz)", err->sys_errno, line, file);
+        val = Py_BuildValue("(iNN)", err->sys_errno, text,
+                            file ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None));
         if (val) PyErr_SetObject(PyExc_OSError, val);
         Py_XDECREF(val);
         return NULL;
     }
-    exc = PyObject_CallFunction(onnxz_error, "s", line);
+    exc = PyObject_CallFunctionObjArgs(onnxz_error, text, NULL);
+    Py_DECREF(text);
     if (!exc) return NULL;
     if (set_attr(exc, "status", PyUnicode_FromString(oc_status_name(err->code))) < 0 ||
         set_attr(exc, "code", PyLong_FromLong(err->code)) < 0 ||
@@ -1292,14 +1298,18 @@ static PyObject *py_form_of_name(PyObject *self, PyObject *arg) {
 /* _error(file, code, message) raises onnxz.Error as the C calls raise it (status, code,
  * file, no offset, "FILE: MESSAGE"), for what the Python side refuses. */
 static PyObject *py_error(PyObject *self, PyObject *args) {
-    const char *file, *message;
+    PyObject *file_obj, *file = NULL;
+    const char *message;
     int code;
     oc_error err;
     (void)self;
-    if (!PyArg_ParseTuple(args, "zis", &file, &code, &message)) return NULL;
+    if (!PyArg_ParseTuple(args, "Ois", &file_obj, &code, &message)) return NULL;
+    if (file_obj != Py_None && !path_arg(file_obj, &file)) return NULL;
     oc_error_clear(&err);
     oc_error_set(&err, (oc_status)code, OC_NO_OFFSET, "%s", message);
-    return raise_error(file, &err);
+    raise_error(file ? PyBytes_AS_STRING(file) : NULL, &err);
+    Py_XDECREF(file);
+    return NULL;
 }
 
 static PyObject *py_http_supported(PyObject *self, PyObject *unused) {
@@ -1333,38 +1343,129 @@ static oc_status note_external(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
-/* _check_memory(data, name) -> bool: decodes a serialized model in place (nothing copied,
- * external data not read) as onnxz.load would, raising onnxz.Error naming `name` (None:
- * bytes, no file) where it refuses it; True when a tensor refers to external data. */
-static PyObject *py_check_memory(PyObject *self, PyObject *args) {
-    Py_buffer data;
-    const char *name;
+/* ---- _Check: onnxz's decoder over a buffer, on a thread of its own ------------------ */
+
+/* The check load() runs while protobuf parses the same buffer (onnxz/__init__.py,
+ * _parse_checked): it decodes the serialized model in place (nothing copied, external
+ * data not read) as onnxz.load would, and notes whether a tensor refers to external
+ * data. The object holds the buffer until the thread is joined, and its wait releases the
+ * GIL and cannot be interrupted: whatever interrupts the caller (Ctrl-C in protobuf's
+ * parse, or right after _check_start returns), the buffer is not let go while the thread
+ * reads it, since dropping the object joins the thread first. */
+typedef struct {
+    PyObject_HEAD Py_buffer data;
+    PyObject *name; /* bytes (file-system encoding) or None: bytes given, no file */
+    pthread_t thread;
+    int running; /* started and not joined yet */
+    oc_status st;
+    oc_error err;
+    int external;
+} CheckObject;
+
+static void check_run(CheckObject *c) {
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oc_model *model = NULL;
-    oc_error err;
-    oc_status st;
-    int external = 0;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*z", &data, &name)) return NULL;
     po.no_copy = 1;
     po.skip_external_data = 1;
-    oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st =
-        oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
-    if (st == OC_OK)
+    c->st = oc_model_load_memory(c->data.buf, (uint64_t)c->data.len, &po, &model, &c->err);
+    if (c->st == OC_OK)
         oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), note_external,
-                             &external);
+                             &c->external);
     oc_model_free(model);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&data);
-    if (st != OC_OK) return raise_error(name, &err);
-    return PyBool_FromLong(external);
+}
+
+static void *check_thread(void *arg) {
+    check_run(arg);
+    return NULL;
+}
+
+/* Joins the thread (the GIL released; nothing interrupts it) and lets the buffer go. */
+static void check_join(CheckObject *c) {
+    if (c->running) {
+        Py_BEGIN_ALLOW_THREADS pthread_join(c->thread, NULL);
+        Py_END_ALLOW_THREADS c->running = 0;
+    }
+    if (c->data.obj) PyBuffer_Release(&c->data);
+}
+
+static void check_dealloc(CheckObject *self) {
+    check_join(self);
+    Py_XDECREF(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* wait(): joins the check, its verdict dropped (the caller is raising something else). */
+static PyObject *check_wait(CheckObject *self, PyObject *unused) {
+    (void)unused;
+    check_join(self);
+    Py_RETURN_NONE;
+}
+
+/* verdict() -> bool: joins the check; True when a tensor refers to external data, or
+ * onnxz.Error naming the file where the decoder refuses the model. */
+static PyObject *check_verdict(CheckObject *self, PyObject *unused) {
+    (void)unused;
+    check_join(self);
+    if (self->st != OC_OK)
+        return raise_error(self->name != Py_None ? PyBytes_AS_STRING(self->name) : NULL,
+                           &self->err);
+    return PyBool_FromLong(self->external);
+}
+
+static PyMethodDef check_methods[] = {
+    {"verdict", (PyCFunction)check_verdict, METH_NOARGS, "Joins; refers to external data."},
+    {"wait", (PyCFunction)check_wait, METH_NOARGS, "Joins, the verdict dropped."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CheckType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "onnxz._onnxz._Check",
+    .tp_basicsize = sizeof(CheckObject),
+    .tp_dealloc = (destructor)check_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = check_methods,
+};
+
+/* _check_start(data, name) -> _Check: the check of data started on its own thread (run
+ * here, the GIL released, if no thread can be started); name (a path, or None) is the
+ * file errors name. */
+static PyObject *py_check_start(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *name_obj;
+    CheckObject *c;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &data_obj, &name_obj)) return NULL;
+    c = PyObject_New(CheckObject, &CheckType);
+    if (!c) return NULL;
+    memset(&c->data, 0, sizeof c->data);
+    c->name = NULL;
+    c->running = 0;
+    c->st = OC_OK;
+    c->external = 0;
+    oc_error_clear(&c->err);
+    if (name_obj == Py_None)
+        c->name = Py_NewRef(Py_None);
+    else if (!path_arg(name_obj, &c->name)) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(data_obj, &c->data, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    if (pthread_create(&c->thread, NULL, check_thread, c) == 0) {
+        c->running = 1;
+    } else {
+        Py_BEGIN_ALLOW_THREADS check_run(c);
+        Py_END_ALLOW_THREADS
+    }
+    return (PyObject *)c;
 }
 
 static PyMethodDef module_methods[] = {
     {"_load", py_load, METH_VARARGS,
      "(path, load_external_data, key, data_dir) -> (skeleton, [(initializer index, span)])"},
     {"_load_memory", py_load_memory, METH_VARARGS, "(data, load_external_data, data_dir) -> bytes"},
-    {"_check_memory", py_check_memory, METH_VARARGS, "(data, name) -> refers to external data"},
+    {"_check_start", py_check_start, METH_VARARGS, "(data, name) -> _Check, running."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
     {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
@@ -1390,7 +1491,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__onnxz(void);
 PyMODINIT_FUNC PyInit__onnxz(void) {
     PyObject *m;
-    if (PyType_Ready(&SpanType) < 0 || PyType_Ready(&HoldType) < 0 || PyType_Ready(&ReaderType) < 0)
+    if (PyType_Ready(&SpanType) < 0 || PyType_Ready(&HoldType) < 0 ||
+        PyType_Ready(&ReaderType) < 0 || PyType_Ready(&CheckType) < 0)
         return NULL;
     m = PyModule_Create(&module_def);
     if (!m) return NULL;
@@ -1404,7 +1506,8 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
         PyModule_AddObjectRef(m, "_Reader", (PyObject *)&ReaderType) < 0 ||
         PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
         PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
-        PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0) {
+        PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0 ||
+        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -355,3 +355,50 @@ def test_long_calls_let_other_threads_run(tmp_path):
         took, n = during(call)
         # a tick costs about a millisecond and a half here; a fifth of that pace is plenty
         assert n >= max(3, took / 0.0015 / 5), (what, took, n)
+
+
+def test_ctrl_c_at_any_moment_of_a_load(tmp_path):
+    """load of a plain .onnx (protobuf parsing while onnxz's check reads the same buffer
+    on its own thread) interrupted at random moments, from a path and from bytes: either
+    the model or KeyboardInterrupt, never another exception, and no thread left behind."""
+    import random
+    import signal
+    import threading
+    import time
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"n{i}")
+             for i in range(30000)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("t0", 1, [1])],
+                          [helper.make_tensor_value_info("t30000", 1, [1])])
+    p = str(tmp_path / "g.onnx")
+    onnx.save(helper.make_model(g), p)
+    data = open(p, "rb").read()
+    t0 = time.perf_counter()
+    onnxz.load(p)
+    took = time.perf_counter() - t0
+    rng = random.Random(11)
+    seen = {"ok": 0, "interrupted": 0}
+    threads = threading.active_count()
+
+    def interrupt(*_):
+        if armed:
+            raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        for i in range(200):
+            armed = True
+            signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-5, took * 1.2))
+            try:
+                try:
+                    onnxz.load(p if i % 2 else data)
+                finally:
+                    armed = False
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                seen["ok"] += 1
+            except KeyboardInterrupt:
+                seen["interrupted"] += 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert seen["ok"] and seen["interrupted"], seen
+    assert threading.active_count() == threads

@@ -201,19 +201,53 @@ def test_missing_and_hostile_objects_raise_onnxz_error(served):
         onnxz.load(ng.url("bad.onnxz"))
 
 
-def test_a_url_is_never_written(served, tmp_path, monkeypatch):
-    """R-14: save and convert refuse a URL as output, also where a local path of the same
-    spelling exists (a directory "http:" holding the host's name)."""
+def test_a_url_is_never_written(served, tool, tmp_path, monkeypatch):
+    """R-14: an output, a data file's location or an edit that is a URL is refused before
+    any request, also where a local path of the same spelling exists (a directory "http:"
+    holding the host's name); by the package and by the tool."""
     ng, root = served
     monkeypatch.chdir(tmp_path)
     os.makedirs("http:/host")
     model = make_model(n_weights=1, size=64)
-    for call in (lambda: onnxz.save(model, "http://host/m.onnxz"),
-                 lambda: onnxz.save(model, "HTTPS://host/m.onnx", external_data="m.data"),
-                 lambda: onnxz.convert(str(root / "m.onnx"), "http://host/c.onnxz"),
-                 lambda: onnxz.convert(ng.url("m.onnxz"), ng.url("copy.onnxz"))):
+    src, url = str(root / "m.onnx"), ng.url("m.onnxz")
+    calls = (lambda: onnxz.save(model, "http://host/m.onnxz"),
+             lambda: onnxz.save(model, "HTTPS://host/m.onnx", external_data="m.data"),
+             lambda: onnxz.save(model, str(tmp_path / "p.onnx"), external_data="http://host/d"),
+             lambda: onnxz.convert(src, "http://host/c.onnxz"),
+             lambda: onnxz.convert(url, ng.url("copy.onnxz")),
+             lambda: onnxz.convert(url, str(tmp_path / "c.onnx"), external_data="http://host/d"))
+    for i, call in enumerate(calls):
+        mark = ng.mark()
         with pytest.raises(onnxz.Error) as e:
             call()
-        assert e.value.status == "invalid argument" and "is a URL" in str(e.value)
-    assert os.listdir("http:/host") == []
+        assert e.value.status == "invalid argument" and "is a URL" in str(e.value), i
+        assert ng.requests_since(mark, settle=0.05) == [], i
+    for argv in (["convert", url, ng.url("o.onnxz")],
+                 ["convert", url, "o.onnx", "--external-data", "http://host/d"],
+                 ["unpack", url, "http://host/u"],
+                 ["get", url, "w0", "-o", "http://host/g"],
+                 ["meta", "--producer", "x", url]):
+        mark = ng.mark()
+        r = subprocess.run([tool, *argv], capture_output=True, text=True)
+        assert r.returncode == 1 and "is a URL: onnxz" in r.stderr, (argv, r.stderr)
+        assert ng.requests_since(mark, settle=0.05) == [], argv
+    assert os.listdir("http:/host") == [] and os.listdir(tmp_path) == ["http:"]
     assert not os.path.exists(root / "copy.onnxz")
+
+
+def test_messages_that_are_not_utf8(tmp_path):
+    """What a file system (or a server: an ETag) says may not be UTF-8: onnxz.Error shows
+    it escaped, never UnicodeDecodeError; .file keeps the path as os.fsdecode gives it."""
+    base = os.fsencode(str(tmp_path)) + b"/\xff"
+    t = onnx.TensorProto(name="s", data_type=8, dims=[1], raw_data=b"x")
+    with open(base + b".onnx", "wb") as f:
+        f.write(onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [], [t]))
+                .SerializeToString())
+    with onnxz.open(base + b".onnx") as f, pytest.raises(onnxz.Error) as e:
+        f["s"]  # a type with no numpy dtype: refused by the package itself
+    assert e.value.file == os.fsdecode(base + b".onnx") and e.value.status == "unsupported"
+    with open(base + b".onnxz", "wb") as f:
+        f.write(b"PK\x03\x04" + b"\0" * 40)  # an archive cut short: refused by the library
+    with pytest.raises(onnxz.Error) as e:
+        onnxz.load(os.fsdecode(base + b".onnxz"))  # (bytes would be the model's bytes)
+    assert e.value.file == os.fsdecode(base + b".onnxz") and "\\xff" in str(e.value)

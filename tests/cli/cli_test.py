@@ -464,6 +464,11 @@ def group_errors(ctx):
              "HTTPS://host/o.onnx", "writes"),
             (["convert", ctx.sample, "http://host/m.onnxz", "-f"], "http://host/m.onnxz", "writes"),
             (["unpack", planted, "http://host/d"], "http://host/d", "writes"),
+            (["convert", ctx.sample, "o.onnx", "--external-data", "http://host/d"],
+             "http://host/d", "writes"),
+            (["get", planted, "fc1_weight", "-o", "http://host/g"], "http://host/g", "writes"),
+            (["stub", planted, "http://host/s.onnx"], "http://host/s.onnx", "writes"),
+            (["encrypt", planted, "http://host/e.onnxc"], "http://host/e.onnxc", "writes"),
             (["meta", "--producer", "x", "http://host/m.onnxz"], "http://host/m.onnxz", "edits"),
             (["meta", "--producer", "x", "http://host/l.onnxz"], "http://host/l.onnxz", "edits")):
         rc, out, err = ctx.run(*argv, cwd=ctx.work)
