@@ -296,10 +296,8 @@ def _release_replaced(path, external_data):
     of 5) and that pushes other files out of the cache. Only a regular file with no other
     link (another name keeps its bytes in use) is touched, and nothing else is opened: not
     a FIFO (a writer waiting on it would be woken), nor a link. Only for save: convert's
-    input may be its output, and is read while it is written. Advice only; nothing for a
-    URL, which the save refuses (R-14) and no local file of its spelling is touched for."""
-    if _onnxz._is_url(path):
-        return
+    input may be its output, and is read while it is written. Advice only (save has
+    refused a URL already, R-14)."""
     names = [_fspath(path)]
     if external_data is not None:
         loc = _fspath(external_data)

@@ -750,10 +750,10 @@ typedef struct {
     PyObject_HEAD oz_archive *archive; /* an unencrypted archive, else NULL */
     oc_model *model; /* archives and a URL's .onnx: tensors in entries or data files kept as
                       * references; else: every tensor resolved, in place (no_copy) */
-    oz_weights *weights; /* a URL's .onnx (oz_open_deferred): where its data files'
-                          * tensors are, fetched one at a time when asked for; else NULL */
+    oz_weights *weights; /* a URL's .onnx (oz_open_deferred, so model keeps references):
+                          * where its data files' tensors are, fetched one at a time when
+                          * asked for; else NULL */
     PyThread_type_lock fetch_lock; /* with weights: one fetch at a time */
-    int deferred;                  /* opened by oz_open_deferred: model keeps references */
 } HoldObject;
 
 static void hold_dealloc(HoldObject *self) {
@@ -816,7 +816,6 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     hold->model = NULL;
     hold->weights = NULL;
     hold->fetch_lock = NULL;
-    hold->deferred = 0;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS st = oz_detect_file(PyBytes_AS_STRING(path), &kind, &err);
     if (st == OC_OK && kind == OZ_KIND_ZIP) {
@@ -833,8 +832,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         oz_open_info info = OZ_OPEN_INFO_INIT;
         /* A URL's .onnx: its data files are not downloaded whole, each tensor is fetched
          * when asked for (an archive's entries are too, by oz_archive_read_tensor). */
-        hold->deferred = oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL;
-        if (hold->deferred)
+        if (oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL)
             st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights,
                                   &info, &err);
         else
@@ -1064,7 +1062,7 @@ static PyObject *reader_file_size(ReaderObject *self, PyObject *unused) {
 static PyObject *reader_keeps_references(ReaderObject *self, PyObject *unused) {
     (void)unused;
     if (reader_check(self) < 0) return NULL;
-    return PyBool_FromLong(self->hold->archive || self->hold->deferred);
+    return PyBool_FromLong(self->hold->archive || self->hold->weights);
 }
 
 static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
@@ -1171,7 +1169,7 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     memset(&stats, 0, sizeof stats);
     memset(&scan, 0, sizeof scan);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->deferred) { /* references kept */
+    Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->weights) { /* references kept */
         st = model_stats_collect(oc_model_proto(hold->model), &stats, &err);
         if (st == OC_OK && hold->archive)
             st = archive_entries_scan(hold->archive, oc_model_proto(hold->model), &scan, &err);
