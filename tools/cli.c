@@ -8,12 +8,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include <onnxz/archive.h>
-#include <onnxz/convert.h>
 
 /* The options every command accepts, handled here so no table has to repeat them. */
 typedef enum common_option {
@@ -315,18 +313,6 @@ double cli_now_ms(void) {
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0.0;
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
-static int ends_with(const char *path, const char *suffix) {
-    size_t n = strlen(path), k = strlen(suffix);
-    return n > k && strcasecmp(path + n - k, suffix) == 0;
-}
-
-cli_out_form cli_form_of_name(const char *path) {
-    if (oz_form_of_name(path) == OZ_FORM_ONNXZ) return CLI_OUT_ONNXZ; /* the library's rule */
-    if (ends_with(path, ".onnxc")) return CLI_OUT_ONNXC;
-    if (ends_with(path, ".onnx")) return CLI_OUT_ONNX;
-    return CLI_OUT_UNKNOWN;
 }
 
 int cli_parse_size(const char *command, const char *option, const char *text, uint64_t *out) {

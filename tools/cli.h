@@ -118,18 +118,6 @@ void cli_put_text(FILE *out, const char *data, uint64_t size);
 /* Milliseconds from a monotonic clock, for -v timings. */
 double cli_now_ms(void);
 
-/* The forms of output file a name can ask for. */
-typedef enum cli_out_form {
-    CLI_OUT_UNKNOWN = 0, /* a name of none of these forms */
-    CLI_OUT_ONNX,        /* *.onnx: a .onnx file (maybe with external data files) */
-    CLI_OUT_ONNXZ,       /* *.onnxz: an archive */
-    CLI_OUT_ONNXC        /* *.onnxc: an encrypted model */
-} cli_out_form;
-
-/* The form an output file's name asks for, by its extension (any case): the one place
- * the tool tells a form by a name (".onnxz" as the library's oz_form_of_name says). */
-cli_out_form cli_form_of_name(const char *path);
-
 /* Parses a byte count for option `option` of `command`: decimal digits with an optional
  * suffix K, M, G or T (powers of 1024; "KiB" and lower case are accepted too). Returns
  * CLI_EXIT_OK, or CLI_EXIT_USAGE after printing the error. */

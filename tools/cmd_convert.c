@@ -104,17 +104,13 @@ static int option_needs(const cli_args *args, int opt, bool allowed, const char 
 /* OUT's form: --to when given, else by OUT's name; a name of no known form is a usage
  * error (an empty name and an existing directory are refused with the other output
  * checks, cli_check_output, in their own words). */
-static int output_form(const cli_args *args, const char *out, cli_out_form *form) {
-    static const char *const names[] = {"onnx", "onnxz", "onnxc"};
-    static const cli_out_form forms[] = {CLI_OUT_ONNX, CLI_OUT_ONNXZ, CLI_OUT_ONNXC};
+static int output_form(const cli_args *args, const char *out, oz_form *form) {
     const char *to = args->value[CONVERT_OPT_TO];
     struct stat st;
-    *form = to ? CLI_OUT_UNKNOWN : cli_form_of_name(out);
-    for (size_t i = 0; to && i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(to, names[i]) == 0) *form = forms[i];
-    if (to && *form == CLI_OUT_UNKNOWN) {
+    *form = to ? oz_form_parse(to) : oz_form_named(out);
+    if (to && *form == OZ_FORM_AUTO) {
         return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
-    } else if (*form == CLI_OUT_UNKNOWN && out[0] != '\0' &&
+    } else if (*form == OZ_FORM_AUTO && out[0] != '\0' &&
                !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
         return cli_usage_error("convert",
                                "OUT '%s': its form is not known by its name; name "
@@ -125,7 +121,7 @@ static int output_form(const cli_args *args, const char *out, cli_out_form *form
 }
 
 static int make_plan(const cli_args *args, convert_plan *p) {
-    cli_out_form form;
+    oz_form form;
     bool archive, external;
     int rc = CLI_EXIT_OK;
     memset(p, 0, sizeof *p);
@@ -138,8 +134,8 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     if (rc == CLI_EXIT_OK) rc = cli_refuse_url_output(args->value[CONVERT_OPT_EXTERNAL_DATA]);
     if (rc == CLI_EXIT_OK) rc = output_form(args, p->out, &form);
     if (rc != CLI_EXIT_OK) return rc;
-    p->out_form = form == CLI_OUT_ONNXZ ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
-    p->encrypt_out = form == CLI_OUT_ONNXC;
+    p->out_form = form == OZ_FORM_ONNXZ ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    p->encrypt_out = form == OZ_FORM_ONNXC;
     p->in_form = cli_input_form(p->in);
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
     p->deflate_model = args->seen[CONVERT_OPT_DEFLATE_MODEL];

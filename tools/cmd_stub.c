@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <onnxz/archive.h>
+#include <onnxz/convert.h>
 
 #include "internal/path.h"
 
@@ -144,17 +145,17 @@ static int run_stub(const cli_args *args) {
     stub_ctx ctx;
     int same = 0, rc;
     struct stat st_out;
-    cli_out_form named = cli_form_of_name(out);
+    oz_form named = oz_form_named(out);
     memset(&ctx, 0, sizeof ctx);
     ctx.archive_name = oc__path_base(archive);
     if (out[0] == '\0') return cli_check_output("stub", archive, out, force); /* usage */
     if (cli_refuse_url_output(out) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    if (named == CLI_OUT_ONNXZ || named == CLI_OUT_ONNXC)
+    if (named == OZ_FORM_ONNXZ || named == OZ_FORM_ONNXC)
         return cli_usage_error(
             "stub",
             "OUT '%s' is named as an %s; a stub is a .onnx model: "
             "name it *.onnx",
-            out, named == CLI_OUT_ONNXZ ? ".onnxz archive" : "encrypted .onnxc model");
+            out, named == OZ_FORM_ONNXZ ? ".onnxz archive" : "encrypted .onnxc model");
     if (cli_input_form(archive) != CLI_FORM_ONNXZ) {
         oc_crypt_format cf = cli_detect_crypt(archive);
         if (cf != OC_CRYPT_NONE)

@@ -9,9 +9,32 @@
 #include "internal/error.h"
 #include "internal/options.h"
 
-oz_form oz_form_of_name(const char *path) {
+/* The forms by name, indexed by oz_form; each name is also the form's extension. */
+static const char *const form_names[] = {"auto", "onnx", "onnxz", "onnxc"};
+#define FORM_COUNT (sizeof form_names / sizeof form_names[0])
+
+oz_form oz_form_named(const char *path) {
     size_t n = path ? strlen(path) : 0;
-    return n >= 6 && strcasecmp(path + n - 6, ".onnxz") == 0 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
+    for (size_t f = OZ_FORM_ONNX; f < FORM_COUNT; f++) {
+        size_t k = strlen(form_names[f]);
+        if (n > k && path[n - k - 1] == '.' && strcasecmp(path + n - k, form_names[f]) == 0)
+            return (oz_form)f;
+    }
+    return OZ_FORM_AUTO;
+}
+
+oz_form oz_form_parse(const char *name) {
+    for (size_t f = OZ_FORM_ONNX; name && f < FORM_COUNT; f++)
+        if (strcmp(name, form_names[f]) == 0) return (oz_form)f;
+    return OZ_FORM_AUTO;
+}
+
+const char *oz_form_name(oz_form form) {
+    return (size_t)form < FORM_COUNT ? form_names[form] : form_names[OZ_FORM_AUTO];
+}
+
+oz_form oz_form_of_name(const char *path) {
+    return oz_form_named(path) == OZ_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
 }
 
 oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,

@@ -47,7 +47,7 @@ _DTYPES = {
 }
 _PACKED = {21, 22, 23, 25, 26}  # UINT4, INT4, FLOAT4E2M1, UINT2, INT2
 
-_FORMS = {"onnx": 0, "onnxz": 1, "onnxc": 2}
+_ONNXZ, _ONNXC = _onnxz.FORM_ONNXZ, _onnxz.FORM_ONNXC  # the library's oz_form
 
 
 def _fspath(path):
@@ -55,19 +55,17 @@ def _fspath(path):
 
 
 def _form(path, to=None):
-    """The output form, by `to` or by the name (as the tool: .onnxz any case, .onnxc,
-    .onnx; another name is an error)."""
+    """The output form (the library's oz_form), by `to` or by the name (as the tool;
+    another name is an error)."""
     if to is not None:
-        if to not in _FORMS:
+        form = _onnxz._form(None, to) if isinstance(to, str) else 0
+        if not form:
             raise ValueError(f"onnxz: to={to!r}: give 'onnx', 'onnxz' or 'onnxc'")
-        return _FORMS[to]
+        return form
     name = _fspath(path)
-    if _onnxz._form_of_name(name):
-        return 1
-    if name.endswith(".onnxc"):
-        return 2
-    if name.endswith(".onnx"):
-        return 0
+    form = _onnxz._form(name, None)
+    if form:
+        return form
     raise ValueError(f"onnxz: {name!r}: its form is not known by its name; name it *.onnx, "
                      "*.onnxz or *.onnxc, or give to='onnx'|'onnxz'|'onnxc'")
 
@@ -76,13 +74,13 @@ def _save_opts(form, external_data, max_file_size, align, threshold, checksum, d
                key, sync):
     """The tool's option rules (tools/cmd_convert.c): options that do not apply to the
     output's form are mistakes, not no-ops."""
-    archive, external = form == 1, external_data is not None
+    archive, external = form == _ONNXZ, external_data is not None
 
     def needs(value, allowed, name, why):
         if value and not allowed:
             raise ValueError(f"onnxz: {name} {why}")
 
-    if form == 2 and external:
+    if form == _ONNXC and external:
         raise ValueError("onnxz: external_data does not apply to .onnxc output: an encrypted "
                          "model holds its tensors itself")
     needs(external, not archive, "external_data",
@@ -94,7 +92,7 @@ def _save_opts(form, external_data, max_file_size, align, threshold, checksum, d
           "applies to .onnxz output or with external_data")
     needs(max_file_size is not None, external, "max_file_size", "applies with external_data only")
     needs(checksum, external, "checksum", "applies with external_data only")
-    if form == 2 and key is None:
+    if form == _ONNXC and key is None:
         raise ValueError("onnxz: a .onnxc output needs key= (the passphrase)")
     if external and not _fspath(external_data):
         raise ValueError("onnxz: external_data needs a file name")
@@ -114,7 +112,7 @@ def _save_opts(form, external_data, max_file_size, align, threshold, checksum, d
         raise ValueError("onnxz: threshold must be 0 or more")
     return (form, align, threshold, None if external_data is None else _fspath(external_data),
             max_file_size or 0, bool(checksum), bool(deflate_model),
-            key if form == 2 else None, bool(sync))
+            key if form == _ONNXC else None, bool(sync))
 
 
 def load(f, *, load_external_data=True, key=None, data_dir=None):

@@ -314,7 +314,7 @@ static PyObject *py_load_memory(PyObject *self, PyObject *args) {
 /* ---- saving: the tool's rules (tools/cmd_convert.c, save) ----------------------------- */
 
 typedef struct save_opts {
-    int form; /* 0 .onnx, 1 .onnxz, 2 .onnxc (encrypted) */
+    int form; /* oz_form */
     unsigned long long align, threshold, max_file_size;
     int use_layout; /* align and threshold apply (archive or external data) */
     int checksum, deflate_model;
@@ -342,7 +342,7 @@ static int save_opts_parse(PyObject *tuple, save_opts *s) {
         Py_CLEAR(s->external_holder);
         return -1;
     }
-    s->use_layout = s->form == 1 || s->external_data != NULL;
+    s->use_layout = s->form == OZ_FORM_ONNXZ || s->external_data != NULL;
     return 0;
 }
 
@@ -355,7 +355,7 @@ static void save_opts_release(save_opts *s) {
  * replaces, as onnx.save does). Call without the GIL. */
 static oc_status save_model(const oc_model *model, const char *path, const save_opts *s,
                             const oc_tensor_fetch *fetch, oc_error *err) {
-    if (s->form == 2) {
+    if (s->form == OZ_FORM_ONNXC) {
         oc_serialize_options so;
         oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
         oc_serialize_options_init(&so);
@@ -376,7 +376,7 @@ static oc_status save_model(const oc_model *model, const char *path, const save_
     ao.serialize.max_external_file_size = s->max_file_size;
     ao.serialize.checksum = s->checksum;
     ao.serialize.fetch = fetch;
-    return oz_save_any(model, path, s->form == 1 ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, err);
+    return oz_save_any(model, path, (oz_form)s->form, &ao, err);
 }
 
 /* An archive holds only tensors of the size their shape makes (A-13), as the tool checks;
@@ -504,7 +504,7 @@ static oc_status save_serialized(const Py_buffer *data, const char *path, const 
             return OC_OK;
         }
     }
-    if (st == OC_OK && s->form == 1) st = check_packable(model, w ? &fetch : NULL, err);
+    if (st == OC_OK && s->form == OZ_FORM_ONNXZ) st = check_packable(model, w ? &fetch : NULL, err);
     if (st == OC_OK) st = save_model(model, path, s, w ? &fetch : NULL, err);
     oc_model_free(model);
     return st;
@@ -608,7 +608,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     oc_error_clear(&err);
     failed = PyBytes_AS_STRING(src);
     Py_BEGIN_ALLOW_THREADS st = oz_open(PyBytes_AS_STRING(src), &o, &model, NULL, &err);
-    if (st == OC_OK && s.form == 1) st = check_packable(model, NULL, &err);
+    if (st == OC_OK && s.form == OZ_FORM_ONNXZ) st = check_packable(model, NULL, &err);
     if (st == OC_OK) {
         failed = PyBytes_AS_STRING(dst);
         st = save_model(model, PyBytes_AS_STRING(dst), &s, NULL, &err);
@@ -1283,14 +1283,19 @@ static PyTypeObject ReaderType = {
 
 /* ---- module ---------------------------------------------------------------------------- */
 
-static PyObject *py_form_of_name(PyObject *self, PyObject *arg) {
-    PyObject *path = NULL;
+/* _form(name, to) -> oz_form: by `to` when it is not None (oz_form_parse), else by the
+ * name (oz_form_named); 0 (OZ_FORM_AUTO) when it says no form. */
+static PyObject *py_form(PyObject *self, PyObject *args) {
+    PyObject *name_obj, *path = NULL;
+    const char *to = NULL;
     oz_form f;
     (void)self;
-    if (!path_arg(arg, &path)) return NULL;
-    f = oz_form_of_name(PyBytes_AS_STRING(path));
+    if (!PyArg_ParseTuple(args, "Oz", &name_obj, &to)) return NULL;
+    if (to) return PyLong_FromLong(oz_form_parse(to));
+    if (!path_arg(name_obj, &path)) return NULL;
+    f = oz_form_named(PyBytes_AS_STRING(path));
     Py_DECREF(path);
-    return PyLong_FromLong(f == OZ_FORM_ONNXZ ? 1 : 0);
+    return PyLong_FromLong(f);
 }
 
 /* _error(file, code, message) raises onnxz.Error as the C calls raise it (status, code,
@@ -1466,7 +1471,7 @@ static PyMethodDef module_methods[] = {
     {"_check_start", py_check_start, METH_VARARGS, "(data, name) -> _Check, running."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
-    {"_form_of_name", py_form_of_name, METH_O, "1 for an .onnxz name (any case), else 0"},
+    {"_form", py_form, METH_VARARGS, "(name, to) -> the oz_form they ask for, 0 for none"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
     {"_error", py_error, METH_VARARGS, "(file, code, message): raises onnxz.Error."},
@@ -1505,7 +1510,10 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
         PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
         PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
         PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0 ||
-        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0) {
+        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0 ||
+        PyModule_AddIntConstant(m, "FORM_ONNX", OZ_FORM_ONNX) < 0 ||
+        PyModule_AddIntConstant(m, "FORM_ONNXZ", OZ_FORM_ONNXZ) < 0 ||
+        PyModule_AddIntConstant(m, "FORM_ONNXC", OZ_FORM_ONNXC) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -258,6 +258,12 @@ def test_save_option_rules(tmp_path, model):
         onnxz.save(model, str(tmp_path / "m.onnxc"))
     onnxz.save(model, str(tmp_path / "m.bin"), to="onnxz")
     assert ser(onnxz.load(str(tmp_path / "m.bin"))) == ser(model)
+    # the library's rule of a form by name (oz_form_named): the extension in any case
+    onnxz.save(model, str(tmp_path / "m.OnnxC"), key="k")
+    with open(tmp_path / "m.OnnxC", "rb") as f:
+        assert f.read(8) == b"ONNXZEC1"
+    with pytest.raises(ValueError):
+        onnxz.save(model, str(tmp_path / "m.bin"), to="ONNX")
 
 
 def test_encrypted_save_and_load(tmp_path, model, tool):

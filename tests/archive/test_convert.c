@@ -145,7 +145,17 @@ int main(int argc, char **argv) {
     CHECK(want && want_n > 370000);
 
     CHECK(oz_form_of_name("x.ONNXZ") == OZ_FORM_ONNXZ && oz_form_of_name("x.onnx") == OZ_FORM_ONNX &&
-          oz_form_of_name("onnxz") == OZ_FORM_ONNX);
+          oz_form_of_name("onnxz") == OZ_FORM_ONNX && oz_form_of_name("x.onnxc") == OZ_FORM_ONNX);
+    /* The one rule of a form by name: the extension in any case, nothing for another name. */
+    CHECK(oz_form_named("d/x.ONNXZ") == OZ_FORM_ONNXZ && oz_form_named("x.Onnxc") == OZ_FORM_ONNXC &&
+          oz_form_named("x.onnx") == OZ_FORM_ONNX && oz_form_named("x.bin") == OZ_FORM_AUTO &&
+          oz_form_named("onnx") == OZ_FORM_AUTO && oz_form_named("xonnx") == OZ_FORM_AUTO &&
+          oz_form_named("x.onnx.gz") == OZ_FORM_AUTO && oz_form_named(NULL) == OZ_FORM_AUTO);
+    CHECK(oz_form_parse("onnxc") == OZ_FORM_ONNXC && oz_form_parse("ONNX") == OZ_FORM_AUTO &&
+          oz_form_parse("auto") == OZ_FORM_AUTO && oz_form_parse(NULL) == OZ_FORM_AUTO);
+    for (int f = OZ_FORM_ONNX; f <= OZ_FORM_ONNXC; f++)
+        CHECK(oz_form_parse(oz_form_name((oz_form)f)) == (oz_form)f);
+    CHECK(strcmp(oz_form_name((oz_form)9), "auto") == 0);
 
     /* Every direction X -> Y, then Y -> a single .onnx: the source's bytes. */
     unsigned directions = 0;

@@ -21,14 +21,30 @@
 extern "C" {
 #endif
 
+/* The forms a model is written in: the one enum of the library, the tool and the Python
+ * package (fixed numbers, append-only). */
 typedef enum oz_form {
-    OZ_FORM_AUTO = 0, /* output: by the name, ".onnxz" (any case) an archive, else .onnx */
-    OZ_FORM_ONNX = 1, /* a .onnx file; with save.serialize.external_data, data files too */
-    OZ_FORM_ONNXZ = 2 /* an .onnxz archive */
+    OZ_FORM_AUTO = 0,  /* output: by the name (oz_form_named); from oz_form_named and
+                        * oz_form_parse: no form */
+    OZ_FORM_ONNX = 1,  /* a .onnx file; with save.serialize.external_data, data files too */
+    OZ_FORM_ONNXZ = 2, /* an .onnxz archive */
+    OZ_FORM_ONNXC = 3  /* an encrypted model (spec/encryption.md) */
 } oz_form;
 
-/* The form a file's name asks for: OZ_FORM_ONNXZ for "*.onnxz" (any case), else
- * OZ_FORM_ONNX. */
+/* The form a file's name asks for, by its extension in any case: "*.onnxz" OZ_FORM_ONNXZ,
+ * "*.onnxc" OZ_FORM_ONNXC, "*.onnx" OZ_FORM_ONNX; any other name (or NULL) OZ_FORM_AUTO,
+ * no form. The one place a form is told by a name. */
+OZ_API oz_form oz_form_named(const char *path);
+
+/* The form whose name (oz_form_name) is `name`: "onnx", "onnxz" or "onnxc"; OZ_FORM_AUTO
+ * for any other string or NULL. */
+OZ_API oz_form oz_form_parse(const char *name);
+
+/* "onnx", "onnxz", "onnxc"; "auto" for OZ_FORM_AUTO and any unknown value. */
+OZ_API const char *oz_form_name(oz_form form);
+
+/* What oz_save_any writes for OZ_FORM_AUTO: OZ_FORM_ONNXZ when oz_form_named says so, else
+ * OZ_FORM_ONNX (the form of this call's first version, which had only these two). */
 OZ_API oz_form oz_form_of_name(const char *path);
 
 /* Loads a model in any unencrypted form, told by content: an .onnxz archive, or a .onnx
