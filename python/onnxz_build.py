@@ -83,8 +83,7 @@ def _compile_extension(tmp):
              "-D_POSIX_C_SOURCE=200809L", "-D_FILE_OFFSET_BITS=64",
              "-I" + sysconfig.get_paths()["include"],
              "-I" + os.path.join(ROOT, "libonnxcore", "include"),
-             "-I" + os.path.join(ROOT, "libonnxz", "include"),
-             "-I" + os.path.join(ROOT, "tools")]
+             "-I" + os.path.join(ROOT, "libonnxz", "include")]
     sanitize = []
     if os.environ.get("ONNXZ_SANITIZE") == "1":
         sanitize = ["-fsanitize=address,undefined"]
@@ -100,12 +99,7 @@ def _compile_extension(tmp):
     libs.append("-lpthread")
     # The libraries' symbols stay inside the extension (--exclude-libs): another copy
     # loaded in the same process (a ctypes user) never binds to ours.
-    # tools/model_stats.c and tools/archive_entries.c are the tool's count of `info`'s
-    # figures and of an archive's entries, compiled in so that File.info() and `onnxz info`
-    # share one implementation.
-    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c"),
-                       os.path.join(ROOT, "tools", "model_stats.c"),
-                       os.path.join(ROOT, "tools", "archive_entries.c")] + libs
+    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c")] + libs
          + ["-Wl,--exclude-libs,ALL"] + sanitize)
     return out
 

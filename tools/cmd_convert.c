@@ -25,7 +25,6 @@
 
 #include "cli.h"
 #include "load.h"
-#include "model_stats.h"
 #include "passphrase.h"
 #include "progress.h"
 
@@ -392,7 +391,7 @@ static uint64_t size_of(const char *path) {
  * files OUT's tensors name, read back from OUT itself (sorted, LOCATION comes first). */
 static void report_data_files(const char *out) {
     oc_model *model = NULL;
-    model_stats stats;
+    oc_model_stats *stats = NULL;
     oc_error err;
     char *dir = out_dir(out);
     uint64_t bytes = 0;
@@ -400,9 +399,9 @@ static void report_data_files(const char *out) {
         free(dir);
         return;
     }
-    if (model_stats_collect(oc_model_proto(model), &stats, &err) == OC_OK && stats.nlocations) {
-        for (uint64_t i = 0; i < stats.nlocations; i++) {
-            const oc_str *loc = &stats.locations[i].location;
+    if (oc_model_stats_collect(oc_model_proto(model), &stats, &err) == OC_OK && stats->nlocations) {
+        for (uint64_t i = 0; i < stats->nlocations; i++) {
+            const oc_str *loc = &stats->locations[i].location;
             char *path = malloc(strlen(dir) + loc->size + 1);
             if (!path) continue;
             sprintf(path, "%s%.*s", dir, (int)loc->size, loc->data);
@@ -410,13 +409,13 @@ static void report_data_files(const char *out) {
             free(path);
         }
         printf(", data in ");
-        cli_put_text(stdout, stats.locations[0].location.data, stats.locations[0].location.size);
-        if (stats.nlocations > 1)
-            printf(" and %" PRIu64 " more file%s", stats.nlocations - 1,
-                   stats.nlocations == 2 ? "" : "s");
+        cli_put_text(stdout, stats->locations[0].location.data, stats->locations[0].location.size);
+        if (stats->nlocations > 1)
+            printf(" and %" PRIu64 " more file%s", stats->nlocations - 1,
+                   stats->nlocations == 2 ? "" : "s");
         printf(" (%" PRIu64 " bytes)", bytes);
-        model_stats_free(&stats);
     }
+    oc_model_stats_free(stats);
     oc_model_free(model);
     free(dir);
 }

@@ -17,7 +17,7 @@
 #include <onnxcore/http.h>
 #include <onnxcore/tensor.h>
 
-#include "archive_entries.h"
+#include "archive_listing.h"
 #include "cli.h"
 #include "json.h"
 #include "load.h"

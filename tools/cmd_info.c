@@ -8,11 +8,10 @@
 
 #include <onnxcore/http.h>
 
-#include "archive_entries.h"
+#include "archive_listing.h"
 #include "cli.h"
 #include "load.h"
 #include "json.h"
-#include "model_stats.h"
 #include "passphrase.h"
 
 enum { INFO_OPT_JSON = 0, INFO_OPT_KEY_FILE, INFO_OPT_KEY, INFO_OPT_PASSPHRASE };
@@ -30,7 +29,7 @@ typedef struct info_report {
     uint64_t file_size;
     cli_form form;
     const onnx_ModelProto *model;
-    model_stats stats;
+    oc_model_stats *stats;
     archive_listing archive; /* CLI_FORM_ONNXZ only, unless encrypted */
     oc_crypt_format crypt;   /* an encrypted file: form is what it holds */
 } info_report;
@@ -112,7 +111,7 @@ static void human_opsets(FILE *out, const onnx_ModelProto *m) {
     fputc('\n', out);
 }
 
-static void human_tensors(FILE *out, const model_stats *s, int archive) {
+static void human_tensors(FILE *out, const oc_model_stats *s, int archive) {
     put_key(out, "tensors");
     put_share_value(out, s->tensors, s->tensor_bytes);
     fputc('\n', out);
@@ -138,7 +137,7 @@ static void human_tensors(FILE *out, const model_stats *s, int archive) {
     }
     /* An archive's locations are its entries, as many as its tensors: `ls` lists them. */
     for (uint64_t i = 0; !archive && i < s->nlocations; i++) {
-        const external_location *loc = &s->locations[i];
+        const oc_external_location *loc = &s->locations[i];
         int pad = KEY_WIDTH - 4 - (int)loc->location.size - 1;
         fputs("    ", out);
         if (loc->location.size)
@@ -152,8 +151,8 @@ static void human_tensors(FILE *out, const model_stats *s, int archive) {
 }
 
 /* Where an archive's bytes are: its entries, stored (mapped in place) or deflated. */
-static void human_archive(FILE *out, const archive_listing *a) {
-    const archive_entry *model = &a->entries[a->model_index];
+static void human_archive(FILE *out, const oz_archive_listing *a) {
+    const oz_listed_entry *model = &a->entries[a->model_index];
     char buf[32];
     human_count(out, "archive entries", a->count);
     put_key(out, "  stored");
@@ -179,19 +178,19 @@ static void human_archive(FILE *out, const archive_listing *a) {
         fputs(", stored (their alignment is known once each is read)", out);
     else if (a->tensor_entries)
         fprintf(out, ", stored, aligned to %" PRIu64 "%s: zero-copy", a->min_tensor_alignment,
-                a->min_tensor_alignment >= ARCHIVE_ALIGNMENT_CAP ? " or more" : "");
+                a->min_tensor_alignment >= OZ_ALIGNMENT_CAP ? " or more" : "");
     fputc('\n', out);
     put_key(out, "  model entry");
-    fprintf(out, OZ_MODEL_ENTRY ", %s, ", archive_method_name(model->zip.method, buf, sizeof buf));
+    fprintf(out, OZ_MODEL_ENTRY ", %s, ", oz_zip_method_name(model->zip.method, buf, sizeof buf));
     put_bytes(out, model->zip.uncompressed_size);
-    if (a->model_index + 1 != a->count || a->model_file_rank + 1 != a->count)
+    if (!oz_archive_listing_model_last(a))
         fputs(", not the last entry", out);
     fputc('\n', out);
 }
 
 static void print_human(FILE *out, const info_report *r) {
     const onnx_ModelProto *m = r->model;
-    const model_stats *s = &r->stats;
+    const oc_model_stats *s = r->stats;
     oc_str name;
     int has_name;
     put_key(out, "file");
@@ -224,7 +223,7 @@ static void print_human(FILE *out, const info_report *r) {
     human_count(out, "training infos", s->training_infos);
     human_count(out, "metadata_props", s->metadata_props);
     human_tensors(out, s, r->form == CLI_FORM_ONNXZ);
-    if (r->form == CLI_FORM_ONNXZ && r->crypt == OC_CRYPT_NONE) human_archive(out, &r->archive);
+    if (r->form == CLI_FORM_ONNXZ && r->crypt == OC_CRYPT_NONE) human_archive(out, r->archive.list);
 }
 
 /* ---- JSON output: one object, keys documented in the help text ------------------- */
@@ -258,7 +257,7 @@ static void json_count(FILE *out, int *first, const char *key, uint64_t value) {
     fprintf(out, "%" PRIu64, value);
 }
 
-static void json_share(FILE *out, int *first, const char *key, const tensor_share *share) {
+static void json_share(FILE *out, int *first, const char *key, const oc_tensor_share *share) {
     json_key(out, first, key);
     fprintf(out, "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", share->tensors,
             share->bytes);
@@ -279,14 +278,14 @@ static void json_opsets(FILE *out, int *first, const onnx_ModelProto *m) {
     fputc(']', out);
 }
 
-static void json_external(FILE *out, int *first, const model_stats *s) {
+static void json_external(FILE *out, int *first, const oc_model_stats *s) {
     json_key(out, first, "external_data");
     fprintf(out,
             "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"unknown_length\": %" PRIu64
             ", \"locations\": [",
             s->external.tensors, s->external.bytes, s->external_unknown_length);
     for (uint64_t i = 0; i < s->nlocations; i++) {
-        const external_location *loc = &s->locations[i];
+        const oc_external_location *loc = &s->locations[i];
         fputs(i ? ",\n    {\"location\": " : "\n    {\"location\": ", out);
         json_put_string(out, loc->location.data, loc->location.size);
         fprintf(out, ", \"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", loc->tensors,
@@ -296,8 +295,8 @@ static void json_external(FILE *out, int *first, const model_stats *s) {
 }
 
 static void json_archive(FILE *out, int *first, const info_report *r) {
-    const archive_listing *a = &r->archive;
-    const archive_entry *model;
+    const oz_archive_listing *a = r->archive.list;
+    const oz_listed_entry *model;
     char buf[32];
     json_key(out, first, "archive");
     if (r->form != CLI_FORM_ONNXZ || r->crypt != OC_CRYPT_NONE) {
@@ -318,16 +317,15 @@ static void json_archive(FILE *out, int *first, const info_report *r) {
         fputs("null", out); /* a URL's archive: local headers not read */
     fprintf(out, ", \"zero_copy\": %s,\n    \"model_entry\": {\"method\": ",
             a->deflated_tensor_entries ? "false" : "true");
-    json_put_cstring(out, archive_method_name(model->zip.method, buf, sizeof buf));
+    json_put_cstring(out, oz_zip_method_name(model->zip.method, buf, sizeof buf));
     fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64 ", \"last\": %s}}",
             model->zip.uncompressed_size, model->zip.compressed_size,
-            a->model_index + 1 == a->count && a->model_file_rank + 1 == a->count ? "true"
-                                                                                 : "false");
+            oz_archive_listing_model_last(a) ? "true" : "false");
 }
 
 static void print_json(FILE *out, const info_report *r) {
     const onnx_ModelProto *m = r->model;
-    const model_stats *s = &r->stats;
+    const oc_model_stats *s = r->stats;
     oc_str name;
     int has_name;
     int first = 1;
@@ -414,7 +412,7 @@ static int run_info(const cli_args *args) {
         rc = file_size(report.path, &report.file_size);
     if (rc == CLI_EXIT_OK) {
         oc_error_clear(&err);
-        if (model_stats_collect(proto, &report.stats, &err) != OC_OK)
+        if (oc_model_stats_collect(proto, &report.stats, &err) != OC_OK)
             rc = cli_fail(report.path, &err);
     }
     if (rc == CLI_EXIT_OK) {
@@ -423,7 +421,7 @@ static int run_info(const cli_args *args) {
         else
             print_human(stdout, &report);
     }
-    model_stats_free(&report.stats);
+    oc_model_stats_free(report.stats);
     oc_model_free(model);
     if (report.form == CLI_FORM_ONNXZ && report.crypt == OC_CRYPT_NONE)
         archive_listing_close(&report.archive);

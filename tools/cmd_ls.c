@@ -5,7 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "archive_entries.h"
+#include "archive_listing.h"
 #include "cli.h"
 #include "json.h"
 
@@ -33,7 +33,7 @@ static void put_padded(FILE *out, const char *s, uint64_t n, uint64_t width) {
     for (uint64_t w = text_width(s, n); w < width; w++) fputc(' ', out);
 }
 
-static void print_human(FILE *out, const archive_listing *l) {
+static void print_human(FILE *out, const oz_archive_listing *l) {
     uint64_t name_width = 4;
     char buf[32];
     for (uint64_t i = 0; i < l->count; i++) {
@@ -43,13 +43,13 @@ static void print_human(FILE *out, const archive_listing *l) {
     put_padded(out, "NAME", 4, name_width);
     fprintf(out, "  %-8s %14s %14s %5s  %s\n", "METHOD", "SIZE", "OFFSET", "ALIGN", "TENSOR");
     for (uint64_t i = 0; i < l->count; i++) {
-        const archive_entry *e = &l->entries[i];
+        const oz_listed_entry *e = &l->entries[i];
         put_padded(out, e->zip.name, e->zip.name_len, name_width);
-        fprintf(out, "  %-8s %14" PRIu64, archive_method_name(e->zip.method, buf, sizeof buf),
+        fprintf(out, "  %-8s %14" PRIu64, oz_zip_method_name(e->zip.method, buf, sizeof buf),
                 e->zip.uncompressed_size);
         if (e->zip.data_offset) /* 0: a URL's local header, not read (zip.h) */
             fprintf(out, " %14" PRIu64 " %5" PRIu64 "  ", e->zip.data_offset,
-                    archive_offset_alignment(e->zip.data_offset));
+                    oz_offset_alignment(e->zip.data_offset));
         else
             fprintf(out, " %14s %5s  ", "-", "-");
         if (e->is_model) fputs("(model)", out);
@@ -63,23 +63,24 @@ static void print_human(FILE *out, const archive_listing *l) {
     }
 }
 
-static void print_json(FILE *out, const char *path, const archive_listing *l) {
+static void print_json(FILE *out, const char *path, const oz_archive *ar,
+                       const oz_archive_listing *l) {
     char buf[32];
     fputs("{\"file\": ", out);
     json_put_cstring(out, path);
     fprintf(out, ", \"file_size\": %" PRIu64 ", \"entries\": [",
-            oz_zip_reader_size(oz_archive_zip(l->archive)));
+            oz_zip_reader_size(oz_archive_zip(ar)));
     for (uint64_t i = 0; i < l->count; i++) {
-        const archive_entry *e = &l->entries[i];
+        const oz_listed_entry *e = &l->entries[i];
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", out);
         json_put_string(out, e->zip.name, e->zip.name_len);
         fputs(", \"method\": ", out);
-        json_put_cstring(out, archive_method_name(e->zip.method, buf, sizeof buf));
+        json_put_cstring(out, oz_zip_method_name(e->zip.method, buf, sizeof buf));
         fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64,
                 e->zip.uncompressed_size, e->zip.compressed_size);
         if (e->zip.data_offset)
             fprintf(out, ", \"data_offset\": %" PRIu64 ", \"alignment\": %" PRIu64,
-                    e->zip.data_offset, archive_offset_alignment(e->zip.data_offset));
+                    e->zip.data_offset, oz_offset_alignment(e->zip.data_offset));
         else /* a URL's local header, not read: not known without a request per entry */
             fputs(", \"data_offset\": null, \"alignment\": null", out);
         fprintf(out, ", \"crc32\": %" PRIu32 ", \"model\": %s, \"tensors\": [", e->zip.crc32,
@@ -100,9 +101,9 @@ static int run_ls(const cli_args *args) {
     int rc = archive_listing_open(path, args->verbosity, &listing);
     if (rc != CLI_EXIT_OK) return rc;
     if (args->seen[LS_OPT_JSON])
-        print_json(stdout, path, &listing);
+        print_json(stdout, path, listing.archive, listing.list);
     else
-        print_human(stdout, &listing);
+        print_human(stdout, listing.list);
     archive_listing_close(&listing);
     return CLI_EXIT_OK;
 }

@@ -321,6 +321,7 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
 }
 
 uint64_t oz__archive_model_index(const oz_archive *ar) { return ar->model_index; }
+const char *oz__archive_path(const oz_archive *ar) { return ar->path; }
 
 oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts, oz_archive **out,
                           oc_error *err) {

@@ -1,7 +1,7 @@
 """File.info(): what `onnxz info --json` reports on a file, with the same keys and values.
 The model's header fields are read from its ModelProto here; the counts, the byte shares
-and an archive's entries come from the extension (the tool's own code, tools/model_stats.c,
-compiled in, and the archive's central directory)."""
+and an archive's entries come from the libraries (oc_model_stats_collect, oz_archive_list),
+as the tool's do."""
 import os
 
 from . import _onnxz

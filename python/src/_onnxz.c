@@ -31,9 +31,6 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/onnxz.h>
 
-#include "archive_entries.h" /* tools/archive_entries.c, compiled in: an archive's entries */
-#include "model_stats.h" /* tools/model_stats.c, compiled in: the figures of `onnxz info` */
-
 static PyObject *onnxz_error; /* onnxz.Error */
 
 /* ---- errors -------------------------------------------------------------------- */
@@ -1078,15 +1075,15 @@ static PyObject *reader_kind(ReaderObject *self, PyObject *unused) {
                          self->payload_archive ? Py_True : Py_False);
 }
 
-/* ---- an archive's entries: the facts of `onnxz info`'s archive block, gathered by
- * tools/archive_entries.c (compiled into this extension: one implementation) ---------- */
+/* ---- the figures of `onnxz info --json`: the library's (oc_model_stats_collect,
+ * oz_archive_list), with the same keys and values ------------------------------------ */
 
 static PyObject *share(uint64_t tensors, uint64_t bytes) {
     return Py_BuildValue("{sKsK}", "tensors", (unsigned long long)tensors, "bytes",
                          (unsigned long long)bytes);
 }
 
-static PyObject *archive_dict(const archive_listing *l) {
+static PyObject *archive_dict(const oz_archive_listing *l) {
     const oz_zip_entry *m = &l->entries[l->model_index].zip;
     char buf[32];
     /* None: stored tensor entries whose data offsets are not known yet (R-10), as the
@@ -1104,20 +1101,18 @@ static PyObject *archive_dict(const archive_listing *l) {
         (unsigned long long)l->tensor_entries, "deflated_tensor_entries",
         (unsigned long long)l->deflated_tensor_entries, "min_tensor_alignment", align,
         "zero_copy", l->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
-        archive_method_name(m->method, buf, sizeof buf), "size",
+        oz_zip_method_name(m->method, buf, sizeof buf), "size",
         (unsigned long long)m->uncompressed_size, "compressed_size",
         (unsigned long long)m->compressed_size, "last",
-        l->model_index + 1 == l->count && l->model_file_rank + 1 == l->count ? Py_True
-                                                                             : Py_False);
+        oz_archive_listing_model_last(l) ? Py_True : Py_False);
 }
 
-/* The figures of tools/model_stats.c (compiled into this extension: one implementation)
- * as the keys of `onnxz info --json`. */
-static PyObject *stats_dict(const model_stats *st, const archive_listing *scan) {
+/* The model's figures as the keys of `onnxz info --json`. */
+static PyObject *stats_dict(const oc_model_stats *st, const oz_archive_listing *scan) {
     PyObject *locs = PyList_New(0), *out = NULL;
     if (!locs) return NULL;
     for (uint64_t i = 0; i < st->nlocations; i++) {
-        const external_location *l = &st->locations[i];
+        const oc_external_location *l = &st->locations[i];
         PyObject *name =
             PyUnicode_DecodeUTF8(l->location.data, (Py_ssize_t)l->location.size, "surrogateescape");
         PyObject *d = name ? Py_BuildValue("{sNsKsK}", "location", name, "tensors",
@@ -1157,8 +1152,8 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     Py_buffer key;
     HoldObject *hold;
     oc_model *model = NULL;
-    model_stats stats;
-    archive_listing scan;
+    oc_model_stats *stats = NULL;
+    oz_archive_listing *scan = NULL;
     oc_error err;
     oc_status st;
     if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
@@ -1166,13 +1161,11 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     if (key_arg(key_obj, &key, &holder) < 0) return NULL;
     hold = self->hold;
     Py_INCREF(hold);
-    memset(&stats, 0, sizeof stats);
-    memset(&scan, 0, sizeof scan);
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->weights) { /* references kept */
-        st = model_stats_collect(oc_model_proto(hold->model), &stats, &err);
+        st = oc_model_stats_collect(oc_model_proto(hold->model), &stats, &err);
         if (st == OC_OK && hold->archive)
-            st = archive_entries_scan(hold->archive, oc_model_proto(hold->model), &scan, &err);
+            st = oz_archive_list(hold->archive, oc_model_proto(hold->model), &scan, &err);
     }
     else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
@@ -1181,27 +1174,25 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
-        if (st == OC_OK) st = model_stats_collect(oc_model_proto(model), &stats, &err);
+        if (st == OC_OK) st = oc_model_stats_collect(oc_model_proto(model), &stats, &err);
     }
     Py_END_ALLOW_THREADS key_release(&key, &holder);
-    out = st == OC_OK ? stats_dict(&stats, hold->archive ? &scan : NULL)
-                      : raise_error(PyBytes_AS_STRING(self->path), &err);
-    model_stats_free(&stats);
-    archive_entries_free(&scan);
+    out = st == OC_OK ? stats_dict(stats, scan) : raise_error(PyBytes_AS_STRING(self->path), &err);
+    oc_model_stats_free(stats);
+    oz_archive_listing_free(scan);
     oc_model_free(model);
     Py_DECREF(hold);
     return out;
 }
 
-/* verify(key): the checks of `onnxz verify` but stub references: archives: every ZIP
- * check, every CRC-32, every tensor resolving to its entry; other forms: decoding with
- * every external tensor resolved and its checksum verified; then W-41 and W-40; last, an
- * archive's layout rules (A-2..A-4). */
+/* verify(key): the checks of `onnxz verify` but stub references (onnxz/verify.h):
+ * oz_archive_verify for an archive, oz_verify_model for the other forms. */
 static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     PyObject *key_obj = Py_None, *holder = NULL;
     Py_buffer key;
     HoldObject *hold;
-    oc_model *model = NULL;
+    oz_archive_report *report = NULL;
+    oz_model_report *model_report = NULL;
     oc_error err;
     oc_status st;
     if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
@@ -1211,29 +1202,18 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     Py_INCREF(hold);
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS if (hold->archive) {
-        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-        po.no_copy = 1;
-        st = oz_zip_reader_verify_all(oz_archive_zip(hold->archive), &err);
-        if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(hold->archive), &err);
-        if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &model, &err);
+        st = oz_archive_verify(hold->archive, NULL, &report, &err);
     }
     else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-        o.parse.no_copy = 1;
-        o.parse.verify_checksums = 1;
-        o.parse.num_threads = -1;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
-        st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
-    }
-    if (st == OC_OK) st = oc_model_check(model, &err);
-    oc_model_free(model);
-    /* The layout rules, on the entries and the model's references to them. */
-    if (st == OC_OK && hold->archive) {
-        st = oz_archive_check_layout(hold->archive, oc_model_proto(hold->model), &err);
+        st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
     }
     Py_END_ALLOW_THREADS Py_DECREF(hold);
     key_release(&key, &holder);
+    oz_archive_report_free(report);
+    oz_model_report_free(model_report);
     if (st != OC_OK) return raise_error(PyBytes_AS_STRING(self->path), &err);
     Py_RETURN_NONE;
 }

@@ -21,6 +21,7 @@
 #include "nametab.h"
 #include "options.h"
 #include "status.h"
+#include "stats.h"
 #include "tensor.h"
 
 #ifdef __cplusplus

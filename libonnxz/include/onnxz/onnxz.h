@@ -13,7 +13,9 @@
 #include "encrypted.h"
 #include "export.h"
 #include "limits.h"
+#include "listing.h"
 #include "open.h"
+#include "verify.h"
 #include "zip.h"
 
 #endif

@@ -17,6 +17,9 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
  * reader too (M-2), and use_pread reads the archive with pread instead of mapping it. */
 oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts);
 
+/* The path the archive was opened from (a file or a URL). */
+const char *oz__archive_path(const oz_archive *ar);
+
 /* The index of __MODEL_PROTO in the archive's central directory. */
 uint64_t oz__archive_model_index(const oz_archive *ar);
 

@@ -1,14 +1,11 @@
 /*
- * tools/archive_entries.c - an archive's entries and the tensors that point at them
- * (archive_entries.h). Prints nothing: the Python extension compiles it in.
+ * listing.c - an archive's entries and the tensors that point at them (onnxz/listing.h).
  */
-#include "archive_entries.h"
+#include "onnxz/listing.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 /* One (entry, tensor) pair met while walking the model. */
 typedef struct tensor_ref {
@@ -53,14 +50,14 @@ static int compare_offsets(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-uint64_t archive_offset_alignment(uint64_t offset) {
+uint64_t oz_offset_alignment(uint64_t offset) {
     uint64_t a = 1;
-    if (offset == 0) return ARCHIVE_ALIGNMENT_CAP;
-    while (a < ARCHIVE_ALIGNMENT_CAP && offset % (a * 2) == 0) a *= 2;
+    if (offset == 0) return OZ_ALIGNMENT_CAP;
+    while (a < OZ_ALIGNMENT_CAP && offset % (a * 2) == 0) a *= 2;
     return a;
 }
 
-const char *archive_method_name(uint16_t method, char *buf, size_t size) {
+const char *oz_zip_method_name(uint16_t method, char *buf, size_t size) {
     if (method == OZ_ZIP_STORED) return "stored";
     if (method == OZ_ZIP_DEFLATED) return "deflated";
     snprintf(buf, size, "method %u", (unsigned)method);
@@ -72,7 +69,7 @@ static oc_status nomem(oc_error *err) {
 }
 
 /* Fills entries, names and the totals from the reader and the walk. */
-static oc_status fill(archive_listing *l, const oz_zip_reader *zip, ref_walk *w, oc_error *err) {
+static oc_status fill(oz_archive_listing *l, const oz_zip_reader *zip, ref_walk *w, oc_error *err) {
     uint64_t *offsets;
     oc_status st;
     l->count = oz_zip_reader_count(zip);
@@ -91,7 +88,7 @@ static oc_status fill(archive_listing *l, const oz_zip_reader *zip, ref_walk *w,
     if (w->count) qsort(w->refs, (size_t)w->count, sizeof *w->refs, compare_refs);
     for (uint64_t i = 0; i < w->count; i++) l->names[i] = w->refs[i].name;
     for (uint64_t i = 0, r = 0; i < l->count; i++) {
-        archive_entry *e = &l->entries[i];
+        oz_listed_entry *e = &l->entries[i];
         st = oz_zip_reader_entry(zip, i, &e->zip, err);
         if (st != OC_OK) {
             free(offsets);
@@ -116,7 +113,7 @@ static oc_status fill(archive_listing *l, const oz_zip_reader *zip, ref_walk *w,
             l->tensor_entries++;
             if (e->zip.method == OZ_ZIP_DEFLATED) l->deflated_tensor_entries++;
             if (e->zip.method == OZ_ZIP_STORED && e->zip.data_offset) { /* 0: not read */
-                uint64_t a = archive_offset_alignment(e->zip.data_offset);
+                uint64_t a = oz_offset_alignment(e->zip.data_offset);
                 if (l->min_tensor_alignment == 0 || a < l->min_tensor_alignment)
                     l->min_tensor_alignment = a;
             }
@@ -130,23 +127,33 @@ static oc_status fill(archive_listing *l, const oz_zip_reader *zip, ref_walk *w,
     return OC_OK;
 }
 
-oc_status archive_entries_scan(const oz_archive *ar, onnx_ModelProto *model,
-                               archive_listing *out, oc_error *err) {
+bool oz_archive_listing_model_last(const oz_archive_listing *l) {
+    return l->model_index + 1 == l->count && l->model_file_rank + 1 == l->count;
+}
+
+oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model, oz_archive_listing **out,
+                          oc_error *err) {
     ref_walk walk;
     oc_status st;
-    memset(out, 0, sizeof *out);
+    oz_archive_listing *l = calloc(1, sizeof *l);
+    *out = NULL;
+    if (!l) return nomem(err);
     memset(&walk, 0, sizeof walk);
     walk.zip = oz_archive_zip(ar);
     st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, collect_ref, &walk);
-    st = st == OC_OK ? fill(out, walk.zip, &walk, err) : nomem(err);
+    st = st == OC_OK ? fill(l, walk.zip, &walk, err) : nomem(err);
     free(walk.refs);
-    if (st != OC_OK) archive_entries_free(out);
-    return st;
+    if (st != OC_OK) {
+        oz_archive_listing_free(l);
+        return st;
+    }
+    *out = l;
+    return OC_OK;
 }
 
-void archive_entries_free(archive_listing *l) {
+void oz_archive_listing_free(oz_archive_listing *l) {
+    if (!l) return;
     free(l->entries);
     free(l->names);
-    memset(l, 0, sizeof *l);
+    free(l);
 }
-

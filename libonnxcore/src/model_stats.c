@@ -1,11 +1,10 @@
 /*
- * tools/model_stats.c - counting nodes and tensors for `onnxz info`.
+ * model_stats.c - counting nodes and tensors (onnxcore/stats.h).
  */
-#include "model_stats.h"
+#include "onnxcore/stats.h"
 
-#include <onnxcore/external.h>
+#include "onnxcore/external.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +61,7 @@ static uint64_t model_nodes(const onnx_ModelProto *model) {
     return n;
 }
 
-static void count_graph(const onnx_GraphProto *graph, model_stats *stats) {
+static void count_graph(const onnx_GraphProto *graph, oc_model_stats *stats) {
     if (!graph) return;
     stats->nodes = graph->node.count;
     stats->initializers = graph->initializer.count;
@@ -77,25 +76,25 @@ static void count_graph(const onnx_GraphProto *graph, model_stats *stats) {
  * let crafted locations collide and made this quadratic (spec/security.md K-1). */
 
 typedef struct location_table {
-    external_location *items; /* one per external tensor until table_finish merges them */
+    oc_external_location *items; /* one per external tensor until table_finish merges them */
     uint64_t count, cap;
 } location_table;
 
 static int table_add(location_table *table, oc_str location, uint64_t bytes) {
     if (table->count == table->cap) {
         uint64_t cap = table->cap ? table->cap * 2 : 16;
-        external_location *items = realloc(table->items, (size_t)cap * sizeof *items);
+        oc_external_location *items = realloc(table->items, (size_t)cap * sizeof *items);
         if (!items) return 0;
         table->items = items;
         table->cap = cap;
     }
-    table->items[table->count++] = (external_location){location, 1, bytes};
+    table->items[table->count++] = (oc_external_location){location, 1, bytes};
     return 1;
 }
 
 static int compare_locations(const void *a, const void *b) {
-    oc_str x = ((const external_location *)a)->location;
-    oc_str y = ((const external_location *)b)->location;
+    oc_str x = ((const oc_external_location *)a)->location;
+    oc_str y = ((const oc_external_location *)b)->location;
     uint64_t n = x.size < y.size ? x.size : y.size;
     int c = n ? memcmp(x.data, y.data, (size_t)n) : 0;
     if (c != 0) return c;
@@ -103,7 +102,7 @@ static int compare_locations(const void *a, const void *b) {
 }
 
 /* Moves the locations into stats, sorted, one per distinct location with its totals. */
-static void table_finish(location_table *table, model_stats *stats) {
+static void table_finish(location_table *table, oc_model_stats *stats) {
     uint64_t n = 0;
     if (table->count)
         qsort(table->items, (size_t)table->count, sizeof *table->items, compare_locations);
@@ -124,7 +123,7 @@ static void table_finish(location_table *table, model_stats *stats) {
 /* ---- tensors ----------------------------------------------------------------------- */
 
 typedef struct tensor_walk {
-    model_stats *stats;
+    oc_model_stats *stats;
     location_table table;
 } tensor_walk;
 
@@ -170,7 +169,7 @@ static int parse_length(oc_str s, uint64_t *out) {
 }
 
 /* Counts an external_data key onnxz does not act on and remembers a few distinct names. */
-static void note_other_key(model_stats *st, const oc_str *key) {
+static void note_other_key(oc_model_stats *st, const oc_str *key) {
     st->external_other_keys++;
     for (unsigned i = 0; i < st->n_other_key_names; i++)
         if (st->other_key_names[i].size == key->size &&
@@ -185,7 +184,7 @@ static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t) {
     static const char empty[] = "";
     oc_str location = {empty, 0};
     uint64_t length = 0;
-    int known = 0;
+    int known = 0, checksum = 0;
     for (uint64_t i = 0; i < t->external_data.count; i++) {
         const onnx_StringStringEntryProto *kv = t->external_data.items[i];
         if (!kv) continue;
@@ -193,6 +192,8 @@ static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t) {
             location = kv->value;
         else if (oc_str_eq(kv->key, "length"))
             known = parse_length(kv->value, &length);
+        else if (oc_str_eq(kv->key, "checksum"))
+            checksum = 1;
         else if (!oc_external_key_is_known(&kv->key))
             note_other_key(walk->stats, &kv->key);
     }
@@ -201,13 +202,14 @@ static oc_status count_external(tensor_walk *walk, const onnx_TensorProto *t) {
         length = 0;
     }
     walk->stats->external.tensors++;
+    walk->stats->external_checksums += checksum ? 1u : 0u;
     walk->stats->external.bytes += length;
     return table_add(&walk->table, location, length) ? OC_OK : OC_ERR_NOMEM;
 }
 
 static oc_status visit_tensor(void *ctx, onnx_TensorProto *t) {
     tensor_walk *walk = ctx;
-    model_stats *stats = walk->stats;
+    oc_model_stats *stats = walk->stats;
     stats->tensors++;
     if (OC_HAS(TensorProto, t, raw_data)) {
         stats->raw.tensors++;
@@ -224,18 +226,15 @@ static oc_status visit_tensor(void *ctx, onnx_TensorProto *t) {
 
 /* ---- entry points ------------------------------------------------------------------ */
 
-static void set_nomem(oc_error *err) {
-    if (!err) return;
-    err->code = OC_ERR_NOMEM;
-    err->sys_errno = 0;
-    err->offset = OC_NO_OFFSET;
-    snprintf(err->message, sizeof err->message, "out of memory while counting tensors");
+static oc_status nomem(oc_error *err) {
+    return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while counting tensors");
 }
 
-oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_error *err) {
+oc_status oc_model_stats_collect(onnx_ModelProto *model, oc_model_stats **out, oc_error *err) {
     tensor_walk walk;
-    oc_status st;
-    memset(stats, 0, sizeof *stats);
+    oc_model_stats *stats = calloc(1, sizeof *stats);
+    *out = NULL;
+    if (!stats) return nomem(err);
     count_graph(model->graph, stats);
     stats->nodes_total = model_nodes(model);
     stats->functions = model->functions.count;
@@ -244,19 +243,19 @@ oc_status model_stats_collect(onnx_ModelProto *model, model_stats *stats, oc_err
 
     memset(&walk, 0, sizeof walk);
     walk.stats = stats;
-    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, visit_tensor, &walk);
-    if (st != OC_OK) {
+    if (oc_msg_visit_tensors(&onnx_ModelProto_desc, model, visit_tensor, &walk) != OC_OK) {
         free(walk.table.items);
-        set_nomem(err);
-        return OC_ERR_NOMEM;
+        free(stats);
+        return nomem(err);
     }
     table_finish(&walk.table, stats);
     stats->tensor_bytes = stats->raw.bytes + stats->typed.bytes + stats->external.bytes;
+    *out = stats;
     return OC_OK;
 }
 
-void model_stats_free(model_stats *stats) {
+void oc_model_stats_free(oc_model_stats *stats) {
+    if (!stats) return;
     free(stats->locations);
-    stats->locations = NULL;
-    stats->nlocations = 0;
+    free(stats);
 }

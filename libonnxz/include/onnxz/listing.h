@@ -1,0 +1,77 @@
+/*
+ * onnxz/listing.h - an archive's entries in central-directory order, and for each the
+ * tensors whose `location` names it, with the totals `onnxz ls` and `onnxz info` show
+ * and File.info() in Python returns. Callers format them.
+ *
+ * Experimental: the structs may grow at their end; they are allocated by the library
+ * (callers never declare one), so a caller built against an older header keeps working.
+ */
+#ifndef ONNXZ_LISTING_H
+#define ONNXZ_LISTING_H
+
+#include "export.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <onnxcore/model.h>
+
+#include "archive.h"
+#include "zip.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Offsets are shown with the largest power of two dividing them, up to this. */
+#define OZ_ALIGNMENT_CAP 4096u
+
+typedef struct oz_listed_entry {
+    oz_zip_entry zip;    /* the central directory's view; strings belong to the reader */
+    bool is_model;       /* this is __MODEL_PROTO */
+    uint64_t ntensors;   /* tensors whose location names this entry */
+    uint64_t first_name; /* their names: listing->names[first_name .. first_name + ntensors) */
+} oz_listed_entry;
+
+typedef struct oz_archive_listing {
+    oz_listed_entry *entries; /* central-directory order */
+    uint64_t count;
+    oc_str *names; /* tensor names grouped by entry, in the model's encoding order */
+    uint64_t model_index;
+    uint64_t model_file_rank; /* __MODEL_PROTO's position by local header offset (0-based) */
+
+    /* Totals. */
+    uint64_t stored_entries, stored_bytes;
+    uint64_t deflated_entries, deflated_bytes, deflated_compressed;
+    uint64_t tensor_entries; /* entries at least one tensor points at */
+    uint64_t deflated_tensor_entries;
+    uint64_t min_tensor_alignment; /* of STORED tensor entries whose data offset is known;
+                                    * 0 when there are none (a URL's: not read yet, R-10) */
+} oz_archive_listing;
+
+/* Lists ar's entries and the tensors of model (ar's model, decoded with its tensors as
+ * references: skip_external_data) that point at them, into a new *out (NULL after a
+ * failure) that oz_archive_listing_free releases. The entries' strings belong to ar's
+ * reader, the names point into model: both must outlive *out. A location that names no
+ * entry is left out (oz_archive_verify refuses it). */
+OZ_API oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model,
+                                 oz_archive_listing **out, oc_error *err);
+/* Frees what oz_archive_list returned. NULL is accepted. */
+OZ_API void oz_archive_listing_free(oz_archive_listing *listing);
+
+/* True when __MODEL_PROTO is the last entry both in the central directory and in the
+ * file (spec/onnxz.md A-2). */
+OZ_API bool oz_archive_listing_model_last(const oz_archive_listing *listing);
+
+/* The largest power of two dividing offset, capped at OZ_ALIGNMENT_CAP (0 gives the cap). */
+OZ_API uint64_t oz_offset_alignment(uint64_t offset);
+
+/* "stored", "deflated" or "method N" (written into buf, of size bytes) for a ZIP method. */
+OZ_API const char *oz_zip_method_name(uint16_t method, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * onnxz/verify.h - every check `onnxz verify` and File.verify() in Python make, as calls
+ * that return what they found (callers format it) or the first problem (oc_error).
+ *
+ * Experimental: the report structs may grow at their end; they are allocated by the
+ * library (callers never declare one), so a caller built against an older header keeps
+ * working.
+ */
+#ifndef ONNXZ_VERIFY_H
+#define ONNXZ_VERIFY_H
+
+#include "export.h"
+
+#include <stdint.h>
+
+#include <onnxcore/options.h>
+
+#include "archive.h"
+#include "open.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What oz_archive_verify found in an archive that passed every check. */
+typedef struct oz_archive_report {
+    uint64_t entries;        /* entries in the archive */
+    uint64_t tensor_entries; /* entries at least one tensor points at */
+    uint64_t entry_tensors;  /* tensors resolved to those entries */
+    uint64_t entry_bytes;    /* those entries' uncompressed bytes */
+    uint64_t model_size;     /* __MODEL_PROTO, uncompressed */
+} oz_archive_report;
+
+/* Every check `onnxz verify` makes on an archive open already (oz_archive_open has made
+ * the ZIP checks Z-60..Z-76 and A-1, A-40), in this order, stopping at the first failure:
+ *   1. the CRC-32 of every entry (oz_zip_reader_verify_all); no name is both a file and
+ *      a directory (Z-36);
+ *   2. the model decodes, every tensor resolves to an entry of its length (A-21) and
+ *      holds the bytes its dims and data type make (oc_model_check: W-41, W-40); an
+ *      archive at a URL, whose every byte step 1 has just downloaded, has its tensors'
+ *      sizes asked of its entries instead of reading them again;
+ *   3. the layout rules (oz_archive_check_layout: A-2..A-4).
+ * opts (NULL: the defaults) are those the model is decoded with (its memory budget);
+ * no_copy and skip_external_data are the call's own. On success a new *out (NULL after a
+ * failure) holds the figures; oz_archive_report_free releases it. */
+OZ_API oc_status oz_archive_verify(const oz_archive *ar, const oc_parse_options *opts,
+                                   oz_archive_report **out, oc_error *err);
+/* Frees what oz_archive_verify returned. NULL is accepted. */
+OZ_API void oz_archive_report_free(oz_archive_report *report);
+
+/* What oz_verify_model found in a file that passed every check. */
+typedef struct oz_model_report {
+    uint64_t tensors;          /* every TensorProto at any depth */
+    uint64_t external_tensors; /* of which data_location EXTERNAL (not for encrypted files) */
+    uint64_t external_files;   /* the distinct data files they name */
+    uint64_t external_bytes;   /* their `length` keys */
+    uint64_t checksums;        /* external tensors whose `checksum` key was verified */
+} oz_model_report;
+
+/* Every check `onnxz verify` makes on a file that is not an unencrypted archive (a
+ * model with its external data, or an encrypted file holding a model or an archive):
+ * it opens (oz_open with opts; a key is needed for an encrypted file) with every
+ * external tensor resolved under spec/external-data.md and every `checksum` key
+ * verified (on every core unless opts->parse.num_threads says otherwise; encrypted
+ * files: every ONNXZEC1 chunk authenticates), and the model passes oc_model_check
+ * (W-41, W-40). On success a new *out (NULL after a failure; oz_model_report_free
+ * releases it) holds the figures (oc_model_stats_collect's) of the model's tensors as
+ * references to their data files (the model read again without its data), or, for an
+ * encrypted file, of the model it decrypts to. info (may be NULL) as oz_open fills it. */
+OZ_API oc_status oz_verify_model(const char *path, const oz_open_options *opts,
+                                 oz_model_report **out, oz_open_info *info, oc_error *err);
+/* Frees what oz_verify_model returned. NULL is accepted. */
+OZ_API void oz_model_report_free(oz_model_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * test_inspect.c - the figures and checks behind `onnxz info`, `ls` and `verify` as library
+ * calls (onnxcore/stats.h, onnxz/listing.h, onnxz/verify.h), on a model built here whose
+ * every figure is known: oc_model_stats_collect counts the graph's parts (nodes in a
+ * subgraph and a function too) and the tensor shares of a model with external data;
+ * oz_archive_list lists an archive's entries with the tensors that name them;
+ * oz_archive_verify and oz_verify_model pass on the files as saved, give their figures,
+ * and refuse a flipped byte in a tensor (CRC-32; SHA-1 checksum) and a missing data file.
+ *
+ * usage: test_inspect WORKDIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <onnxcore/onnxcore.h>
+#include <onnxz/onnxz.h>
+
+#include "check.h"
+#include "testdir.h"
+
+enum { BIG = 3000, SMALL = 16 };
+
+static void add_raw(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n) {
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    uint8_t *p;
+    oc_str_set_cstr(a, &t->name, name);
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+    if (d) *d = (int64_t)n;
+    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
+    for (uint64_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + n);
+    OC_SET_HAS(TensorProto, t, raw_data);
+}
+
+static onnx_NodeProto *add_node(oc_arena *a, onnx_GraphProto *g, const char *op) {
+    onnx_NodeProto *nd = OC_ADD(a, NodeProto, g->node);
+    oc_str_set_cstr(a, &nd->op_type, op);
+    OC_SET_HAS(NodeProto, nd, op_type);
+    return nd;
+}
+
+/* Two big tensors ("a", "b": entries / external data), one small ("s": stays inside),
+ * one typed (3 floats); a main graph of 2 nodes, one holding a 2-node subgraph; a
+ * function of 1 node. Nodes in total: 2 + 2 + 1. */
+static oc_model *make_model(void) {
+    oc_model *m = oc_model_new();
+    oc_arena *a = oc_model_arena(m);
+    onnx_ModelProto *mp = oc_model_proto(m);
+    mp->ir_version = 10;
+    OC_SET_HAS(ModelProto, mp, ir_version);
+    mp->graph = OC_NEW(a, GraphProto);
+    add_raw(a, mp->graph, "a", BIG);
+    add_raw(a, mp->graph, "b", BIG + 1);
+    add_raw(a, mp->graph, "s", SMALL);
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
+    oc_str_set_cstr(a, &t->name, "f");
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 1; /* FLOAT */
+    OC_SET_HAS(TensorProto, t, data_type);
+    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+    if (d) *d = 3;
+    for (int i = 0; i < 3; i++) {
+        float *f = oc_array_push(a, &t->float_data, sizeof(float));
+        if (f) *f = (float)i;
+    }
+    add_node(a, mp->graph, "Relu");
+    onnx_NodeProto *ifn = add_node(a, mp->graph, "If");
+    onnx_AttributeProto *attr = OC_ADD(a, AttributeProto, ifn->attribute);
+    attr->g = OC_NEW(a, GraphProto);
+    add_node(a, attr->g, "Relu");
+    add_node(a, attr->g, "Relu");
+    onnx_FunctionProto *fn = OC_ADD(a, FunctionProto, mp->functions);
+    onnx_NodeProto *fnode = OC_ADD(a, NodeProto, fn->node);
+    oc_str_set_cstr(a, &fnode->op_type, "Relu");
+    OC_SET_HAS(NodeProto, fnode, op_type);
+    return m;
+}
+
+static void flip_byte(const char *path, long at) {
+    FILE *f = fopen(path, "r+b");
+    int c;
+    CHECK(f != NULL);
+    if (!f) return;
+    fseek(f, at, SEEK_SET);
+    c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x55, f);
+    fclose(f);
+}
+
+static void check_stats(const oc_model_stats *s) {
+    CHECK_EQ(s->nodes, 2);
+    CHECK_EQ(s->nodes_total, 5);
+    CHECK_EQ(s->initializers, 4);
+    CHECK_EQ(s->functions, 1);
+    CHECK_EQ(s->tensors, 4);
+    CHECK_EQ(s->raw.tensors, 1);
+    CHECK_EQ(s->raw.bytes, SMALL);
+    CHECK_EQ(s->typed.tensors, 1);
+    CHECK_EQ(s->typed.bytes, 12);
+    CHECK_EQ(s->external.tensors, 2);
+    CHECK_EQ(s->external.bytes, 2 * BIG + 1);
+    CHECK_EQ(s->tensor_bytes, SMALL + 12 + 2 * BIG + 1);
+    CHECK_EQ(s->external_unknown_length, 0);
+}
+
+/* An archive: listed, verified, then refused with one byte of "b" flipped. */
+static void test_archive(const oc_model *m, const char *dir) {
+    char path[4200];
+    oz_archive *ar = NULL;
+    oc_model *refs = NULL;
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    oz_archive_listing *l = NULL;
+    oz_archive_report *r = NULL;
+    oc_error err;
+    snprintf(path, sizeof path, "%s/m.onnxz", dir);
+    CHECK_OK(oz_archive_save(m, path, NULL, &err), &err);
+    CHECK_OK(oz_archive_open(path, NULL, &ar, &err), &err);
+    po.no_copy = 1;
+    po.skip_external_data = 1;
+    CHECK_OK(oz_archive_load_model(ar, &po, &refs, &err), &err);
+    CHECK_OK(oz_archive_list(ar, oc_model_proto(refs), &l, &err), &err);
+    if (l) {
+        CHECK_EQ(l->count, 3);
+        CHECK_EQ(l->model_index, 2);
+        CHECK(l->entries[2].is_model);
+        CHECK(oz_archive_listing_model_last(l));
+        CHECK_EQ(l->tensor_entries, 2);
+        CHECK_EQ(l->stored_entries, 3);
+        CHECK_EQ(l->deflated_entries, 0);
+        CHECK(l->min_tensor_alignment >= 64);
+        for (uint64_t i = 0; i < 2; i++) {
+            CHECK_EQ(l->entries[i].ntensors, 1);
+            CHECK_EQ(l->entries[i].zip.uncompressed_size, BIG + i);
+            CHECK_STR_EQ(l->names[l->entries[i].first_name], i ? "b" : "a");
+        }
+    }
+    oc_model_stats *s = NULL;
+    CHECK_OK(oc_model_stats_collect(oc_model_proto(refs), &s, &err), &err);
+    if (s) {
+        check_stats(s);
+        CHECK_EQ(s->nlocations, 2); /* an archive's locations are its entries */
+    }
+    oc_model_stats_free(s);
+    CHECK_OK(oz_archive_verify(ar, NULL, &r, &err), &err);
+    if (r && l) {
+        CHECK_EQ(r->entries, 3);
+        CHECK_EQ(r->tensor_entries, 2);
+        CHECK_EQ(r->entry_tensors, 2);
+        CHECK_EQ(r->entry_bytes, 2 * BIG + 1);
+        CHECK_EQ(r->model_size, l->entries[2].zip.uncompressed_size);
+    }
+    long at = l ? (long)l->entries[1].zip.data_offset + 10 : 0;
+    oz_archive_report_free(r);
+    oz_archive_listing_free(l);
+    oc_model_free(refs);
+    oz_archive_close(ar);
+
+    flip_byte(path, at);
+    r = NULL;
+    CHECK_OK(oz_archive_open(path, NULL, &ar, &err), &err); /* the directory is intact */
+    CHECK_STATUS(oz_archive_verify(ar, NULL, &r, &err), OC_ERR_CHECKSUM, &err);
+    CHECK(r == NULL);
+    oz_archive_close(ar);
+}
+
+/* The stats of the model at path (external data beside it) read as references. */
+static void check_locations(const char *path) {
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oc_model *refs = NULL;
+    oc_model_stats *s = NULL;
+    oc_error err;
+    o.parse.skip_external_data = 1;
+    CHECK_OK(oz_open(path, &o, &refs, NULL, &err), &err);
+    CHECK_OK(oc_model_stats_collect(oc_model_proto(refs), &s, &err), &err);
+    if (s) {
+        check_stats(s);
+        CHECK_EQ(s->nlocations, 1);
+        CHECK_STR_EQ(s->locations[0].location, "m.onnx.data");
+        CHECK_EQ(s->locations[0].tensors, 2);
+        CHECK_EQ(s->external_checksums, 2);
+    }
+    oc_model_stats_free(s);
+    oc_model_free(refs);
+}
+
+/* A model with external data and SHA-1 checksums: verified with its figures, then refused
+ * with one byte of its data flipped and with the data file gone. */
+static void test_model(const oc_model *m, const char *dir) {
+    char path[4200], data[4200];
+    oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
+    oz_model_report *r = NULL;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    oc_error err;
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    snprintf(data, sizeof data, "%s/m.onnx.data", dir);
+    so.external_data = "m.onnx.data";
+    so.checksum = 1;
+    CHECK_OK(oc_model_save_file(m, path, &so, &err), &err);
+    CHECK_OK(oz_verify_model(path, NULL, &r, &info, &err), &err);
+    CHECK_EQ(info.kind, OZ_KIND_MODEL);
+    if (r) {
+        CHECK_EQ(r->tensors, 4);
+        CHECK_EQ(r->external_tensors, 2);
+        CHECK_EQ(r->external_files, 1);
+        CHECK_EQ(r->external_bytes, 2 * BIG + 1);
+        CHECK_EQ(r->checksums, 2);
+    }
+    oz_model_report_free(r);
+    check_locations(path);
+
+    flip_byte(data, BIG + 200); /* inside "b", whatever its alignment */
+    r = NULL;
+    CHECK_STATUS(oz_verify_model(path, NULL, &r, NULL, &err), OC_ERR_CHECKSUM, &err);
+    CHECK(r == NULL);
+    CHECK(remove(data) == 0);
+    CHECK_STATUS(oz_verify_model(path, NULL, &r, NULL, &err), OC_ERR_NOT_FOUND, &err);
+    CHECK(r == NULL);
+}
+
+int main(int argc, char **argv) {
+    char dir[4096];
+    if (argc != 2 || td_make(argv[1], "inspect", dir, sizeof dir) != 0) {
+        fprintf(stderr, "usage: test_inspect WORKDIR\n");
+        return 2;
+    }
+    oc_model *m = make_model();
+    test_archive(m, dir);
+    test_model(m, dir);
+    oc_model_free(m);
+    td_remove(dir);
+    return check_report("test_inspect");
+}
