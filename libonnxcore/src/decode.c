@@ -124,12 +124,19 @@ static oc_status varint_slow(dctx *c, const uint8_t **p, const uint8_t *end, uin
                     what);
 }
 
-/* Most tags and lengths are one byte: that case inline, the rest out of line. */
+/* Most tags and lengths are one or two bytes (a node's length is two): those inline, the
+ * rest out of line. */
 static inline oc_status varint_or_fail(dctx *c, const uint8_t **p, const uint8_t *end,
                                        uint64_t *out, const uint8_t *field, const char *what) {
-    if (OC_LIKELY(*p < end && **p < 0x80)) {
-        *out = **p;
-        (*p)++;
+    const uint8_t *q = *p;
+    if (OC_LIKELY(q < end && q[0] < 0x80)) {
+        *out = q[0];
+        *p = q + 1;
+        return OC_OK;
+    }
+    if (OC_LIKELY(end - q >= 2 && q[1] < 0x80)) {
+        *out = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+        *p = q + 2;
         return OC_OK;
     }
     return varint_slow(c, p, end, out, field, what);
@@ -273,15 +280,23 @@ static oc_status keep_unknown(dctx *c, unk_buf *u, const uint8_t **pp, const uin
     return OC_OK;
 }
 
-/* Clears the other members of a oneof when one is set. */
-static void oneof_clear_others(const oc_msgdesc *d, void *msg, const oc_field *keep) {
+/* Clears the other members of a oneof when one is set: only the oneof's members are
+ * visited (a field's presence bit is its position in d->fields), each zeroed with a store
+ * of its own width rather than a memset call. */
+static inline void oneof_clear_others(const oc_msgdesc *d, void *msg, const oc_field *keep) {
     oc_msghdr *h = oc__hdr(msg);
-    for (uint32_t i = 0; i < d->nfields; i++) {
-        const oc_field *f = &d->fields[i];
-        if (f == keep || f->label != OC_FL_ONEOF) continue;
-        h->has &= ~(1u << f->index);
-        memset((char *)msg + f->offset, 0,
-               f->type == OC_FT_MSG ? sizeof(void *) : oc__elem_size(f));
+    uint32_t others = d->oneof_mask & ~(1u << keep->index);
+    h->has &= ~others;
+    for (; others; others &= others - 1) {
+        const oc_field *f = &d->fields[__builtin_ctz(others)];
+        char *at = (char *)msg + f->offset;
+        uint32_t n = f->type == OC_FT_MSG ? (uint32_t)sizeof(void *) : oc__elem_size(f);
+        if (n == 16)
+            memset(at, 0, 16);
+        else if (n == 8)
+            memset(at, 0, 8);
+        else
+            memset(at, 0, n);
     }
 }
 
@@ -371,8 +386,10 @@ static oc_status decode_packed(dctx *c, void *msg, const oc_field *f, const uint
     return OC_OK;
 }
 
+/* fresh: msg was zeroed by this decode and nothing but this call writes it (a oneof then
+ * needs clearing only once one of its members is present). */
 static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
-                            const uint8_t *end, uint32_t depth);
+                            const uint8_t *end, uint32_t depth, int fresh);
 
 /* A string field's value: aliased into the input with no_copy (W-18), else an arena copy. */
 static inline oc_status set_str(dctx *c, oc_str *s, const uint8_t *val, uint64_t len) {
@@ -464,11 +481,16 @@ const oc_field *oc__find_field(const oc_msgdesc *d, uint64_t number) {
  * inputs, a shape's dims) this is the array's final length, reserved at once: no
  * regrowth, no copies and no capacity left over in the decoded tree. A hint only: stops
  * at anything it cannot read (the decoder reports it when it gets there). */
-static OC_COLD uint64_t run_length(const uint8_t *field, const uint8_t *end, size_t taglen,
-                                   uint32_t wt) {
+static uint64_t run_length(const uint8_t *field, const uint8_t *end, size_t taglen, uint32_t wt) {
     const uint8_t *p = field;
     uint64_t n = 0;
     if ((uint64_t)(end - field) > OC_RUN_SCAN) end = field + OC_RUN_SCAN;
+    /* The usual run first: one-byte tags and one-byte lengths (names, dims). */
+    if (taglen == 1 && wt == OC_WT_LEN)
+        while (end - p >= 2 && p[0] == field[0] && p[1] < 0x80 && p[1] <= end - p - 2) {
+            p += 2 + p[1];
+            n++;
+        }
     while ((size_t)(end - p) > taglen && p[0] == field[0]) { /* tags are 1 or 2 bytes */
         size_t i = 1;
         while (i < taglen && p[i] == field[i]) i++;
@@ -493,13 +515,15 @@ static OC_COLD uint64_t run_length(const uint8_t *field, const uint8_t *end, siz
 
 /* A repeated field out of room: grown to the run of elements that starts at `field` (or
  * doubled when that is more), then one slot taken. */
-static OC_COLD void *push_grow(dctx *c, void *array, uint64_t elem, const uint8_t *field,
-                               const uint8_t *end, size_t taglen, uint32_t wt) {
+static void *push_grow(dctx *c, void *array, uint64_t elem, const uint8_t *field,
+                       const uint8_t *end, size_t taglen, uint32_t wt) {
     oc_array_hdr a;
     memcpy(&a, array, sizeof a);
     uint64_t want = run_length(field, end, taglen, wt);
     if (want < a.cap) want = a.cap; /* at least doubles */
-    if (want > UINT64_MAX / 2 / elem - a.cap) return NULL;
+    /* Elements are at most 255 bytes: cap * elem cannot overflow, and no division (a
+     * slow instruction) on this path. */
+    if (elem > 255 || want > (UINT64_MAX >> 9) - a.cap) return NULL;
     uint64_t cap = a.cap + want;
     void *items = oc__arena_alloc_raw(c->arena, cap * elem); /* slots written as taken */
     if (!items) return NULL;
@@ -532,10 +556,15 @@ static inline void *push(dctx *c, void *array, uint64_t elem, const uint8_t *fie
     return push_grow(c, array, elem, field, end, taglen, wt);
 }
 
+/* A new zeroed message (as oc_msg_new), inline unless it needs an arena cleanup. */
+static inline void *new_msg(dctx *c, const oc_msgdesc *sub) {
+    return sub->has_span ? oc_msg_new(c->arena, sub) : oc__arena_alloc(c->arena, sub->size);
+}
+
 /* A new element of a repeated message field (as oc_array_add_msg), inline. */
 static inline void *add_msg(dctx *c, void *array, const oc_msgdesc *sub, const uint8_t *field,
                             const uint8_t *end, size_t taglen) {
-    void *m = sub->has_span ? oc_msg_new(c->arena, sub) : oc__arena_alloc(c->arena, sub->size);
+    void *m = new_msg(c, sub);
     if (!m) return NULL;
     void **slot = push(c, array, sizeof(void *), field, end, taglen, OC_WT_LEN);
     if (!slot) return NULL;
@@ -543,20 +572,32 @@ static inline void *add_msg(dctx *c, void *array, const oc_msgdesc *sub, const u
     return m;
 }
 
-static oc_status decode_submsg(dctx *c, const oc_msgdesc *d, void *msg, const oc_field *f,
+/* The message of a singular message field (optional, or a oneof member whose siblings the
+ * caller cleared), inline: the one seen before, into which this one merges, or a new one
+ * (*fresh set). */
+static inline void *opt_msg(dctx *c, void *msg, const oc_field *f, int *fresh) {
+    void *sub = oc__msg_get(msg, f);
+    if (sub) return sub;
+    sub = new_msg(c, f->sub);
+    if (sub) oc__msg_put(msg, f, sub);
+    *fresh = 1;
+    return sub;
+}
+
+static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f,
                                const uint8_t *p, uint64_t len, const uint8_t *field,
                                const uint8_t *end, size_t taglen, uint32_t depth) {
-    void *sub = f->label == OC_FL_REP
-                    ? add_msg(c, (char *)msg + f->offset, f->sub, field, end, taglen)
-                    : oc__field_message(c->arena, d, msg, f);
+    int fresh = f->label == OC_FL_REP;
+    void *sub = fresh ? add_msg(c, (char *)msg + f->offset, f->sub, field, end, taglen)
+                      : opt_msg(c, msg, f, &fresh);
     if (!sub) return nomem(c, field);
     OC_RETURN_ERROR_IF(depth + 1 > c->max_depth, c->err, OC_ERR_DEPTH, off(c, field),
                        "%s nested deeper than %u levels", f->sub->name, c->max_depth);
-    return decode_msg(c, f->sub, sub, p, p + len, depth + 1);
+    return decode_msg(c, f->sub, sub, p, p + len, depth + 1, fresh);
 }
 
 static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
-                            const uint8_t *end, uint32_t depth) {
+                            const uint8_t *end, uint32_t depth, int fresh) {
     oc_msghdr *h = oc__hdr(msg);
     unk_buf unk = {(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
     oc_status st = OC_OK;
@@ -571,16 +612,21 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
         size_t taglen = (size_t)(p - field);
         uint32_t wt = (uint32_t)(key & 7);
         uint64_t number = key >> 3;
-        if (OC_UNLIKELY(number == 0 || number > OC_MAX_FIELD_NUMBER || wt == OC_WT_EGROUP ||
-                        wt > OC_WT_I32)) {
+        /* A field of the schema in its own wire type, the usual case, is a valid tag by
+         * construction; anything else is checked here. */
+        const oc_field *f = number < OC_FIELD_LOOKUP && d->by_number[number]
+                                ? &d->fields[d->by_number[number] - 1]
+                                : NULL;
+        int known = f && wt == f->wiretype;
+        if (OC_UNLIKELY(!known) && (number == 0 || number > OC_MAX_FIELD_NUMBER ||
+                                    wt == OC_WT_EGROUP || wt > OC_WT_I32)) {
             st = oc__fail(c->err, OC_ERR_MALFORMED, off(c, field),
                           "%s: invalid tag (field %llu, wire type %u)", d->name,
                           (unsigned long long)number, wt);
             break;
         }
-        const oc_field *f = oc__find_field(d, number);
-        int known = f && (wt == f->wiretype ||
-                          (wt == OC_WT_LEN && oc__is_repeated(f) && f->wiretype != OC_WT_LEN));
+        if (!known) /* a repeated scalar packed */
+            known = f && wt == OC_WT_LEN && oc__is_repeated(f) && f->wiretype != OC_WT_LEN;
         if (!known) {
             uint64_t mark = unk.size;
             st = keep_unknown(c, &unk, &p, end, wt, number, field, depth);
@@ -598,7 +644,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
             const uint8_t *val = p;
             p += len;
             if (f->label == OC_FL_ONEOF) {
-                oneof_clear_others(d, msg, f);
+                if (!fresh || (h->has & d->oneof_mask)) oneof_clear_others(d, msg, f);
                 h->has |= 1u << f->index;
             }
             switch ((oc_ftype)f->type) {
@@ -618,7 +664,7 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
                 st = decode_span(c, msg, f, val, len, field, d);
                 break;
             case OC_FT_MSG:
-                st = decode_submsg(c, d, msg, f, val, len, field, end, taglen, depth);
+                st = decode_submsg(c, msg, f, val, len, field, end, taglen, depth);
                 break;
             default: /* packed scalars */
                 st = decode_packed(c, msg, f, val, p, field, d);
@@ -646,7 +692,8 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
             }
             store_scalar(slot, f, v);
         } else {
-            if (f->label == OC_FL_ONEOF) oneof_clear_others(d, msg, f);
+            if (f->label == OC_FL_ONEOF && (!fresh || (h->has & d->oneof_mask)))
+                oneof_clear_others(d, msg, f);
             store_scalar((char *)msg + f->offset, f, v);
             h->has |= 1u << f->index;
         }
@@ -707,7 +754,7 @@ oc_status oc__decode_at(const oc_msgdesc *desc, void *msg, const void *data, uin
     static const uint8_t empty[1];
     const uint8_t *p = size ? (const uint8_t *)data : empty; /* no arithmetic on NULL */
     c.base = p;
-    oc_status st = decode_msg(&c, desc, msg, p, p + size, depth);
+    oc_status st = decode_msg(&c, desc, msg, p, p + size, depth, 0);
     /* Deferred copies run even after an error: their sources were bounds-checked and the
      * partly decoded message must not hold uninitialised bytes. */
     oc__copy_run(&c.copies, c.threads);
@@ -782,7 +829,7 @@ static oc_status decode_window(dctx *c, window *w, const oc_msgdesc *d, void *ms
         c->susp_depth = depth;
         c->cut = pos + n < end;
         c->msg_end = end;
-        oc_status st = decode_msg(c, d, msg, w->buf, w->buf + n, depth);
+        oc_status st = decode_msg(c, d, msg, w->buf, w->buf + n, depth, 0);
         c->susp_depth = 0;
         if (st == OC_OK) {
             pos += n;

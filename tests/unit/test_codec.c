@@ -1575,6 +1575,73 @@ static void test_oneof(void) {
     wb_vint(&in, 1, 0);
     CHECK(roundtrip("dim_value 0", &onnx_TensorShapeProto_Dimension_desc, &in, &in));
 
+    /* The same inside messages the decoder creates (ValueInfoProto.type, a shape's dims),
+     * and in a TypeProto seen again, which merges into the first: the later member wins. */
+    wb_reset(&in);
+    wb_reset(&exp);
+    wb_reset(&sub);
+    {
+        wbuf tp = {0}, tp2 = {0}, shape = {0}, dim = {0}, tt2 = {0};
+        wb_vint(&dim, 1, 5);
+        wb_str(&dim, 2, "N");
+        wb_msg(&shape, 1, &dim);
+        wb_vint(&tt2, 1, 1);
+        wb_msg(&tt2, 2, &shape);
+        wb_msg(&tp, 1, &tt2);  /* tensor_type { elem_type 1, shape { dim {5 then "N"} } } */
+        wb_len(&tp, 4, "", 0); /* sequence_type {} */
+        wb_msg(&tp, 1, &tt2);  /* tensor_type again */
+        wb_msg(&in, 2, &tp);   /* ValueInfoProto.type */
+        wb_len(&tp2, 4, "", 0);
+        wb_msg(&in, 2, &tp2); /* type seen again: sequence_type replaces tensor_type */
+        x = dec(&onnx_ValueInfoProto_desc, in.p, in.n, NULL, NULL);
+        CHECK_STATUS(x.st, OC_OK, &x.err);
+        if (x.st == OC_OK) {
+            onnx_ValueInfoProto *vi = x.msg;
+            CHECK(vi->type != NULL);
+            if (vi->type) {
+                CHECK_PTR_EQ(vi->type->tensor_type, NULL);
+                CHECK(vi->type->sequence_type != NULL);
+                CHECK(!OC_HAS(TypeProto, vi->type, tensor_type));
+            }
+        }
+        dec_free(&x);
+        wb_reset(&tp);
+        wb_len(&tp, 4, "", 0);
+        wb_msg(&exp, 2, &tp);
+        CHECK(roundtrip("oneof in a type seen again", &onnx_ValueInfoProto_desc, &in, &exp));
+        /* Without the second type: tensor_type, its dim with dim_param only. */
+        wb_reset(&in);
+        wb_reset(&exp);
+        wb_reset(&tp);
+        wb_reset(&dim);
+        wb_reset(&shape);
+        wb_reset(&tt2);
+        wb_vint(&dim, 1, 5);
+        wb_str(&dim, 2, "N");
+        wb_msg(&shape, 1, &dim);
+        wb_vint(&tt2, 1, 1);
+        wb_msg(&tt2, 2, &shape);
+        wb_len(&tp, 4, "", 0);
+        wb_msg(&tp, 1, &tt2);
+        wb_msg(&in, 2, &tp);
+        wb_reset(&dim);
+        wb_str(&dim, 2, "N");
+        wb_reset(&shape);
+        wb_msg(&shape, 1, &dim);
+        wb_reset(&tt2);
+        wb_vint(&tt2, 1, 1);
+        wb_msg(&tt2, 2, &shape);
+        wb_reset(&tp);
+        wb_msg(&tp, 1, &tt2);
+        wb_msg(&exp, 2, &tp);
+        CHECK(roundtrip("oneofs in nested messages", &onnx_ValueInfoProto_desc, &in, &exp));
+        wb_free(&tp);
+        wb_free(&tp2);
+        wb_free(&shape);
+        wb_free(&dim);
+        wb_free(&tt2);
+    }
+
     /* SimpleShardedDimProto has the same oneof; num_shards stays. */
     wb_reset(&in);
     wb_reset(&exp);
