@@ -16,6 +16,8 @@ Environment:
   ONNXZ_CC=CC         the C compiler (default: the one Python was built with); with
                       ONNXZ_SANITIZE, the one the libraries were built with.
   ONNXZ_BUILD_JOBS=N  parallel jobs for CMake (default 2).
+  ONNXZ_SKIP_DEPENDENCY_CHECK=1  do not require numpy and onnx to be importable already
+                      (pip is to fetch them from an index).
 """
 import base64
 import hashlib
@@ -122,9 +124,47 @@ def _record_line(arcname, data):
     return f"{arcname},sha256={digest},{len(data)}\n"
 
 
+# ---- what the build and the package need, checked before anything is built ----------
+
+def _importable(module):
+    """Whether the Python being installed into imports module outside pip's isolated build
+    environment (which hides the venv's site-packages: PYTHONPATH, PYTHONNOUSERSITE)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    return subprocess.run([sys.executable, "-c", f"import {module}"], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def _check_prerequisites():
+    """Fails at once, saying what is missing and how to get it on Debian 12, rather than
+    after a minute of building (the C toolchain) or with pip's "No matching distribution
+    found for numpy" (an interpreter that does not see Debian's numpy and onnx, such as a
+    pyenv `python3` first on PATH, under pip install --no-index)."""
+    problems = []
+    tools = [t for t in ("cmake", "cc") if shutil.which(t) is None]
+    if tools:
+        problems.append(f"{' and '.join(tools)} not found: sudo apt-get install cmake gcc "
+                        "zlib1g-dev libssl-dev libcurl4-openssl-dev")
+    if not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        problems.append(f"Python.h of {sys.executable} not found: sudo apt-get install "
+                        "python3-dev (for Debian's Python)")
+    if os.environ.get("ONNXZ_SKIP_DEPENDENCY_CHECK") != "1":
+        missing = [m for m in ("numpy", "onnx") if not _importable(m)]
+        if missing:
+            problems.append(
+                f"{sys.executable} (Python {sys.version.split()[0]}, {sys.base_prefix}) cannot "
+                f"import {', '.join(missing)}, which onnxz needs. On Debian 12: sudo apt-get "
+                "install python3-numpy python3-onnx, and make the venv with Debian's Python, "
+                "named in full: /usr/bin/python3 -m venv --system-site-packages ~/venv "
+                "(set ONNXZ_SKIP_DEPENDENCY_CHECK=1 to let pip fetch them from an index instead)")
+    if problems:  # one message, no traceback: pip prints the hook's output as it is
+        print("onnxz_build: cannot build onnxz:\n  - " + "\n  - ".join(problems), file=sys.stderr)
+        raise SystemExit(1)
+
+
 # ---- PEP 517 hooks ----------------------------------------------------------------
 
 def get_requires_for_build_wheel(config_settings=None):
+    _check_prerequisites()
     return []
 
 
