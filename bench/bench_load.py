@@ -25,8 +25,8 @@ The page cache is filled the same way before each file's rounds (dropped, then r
 sequentially; see warm()). Each contender runs in a fresh process per round (first load, cold process); onnxz also
 reports the median of in-process repeats. Prints medians, each onnxz contender's ratio to
 the floor that does the same work (copy: floor.read; no-copy touching pages: floor.map;
-no-copy reading every byte: floor.map.bytes) and to onnx.load, then each target of the
-loading issue as the ratio it names, and the machine; --json FILE writes the figures too.
+no-copy reading every byte: floor.map.bytes) and to onnx.load, then each speed goal set
+for loading as the ratio it names, and the machine; --json FILE writes the figures too.
 
 usage: bench_load.py ONNXZ_EXE [--work DIR] [--rounds N] [--threads N] [--json FILE]
 """
@@ -123,7 +123,7 @@ def like_floor(k):
 
 
 def targets(label, med, rep, n):
-    """Prints the loading issue's targets as measured here; returns them as records."""
+    """Prints the speed goals for loading as measured here; returns them as records."""
     tn = f".t{n}"
     if label.startswith("weights"):
         rows = [

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python package against python3-onnx (issue 14, "Speed"): medians of rounds with the
+"""The Python package against python3-onnx (docs/performance.md, "In Python"): medians of rounds with the
 files in the page cache, and the ratio of each pair.
 
 Generates (once, cached in --work) with python3-onnx:

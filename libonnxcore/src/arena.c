@@ -33,18 +33,13 @@ void oc_arena_free(oc_arena *a) {
 
 /* A zeroed block 2 MiB-aligned in its own mapping, with huge pages asked for.
  *
- * The advice stays unconditional, on evidence (issue 13; a 2-core Firecracker VM shared
- * with other builds, THP enabled=madvise and defrag=madvise; a 100,000-node graph of
- * 27.5 MB whose decode takes 149 MB of arena; 20 fresh processes each, interleaved):
- * the first decode in a fresh process took 0.38 s median, 0.98 s p90, 1.07 s max with
- * the advice, and 1.48 / 1.94 / 2.12 s without (4 KiB faults cost 40-80 us each there;
- * in-process repeats 0.06 s against 1.3-2.4 s); protobuf's first parse 2.03 / 2.44 /
- * 2.69 s. The compaction stall feared with defrag=madvise never happened (/proc/vmstat
- * compact_stall stayed 0, thp_fault_fallback 0): the slow first decodes come from first
- * touching memory the hypervisor had taken back (free page reporting: 128 MB of huge
- * pages took 0.03 s when just freed, 0.5 s after 3 s idle), which protobuf and a plain
- * read() pay alike. Reaching huge blocks sooner (no 512 KiB and 1 MiB blocks) saved
- * 381 of 7,500 faults but no measurable time, so the sizes stay. */
+ * The advice is unconditional. With transparent huge pages in madvise mode, a large arena
+ * otherwise takes one 4 KiB fault per page, and those faults are most of the first decode
+ * of a large graph in a fresh process (bench_graph.py --fresh). The compaction stall that
+ * defrag=madvise could cause did not occur in those measurements (compact_stall stayed 0);
+ * what remains slow is the first touch of memory the hypervisor took back, which
+ * protobuf and a plain read() pay alike. The block sizes grow to huge blocks in steps:
+ * skipping the small steps saved a few faults and no measurable time. */
 /* Mapped blocks of freed arenas kept for the next arena of the process (see
  * oc_arena_trim in onnxcore/arena.h): a second model then reuses pages already faulted
  * in instead of having the kernel zero and map fresh ones. At most OC_ARENA_CACHE_MAX
@@ -54,13 +49,8 @@ void oc_arena_free(oc_arena *a) {
  * their caller fills, not at all), so those bytes are written once, in cache, instead of
  * zeroed in one pass and written again. A cached block's pages are given MADV_FREE: the
  * kernel may take them back under memory pressure (they then read as zeros), and until
- * it does, reusing them costs nothing.
- *
- * Measured (issue 13; the 100,000-node graph of bench_graph.py, 138 MB of arena, decoded
- * 20 times in one process on a 2-core VM): with a 64 MiB cache zeroed when reused, a
- * quarter of the decode was the kernel zeroing fresh pages and memset zeroing reused
- * ones; with this, the median decode took 0.040 s against 0.050-0.057 s in the same
- * quiet spells, and the process's CPU time was 1.00 s against 1.63 s. */
+ * it does, reusing them costs nothing. (Zeroing in one pass, then writing, was about a
+ * quarter of decoding a large graph.) */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static oc_block *cache_head;
 static uint64_t cache_bytes;

@@ -243,8 +243,8 @@ static oc_status open_part(data_writer *w, oc_error *err) {
         free(np->location);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    /* D1 of the review: a part renamed over the model's own name ("./x.onnx", or x.1 for
-     * a model named x.1) would be replaced by the model, or the model by it. Refused here,
+    /* A part renamed over the model's own name ("./x.onnx", or x.1 for a model named
+     * x.1) would be replaced by the model, or the model by it. Refused here,
      * before any file is renamed into place (E-25). */
     oc_status st = same_name(path, w->model_path)
                        ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -326,7 +326,7 @@ int oc__pair_lock(const char *model_path, int exclusive) {
     int fd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
     if (fd < 0) return -1;
-    /* D5 of the review: a blocking flock would let any process holding the directory's
+    /* Not a blocking flock: it would let any process holding the directory's
      * lock (a foreign `flock DIR cmd`, a stopped writer) hang every reader and writer of
      * every model there. Try without blocking, with a growing pause (10 ms doubling up to
      * 250 ms), for about OC__PAIR_LOCK_WAIT_MS in all. */
@@ -406,8 +406,8 @@ static oc_status note_stale(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
-/* What decoding the replaced model may cost (D4 of the review): it runs under the
- * exclusive pair lock, and the old file is whatever is there. */
+/* What decoding the replaced model may cost: it runs under the exclusive pair lock, and
+ * the old file is whatever is there (possibly hostile), so its cost is capped. */
 #define STALE_SCAN_MAX_MEMORY (64u << 20)
 
 /* Reads the model at path (the one being replaced, if any) for its stale parts, without
@@ -449,8 +449,8 @@ static int written_by_save(const data_writer *w, const char *path) {
 }
 
 /* Removes them (regular files only, beneath the model's directory) once the new model is
- * in place, never a file this save wrote (D2 of the review: the new model itself may be
- * named LOCATION.N, honestly or by a hostile old model naming itself). */
+ * in place, never a file this save wrote (the new model itself may be named LOCATION.N,
+ * honestly or by a hostile old model naming itself). */
 static void remove_stale_parts(const data_writer *w, const stale_parts *sp) {
     for (uint32_t i = 0; i < sp->n; i++) {
         char *p = part_path(w, sp->names[i]);
@@ -462,7 +462,7 @@ static void remove_stale_parts(const data_writer *w, const stale_parts *sp) {
 }
 
 /* Without overwrite, fails if any file of the pair (a part or the model) already has its
- * name, before anything is renamed (D1 of the review): a refused save leaves nothing. */
+ * name, before anything is renamed: a refused save leaves nothing. */
 static oc_status check_none_exists(const data_writer *w, const oc_atomic_file *model,
                                    oc_error *err) {
     struct stat st;

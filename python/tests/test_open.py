@@ -267,7 +267,7 @@ def test_threads_read_concurrently(form):
 def test_close_while_other_threads_read(tmp_path, suffix):
     """A close() racing reads from other threads: every read gives the right array or
     'closed', never bytes of a freed model (tensor() read the tensor's data_type after
-    dropping its reference to the model: a use-after-free under ASan, review of 2026-11-24)."""
+    dropping its reference to the model, a use-after-free under ASan)."""
     model = make_model(n_weights=8, size=16)
     p = str(tmp_path / ("m" + suffix))
     onnxz.save(model, p)
@@ -303,7 +303,7 @@ def test_close_while_other_threads_read(tmp_path, suffix):
 def test_typed_tensor_in_a_fresh_process(tmp_path):
     """A tensor in typed fields (float_data) converted by File.tensor in a process that
     imported only onnxz: `import onnx` does not load onnx.numpy_helper (this suite's own
-    imports hid it: AttributeError, review of 2026-11-24)."""
+    imports would hide an AttributeError)."""
     t = helper.make_tensor("t", TensorProto.FLOAT, [2, 3], vals=[1, 2, 3, 4, 5, 6])
     p = str(tmp_path / "typed.onnx")
     onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [t])), p)
@@ -319,8 +319,7 @@ def test_typed_tensor_in_a_fresh_process(tmp_path):
 
 def test_typed_tensors_of_a_sparse_attribute(tmp_path):
     """Every name File.names lists can be read: the values and indices of a sparse tensor in
-    a node's attribute, held in typed fields, were listed but raised KeyError (review of
-    2026-11-24)."""
+    a node's attribute, held in typed fields, are read, not a KeyError."""
     vals = helper.make_tensor("sv", TensorProto.FLOAT, [2], vals=[1.5, 2.5])
     idx = helper.make_tensor("si", TensorProto.INT64, [2], vals=[0, 3])
     node = helper.make_node("Constant", [], ["c"],
@@ -340,8 +339,7 @@ def test_typed_tensors_of_a_sparse_attribute(tmp_path):
                                       ([0, 2**62, 2**62], b"")])
 def test_hostile_dims_raise_onnxz_error(tmp_path, dims, raw):
     """Negative dims whose product still matches the bytes, and dims numpy cannot hold
-    though they hold no element, raise onnxz.Error, not numpy's ValueError (review of
-    2026-11-24)."""
+    though they hold no element, raise onnxz.Error, not numpy's ValueError."""
     t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=dims, raw_data=raw)
     p = str(tmp_path / "dims.onnx")
     with open(p, "wb") as f:
@@ -427,9 +425,9 @@ def test_a_name_that_is_not_utf8_reads_back(tmp_path):
 
 
 def test_archive_tensor_name_with_nul(tmp_path):
-    """A tensor named "a\\0b" beside one named "a": reading the first from an archive gave
-    the bytes of "a" under the first's type and shape (the archive's lookup takes a C
-    string; review of 2026-11-24): now read by name and length."""
+    """A tensor named "a\\0b" beside one named "a": reading the first from an archive gives
+    its own bytes, not those of "a" under the first's type and shape (a lookup by C string
+    would stop at the NUL): names are compared by name and length."""
     inits = [numpy_helper.from_array(np.full(4, v, np.float32), n)
              for n, v in (("a\0b", 0.0), ("a", 1.0))]
     graph = helper.make_graph([], "g", [], [], inits)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The shared libraries export exactly their documented API (issue 13, section 3).
+"""The shared libraries export exactly their documented API.
 
 For each library: the names the public headers declare with its export mark (OC_API in
 onnxcore/*.h, OZ_API in onnxz/*.h) are found by running the C preprocessor over every

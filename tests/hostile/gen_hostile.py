@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates the hostile-input suite (issue #8): one case per defect.
+"""Generates the hostile-input suite (spec/security.md): one case per defect.
 
     gen_hostile.py [--onnxz PATH] OUTDIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 16 "Also": a location naming a device or a FIFO is refused without being opened
+"""A location naming a device or a FIFO is refused without being opened
 (spec/external-data.md E-18).
 
     scene_devices.py ONNXZ_EXE SAMPLE_MODEL WORKDIR

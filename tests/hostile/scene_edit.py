@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side files and concurrent processes around in-place edits (issue 16, sections 1 and 4).
+"""Side files and concurrent processes around in-place edits (spec/onnxz.md, spec/security.md).
 
 Each scene builds its files in a directory of its own, runs the onnxz tool, and asserts
 the exit status, the message, what the target holds (read with python's zipfile and
@@ -190,7 +190,7 @@ def journal_forged():
     """A well-formed journal beside a complete archive whose first bytes are themselves an
     archive (the state an append-only edit leaves): onnxz reads what zipfile and unzip read,
     and an edit neither cuts the file (no tensor byte lost) nor reads the prefix; it removes
-    the stale journal. The 40-byte forgery of the issue (old_size inside the tensors) too."""
+    the stale journal. And a 40-byte forged journal whose old_size lies inside the tensors."""
     d = scene("journal_forged")
     arc = archive(d)
     old = open(arc, "rb").read()

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 16 section 4 (last bullet) and issue 12: a model and its data files are one pair
+"""A model and its data files are one pair
 (spec/external-data.md E-25, E-26).
 
     scene_pairs.py ONNXZ_EXE SAMPLE_MODEL WORKDIR
@@ -15,9 +15,11 @@ its renames (ONNXZ_TEST_STOP=atomic-renamed:1: its data file renamed, its model 
 and the final pair (and the reader's output) must be one variant. The other process must
 find the pair lock taken (it stops there: ONNXZ_TEST_STOP=pair-busy) rather than run
 between renames, and succeed once A has finished.
-  4. issue 12: re-converting to the same --external-data LOCATION with fewer parts
+  4. re-converting to the same --external-data LOCATION with fewer parts
      removes the parts the replaced model used, and nothing else.
-  5. defects D1, D2, D4, D5 of the review of this change (review_defects below).
+  5. a data file named as the model, a model appearing during the save, an old model
+     naming itself as a stale part, a replaced model too large to scan, a lock held by
+     another process (review_defects below).
 Skipped (77) without python3-onnx.
 """
 
@@ -79,7 +81,7 @@ def model_naming(location, empties=0):
 
 
 def review_defects(exe, work):
-    """Each case fails without its fix (see the commit of the fix)."""
+    """Each case is a defect once found in pair saves; each fails without its fix."""
     run = lambda argv, d: subprocess.run([exe, "-q"] + argv, cwd=d, capture_output=True)
     d = os.path.join(work, "review")
     os.makedirs(d)
@@ -87,7 +89,7 @@ def review_defects(exe, work):
     shutil.copy(os.path.join(work, "B.onnx"), d)
     before = which(os.path.join(d, "A.onnx"))
 
-    # D1: a data file named as the model itself ("./x.onnx"; or x.1, the second part of
+    # a data file named as the model itself ("./x.onnx"; or x.1, the second part of
     # location x, for a model named x.1) is refused, and nothing is left behind.
     os.makedirs(os.path.join(d, "k"))
     shutil.copy(os.path.join(d, "A.onnx"), os.path.join(d, "k", "x.onnx"))
@@ -103,7 +105,7 @@ def review_defects(exe, work):
         check(r.returncode == 1 and not os.listdir(e),
               f"D1 {force}: part x.1 as the model x.1 refused, nothing left ({os.listdir(e)} {r.stderr!r})")
 
-    # D1: a model that appears while the save holds the lock (before its renames) makes it
+    # a model that appears while the save holds the lock (before its renames) makes it
     # fail without overwrite, and none of its data files is left in place.
     e = os.path.join(d, "race")
     os.makedirs(e)
@@ -116,7 +118,7 @@ def review_defects(exe, work):
         check(sa == 1 and sorted(os.listdir(e)) == ["t.onnx"],
               f"D1: refused before any rename, nothing left ({sa} {ea!r} {sorted(os.listdir(e))})")
 
-    # D2: an old model naming its own file as a stale part (x.1 of location x) is not
+    # an old model naming its own file as a stale part (x.1 of location x) is not
     # removed once the new model has taken its name.
     e = os.path.join(d, "self")
     os.makedirs(e)
@@ -127,7 +129,7 @@ def review_defects(exe, work):
           and which(os.path.join(e, "x.1"))[:2] == ("B", True),
           f"D2: the new model x.1 is not removed as a stale part ({r.stderr!r} {os.listdir(e)})")
 
-    # D4: the replaced model is read for stale parts within a memory budget; past it,
+    # the replaced model is read for stale parts within a memory budget; past it,
     # nothing is removed (E-26). 2,000,000 empty tensors decode to some 760 MB.
     reduced = os.environ.get("ONNXZ_TEST_REDUCED")
     e = os.path.join(d, "budget")
@@ -149,7 +151,7 @@ def review_defects(exe, work):
     if not reduced:  # a wrapper (valgrind) measures itself
         check(rss < 300, f"D4: peak memory {rss} MiB (760 MB without the budget)")
 
-    # D5: a foreign lock on the directory, or a writer stopped holding it: a reader and a
+    # a foreign lock on the directory, or a writer stopped holding it: a reader and a
     # writer fail "busy" after a short while instead of waiting forever.
     e = os.path.join(d, "held")
     os.makedirs(e)
@@ -238,7 +240,7 @@ def main():
         left = [f for f in os.listdir(d) if ".tmp-" in f]
         check(not left, f"signal: no temporary file left ({left})")
 
-    # 4. Issue 12: fewer parts.
+    # 4. Fewer parts.
     d = fresh(4)
     subprocess.run([exe, "-q", "convert", "-f", "A.onnx", "t.onnx", "--max-file-size", "64K"] + ext,
                    cwd=d, check=True)

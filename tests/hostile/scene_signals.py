@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 16 section 5: interrupted by a signal, nothing left behind (spec/security.md,
+"""Interrupted by a signal, nothing left behind (spec/security.md,
 "Signals", S-1..S-3).
 
     scene_signals.py ONNXZ_EXE SAMPLE_MODEL WORKDIR

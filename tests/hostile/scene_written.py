@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 16 section 6: what a written file may contain (spec/security.md, "What a written
+"""What a written file may contain (spec/security.md, "What a written
 file may contain").
 
     scene_written.py ONNXZ_EXE SAMPLE_MODEL WORKDIR

@@ -304,7 +304,7 @@ static void test_quote(void) {
     CHECK_CSTR(oc_quote("\xc3\xa9t\xc3", 4, b, sizeof b), "\xc3\xa9t\\xc3"); /* é kept */
     CHECK_CSTR(oc_quote("\xc2\x9b", 2, b, sizeof b), "\\xc2\\x9b"); /* C1 CSI escaped */
     CHECK_CSTR(oc_quote("\xed\xa0\x80", 3, b, sizeof b), "\\xed\\xa0\\x80"); /* surrogate */
-    /* Bidirectional controls and line separators: every byte escaped (issue 16). */
+    /* Bidirectional controls and line separators: every byte escaped (spec/security.md). */
     CHECK_CSTR(oc_quote("a\xe2\x80\xae" "b", 5, b, sizeof b), "a\\xe2\\x80\\xae" "b"); /* U+202E */
     CHECK_CSTR(oc_quote("\xe2\x80\xaa\xe2\x81\xa9", 6, b, sizeof b),
                "\\xe2\\x80\\xaa\\xe2\\x81\\xa9"); /* U+202A, U+2069 */
