@@ -36,7 +36,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 
 PY = "/usr/bin/python3"

@@ -24,7 +24,6 @@ import struct
 import subprocess
 import sys
 import zipfile
-import zlib
 
 import numpy as np
 import onnx

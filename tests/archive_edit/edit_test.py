@@ -23,7 +23,6 @@ Areas (one ctest each):
 usage: edit_test.py AREA --driver EDIT_DRIVER --work DIR
 """
 import argparse
-import fcntl
 import os
 import random
 import shutil

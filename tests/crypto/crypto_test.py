@@ -23,7 +23,6 @@ Run by ctest (tests/crypto/CMakeLists.txt) with Debian's /usr/bin/python3:
            (ctest label `large`.)
 """
 import argparse
-import io
 import os
 import shutil
 import struct

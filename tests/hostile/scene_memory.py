@@ -19,7 +19,6 @@ Exit status 0 when every case passed, 1 otherwise.
 
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import zipfile

@@ -28,9 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import fcntl
-import struct
 
 from scenelib import check, finish, resume, start_stopped
 

@@ -1,5 +1,6 @@
 """Helpers shared by the oracle scripts (gen_corpus.py, gen_allfields.py, check_written.py)."""
 import collections
+import importlib
 import os
 import sys
 
@@ -7,8 +8,8 @@ import sys
 def require_onnx():
     """Import python3-onnx or fail loudly: a missing oracle is a failure, not a skip."""
     try:
-        import onnx  # noqa: F401
-        import numpy  # noqa: F401
+        import onnx
+        importlib.import_module("numpy")  # needed too, not used here
     except ImportError as e:
         sys.stderr.write(
             f"oracle: {sys.executable} cannot import onnx/numpy ({e}).\n"
