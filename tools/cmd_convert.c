@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <onnxcore/http.h>
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
@@ -69,139 +68,106 @@ static const cli_option convert_options[] = {
 
 static const char *const convert_arg_names[] = {"IN", "OUT"};
 
-#define CONVERT_DEFAULT_ALIGN 64u
-/* The largest alignment for data files: far beyond any page size, small enough that the
- * padding it may add stays reasonable. */
-#define CONVERT_MAX_FILE_ALIGN (1u << 20)
-
-/* What the options say, checked against each other and against OUT's form. */
+/* What the command line asks for: the library's save options (oz_save_options, whose
+ * rules are the library's: oz_save_check) and what the tool itself needs. */
 typedef struct convert_plan {
     const char *in;
     const char *out;
     bool force;
-    bool no_sync; /* --no-sync: rename into place without waiting for the disk */
-    cli_form in_form;
-    cli_form out_form;
     const char *data_dir;
-    uint64_t align;
-    uint64_t threshold;
-    bool deflate_model;
-    const char *external_data; /* NULL: a single .onnx file */
-    uint64_t max_file_size;
-    bool checksum;
-    bool encrypt_out; /* OUT ends in .onnxc: an encrypted model */
     const char *key_file;
+    oz_form out_form; /* once checked */
     oc_crypt_options crypt;
+    oz_save_options save;
 } convert_plan;
 
-static int option_needs(const cli_args *args, int opt, bool allowed, const char *name,
-                        const char *why) {
-    if (args->seen[opt] && !allowed) return cli_usage_error("convert", "--%s %s", name, why);
-    return CLI_EXIT_OK;
+/* The command-line spelling of a library option found at fault. */
+static const char *flag_of(oz_save_option opt) {
+    switch (opt) {
+    case OZ_SAVE_OPT_EXTERNAL_DATA: return "--external-data";
+    case OZ_SAVE_OPT_MAX_FILE_SIZE: return "--max-file-size";
+    case OZ_SAVE_OPT_ALIGN: return "--align";
+    case OZ_SAVE_OPT_THRESHOLD: return "--threshold";
+    case OZ_SAVE_OPT_CHECKSUM: return "--checksum";
+    case OZ_SAVE_OPT_DEFLATE_MODEL: return "--deflate-model";
+    case OZ_SAVE_OPT_CRYPT: return "--format, --iterations or --chunk-size:";
+    default: return oz_save_option_name(opt);
+    }
 }
 
-/* OUT's form: --to when given, else by OUT's name; a name of no known form is a usage
- * error (an empty name and an existing directory are refused with the other output
- * checks, cli_check_output, in their own words). */
-static int output_form(const cli_args *args, const char *out, oz_form *form) {
-    const char *to = args->value[CONVERT_OPT_TO];
+/* The library's verdict on the save options, as a usage error (an empty OUT and an
+ * existing directory are refused with the other output checks, cli_check_output, in
+ * their own words). */
+static int check_save(const cli_args *args, convert_plan *p) {
+    oz_save_option bad;
+    oc_error err;
     struct stat st;
-    *form = to ? oz_form_parse(to) : oz_form_named(out);
-    if (to && *form == OZ_FORM_AUTO) {
-        return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
-    } else if (*form == OZ_FORM_AUTO && out[0] != '\0' &&
-               !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-        return cli_usage_error("convert",
-                               "OUT '%s': its form is not known by its name; name "
-                               "it *.onnx, *.onnxz or *.onnxc, or give --to onnx|onnxz|onnxc",
-                               out);
-    }
-    return CLI_EXIT_OK;
+    oc_error_clear(&err);
+    if (oz_save_check(p->out, &p->save, &p->out_form, &bad, &err) == OC_OK) return CLI_EXIT_OK;
+    if (bad != OZ_SAVE_OPT_FORM)
+        return cli_usage_error("convert", "%s%s", flag_of(bad),
+                               err.message + strlen(oz_save_option_name(bad)));
+    if (args->value[CONVERT_OPT_TO] || p->out[0] == '\0' ||
+        (stat(p->out, &st) == 0 && S_ISDIR(st.st_mode)))
+        return CLI_EXIT_OK;
+    return cli_usage_error("convert",
+                           "OUT '%s': its form is not known by its name; name it *.onnx, "
+                           "*.onnxz or *.onnxc, or give --to onnx|onnxz|onnxc",
+                           p->out);
+}
+
+/* A size option, when given, into *value (with *given set). */
+static int size_option(const cli_args *args, int opt, const char *name, bool *given,
+                       uint64_t *value) {
+    *given = args->seen[opt];
+    return *given ? cli_parse_size("convert", name, args->value[opt], value) : CLI_EXIT_OK;
 }
 
 static int make_plan(const cli_args *args, convert_plan *p) {
-    oz_form form;
-    bool archive, external;
-    int rc = CLI_EXIT_OK;
+    const char *to = args->value[CONVERT_OPT_TO];
+    oz_save_options *s = &p->save;
+    int rc;
     memset(p, 0, sizeof *p);
+    oz_save_options_init(s);
     oc_crypt_options_init(&p->crypt);
     p->in = args->positional[0];
     p->out = args->positional[1];
     p->force = args->seen[CONVERT_OPT_FORCE];
-    p->no_sync = args->seen[CONVERT_OPT_NO_SYNC];
-    rc = cli_refuse_url_output(p->out);
-    if (rc == CLI_EXIT_OK) rc = cli_refuse_url_output(args->value[CONVERT_OPT_EXTERNAL_DATA]);
-    if (rc == CLI_EXIT_OK) rc = output_form(args, p->out, &form);
-    if (rc != CLI_EXIT_OK) return rc;
-    p->out_form = form == OZ_FORM_ONNXZ ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
-    p->encrypt_out = form == OZ_FORM_ONNXC;
-    p->in_form = cli_input_form(p->in);
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
-    p->deflate_model = args->seen[CONVERT_OPT_DEFLATE_MODEL];
-    p->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
-    p->checksum = args->seen[CONVERT_OPT_CHECKSUM];
-    p->align = CONVERT_DEFAULT_ALIGN;
-    p->threshold = OC_EXTERNAL_THRESHOLD_DEFAULT;
-    archive = p->out_form == CLI_FORM_ONNXZ;
-    external = p->external_data != NULL;
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
+    s->overwrite = p->force;
+    s->no_sync = args->seen[CONVERT_OPT_NO_SYNC];
+    s->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
+    s->checksum = args->seen[CONVERT_OPT_CHECKSUM];
+    s->deflate_model = args->seen[CONVERT_OPT_DEFLATE_MODEL];
+    rc = cli_refuse_url_output(p->out);
+    if (rc == CLI_EXIT_OK) rc = cli_refuse_url_output(s->external_data);
+    if (rc != CLI_EXIT_OK) return rc;
+    if (to && (s->form = oz_form_parse(to)) == OZ_FORM_AUTO)
+        return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
     rc = cli_refuse_argv_key("convert", args->seen, CONVERT_OPT_KEY, CONVERT_OPT_PASSPHRASE);
-    if (rc == CLI_EXIT_OK && !p->encrypt_out &&
-        (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
-         args->seen[CONVERT_OPT_CHUNK_SIZE]))
-        rc = cli_usage_error("convert", "--format, --iterations and --chunk-size apply to "
-                                        ".onnxc output only");
-    if (rc == CLI_EXIT_OK && p->encrypt_out && external)
-        rc = cli_usage_error("convert", "--external-data does not apply to .onnxc output: "
-                                        "an encrypted model holds its tensors itself");
-    if (rc == CLI_EXIT_OK && p->encrypt_out)
+    if (rc == CLI_EXIT_OK && (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
+                              args->seen[CONVERT_OPT_CHUNK_SIZE])) {
+        s->crypt = &p->crypt;
         rc = cli_parse_crypt_options("convert", args->value[CONVERT_OPT_FORMAT],
                                      args->value[CONVERT_OPT_ITERATIONS],
                                      args->value[CONVERT_OPT_CHUNK_SIZE], &p->crypt);
-    /* Options that do not apply to this conversion are mistakes, not no-ops. */
-    if (rc == CLI_EXIT_OK)
-        rc = option_needs(args, CONVERT_OPT_EXTERNAL_DATA, !archive, "external-data",
-                          "applies to .onnx output; an .onnxz archive holds its tensors itself");
-    if (rc == CLI_EXIT_OK)
-        rc = option_needs(args, CONVERT_OPT_DEFLATE_MODEL, archive, "deflate-model",
-                          "applies to .onnxz output only");
-    if (rc == CLI_EXIT_OK)
-        rc = option_needs(args, CONVERT_OPT_ALIGN, archive || external, "align",
-                          "applies to .onnxz output or with --external-data");
-    if (rc == CLI_EXIT_OK)
-        rc = option_needs(args, CONVERT_OPT_THRESHOLD, archive || external, "threshold",
-                          "applies to .onnxz output or with --external-data");
-    if (rc == CLI_EXIT_OK)
-        rc = option_needs(args, CONVERT_OPT_MAX_FILE_SIZE, external, "max-file-size",
-                          "applies with --external-data only");
-    if (rc == CLI_EXIT_OK)
-        rc = option_needs(args, CONVERT_OPT_CHECKSUM, external, "checksum",
-                          "applies with --external-data only");
-    if (rc == CLI_EXIT_OK && p->data_dir && p->in_form == CLI_FORM_ONNXZ)
-        rc = cli_usage_error("convert", "--data-dir applies to .onnx input; IN is an archive");
-    if (rc == CLI_EXIT_OK && external && p->external_data[0] == '\0')
-        rc = cli_usage_error("convert", "--external-data needs a file name");
-    if (rc == CLI_EXIT_OK && args->seen[CONVERT_OPT_ALIGN])
-        rc = cli_parse_size("convert", "align", args->value[CONVERT_OPT_ALIGN], &p->align);
-    if (rc == CLI_EXIT_OK && args->seen[CONVERT_OPT_THRESHOLD])
-        rc = cli_parse_size("convert", "threshold", args->value[CONVERT_OPT_THRESHOLD],
-                            &p->threshold);
-    if (rc == CLI_EXIT_OK && args->seen[CONVERT_OPT_MAX_FILE_SIZE]) {
-        rc = cli_parse_size("convert", "max-file-size", args->value[CONVERT_OPT_MAX_FILE_SIZE],
-                            &p->max_file_size);
-        if (rc == CLI_EXIT_OK && p->max_file_size == 0)
-            rc = cli_usage_error("convert", "--max-file-size must be more than 0");
     }
-    if (rc != CLI_EXIT_OK) return rc;
-    if (p->align == 0 || (p->align & (p->align - 1)) != 0)
-        return cli_usage_error("convert", "--align %" PRIu64 " is not a power of two", p->align);
-    if (archive && (p->align < OZ_ZIP_MIN_ALIGNMENT || p->align > OZ_ZIP_MAX_ALIGNMENT))
-        return cli_usage_error("convert", "--align for an archive must be from %u to %u",
-                               OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
-    if (!archive && p->align > CONVERT_MAX_FILE_ALIGN)
-        return cli_usage_error("convert", "--align for data files must be at most %u",
-                               CONVERT_MAX_FILE_ALIGN);
-    return CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK)
+        rc = size_option(args, CONVERT_OPT_ALIGN, "align", &s->has_align, &s->align);
+    if (rc == CLI_EXIT_OK)
+        rc = size_option(args, CONVERT_OPT_THRESHOLD, "threshold", &s->has_threshold,
+                         &s->threshold);
+    if (rc == CLI_EXIT_OK)
+        rc = size_option(args, CONVERT_OPT_MAX_FILE_SIZE, "max-file-size", &s->has_max_file_size,
+                         &s->max_file_size);
+    /* The passphrase is asked for later: its absence is not a usage error here. */
+    if (rc == CLI_EXIT_OK) s->key = "";
+    if (rc == CLI_EXIT_OK) rc = check_save(args, p);
+    s->key = NULL;
+    if (rc == CLI_EXIT_OK && p->data_dir && cli_input_form(p->in) == CLI_FORM_ONNXZ)
+        rc = cli_usage_error("convert", "--data-dir applies to .onnx input; IN is an archive");
+    return rc;
 }
 
 /* ---- never overwrite without -f ------------------------------------------------- */
@@ -255,7 +221,7 @@ static int fail_part(const char *dir, const char *name) {
  * size, LOCATION.1, LOCATION.2, ... The library replaces them whatever its overwrite
  * option says, so the tool refuses existing ones here unless -f. */
 static int check_data_files(const convert_plan *p) {
-    const char *loc = data_location(p->external_data);
+    const char *loc = data_location(p->save.external_data);
     char *dir = out_dir(p->out), *path, *part_dir;
     const char *base = oc__path_base(loc);
     struct stat st;
@@ -278,7 +244,7 @@ static int check_data_files(const convert_plan *p) {
         else
             rc = cli_fail_msg(path, "data file exists; use -f to overwrite it");
     }
-    if (rc == CLI_EXIT_OK && p->max_file_size) {
+    if (rc == CLI_EXIT_OK && p->save.has_max_file_size) {
         /* The parts live beside LOCATION: look for any LOCATION.N there. */
         part_dir = out_dir(path);
         d = part_dir ? opendir(part_dir[0] ? part_dir : ".") : NULL;
@@ -293,93 +259,6 @@ static int check_data_files(const convert_plan *p) {
     free(path);
     free(dir);
     return rc;
-}
-
-/* ---- saving ---------------------------------------------------------------------- */
-
-/* The fetch of a deferred model's tensors, watched: a save that fails because the input
- * did (a request, a CRC) names the input, not OUT. */
-typedef struct watched_fetch {
-    oc_tensor_fetch inner;
-    int input_failed;
-} watched_fetch;
-
-typedef struct watched_sink {
-    oc_write_fn write;
-    void *ctx;
-    int failed;
-} watched_sink;
-
-static oc_status watched_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    watched_sink *w = ctx;
-    oc_status st = w->write(w->ctx, data, size, err);
-    if (st != OC_OK) w->failed = 1;
-    return st;
-}
-
-static oc_status watched_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
-    watched_fetch *f = ctx;
-    oc_status st = f->inner.size(f->inner.ctx, t, n, err);
-    if (st != OC_OK) f->input_failed = 1;
-    return st;
-}
-
-static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
-                                void *write_ctx, oc_error *err) {
-    watched_fetch *f = ctx;
-    watched_sink sink = {write, write_ctx, 0};
-    oc_status st = f->inner.stream(f->inner.ctx, t, watched_write, &sink, err);
-    if (st != OC_OK && !sink.failed) f->input_failed = 1;
-    return st;
-}
-
-/* source: where a deferred model's tensors stream from (NULL: all in memory). */
-static int save(const oc_model *model, oz_weights *source, const convert_plan *p, int verbosity) {
-    oc_error err;
-    oc_status st;
-    double start = cli_now_ms();
-    cli_progress bar;
-    watched_fetch watched = {{NULL, NULL, NULL}, 0};
-    oc_tensor_fetch fetch;
-    oc_error_clear(&err);
-    cli_progress_init(&bar, verbosity);
-    if (p->encrypt_out) {
-        oc_serialize_options so;
-        cli_key key;
-        int rc = cli_key_get("convert", p->key_file, p->out, true, verbosity, &key);
-        if (rc != CLI_EXIT_OK) return rc;
-        oc_serialize_options_init(&so);
-        so.overwrite = p->force ? 1 : 0;
-        so.no_sync = p->no_sync;
-        st = oc_crypt_save_model_file(model, p->out, key.data, key.len, &p->crypt, &so, &err);
-        cli_key_free(&key);
-    } else {
-        /* One library call writes either form; the options not asked for keep defaults. */
-        oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
-        oz_weights_fetch(source, &watched.inner);
-        if (watched.inner.size) {
-            fetch = (oc_tensor_fetch){watched_size, watched_stream, &watched};
-            ao.serialize.fetch = &fetch;
-        }
-        ao.serialize.overwrite = p->force ? 1 : 0;
-        ao.serialize.no_sync = p->no_sync;
-        ao.serialize.progress = cli_progress_update;
-        ao.serialize.progress_ctx = &bar;
-        if (p->out_form == CLI_FORM_ONNXZ || p->external_data) {
-            ao.serialize.buffer.alignment = p->align;
-            ao.serialize.buffer.raw_data_threshold = p->threshold;
-        }
-        ao.deflate_model = p->deflate_model ? 1 : 0;
-        ao.serialize.external_data = p->external_data;
-        ao.serialize.max_external_file_size = p->max_file_size;
-        ao.serialize.checksum = p->checksum ? 1 : 0;
-        st = oz_save_any(model, p->out,
-                         p->out_form == CLI_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX, &ao, &err);
-    }
-    cli_progress_end(&bar);
-    if (st != OC_OK) return cli_fail(watched.input_failed ? p->in : p->out, &err);
-    cli_note(verbosity, CLI_VERBOSE, "wrote %s in %.1f ms", p->out, cli_now_ms() - start);
-    return CLI_EXIT_OK;
 }
 
 static uint64_t size_of(const char *path) {
@@ -428,8 +307,7 @@ static void report_data_files(const char *out) {
  * readers cannot load it: say so on stderr, unless -q, with the forms that they can. */
 static void warn_protobuf_limit(const convert_plan *p, int verbosity) {
     uint64_t size;
-    if (verbosity < CLI_NORMAL || p->out_form == CLI_FORM_ONNXZ || p->external_data ||
-        p->encrypt_out)
+    if (verbosity < CLI_NORMAL || p->out_form != OZ_FORM_ONNX || p->save.external_data)
         return;
     size = size_of(p->out);
     if (size <= CONVERT_PROTOBUF_LIMIT) return;
@@ -450,62 +328,73 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
     fputs(" -> ", stdout);
     cli_put_text(stdout, p->out, strlen(p->out));
     printf(" (%" PRIu64 " => %" PRIu64 " bytes)", in_size, size_of(p->out));
-    if (p->external_data) report_data_files(p->out);
+    if (p->save.external_data) report_data_files(p->out);
     putchar('\n');
 }
 
-/* A-13: an archive holds only tensors whose bytes are the size their dims and data_type
- * make (W-40), which a runtime can map and index by shape. source: where a deferred
- * model's tensors stream from, or NULL. A reference the fetch cannot resolve (A-21, a
- * data file gone) is the input's failure, not a size's. */
-static int check_packable(oc_model *model, oz_weights *source, const char *in) {
+/* The passphrases the conversion needs, asked for as the files are known to need them:
+ * an encrypted IN's, then a .onnxc OUT's (confirmed when typed). */
+static int get_keys(const convert_plan *p, int verbosity, cli_key *in_key, cli_key *out_key) {
+    oc_crypt_format cf;
+    int rc = cli_detect_crypt_checked(p->in, &cf);
+    if (rc == CLI_EXIT_OK && cf != OC_CRYPT_NONE) rc = cli_require_crypto(p->in);
+    if (rc == CLI_EXIT_OK && cf != OC_CRYPT_NONE)
+        rc = cli_key_get("convert", p->key_file, p->in, false, verbosity, in_key);
+    if (rc == CLI_EXIT_OK && p->out_form == OZ_FORM_ONNXC)
+        rc = cli_key_get("convert", p->key_file, p->out, true, verbosity, out_key);
+    return rc;
+}
+
+/* The conversion, one library call; its error names IN or OUT, whichever failed. */
+static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
+    cli_key in_key = {NULL, 0}, out_key = {NULL, 0};
+    oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+    oz_convert_info info = OZ_CONVERT_INFO_INIT;
+    cli_progress bar;
     oc_error err;
-    oc_status st;
-    watched_fetch watched = {{NULL, NULL, NULL}, 0};
-    oc_tensor_fetch fetch = {watched_size, watched_stream, &watched};
+    double start = cli_now_ms();
+    int rc = p->out_form == OZ_FORM_ONNXC ? cli_require_crypto(p->out) : CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK) rc = get_keys(p, verbosity, &in_key, &out_key);
+    if (rc != CLI_EXIT_OK) {
+        cli_key_free(&in_key);
+        return rc;
+    }
+    cli_parse_options_init(&oo.parse);
+    oo.parse.data_dir = p->data_dir;
+    oo.key = in_key.data;
+    oo.key_len = in_key.len;
+    p->save.key = out_key.data;
+    p->save.key_len = out_key.len;
+    cli_progress_init(&bar, verbosity);
+    if (p->out_form != OZ_FORM_ONNXC) {
+        p->save.progress = cli_progress_update;
+        p->save.progress_ctx = &bar;
+    }
+    /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
+     * the mapping the tensors borrow from keeps the old contents alive until freed. */
     oc_error_clear(&err);
-    oz_weights_fetch(source, &watched.inner);
-    st = oc_model_check_tensor_sizes_fetched(model, watched.inner.size ? &fetch : NULL, &err);
-    if (st == OC_OK) return CLI_EXIT_OK;
-    if (watched.input_failed) return cli_fail(in, &err);
-    return cli_fail_msg(in,
-                        "%s; an .onnxz archive holds only tensors of the size their "
-                        "shape makes (A-13)",
-                        err.message);
+    oc_status st = oz_convert_file(p->in, p->out, &oo, &p->save, &info, &err);
+    cli_progress_end(&bar);
+    cli_key_free(&in_key);
+    cli_key_free(&out_key);
+    p->save.key = NULL;
+    if (st != OC_OK) return cli_fail(info.input_failed ? p->in : p->out, &err);
+    if (info.in_size) *in_size = info.in_size;
+    cli_note(verbosity, CLI_VERBOSE, "read %s (%s) and wrote %s in %.1f ms", p->in,
+             info.in_archive ? "onnxz archive" : "onnx", p->out, cli_now_ms() - start);
+    return CLI_EXIT_OK;
 }
 
 static int run_convert(const cli_args *args) {
     convert_plan plan;
-    cli_load_options lo;
-    oc_model *model = NULL;
-    oz_weights *source = NULL;
-    uint64_t in_size;
     int rc = make_plan(args, &plan);
     if (rc != CLI_EXIT_OK) return rc;
-    in_size = size_of(plan.in);
+    uint64_t in_size = size_of(plan.in);
     rc = cli_check_output("convert", plan.in, plan.out, plan.force);
-    if (rc == CLI_EXIT_OK && plan.external_data) rc = check_data_files(&plan);
+    if (rc == CLI_EXIT_OK && plan.save.external_data) rc = check_data_files(&plan);
     /* External data is read in, as onnx.load does, so OUT stands on its own wherever it
      * goes: references relative to IN's directory would break beside OUT. */
-    memset(&lo, 0, sizeof lo);
-    lo.data_dir = plan.data_dir;
-    lo.command = "convert";
-    lo.key_file = plan.key_file;
-    lo.size_out = &in_size;
-    /* A remote model's tensors (an archive's entries, a model's data files) are
-     * downloaded as they are written, one at a time: the conversion holds a few MiB,
-     * never the weights. */
-    if (oc_is_url(plan.in) && !plan.encrypt_out) lo.deferred = &source;
-    if (rc == CLI_EXIT_OK && plan.encrypt_out) rc = cli_require_crypto(plan.out);
-    if (rc == CLI_EXIT_OK) rc = cli_load_input(plan.in, &lo, args->verbosity, &model, NULL);
-    if (rc == CLI_EXIT_OK && plan.out_form == CLI_FORM_ONNXZ)
-        rc = check_packable(model, source, plan.in);
-    /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
-     * the mapping the tensors borrow from keeps the old contents alive until freed. The
-     * same holds for data files replaced while their old contents are mapped. */
-    if (rc == CLI_EXIT_OK) rc = save(model, source, &plan, args->verbosity);
-    oc_model_free(model);
-    oz_weights_close(source);
+    if (rc == CLI_EXIT_OK) rc = convert(&plan, args->verbosity, &in_size);
     if (rc == CLI_EXIT_OK) report(&plan, in_size, args->verbosity);
     if (rc == CLI_EXIT_OK) warn_protobuf_limit(&plan, args->verbosity);
     return rc;

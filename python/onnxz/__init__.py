@@ -47,72 +47,16 @@ _DTYPES = {
 }
 _PACKED = {21, 22, 23, 25, 26}  # UINT4, INT4, FLOAT4E2M1, UINT2, INT2
 
-_ONNXZ, _ONNXC = _onnxz.FORM_ONNXZ, _onnxz.FORM_ONNXC  # the library's oz_form
-
-
 def _fspath(path):
     return os.fsdecode(os.fspath(path))
 
 
-def _form(path, to=None):
-    """The output form (the library's oz_form), by `to` or by the name (as the tool;
-    another name is an error)."""
-    if to is not None:
-        form = _onnxz._form(None, to) if isinstance(to, str) else 0
-        if not form:
-            raise ValueError(f"onnxz: to={to!r}: give 'onnx', 'onnxz' or 'onnxc'")
-        return form
-    name = _fspath(path)
-    form = _onnxz._form(name, None)
-    if form:
-        return form
-    raise ValueError(f"onnxz: {name!r}: its form is not known by its name; name it *.onnx, "
-                     "*.onnxz or *.onnxc, or give to='onnx'|'onnxz'|'onnxc'")
-
-
-def _save_opts(form, external_data, max_file_size, align, threshold, checksum, deflate_model,
-               key, sync):
-    """The tool's option rules (tools/cmd_convert.c): options that do not apply to the
-    output's form are mistakes, not no-ops."""
-    archive, external = form == _ONNXZ, external_data is not None
-
-    def needs(value, allowed, name, why):
-        if value and not allowed:
-            raise ValueError(f"onnxz: {name} {why}")
-
-    if form == _ONNXC and external:
-        raise ValueError("onnxz: external_data does not apply to .onnxc output: an encrypted "
-                         "model holds its tensors itself")
-    needs(external, not archive, "external_data",
-          "applies to .onnx output; an .onnxz archive holds its tensors itself")
-    needs(deflate_model, archive, "deflate_model", "applies to .onnxz output only")
-    needs(align is not None, archive or external, "align",
-          "applies to .onnxz output or with external_data")
-    needs(threshold is not None, archive or external, "threshold",
-          "applies to .onnxz output or with external_data")
-    needs(max_file_size is not None, external, "max_file_size", "applies with external_data only")
-    needs(checksum, external, "checksum", "applies with external_data only")
-    if form == _ONNXC and key is None:
-        raise ValueError("onnxz: a .onnxc output needs key= (the passphrase)")
-    if external and not _fspath(external_data):
-        raise ValueError("onnxz: external_data needs a file name")
-    if max_file_size is not None and max_file_size <= 0:
-        raise ValueError("onnxz: max_file_size must be more than 0")
-    if align is None:
-        align = 64
-    if align <= 0 or align & (align - 1):
-        raise ValueError(f"onnxz: align {align} is not a power of two")
-    if archive and not 64 <= align <= 32768:
-        raise ValueError("onnxz: align for an archive must be from 64 to 32768")
-    if not archive and align > 1 << 20:
-        raise ValueError("onnxz: align for data files must be at most 1048576")
-    if threshold is None:
-        threshold = 1024
-    if threshold < 0:
-        raise ValueError("onnxz: threshold must be 0 or more")
-    return (form, align, threshold, None if external_data is None else _fspath(external_data),
-            max_file_size or 0, bool(checksum), bool(deflate_model),
-            key if form == _ONNXC else None, bool(sync))
+def _save_opts(to, external_data, max_file_size, align, threshold, checksum, deflate_model, key,
+               sync):
+    """save's and convert's keywords as the library's save options take them (their rules,
+    and the form a name asks for, are the library's: oz_save_check)."""
+    return (to, None if external_data is None else _fspath(external_data), max_file_size, align,
+            threshold, bool(checksum), bool(deflate_model), key, bool(sync))
 
 
 def load(f, *, load_external_data=True, key=None, data_dir=None):
@@ -264,9 +208,9 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     while it is saved (a tensor that changed size raises onnxz.Error). Ctrl-C ends a save
     between tensors, with KeyboardInterrupt, leaving no file.
     """
-    form = _form(path, to)
-    opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
+    opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync)
+    _onnxz._save_check(path, opts)
     _refuse_urls(path, external_data)
     _release_replaced(path, external_data)
     if isinstance(model, (bytes, bytearray, memoryview)):
@@ -419,9 +363,9 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     src's mapping (or the network, one tensor at a time) to dst without a copy.
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
     files are, when they moved. sync: as for save (`onnxz convert` syncs by default)."""
-    form = _form(dst, to)
-    opts = _save_opts(form, external_data, max_file_size, align, threshold, checksum,
+    opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync)
+    _onnxz._save_check(dst, opts)
     _refuse_urls(dst, external_data)  # before src is read: no request for nothing
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 

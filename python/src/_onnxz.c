@@ -308,38 +308,64 @@ static PyObject *py_load_memory(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* ---- saving: the tool's rules (tools/cmd_convert.c, save) ----------------------------- */
+/* ---- saving: the library's oz_save, its options from Python's keywords ---------------- */
 
 typedef struct save_opts {
-    int form; /* oz_form */
-    unsigned long long align, threshold, max_file_size;
-    int use_layout; /* align and threshold apply (archive or external data) */
-    int checksum, deflate_model;
-    int no_sync; /* sync=False: renamed into place without fsync */
-    const char *external_data;
+    oz_save_options o;
     Py_buffer key;
     PyObject *key_holder, *external_holder;
 } save_opts;
 
-/* opts: (form, align, threshold, external_data or None, max_file_size, checksum,
- * deflate_model, key or None, sync) */
-static int save_opts_parse(PyObject *tuple, save_opts *s) {
-    PyObject *ext, *key;
-    int sync;
-    memset(s, 0, sizeof *s);
-    if (!PyArg_ParseTuple(tuple, "iKKOKppOp", &s->form, &s->align, &s->threshold, &ext,
-                          &s->max_file_size, &s->checksum, &s->deflate_model, &key, &sync))
+/* An optional byte count: None (not given) or an int of 0 or more. */
+static int size_arg(PyObject *obj, const char *name, bool *given, uint64_t *value) {
+    *given = obj != Py_None;
+    if (!*given) return 0;
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "onnxz: %s must be an int, not %.100s", name,
+                     Py_TYPE(obj)->tp_name);
         return -1;
-    s->no_sync = !sync;
+    }
+    *value = PyLong_AsUnsignedLongLong(obj);
+    if (!PyErr_Occurred()) return 0;
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "onnxz: %s must be from 0 to 2**64-1", name);
+    return -1;
+}
+
+/* opts: (to or None, external_data or None, max_file_size, align, threshold (each None or
+ * an int), checksum, deflate_model, key or None, sync), as save() and convert() take them;
+ * their rules are the library's (oz_save_check). Release with save_opts_release. */
+static int save_opts_parse(PyObject *tuple, save_opts *s) {
+    PyObject *to, *ext, *mfs, *align, *threshold, *key;
+    int checksum, deflate_model, sync;
+    memset(s, 0, sizeof *s);
+    oz_save_options_init(&s->o);
+    if (!PyArg_ParseTuple(tuple, "OOOOOppOp", &to, &ext, &mfs, &align, &threshold, &checksum,
+                          &deflate_model, &key, &sync))
+        return -1;
+    if (to != Py_None &&
+        (!PyUnicode_Check(to) || (s->o.form = oz_form_parse(PyUnicode_AsUTF8(to))) == OZ_FORM_AUTO)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "onnxz: to=%R: give 'onnx', 'onnxz' or 'onnxc'", to);
+        return -1;
+    }
+    s->o.no_sync = !sync;
+    s->o.checksum = checksum;
+    s->o.deflate_model = deflate_model;
+    if (size_arg(mfs, "max_file_size", &s->o.has_max_file_size, &s->o.max_file_size) < 0 ||
+        size_arg(align, "align", &s->o.has_align, &s->o.align) < 0 ||
+        size_arg(threshold, "threshold", &s->o.has_threshold, &s->o.threshold) < 0)
+        return -1;
     if (ext != Py_None) {
         if (!path_arg(ext, &s->external_holder)) return -1;
-        s->external_data = PyBytes_AS_STRING(s->external_holder);
+        s->o.external_data = PyBytes_AS_STRING(s->external_holder);
     }
     if (key_arg(key, &s->key, &s->key_holder) < 0) {
         Py_CLEAR(s->external_holder);
         return -1;
     }
-    s->use_layout = s->form == OZ_FORM_ONNXZ || s->external_data != NULL;
+    s->o.key = s->key.buf;
+    s->o.key_len = (size_t)s->key.len;
     return 0;
 }
 
@@ -348,46 +374,25 @@ static void save_opts_release(save_opts *s) {
     Py_CLEAR(s->external_holder);
 }
 
-/* Writes model to path as the tool's `convert` save does (overwriting: Python's save
- * replaces, as onnx.save does). Call without the GIL. */
-static oc_status save_model(const oc_model *model, const char *path, const save_opts *s,
-                            const oc_tensor_fetch *fetch, oc_error *err) {
-    if (s->form == OZ_FORM_ONNXC) {
-        oc_serialize_options so;
-        oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
-        oc_serialize_options_init(&so);
-        so.overwrite = 1;
-        so.no_sync = s->no_sync;
-        so.fetch = fetch;
-        return oc_crypt_save_model_file(model, path, s->key.buf, (size_t)s->key.len, &co, &so, err);
+/* _save_check(path, opts): raises onnxz.Error as the save would for its options, before
+ * anything is done. */
+static PyObject *py_save_check(PyObject *self, PyObject *args) {
+    PyObject *path_obj, *opts_obj, *path = NULL, *out = NULL;
+    save_opts s;
+    oc_error err;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &path_obj, &opts_obj) || !path_arg(path_obj, &path))
+        return NULL;
+    if (save_opts_parse(opts_obj, &s) == 0) {
+        oc_error_clear(&err);
+        if (oz_save_check(PyBytes_AS_STRING(path), &s.o, NULL, NULL, &err) != OC_OK)
+            raise_error(PyBytes_AS_STRING(path), &err);
+        else
+            out = Py_NewRef(Py_None);
+        save_opts_release(&s);
     }
-    oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
-    ao.serialize.overwrite = 1;
-    ao.serialize.no_sync = s->no_sync;
-    if (s->use_layout) {
-        ao.serialize.buffer.alignment = s->align;
-        ao.serialize.buffer.raw_data_threshold = s->threshold;
-    }
-    ao.deflate_model = s->deflate_model;
-    ao.serialize.external_data = s->external_data;
-    ao.serialize.max_external_file_size = s->max_file_size;
-    ao.serialize.checksum = s->checksum;
-    ao.serialize.fetch = fetch;
-    return oz_save_any(model, path, (oz_form)s->form, &ao, err);
-}
-
-/* An archive holds only tensors of the size their shape makes (A-13), as the tool checks;
- * fetch (or NULL) gives the size of the tensors it streams. */
-static oc_status check_packable(oc_model *model, const oc_tensor_fetch *fetch, oc_error *err) {
-    oc_status st = oc_model_check_tensor_sizes_fetched(model, fetch, err);
-    if (st != OC_OK) {
-        char msg[OC_ERROR_MESSAGE_MAX];
-        snprintf(msg, sizeof msg, "%s", err->message);
-        oc_error_set(
-            err, st, OC_NO_OFFSET,
-            "%s; an .onnxz archive holds only tensors of the size their shape makes (A-13)", msg);
-    }
-    return st;
+    Py_DECREF(path);
+    return out;
 }
 
 /* ---- a save that streams the weights out of the ModelProto --------------------------- */
@@ -483,7 +488,7 @@ static oc_status weights_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
 /* Decodes a serialized model in place (no copy of its tensors) and writes it; with w, the
  * marker tensors' bytes streamed from w (*fell_back set, nothing written, when the model
  * holds references of its own). Call without the GIL. */
-static oc_status save_serialized(const Py_buffer *data, const char *path, const save_opts *s,
+static oc_status save_serialized(const Py_buffer *data, const char *path, save_opts *s,
                                  weights *w, int *fell_back, oc_error *err) {
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oc_tensor_fetch fetch = {weights_size, weights_stream, w};
@@ -501,8 +506,9 @@ static oc_status save_serialized(const Py_buffer *data, const char *path, const 
             return OC_OK;
         }
     }
-    if (st == OC_OK && s->form == OZ_FORM_ONNXZ) st = check_packable(model, w ? &fetch : NULL, err);
-    if (st == OC_OK) st = save_model(model, path, s, w ? &fetch : NULL, err);
+    s->o.overwrite = 1; /* Python's save replaces, as onnx.save does */
+    s->o.fetch = w ? &fetch : NULL;
+    if (st == OC_OK) st = oz_save(model, path, &s->o, err);
     oc_model_free(model);
     return st;
 }
@@ -573,57 +579,46 @@ done:
 }
 
 /* _convert(src, dst, opts, src_key, data_dir): `onnxz convert SRC DST` with the same
- * options, overwriting DST. */
+ * options, overwriting DST (oz_convert_file). */
 static PyObject *py_convert(PyObject *self, PyObject *args) {
     PyObject *src_obj, *dst_obj, *opts_obj, *key_obj, *dir_obj, *src = NULL, *dst = NULL,
                                                                 *dir = NULL, *holder = NULL;
+    PyObject *out = NULL;
     Py_buffer key;
     save_opts s;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    oc_model *model = NULL;
+    oz_convert_info info = OZ_CONVERT_INFO_INIT;
     oc_error err;
     oc_status st;
-    const char *failed;
     (void)self;
     if (!PyArg_ParseTuple(args, "OOOOO", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj))
         return NULL;
-    if (!path_arg(src_obj, &src)) return NULL;
-    if (!path_arg(dst_obj, &dst) || (dir_obj != Py_None && !path_arg(dir_obj, &dir))) {
-        Py_XDECREF(src);
-        Py_XDECREF(dst);
-        return NULL;
-    }
-    if (key_arg(key_obj, &key, &holder) < 0) goto fail_args;
+    if (!path_arg(src_obj, &src) || !path_arg(dst_obj, &dst) ||
+        (dir_obj != Py_None && !path_arg(dir_obj, &dir)))
+        goto done;
+    if (key_arg(key_obj, &key, &holder) < 0) goto done;
     if (save_opts_parse(opts_obj, &s) < 0) {
         key_release(&key, &holder);
-        goto fail_args;
+        goto done;
     }
-    o.parse.no_copy = 1;
+    s.o.overwrite = 1;
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
-    failed = PyBytes_AS_STRING(src);
-    Py_BEGIN_ALLOW_THREADS st = oz_open(PyBytes_AS_STRING(src), &o, &model, NULL, &err);
-    if (st == OC_OK && s.form == OZ_FORM_ONNXZ) st = check_packable(model, NULL, &err);
-    if (st == OC_OK) {
-        failed = PyBytes_AS_STRING(dst);
-        st = save_model(model, PyBytes_AS_STRING(dst), &s, NULL, &err);
-    }
-    oc_model_free(model);
+    Py_BEGIN_ALLOW_THREADS st =
+        oz_convert_file(PyBytes_AS_STRING(src), PyBytes_AS_STRING(dst), &o, &s.o, &info, &err);
     Py_END_ALLOW_THREADS save_opts_release(&s);
     key_release(&key, &holder);
-    if (st != OC_OK) raise_error(failed, &err);
-    Py_DECREF(src);
-    Py_DECREF(dst);
+    if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(info.input_failed ? src : dst), &err);
+    else
+        out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(src);
+    Py_XDECREF(dst);
     Py_XDECREF(dir);
-    if (st != OC_OK) return NULL;
-    Py_RETURN_NONE;
-fail_args:
-    Py_DECREF(src);
-    Py_DECREF(dst);
-    Py_XDECREF(dir);
-    return NULL;
+    return out;
 }
 
 /* ---- _Span: read-only bytes kept alive by an owner token ------------------------------ */
@@ -1263,21 +1258,6 @@ static PyTypeObject ReaderType = {
 
 /* ---- module ---------------------------------------------------------------------------- */
 
-/* _form(name, to) -> oz_form: by `to` when it is not None (oz_form_parse), else by the
- * name (oz_form_named); 0 (OZ_FORM_AUTO) when it says no form. */
-static PyObject *py_form(PyObject *self, PyObject *args) {
-    PyObject *name_obj, *path = NULL;
-    const char *to = NULL;
-    oz_form f;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "Oz", &name_obj, &to)) return NULL;
-    if (to) return PyLong_FromLong(oz_form_parse(to));
-    if (!path_arg(name_obj, &path)) return NULL;
-    f = oz_form_named(PyBytes_AS_STRING(path));
-    Py_DECREF(path);
-    return PyLong_FromLong(f);
-}
-
 /* _error(file, code, message) raises onnxz.Error as the C calls raise it (status, code,
  * file, no offset, "FILE: MESSAGE"), for what the Python side refuses. */
 static PyObject *py_error(PyObject *self, PyObject *args) {
@@ -1451,7 +1431,7 @@ static PyMethodDef module_methods[] = {
     {"_check_start", py_check_start, METH_VARARGS, "(data, name) -> _Check, running."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
-    {"_form", py_form, METH_VARARGS, "(name, to) -> the oz_form they ask for, 0 for none"},
+    {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
     {"_error", py_error, METH_VARARGS, "(file, code, message): raises onnxz.Error."},
@@ -1490,10 +1470,7 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
         PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
         PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
         PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0 ||
-        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0 ||
-        PyModule_AddIntConstant(m, "FORM_ONNX", OZ_FORM_ONNX) < 0 ||
-        PyModule_AddIntConstant(m, "FORM_ONNXZ", OZ_FORM_ONNXZ) < 0 ||
-        PyModule_AddIntConstant(m, "FORM_ONNXC", OZ_FORM_ONNXC) < 0) {
+        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0) {
         Py_DECREF(m);
         return NULL;
     }

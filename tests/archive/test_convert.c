@@ -132,6 +132,127 @@ static void rm_outputs(void) {
     if (system(cmd) != 0) failures++;
 }
 
+/* oz_save_check: each rule of the save options, with the option at fault named first. */
+static void expect_refused(const char *out, const oz_save_options *o, oz_save_option want) {
+    oz_save_option bad = OZ_SAVE_OPT_NONE;
+    CHECK(oz_save_check(out, o, NULL, &bad, &err) == OC_ERR_INVALID_ARG);
+    CHECK(bad == want);
+    const char *name = oz_save_option_name(want);
+    CHECK(strncmp(err.message, name, strlen(name)) == 0 && err.message[strlen(name)] == ' ');
+    if (bad != want) fprintf(stderr, "  %s: %s\n", out, err.message);
+}
+
+static void test_save_rules(void) {
+    oz_save_options o;
+    oz_form got = OZ_FORM_AUTO;
+    oz_save_options_init(&o);
+    CHECK_OK(oz_save_check("m.ONNXZ", &o, &got, NULL, &err));
+    CHECK(got == OZ_FORM_ONNXZ);
+    expect_refused("m.bin", &o, OZ_SAVE_OPT_FORM);
+    o.form = OZ_FORM_ONNXZ;
+    CHECK_OK(oz_save_check("m.bin", &o, &got, NULL, &err));
+    o.form = (oz_form)7;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_FORM);
+    oz_save_options_init(&o);
+    expect_refused("m.onnxc", &o, OZ_SAVE_OPT_KEY);
+    o.key = "k";
+    o.key_len = 1;
+    CHECK_OK(oz_save_check("m.onnxc", &o, NULL, NULL, &err));
+    o.external_data = "d";
+    expect_refused("m.onnxc", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
+    expect_refused("m.onnxz", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
+    o.external_data = "";
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
+    oz_save_options_init(&o);
+    oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
+    o.crypt = &co;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_CRYPT);
+    oz_save_options_init(&o);
+    o.deflate_model = 1;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_DEFLATE_MODEL);
+    oz_save_options_init(&o);
+    o.has_align = true;
+    o.align = 64;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_ALIGN); /* a single .onnx has no layout */
+    o.align = 100;
+    expect_refused("m.onnxz", &o, OZ_SAVE_OPT_ALIGN);
+    o.align = 32;
+    expect_refused("m.onnxz", &o, OZ_SAVE_OPT_ALIGN);
+    o.external_data = "d";
+    CHECK_OK(oz_save_check("m.onnx", &o, NULL, NULL, &err)); /* data files: 1 to 1M */
+    o.align = 2u << 20;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_ALIGN);
+    oz_save_options_init(&o);
+    o.has_threshold = true; /* even the default value: given where it does not apply */
+    o.threshold = 1024;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_THRESHOLD);
+    oz_save_options_init(&o);
+    o.has_max_file_size = true;
+    o.max_file_size = 10;
+    expect_refused("m.onnxz", &o, OZ_SAVE_OPT_MAX_FILE_SIZE);
+    o.external_data = "d";
+    o.max_file_size = 0;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_MAX_FILE_SIZE);
+    oz_save_options_init(&o);
+    o.checksum = 1;
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_CHECKSUM);
+    CHECK(strcmp(oz_save_option_name((oz_save_option)99), "") == 0);
+}
+
+static int cancel_always(void *ctx) {
+    (*(int *)ctx)++;
+    return 1;
+}
+
+/* oz_convert_file: the job of `onnxz convert`, encryption and cancellation included. */
+static void test_convert_file(const uint8_t *want, size_t want_n) {
+    oz_save_options so = OZ_SAVE_OPTIONS_INIT;
+    oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+    oz_convert_info info = OZ_CONVERT_INFO_INIT;
+    /* A bad option is OUT's fault, found before IN is read (IN is missing here). */
+    so.deflate_model = 1;
+    CHECK(oz_convert_file(at("missing.onnx"), at("f.onnx"), NULL, &so, &info, &err) ==
+          OC_ERR_INVALID_ARG);
+    CHECK(!info.input_failed && strncmp(err.message, "deflate_model ", 14) == 0);
+    so.deflate_model = 0;
+    CHECK(oz_convert_file(at("missing.onnx"), at("f.onnx"), NULL, &so, &info, &err) ==
+          OC_ERR_NOT_FOUND);
+    CHECK(info.input_failed);
+    /* Cancelled: no file. */
+    int asked = 0;
+    so.cancel = cancel_always;
+    so.cancel_ctx = &asked;
+    CHECK(oz_convert_file(at("source.onnx"), at("f.onnxz"), NULL, &so, &info, &err) ==
+          OC_ERR_INVALID_ARG);
+    CHECK(asked >= 1 && !info.input_failed && access(at("f.onnxz"), F_OK) != 0);
+    so.cancel = NULL;
+    /* Encrypted both ways, then back to the source's bytes. */
+    CHECK_OK(oz_convert_file(at("source.onnx"), at("f.onnxz"), NULL, &so, &info, &err));
+    CHECK(info.in_kind == OZ_KIND_MODEL && !info.in_archive && info.in_size == want_n);
+    if (!oc_crypt_available()) return;
+    so.key = "pass";
+    so.key_len = 4;
+    oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
+    co.iterations = 1000;
+    so.crypt = &co;
+    CHECK_OK(oz_convert_file(at("f.onnxz"), at("f.onnxc"), NULL, &so, &info, &err));
+    CHECK(info.in_archive);
+    oz_save_options back = OZ_SAVE_OPTIONS_INIT;
+    CHECK(oz_convert_file(at("f.onnxc"), at("f_back.onnx"), NULL, &back, &info, &err) ==
+          OC_ERR_INVALID_ARG); /* no key for IN */
+    CHECK(info.input_failed && info.in_kind == OZ_KIND_ONNXZEC1);
+    oo.key = "pass";
+    oo.key_len = 4;
+    CHECK_OK(oz_convert_file(at("f.onnxc"), at("f_back.onnx"), &oo, &back, &info, &err));
+    size_t n = 0;
+    uint8_t *got = slurp(at("f_back.onnx"), &n);
+    CHECK(got && n == want_n && memcmp(got, want, n) == 0);
+    free(got);
+    unlink(at("f.onnxz"));
+    unlink(at("f.onnxc"));
+    unlink(at("f_back.onnx"));
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test_convert", argc > 1 ? argv[1] : "/tmp");
     char cmd[2 * sizeof dir + 64];
@@ -221,6 +342,8 @@ int main(int argc, char **argv) {
         CHECK(oz_convert(at("source.onnx"), at("d_bad.onnxz"), &o, &err) == OC_ERR_INVALID_ARG);
         CHECK(access(at("d_bad.onnxz"), F_OK) != 0);
     }
+    test_save_rules();
+    test_convert_file(want, want_n);
     rm_outputs();
     free(want);
     oc_model_free(src);

@@ -13,9 +13,13 @@
 
 #include "export.h"
 
+#include <stdbool.h>
+
+#include <onnxcore/crypto.h>
 #include <onnxcore/model.h>
 
 #include "archive.h"
+#include "open.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +93,108 @@ OZ_API void oz_convert_options_init(oz_convert_options *opts);
  * (naming IN) and of the save (naming OUT). */
 OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
                             oc_error *err);
+
+
+/* ---- the save and the conversion of the tool and the Python package ---------------- */
+
+/* The options of a save (oz_save) and of the output of a conversion (oz_convert_file):
+ * every option of `onnxz convert`, with its rules (oz_save_check). Options that do not
+ * apply to the output's form are refused, not ignored. Initialise with
+ * OZ_SAVE_OPTIONS_INIT or oz_save_options_init; the struct grows at its end. */
+typedef struct oz_save_options {
+    size_t size;  /* sizeof(oz_save_options), set by the initialisers */
+    oz_form form; /* AUTO: by OUT's name (oz_form_named); a name of no form is refused */
+    int overwrite;      /* replace an existing OUT (default 1); its data files as well */
+    int no_sync;        /* rename into place without waiting for the disk (no fsync) */
+    /* .onnx output: tensors of at least `threshold` bytes go to the data file
+     * external_data, relative to OUT's directory (an absolute path keeps its base name);
+     * not empty. NULL: one .onnx file holding every tensor. */
+    const char *external_data;
+    bool has_max_file_size; /* with external_data: start LOC.1, LOC.2... past */
+    uint64_t max_file_size; /* this many bytes (more than 0) */
+    bool has_align;         /* .onnxz output or with external_data: each tensor's bytes on */
+    uint64_t align;         /* a multiple of align, a power of two (archives 64 to 32768,
+                             * data files at most 1 MiB); default 64 */
+    bool has_threshold;     /* .onnxz output or with external_data: tensors of fewer bytes */
+    uint64_t threshold;     /* stay inside the model; default 1024 */
+    int checksum;           /* with external_data: record each tensor's SHA-1 */
+    int deflate_model;      /* .onnxz output: store the model entry deflated */
+    /* .onnxc output: the passphrase (needed) and the format (NULL: the defaults; given
+     * for another form: refused). */
+    const void *key;
+    size_t key_len;
+    const oc_crypt_options *crypt;
+    oc_progress_fn progress; /* may be NULL: bytes written of the total, as they go */
+    void *progress_ctx;
+    /* Asked before each tensor that streams from a fetch (a deferred input, the caller's
+     * fetch): nonzero ends the save with OC_ERR_INVALID_ARG ("cancelled"), leaving no
+     * file. NULL: never. */
+    int (*cancel)(void *ctx);
+    void *cancel_ctx;
+    /* Where the model's EXTERNAL tensors' bytes come from (oz_weights_fetch, or the
+     * caller's own), each streamed as it is written; NULL: none (references are written
+     * as they are). */
+    const struct oc_tensor_fetch *fetch;
+} oz_save_options;
+
+#define OZ_SAVE_OPTIONS_INIT \
+    { .size = sizeof(oz_save_options), .form = OZ_FORM_AUTO, .overwrite = 1 }
+/* Sets *opts to the defaults (as OZ_SAVE_OPTIONS_INIT). */
+OZ_API void oz_save_options_init(oz_save_options *opts);
+
+/* The options of oz_save_options a check can find at fault. */
+typedef enum oz_save_option {
+    OZ_SAVE_OPT_NONE = 0,
+    OZ_SAVE_OPT_FORM,          /* "form": OUT's name tells none, or an unknown value */
+    OZ_SAVE_OPT_EXTERNAL_DATA, /* "external_data" */
+    OZ_SAVE_OPT_MAX_FILE_SIZE, /* "max_file_size" */
+    OZ_SAVE_OPT_ALIGN,         /* "align" */
+    OZ_SAVE_OPT_THRESHOLD,     /* "threshold" */
+    OZ_SAVE_OPT_CHECKSUM,      /* "checksum" */
+    OZ_SAVE_OPT_DEFLATE_MODEL, /* "deflate_model" */
+    OZ_SAVE_OPT_KEY,           /* "key" */
+    OZ_SAVE_OPT_CRYPT          /* "crypt" */
+} oz_save_option;
+
+/* The option's name as above ("external_data", ...); "" for OZ_SAVE_OPT_NONE. */
+OZ_API const char *oz_save_option_name(oz_save_option opt);
+
+/* Checks opts for a save to `out` as oz_save and oz_convert_file check them first, before
+ * anything is read or written: OC_OK, or OC_ERR_INVALID_ARG with *bad (may be NULL) the
+ * option at fault and err's message "NAME WHY", NAME being oz_save_option_name(*bad)
+ * (a client that spells its options otherwise prints its own name before the message
+ * past NAME). *form (may be NULL) receives the output's form. */
+OZ_API oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
+                               oz_save_option *bad, oc_error *err);
+
+/* Writes model to out in the form opts say (oz_save_check first): one .onnx, with data
+ * files, an archive (whose tensors must be the size their shape makes, A-13), or an
+ * encrypted model. Each file goes to a temporary beside it, renamed into place whole.
+ * opts may be NULL (the defaults: the form by the name). */
+OZ_API oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
+                         oc_error *err);
+
+/* What oz_convert_file found; grows at its end as oz_open_info does. */
+typedef struct oz_convert_info {
+    size_t size;        /* sizeof(oz_convert_info), set by the initialisers */
+    bool input_failed;  /* the failure was IN's (reading it, or a tensor it holds), not OUT's */
+    oz_kind in_kind;    /* IN's kind (oz_detect_file) */
+    bool in_archive;    /* IN held an archive, encrypted or not */
+    uint64_t in_size;   /* bytes of IN (a file or a URL's object) before the conversion */
+} oz_convert_info;
+
+#define OZ_CONVERT_INFO_INIT { .size = sizeof(oz_convert_info), .in_kind = OZ_KIND_MODEL }
+
+/* Converts the model at `in` (a path or an http(s) URL, any form: oz_open with in_opts,
+ * whose parse.no_copy is forced on and skip_external_data off) into `out` as oz_save
+ * writes it with out_opts (out_opts->fetch is the conversion's own). The save options are
+ * checked before IN is read; a URL's tensors are fetched as they are written, one at a
+ * time (oz_open_deferred), so the conversion holds a few MiB, never the weights. Writing
+ * OUT over IN is safe with overwrite (the old bytes stay mapped until the end). in_opts,
+ * out_opts and info may be NULL. */
+OZ_API oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,
+                                 const oz_save_options *out_opts, oz_convert_info *info,
+                                 oc_error *err);
 
 #ifdef __cplusplus
 }
