@@ -514,26 +514,30 @@ static uint64_t run_length(const uint8_t *field, const uint8_t *end, size_t tagl
 }
 
 /* A repeated field out of room: grown to the run of elements that starts at `field` (or
- * doubled when that is more), then one slot taken. */
+ * doubled when that is more), then one slot taken. The header's members are read and
+ * written one by one, as in push: a copy of the whole header through the stack stalls
+ * on store forwarding. */
 static void *push_grow(dctx *c, void *array, uint64_t elem, const uint8_t *field,
                        const uint8_t *end, size_t taglen, uint32_t wt) {
-    oc_array_hdr a;
-    memcpy(&a, array, sizeof a);
+    char *h = array, *old;
+    uint64_t count, cap;
+    memcpy(&old, h + offsetof(oc_array_hdr, items), sizeof old);
+    memcpy(&count, h + offsetof(oc_array_hdr, count), sizeof count);
+    memcpy(&cap, h + offsetof(oc_array_hdr, cap), sizeof cap);
     uint64_t want = run_length(field, end, taglen, wt);
-    if (want < a.cap) want = a.cap; /* at least doubles */
+    if (want < cap) want = cap; /* at least doubles */
     /* Elements are at most 255 bytes: cap * elem cannot overflow, and no division (a
      * slow instruction) on this path. */
-    if (elem > 255 || want > (UINT64_MAX >> 9) - a.cap) return NULL;
-    uint64_t cap = a.cap + want;
-    void *items = oc__arena_alloc_raw(c->arena, cap * elem); /* slots written as taken */
+    if (elem > 255 || want > (UINT64_MAX >> 9) - cap) return NULL;
+    cap += want;
+    char *items = oc__arena_alloc_raw(c->arena, cap * elem); /* slots written as taken */
     if (!items) return NULL;
-    if (a.count) memcpy(items, a.items, (size_t)(a.count * elem));
-    a.items = items;
-    a.cap = cap;
-    void *slot = (char *)a.items + a.count * elem;
-    a.count++;
-    memcpy(array, &a, sizeof a);
-    return slot;
+    if (count) memcpy(items, old, (size_t)(count * elem));
+    memcpy(h + offsetof(oc_array_hdr, items), &items, sizeof items);
+    memcpy(h + offsetof(oc_array_hdr, cap), &cap, sizeof cap);
+    count++;
+    memcpy(h + offsetof(oc_array_hdr, count), &count, sizeof count);
+    return items + (count - 1) * elem;
 }
 
 /* One more element of a repeated field: the common case (room left) inline. The header's
@@ -599,7 +603,10 @@ static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f,
 static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8_t *p,
                             const uint8_t *end, uint32_t depth, int fresh) {
     oc_msghdr *h = oc__hdr(msg);
-    unk_buf unk = {(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
+    /* A fresh message has no unknown fields yet: its header, just zeroed, is not read
+     * back (a load right behind the zeroing stalls on store forwarding). */
+    unk_buf unk = {NULL, 0, 0};
+    if (!fresh) unk = (unk_buf){(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
     oc_status st = OC_OK;
     while (p < end) {
         const uint8_t *field = p;
@@ -698,8 +705,10 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
             h->has |= 1u << f->index;
         }
     }
-    h->unknown.data = unk.data;
-    h->unknown.size = unk.size;
+    if (unk.size || !fresh) {
+        h->unknown.data = unk.data;
+        h->unknown.size = unk.size;
+    }
     return st;
 }
 
