@@ -47,10 +47,13 @@ void oc_arena_free(oc_arena *a) {
  * zeroed when it is taken: its `dirty` mark, the end of what was ever written in it,
  * makes each allocation below it zero its own bytes as it is handed out (raw ones, which
  * their caller fills, not at all), so those bytes are written once, in cache, instead of
- * zeroed in one pass and written again. A cached block's pages are given MADV_FREE: the
- * kernel may take them back under memory pressure (they then read as zeros), and until
- * it does, reusing them costs nothing. (Zeroing in one pass, then writing, was about a
- * quarter of decoding a large graph.) */
+ * zeroed in one pass and written again. (Zeroing in one pass, then writing, was about a
+ * quarter of decoding a large graph.) A cached block stays resident until it is reused
+ * or trimmed: no MADV_FREE, under which the kernel takes such pages back whenever memory
+ * runs low (a busy page cache is enough) and the next decode pays for faulting, zeroing
+ * and compacting them again; and a range given MADV_FREE that covers part of a huge page
+ * (as one sparing the header would) splits it into 4 KiB pages, into which decoding
+ * takes a fifth longer. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static oc_block *cache_head;
 static uint64_t cache_bytes;
@@ -76,11 +79,6 @@ static oc_block *cache_take(uint64_t len) {
 static bool cache_put(oc_block *b) {
     bool kept = false;
     if (b->used > b->dirty) b->dirty = b->used;
-#ifdef MADV_FREE
-    /* All but the header's page, which links the cache (a page the kernel takes back
-     * reads as zeros, which dirty then over-counts, no more). */
-    madvise((unsigned char *)b + 4096, (size_t)b->mapped - 4096, MADV_FREE);
-#endif
     pthread_mutex_lock(&cache_lock);
     if (b->mapped <= OC_ARENA_CACHE_MAX - cache_bytes) {
         b->next = cache_head;
