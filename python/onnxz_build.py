@@ -36,8 +36,9 @@ NAME = "onnxz"
 
 
 def _version():
-    with open(os.path.join(HERE, "pyproject.toml"), encoding="utf-8") as f:
-        m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+    """onnxz/_version.py's __version__, the one place the version is written."""
+    with open(os.path.join(HERE, NAME, "_version.py"), encoding="utf-8") as f:
+        m = re.search(r'^__version__\s*=\s*"([^"]+)"', f.read(), re.M)
     return m.group(1)
 
 

@@ -15,6 +15,7 @@ external_data= its tensors in data files). Built on the C libraries libonnxcore 
 Errors: onnxz.Error (a ValueError) for a file onnxz refuses, with .status, .code, .file,
 .offset and the one-line message the onnxz tool prints; OSError for a failed system call.
 """
+import collections.abc
 import mmap
 import os
 import stat
@@ -25,11 +26,17 @@ import onnx
 import onnx.numpy_helper  # File.tensor of typed fields; `import onnx` alone lacks it
 from google.protobuf.message import DecodeError
 
-from . import _onnxz
+from . import _onnxz, _version
 from ._onnxz import Error
 
+__version__ = _version.__version__
 __all__ = ["Error", "File", "convert", "load", "open", "save"]
-__version__ = "0.1.0"
+
+
+def __dir__():
+    """The API, not the modules it is built with (os, np, mmap...)."""
+    return sorted(__all__ + ["__version__"])
+
 
 _builtin_open = open
 
@@ -402,10 +409,17 @@ def _walk_tensors(model):
             yield from node(n)
 
 
-class File:
+class File(collections.abc.Mapping):
     """A model file open for reading (see onnxz.open): its tensors as read-only numpy
     arrays that point into the file's mapping, without a copy. Safe to read from several
-    threads. An array keeps the mapping alive: closing the file never invalidates one."""
+    threads. An array keeps the mapping alive: closing the file never invalidates one.
+
+    A Mapping from tensor name to array: keys() (the names, as File.names), values(),
+    items(), get(), `in`, len() and iteration. Two Files are equal only if they are the
+    same object (comparing every tensor of two models is not what == should cost)."""
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def __init__(self, path, *, key=None):
         self._path = _fspath(path)
@@ -460,19 +474,18 @@ class File:
             self._names = self._open_reader().names()
         return list(self._names)
 
-    def keys(self):
-        return self.names
-
     def __iter__(self):
         return iter(self.names)
 
     def __len__(self):
         return len(self.names)
 
-    def __contains__(self, name):
+    def __contains__(self, name):  # by name, without reading the tensor
         return name in self.names
 
     def __getitem__(self, name):
+        if not isinstance(name, (str, bytes)):  # as a dict: KeyError, so get() gives its default
+            raise KeyError(name)
         return self.tensor(name)
 
     def tensor(self, name):
