@@ -77,12 +77,47 @@ static int set_max_memory(const char *command, const char *text) {
 void cli_parse_options_init(oc_parse_options *opts) {
     oc_parse_options_init(opts);
     opts->max_memory = max_memory;
+    opts->http = cli_http_options();
 }
 
 oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err) {
     oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
     zo.max_memory = max_memory;
+    zo.http = cli_http_options();
     return oz_archive_open(path, &zo, out, err);
+}
+
+/* ---- HTTP settings from the environment ---- */
+
+/* The variable's value as a number in [lo, hi], or unset when it is unset, empty or not
+ * one. */
+static long env_number(const char *name, long lo, long hi, long unset) {
+    const char *v = getenv(name);
+    if (!v || !*v) return unset;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    return errno || *end || x < lo || x > hi ? unset : x;
+}
+
+static const char *env_text(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+const oc_http_options *cli_http_options(void) {
+    static oc_http_options http;
+    if (http.size) return &http;
+    oc_http_options o = OC_HTTP_OPTIONS_INIT;
+    o.auth = env_text("ONNXZ_HTTP_AUTH");
+    o.ca_file = env_text("ONNXZ_CA_FILE");
+    o.insecure = env_number("ONNXZ_HTTP_INSECURE", 0, 1, 0) == 1;
+    o.timeout_ms = (uint32_t)env_number("ONNXZ_HTTP_TIMEOUT", 1, 86400, 0) * 1000u;
+    long retries = env_number("ONNXZ_HTTP_RETRIES", 0, 100, -1); /* 0 means none: -1 */
+    o.retries = retries == 0 ? -1 : retries > 0 ? (int)retries : 0;
+    o.parallel = (int)env_number("ONNXZ_HTTP_PARALLEL", 1, 16, 0);
+    http = o;
+    return &http;
 }
 
 /* The index of an option in the table, or -1. */

@@ -20,6 +20,7 @@
 
 #include <onnxcore/crypto.h>
 #include <onnxcore/crypto_model.h>
+#include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
 #include <onnxz/archive.h>
 
@@ -131,6 +132,12 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
 #define CLI_DEFAULT_MAX_MEMORY (1ull << 30)
 void cli_parse_options_init(oc_parse_options *opts);
 oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
+/* The HTTP settings of every load of a URL, from the user's environment (read once, the
+ * only place the tool reads them): ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE=1,
+ * ONNXZ_HTTP_TIMEOUT (seconds, 1..86400), ONNXZ_HTTP_RETRIES (0..100),
+ * ONNXZ_HTTP_PARALLEL (1..16); a value that is empty or out of range leaves the
+ * library's default. cli_parse_options_init and cli_archive_open pass them on. */
+const oc_http_options *cli_http_options(void);
 /* Parses a plain decimal integer in [min, max] for an option. Same returns. */
 int cli_parse_int(const char *command, const char *option, const char *text, long min, long max,
                   long *out);

@@ -149,7 +149,7 @@ static int run_crypt(const cli_args *args, bool encrypting) {
     if (!encrypting) {
         /* Say what IN is before asking for a passphrase. */
         oz_kind kind;
-        if (oz_detect_file(in, &kind, &err) != OC_OK) return cli_fail(in, &err);
+        if (oz_detect_path(in, cli_http_options(), &kind, &err) != OC_OK) return cli_fail(in, &err);
         oz_kind_is_encrypted(kind, &in_format);
         /* Cut inside its magic: C-1's `truncated`, as every loader says it. */
         if (kind == OZ_KIND_CRYPT_SHORT &&

@@ -16,7 +16,7 @@
  * then says why it cannot be read. */
 static oz_kind kind_of(const char *path) {
     oz_kind kind = OZ_KIND_MODEL;
-    if (oz_detect_file(path, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
+    if (oz_detect_path(path, cli_http_options(), &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
     return kind;
 }
 
@@ -35,9 +35,11 @@ oc_crypt_format cli_detect_crypt(const char *path) {
  * inside an encryption magic). */
 static int fail_by_kind(const char *path) {
     oc_model *m = NULL;
+    oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
     oc_error err;
+    cli_parse_options_init(&opts.parse);
     oc_error_clear(&err);
-    if (oz_open(path, NULL, &m, NULL, &err) == OC_OK) { /* the file changed meanwhile */
+    if (oz_open(path, &opts, &m, NULL, &err) == OC_OK) { /* the file changed meanwhile */
         oc_model_free(m);
         return cli_fail_msg(path, "changed while being read");
     }

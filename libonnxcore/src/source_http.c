@@ -145,22 +145,6 @@ static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
 static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-/* ---- settings ---- */
-
-static long env_long(const char *name, long dflt, long lo, long hi) {
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    return errno || *end || x < lo || x > hi ? dflt : x;
-}
-
-static const char *env_str(const char *name) {
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
 /* ---- responses ---- */
 
 static void copy_value(char *dst, size_t cap, const char *v, size_t n) {
@@ -447,8 +431,8 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
                  rc == CURLE_SSL_CERTPROBLEM)
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                          "%s: the server's certificate was not verified (%s); give its CA "
-                          "with ONNXZ_CA_FILE",
+                          "%s: the server's certificate was not verified (%s); give the CA "
+                          "that signed it (ca_file; ONNXZ_CA_FILE for the tool and Python)",
                           h->head.name, errbuf[0] ? errbuf : curl_easy_strerror(rc));
         else
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: %s", h->head.name,
@@ -916,18 +900,14 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     if (!h) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->ahead_lock, NULL);
-    const char *auth = o.auth ? o.auth : env_str("ONNXZ_HTTP_AUTH");
+    const char *auth = o.auth;
     h->url = strdup(url);
-    h->ca_file = dup_or_null(o.ca_file ? o.ca_file : env_str("ONNXZ_CA_FILE"));
-    h->insecure = o.insecure || env_long("ONNXZ_HTTP_INSECURE", 0, 0, 1);
-    h->timeout_s = o.timeout_ms ? (long)((o.timeout_ms + 999) / 1000)
-                                : env_long("ONNXZ_HTTP_TIMEOUT", 30, 1, 86400);
+    h->ca_file = dup_or_null(o.ca_file);
+    h->insecure = o.insecure != 0;
+    h->timeout_s = o.timeout_ms ? (long)((o.timeout_ms + 999) / 1000) : 30L;
     h->connect_ms = o.connect_ms ? (long)o.connect_ms : 15000L;
-    h->retries = o.retries < 0   ? 0
-                 : o.retries > 0 ? o.retries
-                                 : (int)env_long("ONNXZ_HTTP_RETRIES", 3, 0, 100);
-    h->parallel = o.parallel > 0 ? (o.parallel < PAR_MAX ? o.parallel : PAR_MAX)
-                                 : (int)env_long("ONNXZ_HTTP_PARALLEL", PAR_DEFAULT, 1, PAR_MAX);
+    h->retries = o.retries < 0 ? 0 : o.retries > 0 ? o.retries : 3;
+    h->parallel = o.parallel > 0 ? (o.parallel < PAR_MAX ? o.parallel : PAR_MAX) : PAR_DEFAULT;
     if (auth) {
         size_t n = strlen("Authorization: ") + strlen(auth) + 1;
         if ((h->auth = malloc(n))) snprintf(h->auth, n, "Authorization: %s", auth);

@@ -77,19 +77,25 @@ static oc_status detect_source(oc_source *src, oz_kind *kind, oc_error *err) {
     return OC_OK;
 }
 
-static oc_status detect_url(const char *url, oz_kind *kind, oc_error *err) {
+static oc_status detect_url(const char *url, const oc_http_options *http, oz_kind *kind,
+                            oc_error *err) {
     oc_source *src;
-    OZ_FORWARD(oc__source_http(url, NULL, &src, err));
+    OZ_FORWARD(oc__source_http(url, http, &src, err));
     oc_status st = detect_source(src, kind, err);
     oc_source_unref(src);
     return st;
 }
 
 oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err) {
+    return oz_detect_path(path, NULL, kind, err);
+}
+
+oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind *kind,
+                         oc_error *err) {
     if (!path || !kind)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_file: missing argument");
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_path: missing argument");
     *kind = OZ_KIND_MODEL;
-    if (oc_is_url(path)) return detect_url(path, kind, err);
+    if (oc_is_url(path)) return detect_url(path, http, kind, err);
     /* A device, FIFO or directory is refused before it is opened: opening a device runs
      * its driver. */
     struct stat st;

@@ -117,6 +117,41 @@ static void key_release(Py_buffer *view, PyObject **holder) {
     Py_CLEAR(*holder);
 }
 
+/* ---- HTTP settings ----------------------------------------------------------------- */
+
+/* Sets *out to the variable's value when it is a number in [lo, hi]; 0 when it is unset,
+ * empty or not one (the setting keeps the library's default). */
+static int env_int(const char *name, long lo, long hi, long *out) {
+    const char *v = getenv(name);
+    char *end;
+    long x;
+    if (!v || !*v) return 0;
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (errno || *end || x < lo || x > hi) return 0;
+    *out = x;
+    return 1;
+}
+
+/* The settings of every load of a URL, from the user's environment as the tool reads it
+ * (ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT,
+ * ONNXZ_HTTP_RETRIES, ONNXZ_HTTP_PARALLEL: onnxz.open's documentation), read at each call
+ * so that a change of os.environ counts from the next open. The only place the package
+ * reads them. Call with the GIL held (os.environ is changed under it); the strings are
+ * the environment's, which setenv and unsetenv never free. */
+static oc_http_options http_settings(void) {
+    oc_http_options o = OC_HTTP_OPTIONS_INIT;
+    const char *v;
+    long n;
+    if ((v = getenv("ONNXZ_HTTP_AUTH")) && *v) o.auth = v;
+    if ((v = getenv("ONNXZ_CA_FILE")) && *v) o.ca_file = v;
+    if (env_int("ONNXZ_HTTP_INSECURE", 0, 1, &n)) o.insecure = (int)n;
+    if (env_int("ONNXZ_HTTP_TIMEOUT", 1, 86400, &n)) o.timeout_ms = (uint32_t)n * 1000u;
+    if (env_int("ONNXZ_HTTP_RETRIES", 0, 100, &n)) o.retries = n ? (int)n : -1;
+    if (env_int("ONNXZ_HTTP_PARALLEL", 1, 16, &n)) o.parallel = (int)n;
+    return o;
+}
+
 /* ---- writing into a bytes object of the size announced --------------------------- */
 
 typedef struct sink {
@@ -236,10 +271,12 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
+    oc_http_options http = http_settings();
     oc_model *model = NULL;
     oc_error err;
     oc_status st;
     (void)self;
+    o.parse.http = &http;
     if (!PyArg_ParseTuple(args, "OpOO", &path_obj, &external, &key_obj, &dir_obj)) return NULL;
     if (!path_arg(path_obj, &path)) return NULL;
     if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
@@ -257,7 +294,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS oz_kind kind = OZ_KIND_MODEL;
-    if (oz_detect_file(PyBytes_AS_STRING(path), &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
+    if (oz_detect_path(PyBytes_AS_STRING(path), &http, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
     /* A .onnx file: references first, then their data, as onnx.load reads them. */
     o.parse.skip_external_data = !external || kind == OZ_KIND_MODEL;
     st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
@@ -588,9 +625,11 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     save_opts s;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
+    oc_http_options http = http_settings();
     oc_error err;
     oc_status st;
     (void)self;
+    o.parse.http = &http;
     if (!PyArg_ParseTuple(args, "OOOOO", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj))
         return NULL;
     if (!path_arg(src_obj, &src) || !path_arg(dst_obj, &dst) ||
@@ -746,6 +785,7 @@ typedef struct {
                           * where its data files' tensors are, fetched one at a time when
                           * asked for; else NULL */
     PyThread_type_lock fetch_lock; /* with weights: one fetch at a time */
+    oc_http_options http; /* a URL's settings, read at open: weights points to them */
 } HoldObject;
 
 static void hold_dealloc(HoldObject *self) {
@@ -808,17 +848,21 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     hold->model = NULL;
     hold->weights = NULL;
     hold->fetch_lock = NULL;
+    hold->http = http_settings();
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st = oz_detect_file(PyBytes_AS_STRING(path), &kind, &err);
+    Py_BEGIN_ALLOW_THREADS st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);
     if (st == OC_OK && kind == OZ_KIND_ZIP) {
         oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
         po.skip_external_data = 1;
-        st = oz_archive_open(PyBytes_AS_STRING(path), NULL, &hold->archive, &err);
+        po.http = zo.http = &hold->http;
+        st = oz_archive_open(PyBytes_AS_STRING(path), &zo, &hold->archive, &err);
         if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
         if (st == OC_OK) self->file_size = oz_zip_reader_size(oz_archive_zip(hold->archive));
     } else if (st == OC_OK) {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
+        o.parse.http = &hold->http;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         oz_open_info info = OZ_OPEN_INFO_INIT;
@@ -1166,6 +1210,7 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
         o.parse.skip_external_data = 1;
+        o.parse.http = &hold->http;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
@@ -1201,6 +1246,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     }
     else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+        o.parse.http = &hold->http;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);

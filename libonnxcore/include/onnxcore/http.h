@@ -8,22 +8,12 @@
  * under the rules files have (spec/remote.md). A build without libcurl refuses URLs with
  * OC_ERR_UNSUPPORTED ("built without HTTP support").
  *
- * The settings (oc_parse_options.http; NULL: all defaults). Each one left unset here is
- * taken from the environment, so a program gets them from its user without plumbing, and
- * secrets never need to be on a command line:
- *   ONNXZ_HTTP_AUTH      the value of an Authorization header ("Bearer <token>"), sent to
- *                        the URL's own scheme, host and port only (never after a redirect
- *                        to another)
- *   ONNXZ_CA_FILE        PEM certificates to verify servers against (default: the
- *                        system's)
- *   ONNXZ_HTTP_INSECURE  1: do not verify servers' certificates
- *   ONNXZ_HTTP_TIMEOUT   seconds without a byte before a request is abandoned (30)
- *   ONNXZ_HTTP_RETRIES   retries of a request that failed in a way worth retrying: a 5xx,
- *                        a reset connection, a body cut short (3); each resumes where the
- *                        bytes stopped
- *   ONNXZ_HTTP_PARALLEL  connections a large read (16 MiB or more) is split across, in
- *                        4 MiB ranges passed on in order (4; 1: one connection, 16 at
- *                        most)
+ * The settings are an oc_http_options (oc_parse_options.http, oz_zip_reader_options.http;
+ * NULL: every default). The libraries never read the environment: the same call behaves
+ * the same in any process. The onnxz tool and the Python package fill these settings from
+ * their user's environment (ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE,
+ * ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES, ONNXZ_HTTP_PARALLEL: see their documentation),
+ * so that secrets never need to be on a command line.
  */
 #ifndef ONNXCORE_HTTP_H
 #define ONNXCORE_HTTP_H
@@ -42,14 +32,20 @@ extern "C" {
 
 typedef struct oc_http_options {
     size_t size;         /* sizeof(oc_http_options), set by OC_HTTP_OPTIONS_INIT */
-    const char *auth;    /* Authorization header value; NULL: $ONNXZ_HTTP_AUTH */
-    const char *ca_file; /* NULL: $ONNXZ_CA_FILE, else the system's store */
-    int insecure;        /* 1: no certificate check; 0: $ONNXZ_HTTP_INSECURE */
-    uint32_t timeout_ms; /* stall timeout; 0: $ONNXZ_HTTP_TIMEOUT seconds, else 30 s */
+    const char *auth;    /* the value of an Authorization header ("Bearer <token>"), sent to
+                            the URL's own scheme, host and port only (never after a
+                            redirect to another); NULL: none */
+    const char *ca_file; /* PEM certificates to verify servers against; NULL: the
+                            system's store */
+    int insecure;        /* 1: no certificate check */
+    uint32_t timeout_ms; /* stall timeout: no byte for this long abandons a request;
+                            0: 30 s */
     uint32_t connect_ms; /* connect timeout; 0: 15 s */
-    int retries;         /* < 0: none; 0: $ONNXZ_HTTP_RETRIES, else 3 */
-    int parallel;        /* connections per large read (1..16); 0: $ONNXZ_HTTP_PARALLEL,
-                            else 4 */
+    int retries;         /* retries of a request that failed in a way worth retrying (a
+                            5xx, a reset connection, a body cut short), each resuming where
+                            the bytes stopped; < 0: none; 0: 3 */
+    int parallel;        /* connections a large read (16 MiB or more) is split across, in
+                            4 MiB ranges passed on in order (1..16); 0: 4 */
 } oc_http_options;
 
 #define OC_HTTP_OPTIONS_INIT \

@@ -52,6 +52,11 @@ OZ_API oz_kind oz_detect(const void *head, size_t n, uint64_t file_size);
  * FIFO's writer: the file is opened non-blocking). Errors: cannot open, stat or read it,
  * or it is not a regular file (OC_ERR_IO, OC_ERR_NOT_FOUND); *kind is OZ_KIND_MODEL then. */
 OZ_API oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err);
+/* As oz_detect_file, and for an http:// or https:// URL, oz_detect on the object's first
+ * bytes read with these settings (onnxcore/http.h; NULL: the defaults, which is what
+ * oz_detect_file uses). */
+OZ_API oc_status oz_detect_path(const char *path, const struct oc_http_options *http,
+                                oz_kind *kind, oc_error *err);
 
 /* "empty", "model", "zip", "zip cut short", "ONNXZEC1", "ONNXCRY1", "encrypted cut short". */
 OZ_API const char *oz_kind_name(oz_kind kind);
