@@ -118,10 +118,10 @@ summary() {
 trap summary EXIT
 
 # ---- builds and suites -------------------------------------------------------------
-configure() { # dir, extra cmake args...
+configure() { # dir, extra cmake args... (with the test points the hostile and edit tests need)
   local dir=$1
   shift
-  cmake -S "$root" -B "$dir" "$@" >/dev/null
+  cmake -S "$root" -B "$dir" -DONNXZ_TEST_POINTS=ON "$@" >/dev/null
 }
 build() { # dir, extra cmake args...
   configure "$@"

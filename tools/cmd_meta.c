@@ -25,6 +25,9 @@
 #include "cli.h"
 #include "load.h"
 #include "json.h"
+/* libonnxcore's test stop points (spec/security.md S-4), compiled in test builds only: the
+ * tests stop an edit at "meta-read" to run another writer or reader beside it. */
+#include "internal/testpoint.h"
 
 enum {
     META_OPT_PRODUCER = 0,
@@ -201,11 +204,6 @@ static void print_json(FILE *out, const char *path, cli_form form, const onnx_Mo
 }
 
 /* ---- the command ------------------------------------------------------------------- */
-
-/* libonnxcore's test stop points (spec/security.md S-4, libonnxcore/src/testpoint.c):
- * with ONNXZ_TEST_STOP=point the process stops itself there, for tests that interleave
- * processes. */
-void oc__test_point(const char *name);
 
 /* One editor of a .onnx file at a time (A-58): an exclusive flock on the file, taken
  * before it is read and held until the new file has replaced it. Another editor's rename

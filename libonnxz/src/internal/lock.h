@@ -26,10 +26,8 @@ oc_status oz__lock(int fd, int first, int last, short type, const char *path, co
                    oc_error *err);
 
 /* The stop points of tests (spec/security.md S-4; the points of edits are named in
- * spec/onnxz.md A-58): libonnxcore's, one mechanism for both libraries and the tool.
- * When the environment variable ONNXZ_TEST_STOP is "point" or "point:N" the process
- * stops itself (SIGSTOP) at that pass, so that a test runs a competitor at exactly that
- * moment and then continues it (SIGCONT). Defined in libonnxcore/src/testpoint.c. */
-void oc__test_point(const char *name);
+ * spec/onnxz.md A-58): libonnxcore's, one mechanism for both libraries and the tool,
+ * compiled in test builds only. */
+#include "internal/testpoint.h"
 
 #endif
