@@ -15,11 +15,11 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <onnxcore/cleanup.h>
 #include <onnxcore/external.h>
 #include <onnxz/archive.h>
 
 #include "cli.h"
+#include "interrupt.h"
 #include "load.h"
 #include "onnxcore_atomic.h"
 
@@ -108,80 +108,23 @@ static char *join(const char *dir, const char *name) {
     return p;
 }
 
-/* What this run created, so that a failure half-way can take it back: files that did not
- * exist before and directories it made, in order. Nothing that existed before is ever
- * removed (a file replaced under -f stays replaced). Each is also registered for the
- * signal cleanup (onnxcore/cleanup.h) until the run succeeds: an interrupted unpack
- * leaves no half directory either. */
-typedef struct created_list {
-    char **paths;
-    bool *is_dir;
-    oc_cleanup_entry **entries;
-    size_t count, cap;
-} created_list;
-
-static bool created_add(created_list *c, const char *path, bool is_dir) {
-    if (c->count == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 64;
-        char **p = realloc(c->paths, cap * sizeof *p);
-        if (!p) return false;
-        c->paths = p;
-        bool *d = realloc(c->is_dir, cap * sizeof *d);
-        if (!d) return false;
-        c->is_dir = d;
-        oc_cleanup_entry **e = realloc(c->entries, cap * sizeof *e);
-        if (!e) return false;
-        c->entries = e;
-        c->cap = cap;
-    }
-    if (!(c->entries[c->count] = oc_cleanup_register(path, is_dir))) return false;
-    if (!(c->paths[c->count] = strdup(path))) {
-        oc_cleanup_forget(c->entries[c->count]);
-        return false;
-    }
-    c->is_dir[c->count++] = is_dir;
-    return true;
-}
-
-/* Removes what was created, newest first (so directories are empty by then). */
-static void created_undo(created_list *c) {
-    for (size_t i = c->count; i-- > 0;) {
-        if (c->is_dir[i])
-            rmdir(c->paths[i]);
-        else
-            unlink(c->paths[i]);
-    }
-}
-
-static void created_free(created_list *c) {
-    for (size_t i = 0; i < c->count; i++) {
-        oc_cleanup_forget(c->entries[i]);
-        free(c->paths[i]);
-    }
-    free(c->paths);
-    free(c->is_dir);
-    free(c->entries);
-}
-
 /* mkdir, with the directory listed first (as write_file lists a new file). Returns 0, or
  * -1 with errno (ENOMEM when it could not be listed: then nothing was created). */
-static int mkdir_listed(const char *path, created_list *made) {
-    if (!created_add(made, path, true)) {
+static int mkdir_listed(const char *path, interrupt_list *made) {
+    if (!interrupt_list_add(made, path, true)) {
         errno = ENOMEM;
         return -1;
     }
     if (mkdir(path, 0777) == 0) return 0;
     int e = errno;
-    made->count--; /* not ours: take it off the list again */
-    oc_cleanup_forget(made->entries[made->count]);
-    free(made->paths[made->count]);
+    interrupt_list_pop(made); /* not ours: take it off the list again */
     errno = e;
     return -1;
 }
 
 /* Creates the directory `path` unless it is one already. Something else in its place, a
  * symbolic link included, is refused: nothing may be written outside DIR. */
-static int make_dir(const char *dir, const char *path, created_list *made) {
+static int make_dir(const char *dir, const char *path, interrupt_list *made) {
     struct stat st;
     if (mkdir_listed(path, made) == 0) return CLI_EXIT_OK;
     if (errno == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) return CLI_EXIT_OK;
@@ -193,7 +136,7 @@ static int make_dir(const char *dir, const char *path, created_list *made) {
 }
 
 /* The directories on the way to DIR/NAME (NAME's own, too, when it ends in '/'). */
-static int make_parents(const char *dir, const char *path, size_t dir_len, created_list *made) {
+static int make_parents(const char *dir, const char *path, size_t dir_len, interrupt_list *made) {
     char *p = strdup(path);
     int rc = CLI_EXIT_OK;
     if (!p) return cli_fail_msg(dir, "out of memory");
@@ -209,14 +152,14 @@ static int make_parents(const char *dir, const char *path, size_t dir_len, creat
 /* Writes bytes to path through a temporary file renamed into place (synced first, unless
  * no_sync); bytes shared from the archive's mapping are copied file to file by the kernel
  * (oc_atomic_write_bytes). */
-static int write_file(const char *path, const oc_bytes *bytes, bool no_sync, created_list *made) {
+static int write_file(const char *path, const oc_bytes *bytes, bool no_sync, interrupt_list *made) {
     oc_atomic_file af;
     oc_error err;
     oc_status st;
     struct stat old;
     /* A new file is listed before it appears, so no moment exists where a signal would
      * leave it behind (removing a name that is not there yet does nothing). */
-    if (lstat(path, &old) != 0 && !created_add(made, path, false))
+    if (lstat(path, &old) != 0 && !interrupt_list_add(made, path, false))
         return cli_fail_msg(path, "out of memory");
     oc_error_clear(&err);
     st = oc_atomic_open(&af, path, 1, &err);
@@ -232,7 +175,7 @@ static int write_file(const char *path, const oc_bytes *bytes, bool no_sync, cre
 /* Writes entry `index` as `path`: its bytes shared from the mapping (stored) or inflated
  * (deflated), never more than one entry in memory at a time. */
 static int extract(const char *archive, const oz_zip_reader *zip, uint64_t index, const char *path,
-                   bool no_sync, created_list *made) {
+                   bool no_sync, interrupt_list *made) {
     oc_bytes bytes;
     oc_error err;
     int rc;
@@ -289,7 +232,7 @@ static oc_status inline_empty(void *ctx, onnx_TensorProto *t) {
 /* Writes __MODEL_PROTO as DIR/model.onnx: byte for byte, or re-encoded when A-31 moved
  * tensors inside it. */
 static int extract_model(const char *archive, const oz_zip_reader *zip, uint64_t index,
-                         const char *path, bool no_sync, created_list *made) {
+                         const char *path, bool no_sync, interrupt_list *made) {
     oc_bytes bytes, encoded;
     oc_parse_options po;
     oc_model *model = NULL;
@@ -397,7 +340,7 @@ typedef struct unpack_result {
 } unpack_result;
 
 static int unpack_entries(const char *archive, const oz_archive *ar, const char *dir, bool no_sync,
-                          unpack_result *res, created_list *made) {
+                          unpack_result *res, interrupt_list *made) {
     const oz_zip_reader *zip = oz_archive_zip(ar);
     uint64_t count = oz_zip_reader_count(zip), model_index = 0;
     size_t dir_len = strlen(dir);
@@ -437,7 +380,7 @@ static int run_unpack(const cli_args *args) {
     bool force = args->seen[UNPACK_OPT_FORCE];
     oz_archive *ar = NULL;
     unpack_result res;
-    created_list made;
+    interrupt_list made; /* what this run created: taken back on a failure or a signal */
     double start;
     int exists = 0;
     int rc = dir[0] ? cli_refuse_url_output(dir)
@@ -459,8 +402,8 @@ static int run_unpack(const cli_args *args) {
         rc = unpack_entries(archive, ar, dir, args->seen[UNPACK_OPT_NO_SYNC], &res, &made);
     oz_archive_close(ar);
     /* A failure half-way (a full disk, a race) takes back what this run created. */
-    if (rc != CLI_EXIT_OK) created_undo(&made);
-    created_free(&made);
+    if (rc != CLI_EXIT_OK) interrupt_list_undo(&made);
+    interrupt_list_free(&made);
     if (rc != CLI_EXIT_OK) return rc;
     cli_note(args->verbosity, CLI_VERBOSE, "wrote %" PRIu64 " files in %.1f ms", res.files + 1,
              cli_now_ms() - start);
