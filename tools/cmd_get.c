@@ -16,6 +16,7 @@
 #include <onnxcore/external.h>
 #include <onnxcore/http.h>
 #include <onnxcore/tensor.h>
+#include <onnxz/open.h>
 
 #include "archive_listing.h"
 #include "cli.h"
@@ -32,19 +33,6 @@ static const cli_option get_options[] = {
 };
 
 static const char *const get_arg_names[] = {"SRC", "TENSOR"};
-
-typedef struct find_ctx {
-    const char *name;
-    size_t len;
-    onnx_TensorProto *found;
-} find_ctx;
-
-static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
-    find_ctx *f = ctx;
-    if (!f->found && t->name.size == f->len && memcmp(t->name.data, f->name, f->len) == 0)
-        f->found = t;
-    return OC_OK;
-}
 
 static void print_json(const char *src, const onnx_TensorProto *t, uint64_t bytes) {
     fputs("{\"file\": ", stdout);
@@ -148,28 +136,29 @@ static int write_entry(const cli_args *args, const char *src, const oz_zip_reade
 }
 
 /* From an archive: the tensor's metadata from its model, its bytes from its entry. */
-static int get_from_archive(const cli_args *args, const char *src, find_ctx *f) {
+static int get_from_archive(const cli_args *args, const char *src, const char *name,
+                            size_t len) {
     archive_listing l;
     oc_error err;
     oc_error_clear(&err);
     int rc = archive_listing_open(src, args->verbosity, &l);
     if (rc != CLI_EXIT_OK) return rc;
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(l.model), find_tensor, f);
+    onnx_TensorProto *t = oz_model_find_tensor(l.model, name, len);
     uint64_t index;
-    if (!f->found) {
-        rc = cli_fail_msg(src, "no tensor named '%s'", f->name);
-    } else if (args->seen[GET_OPT_JSON] && !oc_tensor_is_external(f->found)) {
-        print_json(src, f->found, f->found->raw_data.size);
-    } else if (!oz_archive_tensor_entry(oz_archive_zip(l.archive), f->found, &index)) {
-        rc = !oc_tensor_is_external(f->found)
-                 ? write_span(args, src, &f->found->raw_data)
-                 : cli_fail_msg(src, "tensor '%s' names no entry of the archive", f->name);
+    if (!t) {
+        rc = cli_fail_msg(src, "no tensor named '%s'", name);
+    } else if (args->seen[GET_OPT_JSON] && !oc_tensor_is_external(t)) {
+        print_json(src, t, t->raw_data.size);
+    } else if (!oz_archive_tensor_entry(oz_archive_zip(l.archive), t, &index)) {
+        rc = !oc_tensor_is_external(t)
+                 ? write_span(args, src, &t->raw_data)
+                 : cli_fail_msg(src, "tensor '%s' names no entry of the archive", name);
     } else if (args->seen[GET_OPT_JSON]) {
         oz_zip_entry e;
         if (oz_zip_reader_entry(oz_archive_zip(l.archive), index, &e, &err) != OC_OK)
             rc = cli_fail(src, &err);
         else
-            print_json(src, f->found, e.uncompressed_size);
+            print_json(src, t, e.uncompressed_size);
     } else {
         rc = write_entry(args, src, oz_archive_zip(l.archive), index);
     }
@@ -177,49 +166,41 @@ static int get_from_archive(const cli_args *args, const char *src, find_ctx *f) 
     return rc;
 }
 
-/* From a model: loaded with external tensors as references, then only this one resolved. */
-static int get_from_model(const cli_args *args, const char *src, find_ctx *f) {
+/* From a model: loaded with external tensors as references, then only this one read. */
+static int get_from_model(const cli_args *args, const char *src, const char *name, size_t len) {
     oc_model *model = NULL;
     oc_error err;
     oc_error_clear(&err);
     int rc = cli_load_model(src, CLI_EXTERNAL_KEEP, args->verbosity, &model);
     if (rc != CLI_EXIT_OK) return rc;
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), find_tensor, f);
-    onnx_TensorProto *t = f->found;
-    if (!t) {
-        rc = cli_fail_msg(src, "no tensor named '%s'", f->name);
-    } else if (oc_tensor_is_external(t)) {
-        char *dir = oc__path_dir(src); /* a URL's too */
-        oc_parse_options po;
-        cli_parse_options_init(&po);
-        rc = !dir ? cli_fail_msg(src, "out of memory")
-             : oc_external_data_load(&onnx_TensorProto_desc, t, dir, &po, &err) != OC_OK
-                 ? cli_fail(src, &err)
-                 : CLI_EXIT_OK;
-        free(dir);
-    }
-    if (rc == CLI_EXIT_OK && !t->raw_data.size && !OC_HAS(TensorProto, t, raw_data) &&
-        oc_tensor_element_bits(t->data_type) && t->dims.count)
-        rc = cli_fail_msg(src,
-                          "tensor '%s' keeps its values in typed fields (float_data ...), not "
-                          "as raw bytes: convert the model first",
-                          f->name);
-    if (rc == CLI_EXIT_OK) {
-        if (args->seen[GET_OPT_JSON])
-            print_json(src, t, t->raw_data.size);
-        else
-            rc = write_span(args, src, &t->raw_data);
-    }
+    onnx_TensorProto *t = oz_model_find_tensor(model, name, len);
+    char *dir = oc__path_dir(src); /* a URL's too */
+    oc_parse_options po;
+    oz_tensor_source from = {NULL, NULL, dir, &po};
+    oc_bytes bytes = {0};
+    cli_parse_options_init(&po);
+    if (!t)
+        rc = cli_fail_msg(src, "no tensor named '%s'", name);
+    else if (!dir)
+        rc = cli_fail_msg(src, "out of memory");
+    else if (oz_tensor_read(t, &from, &bytes, &err) != OC_OK)
+        rc = cli_fail(src, &err);
+    else if (args->seen[GET_OPT_JSON])
+        print_json(src, t, bytes.size);
+    else
+        rc = write_span(args, src, &bytes);
+    oc_bytes_release(&bytes);
+    free(dir);
     oc_model_free(model);
     return rc;
 }
 
 static int run_get(const cli_args *args) {
     const char *src = args->positional[0];
-    find_ctx f = {args->positional[1], strlen(args->positional[1]), NULL};
+    const char *name = args->positional[1];
     if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    return cli_input_form(src) == CLI_FORM_ONNXZ ? get_from_archive(args, src, &f)
-                                                 : get_from_model(args, src, &f);
+    return cli_input_form(src) == CLI_FORM_ONNXZ ? get_from_archive(args, src, name, strlen(name))
+                                                 : get_from_model(args, src, name, strlen(name));
 }
 
 static const char get_help[] =

@@ -691,22 +691,28 @@ static oc_status read_tensor(const oz_archive *ar, const char *tensor_name, size
         char q[OC_QUOTE_SIZE];
         st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%s'",
                       oc_quote(tensor_name, name_len, q, sizeof q));
-    } else if (!oc_tensor_is_external(found)) {
-        st = oc_bytes_copy(out, &found->raw_data, err); /* an inline (small) tensor */
     } else {
-        oc_mapped mp;
-        const oc_str *loc = oc_tensor_external_value(found, "location");
-        char q[OC_QUOTE_SIZE];
-        st = loc ? resolve_entry((void *)(uintptr_t)ar, found, loc, &mp, err)
-                 : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%s' has no location",
-                            oc_quote(tensor_name, name_len, q, sizeof q));
-        if (st == OC_OK) {
-            if (mp.owner)
-                oc_bytes_set_shared(out, mp.data, mp.size, mp.owner);
-            else
-                oc_bytes_set_borrowed(out, mp.data, mp.size);
-            oc_owner_unref(mp.owner);
-        }
+        st = oz__archive_tensor_bytes(ar, found, out, err);
+    }
+    return st;
+}
+
+oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto *t, oc_bytes *out,
+                                   oc_error *err) {
+    if (!oc_tensor_is_external(t)) return oc_bytes_copy(out, &t->raw_data, err); /* inline */
+    oc_mapped mp;
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    char q[OC_QUOTE_SIZE];
+    oc_status st = loc ? resolve_entry((void *)(uintptr_t)ar, t, loc, &mp, err)
+                       : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                                  "tensor '%s' has no location",
+                                  oc_quote(t->name.data, t->name.size, q, sizeof q));
+    if (st == OC_OK) {
+        if (mp.owner)
+            oc_bytes_set_shared(out, mp.data, mp.size, mp.owner);
+        else
+            oc_bytes_set_borrowed(out, mp.data, mp.size);
+        oc_owner_unref(mp.owner);
     }
     return st;
 }

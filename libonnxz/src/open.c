@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <onnxcore/crypto_model.h>
+#include <onnxcore/external.h>
 #include <onnxcore/http.h>
+#include <onnxcore/tensor.h>
 
 #include "onnxz/archive.h"
 #include "onnxz/encrypted.h"
@@ -397,4 +399,92 @@ void oz_weights_close(oz_weights *w) {
     oz_archive_close(w->archive);
     oc_external_data_close(w->files);
     free(w);
+}
+
+/* ---- one tensor of a model in any form ---- */
+
+typedef struct find_ctx {
+    const char *name;
+    size_t len;
+    onnx_TensorProto *found;
+} find_ctx;
+
+static oc_status find_visit(void *ctx, onnx_TensorProto *t) {
+    find_ctx *f = ctx;
+    if (t->name.size != f->len || (f->len && memcmp(t->name.data, f->name, f->len) != 0))
+        return OC_OK;
+    f->found = t;
+    return OC_ERR_NOT_FOUND; /* stops the walk at the first */
+}
+
+onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name, size_t len) {
+    find_ctx f = {name, len, NULL};
+    if (!model || (!name && len)) return NULL;
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), find_visit, &f);
+    return f.found;
+}
+
+/* A buffer of the size a fetch announced, filled by its stream. */
+typedef struct fill_sink {
+    uint8_t *data;
+    uint64_t size, used;
+} fill_sink;
+
+static oc_status fill_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    fill_sink *s = ctx;
+    if (size > s->size - s->used)
+        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "the tensor's source gave more bytes than it announced");
+    if (size) memcpy(s->data + s->used, data, (size_t)size);
+    s->used += size;
+    return OC_OK;
+}
+
+/* The bytes w's fetch gives for t, into a new owned span. */
+static oc_status read_fetched(oz_weights *w, const onnx_TensorProto *t, oc_bytes *out,
+                              oc_error *err) {
+    oc_tensor_fetch fetch;
+    uint64_t n = 0;
+    oz_weights_fetch(w, &fetch);
+    OZ_FORWARD(fetch.size(fetch.ctx, t, &n, err));
+    oc_bytes b = {0};
+    uint8_t *p;
+    OZ_FORWARD(oc_bytes_set_alloc(&b, n, &p, err));
+    fill_sink sink = {p, n, 0};
+    oc_status st = fetch.stream(fetch.ctx, t, fill_write, &sink, err);
+    if (st == OC_OK && sink.used != n)
+        st = oz__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                      "the tensor's source gave %llu of %llu bytes",
+                      (unsigned long long)sink.used, (unsigned long long)n);
+    if (st == OC_OK)
+        oc_bytes_move(out, &b);
+    else
+        oc_bytes_release(&b);
+    return st;
+}
+
+oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
+                         oc_error *err) {
+    static const oz_tensor_source none;
+    char q[OC_QUOTE_SIZE];
+    if (!t || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_read: missing argument");
+    if (!src) src = &none;
+    if (oc_tensor_is_external(t)) {
+        if (src->archive) return oz__archive_tensor_bytes(src->archive, t, out, err);
+        if (src->weights) return read_fetched(src->weights, t, out, err);
+        if (!src->data_dir)
+            return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
+                            oc_quote(t->name.data, t->name.size, q, sizeof q));
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        OZ_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
+                                         src->parse ? src->parse : &po, err));
+    }
+    if (!t->raw_data.size && !OC_HAS(TensorProto, t, raw_data) &&
+        oc_tensor_element_bits(t->data_type) && t->dims.count)
+        return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "tensor '%s' keeps its values in typed fields (float_data ...), not as "
+                        "raw bytes: convert the model first",
+                        oc_quote(t->name.data, t->name.size, q, sizeof q));
+    return oc_bytes_copy(out, &t->raw_data, err);
 }

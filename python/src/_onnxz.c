@@ -902,36 +902,25 @@ static int reader_check(ReaderObject *self) {
     return -1;
 }
 
-typedef struct find_ctx {
-    const char *name;
-    size_t len;
-    onnx_TensorProto *found;
-    PyObject *list; /* names(): every named tensor */
+typedef struct names_ctx {
+    PyObject *list; /* every named tensor, once */
     PyObject *seen;
-} find_ctx;
+} names_ctx;
 
-static oc_status find_tensor(void *ctx, onnx_TensorProto *t) {
-    find_ctx *f = ctx;
+static oc_status names_visit(void *ctx, onnx_TensorProto *t) {
+    names_ctx *f = ctx;
     if (!OC_HAS(TensorProto, t, name)) return OC_OK;
-    if (f->list) {
-        PyObject *n =
-            PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
-        int r;
-        if (!n) return OC_ERR_NOMEM;
-        r = PySet_Contains(f->seen, n);
-        if (r == 0) r = PySet_Add(f->seen, n) < 0 || PyList_Append(f->list, n) < 0 ? -1 : 0;
-        Py_DECREF(n);
-        return r < 0 ? OC_ERR_NOMEM : OC_OK;
-    }
-    if (t->name.size == f->len && memcmp(t->name.data, f->name, f->len) == 0) {
-        f->found = t;
-        return OC_ERR_NOT_FOUND; /* stops the walk */
-    }
-    return OC_OK;
+    PyObject *n = PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
+    int r;
+    if (!n) return OC_ERR_NOMEM;
+    r = PySet_Contains(f->seen, n);
+    if (r == 0) r = PySet_Add(f->seen, n) < 0 || PyList_Append(f->list, n) < 0 ? -1 : 0;
+    Py_DECREF(n);
+    return r < 0 ? OC_ERR_NOMEM : OC_OK;
 }
 
 static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
-    find_ctx f;
+    names_ctx f;
     HoldObject *hold;
     oc_status st = OC_ERR_NOMEM;
     (void)unused;
@@ -942,7 +931,7 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     f.list = PyList_New(0);
     f.seen = PySet_New(NULL);
     if (f.list && f.seen)
-        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), find_tensor,
+        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), names_visit,
                                   &f);
     Py_DECREF(hold);
     if (st != OC_OK) {
@@ -954,37 +943,6 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     return f.list;
 }
 
-/* The bytes of t, an EXTERNAL tensor of hold's model, fetched from hold->weights into a
- * new bytes object (NULL with an exception, or with *st and err set). */
-static PyObject *fetch_tensor(HoldObject *hold, const onnx_TensorProto *t, oc_status *st,
-                              oc_error *err) {
-    oc_tensor_fetch fetch;
-    uint64_t n = 0;
-    sink b = {0};
-    PyObject *out;
-    oz_weights_fetch(hold->weights, &fetch);
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-    *st = fetch.size(fetch.ctx, t, &n, err);
-    PyThread_release_lock(hold->fetch_lock);
-    Py_END_ALLOW_THREADS if (*st != OC_OK) return NULL;
-    if (n > (uint64_t)PY_SSIZE_T_MAX) {
-        *st = oc_error_set(err, OC_ERR_LIMIT, OC_NO_OFFSET, "a tensor of %llu bytes",
-                           (unsigned long long)n);
-        return NULL;
-    }
-    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-    if (!out) return NULL;
-    b.data = PyBytes_AS_STRING(out);
-    b.size = n;
-    b.what = "the tensor's source";
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-    *st = fetch.stream(fetch.ctx, t, sink_write, &b, err);
-    PyThread_release_lock(hold->fetch_lock);
-    Py_END_ALLOW_THREADS *st = sink_end(&b, *st, err);
-    if (*st != OC_OK) Py_CLEAR(out);
-    return out;
-}
-
 /* tensor(name) -> (span or None, data_type, dims): the tensor's bytes in place (a URL's
  * archive entry or data file: fetched, a bytes object); None when it holds no raw bytes
  * (typed fields: float_data...; the caller converts those). */
@@ -992,7 +950,6 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     PyObject *name_obj, *name_bytes, *dims = NULL, *span = NULL, *out = NULL;
     const char *name;
     size_t len;
-    find_ctx f;
     onnx_TensorProto *t;
     oc_tensor_fetch fetch, *fetchp = NULL;
     oc_bytes bytes = {0};
@@ -1018,11 +975,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
      * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
     hold = self->hold;
     Py_INCREF(hold);
-    memset(&f, 0, sizeof f);
-    f.name = name;
-    f.len = len;
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), find_tensor, &f);
-    t = f.found;
+    t = oz_model_find_tensor(hold->model, name, len);
     if (!t) {
         PyErr_SetObject(PyExc_KeyError, name_obj);
         goto done;
@@ -1049,28 +1002,17 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
     st = oc_tensor_check_size_fetched(t, fetchp, &err);
     if (hold->weights) PyThread_release_lock(hold->fetch_lock);
-    if (st == OC_OK && hold->archive && oc_tensor_is_external(t))
-        /* the name with its length: one holding a NUL byte too */
-        st = oz_archive_read_tensor_n(hold->archive, name, len, &bytes, &err);
     Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
-    if (hold->archive && oc_tensor_is_external(t)) {
-        span = span_new(&bytes, (PyObject *)hold);
-    } else if (hold->weights && oc_tensor_is_external(t)) {
-        span = fetch_tensor(hold, t, &st, &err);
-        if (!span && st != OC_OK) goto fail;
-    } else if (oc_tensor_is_external(t)) {
-        char quoted[OC_QUOTE_SIZE];
-        st = oc_error_set(&err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
-                          oc_quote(t->name.data, t->name.size, quoted, sizeof quoted));
-        goto fail;
-    } else if (OC_HAS(TensorProto, t, raw_data)) {
-        st = oc_bytes_copy(&bytes, &t->raw_data, &err); /* SHARED: an owner reference */
-        if (st != OC_OK) goto fail;
-        span = span_new(&bytes, (PyObject *)hold);
-    } else { /* typed fields: the caller converts them */
-        out = Py_BuildValue("(OiO)", Py_None, (int)t->data_type, dims);
-        goto done;
+    if (!oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data)) {
+        out = Py_BuildValue("(OiO)", Py_None, (int)t->data_type, dims); /* typed fields: */
+        goto done;                                                      /* the caller's */
     }
+    oz_tensor_source from = {hold->archive, hold->weights, NULL, NULL};
+    Py_BEGIN_ALLOW_THREADS if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
+    st = oz_tensor_read(t, &from, &bytes, &err);
+    if (hold->weights) PyThread_release_lock(hold->fetch_lock);
+    Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
+    span = span_new(&bytes, (PyObject *)hold);
     if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
     goto done;
 fail:

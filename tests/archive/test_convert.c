@@ -253,6 +253,74 @@ static void test_convert_file(const uint8_t *want, size_t want_n) {
     unlink(at("f_back.onnx"));
 }
 
+/* w1's bytes, as add_tensor made them. */
+static int is_w1(const oc_bytes *b) {
+    if (b->size != 70000) return 0;
+    for (uint64_t i = 0; i < b->size; i++)
+        if (b->data[i] != (uint8_t)(i * 7 + 2)) return 0;
+    return 1;
+}
+
+/* One tensor read from every form, with what the model was opened with as its source. */
+static void test_tensor_read(void) {
+    oz_convert_options o = options_for(&forms[2]); /* N-file */
+    CHECK_OK(oz_convert(at("source.onnx"), at("r_n.onnx"), &o, &err));
+    CHECK_OK(oz_convert(at("source.onnx"), at("r.onnxz"), NULL, &err));
+    oz_open_options keep = OZ_OPEN_OPTIONS_INIT;
+    keep.parse.skip_external_data = 1;
+    oc_bytes b = {0};
+    for (int i = 0; i < 2; i++) { /* a single .onnx (the tensor inline), then N-file */
+        oc_model *m = NULL;
+        CHECK_OK(oz_open(at(i ? "r_n.onnx" : "source.onnx"), &keep, &m, NULL, &err));
+        onnx_TensorProto *t = oz_model_find_tensor(m, "w1", 2);
+        CHECK(t && oz_model_find_tensor(m, "inner", 5) != NULL); /* in a subgraph */
+        CHECK(oz_model_find_tensor(m, "w", 1) == NULL && oz_model_find_tensor(m, "w1\0", 3) == NULL);
+        if (i) /* a reference, and nowhere to read it from */
+            CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_NOT_FOUND);
+        oz_tensor_source src = {NULL, NULL, dir, NULL};
+        CHECK_OK(oz_tensor_read(t, &src, &b, &err));
+        CHECK(is_w1(&b));
+        oc_bytes_release(&b);
+        oc_model_free(m);
+    }
+    /* The weights of a deferred open, and an archive's entries. */
+    oc_model *m = NULL;
+    oz_weights *w = NULL;
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(oz_open_deferred(at(i ? "r.onnxz" : "r_n.onnx"), NULL, &m, &w, NULL, &err));
+        onnx_TensorProto *t = oz_model_find_tensor(m, "w1", 2);
+        oz_tensor_source src = {NULL, w, NULL, NULL};
+        CHECK(t && oc_tensor_is_external(t));
+        CHECK_OK(oz_tensor_read(t, &src, &b, &err));
+        CHECK(is_w1(&b));
+        oc_bytes_release(&b);
+        oc_model_free(m);
+        oz_weights_close(w);
+    }
+    oz_archive *ar = NULL;
+    CHECK_OK(oz_archive_open(at("r.onnxz"), NULL, &ar, &err));
+    CHECK_OK(oz_archive_load_model(ar, &keep.parse, &m, &err));
+    oz_tensor_source src = {ar, NULL, NULL, NULL};
+    CHECK_OK(oz_tensor_read(oz_model_find_tensor(m, "w1", 2), &src, &b, &err));
+    oc_model_free(m); /* the span holds the archive's mapping */
+    oz_archive_close(ar);
+    CHECK(is_w1(&b));
+    oc_bytes_release(&b);
+    /* Values in typed fields are not raw bytes. */
+    m = oc_model_new();
+    onnx_ModelProto *mp = oc_model_proto(m);
+    mp->graph = OC_NEW(oc_model_arena(m), GraphProto);
+    onnx_TensorProto *t = OC_ADD(oc_model_arena(m), TensorProto, mp->graph->initializer);
+    oc_str_set_cstr(oc_model_arena(m), &t->name, "f");
+    t->data_type = 1;
+    int64_t *d = oc_array_push(oc_model_arena(m), &t->dims, sizeof(int64_t));
+    if (d) *d = 1;
+    CHECK(oz_tensor_read(oz_model_find_tensor(m, "f", 1), NULL, &b, &err) == OC_ERR_UNSUPPORTED);
+    oc_model_free(m);
+    unlink(at("r_n.onnx"));
+    unlink(at("r.onnxz"));
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test_convert", argc > 1 ? argv[1] : "/tmp");
     char cmd[2 * sizeof dir + 64];
@@ -344,6 +412,7 @@ int main(int argc, char **argv) {
     }
     test_save_rules();
     test_convert_file(want, want_n);
+    test_tensor_read();
     rm_outputs();
     free(want);
     oc_model_free(src);

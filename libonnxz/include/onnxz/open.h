@@ -138,6 +138,39 @@ OZ_API void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch);
 /* Closes what w holds; NULL is accepted. */
 OZ_API void oz_weights_close(oz_weights *w);
 
+
+/* ---- one tensor of a model in any form ------------------------------------------- */
+
+/* The first tensor named `name` (len bytes; a NUL is a byte like any other) of model, at
+ * any depth (initializers, attributes, subgraphs, functions; oc_msg_visit_tensors' order),
+ * or NULL when there is none. Borrowed from model. */
+OZ_API onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name,
+                                              size_t len);
+
+/* Where the tensors a model keeps as EXTERNAL references lie: whichever it was opened
+ * with. All zero: nowhere (the model holds every tensor's bytes). */
+typedef struct oz_tensor_source {
+    const oz_archive *archive; /* an .onnxz archive's entries (a path or a URL) */
+    oz_weights *weights;       /* oz_open_deferred's (one read at a time) */
+    /* Else a .onnx's data files, in this directory (or beside a URL), resolved and checked
+     * as a load does (E-10..E-18) with parse's caps (NULL: the defaults). */
+    const char *data_dir;
+    const oc_parse_options *parse;
+} oz_tensor_source;
+
+/* The bytes of tensor t of a model opened in any form (oz_open, oz_open_deferred,
+ * oz_archive_load_model), into *out (released first):
+ *   held by the model (raw_data): *out is a copy of its span (a mapping's: shared, no copy
+ *     of the bytes; a span the model borrows stays valid while the model lives);
+ *   an EXTERNAL reference: from src: an archive's entry (a span of its mapping, or read
+ *     whole from a URL), the weights' fetch (read whole), or a data file under data_dir
+ *     (t itself is then resolved in place, as a load resolves it: not concurrently).
+ * Fails with OC_ERR_UNSUPPORTED for a tensor that keeps its values in typed fields
+ * (float_data...) rather than raw bytes, and OC_ERR_NOT_FOUND for a reference that src
+ * cannot resolve. src may be NULL (all zero). */
+OZ_API oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
+                                oc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,5 +22,9 @@ const char *oz__archive_path(const oz_archive *ar);
 
 /* The index of __MODEL_PROTO in the archive's central directory. */
 uint64_t oz__archive_model_index(const oz_archive *ar);
+/* The bytes of tensor t of ar's model: its raw_data when inline, else its entry's (a
+ * span of the mapping, or read from a URL), as oz_archive_read_tensor gives them. */
+oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto *t, oc_bytes *out,
+                                   oc_error *err);
 
 #endif
