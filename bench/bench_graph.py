@@ -31,8 +31,19 @@ memory) and floor.touch (first touch, in a fresh process, of as much fresh memor
 decode's arena, advised for huge pages as the arena's blocks are). Prints median, p90
 and max.
 
+--cpp measures against protobuf's C++ generated code instead, in one process:
+graph_vs_protobuf.cc is built (protoc --cpp_out over python3-onnx's onnx.proto, g++, Debian's
+libprotobuf-dev) against the libonnxcore of each --lib DIR (default: the build tree of the
+first ONNXZ_EXE), then run --runs times per graph (heavy, light and each --graph FILE), libraries
+alternating run by run; each run is one process alternating oc_model_load_memory and
+ModelProto::ParseFromString for --rounds rounds. Prints per run the first decode's ratio
+protobuf / onnxz and the in-process ratio (medians of the rounds after the first), by the
+wall clock and by the thread's CPU time, and onnxz's page faults in those rounds.
+
 usage: bench_graph.py ONNXZ_EXE [ONNXZ_EXE ...] [--work DIR] [--rounds N] [--repeat N]
                       [--fresh N] [--json FILE]
+       bench_graph.py ONNXZ_EXE --cpp [--lib DIR ...] [--graph FILE ...] [--runs N]
+                      [--rounds N]
 """
 import argparse
 import json
@@ -100,6 +111,50 @@ if not os.path.exists({h!r}):
 """
     subprocess.run([PY, "-c", script], check=True)
     return h
+
+
+def generate_conv(work):
+    """conv.onnx: 100,000 nodes of a convolutional backbone, unlike heavy.onnx's decoder (Conv
+    with kernel_shape, pads, strides, dilations and group, BatchNormalization with two
+    floats, Relu, MaxPool, Concat, Reshape, Gemm), numeric shapes, no doc strings."""
+    c = os.path.join(work, "conv.onnx")
+    script = f"""
+import os, onnx
+from onnx import helper, TensorProto
+nodes, vis, x, n = [], [], "images", 0
+while len(nodes) < 100000:
+    p, w = f"/backbone/stage{{n % 5}}/block{{n}}", f"backbone.block{{n}}"
+    def node(op, name, ins, shape, **attrs):
+        o = f"{{p}}/{{name}}/{{op}}_output_0"
+        nodes.append(helper.make_node(op, ins, [o], name=f"{{p}}/{{name}}/{{op}}", **attrs))
+        vis.append(helper.make_tensor_value_info(o, TensorProto.FLOAT, shape))
+        return o
+    ch = 64 * (1 + n % 8)
+    s = [1, ch, 56, 56]
+    y = node("Conv", "conv1", [x, f"{{w}}.conv1.weight", f"{{w}}.conv1.bias"], s,
+             kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1], dilations=[1, 1], group=1)
+    y = node("BatchNormalization", "bn1", [y, f"{{w}}.bn1.weight", f"{{w}}.bn1.bias",
+             f"{{w}}.bn1.running_mean", f"{{w}}.bn1.running_var"], s, epsilon=1e-5, momentum=0.9)
+    y = node("Relu", "relu1", [y], s)
+    z = node("Conv", "conv2", [y, f"{{w}}.conv2.weight"], s, kernel_shape=[1, 1],
+             pads=[0, 0, 0, 0], strides=[1, 1], group=1)
+    z = node("MaxPool", "pool", [z], [1, ch, 28, 28], kernel_shape=[2, 2], strides=[2, 2])
+    z = node("Concat", "cat", [z, z], [1, 2 * ch, 28, 28], axis=1)
+    z = node("Reshape", "flat", [z, "/backbone/constants/shape"], [1, 2 * ch * 784])
+    x = node("Gemm", "fc", [z, f"{{w}}.fc.weight", f"{{w}}.fc.bias"], [1, 1000],
+             alpha=1.0, beta=1.0, transB=1)
+    n += 1
+if not os.path.exists({c!r}):
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes[:100000], "backbone", [vi("images", TensorProto.FLOAT, [1, 3, 224, 224])],
+                          [vi(nodes[99999].output[0], TensorProto.FLOAT, [1, 1000])],
+                          value_info=vis[:100000])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    open({c!r} + '.tmp', 'wb').write(m.SerializeToString()); os.replace({c!r} + '.tmp', {c!r})
+"""
+    if not os.path.exists(c):
+        subprocess.run([PY, "-c", script], check=True)
+    return c
 
 
 # REPEAT parses of bytes in memory, each ModelProto dropped before the next; the first
@@ -196,17 +251,88 @@ def fresh(exes, heavy, n):
     return out
 
 
+def build_cpp(work, onnxz_exe):
+    """graph_vs_protobuf built in WORK/cpp; returns its path."""
+    out = os.path.join(work, "cpp")
+    os.makedirs(out, exist_ok=True)
+    import onnx  # noqa: F401 (only to find its onnx.proto; run under /usr/bin/python3)
+    proto = os.path.join(os.path.dirname(onnx.__file__), "onnx.proto")
+    here = os.path.dirname(os.path.abspath(__file__))
+    include = os.path.join(here, "..", "libonnxcore", "include")
+    exe = os.path.join(out, "graph_vs_protobuf")
+    subprocess.run(["cp", proto, out], check=True)
+    subprocess.run(["protoc", f"--cpp_out={out}", f"--proto_path={out}", "onnx.proto"], check=True)
+    lib = default_lib(onnxz_exe)
+    subprocess.run(["g++", "-O2", "-o", exe, os.path.join(here, "graph_vs_protobuf.cc"),
+                    os.path.join(out, "onnx.pb.cc"), f"-I{out}", f"-I{include}", f"-L{lib}",
+                    "-lonnxcore", "-lprotobuf", "-lpthread"], check=True)
+    return exe
+
+
+def default_lib(onnxz_exe):
+    """The directory of libonnxcore.so in the build tree of ONNXZ_EXE (BUILD/tools/onnxz)."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(onnxz_exe)))
+    for root, _, files in os.walk(build):
+        if "libonnxcore.so" in files:
+            return root
+    raise SystemExit(f"no libonnxcore.so under {build}: pass --lib DIR")
+
+
+def cpp(a, graphs):
+    exe = build_cpp(a.work, a.onnxz[0])
+    libs = a.lib or [default_lib(a.onnxz[0])]
+    results = {}
+    for path in graphs:
+        warm(path)
+        runs = {lib: [] for lib in libs}
+        la = [loadavg()]
+        for r in range(a.runs):
+            for lib in (libs if r % 2 == 0 else list(reversed(libs))):
+                env = dict(os.environ, LD_LIBRARY_PATH=lib)
+                p = subprocess.run([exe, path, str(a.rounds)], capture_output=True, text=True,
+                                   env=env, check=True)
+                runs[lib].append(json.loads(p.stdout))
+        la.append(loadavg())
+        print(f"\n== {os.path.basename(path)} ({os.path.getsize(path) / 1e6:.1f} MB): protobuf C++ "
+              f"ParseFromString / onnxz decode, {a.runs} runs of {a.rounds} rounds in one process "
+              f"(load average {la[0]} -> {la[1]})")
+        for lib in libs:
+            print(f"  libonnxcore of {lib}")
+            print(f"  {'run':>4} {'first wall':>11} {'wall':>7} {'first cpu':>10} {'cpu':>7} "
+                  f"{'onnxz cpu':>10} {'protobuf cpu':>13} {'onnxz faults':>13}")
+            for i, j in enumerate(runs[lib]):
+                oz, pb = j["onnxz"], j["protobuf"]
+                print(f"  {i + 1:>4} {pb['first_wall_s'] / oz['first_wall_s']:10.2f}x "
+                      f"{pb['wall_s'] / oz['wall_s']:6.2f}x "
+                      f"{pb['first_cpu_s'] / oz['first_cpu_s']:9.2f}x {pb['cpu_s'] / oz['cpu_s']:6.2f}x "
+                      f"{oz['cpu_s']:9.4f}s {pb['cpu_s']:12.4f}s {oz['faults']:>13}")
+            worst = min(min(j["protobuf"]["wall_s"] / j["onnxz"]["wall_s"],
+                            j["protobuf"]["cpu_s"] / j["onnxz"]["cpu_s"]) for j in runs[lib])
+            print(f"  in-process ratio >= 2 in every run (wall and cpu): "
+                  f"{'met' if worst >= 2 else 'NOT met'} (worst {worst:.2f}x)")
+        results[os.path.basename(path)] = runs
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("onnxz", nargs="+")
     ap.add_argument("--work", default="/tmp/onnxz-bench")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, help="default 5 (--cpp: 11)")
     ap.add_argument("--repeat", type=int, default=5, help="in-process parses per round")
     ap.add_argument("--fresh", type=int, default=0)
     ap.add_argument("--json")
+    ap.add_argument("--cpp", action="store_true", help="against protobuf's C++ generated code")
+    ap.add_argument("--lib", action="append", help="--cpp: a directory holding libonnxcore.so")
+    ap.add_argument("--graph", action="append", help="--cpp: another graph to measure")
+    ap.add_argument("--runs", type=int, default=5, help="--cpp: processes per graph and library")
     a = ap.parse_args()
+    a.rounds = a.rounds or (11 if a.cpp else 5)
     heavy = generate_heavy(a.work)
-    if a.fresh:
+    if a.cpp:
+        graphs = [heavy, generate_conv(a.work), generate(a.work)[1]] + (a.graph or [])
+        results = {"cpp": cpp(a, graphs)}
+    elif a.fresh:
         results = {"fresh": fresh(a.onnxz, heavy, a.fresh)}
     else:
         _, graph = generate(a.work)

@@ -588,9 +588,9 @@ static inline void *opt_msg(dctx *c, void *msg, const oc_field *f, int *fresh) {
     return sub;
 }
 
-static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f,
-                               const uint8_t *p, uint64_t len, const uint8_t *field,
-                               const uint8_t *end, size_t taglen, uint32_t depth) {
+static oc_status decode_submsg(dctx *c, void *msg, const oc_field *f, const uint8_t *p,
+                               uint64_t len, const uint8_t *field, const uint8_t *end,
+                               size_t taglen, uint32_t depth) {
     int fresh = f->label == OC_FL_REP;
     void *sub = fresh ? add_msg(c, (char *)msg + f->offset, f->sub, field, end, taglen)
                       : opt_msg(c, msg, f, &fresh);
@@ -606,7 +606,8 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
     /* A fresh message has no unknown fields yet: its header, just zeroed, is not read
      * back (a load right behind the zeroing stalls on store forwarding). */
     unk_buf unk = {NULL, 0, 0};
-    if (!fresh) unk = (unk_buf){(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
+    if (!fresh)
+        unk = (unk_buf){(char *)(uintptr_t)h->unknown.data, h->unknown.size, h->unknown.size};
     oc_status st = OC_OK;
     while (p < end) {
         const uint8_t *field = p;
@@ -625,8 +626,8 @@ static oc_status decode_msg(dctx *c, const oc_msgdesc *d, void *msg, const uint8
                                 ? &d->fields[d->by_number[number] - 1]
                                 : NULL;
         int known = f && wt == f->wiretype;
-        if (OC_UNLIKELY(!known) && (number == 0 || number > OC_MAX_FIELD_NUMBER ||
-                                    wt == OC_WT_EGROUP || wt > OC_WT_I32)) {
+        if (OC_UNLIKELY(!known) &&
+            (number == 0 || number > OC_MAX_FIELD_NUMBER || wt == OC_WT_EGROUP || wt > OC_WT_I32)) {
             st = oc__fail(c->err, OC_ERR_MALFORMED, off(c, field),
                           "%s: invalid tag (field %llu, wire type %u)", d->name,
                           (unsigned long long)number, wt);
