@@ -250,21 +250,38 @@ int cli_usage_error(const char *command, const char *fmt, ...) {
     return CLI_EXIT_USAGE;
 }
 
-/* Writes a message on the current line. Strings from files reach messages escaped
- * (oc_quote); as a safety net for any that did not, a control byte or DEL left in the
- * message is written as \xNN too (never raw: the one-line error contract holds and the
- * terminal is never driven). The message's own text, backslashes included, is kept. */
+/* Writes a message on the current line. Strings from files and servers reach messages
+ * escaped (oc_quote); as a safety net for any that did not, what oc_quote escapes is
+ * written as \xNN here too: control bytes, DEL, bytes that are not well-formed UTF-8 and
+ * the sequences that act on the line (bidirectional controls such as U+202E, C1
+ * controls, U+2028/9), so the one-line error contract holds and the terminal is never
+ * driven. The message's own text, backslashes included, is kept. */
 static void put_one_line(const char *msg) {
-    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            fprintf(stderr, "\\x%02x", (unsigned)*p);
-        else
+    const unsigned char *p = (const unsigned char *)msg;
+    size_t left = strlen(msg), k;
+    while (left) {
+        if (*p >= 0x20 && *p < 0x7f) {
+            k = 1;
             fputc(*p, stderr);
+        } else if (*p >= 0x80 && (k = oc_utf8_printable_len(p, left)) != 0) {
+            fwrite(p, 1, k, stderr);
+        } else {
+            k = 1;
+            fprintf(stderr, "\\x%02x", (unsigned)*p);
+        }
+        p += k;
+        left -= k;
     }
+}
+
+const char *cli_shown(const char *path) {
+    static char shown[4096];
+    return oc_path_shown(path, shown, sizeof shown);
 }
 
 int cli_fail(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16];
+    file = cli_shown(file); /* as the library names it in the message */
     const char *msg = oc_error_detail(err, file, buf, sizeof buf); /* FILE is printed here */
     fputs("onnxz: error: ", stderr);
     cli_put_text(stderr, file, strlen(file));
@@ -284,6 +301,7 @@ int cli_fail_msg(const char *file, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    file = cli_shown(file);
     fputs("onnxz: error: ", stderr);
     cli_put_text(stderr, file, strlen(file));
     fputs(": ", stderr);

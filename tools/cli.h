@@ -138,6 +138,9 @@ oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
  * ONNXZ_HTTP_PARALLEL (1..16); a value that is empty or out of range leaves the
  * library's default. cli_parse_options_init and cli_archive_open pass them on. */
 const oc_http_options *cli_http_options(void);
+/* path as the tool shows it (oc_path_shown: a URL without user:password@, spec/security.md
+ * N-2), in a buffer of its own that the next call reuses: pass it on at once. */
+const char *cli_shown(const char *path);
 /* Parses a plain decimal integer in [min, max] for an option. Same returns. */
 int cli_parse_int(const char *command, const char *option, const char *text, long min, long max,
                   long *out);

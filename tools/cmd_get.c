@@ -36,7 +36,7 @@ static const char *const get_arg_names[] = {"SRC", "TENSOR"};
 
 static void print_json(const char *src, const onnx_TensorProto *t, uint64_t bytes) {
     fputs("{\"file\": ", stdout);
-    json_put_cstring(stdout, src);
+    json_put_cstring(stdout, cli_shown(src));
     fputs(", \"name\": ", stdout);
     json_put_string(stdout, t->name.data, t->name.size);
     fputs(", \"data_type\": ", stdout);

@@ -194,7 +194,8 @@ static void print_human(FILE *out, const info_report *r) {
     oc_str name;
     int has_name;
     put_key(out, "file");
-    cli_put_text(out, r->path, strlen(r->path));
+    const char *shown = cli_shown(r->path);
+    cli_put_text(out, shown, strlen(shown));
     fputc('\n', out);
     put_key(out, "file size");
     put_bytes(out, r->file_size);
@@ -331,7 +332,7 @@ static void print_json(FILE *out, const info_report *r) {
     int first = 1;
     fputc('{', out);
     json_key(out, &first, "file");
-    json_put_cstring(out, r->path);
+    json_put_cstring(out, cli_shown(r->path));
     json_count(out, &first, "file_size", r->file_size);
     json_key(out, &first, "format");
     json_put_cstring(out, r->form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");

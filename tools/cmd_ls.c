@@ -67,7 +67,7 @@ static void print_json(FILE *out, const char *path, const oz_archive *ar,
                        const oz_archive_listing *l) {
     char buf[32];
     fputs("{\"file\": ", out);
-    json_put_cstring(out, path);
+    json_put_cstring(out, cli_shown(path));
     fprintf(out, ", \"file_size\": %" PRIu64 ", \"entries\": [",
             oz_zip_reader_size(oz_archive_zip(ar)));
     for (uint64_t i = 0; i < l->count; i++) {

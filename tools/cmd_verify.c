@@ -98,7 +98,8 @@ static void print_human(FILE *out, const verify_report *r) {
     const oz_model_report *s = r->model;
     char size[32];
     fputs("OK ", out);
-    cli_put_text(out, r->path, strlen(r->path));
+    const char *shown = cli_shown(r->path);
+    cli_put_text(out, shown, strlen(shown));
     if (r->crypt != OC_CRYPT_NONE) {
         fprintf(out, ": encrypted (%s), decrypts%s; %s inside, %" PRIu64 " tensors, decodes\n",
                 oc_crypt_format_name(r->crypt),
@@ -136,7 +137,7 @@ static void print_json(FILE *out, const verify_report *r) {
     const oz_archive_report *a = r->archive;
     const oz_model_report *s = r->model;
     fputs("{\"file\": ", out);
-    json_put_cstring(out, r->path);
+    json_put_cstring(out, cli_shown(r->path));
     if (r->crypt != OC_CRYPT_NONE)
         fprintf(out,
                 ", \"format\": \"encrypted\", \"ok\": true, \"encryption\": \"%s\", "

@@ -14,6 +14,26 @@ bool oc_is_url(const char *path) {
     return path && (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0);
 }
 
+const char *oc_path_shown(const char *path, char *out, size_t cap) {
+    if (!out || !cap) return out;
+    const char *host = path, *at = NULL;
+    if (oc_is_url(path)) {
+        host = strstr(path, "://") + 3;
+        const char *end = host + strcspn(host, "/?#");
+        for (const char *q = host; q < end; q++) /* the last '@': a password may hold '@' */
+            if (*q == '@') at = q;
+    }
+    size_t head = at ? (size_t)(host - path) : 0;
+    const char *rest = at ? at + 1 : path;
+    if (head >= cap) head = cap - 1;
+    memcpy(out, path, head);
+    size_t n = strlen(rest);
+    if (n > cap - 1 - head) n = cap - 1 - head;
+    memcpy(out + head, rest, n);
+    out[head + n] = '\0';
+    return out;
+}
+
 bool oc_http_supported(void) {
 #ifdef ONNXZ_HAVE_CURL
     return true;

@@ -68,7 +68,10 @@ typedef struct http_source {
     char *auth;    /* "Authorization: ..." or NULL */
     char *ca_file; /* or NULL */
     int insecure;
-    long timeout_s; /* stall: no byte for this long */
+    long timeout_s; /* stall: no byte for this long; headers within it; the rate's window */
+    uint64_t min_rate;    /* bytes per second of body, averaged over each window */
+    double deadline_s;    /* a request's longest time, or 0 */
+    uint64_t max_headers; /* bytes of one response's headers */
     long connect_ms;
     int retries;
     int parallel;   /* connections per large read (1: one, as small reads) */
@@ -88,6 +91,9 @@ typedef struct http_source {
     struct window *win;
 } http_source;
 
+/* Why a transfer was ended by the bounds of spec/remote.md R-15 (xfer.gave_up). */
+enum { GAVE_NONE, GAVE_STALL, GAVE_HEADERS, GAVE_SLOW, GAVE_DEADLINE };
+
 /* One request's state, filled by the header and body callbacks. */
 typedef struct xfer {
     http_source *h;
@@ -102,7 +108,12 @@ typedef struct xfer {
     int checked;          /* the response was checked at its first body byte */
     char why[512];        /* why the body was refused, for the error */
     struct timespec last; /* when a byte (of headers or body) last arrived */
-    int stalled;          /* the progress callback gave up waiting */
+    struct timespec start;   /* when this attempt started */
+    struct timespec phase;   /* when this response's headers began, or its body's window */
+    int in_body;             /* the headers ended: phase is the rate's window */
+    uint64_t window_got;     /* got when the window began */
+    uint64_t header_bytes;   /* of the current response */
+    int gave_up;             /* why the progress callback ended the transfer (enum below) */
     uint64_t ignored;     /* body bytes of an empty object's 416, thrown away */
     uint8_t *open_buf;    /* at open: the tail, allocated once the size is known */
     oc_write_fn sink;     /* read_to: the body goes here, not into dst */
@@ -176,6 +187,22 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
     size_t len = size * n;
     clock_gettime(CLOCK_MONOTONIC, &x->last);
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) { /* a new response (after a redirect) */
+        x->phase = x->last;
+        x->in_body = 0;
+        x->header_bytes = 0;
+    }
+    if ((x->header_bytes += len) > x->h->max_headers) {
+        snprintf(x->why, sizeof x->why, "the response's headers exceed %" PRIu64 " bytes",
+                 x->h->max_headers);
+        return 0; /* CURLE_WRITE_ERROR */
+    }
+    if (len <= 2 && (len == 0 || line[0] == '\r' || line[0] == '\n')) { /* the headers end */
+        x->phase = x->last;
+        x->in_body = 1;
+        x->window_got = x->got;
+        return len;
+    }
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
         const char *sp = memchr(line, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         x->has_range = x->unsatisfiable_total = 0;
@@ -194,6 +221,11 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
     else if (klen == 13 && strncasecmp(line, "Last-Modified", 13) == 0)
         copy_value(x->modified, sizeof x->modified, v, vlen);
     return len;
+}
+
+/* A header's value as messages show it: quoted (oc_quote), or "none". */
+static const char *shown_value(const char *v, char out[OC_QUOTE_SIZE]) {
+    return v[0] ? oc_quote(v, strlen(v), out, OC_QUOTE_SIZE) : "none";
 }
 
 /* The response, judged at its first body byte: 206 for exactly the range asked, from
@@ -216,12 +248,14 @@ static int response_ok(xfer *x) {
     if (x->want == 0) return 1; /* open: the suffix range, checked by open_request */
     if (x->r_total != h->head.size || (h->etag[0] && strcmp(x->etag, h->etag) != 0) ||
         (h->modified[0] && strcmp(x->modified, h->modified) != 0)) {
+        /* The server's text, quoted (spec/security.md N-3): it may hold anything. */
+        char e0[OC_QUOTE_SIZE], e1[OC_QUOTE_SIZE], m0[OC_QUOTE_SIZE], m1[OC_QUOTE_SIZE];
         snprintf(x->why, sizeof x->why,
                  "the object changed on the server since it was opened (size %" PRIu64
-                 " then %" PRIu64 ", ETag %.100s then %.100s, Last-Modified %.40s then %.40s)",
-                 h->head.size, x->r_total, h->etag[0] ? h->etag : "none",
-                 x->etag[0] ? x->etag : "none", h->modified[0] ? h->modified : "none",
-                 x->modified[0] ? x->modified : "none");
+                 " then %" PRIu64 ", ETag %s then %s, Last-Modified %s then %s)",
+                 h->head.size, x->r_total, shown_value(h->etag, e0),
+                 shown_value(x->etag, e1), shown_value(h->modified, m0),
+                 shown_value(x->modified, m1));
         return 0;
     }
     if (x->r_first != x->at + x->got || x->r_last != x->at + x->want - 1) {
@@ -283,17 +317,40 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
     return len;
 }
 
-/* The stall timeout: no byte for timeout_s seconds ends the transfer. (libcurl's own
- * low-speed limit averages over seconds of history, so a server that stops mid-body
- * after a fast start was given several times the timeout.) */
+/* Whether the body fell below min_rate in the window that just ended (starting the next
+ * one when it did not): at least min_rate x timeout_s bytes, or what was left to come. */
+static int too_slow(xfer *x) {
+    const http_source *h = x->h;
+    if (seconds_since(&x->phase) < (double)h->timeout_s) return 0;
+    uint64_t need = h->min_rate * (uint64_t)h->timeout_s;
+    uint64_t left = x->want > x->window_got ? x->want - x->window_got : need;
+    if (x->got - x->window_got < (need < left ? need : left)) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &x->phase);
+    x->window_got = x->got;
+    return 0;
+}
+
+/* The bounds of a transfer (spec/remote.md R-15), checked by libcurl's progress callback
+ * at least once a second: no byte for timeout_s (libcurl's own low-speed limit averages
+ * over seconds of history, so a server that stops mid-body after a fast start was given
+ * several times the timeout); the headers of each response within timeout_s; the body
+ * at min_rate over each window of timeout_s; the whole request within deadline_s. A
+ * server dripping bytes can defeat none of them. */
 static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow) {
     xfer *x = ctx;
+    const http_source *h = x->h;
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     if (x->cancel && atomic_load(x->cancel)) return 1; /* another range failed */
-    if (seconds_since(&x->last) < (double)x->h->timeout_s) return 0;
-    x->stalled = 1;
-    return 1; /* CURLE_ABORTED_BY_CALLBACK */
+    if (seconds_since(&x->last) >= (double)h->timeout_s)
+        x->gave_up = GAVE_STALL;
+    else if (h->deadline_s > 0 && seconds_since(&x->start) >= h->deadline_s)
+        x->gave_up = GAVE_DEADLINE;
+    else if (!x->in_body && seconds_since(&x->phase) >= (double)h->timeout_s)
+        x->gave_up = GAVE_HEADERS;
+    else if (x->in_body && too_slow(x))
+        x->gave_up = GAVE_SLOW;
+    return x->gave_up != GAVE_NONE; /* 1: CURLE_ABORTED_BY_CALLBACK */
 }
 
 /* ---- handles ---- */
@@ -367,6 +424,29 @@ static void backoff(int attempt) {
     }
 }
 
+/* The error of a transfer its bounds ended (on_progress). */
+static oc_status gave_up(const http_source *h, const xfer *x, oc_error *err) {
+    char got[96];
+    snprintf(got, sizeof got, "%" PRIu64 " of %" PRIu64 " bytes received", x->got, x->want);
+    switch (x->gave_up) {
+    case GAVE_HEADERS:
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                        "%s: timed out (the response's headers took more than %ld s, R-15)",
+                        h->head.name, h->timeout_s);
+    case GAVE_SLOW:
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                        "%s: too slow (less than %" PRIu64 " bytes/s over %ld s, R-15; %s)",
+                        h->head.name, h->min_rate, h->timeout_s, got);
+    case GAVE_DEADLINE:
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                        "%s: timed out (the request took more than %.1f s, R-15; %s)",
+                        h->head.name, h->deadline_s, got);
+    default:
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s, %s)",
+                        h->head.name, h->timeout_s, got);
+    }
+}
+
 /* Runs x's request (resuming after x->got on a retry) until it has every byte or fails. */
 static oc_status request(http_source *h, xfer *x, oc_error *err) {
     CURL *c = handle_take(h);
@@ -376,7 +456,7 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         curl_easy_cleanup(c);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    char errbuf[CURL_ERROR_SIZE];
+    char errbuf[CURL_ERROR_SIZE], quoted[4 * CURL_ERROR_SIZE];
     oc_status st = OC_OK;
     for (int attempt = 0;; attempt++) {
         char range[64];
@@ -389,8 +469,11 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         x->checked = 0;
         x->why[0] = '\0';
         x->status = 0;
-        x->stalled = 0;
+        x->gave_up = GAVE_NONE;
+        x->in_body = 0;
+        x->header_bytes = 0;
         clock_gettime(CLOCK_MONOTONIC, &x->last); /* connecting counts as waiting */
+        x->start = x->phase = x->last;
         setup(h, c, hdrs, range, x, errbuf);
         CURLcode rc = curl_easy_perform(c);
         long status = x->status;
@@ -410,6 +493,10 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
             backoff(attempt);
             continue;
         }
+        /* libcurl's text, quoted: it may hold the server's (a status line, a certificate's
+         * names, a Location) */
+        const char *why = errbuf[0] ? oc_quote(errbuf, strlen(errbuf), quoted, sizeof quoted)
+                                    : curl_easy_strerror(rc);
         if (rc == CURLE_WRITE_ERROR && x->why[0])
             st = oc__fail(err,
                           strstr(x->why, "changed")        ? OC_ERR_INCONSISTENT
@@ -420,23 +507,19 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                           "%s: the body ended after %" PRIu64 " of %" PRIu64 " bytes", h->head.name,
                           x->got, x->want);
-        else if (rc == CURLE_ABORTED_BY_CALLBACK && x->stalled)
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                          "%s: timed out (no data for %ld s, %" PRIu64 " of %" PRIu64
-                          " bytes received)",
-                          h->head.name, h->timeout_s, x->got, x->want);
+        else if (rc == CURLE_ABORTED_BY_CALLBACK && x->gave_up != GAVE_NONE)
+            st = gave_up(h, x, err);
         else if (rc == CURLE_OPERATION_TIMEDOUT)
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s): %s",
-                          h->head.name, h->timeout_s, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+                          h->head.name, h->timeout_s, why);
         else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
                  rc == CURLE_SSL_CERTPROBLEM)
             st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                           "%s: the server's certificate was not verified (%s); give the CA "
                           "that signed it (ca_file; ONNXZ_CA_FILE for the tool and Python)",
-                          h->head.name, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+                          h->head.name, why);
         else
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: %s", h->head.name,
-                          errbuf[0] ? errbuf : curl_easy_strerror(rc));
+            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: %s", h->head.name, why);
         break;
     }
     curl_slist_free_all(hdrs);
@@ -864,25 +947,11 @@ void oc__source_http_identity(const oc_source *s, char *out, size_t cap) {
     }
 }
 
-/* The URL for messages: without user:password@. */
+/* The URL for messages (oc_path_shown): without user:password@. */
 static char *display_name(const char *url) {
-    const char *p = strstr(url, "://");
-    const char *host = p ? p + 3 : url;
-    const char *end = host + strcspn(host, "/?#");
-    const char *at = NULL; /* the last '@' of the authority: a password may hold '@' */
-    for (const char *q = host; q < end; q++)
-        if (*q == '@') at = q;
-    size_t n = strlen(url);
-    char *out = malloc(n + 1);
-    if (!out) return NULL;
-    if (!at) {
-        memcpy(out, url, n + 1);
-    } else {
-        size_t head = (size_t)(host - url);
-        memcpy(out, url, head);
-        memcpy(out + head, at + 1, n - (size_t)(at + 1 - url) + 1);
-    }
-    return out;
+    size_t n = strlen(url) + 1;
+    char *out = malloc(n);
+    return out ? (char *)oc_path_shown(url, out, n) : NULL;
 }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
@@ -906,6 +975,9 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     h->insecure = o.insecure != 0;
     h->timeout_s = o.timeout_ms ? (long)((o.timeout_ms + 999) / 1000) : 30L;
     h->connect_ms = o.connect_ms ? (long)o.connect_ms : 15000L;
+    h->min_rate = o.min_rate ? o.min_rate : OC_HTTP_MIN_RATE_DEFAULT;
+    h->deadline_s = (double)o.deadline_ms / 1000.0;
+    h->max_headers = o.max_header_bytes ? o.max_header_bytes : OC_HTTP_MAX_HEADERS_DEFAULT;
     h->retries = o.retries < 0 ? 0 : o.retries > 0 ? o.retries : 3;
     h->parallel = o.parallel > 0 ? (o.parallel < PAR_MAX ? o.parallel : PAR_MAX) : PAR_DEFAULT;
     if (auth) {

@@ -20,7 +20,7 @@ def info(f):
     stats = reader.stats(f._key)
     # a URL's size is what its opening found (no request of its own), as in the tool
     size = reader.file_size() if _onnxz._is_url(f.path) else os.stat(f.path).st_size
-    out = {"file": f.path, "file_size": size,
+    out = {"file": _onnxz._path_shown(f.path), "file_size": size,
            "format": "onnxz" if payload_archive else "onnx"}
     if kind in ("ONNXZEC1", "ONNXCRY1"):
         out["encrypted"] = kind

@@ -49,9 +49,11 @@ static int set_attr(PyObject *exc, const char *name, PyObject *value) {
  * .file, .offset (None when there is none) and the tool's one-line message
  * "FILE: MESSAGE (at offset N)". Returns NULL. */
 static PyObject *raise_error(const char *file, const oc_error *err) {
-    char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200];
-    const char *msg = oc_error_detail(err, file, buf, sizeof buf); /* as the tool prints it */
+    char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200], shown[4096];
+    const char *msg;
     PyObject *exc, *val, *text;
+    if (file) file = oc_path_shown(file, shown, sizeof shown); /* no password (N-2) */
+    msg = oc_error_detail(err, file, buf, sizeof buf); /* as the tool prints it */
     if (file)
         snprintf(line, sizeof line, "%.4096s: %s", file, msg);
     else
@@ -1279,6 +1281,19 @@ static PyObject *py_is_url(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(url);
 }
 
+/* _path_shown(path) -> str: the path as it may be shown (oc_path_shown: a URL without
+ * user:password@). */
+static PyObject *py_path_shown(PyObject *self, PyObject *arg) {
+    PyObject *path, *out;
+    char shown[4096];
+    (void)self;
+    if (!path_arg(arg, &path)) return NULL;
+    oc_path_shown(PyBytes_AS_STRING(path), shown, sizeof shown);
+    Py_DECREF(path);
+    out = PyUnicode_DecodeFSDefault(shown);
+    return out;
+}
+
 static PyObject *py_detect(PyObject *self, PyObject *arg) {
     Py_buffer b;
     oz_kind k;
@@ -1422,6 +1437,7 @@ static PyMethodDef module_methods[] = {
     {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
+    {"_path_shown", py_path_shown, METH_O, "The path as shown: a URL without user:password@."},
     {"_error", py_error, METH_VARARGS, "(file, code, message): raises onnxz.Error."},
     {"_http_supported", py_http_supported, METH_NOARGS, "True when URLs can be read."},
     {NULL, NULL, 0, NULL},

@@ -21,6 +21,13 @@ aimed at the ranges of one large read, whichever order they come in. Modes:
   replace           the object is `data` from now on (another ETag unless the server has none)
   stall             headers and `after` bytes of body, then nothing until finish() or the end
   redirect          307 to `location` + the request's path
+  drip_headers      the status line, then the headers (with `after` short padding lines,
+                    2,000 by default) one byte every `interval` seconds, until finish() or
+                    the end: a line arrives every few intervals, never a full stall
+  drip_body         headers, then the body one byte every `interval` seconds
+  big_headers       `after` bytes of extra header lines at full speed, then the response
+  etag              the ETag is `location` (a str of latin-1 code points: any bytes), so
+                    that with start=1 the second request's "changed" error shows it
 """
 
 import hashlib
@@ -48,6 +55,7 @@ class Fault:
     data: bytes = None
     location: str = None
     from_byte: int = None
+    interval: float = 1.0
 
     def counts(self, rng):
         """Whether a request with this Range header is numbered for this fault."""
@@ -176,6 +184,8 @@ class FaultServer:
         headers = {"Accept-Ranges": "bytes", "Last-Modified": LAST_MODIFIED}
         if self.etag:
             headers["ETag"] = '"' + hashlib.sha1(data).hexdigest()[:16] + '"'
+        if mode == "etag":
+            headers["ETag"] = fault.location
         rng = None if mode == "ignore_range" else parse_range(rec["range"], size)
         if rng == "unsatisfiable":
             return self._small(h, rec, 416, {"Content-Range": f"bytes */{size}"})
@@ -190,6 +200,8 @@ class FaultServer:
                 headers["Content-Range"] = f"bytes {first}-{last}/{size}"
         body = memoryview(data)[first:last + 1]
         rec["status"] = status
+        if mode in ("drip_headers", "big_headers", "drip_body"):
+            return self._drip(h, rec, fault, status, headers, body, unstall)
         h.send_response(status)
         for k, v in {**headers, "Content-Type": "application/octet-stream",
                      "Content-Length": str(len(body))}.items():
@@ -205,6 +217,36 @@ class FaultServer:
             h.connection.close()
             return
         self._send(h, rec, body)
+
+    @staticmethod
+    def _drip(h, rec, fault, status, headers, body, unstall):
+        """The three slow or bloated responses: written raw, byte by byte where slow."""
+        headers = {**headers, "Content-Type": "application/octet-stream",
+                   "Content-Length": str(len(body))}
+        if fault.mode == "drip_headers":
+            for i in range(fault.after or 2000):
+                headers[f"X{i}"] = "p"
+        elif fault.mode == "big_headers":
+            pad = "q" * 1000
+            for i in range(max(1, fault.after // 1012)):
+                headers[f"X-Pad-{i:05d}"] = pad
+        lines = [f"HTTP/1.1 {status} {'Partial Content' if status == 206 else 'OK'}"]
+        head = ("\r\n".join(lines + [f"{k}: {v}" for k, v in headers.items()]) + "\r\n\r\n").encode()
+        drip = fault.mode == "drip_headers"
+        status_line = len(lines[0]) + 2 if drip else len(head)  # at once: then lines drip
+        for part, slow in ((head[:status_line], False), (head[status_line:], drip),
+                           (bytes(body), fault.mode == "drip_body")):
+            if not slow:
+                h.wfile.write(part)
+                h.wfile.flush()
+                continue
+            for i in range(len(part)):
+                if unstall.wait(fault.interval):
+                    h.close_connection = True
+                    return
+                h.wfile.write(part[i:i + 1])
+                h.wfile.flush()
+        rec["sent"] += len(body)
 
     @staticmethod
     def _send(h, rec, body, chunk=1 << 16):

@@ -903,7 +903,64 @@ def parallel_faults(ctx, srv, f, d):
             name="big.onnxz", secs=2 + 3 * SLOW)
 
 
-GROUPS = {"nginx": group_nginx, "nginx_large": group_nginx_large, "faults": group_faults}
+def group_hostile(ctx):
+    """Servers that misbehave on purpose (spec/remote.md R-15, spec/security.md N-1): a
+    slow drip of headers or of body, headers without end, each bounded by
+    ONNXZ_HTTP_TIMEOUT=3 whatever the server does (before R-15 the drips ran past 40 s)."""
+    d = ctx.path("files")
+    w1 = build_fixtures(ctx, d)["w1"].raw_data
+    with open(os.path.join(d, "w1.bin"), "wb") as f:
+        f.write(w1)
+    env = {"ONNXZ_HTTP_TIMEOUT": "3", "ONNXZ_HTTP_RETRIES": "0"}
+    with FaultServer() as srv:
+        srv.put("model.onnxz", read(os.path.join(d, "model.onnxz")))
+        f = FaultRun(ctx, srv, d)
+        f.fails("headers dripped (20 bytes/s, a line every second or two)",
+                Fault("drip_headers", interval=0.05), "ls", r"headers took more than 3 s",
+                env=env, secs=8)
+        f.fails("body dripped (1 byte/s)", Fault("drip_body", interval=1.0), "ls",
+                r"too slow \(less than 1024 bytes/s over 3 s", env=env, secs=8)
+        f.fails("body dripped on a tensor's range", Fault("drip_body", start=1, interval=0.5),
+                "get", r"too slow", env=env, secs=8)
+        f.fails("4 MiB of headers", Fault("big_headers", after=4 << 20), "ls",
+                r"headers exceed 65536 bytes", env=env, secs=8)
+        f.succeeds("a fast server under the same bounds", None, "get", env=env)
+        shown_hostile(ctx, srv, f)
+
+
+# ESC, an OSC sequence that sets a terminal's title, BEL, and U+202E (RIGHT-TO-LEFT
+# OVERRIDE, which reorders what follows on screen), as a server may send them in an ETag.
+HOSTILE_TEXT = '"\x1b]0;owned\x07\x1b[31m' + "\u202e".encode().decode("latin-1") + 'gpj.exe"'
+RAW = ("\x1b", "\x07", "\u202e")
+
+
+def shown_hostile(ctx, srv, f):
+    """spec/security.md N-2, N-3: no user:password@ in anything shown (an error line, info
+    and info --json "file"); a server's text reaches an error line quoted."""
+    secret = srv.url("model.onnxz").replace("http://", "http://alice:S3cr3t@")
+    missing = secret.replace("model.onnxz", "gone.onnxz")
+    srv.reset(None)
+    rc, out, err, _ = ctx.run("ls", missing)
+    ctx.check(rc == 1 and "S3cr3t" not in err and "alice" not in err,
+              f"a 404 with user:password@: the error line names them: {err!r}")
+    ctx.check(srv.url("gone.onnxz") in err, f"a 404 with user:password@: the URL shown: {err!r}")
+    for argv in (["info", secret], ["info", "--json", secret], ["verify", secret], ["ls", "--json", secret]):
+        srv.reset(None)
+        rc, out, err, _ = ctx.run(*argv)
+        ctx.check(rc == 0 and b"S3cr3t" not in out and "S3cr3t" not in err
+                  and srv.url("model.onnxz").encode() in out,
+                  f"{' '.join(argv[:-1])} with user:password@: exit {rc}, the password or not the URL in {out[:300]!r}")
+    f.fails("an ETag holding ESC, OSC, BEL and U+202E, changed", Fault("etag", start=1, location=HOSTILE_TEXT),
+            "get", r"changed on the server")
+    srv.reset(Fault("etag", start=1, location=HOSTILE_TEXT))
+    rc, out, err, _ = ctx.run("get", srv.url("model.onnxz"), "w1", "-o", ctx.path("etag.bin"))
+    ctx.check(rc == 1 and not any(r in err for r in RAW) and "\\x1b" in err,
+              f"the server's ETag reaches the error line raw or not at all: {err!r}")
+    srv.finish()
+
+
+GROUPS = {"nginx": group_nginx, "nginx_large": group_nginx_large, "faults": group_faults,
+          "hostile": group_hostile}
 
 
 def main():

@@ -46,13 +46,29 @@ typedef struct oc_http_options {
                             the bytes stopped; < 0: none; 0: 3 */
     int parallel;        /* connections a large read (16 MiB or more) is split across, in
                             4 MiB ranges passed on in order (1..16); 0: 4 */
+    /* Bounds no server can defeat by dripping bytes (spec/remote.md R-15): each response's
+     * headers must arrive within the stall timeout, and its body at min_rate bytes per
+     * second averaged over each window of that timeout (or what was left of it); slower
+     * is abandoned, not retried. */
+    uint32_t min_rate;         /* bytes per second; 0: OC_HTTP_MIN_RATE_DEFAULT */
+    uint32_t max_header_bytes; /* of one response; 0: OC_HTTP_MAX_HEADERS_DEFAULT */
+    uint32_t deadline_ms;      /* the longest one request may take, retries apart; 0: none */
 } oc_http_options;
+
+#define OC_HTTP_MIN_RATE_DEFAULT    1024u        /* 1 KiB/s */
+#define OC_HTTP_MAX_HEADERS_DEFAULT (64u << 10) /* 64 KiB */
 
 #define OC_HTTP_OPTIONS_INIT \
     { .size = sizeof(oc_http_options) }
 
 /* True when path is an http:// or https:// URL (the scheme in any case). */
 OC_API bool oc_is_url(const char *path);
+
+/* path as it may be shown (spec/security.md N-2): an http:// or https:// URL without the
+ * user:password@ of its authority; any other path as it is. Writes at most cap bytes with
+ * the terminating NUL into out (cut when longer) and returns out. Every message of the
+ * libraries names a URL this way; a program shows a path it was given through it too. */
+OC_API const char *oc_path_shown(const char *path, char *out, size_t cap);
 
 /* True when this build reads URLs (it was built with libcurl). */
 OC_API bool oc_http_supported(void);

@@ -1,0 +1,56 @@
+"""Servers that misbehave on purpose, as the Python package meets them (spec/security.md
+N-2, N-3), served by tests/remote/fault_server.py: no user:password@ in anything shown
+(str(e), e.file, File.info()["file"]); a server's text (an ETag holding ESC, an OSC
+sequence, BEL and U+202E) reaches onnxz.Error quoted, never raw."""
+import os
+import sys
+
+import pytest
+
+import onnxz
+from onnxz import _onnxz
+from conftest import make_model
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "tests",
+                                "remote"))
+from fault_server import Fault, FaultServer  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not _onnxz._http_supported(),
+                                reason="this onnxz was built without libcurl")
+
+HOSTILE = '"\x1b]0;owned\x07\x1b[31m' + "\u202e".encode().decode("latin-1") + 'gpj.exe"'
+RAW = ("\x1b", "\x07", "\u202e")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    d = tmp_path_factory.mktemp("served")
+    onnxz.save(make_model(n_weights=3, size=4096), str(d / "m.onnxz"))
+    with FaultServer() as srv:
+        srv.put("m.onnxz", (d / "m.onnxz").read_bytes())
+        yield srv
+
+
+def test_no_password_in_what_is_shown(server):
+    server.reset(None)
+    url = server.url("m.onnxz")
+    secret = url.replace("http://", "http://alice:S3cr3t@")
+    with pytest.raises(onnxz.Error) as e:
+        onnxz.load(secret.replace("m.onnxz", "gone.onnxz"))
+    assert "S3cr3t" not in str(e.value) and "alice" not in str(e.value), str(e.value)
+    assert e.value.file == url.replace("m.onnxz", "gone.onnxz")
+    with onnxz.open(secret) as f:
+        assert f.info()["file"] == url
+        assert len(f.names) == 3
+
+
+def test_server_text_is_quoted(server):
+    server.reset(Fault("etag", start=1, location=HOSTILE))
+    with onnxz.open(server.url("m.onnxz")) as f, pytest.raises(onnxz.Error) as e:
+        for name in f.names:
+            f[name]
+    text = str(e.value)
+    assert "changed on the server" in text, text
+    assert not any(r in text for r in RAW), repr(text)
+    assert "\\x1b" in text, repr(text)
+    server.finish()
