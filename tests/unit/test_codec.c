@@ -1477,6 +1477,21 @@ static void test_merging(void) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wb_free(all[i]);
 }
 
+/* Appends TypeProto.tensor_type { elem_type 1, shape { dim } }: the dim's dim_value 5, then
+ * dim_param "N" (both: the later wins), or dim_param "N" alone. */
+static void wb_tensor_type(wbuf *b, int both) {
+    wbuf dim = {0}, shape = {0}, tt = {0};
+    if (both) wb_vint(&dim, 1, 5);
+    wb_str(&dim, 2, "N");
+    wb_msg(&shape, 1, &dim);
+    wb_vint(&tt, 1, 1);
+    wb_msg(&tt, 2, &shape);
+    wb_msg(b, 1, &tt);
+    wb_free(&dim);
+    wb_free(&shape);
+    wb_free(&tt);
+}
+
 static void test_oneof(void) {
     wbuf in = {0}, exp = {0}, tt = {0}, sub = {0};
     /* TypeProto: tensor_type then sequence_type -> only sequence_type. */
@@ -1577,70 +1592,42 @@ static void test_oneof(void) {
 
     /* The same inside messages the decoder creates (ValueInfoProto.type, a shape's dims),
      * and in a TypeProto seen again, which merges into the first: the later member wins. */
+    wbuf tp = {0};
     wb_reset(&in);
     wb_reset(&exp);
-    wb_reset(&sub);
-    {
-        wbuf tp = {0}, tp2 = {0}, shape = {0}, dim = {0}, tt2 = {0};
-        wb_vint(&dim, 1, 5);
-        wb_str(&dim, 2, "N");
-        wb_msg(&shape, 1, &dim);
-        wb_vint(&tt2, 1, 1);
-        wb_msg(&tt2, 2, &shape);
-        wb_msg(&tp, 1, &tt2);  /* tensor_type { elem_type 1, shape { dim {5 then "N"} } } */
-        wb_len(&tp, 4, "", 0); /* sequence_type {} */
-        wb_msg(&tp, 1, &tt2);  /* tensor_type again */
-        wb_msg(&in, 2, &tp);   /* ValueInfoProto.type */
-        wb_len(&tp2, 4, "", 0);
-        wb_msg(&in, 2, &tp2); /* type seen again: sequence_type replaces tensor_type */
-        x = dec(&onnx_ValueInfoProto_desc, in.p, in.n, NULL, NULL);
-        CHECK_STATUS(x.st, OC_OK, &x.err);
-        if (x.st == OC_OK) {
-            onnx_ValueInfoProto *vi = x.msg;
-            CHECK(vi->type != NULL);
-            if (vi->type) {
-                CHECK_PTR_EQ(vi->type->tensor_type, NULL);
-                CHECK(vi->type->sequence_type != NULL);
-                CHECK(!OC_HAS(TypeProto, vi->type, tensor_type));
-            }
+    wb_tensor_type(&tp, 1); /* tensor_type { elem_type 1, shape { dim { 5 then "N" } } } */
+    wb_len(&tp, 4, "", 0);  /* sequence_type {} */
+    wb_tensor_type(&tp, 1); /* tensor_type again */
+    wb_msg(&in, 2, &tp);    /* ValueInfoProto.type */
+    wb_reset(&tp);
+    wb_len(&tp, 4, "", 0);
+    wb_msg(&in, 2, &tp); /* type seen again: sequence_type replaces tensor_type */
+    wb_msg(&exp, 2, &tp);
+    x = dec(&onnx_ValueInfoProto_desc, in.p, in.n, NULL, NULL);
+    CHECK_STATUS(x.st, OC_OK, &x.err);
+    if (x.st == OC_OK) {
+        onnx_ValueInfoProto *vi = x.msg;
+        CHECK(vi->type != NULL);
+        if (vi->type) {
+            CHECK_PTR_EQ(vi->type->tensor_type, NULL);
+            CHECK(vi->type->sequence_type != NULL);
+            CHECK(!OC_HAS(TypeProto, vi->type, tensor_type));
         }
-        dec_free(&x);
-        wb_reset(&tp);
-        wb_len(&tp, 4, "", 0);
-        wb_msg(&exp, 2, &tp);
-        CHECK(roundtrip("oneof in a type seen again", &onnx_ValueInfoProto_desc, &in, &exp));
-        /* Without the second type: tensor_type, its dim with dim_param only. */
-        wb_reset(&in);
-        wb_reset(&exp);
-        wb_reset(&tp);
-        wb_reset(&dim);
-        wb_reset(&shape);
-        wb_reset(&tt2);
-        wb_vint(&dim, 1, 5);
-        wb_str(&dim, 2, "N");
-        wb_msg(&shape, 1, &dim);
-        wb_vint(&tt2, 1, 1);
-        wb_msg(&tt2, 2, &shape);
-        wb_len(&tp, 4, "", 0);
-        wb_msg(&tp, 1, &tt2);
-        wb_msg(&in, 2, &tp);
-        wb_reset(&dim);
-        wb_str(&dim, 2, "N");
-        wb_reset(&shape);
-        wb_msg(&shape, 1, &dim);
-        wb_reset(&tt2);
-        wb_vint(&tt2, 1, 1);
-        wb_msg(&tt2, 2, &shape);
-        wb_reset(&tp);
-        wb_msg(&tp, 1, &tt2);
-        wb_msg(&exp, 2, &tp);
-        CHECK(roundtrip("oneofs in nested messages", &onnx_ValueInfoProto_desc, &in, &exp));
-        wb_free(&tp);
-        wb_free(&tp2);
-        wb_free(&shape);
-        wb_free(&dim);
-        wb_free(&tt2);
     }
+    dec_free(&x);
+    CHECK(roundtrip("oneof in a type seen again", &onnx_ValueInfoProto_desc, &in, &exp));
+    /* One type: sequence_type then tensor_type, whose dim keeps dim_param only. */
+    wb_reset(&in);
+    wb_reset(&exp);
+    wb_reset(&tp);
+    wb_len(&tp, 4, "", 0);
+    wb_tensor_type(&tp, 1);
+    wb_msg(&in, 2, &tp);
+    wb_reset(&tp);
+    wb_tensor_type(&tp, 0);
+    wb_msg(&exp, 2, &tp);
+    CHECK(roundtrip("oneofs in nested messages", &onnx_ValueInfoProto_desc, &in, &exp));
+    wb_free(&tp);
 
     /* SimpleShardedDimProto has the same oneof; num_shards stays. */
     wb_reset(&in);
