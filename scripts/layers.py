@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """layers.py - file-level dependencies of libonnxcore, libonnxz and the tool; fails on cycles.
 
-Reads every .c file of libonnxcore/src, libonnxz/src and tools/ and the headers they can
+Reads every .c file of libonnxcore/src, libonnxz/src (all their floors) and tools/ and the headers they can
 include (the libraries' public and internal headers, the tool's headers), and finds which
 file uses which:
 
@@ -40,8 +40,8 @@ from collections import defaultdict
 ALLOWED = []
 
 GROUPS = [
-    ("libonnxcore", "libonnxcore/src", ["libonnxcore/src/internal", "libonnxcore/include/onnxcore"]),
-    ("libonnxz", "libonnxz/src", ["libonnxz/src/internal", "libonnxz/include/onnxz"]),
+    ("libonnxcore", "libonnxcore/src", ["libonnxcore/internal", "libonnxcore/include/onnxcore"]),
+    ("libonnxz", "libonnxz/src", ["libonnxz/internal", "libonnxz/include/onnxz"]),
     ("tool", "tools", []),
 ]
 
@@ -233,9 +233,9 @@ def main():
 
     units, headers = [], []
     for group, src, hdirs in GROUPS:
-        d = os.path.join(root, src)
-        for name in sorted(os.listdir(d)):
-            p = os.path.join(d, name)
+        for p in sorted(os.path.join(dp, x) for dp, _, xs in os.walk(os.path.join(root, src))
+                        for x in xs):
+            name = os.path.basename(p)
             if name.endswith(".c"):
                 units.append(Unit(p, group))
             elif name.endswith(".h"):
@@ -300,10 +300,15 @@ def main():
     # (source_http.c or source_http_none.c, as CMake chooses): never each other's users.
     alternatives = {(a, b) for files in owner.values() if len(files) > 1
                     for a in files for b in files}
+    # A file that provides part of a header includes it for its own declarations: it is
+    # not tied to the header's other providers by that include (only by what it uses).
     for u in units:
         for inc in u.includes:
-            for f in internal.get((inc, u.group), ()):
-                if f != u.path and (u.path, f) not in alternatives:
+            behind = internal.get((inc, u.group), set())
+            if u.path in behind:
+                continue
+            for f in behind:
+                if (u.path, f) not in alternatives:
                     edges[u.path][f].add("#include " + inc)
 
     dup = {k: v for k, v in owner.items() if len(v) > 1}

@@ -23,7 +23,7 @@
 #include "json.h"
 #include "load.h"
 #include "internal/path.h"
-#include "onnxcore_atomic.h"
+#include "internal/onnxcore_atomic.h"
 
 enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE, GET_OPT_NO_SYNC };
 

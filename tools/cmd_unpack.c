@@ -21,7 +21,7 @@
 #include "cli.h"
 #include "interrupt.h"
 #include "load.h"
-#include "onnxcore_atomic.h"
+#include "internal/onnxcore_atomic.h"
 
 enum { UNPACK_OPT_FORCE = 0, UNPACK_OPT_NO_SYNC };
 

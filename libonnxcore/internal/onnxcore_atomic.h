@@ -23,7 +23,7 @@
 #include <onnxcore/bytes.h>
 #include <onnxcore/status.h>
 
-#include "onnxcore_progress.h"
+#include "internal/onnxcore_progress.h"
 
 struct oc_cleanup_entry;
 

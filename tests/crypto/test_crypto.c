@@ -24,7 +24,7 @@
 #include <onnxz/encrypted.h> /* the proposed libonnxz glue */
 #include "check.h"
 #include "testdir.h"
-#include "onnxcore_atomic.h" /* internal: the static library's */
+#include "internal/onnxcore_atomic.h" /* internal: the static library's */
 
 #ifdef ONNXZ_HAVE_OPENSSL
 #include <openssl/evp.h>

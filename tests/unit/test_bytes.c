@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "testdir.h"
-#include "onnxcore_atomic.h" /* internal: the static library's */
+#include "internal/onnxcore_atomic.h" /* internal: the static library's */
 
 /* Internal (internal/bytes.h): whether a span's bytes can be read from its file. */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);

@@ -1,5 +1,5 @@
 /*
- * test_path_safety.c - the path-safety unit of external data (libonnxcore/src/path_safety.c)
+ * test_path_safety.c - the path-safety unit of external data (libonnxcore/src/io/path_safety.c)
  * against the rules spec/external-data.md states about locations: each rule with a case
  * it accepts and a case it refuses.
  *

@@ -1,5 +1,5 @@
 /*
- * test_source.c - the byte sources (libonnxcore/src/internal/source.h): memory (borrowed,
+ * test_source.c - the byte sources (libonnxcore/internal/source.h): memory (borrowed,
  * owned, kept by another owner), a mapped file and a file read with pread; reads, short
  * reads at the end, ranges past the end, maps of a range, and lifetimes by reference.
  */

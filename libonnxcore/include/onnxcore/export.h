@@ -3,7 +3,7 @@
  *
  * The library is built with -fvisibility=hidden: only declarations marked OC_API in the
  * public headers (the onnxcore headers) are visible outside libonnxcore.so, so internal helpers
- * (the oc__ names of src/internal) are not part of its ABI. A static build exports
+ * (the oc__ names of internal/) are not part of its ABI. A static build exports
  * nothing by itself and the mark changes nothing for it.
  */
 #ifndef ONNXCORE_EXPORT_H

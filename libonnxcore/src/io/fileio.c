@@ -1,0 +1,342 @@
+/*
+ * fileio.c - crash-safe replacement of files (onnxcore_atomic.h; reading files is the file
+ * sources', source_file.c). Compiled into libonnxz too, under the names oz__atomic_*.
+ *
+ * Saving never writes the target in place: data goes to a temporary file in the target's
+ * directory (same filesystem, so the rename is atomic), which is fsynced and renamed over
+ * the target, and then the directory is fsynced. A failure at any point leaves the previous
+ * file as it was. Temporary files are named `.<target>.tmp-<12 hex digits>` so they are
+ * recognisable, and their writer holds an flock on them while it lives: the next save of
+ * the same target removes those left by a writer that died (lockable, and older than a
+ * minute, which also covers the instant between a writer's create and its lock).
+ */
+#define _GNU_SOURCE /* renameat2 / RENAME_NOREPLACE */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <dirent.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal/error.h"
+#include "onnxcore/http.h"
+#include "internal/path.h"
+#include "internal/testpoint.h"
+#include "onnxcore/cleanup.h"
+#include "internal/onnxcore_atomic.h"
+
+/* ---- atomic writing ---- */
+
+static uint64_t name_entropy(unsigned attempt) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40) ^
+                 ((uint64_t)attempt * 0x9E3779B97F4A7C15u);
+    x ^= x >> 33; /* splitmix finaliser: spread the bits over the name */
+    x *= 0xff51afd7ed558ccdu;
+    x ^= x >> 33;
+    return x;
+}
+
+#define OC_STALE_TEMP_AGE 60 /* seconds */
+
+/* Removes `.<base>.tmp-<12 hex>` files in dir that no living writer holds. Best effort. */
+static void remove_stale_temps(const char *dir, const char *base) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    size_t blen = strlen(base);
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        if (n[0] != '.' || strncmp(n + 1, base, blen) != 0 ||
+            strncmp(n + 1 + blen, ".tmp-", 5) != 0)
+            continue;
+        const char *hex = n + 1 + blen + 5;
+        int ok = strlen(hex) == 12;
+        for (int i = 0; ok && i < 12; i++)
+            ok = (hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f');
+        if (!ok) continue;
+        int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > OC_STALE_TEMP_AGE &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), n, 0); /* its writer is gone: nobody holds the lock */
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* The new file takes the replaced one's owner (where we may) and permissions. */
+static void adopt_owner_and_mode(int fd, const struct stat *st) {
+    if (!S_ISREG(st->st_mode)) return;
+    /* Only a privileged process may give a file away: for others' files this fails
+     * (EPERM) and the new file stays ours. The mode goes after, as chown may clear it. */
+    int ignored = fchown(fd, st->st_uid, st->st_gid);
+    (void)ignored;
+    (void)fchmod(fd, st->st_mode & 07777);
+}
+
+/* The temporary file is in the cleanup registry while it exists under its own name: an
+ * interrupted process removes it (oc_cleanup_run). Out of memory leaves it out, which
+ * only costs the signal cleanup of this one file (W-30's sweep still finds it). */
+static void register_temp(oc_atomic_file *af) {
+    af->cleanup = oc_cleanup_register(af->tmp_path, 0);
+    oc__test_point("atomic-opened");
+}
+
+static void forget_temp(oc_atomic_file *af) {
+    oc_cleanup_forget(af->cleanup);
+    af->cleanup = NULL;
+}
+
+oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
+    memset(af, 0, sizeof *af);
+    af->fd = -1;
+    af->overwrite = overwrite;
+    /* Read from, never written to: not a local path that happens to look like one */
+    if (oc_is_url(path))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "%s is a URL: onnxz writes local files only", path);
+    /* What is replaced is the name (W-32): a link there is replaced, never written
+     * through; a regular file there passes its mode and owner on. */
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    if (lstat(path, &st) == 0) {
+        if (!overwrite)
+            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
+        if (S_ISDIR(st.st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
+    }
+    af->path = strdup(path);
+    char *dir = oc__path_dir(path);
+    const char *base = oc__path_base(path);
+    size_t n = strlen(path) + 40;
+    af->tmp_path = malloc(n);
+    if (!af->path || !dir || !af->tmp_path) {
+        free(dir);
+        oc_atomic_abort(af);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    /* O_EXCL with our own random names rather than mkstemp: the kernel then applies the
+     * umask to mode 0666, so the result has the permissions of a normally created file.
+     * A file that replaces another is created private and then given the other's. */
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        snprintf(af->tmp_path, n, "%s%s.%s.tmp-%012llx", dir, strcmp(dir, "/") ? "/" : "", base,
+                 (unsigned long long)(name_entropy(attempt) & 0xffffffffffffull));
+        af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                      S_ISREG(st.st_mode) ? 0600 : 0666);
+        if (af->fd >= 0 || errno != EEXIST) break;
+    }
+    if (af->fd >= 0) {
+        flock(af->fd, LOCK_EX); /* held while we live: marks the file as in use */
+        adopt_owner_and_mode(af->fd, &st);
+        register_temp(af);
+        remove_stale_temps(dir, base);
+    }
+    if (af->fd < 0) {
+        oc_status failed = oc__fail_errno(err, errno, "cannot create a temporary file in %s", dir);
+        free(dir);
+        free(af->tmp_path); /* nothing was created */
+        af->tmp_path = NULL;
+        oc_atomic_abort(af);
+        return failed;
+    }
+    free(dir);
+    return OC_OK;
+}
+
+/* ---- writeback ---- */
+
+/* Every OC_WRITEBACK_WINDOW bytes appended, writeback of the new window to disk is started
+ * (sync_file_range): the disk works while the caller produces the next bytes, the commit's
+ * fsync finds little left to do, and a large save never piles gigabytes of dirty pages into
+ * memory. sync_file_range itself blocks while the disk's queue is full, which would make
+ * producing and writing take turns; so it runs on a thread of the file's own, started at
+ * the first full window (inline if the thread cannot start). Advice only: failures are the
+ * fsync's to report. */
+#define OC_WRITEBACK_WINDOW (64u << 20)
+
+struct oc__writeback {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int fd;
+    uint64_t want, done; /* writeback asked for up to `want`, started up to `done` */
+    int quit;
+};
+
+#ifdef SYNC_FILE_RANGE_WRITE
+static void *writeback_run(void *arg) {
+    struct oc__writeback *wb = arg;
+    pthread_mutex_lock(&wb->lock);
+    for (;;) {
+        if (wb->done < wb->want) {
+            uint64_t from = wb->done, to = wb->want;
+            pthread_mutex_unlock(&wb->lock);
+            (void)sync_file_range(wb->fd, (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE);
+            pthread_mutex_lock(&wb->lock);
+            wb->done = to;
+        } else if (wb->quit) {
+            break;
+        } else {
+            pthread_cond_wait(&wb->wake, &wb->lock);
+        }
+    }
+    pthread_mutex_unlock(&wb->lock);
+    return NULL;
+}
+
+static struct oc__writeback *writeback_start(int fd) {
+    struct oc__writeback *wb = calloc(1, sizeof *wb);
+    if (!wb) return NULL;
+    wb->fd = fd;
+    pthread_mutex_init(&wb->lock, NULL);
+    pthread_cond_init(&wb->wake, NULL);
+    if (pthread_create(&wb->thread, NULL, writeback_run, wb) != 0) {
+        pthread_cond_destroy(&wb->wake);
+        pthread_mutex_destroy(&wb->lock);
+        free(wb);
+        return NULL;
+    }
+    return wb;
+}
+#endif
+
+/* Lets the writeback thread finish what it was asked, and ends it. */
+static void writeback_stop(oc_atomic_file *af) {
+    struct oc__writeback *wb = af->writeback;
+    if (!wb) return;
+    pthread_mutex_lock(&wb->lock);
+    wb->quit = 1;
+    pthread_cond_signal(&wb->wake);
+    pthread_mutex_unlock(&wb->lock);
+    pthread_join(wb->thread, NULL);
+    pthread_cond_destroy(&wb->wake);
+    pthread_mutex_destroy(&wb->lock);
+    free(wb);
+    af->writeback = NULL;
+}
+
+/* Counts n bytes appended (written, progress) and starts writeback of each full window. */
+void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
+    af->written += n;
+    oc_progress_add(af->progress, n);
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
+    if (!af->writeback && !af->writeback_failed) {
+        af->writeback = writeback_start(af->fd);
+        af->writeback_failed = af->writeback == NULL;
+    }
+    struct oc__writeback *wb = af->writeback;
+    if (wb) {
+        pthread_mutex_lock(&wb->lock);
+        wb->want = af->written;
+        pthread_cond_signal(&wb->wake);
+        pthread_mutex_unlock(&wb->lock);
+    } else {
+        (void)sync_file_range(af->fd, (off_t)af->flushed, (off_t)(af->written - af->flushed),
+                              SYNC_FILE_RANGE_WRITE);
+    }
+    af->flushed = af->written;
+#endif
+}
+
+oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    oc_atomic_file *af = ctx;
+    const uint8_t *p = data;
+    while (size) {
+        size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
+        ssize_t w = write(af->fd, p, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
+        p += w;
+        size -= (uint64_t)w;
+        oc__atomic_appended(af, (uint64_t)w);
+    }
+    return OC_OK;
+}
+
+oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+                           oc_error *err) {
+    const uint8_t *p = data;
+    while (size) {
+        size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
+        ssize_t w = pwrite(af->fd, p, chunk, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
+        p += w;
+        at += (uint64_t)w;
+        size -= (uint64_t)w;
+    }
+    return OC_OK;
+}
+
+static void fsync_dir(const char *path) {
+    char *dir = oc__path_dir(path);
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd); /* best effort: some filesystems refuse fsync on directories */
+        close(fd);
+    }
+    free(dir);
+}
+
+oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
+    oc_status st = OC_OK;
+    writeback_stop(af);
+    if (!af->no_sync && fsync(af->fd) != 0)
+        st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
+    if (close(af->fd) != 0 && st == OC_OK)
+        st = oc__fail_errno(err, errno, "cannot close %s", af->tmp_path);
+    af->fd = -1;
+    if (st == OC_OK) {
+        int r;
+#ifdef RENAME_NOREPLACE
+        if (!af->overwrite) {
+            r = renameat2(AT_FDCWD, af->tmp_path, AT_FDCWD, af->path, RENAME_NOREPLACE);
+            if (r != 0 && (errno == EINVAL || errno == ENOSYS)) { /* fs without the flag */
+                r = link(af->tmp_path, af->path);
+                if (r == 0) unlink(af->tmp_path);
+            }
+        } else
+#endif
+            r = rename(af->tmp_path, af->path);
+        if (r != 0) {
+            st = errno == EEXIST
+                     ? oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", af->path)
+                     : oc__fail_errno(err, errno, "cannot rename %s to %s", af->tmp_path, af->path);
+        } else {
+            forget_temp(af);
+            free(af->tmp_path);
+            af->tmp_path = NULL; /* renamed: nothing left to remove */
+            oc__test_point("atomic-renamed");
+            if (!af->no_sync) fsync_dir(af->path);
+        }
+    }
+    oc_atomic_abort(af);
+    return st;
+}
+
+void oc_atomic_abort(oc_atomic_file *af) {
+    writeback_stop(af); /* before its descriptor goes */
+    if (af->fd >= 0) close(af->fd);
+    af->fd = -1;
+    if (af->tmp_path) unlink(af->tmp_path);
+    if (af->tmp_path) forget_temp(af);
+    free(af->tmp_path);
+    free(af->path);
+    af->tmp_path = NULL;
+    af->path = NULL;
+}

@@ -1,0 +1,591 @@
+/*
+ * external_write.c - saving with large tensors in other files (spec/external-data.md
+ * E-20..E-27).
+ *
+ * Saving places each large tensor through a sink (oc_encode_external): here the sink
+ * writes LOCATION, LOCATION.1, ... through atomic files; libonnxz's sink writes archive
+ * entries. A multi-file save commits under the pair lock (E-25) and removes the stale
+ * parts of the model it replaces (E-26).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "onnxcore/external.h"
+#include "onnxcore/http.h"
+#include "onnxcore/model.h"
+#include "internal/bytes.h"
+#include "internal/decode.h"
+#include "internal/digest.h"
+#include "internal/encode.h"
+#include "internal/error.h"
+#include "internal/external.h"
+#include "internal/external_keys.h"
+#include "internal/fetch.h"
+#include "internal/path.h"
+#include "internal/path_safety.h"
+#include "internal/testpoint.h"
+#include "internal/onnxcore_progress.h"
+#include "onnxcore/file.h"
+#include "internal/onnxcore_atomic.h"
+
+/* ---- writing: the generic part ---- */
+
+typedef struct externalizer {
+    uint64_t threshold;
+    const oc_tensor_fetch *fetch;
+    oc_external_put_fn put;
+    void *put_ctx;
+    oc_arena *scratch;
+    oc__subst *subs;
+    uint64_t nsubs, capsubs;
+    oc_error *err;
+} externalizer;
+
+static int add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const char *value) {
+    onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
+    if (!e || oc_str_set_cstr(a, &e->key, key) || oc_str_set_cstr(a, &e->value, value)) return 0;
+    OC_SET_HAS(StringStringEntryProto, e, key);
+    OC_SET_HAS(StringStringEntryProto, e, value);
+    return 1;
+}
+
+static oc_status add_subst(externalizer *x, const onnx_TensorProto *t, const onnx_TensorProto *r,
+                           int fetched) {
+    if (x->nsubs == x->capsubs) {
+        uint64_t cap = x->capsubs ? x->capsubs * 2 : 64;
+        oc__subst *s = realloc(x->subs, (size_t)cap * sizeof *s);
+        if (!s) return OC_ERR_NOMEM;
+        x->subs = s;
+        x->capsubs = cap;
+    }
+    x->subs[x->nsubs++] = (oc__subst){t, r, fetched};
+    return OC_OK;
+}
+
+/* A copy of t in the scratch arena (not oc_msg_new: it owns no span) with no raw_data and,
+ * of its external_data, only the keys we do not manage (E-3). */
+static onnx_TensorProto *bare_copy(externalizer *x, const onnx_TensorProto *t) {
+    oc_arena *a = x->scratch;
+    onnx_TensorProto *r = oc_arena_alloc(a, sizeof *r);
+    if (!r) return NULL;
+    memcpy(r, t, sizeof *r);
+    memset(&r->raw_data, 0, sizeof r->raw_data);
+    OC_CLEAR_HAS(TensorProto, r, raw_data);
+    memset(&r->external_data, 0, sizeof r->external_data);
+    for (uint64_t i = 0; i < t->external_data.count; i++) {
+        const onnx_StringStringEntryProto *e = t->external_data.items[i];
+        if (oc_external_key_is_known(&e->key)) continue;
+        void **slot = oc_array_push(a, &r->external_data, sizeof(void *));
+        if (!slot) return NULL;
+        memcpy(slot, &e, sizeof e);
+    }
+    return r;
+}
+
+/* A fetched tensor that stays in the model: as the loader leaves a resolved tensor (E-16:
+ * its bytes in raw_data, no data_location), the bytes streamed by the encoder. */
+static oc_status make_inline(externalizer *x, const onnx_TensorProto *t, uint64_t n) {
+    onnx_TensorProto *r = bare_copy(x, t);
+    if (!r) return OC_ERR_NOMEM;
+    r->raw_data.size = n; /* no bytes: oc__subst.fetched */
+    OC_SET_HAS(TensorProto, r, raw_data);
+    r->data_location = 0;
+    OC_CLEAR_HAS(TensorProto, r, data_location);
+    return add_subst(x, t, r, 1);
+}
+
+/* A reference tensor: the original's fields, no raw_data, EXTERNAL, with the entries onnx
+ * writes (location, offset, length, checksum) after any keys we do not manage. */
+static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
+                                const oc_external_ref *ref) {
+    oc_arena *a = x->scratch;
+    onnx_TensorProto *r = bare_copy(x, t);
+    if (!r) return OC_ERR_NOMEM;
+    r->data_location = 1;
+    OC_SET_HAS(TensorProto, r, data_location);
+    char num[24];
+    if (!add_entry(a, r, "location", ref->location)) return OC_ERR_NOMEM;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->offset);
+    if (ref->has_offset && !add_entry(a, r, "offset", num)) return OC_ERR_NOMEM;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->length);
+    if (!add_entry(a, r, "length", num)) return OC_ERR_NOMEM;
+    if (ref->checksum && !add_entry(a, r, "checksum", ref->checksum)) return OC_ERR_NOMEM;
+    return add_subst(x, t, r, 0);
+}
+
+static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
+    externalizer *x = ctx;
+    int fetched = oc__fetched(x->fetch, t);
+    uint64_t n;
+    if (fetched)
+        OC_FORWARD(x->fetch->size(x->fetch->ctx, t, &n, x->err));
+    else if (!OC_HAS(TensorProto, t, raw_data) || oc_tensor_is_external(t))
+        return OC_OK;
+    else
+        n = t->raw_data.size;
+    /* E-27: an empty tensor never leaves the model, at any threshold (a reference of
+     * length 0 reads as "to the end of the file" in ONNX Runtime and onnx.load). */
+    oc_status st = OC_OK;
+    if (x->put && n != 0 && n >= x->threshold) {
+        oc_external_ref ref = {NULL, 0, 0, n, NULL};
+        OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));
+        st = make_reference(x, t, &ref);
+    } else if (fetched) {
+        st = make_inline(x, t, n);
+    }
+    return st == OC_OK ? OC_OK : oc__fail(x->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
+oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                                     const oc_tensor_fetch *fetch, oc_external_put_fn put,
+                                     void *put_ctx, oc_write_fn write, void *write_ctx,
+                                     oc_error *err) {
+    if (!desc || !msg || !write || (fetch && (!fetch->size || !fetch->stream)))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_encode_external: missing argument");
+    if (!fetch && !put) /* nothing to substitute: skip the walk */
+        return oc__encode_subst(desc, msg, NULL, 0, NULL, write, write_ctx, err);
+    externalizer x = {threshold, fetch, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
+    if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
+    oc_status st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
+    if (st == OC_OK)
+        st = oc__encode_subst(desc, msg, x.subs, x.nsubs, fetch, write, write_ctx, err);
+    free(x.subs);
+    oc_arena_free(x.scratch);
+    return st;
+}
+
+oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                             oc_external_put_fn put, void *put_ctx, oc_write_fn write,
+                             void *write_ctx, oc_error *err) {
+    if (!desc || !msg || !put || !write)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_encode_external: missing argument");
+    return oc_encode_external_fetched(desc, msg, threshold, NULL, put, put_ctx, write, write_ctx,
+                                      err);
+}
+
+/* ---- writing: data files beside the model ---- */
+
+typedef struct part {
+    oc_atomic_file af;
+    char *location;
+    uint64_t size;
+    int existed; /* a file had the part's name before the commit renamed it into place */
+} part;
+
+typedef struct data_writer {
+    const oc_serialize_options *opts;
+    const oc_tensor_fetch *fetch; /* or NULL */
+    char *dir;                    /* the model's directory, with a trailing slash or empty */
+    const char *model_path;
+    char *location; /* the first part's location */
+    part *parts;
+    uint32_t nparts;
+    char checksum[41];
+    oc_progress progress; /* across the data files and the model */
+} data_writer;
+
+static char *dir_prefix(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) + 1 : 0;
+    return strndup(path, n);
+}
+
+/* Whether paths a and b name the same directory entry: the same last component in the
+ * same directory (by device and inode, so "k/./x" and "k/sub/../x" are "k/x"). That is
+ * what a rename replaces; a link elsewhere to the same file is another name. */
+static int same_name(const char *a, const char *b) {
+    if (strcmp(oc__path_base(a), oc__path_base(b)) != 0) return 0;
+    char *da = dir_prefix(a), *db = dir_prefix(b);
+    struct stat sa, sb;
+    int same = da && db && stat(da[0] ? da : ".", &sa) == 0 && stat(db[0] ? db : ".", &sb) == 0 &&
+               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    free(da);
+    free(db);
+    return same;
+}
+
+/* The path of a part: the model's directory and the part's location. NULL: no memory. */
+static char *part_path(const data_writer *w, const char *location) {
+    size_t n = strlen(w->dir) + strlen(location) + 1;
+    char *path = malloc(n);
+    if (path) snprintf(path, n, "%s%s", w->dir, location);
+    return path;
+}
+
+static oc_status open_part(data_writer *w, oc_error *err) {
+    part *p = realloc(w->parts, (w->nparts + 1) * sizeof *p);
+    if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    w->parts = p;
+    part *np = &p[w->nparts];
+    memset(np, 0, sizeof *np);
+    np->af.fd = -1;
+    size_t n = strlen(w->location) + 16;
+    np->location = malloc(n);
+    if (!np->location) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (w->nparts)
+        snprintf(np->location, n, "%s.%u", w->location, w->nparts);
+    else
+        snprintf(np->location, n, "%s", w->location);
+    char *path = part_path(w, np->location);
+    if (!path) {
+        free(np->location);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    /* A part renamed over the model's own name ("./x.onnx", or x.1 for a model named
+     * x.1) would be replaced by the model, or the model by it. Refused here,
+     * before any file is renamed into place (E-25). */
+    oc_status st = same_name(path, w->model_path)
+                       ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                  "external data file %s would be the model file %s itself", path,
+                                  w->model_path)
+                       : oc_atomic_open(&np->af, path, w->opts->overwrite, err);
+    free(path);
+    if (st != OC_OK) {
+        free(np->location);
+        return st;
+    }
+    np->af.progress = &w->progress;
+    np->af.no_sync = w->opts->no_sync;
+    w->nparts++;
+    return OC_OK;
+}
+
+/* Writes to a data file and, with checksums, hashes the same bytes on the way. */
+typedef struct tee_sink {
+    oc_atomic_file *af;
+    oc__sha1 *sha1; /* NULL: no checksum */
+} tee_sink;
+
+static oc_status tee_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    tee_sink *t = ctx;
+    if (t->sha1) OC_FORWARD(oc__sha1_update(t->sha1, data, size, err));
+    return oc_atomic_write(t->af, data, size, err);
+}
+
+static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
+                             oc_error *err) {
+    data_writer *w = ctx;
+    uint64_t n = ref->length, align = w->opts->buffer.alignment;
+    if (!w->nparts) OC_FORWARD(open_part(w, err));
+    part *p = &w->parts[w->nparts - 1];
+    uint64_t at = align > 1 ? (p->size + align - 1) & ~(align - 1) : p->size;
+    uint64_t max = w->opts->max_external_file_size;
+    if (max && p->size > 0 && (at > max || n > max - at)) { /* a new part; big ones alone */
+        OC_FORWARD(open_part(w, err));
+        p = &w->parts[w->nparts - 1];
+        at = 0;
+    }
+    static const uint8_t zeros[4096];
+    while (p->size < at) {
+        uint64_t k = at - p->size < sizeof zeros ? at - p->size : sizeof zeros;
+        OC_FORWARD(oc_atomic_write(&p->af, zeros, k, err));
+        p->size += k;
+    }
+    tee_sink sink = {&p->af, NULL};
+    oc__sha1 sha;
+    if (w->opts->checksum) {
+        OC_FORWARD(oc__sha1_begin(&sha, err));
+        sink.sha1 = &sha;
+    }
+    oc_status st = sink.sha1 ? oc_tensor_write(w->fetch, t, n, tee_write, &sink, err)
+                   : oc__fetched(w->fetch, t)
+                       ? oc_tensor_write(w->fetch, t, n, oc_atomic_write, &p->af, err)
+                       : oc_atomic_write_bytes(&p->af, &t->raw_data, err);
+    if (st == OC_OK && sink.sha1) {
+        st = oc__sha1_end_hex(&sha, w->checksum, err);
+        ref->checksum = w->checksum; /* copied into the reference before the next put */
+    } else if (sink.sha1) {
+        oc__sha1_discard(&sha);
+    }
+    OC_FORWARD(st);
+    p->size += n;
+    ref->location = p->location;
+    ref->offset = at;
+    ref->has_offset = 1;
+    ref->length = n;
+    return OC_OK;
+}
+
+/* ---- one pair: the commit of a multi-file save (E-25, E-26) ---- */
+
+int oc__pair_lock(const char *model_path, int exclusive) {
+    char *dir = dir_prefix(model_path);
+    if (!dir) return -1;
+    int fd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0) return -1;
+    /* Not a blocking flock: it would let any process holding the directory's
+     * lock (a foreign `flock DIR cmd`, a stopped writer) hang every reader and writer of
+     * every model there. Try without blocking, with a growing pause (10 ms doubling up to
+     * 250 ms), for about OC__PAIR_LOCK_WAIT_MS in all. */
+    long waited = 0, pause = 10;
+    for (;;) {
+        if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return fd;
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) break; /* no flock here: nothing is serialized */
+        if (waited == 0) oc__test_point("pair-busy");
+        if (waited >= OC__PAIR_LOCK_WAIT_MS) {
+            close(fd);
+            return OC__PAIR_BUSY;
+        }
+        struct timespec ts = {0, pause * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        waited += pause;
+        pause = pause * 2 > 250 ? 250 : pause * 2;
+    }
+    close(fd);
+    return -1;
+}
+
+oc_status oc__pair_busy(const char *model_path, oc_error *err) {
+    char *dir = dir_prefix(model_path);
+    oc_status st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                            "busy: another process holds the lock of directory '%s' (E-25); "
+                            "try again",
+                            dir && dir[0] ? dir : ".");
+    free(dir);
+    return st;
+}
+
+void oc__pair_unlock(int fd) {
+    if (fd >= 0) close(fd); /* closing the only descriptor releases the flock */
+}
+
+/* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model
+ * being replaced references and this save does not write: only those, whatever else the
+ * old model names (another location may be shared with other models). */
+typedef struct stale_parts {
+    const char *location; /* this save's first location */
+    uint32_t nparts;      /* parts this save writes: LOCATION, .1 .. .(nparts-1) */
+    oc_arena *arena;
+    char **names;
+    uint32_t n, cap;
+} stale_parts;
+
+static oc_status note_stale(void *ctx, onnx_TensorProto *t) {
+    stale_parts *sp = ctx;
+    const oc_str *loc = oc_tensor_is_external(t) ? oc_tensor_external_value(t, "location") : NULL;
+    size_t ll = strlen(sp->location);
+    if (!loc || oc__location_problem(loc) || loc->size < ll + 2 ||
+        memcmp(loc->data, sp->location, ll) || loc->data[ll] != '.' || loc->data[ll + 1] < '1' ||
+        loc->data[ll + 1] > '9' || loc->size - ll > 11)
+        return OC_OK;
+    uint64_t num = 0;
+    for (uint64_t i = ll + 1; i < loc->size; i++) {
+        if (loc->data[i] < '0' || loc->data[i] > '9') return OC_OK;
+        num = num * 10 + (uint64_t)(loc->data[i] - '0');
+    }
+    if (num < sp->nparts) return OC_OK; /* written again by this save */
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (oc_str_eq(*loc, sp->names[i])) return OC_OK;
+    if (sp->n == sp->cap) {
+        uint32_t cap = sp->cap ? sp->cap * 2 : 8;
+        char **p = realloc(sp->names, cap * sizeof *p);
+        if (!p) return OC_ERR_NOMEM;
+        sp->names = p;
+        sp->cap = cap;
+    }
+    char *name = oc_arena_alloc(sp->arena, (size_t)loc->size + 1);
+    if (!name) return OC_ERR_NOMEM;
+    memcpy(name, loc->data, (size_t)loc->size);
+    name[loc->size] = '\0';
+    sp->names[sp->n++] = name;
+    return OC_OK;
+}
+
+/* What decoding the replaced model may cost: it runs under the exclusive pair lock, and
+ * the old file is whatever is there (possibly hostile), so its cost is capped. */
+#define STALE_SCAN_MAX_MEMORY (64u << 20)
+
+/* Reads the model at path (the one being replaced, if any) for its stale parts, without
+ * its tensor bytes and within STALE_SCAN_MAX_MEMORY. Conservative: a file that does not
+ * decode as a model within that budget, or whose scan fails, has none we may remove. */
+static void find_stale_parts(const char *path, stale_parts *sp) {
+    void *old = NULL;
+    oc_parse_options po;
+    oc_parse_options_init(&po);
+    po.no_copy = 1;
+    po.skip_raw_data = 1;
+    po.max_memory = STALE_SCAN_MAX_MEMORY;
+    if (!sp->arena) return;
+    /* Mapped and decoded here, not through oc_msg_load_file (model.c calls this file:
+     * no cycle between the two); the same steps, without use_pread. */
+    oc_mapped map;
+    struct stat st; /* not even opened unless a regular file: opening a FIFO wakes a writer */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || oc_map_file(path, &map, NULL) != OC_OK)
+        return;
+    old = oc_msg_new(sp->arena, &onnx_ModelProto_desc);
+    if (old &&
+        oc_decode(&onnx_ModelProto_desc, old, map.data, map.size, sp->arena, &po, map.owner,
+                  NULL) == OC_OK &&
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, old, note_stale, sp) != OC_OK)
+        sp->n = 0; /* a partial list is still correct, but keep the rule simple: none */
+    oc_owner_unref(map.owner);
+}
+
+/* Whether path is one this save has just put in place: the model or one of its parts. */
+static int written_by_save(const data_writer *w, const char *path) {
+    if (same_name(path, w->model_path)) return 1;
+    for (uint32_t i = 0; i < w->nparts; i++) {
+        char *p = part_path(w, w->parts[i].location);
+        int same = !p || same_name(path, p); /* no memory: keep the file */
+        free(p);
+        if (same) return 1;
+    }
+    return 0;
+}
+
+/* Removes them (regular files only, beneath the model's directory) once the new model is
+ * in place, never a file this save wrote (the new model itself may be named LOCATION.N,
+ * honestly or by a hostile old model naming itself). */
+static void remove_stale_parts(const data_writer *w, const stale_parts *sp) {
+    for (uint32_t i = 0; i < sp->n; i++) {
+        char *p = part_path(w, sp->names[i]);
+        struct stat st;
+        if (!p) return;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && !written_by_save(w, p)) unlink(p);
+        free(p);
+    }
+}
+
+/* Without overwrite, fails if any file of the pair (a part or the model) already has its
+ * name, before anything is renamed: a refused save leaves nothing. */
+static oc_status check_none_exists(const data_writer *w, const oc_atomic_file *model,
+                                   oc_error *err) {
+    struct stat st;
+    for (uint32_t i = 0; i < w->nparts; i++)
+        if (lstat(w->parts[i].af.path, &st) == 0)
+            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists",
+                            w->parts[i].af.path);
+    if (lstat(model->path, &st) == 0)
+        return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", model->path);
+    return OC_OK;
+}
+
+/* The model's rename failed after the parts were renamed: removes the parts whose names
+ * were new, so nothing of this save remains. A part that replaced a file cannot give it
+ * back (E-25). */
+static void take_back_parts(const data_writer *w, uint32_t renamed) {
+    for (uint32_t i = 0; i < renamed; i++) {
+        if (w->parts[i].existed) continue;
+        char *p = part_path(w, w->parts[i].location);
+        if (p) unlink(p);
+        free(p);
+    }
+}
+
+/* Data files, then the model, renamed under the pair lock with the signals that end the
+ * process held back (a handler must not run between two renames), then the stale parts
+ * of the replaced model removed. */
+static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *path,
+                             oc_error *err) {
+    stale_parts sp = {w->location, w->nparts, NULL, NULL, 0, 0};
+    sigset_t fatal, saved;
+    sigemptyset(&fatal);
+    sigaddset(&fatal, SIGINT);
+    sigaddset(&fatal, SIGTERM);
+    sigaddset(&fatal, SIGHUP);
+    int lock = oc__pair_lock(path, 1);
+    oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err) : OC_OK;
+    oc__test_point("pair-locked");
+    if (st == OC_OK && !w->opts->overwrite) st = check_none_exists(w, model, err);
+    if (st == OC_OK && w->opts->overwrite) {
+        sp.arena = oc_arena_new();
+        find_stale_parts(path, &sp);
+    }
+    int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;
+    uint32_t renamed = 0;
+    for (uint32_t i = 0; i < w->nparts; i++) {
+        struct stat old;
+        if (st == OC_OK) {
+            w->parts[i].existed = lstat(w->parts[i].af.path, &old) == 0;
+            st = oc_atomic_commit(&w->parts[i].af, err);
+            renamed += st == OC_OK;
+        } else {
+            oc_atomic_abort(&w->parts[i].af);
+        }
+    }
+    if (st == OC_OK)
+        st = oc_atomic_commit(model, err);
+    else
+        oc_atomic_abort(model);
+    if (st == OC_OK)
+        remove_stale_parts(w, &sp);
+    else
+        take_back_parts(w, renamed);
+    if (masked) pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (lock >= 0) oc__pair_unlock(lock);
+    free(sp.names);
+    oc_arena_free(sp.arena);
+    return st;
+}
+
+oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
+                            const oc_serialize_options *opts, oc_error *err) {
+    uint64_t align = opts->buffer.alignment;
+    if (align & (align - 1))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "alignment %llu is not a power of two", (unsigned long long)align);
+    /* where the same string names a URL, no local file is made */
+    if (oc_is_url(opts->external_data))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "external data location %s is a URL: onnxz writes local files only",
+                        opts->external_data);
+    /* An absolute location is reduced to its file name, so the files can move together. */
+    const char *loc = opts->external_data;
+    if (loc[0] == '/') loc = strrchr(loc, '/') + 1;
+    oc_str ls = {loc, strlen(loc)};
+    const char *why = oc__location_problem(&ls);
+    if (why)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "external data location '%s' %s",
+                        opts->external_data, why);
+    data_writer w;
+    memset(&w, 0, sizeof w);
+    w.opts = opts;
+    w.fetch = opts->fetch;
+    w.dir = dir_prefix(path);
+    w.model_path = path;
+    w.location = strdup(loc);
+    if (!w.dir || !w.location) {
+        free(w.dir);
+        free(w.location);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    oc_status st = OC_OK; /* a location naming the model itself: open_part refuses it */
+    oc_atomic_file model;
+    memset(&model, 0, sizeof model); /* oc_atomic_abort may see it before oc_atomic_open */
+    model.fd = -1;
+    if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
+    if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
+    model.progress = &w.progress;
+    model.no_sync = opts->no_sync;
+    if (st == OC_OK)
+        st = oc_encode_external_fetched(desc, msg, opts->buffer.raw_data_threshold, opts->fetch,
+                                        put_in_file, &w, oc_atomic_write, &model, err);
+    /* Data first, then the model: a model file never names data that is not in place. */
+    if (st == OC_OK) {
+        st = commit_pair(&w, &model, path, err);
+    } else {
+        for (uint32_t i = 0; i < w.nparts; i++) oc_atomic_abort(&w.parts[i].af);
+        oc_atomic_abort(&model);
+    }
+    for (uint32_t i = 0; i < w.nparts; i++) free(w.parts[i].location);
+    if (st == OC_OK) oc_progress_finish(&w.progress);
+    free(w.parts);
+    free(w.dir);
+    free(w.location);
+    return st;
+}

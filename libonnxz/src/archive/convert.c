@@ -1,0 +1,373 @@
+/*
+ * convert.c - any form to any form (onnxz/convert.h).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <onnxcore/crypto_model.h>
+#include <onnxcore/external.h>
+#include <onnxcore/http.h>
+
+#include "onnxz/convert.h"
+#include "onnxz/open.h"
+#include "internal/oz_error.h"
+#include "internal/options.h"
+
+/* The forms by name, indexed by oz_form; each name is also the form's extension. */
+static const char *const form_names[] = {"auto", "onnx", "onnxz", "onnxc"};
+#define FORM_COUNT (sizeof form_names / sizeof form_names[0])
+
+oz_form oz_form_named(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    for (size_t f = OZ_FORM_ONNX; f < FORM_COUNT; f++) {
+        size_t k = strlen(form_names[f]);
+        if (n > k && path[n - k - 1] == '.' && strcasecmp(path + n - k, form_names[f]) == 0)
+            return (oz_form)f;
+    }
+    return OZ_FORM_AUTO;
+}
+
+oz_form oz_form_parse(const char *name) {
+    for (size_t f = OZ_FORM_ONNX; name && f < FORM_COUNT; f++)
+        if (strcmp(name, form_names[f]) == 0) return (oz_form)f;
+    return OZ_FORM_AUTO;
+}
+
+const char *oz_form_name(oz_form form) {
+    return (size_t)form < FORM_COUNT ? form_names[form] : form_names[OZ_FORM_AUTO];
+}
+
+oz_form oz_form_of_name(const char *path) {
+    return oz_form_named(path) == OZ_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
+}
+
+oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
+                      oc_error *err) {
+    if (out) *out = NULL;
+    /* The caller's struct is read by its size first (it may be older and shorter): copied
+     * whole, it would also be taken for a caller's struct by oz_open, which would then read
+     * the key past it. */
+    OC_PARSE_OPTS(opts, err);
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    o.parse = *opts;
+    return oz_open(path, &o, out, NULL, err);
+}
+
+/* The one home of a save, whatever asked for it (oz_save_any, oz_save, oz_convert,
+ * oz_convert_file): model to path in `form` (not AUTO), with ao's layout and files; key
+ * and crypt for OZ_FORM_ONNXC. */
+static oc_status save_as(const oc_model *model, const char *path, oz_form form,
+                         const oz_archive_options *ao, const void *key, size_t key_len,
+                         const oc_crypt_options *crypt, oc_error *err) {
+    switch (form) {
+    case OZ_FORM_ONNXZ:
+        if (ao->serialize.external_data)
+            return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "external_data does not apply to an archive, which holds its "
+                            "tensors itself");
+        return oz_archive_save(model, path, ao, err);
+    case OZ_FORM_ONNX:
+        return oc_model_save_file(model, path, &ao->serialize, err);
+    case OZ_FORM_ONNXC:
+        return oc_crypt_save_model_file(model, path, key, key_len, crypt, &ao->serialize, err);
+    default:
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "unknown output form %d", (int)form);
+    }
+}
+
+oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
+                      const oz_archive_options *opts, oc_error *err) {
+    OZ_ARCHIVE_OPTS(opts, err);
+    if (form == OZ_FORM_AUTO) form = oz_form_of_name(path);
+    if (form == OZ_FORM_ONNXC)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_save_any: an encrypted output needs a key: use oz_save");
+    return save_as(model, path, form, opts, NULL, 0, NULL, err);
+}
+
+oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
+                     oc_error *err) {
+    if (!in || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
+    OZ_CONVERT_OPTS(opts, err);
+    oc_parse_options load = opts->load;
+    load.no_copy = 1;
+    load.skip_external_data = 0;
+    oc_model *model = NULL;
+    OZ_FORWARD(oz_load_any(in, &load, &model, err));
+    oc_status st = oz_save_any(model, out, opts->output, &opts->save, err);
+    oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
+    return st;
+}
+
+/* ---- oz_save and oz_convert_file: the rules of every save option ------------------- */
+
+void oz_save_options_init(oz_save_options *opts) {
+    static const oz_save_options defaults = OZ_SAVE_OPTIONS_INIT;
+    *opts = defaults;
+}
+
+/* The caller's options by their size: its own when of this version, else the defaults
+ * overlaid with the fields its (older, shorter) struct holds. */
+static oc_status save_opts(const oz_save_options **opts, oz_save_options *local, oc_error *err) {
+    const oz_save_options *in = *opts;
+    if (in && in->size == sizeof *in) return OC_OK;
+    oz_save_options_init(local);
+    *opts = local;
+    if (!in) return OC_OK;
+    if (in->size < offsetof(oz_save_options, overwrite) || in->size > sizeof *in)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_save_options: size %zu is not one this library knows", in->size);
+    memcpy(local, in, in->size);
+    local->size = sizeof *local;
+    return OC_OK;
+}
+
+static const char *const option_names[] = {
+    "", "form", "external_data", "max_file_size", "align", "threshold", "checksum",
+    "deflate_model", "key", "crypt"};
+
+const char *oz_save_option_name(oz_save_option opt) {
+    return (size_t)opt < sizeof option_names / sizeof option_names[0] ? option_names[opt] : "";
+}
+
+/* Fails the check on option `opt`: "NAME WHY". */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static oc_status refuse(oz_save_option opt, oz_save_option *bad, oc_error *err, const char *fmt,
+                        ...) {
+    char why[OC_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (bad) *bad = opt;
+    return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s %s", oz_save_option_name(opt), why);
+}
+
+#define SAVE_DEFAULT_ALIGN 64u
+/* The largest alignment for data files: far beyond any page size, small enough that the
+ * padding it may add stays reasonable. */
+#define SAVE_MAX_FILE_ALIGN (1u << 20)
+
+/* Options that do not apply to the output's form are mistakes, not no-ops. */
+static oc_status check_applies(const oz_save_options *o, oz_form form, oz_save_option *bad,
+                               oc_error *err) {
+    bool archive = form == OZ_FORM_ONNXZ, external = o->external_data != NULL;
+    if (o->crypt && form != OZ_FORM_ONNXC)
+        return refuse(OZ_SAVE_OPT_CRYPT, bad, err, "applies to .onnxc output only");
+    if (external && form == OZ_FORM_ONNXC)
+        return refuse(OZ_SAVE_OPT_EXTERNAL_DATA, bad, err,
+                      "does not apply to .onnxc output: an encrypted model holds its tensors "
+                      "itself");
+    if (external && archive)
+        return refuse(OZ_SAVE_OPT_EXTERNAL_DATA, bad, err,
+                      "applies to .onnx output; an .onnxz archive holds its tensors itself");
+    if (o->deflate_model && !archive)
+        return refuse(OZ_SAVE_OPT_DEFLATE_MODEL, bad, err, "applies to .onnxz output only");
+    if (o->has_align && !archive && !external)
+        return refuse(OZ_SAVE_OPT_ALIGN, bad, err,
+                      "applies to .onnxz output or with external_data");
+    if (o->has_threshold && !archive && !external)
+        return refuse(OZ_SAVE_OPT_THRESHOLD, bad, err,
+                      "applies to .onnxz output or with external_data");
+    if (o->has_max_file_size && !external)
+        return refuse(OZ_SAVE_OPT_MAX_FILE_SIZE, bad, err, "applies with external_data only");
+    if (o->checksum && !external)
+        return refuse(OZ_SAVE_OPT_CHECKSUM, bad, err, "applies with external_data only");
+    return OC_OK;
+}
+
+/* The values themselves. */
+static oc_status check_values(const oz_save_options *o, oz_form form, oz_save_option *bad,
+                              oc_error *err) {
+    uint64_t align = o->has_align ? o->align : SAVE_DEFAULT_ALIGN;
+    if (form == OZ_FORM_ONNXC && !o->key)
+        return refuse(OZ_SAVE_OPT_KEY, bad, err, "is needed for .onnxc output (the passphrase)");
+    if (o->external_data && o->external_data[0] == '\0')
+        return refuse(OZ_SAVE_OPT_EXTERNAL_DATA, bad, err, "needs a file name");
+    if (o->has_max_file_size && o->max_file_size == 0)
+        return refuse(OZ_SAVE_OPT_MAX_FILE_SIZE, bad, err, "must be more than 0");
+    if (align == 0 || (align & (align - 1)) != 0)
+        return refuse(OZ_SAVE_OPT_ALIGN, bad, err, "%" PRIu64 " is not a power of two", align);
+    if (form == OZ_FORM_ONNXZ && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT))
+        return refuse(OZ_SAVE_OPT_ALIGN, bad, err, "for an archive must be from %u to %u",
+                      OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
+    if (form != OZ_FORM_ONNXZ && align > SAVE_MAX_FILE_ALIGN)
+        return refuse(OZ_SAVE_OPT_ALIGN, bad, err, "for data files must be at most %u",
+                      SAVE_MAX_FILE_ALIGN);
+    return OC_OK;
+}
+
+oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
+                        oz_save_option *bad, oc_error *err) {
+    if (bad) *bad = OZ_SAVE_OPT_NONE;
+    if (!out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
+    oz_save_options full;
+    OZ_FORWARD(save_opts(&opts, &full, err));
+    oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
+    if (opts->form != OZ_FORM_AUTO && (opts->form < OZ_FORM_ONNX || opts->form > OZ_FORM_ONNXC))
+        return refuse(OZ_SAVE_OPT_FORM, bad, err, "%d is not a form", (int)opts->form);
+    if (f == OZ_FORM_AUTO)
+        return refuse(OZ_SAVE_OPT_FORM, bad, err,
+                      "is not known by the output's name: name it *.onnx, *.onnxz or *.onnxc, "
+                      "or give the form");
+    if (form) *form = f;
+    OZ_FORWARD(check_applies(opts, f, bad, err));
+    return check_values(opts, f, bad, err);
+}
+
+/* A fetch watched: a failure of the input's (a request, a CRC, a data file gone) is told
+ * from the output's, and the caller's cancel is asked before each tensor. */
+typedef struct watched_fetch {
+    const oc_tensor_fetch *inner;
+    const oz_save_options *opts;
+    bool input_failed;
+} watched_fetch;
+
+typedef struct watched_sink {
+    oc_write_fn write;
+    void *ctx;
+    bool failed;
+} watched_sink;
+
+static oc_status watched_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    watched_sink *w = ctx;
+    oc_status st = w->write(w->ctx, data, size, err);
+    if (st != OC_OK) w->failed = true;
+    return st;
+}
+
+static oc_status watched_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, oc_error *err) {
+    watched_fetch *f = ctx;
+    oc_status st = f->inner->size(f->inner->ctx, t, n, err);
+    if (st != OC_OK) f->input_failed = true;
+    return st;
+}
+
+static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
+                                void *write_ctx, oc_error *err) {
+    watched_fetch *f = ctx;
+    if (f->opts->cancel && f->opts->cancel(f->opts->cancel_ctx))
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
+    watched_sink sink = {write, write_ctx, false};
+    oc_status st = f->inner->stream(f->inner->ctx, t, watched_write, &sink, err);
+    if (st != OC_OK && !sink.failed) f->input_failed = true;
+    return st;
+}
+
+/* oz_save, telling an input's failure (through opts->fetch) in *input_failed. */
+static oc_status save_watched(const oc_model *model, const char *out, const oz_save_options *opts,
+                              bool *input_failed, oc_error *err) {
+    oz_form form;
+    OZ_FORWARD(oz_save_check(out, opts, &form, NULL, err));
+    watched_fetch watched = {opts->fetch, opts, false};
+    oc_tensor_fetch fetch = {watched_size, watched_stream, &watched};
+    const oc_tensor_fetch *f = opts->fetch && opts->fetch->size ? &fetch : NULL;
+    oc_status st = OC_OK;
+    if (form == OZ_FORM_ONNXZ) {
+        /* A-13: an archive holds only tensors whose bytes are the size their dims and type
+         * make (W-40), which a runtime can map and index by shape. */
+        st = oc_model_check_tensor_sizes_fetched(model, f, err);
+        if (st != OC_OK && !watched.input_failed) {
+            char msg[OC_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", err->message);
+            oz__fail(err, st, OC_NO_OFFSET,
+                     "%s; an .onnxz archive holds only tensors of the size their shape makes "
+                     "(A-13)",
+                     msg);
+            watched.input_failed = true; /* the input's tensors, not OUT, are at fault */
+        }
+    }
+    if (st == OC_OK && opts->cancel && opts->cancel(opts->cancel_ctx))
+        st = oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
+    if (st == OC_OK) {
+        oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+        ao.serialize.overwrite = opts->overwrite;
+        ao.serialize.no_sync = opts->no_sync;
+        ao.serialize.progress = opts->progress;
+        ao.serialize.progress_ctx = opts->progress_ctx;
+        ao.serialize.fetch = f;
+        if (form == OZ_FORM_ONNXZ || opts->external_data) {
+            ao.serialize.buffer.alignment = opts->has_align ? opts->align : SAVE_DEFAULT_ALIGN;
+            if (opts->has_threshold) ao.serialize.buffer.raw_data_threshold = opts->threshold;
+        }
+        ao.deflate_model = opts->deflate_model;
+        ao.serialize.external_data = opts->external_data;
+        ao.serialize.max_external_file_size = opts->has_max_file_size ? opts->max_file_size : 0;
+        ao.serialize.checksum = opts->checksum;
+        oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
+        st = save_as(model, out, form, &ao, opts->key, opts->key_len,
+                     opts->crypt ? opts->crypt : &co, err);
+    }
+    if (input_failed) *input_failed = watched.input_failed;
+    return st;
+}
+
+oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
+                  oc_error *err) {
+    oz_save_options full;
+    OZ_FORWARD(save_opts(&opts, &full, err));
+    if (!model) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
+    return save_watched(model, out, opts, NULL, err);
+}
+
+/* The fields of found that the caller's info holds (by its size). */
+static void info_put(oz_convert_info *info, const oz_convert_info *found) {
+    if (info && info->size >= sizeof(size_t))
+        memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
+               (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
+}
+
+oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,
+                          const oz_save_options *out_opts, oz_convert_info *info,
+                          oc_error *err) {
+    oz_convert_info found = OZ_CONVERT_INFO_INIT;
+    oz_save_options so;
+    oz_form form;
+    oc_status st = !in ? oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                  "oz_convert_file: missing argument")
+                       : save_opts(&out_opts, &so, err);
+    if (st == OC_OK) {
+        so = *out_opts;
+        st = oz_save_check(out, &so, &form, NULL, err);
+    }
+    oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+    if (st == OC_OK && in_opts) {
+        const oz_open_options *full = in_opts;
+        OZ_OPEN_OPTS(full, err);
+        oo = *full;
+    }
+    oc_model *model = NULL;
+    oz_weights *weights = NULL;
+    oc_tensor_fetch fetch = {NULL, NULL, NULL};
+    if (st == OC_OK) {
+        oz_open_info oi = OZ_OPEN_INFO_INIT;
+        /* Tensor bytes go from IN's mapping to OUT without a copy; a URL's (an archive's
+         * entries, a model's data files) are downloaded as they are written. */
+        oo.parse.no_copy = 1;
+        oo.parse.skip_external_data = 0;
+        found.input_failed = true;
+        if (oc_is_url(in) && form != OZ_FORM_ONNXC)
+            st = oz_open_deferred(in, &oo, &model, &weights, &oi, err);
+        else
+            st = oz_open(in, &oo, &model, &oi, err);
+        found.in_kind = oi.kind;
+        found.in_archive = oi.is_archive;
+        found.in_size = oi.file_size;
+    }
+    if (st == OC_OK) {
+        oz_weights_fetch(weights, &fetch);
+        so.fetch = fetch.size ? &fetch : NULL;
+        st = save_watched(model, out, &so, &found.input_failed, err);
+    }
+    oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
+    oz_weights_close(weights);
+    info_put(info, &found);
+    return st;
+}

@@ -1,0 +1,490 @@
+/*
+ * open.c - what a file is, and its model whatever its form (onnxz/open.h): the one place
+ * the libraries and the tool tell a model from an archive from an encrypted file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <onnxcore/crypto_model.h>
+#include <onnxcore/external.h>
+#include <onnxcore/http.h>
+#include <onnxcore/tensor.h>
+
+#include "onnxz/archive.h"
+#include "onnxz/encrypted.h"
+#include "onnxz/open.h"
+#include "internal/archive.h"
+#include "internal/oz_error.h"
+#include "internal/options.h"
+#include "internal/path.h"
+#include "internal/source.h"
+#include "internal/source_http.h"
+#include "internal/zipfmt.h"
+#include "internal/zipread.h"
+
+/* Whole signatures are told by libonnxcore's rules (oc_crypt_is_zip, oc_crypt_detect);
+ * only a file that ends inside one is compared here, against the same bytes. */
+static const unsigned char zip_local[4] = {'P', 'K', 3, 4}, zip_end[4] = {'P', 'K', 5, 6};
+_Static_assert(OZ_DETECT_HEAD == OC_CRYPT_MAGIC_LEN, "the head holds an encryption magic");
+
+/* 1 when the first min(n, len) bytes at p are those of the len-byte signature sig. */
+static int begins(const void *p, size_t n, const void *sig, size_t len) {
+    return memcmp(p, sig, n < len ? n : len) == 0;
+}
+
+oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
+    if (file_size < n) n = (size_t)file_size; /* bytes past the end are none of the data's */
+    if (file_size == 0) return OZ_KIND_EMPTY;
+    if (!head || n == 0) return OZ_KIND_MODEL;
+    /* A prefix shorter than a signature says "cut short" only when the data ends there. */
+    int whole = (uint64_t)n == file_size;
+    if (oc_crypt_is_zip(head, n)) return OZ_KIND_ZIP;
+    if (n < 4 && whole && (begins(head, n, zip_local, 4) || begins(head, n, zip_end, 4)))
+        return OZ_KIND_ZIP_SHORT;
+    switch (oc_crypt_detect(head, n)) {
+    case OC_CRYPT_ONNXZEC1:
+        return OZ_KIND_ONNXZEC1;
+    case OC_CRYPT_ONNXCRY1:
+        return OZ_KIND_ONNXCRY1;
+    default:
+        break;
+    }
+    if (n < OZ_DETECT_HEAD && whole &&
+        (begins(head, n, OC_CRYPT_ZEC1_MAGIC, OZ_DETECT_HEAD) ||
+         begins(head, n, OC_CRYPT_CRY1_MAGIC, OZ_DETECT_HEAD)))
+        return OZ_KIND_CRYPT_SHORT;
+    return OZ_KIND_MODEL;
+}
+
+/* The kind of an object read through src (a URL's). A remote object's last bytes are
+ * already in hand (the source keeps its tail): an end record with no comment there says
+ * ZIP without a request for the head; anything else is told by the head, as a file is. */
+static oc_status detect_source(oc_source *src, oz_kind *kind, oc_error *err) {
+    uint8_t b[OZ_EOCD_SIZE];
+    if (src->size >= OZ_EOCD_SIZE) {
+        OZ_FORWARD(oc_source_read(src, src->size - OZ_EOCD_SIZE, b, OZ_EOCD_SIZE, err));
+        if (b[0] == 'P' && b[1] == 'K' && b[2] == 5 && b[3] == 6 && b[20] == 0 && b[21] == 0) {
+            *kind = OZ_KIND_ZIP;
+            return OC_OK;
+        }
+    }
+    uint64_t n = src->size < OZ_DETECT_HEAD ? src->size : OZ_DETECT_HEAD;
+    if (n) OZ_FORWARD(oc_source_read(src, 0, b, n, err));
+    *kind = oz_detect(b, (size_t)n, src->size);
+    return OC_OK;
+}
+
+static oc_status detect_url(const char *url, const oc_http_options *http, oz_kind *kind,
+                            oc_error *err) {
+    oc_source *src;
+    OZ_FORWARD(oc__source_http(url, http, &src, err));
+    oc_status st = detect_source(src, kind, err);
+    oc_source_unref(src);
+    return st;
+}
+
+oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err) {
+    return oz_detect_path(path, NULL, kind, err);
+}
+
+oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind *kind,
+                         oc_error *err) {
+    if (!path || !kind)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_path: missing argument");
+    *kind = OZ_KIND_MODEL;
+    if (oc_is_url(path)) return detect_url(path, http, kind, err);
+    /* A device, FIFO or directory is refused before it is opened: opening a device runs
+     * its driver. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return oz__fail_errno(err, e, "cannot stat %s", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+    }
+    unsigned char head[OZ_DETECT_HEAD];
+    size_t got = 0;
+    while (got < sizeof head) {
+        ssize_t r = pread(fd, head + got, sizeof head - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return oz__fail_errno(err, e, "cannot read %s", path);
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    /* The size is what was read when the file ended early (it may have shrunk). */
+    *kind = oz_detect(head, got, got < sizeof head ? (uint64_t)got : (uint64_t)st.st_size);
+    return OC_OK;
+}
+
+/* onnxz/archive.h's quick test, by the same rule. */
+bool oz_is_archive_file(const char *path) {
+    oz_kind kind;
+    if (!path || oz_detect_file(path, &kind, NULL) != OC_OK) return 0;
+    return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT;
+}
+
+const char *oz_kind_name(oz_kind kind) {
+    switch (kind) {
+    case OZ_KIND_EMPTY:
+        return "empty";
+    case OZ_KIND_MODEL:
+        return "model";
+    case OZ_KIND_ZIP:
+        return "zip";
+    case OZ_KIND_ZIP_SHORT:
+        return "zip cut short";
+    case OZ_KIND_ONNXZEC1:
+        return "ONNXZEC1";
+    case OZ_KIND_ONNXCRY1:
+        return "ONNXCRY1";
+    case OZ_KIND_CRYPT_SHORT:
+        return "encrypted cut short";
+    }
+    return "unknown";
+}
+
+bool oz_kind_is_encrypted(oz_kind kind, oc_crypt_format *format) {
+    oc_crypt_format f = kind == OZ_KIND_ONNXZEC1   ? OC_CRYPT_ONNXZEC1
+                        : kind == OZ_KIND_ONNXCRY1 ? OC_CRYPT_ONNXCRY1
+                                                   : OC_CRYPT_NONE;
+    if (format) *format = f;
+    return f != OC_CRYPT_NONE;
+}
+
+/* C-1's report of a file that ends inside an encryption magic, with the bytes it has. */
+static oc_status cut_in_magic(const char *path, oc_error *err) {
+    struct stat st;
+    uint64_t got = stat(path, &st) == 0 ? (uint64_t)st.st_size : OC_NO_OFFSET;
+    return oz__fail(err, OC_ERR_TRUNCATED, got,
+                    "truncated: the file ends inside the magic of an encrypted file (%llu of "
+                    "%u bytes) (C-1)",
+                    (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
+}
+
+/* Where a deferred model's weights stay (oz_open_deferred): one of the two, or neither
+ * (a model without external data, an encrypted file: all in memory). */
+struct oz_weights {
+    oz_archive *archive;
+    oc_external_data *files;
+};
+
+/* An open archive's model; with keep, without its weights, and the archive kept open in
+ * keep->archive for oz_archive_fetch. Closes ar otherwise, or on failure. */
+static oc_status load_archive(oz_archive *ar, const oz_open_options *opts, oc_model **out,
+                              oz_weights *keep, oc_error *err) {
+    oc_parse_options po = opts->parse;
+    if (keep) po.skip_external_data = 1;
+    oc_status st = oz_archive_load_model(ar, &po, out, err);
+    if (st == OC_OK && keep) {
+        /* every tensor will be fetched, in about the file's order */
+        oz__zip_reader_will_read_all(oz_archive_zip(ar), oz__archive_model_index(ar));
+        keep->archive = ar;
+        return OC_OK;
+    }
+    oz_archive_close(ar);
+    return st;
+}
+
+/* A model's load options when deferred: its external data is left for defer_files. */
+static oc_parse_options model_parse(const oc_parse_options *po, const oz_weights *keep) {
+    oc_parse_options o = *po;
+    if (keep) o.skip_external_data = 1;
+    return o;
+}
+
+/* The deferred model *out's data files, checked beside path (or in data_dir) and kept in
+ * keep->files for the fetch, unless the caller skips external data; frees *out on failure. */
+static oc_status defer_files(const char *path, const oc_parse_options *po, oc_model **out,
+                             oz_weights *keep, oc_error *err) {
+    if (!keep || po->skip_external_data) return OC_OK;
+    char *dir = po->data_dir ? NULL : oc__path_dir(path); /* a URL's too */
+    oc_status st =
+        po->data_dir || dir
+            ? oc_external_data_open(&onnx_ModelProto_desc, oc_model_proto(*out),
+                                    po->data_dir ? po->data_dir : dir, po, &keep->files, err)
+            : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    free(dir);
+    if (st != OC_OK) {
+        oc_model_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* A model at a URL, from the source that detected it (its tail already read): the rest
+ * in one request, decoded by libonnxcore, with external data resolved relative to the
+ * URL's directory. Drops the reference to src. */
+static oc_status load_remote_model(const char *url, oc_source *src, const oc_parse_options *po,
+                                   oc_model **out, oz_weights *keep, oc_error *err) {
+    uint64_t size = src->size,
+             cap = po->max_model_bytes ? po->max_model_bytes : OC_DEFAULT_MAX_MODEL_BYTES;
+    if (size > cap) { /* refused before anything is downloaded (as the decode would) */
+        oc_status st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                                "%s: the model of %llu bytes is over the max_model_bytes "
+                                "limit of %llu bytes",
+                                src->name, (unsigned long long)size, (unsigned long long)cap);
+        oc_source_unref(src);
+        return st;
+    }
+    uint8_t *buf = size <= SIZE_MAX ? malloc(size ? (size_t)size : 1) : NULL;
+    oc_status st = buf ? oc_source_read(src, 0, buf, size, err)
+                       : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_source_unref(src);
+    oc_parse_options o = model_parse(po, keep);
+    char *dir = NULL;
+    if (st == OC_OK && !o.data_dir && !o.skip_external_data) {
+        if (!(dir = oc__path_dir(url)))
+            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        o.data_dir = dir;
+    }
+    o.no_copy = 0; /* the bytes are freed below */
+    if (st == OC_OK) st = oc_model_load_memory(buf, size, &o, out, err);
+    free(dir);
+    free(buf);
+    return st == OC_OK ? defer_files(url, po, out, keep, err) : st;
+}
+
+/* oz_open of an http(s) URL: one source for the detection and the load (its first
+ * request, the tail, serves both); an archive then costs its model and tensors, a model
+ * the rest of its bytes (load_remote_model) and its external data beside it. */
+static oc_status open_url(const char *url, const oz_open_options *opts, oc_model **out,
+                          oz_open_info *info, oz_weights *keep, oc_error *err) {
+    oc_source *src;
+    OZ_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
+    info->file_size = src->size;
+    oc_status st = detect_source(src, &info->kind, err);
+    if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
+        if (st == OC_OK && info->kind == OZ_KIND_EMPTY) /* src->name: no password shown */
+            st = oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty, not an ONNX model",
+                          src->name);
+        else if (st == OC_OK && info->kind != OZ_KIND_MODEL)
+            st = oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                          "%s: an encrypted file (%s) cannot be read from a URL yet; "
+                          "download it first",
+                          src->name, oz_kind_name(info->kind));
+        if (st != OC_OK) {
+            oc_source_unref(src);
+            return st;
+        }
+        return load_remote_model(url, src, &opts->parse, out, keep, err);
+    }
+    info->is_archive = true;
+    oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);
+    oz_zip_reader *zip;
+    st = oz__zip_reader_open_source(src, UINT64_MAX, &zo, &zip, err);
+    oc_source_unref(src); /* the reader holds its own reference */
+    OZ_FORWARD(st);
+    oz_archive *ar;
+    OZ_FORWARD(oz__archive_wrap(zip, url, &ar, err)); /* closes zip on failure */
+    return load_archive(ar, opts, out, keep, err);
+}
+
+/* oz_open into a complete info of this library's layout. */
+static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
+                          oz_open_info *info, oz_weights *keep, oc_error *err) {
+    if (!path || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
+    *out = NULL;
+    OZ_OPEN_OPTS(opts, err);
+    if (oc_is_url(path)) {
+        oc_status st = open_url(path, opts, out, info, keep, err);
+        if (st != OC_OK) *out = NULL;
+        return st;
+    }
+    struct stat fst;
+    info->file_size = stat(path, &fst) == 0 && fst.st_size > 0 ? (uint64_t)fst.st_size : 0;
+    /* A file that cannot be looked at is handed to the model loader, which says why. */
+    if (oz_detect_file(path, &info->kind, NULL) != OC_OK) info->kind = OZ_KIND_MODEL;
+    oc_crypt_format format;
+    oc_status st;
+    switch (info->kind) {
+    case OZ_KIND_EMPTY:
+        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty file, not an ONNX model",
+                        path);
+    case OZ_KIND_CRYPT_SHORT:
+        return cut_in_magic(path, err);
+    case OZ_KIND_ZIP:
+    case OZ_KIND_ZIP_SHORT:
+        info->is_archive = true;
+        if (keep) {
+            oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);
+            oz_archive *ar;
+            st = oz_archive_open(path, &zo, &ar, err);
+            if (st == OC_OK) st = load_archive(ar, opts, out, keep, err);
+        } else {
+            st = oz_archive_load(path, &opts->parse, out, err);
+        }
+        break;
+    case OZ_KIND_ONNXZEC1:
+    case OZ_KIND_ONNXCRY1:
+        oz_kind_is_encrypted(info->kind, &format);
+        if (!opts->key)
+            return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "%s is encrypted (%s): a key is needed", path,
+                            oc_crypt_format_name(format));
+        int zip = 0;
+        st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out, &zip,
+                               err);
+        info->is_archive = zip != 0;
+        break;
+    case OZ_KIND_MODEL:
+    default: {
+        oc_parse_options po = model_parse(&opts->parse, keep);
+        st = oc_model_load_file(path, &po, out, err);
+        if (st == OC_OK) st = defer_files(path, &opts->parse, out, keep, err);
+        break;
+    }
+    }
+    if (st != OC_OK) *out = NULL; /* model.h promises nothing about *out after a failure */
+    return st;
+}
+
+oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
+                  oc_error *err) {
+    if (out) *out = NULL;
+    if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oc_status st = open_any(path, opts, out, &found, NULL, err);
+    if (info) oz__open_info_put(info, &found);
+    return st;
+}
+
+oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_model **out,
+                           oz_weights **weights, oz_open_info *info, oc_error *err) {
+    if (out) *out = NULL;
+    if (!weights)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_open_deferred: missing argument");
+    *weights = NULL;
+    if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    oz_weights *w = calloc(1, sizeof *w);
+    if (!w) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oc_status st = open_any(path, opts, out, &found, w, err);
+    if (info) oz__open_info_put(info, &found);
+    if (st == OC_OK)
+        *weights = w;
+    else
+        oz_weights_close(w);
+    return st;
+}
+
+void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch) {
+    if (!fetch) return;
+    if (w && w->archive)
+        oz_archive_fetch(w->archive, fetch);
+    else
+        oc_external_data_fetch(w ? w->files : NULL, fetch);
+}
+
+void oz_weights_close(oz_weights *w) {
+    if (!w) return;
+    oz_archive_close(w->archive);
+    oc_external_data_close(w->files);
+    free(w);
+}
+
+/* ---- one tensor of a model in any form ---- */
+
+typedef struct find_ctx {
+    const char *name;
+    size_t len;
+    onnx_TensorProto *found;
+} find_ctx;
+
+static oc_status find_visit(void *ctx, onnx_TensorProto *t) {
+    find_ctx *f = ctx;
+    if (t->name.size != f->len || (f->len && memcmp(t->name.data, f->name, f->len) != 0))
+        return OC_OK;
+    f->found = t;
+    return OC_ERR_NOT_FOUND; /* stops the walk at the first */
+}
+
+onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name, size_t len) {
+    find_ctx f = {name, len, NULL};
+    if (!model || (!name && len)) return NULL;
+    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), find_visit, &f);
+    return f.found;
+}
+
+/* A buffer of the size a fetch announced, filled by its stream. */
+typedef struct fill_sink {
+    uint8_t *data;
+    uint64_t size, used;
+} fill_sink;
+
+static oc_status fill_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    fill_sink *s = ctx;
+    if (size > s->size - s->used)
+        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "the tensor's source gave more bytes than it announced");
+    if (size) memcpy(s->data + s->used, data, (size_t)size);
+    s->used += size;
+    return OC_OK;
+}
+
+/* The bytes w's fetch gives for t, into a new owned span. */
+static oc_status read_fetched(oz_weights *w, const onnx_TensorProto *t, oc_bytes *out,
+                              oc_error *err) {
+    oc_tensor_fetch fetch;
+    uint64_t n = 0;
+    oz_weights_fetch(w, &fetch);
+    OZ_FORWARD(fetch.size(fetch.ctx, t, &n, err));
+    oc_bytes b = {0};
+    uint8_t *p;
+    OZ_FORWARD(oc_bytes_set_alloc(&b, n, &p, err));
+    fill_sink sink = {p, n, 0};
+    oc_status st = fetch.stream(fetch.ctx, t, fill_write, &sink, err);
+    if (st == OC_OK && sink.used != n)
+        st = oz__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                      "the tensor's source gave %llu of %llu bytes",
+                      (unsigned long long)sink.used, (unsigned long long)n);
+    if (st == OC_OK)
+        oc_bytes_move(out, &b);
+    else
+        oc_bytes_release(&b);
+    return st;
+}
+
+oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
+                         oc_error *err) {
+    static const oz_tensor_source none;
+    char q[OC_QUOTE_SIZE];
+    if (!t || !out)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_read: missing argument");
+    if (!src) src = &none;
+    if (oc_tensor_is_external(t)) {
+        if (src->archive) return oz__archive_tensor_bytes(src->archive, t, out, err);
+        if (src->weights) return read_fetched(src->weights, t, out, err);
+        if (!src->data_dir)
+            return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
+                            oc_quote(t->name.data, t->name.size, q, sizeof q));
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        OZ_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
+                                         src->parse ? src->parse : &po, err));
+    }
+    if (!t->raw_data.size && !OC_HAS(TensorProto, t, raw_data) &&
+        oc_tensor_element_bits(t->data_type) && t->dims.count)
+        return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "tensor '%s' keeps its values in typed fields (float_data ...), not as "
+                        "raw bytes: convert the model first",
+                        oc_quote(t->name.data, t->name.size, q, sizeof q));
+    return oc_bytes_copy(out, &t->raw_data, err);
+}

@@ -1,0 +1,145 @@
+/*
+ * verify.c - the checks of `onnxz verify` (onnxz/verify.h).
+ */
+#include "onnxz/verify.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxcore/http.h"
+#include "internal/onnxcore_shared.h"
+#include "onnxcore/stats.h"
+#include "onnxz/listing.h"
+#include "internal/archive.h"
+#include "internal/oz_error.h"
+#include "internal/options.h"
+
+static oc_status nomem(oc_error *err) {
+    return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory while verifying");
+}
+
+/* Steps 1 and 2 of oz_archive_verify: *model, decoded with its tensors as references,
+ * when the archive is remote (its bytes are not read twice); else NULL. */
+static oc_status check_contents(const oz_archive *ar, const oc_parse_options *opts,
+                                oc_model **model, oc_error *err) {
+    oc_parse_options po = *opts;
+    oc_model *m = NULL;
+    oc_status st;
+    *model = NULL;
+    st = oz_zip_reader_verify_all(oz_archive_zip(ar), err);
+    if (st == OC_OK) st = oz_zip_reader_check_paths(oz_archive_zip(ar), err);
+    po.no_copy = 1;
+    po.skip_external_data = oc_is_url(oz__archive_path(ar));
+    if (st == OC_OK) st = oz_archive_load_model(ar, &po, &m, err);
+    if (st == OC_OK) st = oc_model_check(m, err);
+    if (st == OC_OK && po.skip_external_data) {
+        oc_tensor_fetch fetch;
+        oz_archive_fetch(ar, &fetch);
+        st = oc_model_check_tensor_sizes_fetched(m, &fetch, err);
+    }
+    if (st != OC_OK || !po.skip_external_data) {
+        oc_model_free(m);
+        return st;
+    }
+    *model = m;
+    return OC_OK;
+}
+
+static void report_fill(oz_archive_report *r, const oz_archive_listing *l) {
+    r->entries = l->count;
+    r->tensor_entries = l->tensor_entries;
+    for (uint64_t i = 0; i < l->count; i++) {
+        const oz_listed_entry *e = &l->entries[i];
+        if (e->is_model) {
+            r->model_size = e->zip.uncompressed_size;
+        } else if (e->ntensors) {
+            r->entry_tensors += e->ntensors;
+            r->entry_bytes += e->zip.uncompressed_size;
+        }
+    }
+}
+
+oc_status oz_archive_verify(const oz_archive *ar, const oc_parse_options *opts,
+                            oz_archive_report **out, oc_error *err) {
+    oc_model *model = NULL;
+    oz_archive_listing *listing = NULL;
+    oz_archive_report *r;
+    oc_status st;
+    OC_PARSE_OPTS(opts, err);
+    *out = NULL;
+    st = check_contents(ar, opts, &model, err);
+    /* Step 3, on the references to the entries: the model without its weights. */
+    if (st == OC_OK && !model) {
+        oc_parse_options po = *opts;
+        po.no_copy = 1;
+        po.skip_external_data = 1;
+        st = oz_archive_load_model(ar, &po, &model, err);
+    }
+    if (st == OC_OK) st = oz_archive_check_layout(ar, oc_model_proto(model), err);
+    if (st == OC_OK) st = oz_archive_list(ar, oc_model_proto(model), &listing, err);
+    r = st == OC_OK ? calloc(1, sizeof *r) : NULL;
+    if (st == OC_OK && !r) st = nomem(err);
+    if (r) report_fill(r, listing);
+    oz_archive_listing_free(listing);
+    oc_model_free(model);
+    *out = r;
+    return st;
+}
+
+void oz_archive_report_free(oz_archive_report *report) { free(report); }
+
+/* The figures of model into a new *out. */
+static oc_status model_report(oc_model *model, oz_model_report **out, oc_error *err) {
+    oc_model_stats *s = NULL;
+    oz_model_report *r;
+    OZ_FORWARD(oc_model_stats_collect(oc_model_proto(model), &s, err));
+    r = calloc(1, sizeof *r);
+    if (r) {
+        r->tensors = s->tensors;
+        r->external_tensors = s->external.tensors;
+        r->external_files = s->nlocations;
+        r->external_bytes = s->external.bytes;
+        r->checksums = s->external_checksums;
+    }
+    oc_model_stats_free(s);
+    *out = r;
+    return r ? OC_OK : nomem(err);
+}
+
+/* The figures of the model at path with its tensors as references (not read again). */
+static oc_status reference_report(const char *path, const oz_open_options *opts,
+                                  oz_model_report **out, oc_error *err) {
+    oz_open_options o = *opts;
+    oc_model *model = NULL;
+    o.parse.no_copy = 1;
+    o.parse.verify_checksums = 0;
+    o.parse.skip_external_data = 1;
+    oc_status st = oz_open(path, &o, &model, NULL, err);
+    if (st == OC_OK) st = model_report(model, out, err);
+    oc_model_free(model);
+    return st;
+}
+
+oc_status oz_verify_model(const char *path, const oz_open_options *opts, oz_model_report **out,
+                          oz_open_info *info, oc_error *err) {
+    oz_open_info local_info = OZ_OPEN_INFO_INIT;
+    oc_model *model = NULL;
+    oc_crypt_format crypt;
+    OZ_OPEN_OPTS(opts, err);
+    oz_open_options o = *opts;
+    *out = NULL;
+    o.parse.no_copy = 1;
+    o.parse.skip_external_data = 0;
+    o.parse.verify_checksums = 1;
+    if (o.parse.num_threads == 0) o.parse.num_threads = -1; /* checksums hashed on every core */
+    oc_status st = oz_open(path, &o, &model, &local_info, err);
+    if (info) oz__open_info_put(info, &local_info);
+    if (st == OC_OK) st = oc_model_check(model, err);
+    if (st == OC_OK && oz_kind_is_encrypted(local_info.kind, &crypt))
+        st = model_report(model, out, err);
+    oc_model_free(model);
+    if (st == OC_OK && !*out) st = reference_report(path, opts, out, err);
+    return st;
+}
+
+void oz_model_report_free(oz_model_report *report) { free(report); }
