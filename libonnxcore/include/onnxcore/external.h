@@ -123,6 +123,18 @@ OC_API oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *
 OC_API oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_TensorProto *tensor,
                                  uint64_t size, oc_write_fn write, void *ctx, oc_error *err);
 
+/* spec/security.md S-40: a save writes what a model holds, never a reference it cannot
+ * vouch for. Every EXTERNAL tensor reachable from msg must be resolved by fetch (given:
+ * each one's bytes stream from it, as a converter's do); with fetch NULL, a model holding
+ * one is refused (OC_ERR_INVALID_ARG naming the first tensor and its location): its
+ * reference, written as it is, would name an archive entry, a data file or any path
+ * relative to wherever the output goes, and the output would have lost the bytes. The
+ * savers of whole models (oz_save_any, oc_crypt_save_model_file) call it before anything
+ * is written; writers that keep references on purpose (`meta` in place, `stub`) use
+ * oc_model_save_file. */
+OC_API oc_status oc_check_references_resolved(const oc_msgdesc *desc, const void *msg,
+                                              const oc_tensor_fetch *fetch, oc_error *err);
+
 /* True for the external_data keys this library defines and acts on: location, offset,
  * length, checksum (and basepath, which it recognises and never acts on). Other keys
  * are kept as they are and never acted on (spec E-3). */

@@ -44,3 +44,30 @@ oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_TensorProto *
                         (unsigned long long)c.left);
     return OC_OK;
 }
+
+/* oc_msg_visit_tensors: the first EXTERNAL tensor stops the walk, kept in *ctx. */
+static oc_status first_reference(void *ctx, onnx_TensorProto *t) {
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    *(const onnx_TensorProto **)ctx = t;
+    return OC_ERR_INVALID_ARG;
+}
+
+oc_status oc_check_references_resolved(const oc_msgdesc *desc, const void *msg,
+                                       const oc_tensor_fetch *fetch, oc_error *err) {
+    const onnx_TensorProto *t = NULL;
+    if (!desc || !msg)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_check_references_resolved: missing argument");
+    if (fetch) return OC_OK; /* each reference streams from it, or the save fails */
+    /* The walk only reads: the visitor's signature is the codec's, for editors too. */
+    if (oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, first_reference, &t) == OC_OK)
+        return OC_OK;
+    char name[OC_QUOTE_SIZE], where[OC_QUOTE_SIZE];
+    const oc_str *loc = oc_tensor_external_value(t, "location");
+    return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                    "tensor '%s' is a reference to external data ('%s') that this save has "
+                    "nothing to read from; writing it would lose the tensor's bytes (S-40): "
+                    "load the model with its data, or convert the file it came from",
+                    oc_quote(t->name.data, t->name.size, name, sizeof name),
+                    loc ? oc_quote(loc->data, loc->size, where, sizeof where) : "");
+}

@@ -35,6 +35,8 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
     OC_RETURN_ERROR_IF(sopts->external_data, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an encrypted model cannot have external data: it would be written in "
                        "the clear");
+    OC_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
+                                            sopts->fetch, err)); /* S-40 */
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(copts, key, key_len, &p, err));
     int overwrite = sopts->overwrite && !copts->no_overwrite;

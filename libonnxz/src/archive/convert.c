@@ -13,6 +13,7 @@
 #include <onnxcore/http.h>
 
 #include "onnxz/convert.h"
+#include "onnxcore/external.h"
 #include "onnxz/open.h"
 #include "internal/oz_error.h"
 #include "internal/options.h"
@@ -82,6 +83,12 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
 oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
                       const oz_archive_options *opts, oc_error *err) {
     OZ_ARCHIVE_OPTS(opts, err);
+    if (!model)
+        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save_any: missing argument");
+    /* S-40: the model's references resolved (a fetch) or the save refused, before any
+     * file is touched. */
+    OZ_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
+                                            opts->serialize.fetch, err));
     if (form == OZ_FORM_AUTO) form = oz_form_of_name(path);
     if (form == OZ_FORM_ONNXC)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,

@@ -1,0 +1,94 @@
+"""spec/security.md S-40: a save never writes a reference it cannot vouch for (issue 28,
+item 1). Before: `onnxz.save(onnxz.open(p).model, p)` replaced an 8 MB archive with a
+607-byte one holding only __MODEL_PROTO; every form of output lost the weights alike."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from conftest import make_model, run, snapshot
+
+import onnxz
+
+S40 = r"tensor 'W0' is a reference to external data \('%s'\) that this save has nothing " \
+      r"to read from.*\(S-40\)"
+OUTPUTS = [("m.onnxz", {}), ("new.onnxz", {}), ("x.onnx", {}), ("x.onnxc", {"key": "pw"}),
+           ("y.onnx", {"external_data": "y.bin"}), ("z.onnxz", {"deflate_model": True})]
+
+
+def refused_everywhere(model, d, location):
+    before = snapshot(d)
+    for name, kw in OUTPUTS:
+        with pytest.raises(onnxz.Error, match=S40 % location):
+            onnxz.save(model, str(d / name), **kw)
+        with pytest.raises(onnxz.Error, match=S40 % location):  # serialized, the same
+            onnxz.save(model.SerializeToString(), str(d / name), **kw)
+    assert snapshot(d) == before, "nothing written, nothing replaced"
+
+
+def test_archive_model_saved_over_its_archive(archive):
+    with onnxz.open(str(archive)) as f:
+        m = f.model
+    refused_everywhere(m, archive.parent, "W0")
+    loaded = onnxz.load(str(archive))  # every weight still there
+    assert [float(onnx.numpy_helper.to_array(t)[0, 0]) for t in loaded.graph.initializer] == \
+        [0.5, 1.5, 2.5, 3.5]
+
+
+def test_archive_model_after_close_in_a_child(archive):
+    """The issue's own two lines, in a process of their own: exit status and file size."""
+    size = os.path.getsize(archive)
+    code = ("import onnxz\nwith onnxz.open('m.onnxz') as f: m = f.model\n"
+            "onnxz.save(m, 'm.onnxz')\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=archive.parent, capture_output=True)
+    assert p.returncode == 1 and b"onnxz.Error" in p.stderr and b"S-40" in p.stderr, p.stderr
+    assert os.path.getsize(archive) == size
+
+
+def test_data_file_references(tmp_path):
+    """A two-file model loaded with its references kept, saved elsewhere."""
+    src = tmp_path / "src"
+    src.mkdir()
+    onnx.save(make_model(), str(src / "two.onnx"), save_as_external_data=True,
+              location="two.bin")
+    m = onnxz.load(str(src / "two.onnx"), load_external_data=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    refused_everywhere(m, out, "two.bin")
+
+
+def test_reference_to_any_path(tmp_path):
+    m = make_model(n=1, size=2)
+    t = m.graph.initializer[0]
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="/etc/passwd")
+    refused_everywhere(m, tmp_path, "/etc/passwd")
+
+
+def test_tool_convert_same_rule(tmp_path, tool):
+    """convert reads references in against the input's directory, or fails: a model whose
+    references name nothing beside it is refused, nothing written."""
+    m = make_model(n=1, size=2)
+    t = m.graph.initializer[0]
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="W0")
+    onnx.save(m, str(tmp_path / "refs.onnx"))
+    before = snapshot(tmp_path)
+    for out in ("o.onnxz", "o.onnx"):
+        p = run([tool, "convert", "refs.onnx", out], cwd=tmp_path)
+        assert p.returncode == 1 and b"W0" in p.stderr, p.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_resolved_models_still_save(archive, tmp_path):
+    """What is loaded with its data saves as before, over its own file too."""
+    m = onnxz.load(str(archive))
+    onnxz.save(m, str(archive))
+    onnxz.save(m, str(tmp_path / "x.onnx"))
+    again = onnxz.load(str(archive))
+    assert again.SerializeToString() == onnx.load(str(tmp_path / "x.onnx")).SerializeToString()
+    np.testing.assert_array_equal(onnxz.open(str(archive))["W3"], np.full((256, 256), 3.5))
