@@ -13,6 +13,8 @@
 
 #include <onnxz/archive.h>
 
+#include "onnxcore_atomic.h"
+
 /* The options every command accepts, handled here so no table has to repeat them. */
 typedef enum common_option {
     COMMON_NONE,
@@ -437,7 +439,8 @@ int cli_check_output(const char *command, const char *in, const char *out, bool 
     if (out[0] == '\0') return cli_usage_error(command, "the output file name is empty");
     /* Even with -f: a file is never renamed over a directory. */
     if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return cli_fail_msg(out, "is a directory");
-    if (force) return CLI_EXIT_OK;
+    /* "-", a FIFO, a device: written through, never replaced (S-41), so no -f needed. */
+    if (force || oc_atomic_through(out)) return CLI_EXIT_OK;
     if (lstat(out, &st) != 0) {
         if (errno == ENOENT) return CLI_EXIT_OK;
         return cli_fail_msg(out, "%s", strerror(errno));

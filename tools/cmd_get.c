@@ -64,6 +64,7 @@ static int output_open(output *o, const cli_args *args) {
     oc_error err;
     oc_error_clear(&err);
     o->path = args->value[GET_OPT_OUTPUT];
+    if (o->path && strcmp(o->path, "-") == 0) o->path = NULL; /* -o -: standard output */
     if (!o->path)
         return isatty(STDOUT_FILENO)
                    ? cli_usage_error("get", "standard output is a terminal: give -o FILE or "

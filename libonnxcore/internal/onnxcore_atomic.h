@@ -41,11 +41,21 @@ typedef struct oc_atomic_file {
                                        * directory (oc_serialize_options.no_sync) */
     oc_progress *progress;            /* NULL after oc_atomic_open (a save sets it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
+    int through;                      /* written through (S-41): fd is the output itself */
 } oc_atomic_file;
 
 /* Creates the temporary file for path. Without overwrite, an existing path fails now with
- * OC_ERR_EXISTS (and again at commit if one appeared meanwhile). */
+ * OC_ERR_EXISTS (and again at commit if one appeared meanwhile).
+ * spec/security.md S-41: only a regular file (or a name not there yet) is replaced. The
+ * path "-" is standard output; a FIFO or a character device (named, or the target of a
+ * symbolic link named) is written through, opened as it is, `overwrite` or not: nothing
+ * is renamed, and what was written before a failure stays written. Anything else that
+ * is not a regular file (a directory, a block device, a socket) is refused. */
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
+/* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
+ * that is not a regular file, a directory, nor a link to one or to nothing), which needs
+ * no `overwrite`: what is there is not replaced. */
+int oc_atomic_through(const char *path);
 /* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
 oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
 /* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept

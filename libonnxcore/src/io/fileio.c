@@ -101,6 +101,56 @@ static void forget_temp(oc_atomic_file *af) {
     af->cleanup = NULL;
 }
 
+/* S-41: a stream (a FIFO, a character device) is written through, never replaced. */
+static int is_stream(mode_t mode) {
+    return S_ISFIFO(mode) || S_ISCHR(mode);
+}
+
+/* Whether oc_atomic_open writes path through rather than replacing it (S-41): "-", or a
+ * name that is not a regular file, a directory or a link to a regular file or to nothing
+ * (*st: what that name is, followed through a link). */
+static int through_stat(const char *path, struct stat *st) {
+    memset(st, 0, sizeof *st);
+    if (strcmp(path, "-") == 0) return 1;
+    if (lstat(path, st) != 0 || S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) return 0;
+    if (!S_ISLNK(st->st_mode)) return 1;
+    return stat(path, st) == 0 && is_stream(st->st_mode); /* a link to a stream */
+}
+
+int oc_atomic_through(const char *path) {
+    struct stat st;
+    return through_stat(path, &st);
+}
+
+/* Opens the output af->path names when it is a stream (st: what stat saw), or "-":
+ * a duplicate of standard output. The descriptor is checked again, as the name may have
+ * changed since it was looked at: a regular file found there now is never written in place. */
+static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_error *err) {
+    const char *path = af->path;
+    int dash = strcmp(path, "-") == 0;
+    if (!dash && !is_stream(st->st_mode))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "%s is not a regular file, a FIFO or a character device: onnxz "
+                        "neither replaces nor writes into it (S-41)",
+                        path);
+    af->fd = dash ? fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
+                  : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (af->fd < 0)
+        return oc__fail_errno(err, errno, dash ? "cannot write standard output (%s)" : "cannot open %s",
+                              path);
+    struct stat now;
+    if (fstat(af->fd, &now) != 0 ||
+        (!dash && (!is_stream(now.st_mode) || now.st_dev != st->st_dev ||
+                   now.st_ino != st->st_ino))) {
+        close(af->fd);
+        af->fd = -1;
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s changed while it was opened", path);
+    }
+    af->through = 1;
+    af->no_sync = 1; /* nothing to rename; a stream has nothing to sync */
+    return OC_OK;
+}
+
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
@@ -109,11 +159,21 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     if (oc_is_url(path))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "%s is a URL: onnxz writes local files only", path);
-    /* What is replaced is the name (W-32): a link there is replaced, never written
-     * through; a regular file there passes its mode and owner on. */
-    struct stat st;
+    /* What is replaced is the name (W-32): a link to a file there is replaced, never
+     * written through; a regular file there passes its mode and owner on. What is not a
+     * regular file is never replaced (S-41): "-", a stream or a link to one is written
+     * through, anything else refused. */
+    struct stat st, target;
     memset(&st, 0, sizeof st);
-    if (lstat(path, &st) == 0) {
+    int exists = lstat(path, &st) == 0;
+    if (through_stat(path, &target)) {
+        af->path = strdup(path);
+        if (!af->path) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        oc_status failed = open_through(af, &target, err);
+        if (failed != OC_OK) oc_atomic_abort(af);
+        return failed;
+    }
+    if (exists) {
         if (!overwrite)
             return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
         if (S_ISDIR(st.st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
@@ -233,7 +293,7 @@ void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
     af->written += n;
     oc_progress_add(af->progress, n);
 #ifdef SYNC_FILE_RANGE_WRITE
-    if (af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
+    if (af->through || af->written - af->flushed < OC_WRITEBACK_WINDOW) return;
     if (!af->writeback && !af->writeback_failed) {
         af->writeback = writeback_start(af->fd);
         af->writeback_failed = af->writeback == NULL;
@@ -293,8 +353,19 @@ static void fsync_dir(const char *path) {
     free(dir);
 }
 
+/* A stream written through: closed (a pipe's reader sees its end), nothing to rename. */
+static oc_status commit_through(oc_atomic_file *af, oc_error *err) {
+    oc_status st = OC_OK;
+    if (close(af->fd) != 0 && errno != EINTR)
+        st = oc__fail_errno(err, errno, "cannot write %s", af->path);
+    af->fd = -1;
+    oc_atomic_abort(af);
+    return st;
+}
+
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     oc_status st = OC_OK;
+    if (af->through) return commit_through(af, err);
     writeback_stop(af);
     if (!af->no_sync && fsync(af->fd) != 0)
         st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);

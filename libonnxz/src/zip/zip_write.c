@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <onnxcore/nametab.h>
@@ -200,6 +201,15 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
         return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     oc_status st = oc_atomic_open(&w->af, path, overwrite, err);
+    /* Streamed entries get their CRC patched in (oz_zip_writer_end): a pipe written
+     * through (S-41) cannot take that, so it is refused before a byte goes out. */
+    if (st == OC_OK && w->af.through && lseek(w->af.fd, 0, SEEK_CUR) < 0) {
+        oc_atomic_abort(&w->af);
+        st = oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "%s is a pipe: an archive is patched as it is written and needs a file "
+                      "or a device (S-41)",
+                      path);
+    }
     if (st != OC_OK) {
         oc_nametab_free(w->tab);
         free(w);

@@ -1,0 +1,145 @@
+"""spec/security.md S-41: only a regular file is replaced; `-` is standard output; a FIFO
+or a character device is written through; anything else is refused (issue 28, item 2).
+Before: `onnxz get -f m.onnxz W1 -o /dev/null` and `onnxz.save(m, "/dev/null",
+to="onnx")` replaced the device node with a regular file (a FIFO and a link to
+/proc/self/fd/1 likewise), and `-o -` wrote a file named `-`. The machine's own /dev/null
+is never touched: the nodes are made here (mknod as root; skipped otherwise)."""
+import os
+import stat
+import subprocess
+import sys
+import threading
+
+import onnx
+import pytest
+from conftest import run
+
+import onnxz
+
+W1 = 256 * 256 * 4
+
+
+def make_null(d):
+    """A character device with /dev/null's numbers, or skip."""
+    p = d / "null"
+    try:
+        os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError as e:
+        pytest.skip(f"mknod not permitted ({e})")
+    return p
+
+
+def node(p):
+    st = os.lstat(p)
+    return stat.S_IFMT(st.st_mode), st.st_rdev
+
+
+class Reader:
+    """Reads a FIFO to its end on a thread (the writer's open returns once it opened)."""
+
+    def __init__(self, path):
+        self.data = b""
+        self.t = threading.Thread(target=self.run, args=(path,), daemon=True)
+        self.t.start()
+
+    def run(self, path):
+        with open(path, "rb") as f:
+            self.data = f.read()
+
+    def join(self):
+        self.t.join(30)
+        assert not self.t.is_alive(), "the FIFO's reader never saw its end"
+        return self.data
+
+
+def tool_outputs(tool, archive, out):
+    """Every command of the tool that names an output, to out."""
+    return [[tool, "get", "-f", "m.onnxz", "W1", "-o", out], [tool, "get", "m.onnxz", "W1",
+            "-o", out], [tool, "-q", "convert", "-f", "m.onnxz", out, "--to", "onnx"]]
+
+
+def test_character_device_written_through(archive, tool):
+    d = archive.parent
+    null = make_null(d)
+    before = node(null)
+    for argv in tool_outputs(tool, archive, "null"):
+        p = run(argv, cwd=d)
+        assert p.returncode == 0, (argv, p.stderr)
+        assert node(null) == before, f"{argv}: the device node was replaced"
+    m = onnxz.load(str(archive))
+    for to in ("onnx", "onnxz"):
+        onnxz.save(m, str(null), to=to)
+        assert node(null) == before, f"save to={to}: the device node was replaced"
+    onnxz.convert(str(archive), str(null), to="onnx")
+    assert node(null) == before
+    link = d / "link"
+    os.symlink("null", link)
+    onnxz.save(m, str(link), to="onnx")
+    assert node(link)[0] == stat.S_IFLNK and node(null) == before
+    assert sorted(os.listdir(d)) == ["link", "m.onnxz", "null"], "no temporary file left"
+
+
+def test_fifo_written_through(archive, tool):
+    d = archive.parent
+    fifo = d / "fifo"
+    os.mkfifo(fifo)
+    want = run([tool, "get", "m.onnxz", "W1"], cwd=d, check=True).stdout
+    assert len(want) == W1
+    for argv in tool_outputs(tool, archive, "fifo")[:2]:
+        r = Reader(fifo)
+        p = run(argv, cwd=d)
+        assert p.returncode == 0, p.stderr
+        assert r.join() == want and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    m = onnxz.load(str(archive))
+    r = Reader(fifo)
+    onnxz.save(m, str(fifo), to="onnx")
+    assert onnx.load_from_string(r.join()).SerializeToString() == m.SerializeToString()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_dash_is_standard_output(archive, tool):
+    d = archive.parent
+    want = run([tool, "get", "m.onnxz", "W1"], cwd=d, check=True).stdout
+    p = run([tool, "get", "m.onnxz", "W1", "-o", "-"], cwd=d)
+    assert p.returncode == 0 and p.stdout == want, p.stderr
+    p = run([tool, "convert", "m.onnxz", "-", "--to", "onnx"], cwd=d)
+    model = onnx.load_from_string(p.stdout)
+    assert p.returncode == 0 and len(model.graph.initializer) == 4, p.stderr
+    code = ("import onnxz, sys\nm = onnxz.load('m.onnxz')\nsys.stdout.flush()\n"
+            "onnxz.save(m, '-', to='onnx')\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=d, capture_output=True)
+    assert p.returncode == 0 and onnx.load_from_string(p.stdout) == model, p.stderr
+    assert not os.path.lexists(d / "-"), "a file named '-' was written"
+
+
+def test_link_to_standard_output(archive, tool):
+    """A link to /proc/self/fd/1 (standard output, here a pipe): written through."""
+    d = archive.parent
+    os.symlink("/proc/self/fd/1", d / "out")
+    want = run([tool, "get", "m.onnxz", "W1"], cwd=d, check=True).stdout
+    p = run([tool, "get", "-f", "m.onnxz", "W1", "-o", "out"], cwd=d)
+    assert p.returncode == 0 and p.stdout == want, p.stderr
+    assert os.readlink(d / "out") == "/proc/self/fd/1"
+
+
+def test_archive_to_a_pipe_refused_before_a_byte(archive, tool):
+    d = archive.parent
+    p = run([tool, "convert", "m.onnxz", "-", "--to", "onnxz"], cwd=d)
+    assert p.returncode == 1 and p.stdout == b"", p.stderr
+    assert b"is a pipe" in p.stderr and b"S-41" in p.stderr
+
+
+def test_block_device_and_socket_refused(archive, tool):
+    d = archive.parent
+    blk = d / "blk"
+    try:
+        os.mknod(blk, 0o600 | stat.S_IFBLK, os.makedev(7, 255))  # a loop device number
+    except PermissionError as e:
+        pytest.skip(f"mknod not permitted ({e})")
+    before = node(blk)
+    for argv in tool_outputs(tool, archive, "blk"):
+        p = run(argv, cwd=d)
+        assert p.returncode == 1 and b"S-41" in p.stderr, (argv, p.stderr)
+    with pytest.raises(onnxz.Error, match="S-41"):
+        onnxz.save(onnxz.load(str(archive)), str(blk), to="onnx")
+    assert node(blk) == before
