@@ -114,6 +114,13 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
         close(fd);
         return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
     }
+    /* S-44: a file of size 0 is empty whatever reading it gives (a /proc file reads
+     * bytes, or fails): the loaders map st_size bytes, so none of them would be read. */
+    if (st.st_size == 0) {
+        close(fd);
+        *kind = OZ_KIND_EMPTY;
+        return OC_OK;
+    }
     unsigned char head[OZ_DETECT_HEAD];
     size_t got = 0;
     while (got < sizeof head) {
