@@ -102,7 +102,8 @@ def _compile_extension(tmp):
     libs.append("-lpthread")
     # The libraries' symbols stay inside the extension (--exclude-libs): another copy
     # loaded in the same process (a ctypes user) never binds to ours.
-    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c")] + libs
+    _run(cc + flags + ["-shared", "-o", out, os.path.join(HERE, "src", "_onnxz.c"),
+                       os.path.join(HERE, "src", "fault.c")] + libs
          + ["-Wl,--exclude-libs,ALL"] + sanitize)
     return out
 

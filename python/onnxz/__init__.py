@@ -553,5 +553,15 @@ def open(path, *, key=None):
     environment, as for the tool: ONNXZ_HTTP_AUTH (an Authorization header value),
     ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES,
     ONNXZ_HTTP_PARALLEL. A URL is read, never written: save and convert refuse one as
-    their output."""
+    their output.
+
+    Files changed under an open File (spec/security.md S-42): the arrays point into a
+    mapping of the file. A file replaced by a rename (as onnxz, onnx.save to a new name
+    then mv, and most tools save) changes nothing for them: they keep the old bytes. A
+    file cut or rewritten in place by another process (truncate, `cp new.onnxz p`) would
+    kill Python with SIGBUS when an array touches a page past its new end; instead that
+    part of the mapping reads zeros and onnxz.Error (status "truncated") is raised at the
+    next Python statement. Bytes rewritten in place without a cut show through as they
+    are. For files that others may rewrite in place, copy what you keep
+    (numpy.array(f[name])) while the file is as you opened it."""
     return File(path, key=key)

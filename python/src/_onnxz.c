@@ -31,6 +31,8 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/onnxz.h>
 
+#include "fault.h" /* fault.c: SIGBUS in our mappings (S-42) */
+
 static PyObject *onnxz_error; /* onnxz.Error */
 
 /* ---- errors -------------------------------------------------------------------- */
@@ -822,6 +824,17 @@ static void reader_dealloc(ReaderObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* fault.c's error (S-42): the file under a mapping was cut or rewritten in place. */
+static int raise_cut(const char *path) {
+    oc_error err;
+    oc_error_set(&err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                 "the file was cut or rewritten in place while mapped (S-42): arrays from it "
+                 "read zeros past its new end; replace files by a rename (as onnxz saves), "
+                 "or copy what you keep (numpy.array(f[name]))");
+    raise_error(path, &err);
+    return -1;
+}
+
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"path", "key", NULL};
     PyObject *path_obj, *key_obj = Py_None, *path = NULL, *holder = NULL;
@@ -891,6 +904,8 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         Py_DECREF(path);
         return -1;
     }
+    /* S-42: a fault in its mapping (the file cut in place) raises, never kills */
+    if (!oc_is_url(PyBytes_AS_STRING(path))) onnxz_fault_watch(PyBytes_AS_STRING(path), raise_cut);
     self->path = path;
     self->hold = hold;
     self->kind = (int)kind;
