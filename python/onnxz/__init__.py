@@ -377,36 +377,14 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 
 
-def _walk_tensors(model):
-    """Every TensorProto of the model, at any depth (initializers, attributes, subgraphs,
-    functions)."""
-    def graph(g):
-        yield from g.initializer
-        for sp in g.sparse_initializer:
-            yield sp.values
-            yield sp.indices
-        for n in g.node:
-            yield from node(n)
-
-    def node(n):
-        for a in n.attribute:
-            if a.HasField("t"):
-                yield a.t
-            yield from a.tensors
-            for sp in ([a.sparse_tensor] if a.HasField("sparse_tensor") else []) + \
-                    list(a.sparse_tensors):
-                yield sp.values
-                yield sp.indices
-            if a.HasField("g"):
-                yield from graph(a.g)
-            for g in a.graphs:
-                yield from graph(g)
-
-    if model.HasField("graph"):
-        yield from graph(model.graph)
-    for fn in model.functions:
-        for n in fn.node:
-            yield from node(n)
+def _typed_array(t, dims):
+    """The array of a tensor in typed fields (counts checked, W-42). Complex values are
+    paired here: numpy_helper of python3-onnx 1.14 fails on them (TypeError)."""
+    if t.data_type in (14, 15):  # COMPLEX64: float_data, COMPLEX128: double_data
+        pairs = np.array(t.float_data if t.data_type == 14 else t.double_data,
+                         dtype=np.float32 if t.data_type == 14 else np.float64)
+        return pairs.view(np.complex64 if t.data_type == 14 else np.complex128).reshape(dims)
+    return onnx.numpy_helper.to_array(t)
 
 
 class File(collections.abc.Mapping):
@@ -493,16 +471,19 @@ class File(collections.abc.Mapping):
         into the file's mapping (or the decrypted buffer): zero copy. Types numpy lacks come
         as their raw unsigned type (bfloat16: uint16, float8: uint8, same shape); the packed
         4-bit and 2-bit types as their bytes (uint8, one-dimensional). A tensor held in the
-        typed fields (float_data...) instead of raw bytes is converted (a copy).
-        KeyError for an unknown name."""
+        typed fields (float_data...) instead of raw bytes is converted (a copy), once its
+        count is checked (W-42). A tensor the tool refuses (dims against its data, a count
+        that differs, no data, a data_type ONNX does not define) raises onnxz.Error with the
+        tool's message. KeyError for an unknown name.
+
+        Names: .names gives each name as str, bytes that are not UTF-8 decoded with
+        surrogateescape (os.fsdecode's rule), and such a str looks the tensor up as it
+        was given; a bytes name (the name's bytes) does too."""
         span, data_type, dims = self._open_reader().tensor(name)  # dims and size checked
-        if span is None:
-            for t in _walk_tensors(self.model):
-                if t.name == name:
-                    a = onnx.numpy_helper.to_array(t)
-                    a.setflags(write=False)
-                    return a
-            raise KeyError(name)
+        if isinstance(span, tuple):  # typed fields: (the encoded tensor,), counts checked
+            a = _typed_array(onnx.TensorProto.FromString(span[0]), dims)
+            a.setflags(write=False)
+            return a
         if data_type in _PACKED:
             return np.frombuffer(span, dtype=np.uint8)
         dtype = _DTYPES.get(data_type)

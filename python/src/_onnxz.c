@@ -1021,8 +1021,15 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     if (hold->weights) PyThread_release_lock(hold->fetch_lock);
     Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
     if (!oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data)) {
-        out = Py_BuildValue("(OiO)", Py_None, (int)t->data_type, dims); /* typed fields: */
-        goto done;                                                      /* the caller's */
+        /* typed fields (their counts checked, W-42): (the encoded tensor,), which the
+         * caller converts; its name need not be UTF-8 */
+        void *enc = NULL;
+        uint64_t n = 0;
+        if (oc_encode_to_memory(&onnx_TensorProto_desc, t, &enc, &n, &err) != OC_OK) goto fail;
+        span = Py_BuildValue("(y#)", (const char *)enc, (Py_ssize_t)n);
+        free(enc);
+        if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
+        goto done;
     }
     oz_tensor_source from = {hold->archive, hold->weights, NULL, NULL};
     Py_BEGIN_ALLOW_THREADS if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);

@@ -159,6 +159,71 @@ static const char *format_dims(const onnx_TensorProto *t, char *buf, size_t size
     return buf;
 }
 
+/* W-42: the typed field a data_type keeps its values in (NULL: none, UNDEFINED), *have
+ * the values it holds and *want the count the elements make there: two a complex
+ * element, two 4-bit elements a value, four 2-bit ones. */
+static const char *typed_field(const onnx_TensorProto *t, int32_t type, uint64_t elements,
+                               uint64_t *want, uint64_t *have) {
+    unsigned bits = oc_tensor_element_bits(type);
+    *want = elements;
+    switch (type) {
+    case 0:
+        return NULL;
+    case 14: /* COMPLEX64 */
+        *want = elements * 2; /* its bytes, 8 an element, fit in 64 bits (W-40) */
+        /* fall through */
+    case 1: /* FLOAT */
+        *have = t->float_data.count;
+        return "float_data";
+    case 15: /* COMPLEX128 */
+        *want = elements * 2;
+        /* fall through */
+    case 11: /* DOUBLE */
+        *have = t->double_data.count;
+        return "double_data";
+    case 7: /* INT64 */
+        *have = t->int64_data.count;
+        return "int64_data";
+    case 12: /* UINT32 */
+    case 13: /* UINT64 */
+        *have = t->uint64_data.count;
+        return "uint64_data";
+    case 8: /* STRING */
+        *have = t->string_data.count;
+        return "string_data";
+    default:
+        if (bits && bits < 8) *want = elements / (8 / bits) + (elements % (8 / bits) != 0);
+        *have = t->int32_data.count;
+        return "int32_data";
+    }
+}
+
+/* W-42: a tensor whose values are not in raw_data nor elsewhere: the typed field of its
+ * type holds the count its dims make; no data at all for elements is a fault too. */
+static oc_status check_typed(const onnx_TensorProto *t, int32_t type, uint64_t elements,
+                             oc_error *err) {
+    uint64_t want, have;
+    char name[OC_QUOTE_SIZE], dims[96];
+    const char *field = typed_field(t, type, elements, &want, &have);
+    uint64_t any = t->float_data.count + t->int32_data.count + t->string_data.count +
+                   t->int64_data.count + t->double_data.count + t->uint64_data.count;
+    if (!field || (want == 0 && any == 0)) return OC_OK;
+    if (any == 0)
+        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': dims %s of %s make %llu elements, but it has no data (W-42)",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name),
+                        format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
+                        (unsigned long long)elements);
+    if (have != want)
+        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "tensor '%s': dims %s of %s make %llu values in %s, but it holds %llu "
+                        "(W-42)",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name),
+                        format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
+                        (unsigned long long)want, field, (unsigned long long)have);
+    return OC_OK;
+}
+
 oc_status oc_tensor_check_size(const onnx_TensorProto *t, oc_error *err) {
     return oc_tensor_check_size_fetched(t, NULL, err);
 }
@@ -196,6 +261,12 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
                         format_dims(t, dims, sizeof dims));
     int32_t type = OC_HAS(TensorProto, t, data_type) ? t->data_type : 0;
     unsigned bits = oc_tensor_element_bits(type);
+    if (!bits && type != 0 && type != 8) /* W-42: a type ONNX does not define */
+        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "tensor '%s' has data_type %d, which ONNX does not define (W-42)",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name), (int)type);
+    int inside = !oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data) && !t->segment;
+    if (inside) OC_FORWARD(check_typed(t, type, elements, err));
     if (!bits) return OC_OK;
     uint64_t need;
     if (bits >= 8) {
@@ -227,7 +298,7 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
         have = t->raw_data.size;
         what = "its raw_data holds";
     } else {
-        return OC_OK; /* typed fields, or no data */
+        return OC_OK; /* typed fields: checked above */
     }
     if (have != need)
         return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
