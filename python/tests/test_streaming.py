@@ -5,6 +5,7 @@ files, never through one serialized copy of the whole model:
 - onnxz.load sets them on the parsed skeleton from the file's mapping (onnxz._from_split):
   the same ModelProto as onnx.load."""
 import os
+import stat
 import subprocess
 import sys
 
@@ -102,10 +103,11 @@ def test_streamed_encrypted_save(tmp_path, tool):
     assert onnx.load(back).SerializeToString() == m.SerializeToString()
 
 
-def test_references_of_the_models_own_are_kept(tmp_path):
-    """A model that still holds EXTERNAL references (deep in a node here) is saved with
-    them as they are: the streamed save declines before writing, and the serialized one
-    writes the same bytes as ever."""
+def test_references_of_the_models_own_are_refused(tmp_path):
+    """A model that still holds EXTERNAL references of its own (deep in a node here): the
+    streamed save declines before writing, and the serialized one refuses the model
+    (spec/security.md S-40: a reference the save cannot read would lose its bytes), the
+    same way for a ModelProto and its bytes, writing nothing."""
     m = mixed_model()
     ref = m.graph.node[0].attribute[0].t
     ref.ClearField("raw_data")
@@ -118,12 +120,11 @@ def test_references_of_the_models_own_are_kept(tmp_path):
     opts = onnxz._save_opts(None, None, None, None, None, False, False, None, False)
     assert onnxz._onnxz._save(split[0], p, opts, split[1], split[2]) is False
     assert os.listdir(tmp_path) == []
-    onnxz.save(m, p)
-    q = str(tmp_path / "serialized.onnx")
-    onnxz.save(m.SerializeToString(), q)
-    with open(p, "rb") as a, open(q, "rb") as b:
-        assert a.read() == b.read()
-    assert onnx.load(p, load_external_data=False).SerializeToString() == m.SerializeToString()
+    for model in (m, m.SerializeToString()):
+        with pytest.raises(onnxz.Error, match=r"tensor 'in_constant' is a reference to "
+                           r"external data \('elsewhere.bin'\).*\(S-40\)"):
+            onnxz.save(model, p)
+    assert os.listdir(tmp_path) == []
 
 
 def test_unknown_fields_are_not_dropped(tmp_path):
@@ -325,8 +326,9 @@ def test_save_releases_what_it_replaces(tmp_path, out, kw):
     """save drops the cached pages of the files it replaces (the target; its data file)
     before writing their successors (onnx.save reuses that memory by truncating in place);
     the old files stay whole until the rename, as ever. Nothing else: not a file with
-    another link, not a link's target (the link is replaced), not a numbered part, and a
-    FIFO at the target is not opened (a writer waiting on it stays waiting)."""
+    another link, not a link's target (the link is replaced), not a numbered part. A FIFO
+    at the target is written through, never replaced (spec/security.md S-41): a .onnx
+    reaches its reader, an archive (patched as it is written) is refused before a byte."""
     p = str(tmp_path / out)
     data = [str(tmp_path / "m.data")] if "external_data" in kw else []
     fds = [cached_file(name) for name in [p] + data]
@@ -344,15 +346,20 @@ def test_save_releases_what_it_replaces(tmp_path, out, kw):
             assert not os.path.islink(p) and resident_pages(others[0]) == 1024
         os.unlink(p)
         os.mkfifo(p)
-        writer = subprocess.Popen(["sh", "-c", f"echo x > '{p}'"])
+        reader = subprocess.Popen(["cat", p], stdout=subprocess.PIPE)
         try:
-            onnxz.save(mixed_model(), p, **kw)
-            assert os.path.isfile(p)
-            with pytest.raises(subprocess.TimeoutExpired):
-                writer.wait(timeout=0.3)  # still waiting for a reader of the FIFO
+            if out.endswith(".onnxz"):
+                with pytest.raises(onnxz.Error, match="is a pipe"):
+                    onnxz.save(mixed_model(), p, **kw)
+                assert reader.communicate(timeout=60)[0] == b""
+            else:
+                onnxz.save(mixed_model(), p, **kw)
+                got = onnx.load_from_string(reader.communicate(timeout=60)[0])
+                assert len(got.graph.initializer) == len(mixed_model().graph.initializer)
+            assert stat.S_ISFIFO(os.lstat(p).st_mode)
         finally:
-            writer.kill()
-            writer.wait()
+            reader.kill()
+            reader.wait()
     finally:
         for fd in fds + others:
             os.close(fd)
