@@ -449,7 +449,26 @@ static void test_check_size(void) {
     CHECK_OK(oc_tensor_check_size(sized(a, "W", 26, d3, 1, 1), &err), &err);  /* INT2: 1 */
     CHECK_OK(oc_tensor_check_size(sized(a, "W", 15, d2, 1, 32), &err), &err); /* COMPLEX128 */
     CHECK_OK(oc_tensor_check_size(sized(a, "S", 8, d35, 2, 7), &err), &err);  /* STRING */
-    CHECK_OK(oc_tensor_check_size(sized(a, "T", 1, d35, 2, UINT64_MAX), &err), &err);
+    /* W-42: no data at all for 15 elements; typed counts; a type ONNX does not define */
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "T", 1, d35, 2, UINT64_MAX), &err),
+                 OC_ERR_INCONSISTENT, &err);
+    CHECK(strstr(err.message, "tensor 'T'") && strstr(err.message, "has no data (W-42)"));
+    CHECK_OK(oc_tensor_check_size(sized(a, "T", 1, dzero, 3, UINT64_MAX), &err), &err);
+    t = sized(a, "F", 1, d3, 1, UINT64_MAX);
+    for (int i = 0; i < 2; i++) *(float *)oc_array_push(a, &t->float_data, sizeof(float)) = 1.0f;
+    CHECK_STATUS(oc_tensor_check_size(t, &err), OC_ERR_INCONSISTENT, &err);
+    CHECK(strstr(err.message, "make 3 values in float_data, but it holds 2 (W-42)") != NULL);
+    *(float *)oc_array_push(a, &t->float_data, sizeof(float)) = 1.0f;
+    CHECK_OK(oc_tensor_check_size(t, &err), &err);
+    t = sized(a, "I4", 22, d3, 1, UINT64_MAX); /* INT4: two elements a value */
+    for (int i = 0; i < 2; i++) *(int32_t *)oc_array_push(a, &t->int32_data, sizeof(int32_t)) = 1;
+    CHECK_OK(oc_tensor_check_size(t, &err), &err);
+    t = sized(a, "C", 14, d3, 1, UINT64_MAX); /* COMPLEX64: two floats an element */
+    for (int i = 0; i < 6; i++) *(float *)oc_array_push(a, &t->float_data, sizeof(float)) = 1.0f;
+    CHECK_OK(oc_tensor_check_size(t, &err), &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "X", 99, d3, 1, 3), &err), OC_ERR_UNSUPPORTED,
+                 &err);
+    CHECK(strstr(err.message, "data_type 99, which ONNX does not define (W-42)") != NULL);
     CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d35, 2, 7), &err), OC_ERR_INCONSISTENT, &err);
     CHECK(strstr(err.message, "tensor 'W'") && strstr(err.message, "60 bytes") &&
           strstr(err.message, "7"));
