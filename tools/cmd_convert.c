@@ -421,6 +421,8 @@ static const char convert_help[] =
     "            beside it instead (spec/external-data.md), any ONNX reader loads them.\n"
     "Another name (model.bin) is a usage error without --to. An archive refuses a\n"
     "tensor whose bytes are not the size its dims and type make (A-13).\n"
+    "OUT - is standard output (with --to); an OUT that is a FIFO or a device is\n"
+    "written through, never replaced (an archive needs a file or a device).\n"
     "\n"
     "Options:\n"
     "  -f, --force              overwrite OUT (and its data files) if they exist, even\n"
