@@ -129,8 +129,8 @@ OC_API oc_status oc_tensor_write(const oc_tensor_fetch *fetch, const onnx_Tensor
  * one is refused (OC_ERR_INVALID_ARG naming the first tensor and its location): its
  * reference, written as it is, would name an archive entry, a data file or any path
  * relative to wherever the output goes, and the output would have lost the bytes. The
- * savers of whole models (oz_save_any, oc_crypt_save_model_file) call it before anything
- * is written; writers that keep references on purpose (`meta` in place, `stub`) use
+ * savers of whole models (libonnxz's one save path behind oz_save and oz_save_any, and
+ * oc_crypt_save_model_file) call it before anything is written; writers that keep references on purpose (`meta` in place, `stub`) use
  * oc_model_save_file. */
 OC_API oc_status oc_check_references_resolved(const oc_msgdesc *desc, const void *msg,
                                               const oc_tensor_fetch *fetch, oc_error *err);

@@ -64,6 +64,10 @@ oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model *
 static oc_status save_as(const oc_model *model, const char *path, oz_form form,
                          const oz_archive_options *ao, const void *key, size_t key_len,
                          const oc_crypt_options *crypt, oc_error *err) {
+    /* S-40: the model's references resolved (a fetch) or the save refused, before any
+     * file is touched. */
+    OZ_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
+                                            ao->serialize.fetch, err));
     switch (form) {
     case OZ_FORM_ONNXZ:
         if (ao->serialize.external_data)
@@ -85,10 +89,6 @@ oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
     OZ_ARCHIVE_OPTS(opts, err);
     if (!model)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save_any: missing argument");
-    /* S-40: the model's references resolved (a fetch) or the save refused, before any
-     * file is touched. */
-    OZ_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
-                                            opts->serialize.fetch, err));
     if (form == OZ_FORM_AUTO) form = oz_form_of_name(path);
     if (form == OZ_FORM_ONNXC)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
