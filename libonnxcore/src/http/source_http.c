@@ -39,6 +39,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "onnxcore/http.h"
 #include "internal/error.h"
@@ -82,6 +83,7 @@ typedef struct http_source {
     pthread_mutex_t lock; /* the pool */
     CURL *idle[POOL_MAX];
     int nidle;
+    pid_t pid; /* the process whose connections the pool holds (after a fork: the parent's) */
     /* Read-ahead (will_read): the announced ranges, sorted and merged, and the current
      * window; ahead_lock guards the three and the windows' reference counts (never held
      * while a request runs or a caller's writer is called). */
@@ -355,9 +357,21 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
 
 /* ---- handles ---- */
 
+/* A forked child never uses the connections it inherited: they are the parent's, and two
+ * processes reading one connection mix their responses (spec/remote.md R-6). The child
+ * abandons them (closing them could send a TLS close_notify on the parent's behalf) and
+ * opens its own. Under h->lock. */
+static void drop_inherited(http_source *h) {
+    pid_t me = getpid();
+    if (h->pid == me) return;
+    h->nidle = 0;
+    h->pid = me;
+}
+
 static CURL *handle_take(http_source *h) {
     CURL *c = NULL;
     pthread_mutex_lock(&h->lock);
+    drop_inherited(h);
     if (h->nidle) c = h->idle[--h->nidle];
     pthread_mutex_unlock(&h->lock);
     return c ? c : curl_easy_init();
@@ -365,6 +379,7 @@ static CURL *handle_take(http_source *h) {
 
 static void handle_give(http_source *h, CURL *c) {
     pthread_mutex_lock(&h->lock);
+    drop_inherited(h);
     if (h->nidle < POOL_MAX) {
         h->idle[h->nidle++] = c;
         c = NULL;
@@ -919,6 +934,7 @@ static oc_status http_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn
 
 static void http_destroy(oc_source *s) {
     http_source *h = (http_source *)s;
+    drop_inherited(h); /* no lock: the last reference is gone */
     for (int i = 0; i < h->nidle; i++) curl_easy_cleanup(h->idle[i]);
     pthread_mutex_destroy(&h->lock);
     pthread_mutex_destroy(&h->ahead_lock);
@@ -969,6 +985,7 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     if (!h) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->ahead_lock, NULL);
+    h->pid = getpid();
     const char *auth = o.auth;
     h->url = strdup(url);
     h->ca_file = dup_or_null(o.ca_file);
