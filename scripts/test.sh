@@ -26,14 +26,15 @@
 # memory (MemorySanitizer needs an instrumented libc; ASan does not see them). That is
 # the library's own code, exercised by the C unit tests (unit.*, headers.*, schema), the
 # codec, external-data, ZIP, archive and crypto drivers (oracle_*, external.*, zip.*,
-# crypto.*, the C archive tests), the ABI test and the fuzz corpora and crashers replayed
-# (fuzz.*: the hostile inputs found so far). Every process of ours those tests start runs
-# under memcheck (tests/valgrind/memcheck.sh, CMake option ONNXZ_TEST_WRAPPER). Left to the
-# ASan build: the tests of the tool's arguments and output (cli.*, hundreds of processes
-# whose library paths the drivers above cover), the Python package (python.*), the hostile
-# scenes and HTTP tests (hostile*, remote.*: timing and processes stopped at points, which
-# valgrind's 30-100x slowdown distorts), archive_edit.*, archive.models_and_clients and
-# install.*; and the `large` and `runtime` tests everywhere but in the release stage.
+# crypto.*, archive.{convert,open,read_tensor,inspect}), the ABI test and the fuzz corpora
+# and crashers replayed (fuzz.*: the hostile inputs found so far). Every process of ours
+# those tests start runs under memcheck (tests/valgrind/memcheck.sh, CMake option
+# ONNXZ_TEST_WRAPPER). Left to the ASan build: the tests of the tool's arguments and
+# output (cli.*, hundreds of processes whose library paths the drivers above cover), the
+# Python package (python.*), the hostile scenes and HTTP tests (hostile*, remote.*: timing
+# and processes stopped at points, which valgrind's 30-100x slowdown distorts),
+# archive_edit.*, archive.models_and_clients and install.*; and the `large` and `runtime`
+# tests everywhere but in the release stage.
 # Tests that would take minutes under valgrind run a reduced mode (ONNXZ_TEST_REDUCED,
 # tests/CMakeLists.txt).
 #
@@ -50,7 +51,7 @@ mkdir -p "$logs"
 skip() { [ "${!1:-0}" = 1 ]; }
 
 # The tests valgrind runs (see above): a ctest name regex.
-valgrind_tests='^(schema_|headers\.|unit\.|oracle_|external\.|zip\.|crypto\.|api\.|fuzz\.)|^archive\.(convert|open|read_tensor)$'
+valgrind_tests='^(schema_|headers\.|unit\.|oracle_|external\.|zip\.|crypto\.|api\.|fuzz\.)|^archive\.(convert|open|read_tensor|inspect)$'
 
 # ---- timing ------------------------------------------------------------------------
 t_all=$(date +%s)
