@@ -926,6 +926,32 @@ def group_hostile(ctx):
                 r"headers exceed 65536 bytes", env=env, secs=8)
         f.succeeds("a fast server under the same bounds", None, "get", env=env)
         shown_hostile(ctx, srv, f)
+        same_message(ctx, srv, d)
+
+
+def same_message(ctx, srv, d):
+    """One message for one defect, whatever the source (spec/security.md N-5): an archive
+    whose first tensor entry's local header lies past the end gives the local file's Z-73
+    message by URL too (before: "the archive ended early (did it change while open?)",
+    from reading the entry before it up to that header)."""
+    data = bytearray(read(os.path.join(d, "model.onnxz")))
+    eocd = data.rfind(b"PK\x05\x06")
+    p = struct.unpack_from("<I", data, eocd + 16)[0]
+    nlen, xlen, clen = struct.unpack_from("<HHH", data, p + 28)
+    struct.pack_into("<I", data, p + 42, len(data) + 1000)  # the first entry's local header
+    bad = ctx.path("files", "z73.onnxz")
+    with open(bad, "wb") as f:
+        f.write(data)
+    srv.put("z73.onnxz", bytes(data))
+    for argv in (["ls"], ["get", None, "w1", "-o", ctx.path("z73.bin")], ["verify"]):
+        msgs = []
+        for path in (bad, srv.url("z73.onnxz")):
+            srv.reset(None)
+            full = [argv[0], path] + argv[2:]
+            rc, out, err, _ = ctx.run(*full)
+            msgs.append(err.split(": ", 3)[-1] if rc == 1 else f"exit {rc}")
+        ctx.check("(Z-73)" in msgs[0] and msgs[0] == msgs[1],
+                  f"{argv[0]}: the local file says {msgs[0]!r}, the URL {msgs[1]!r}")
 
 
 # ESC, an OSC sequence that sets a terminal's title, BEL, and U+202E (RIGHT-TO-LEFT

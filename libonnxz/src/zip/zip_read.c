@@ -558,15 +558,27 @@ static oc_status pre_view(const oz_zip_reader *r, const prefetch *pf, uint64_t o
     return src_view(r, off, n, tmp, out, err);
 }
 
+/* Z-73's checks that need no byte of the header: it lies inside the file, before the
+ * central directory. Run at open for every entry of a remote archive too (whose headers
+ * are read later), so that a header past the end gets the same message from any source. */
+static oc_status local_in_bounds(const oz_zip_reader *r, const oz__entry *e, oc_error *err) {
+    char q[OC_QUOTE_SIZE];
+    uint64_t at = e->lho;
+    OZ_RETURN_ERROR_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
+                       "the local header of '%s' lies past the end of the file (Z-73)",
+                       qname(r, e, q));
+    OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
+                       at, "the local header of '%s' overlaps the central directory (Z-73)",
+                       qname(r, e, q));
+    return OC_OK;
+}
+
 static oc_status check_local(const oz_zip_reader *r, oz__entry *e, const prefetch *pf,
                              uint8_t **tmp, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     qname(r, e, q);
     uint64_t at = e->lho;
-    OZ_RETURN_ERROR_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
-                       "the local header of '%s' lies past the end of the file (Z-73)", q);
-    OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
-                       at, "the local header of '%s' overlaps the central directory (Z-73)", q);
+    OZ_FORWARD(local_in_bounds(r, e, err));
     uint8_t b[OZ_LOCAL_SIZE];
     const uint8_t *fixed = NULL;
     OZ_FORWARD(pre_view(r, pf, at, OZ_LOCAL_SIZE, tmp, &fixed, err));
@@ -809,6 +821,7 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     if (st == OC_OK) st = parse_central(r, cd, err);
     if (st == OC_OK && (r->src->caps & OC_SOURCE_REMOTE)) {
         free(tmp);
+        for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(local_in_bounds(r, &r->e[i], err));
         return defer_locals(r, err);
     }
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++)
