@@ -272,7 +272,10 @@ def build_cpp(work, onnxz_exe):
 def default_lib(onnxz_exe):
     """The directory of libonnxcore.so in the build tree of ONNXZ_EXE (BUILD/tools/onnxz)."""
     build = os.path.dirname(os.path.dirname(os.path.abspath(onnxz_exe)))
-    for root, _, files in os.walk(build):
+    if os.path.exists(os.path.join(build, "libonnxcore", "libonnxcore.so")):
+        return os.path.join(build, "libonnxcore")
+    for root, dirs, files in os.walk(build):
+        dirs[:] = [d for d in dirs if d != "testwork"]  # the tests' own installs
         if "libonnxcore.so" in files:
             return root
     raise SystemExit(f"no libonnxcore.so under {build}: pass --lib DIR")
