@@ -280,6 +280,9 @@ _STREAMED = 1 << 16
 # a model streaming fewer than this many bytes per other initializer is serialized whole
 # (100,000 small initializers beside one large one: 0.38 s streamed, 0.04 s serialized).
 _STREAM_PER_TENSOR = 8 << 10
+# S-45: initializers whose encodings pass this many bytes are all streamed, whatever their
+# sizes, so that the skeleton protobuf serializes stays far from its 2 GiB limit.
+_SKELETON_MAX = 1 << 30
 
 
 def _has_unknown_fields(msg):
@@ -328,11 +331,17 @@ def _skeleton(model):
     graph = model.graph
     initializers = list(graph.initializer)
     encoded = [t.ByteSize() for t in initializers]
-    big = [e > _STREAMED and t.HasField("raw_data") and not t.HasField("data_location") and
+    # S-45: a model that protobuf could not serialize whole streams every initializer,
+    # those loaded from data files too (data_location DEFAULT, which the output then
+    # leaves unset, as `onnxz convert` writes them)
+    least = 0 if sum(encoded) > _SKELETON_MAX else _STREAMED
+    big = [e > least and t.HasField("raw_data") and
+           not (t.HasField("data_location") and (least or t.data_location)) and
            not len(t.external_data) and not _has_unknown_fields(t)
            for t, e in zip(initializers, encoded)]
     streamed = sum(e for e, b in zip(encoded, big) if b)
-    if not streamed or streamed < _STREAM_PER_TENSOR * (len(initializers) - sum(big)):
+    if not streamed or (least and
+                        streamed < _STREAM_PER_TENSOR * (len(initializers) - sum(big))):
         return None
     if _has_unknown_fields(model) or _has_unknown_fields(graph):
         return None
@@ -347,7 +356,7 @@ def _skeleton(model):
             if b:
                 _copy_fields(t, out, "raw_data")
                 n = _raw_data_size(e, out)
-                if n >= _STREAMED:
+                if n >= least:
                     out.data_location = onnx.TensorProto.EXTERNAL
                     entry = out.external_data.add()
                     entry.key, entry.value = "location", "\0%d" % len(tensors)

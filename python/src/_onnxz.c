@@ -731,6 +731,20 @@ static PyObject *span_new(oc_bytes *bytes, PyObject *keep) {
 
 /* Initializers of at least this many raw_data bytes are handed over apart by model_split. */
 #define SPLIT_MIN ((uint64_t)1 << 16)
+/* S-45: what protobuf is handed stays well under its 2 GiB limit: when the initializers
+ * below SPLIT_MIN would pass this many bytes, every initializer is handed over apart. */
+#define SKELETON_MAX ((uint64_t)1 << 30)
+
+/* The raw_data bytes of the initializers model_split would leave in the skeleton. */
+static uint64_t small_raw_bytes(const onnx_GraphProto *g) {
+    uint64_t sum = 0;
+    for (uint64_t i = 0; g && i < g->initializer.count; i++) {
+        const onnx_TensorProto *t = g->initializer.items[i];
+        if (OC_HAS(TensorProto, t, raw_data) && t->raw_data.size < SPLIT_MIN)
+            sum += t->raw_data.size;
+    }
+    return sum;
+}
 
 /* (skeleton, [(index, span), ...]) for onnxz._from_split: the model serialized without the
  * raw_data of its initializers of SPLIT_MIN bytes or more, and those bytes as spans (over
@@ -749,10 +763,11 @@ static PyObject *model_split(oc_model *model, const char *file) {
         PyErr_NoMemory();
         goto done;
     }
+    uint64_t min = small_raw_bytes(g) > SKELETON_MAX ? 1 : SPLIT_MIN;
     for (uint64_t i = 0; i < n; i++) {
         onnx_TensorProto *t = g->initializer.items[i];
         /* borrowed bytes live in the model's own memory, which is freed after this */
-        if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size < SPLIT_MIN ||
+        if (!OC_HAS(TensorProto, t, raw_data) || t->raw_data.size < min ||
             t->raw_data.mode == OC_BYTES_BORROWED)
             continue;
         oc_bytes_move(&held[moved], &t->raw_data);
