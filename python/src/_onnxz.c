@@ -54,6 +54,7 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200], shown[4096];
     const char *msg;
     PyObject *exc, *val, *text;
+    if (PyErr_Occurred()) return NULL; /* a signal handler's (http_cancelled): it stands */
     if (file) file = oc_path_shown(file, shown, sizeof shown); /* no password (N-2) */
     msg = oc_error_detail(err, file, buf, sizeof buf); /* as the tool prints it */
     if (file)
@@ -143,6 +144,18 @@ static int env_int(const char *name, long lo, long hi, long *out) {
  * so that a change of os.environ counts from the next open. The only place the package
  * reads them. Call with the GIL held (os.environ is changed under it); the strings are
  * the environment's, which setenv and unsetenv never free. */
+/* The library's cancel (oc_http_options.cancel), asked on the calling thread while a
+ * request runs without the GIL: takes the GIL and runs Python's signal handlers, so that
+ * Ctrl-C during a long network read raises KeyboardInterrupt (spec/security.md N-6). The
+ * handler's exception stays set; the read then fails and raise_error passes it on. */
+static int http_cancelled(void *ctx) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = PyErr_CheckSignals() < 0;
+    (void)ctx;
+    PyGILState_Release(g);
+    return stop;
+}
+
 static oc_http_options http_settings(void) {
     oc_http_options o = OC_HTTP_OPTIONS_INIT;
     const char *v;
@@ -153,6 +166,7 @@ static oc_http_options http_settings(void) {
     if (env_int("ONNXZ_HTTP_TIMEOUT", 1, 86400, &n)) o.timeout_ms = (uint32_t)n * 1000u;
     if (env_int("ONNXZ_HTTP_RETRIES", 0, 100, &n)) o.retries = n ? (int)n : -1;
     if (env_int("ONNXZ_HTTP_PARALLEL", 1, 16, &n)) o.parallel = (int)n;
+    o.cancel = http_cancelled;
     return o;
 }
 

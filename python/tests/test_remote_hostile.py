@@ -3,8 +3,10 @@ N-2, N-3), served by tests/remote/fault_server.py: no user:password@ in anything
 (str(e), e.file, File.info()["file"]); a server's text (an ETag holding ESC, an OSC
 sequence, BEL and U+202E) reaches onnxz.Error quoted, never raw."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -93,3 +95,36 @@ def test_forked_children_open_their_own_connections(server, tmp_path):
     r = subprocess.run([sys.executable, "-c", FORK, server.url("big.onnxz")],
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.strip().splitlines()[-1:] == ["True [0, 0, 0, 0]"], (r.stdout, r.stderr)
+
+
+INTERRUPTED = """
+import sys, onnxz
+try:
+    with onnxz.open(sys.argv[1]) as f:
+        for n in f.names:
+            f[n]
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    sys.exit(3)
+"""
+
+
+def test_ctrl_c_during_a_slow_read_raises_keyboard_interrupt(server):
+    """spec/security.md N-6: SIGINT while a read waits on a server that drips its body (1
+    byte every 0.2 s, within every timeout's reach for 30 s) raises KeyboardInterrupt in
+    Python at once; before, the read ran on until the server stopped."""
+    server.reset(Fault("drip_body", start=1, interval=0.2))
+    env = dict(os.environ, ONNXZ_HTTP_TIMEOUT="30", ONNXZ_HTTP_RETRIES="0")
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, server.url("big.onnxz")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(2)  # opened, and the first tensor's read has begun
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=20)
+    finally:
+        p.kill()
+        server.finish()
+    took = time.monotonic() - sent
+    assert p.returncode == 3 and "KeyboardInterrupt" in out, (p.returncode, out, err)
+    assert took < 3, took

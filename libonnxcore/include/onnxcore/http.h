@@ -53,6 +53,12 @@ typedef struct oc_http_options {
     uint32_t min_rate;         /* bytes per second; 0: OC_HTTP_MIN_RATE_DEFAULT */
     uint32_t max_header_bytes; /* of one response; 0: OC_HTTP_MAX_HEADERS_DEFAULT */
     uint32_t deadline_ms;      /* the longest one request may take, retries apart; 0: none */
+    /* Polled every 100 ms or so while a request runs, on the thread that called the
+     * library (never on the threads of a parallel read): nonzero abandons the read with
+     * an error "cancelled". For a binding whose user may interrupt a long read (Python's
+     * Ctrl-C). NULL: never cancelled. */
+    int (*cancel)(void *ctx);
+    void *cancel_ctx;
 } oc_http_options;
 
 #define OC_HTTP_MIN_RATE_DEFAULT    1024u        /* 1 KiB/s */

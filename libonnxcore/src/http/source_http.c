@@ -73,6 +73,8 @@ typedef struct http_source {
     uint64_t min_rate;    /* bytes per second of body, averaged over each window */
     double deadline_s;    /* a request's longest time, or 0 */
     uint64_t max_headers; /* bytes of one response's headers */
+    int (*cancel)(void *ctx); /* the caller's, polled on its thread (oc_http_options) */
+    void *cancel_ctx;
     long connect_ms;
     int retries;
     int parallel;   /* connections per large read (1: one, as small reads) */
@@ -94,7 +96,7 @@ typedef struct http_source {
 } http_source;
 
 /* Why a transfer was ended by the bounds of spec/remote.md R-15 (xfer.gave_up). */
-enum { GAVE_NONE, GAVE_STALL, GAVE_HEADERS, GAVE_SLOW, GAVE_DEADLINE };
+enum { GAVE_NONE, GAVE_STALL, GAVE_HEADERS, GAVE_SLOW, GAVE_DEADLINE, GAVE_CANCEL };
 
 /* One request's state, filled by the header and body callbacks. */
 typedef struct xfer {
@@ -116,6 +118,7 @@ typedef struct xfer {
     uint64_t window_got;     /* got when the window began */
     uint64_t header_bytes;   /* of the current response */
     int gave_up;             /* why the progress callback ended the transfer (enum below) */
+    struct timespec polled;  /* when the caller's cancel was last asked */
     uint64_t ignored;     /* body bytes of an empty object's 416, thrown away */
     uint8_t *open_buf;    /* at open: the tail, allocated once the size is known */
     oc_write_fn sink;     /* read_to: the body goes here, not into dst */
@@ -319,6 +322,14 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
     return len;
 }
 
+/* Whether the caller's cancel says to stop, asked at most every 100 ms (*polled: when it
+ * was last asked). */
+static int asked_to_stop(const http_source *h, struct timespec *polled) {
+    if (!h->cancel || seconds_since(polled) < 0.1) return 0;
+    clock_gettime(CLOCK_MONOTONIC, polled);
+    return h->cancel(h->cancel_ctx) != 0;
+}
+
 /* Whether the body fell below min_rate in the window that just ended (starting the next
  * one when it did not): at least min_rate x timeout_s bytes, or what was left to come. */
 static int too_slow(xfer *x) {
@@ -344,7 +355,9 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
     const http_source *h = x->h;
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     if (x->cancel && atomic_load(x->cancel)) return 1; /* another range failed */
-    if (seconds_since(&x->last) >= (double)h->timeout_s)
+    if (!x->cancel && asked_to_stop(h, &x->polled)) /* the caller's thread only */
+        x->gave_up = GAVE_CANCEL;
+    else if (seconds_since(&x->last) >= (double)h->timeout_s)
         x->gave_up = GAVE_STALL;
     else if (h->deadline_s > 0 && seconds_since(&x->start) >= h->deadline_s)
         x->gave_up = GAVE_DEADLINE;
@@ -452,6 +465,8 @@ static oc_status gave_up(const http_source *h, const xfer *x, oc_error *err) {
         return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                         "%s: too slow (less than %" PRIu64 " bytes/s over %ld s, R-15; %s)",
                         h->head.name, h->min_rate, h->timeout_s, got);
+    case GAVE_CANCEL:
+        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled (%s)", h->head.name, got);
     case GAVE_DEADLINE:
         return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                         "%s: timed out (the request took more than %.1f s, R-15; %s)",
@@ -698,6 +713,20 @@ static void *par_worker(void *arg) {
     return NULL;
 }
 
+/* Waits (under mu) for a worker, at most 100 ms; then asks the caller's cancel, which
+ * fails the read as a worker's failure would. */
+static void par_wait(par *p, struct timespec *polled) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&p->cv, &p->mu, &until);
+    if (p->failed || !asked_to_stop(p->h, polled)) return;
+    p->worker_failed = 1;
+    p->st = oc__fail(&p->err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled", p->h->head.name);
+    par_fail(p);
+}
+
 /* [at, at + n) from the server by parallel ranges, into dst or passed to write in order;
  * false (nothing fetched) when no worker or buffer could be had: the caller fetches it in
  * one request. The first failure, a request's or write's, is the read's: the requests in
@@ -732,10 +761,11 @@ static int par_fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc_w
         return 0;
     }
     oc_status st = OC_OK;
+    struct timespec polled = {0, 0};
     pthread_mutex_lock(&p->mu);
     for (size_t d = 0; d < p->nchunks; d++) {
         size_t slot = d % p->nslots;
-        while (!p->failed && p->done[slot] != d + 1) pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->failed && p->done[slot] != d + 1) par_wait(p, &polled);
         if (p->failed) break;
         if (write) {
             pthread_mutex_unlock(&p->mu); /* the workers go on while the caller writes */
@@ -995,6 +1025,8 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     h->min_rate = o.min_rate ? o.min_rate : OC_HTTP_MIN_RATE_DEFAULT;
     h->deadline_s = (double)o.deadline_ms / 1000.0;
     h->max_headers = o.max_header_bytes ? o.max_header_bytes : OC_HTTP_MAX_HEADERS_DEFAULT;
+    h->cancel = o.cancel;
+    h->cancel_ctx = o.cancel_ctx;
     h->retries = o.retries < 0 ? 0 : o.retries > 0 ? o.retries : 3;
     h->parallel = o.parallel > 0 ? (o.parallel < PAR_MAX ? o.parallel : PAR_MAX) : PAR_DEFAULT;
     if (auth) {
