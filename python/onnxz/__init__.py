@@ -454,21 +454,27 @@ class File(collections.abc.Mapping):
                 self._model = _from_split(_onnxz._load(self._path, False, self._key, None))
         return self._model
 
+    def _name_set(self):
+        """The names, read once from the library's name table (K-1), and as a set: no call
+        here takes time that grows with the number of tensors but the first."""
+        if self._names is None:
+            names = self._open_reader().names()
+            self._names = (names, frozenset(names))
+        return self._names
+
     @property
     def names(self):
         """The names of the model's tensors (initializers first), each once."""
-        if self._names is None:
-            self._names = self._open_reader().names()
-        return list(self._names)
+        return list(self._name_set()[0])
 
     def __iter__(self):
-        return iter(self.names)
+        return iter(self._name_set()[0])
 
     def __len__(self):
-        return len(self.names)
+        return len(self._name_set()[0])
 
     def __contains__(self, name):  # by name, without reading the tensor
-        return name in self.names
+        return name in self._name_set()[1]
 
     def __getitem__(self, name):
         if not isinstance(name, (str, bytes)):  # as a dict: KeyError, so get() gives its default

@@ -819,9 +819,11 @@ typedef struct {
                           * asked for; else NULL */
     PyThread_type_lock fetch_lock; /* with weights: one fetch at a time */
     oc_http_options http; /* a URL's settings, read at open: weights points to them */
+    oc_tensor_index *index;        /* model's tensors by name (K-1): one table per file */
 } HoldObject;
 
 static void hold_dealloc(HoldObject *self) {
+    oc_tensor_index_free(self->index);
     oz_weights_close(self->weights);
     if (self->fetch_lock) PyThread_free_lock(self->fetch_lock);
     oc_model_free(self->model);
@@ -893,6 +895,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     hold->weights = NULL;
     hold->fetch_lock = NULL;
     hold->http = http_settings();
+    hold->index = NULL;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);
     if (st == OC_OK && kind == OZ_KIND_ZIP) {
@@ -920,6 +923,9 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         self->payload_archive = info.is_archive;
         self->file_size = info.file_size;
     }
+    if (st == OC_OK)
+        st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(hold->model), &hold->index,
+                                 &err);
     Py_END_ALLOW_THREADS key_release(&key, &holder);
     if (st == OC_OK && hold->weights && !(hold->fetch_lock = PyThread_allocate_lock())) {
         PyErr_NoMemory();
@@ -948,45 +954,26 @@ static int reader_check(ReaderObject *self) {
     return -1;
 }
 
-typedef struct names_ctx {
-    PyObject *list; /* every named tensor, once */
-    PyObject *seen;
-} names_ctx;
-
-static oc_status names_visit(void *ctx, onnx_TensorProto *t) {
-    names_ctx *f = ctx;
-    if (!OC_HAS(TensorProto, t, name)) return OC_OK;
-    PyObject *n = PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
-    int r;
-    if (!n) return OC_ERR_NOMEM;
-    r = PySet_Contains(f->seen, n);
-    if (r == 0) r = PySet_Add(f->seen, n) < 0 || PyList_Append(f->list, n) < 0 ? -1 : 0;
-    Py_DECREF(n);
-    return r < 0 ? OC_ERR_NOMEM : OC_OK;
-}
-
+/* names() -> [str]: the model's tensor names, each once, in the index's order (bytes that
+ * are not UTF-8 as surrogates, which tensor() turns back into them). */
 static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
-    names_ctx f;
-    HoldObject *hold;
-    oc_status st = OC_ERR_NOMEM;
+    const oc_tensor_index *x;
+    PyObject *list;
+    uint64_t n;
     (void)unused;
     if (reader_check(self) < 0) return NULL;
-    hold = self->hold; /* the walk allocates: a GC there may let a close() in */
-    Py_INCREF(hold);
-    memset(&f, 0, sizeof f);
-    f.list = PyList_New(0);
-    f.seen = PySet_New(NULL);
-    if (f.list && f.seen)
-        st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(hold->model), names_visit,
-                                  &f);
-    Py_DECREF(hold);
-    if (st != OC_OK) {
-        Py_XDECREF(f.list);
-        Py_XDECREF(f.seen);
-        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    x = self->hold->index; /* nothing below lets the GIL go: close() cannot run */
+    n = oc_tensor_index_count(x);
+    if (n > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
+    list = PyList_New((Py_ssize_t)n);
+    for (uint64_t i = 0; list && i < n; i++) {
+        const onnx_TensorProto *t = oc_tensor_index_at(x, i);
+        PyObject *name =
+            PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
+        if (!name) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, name);
     }
-    Py_DECREF(f.seen);
-    return f.list;
+    return list;
 }
 
 /* tensor(name) -> (span or None, data_type, dims): the tensor's bytes in place (a URL's
@@ -1021,7 +1008,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
      * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
     hold = self->hold;
     Py_INCREF(hold);
-    t = oz_model_find_tensor(hold->model, name, len);
+    t = oc_tensor_index_find(hold->index, name, len);
     if (!t) {
         PyErr_SetObject(PyExc_KeyError, name_obj);
         goto done;

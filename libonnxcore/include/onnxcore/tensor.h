@@ -6,6 +6,7 @@
 
 #include "export.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "codec.h"
@@ -62,6 +63,28 @@ struct oc_tensor_fetch;
  * (oz_open_deferred) without reading them. */
 OC_API oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *tensor,
                                               const struct oc_tensor_fetch *fetch, oc_error *err);
+
+/* A model's tensors by name: every named TensorProto of a message tree at any depth
+ * (initializers, attributes, subgraphs, functions: oc_msg_visit_tensors's order), each
+ * name once (the first tensor that has it). Built by one walk into a keyed name table
+ * (nametab.h, spec/security.md K-2), so that each lookup takes expected constant time
+ * whatever the names, where a walk per lookup made a loop over every name quadratic
+ * (K-1). The index borrows the tensors: the message must outlive it and not change
+ * while it is used. Any number of threads may read it at once. */
+typedef struct oc_tensor_index oc_tensor_index;
+/* Builds the index of msg (a message of desc). OC_ERR_NOMEM; OC_ERR_LIMIT past
+ * OC_NAMETAB_MAX names. *out is NULL on failure. */
+OC_API oc_status oc_tensor_index_new(const oc_msgdesc *desc, void *msg, oc_tensor_index **out,
+                                     oc_error *err);
+/* Frees the index (not the tensors). NULL is accepted. */
+OC_API void oc_tensor_index_free(oc_tensor_index *x);
+/* The number of distinct names. */
+OC_API uint64_t oc_tensor_index_count(const oc_tensor_index *x);
+/* The tensor of the i-th distinct name, in walk order (NULL past the count): borrowed. */
+OC_API onnx_TensorProto *oc_tensor_index_at(const oc_tensor_index *x, uint64_t i);
+/* The first tensor named name (len bytes, any bytes), or NULL: borrowed. */
+OC_API onnx_TensorProto *oc_tensor_index_find(const oc_tensor_index *x, const void *name,
+                                              size_t len);
 
 #ifdef __cplusplus
 }
