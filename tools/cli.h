@@ -129,7 +129,7 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
  * command), 1 GiB by default. cli_parse_options_init is oc_parse_options_init with it;
  * cli_archive_open is oz_archive_open with it. Past it a load fails with OC_ERR_LIMIT,
  * and cli_fail names the flag. */
-#define CLI_DEFAULT_MAX_MEMORY (1ull << 30)
+#define CLI_DEFAULT_MAX_MEMORY OC_RECOMMENDED_MAX_MEMORY
 void cli_parse_options_init(oc_parse_options *opts);
 oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
 /* The HTTP settings of every load of a URL, from the user's environment (read once, the

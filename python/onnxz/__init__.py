@@ -58,15 +58,32 @@ def _fspath(path):
     return os.fsdecode(os.fspath(path))
 
 
+def _budget(max_memory):
+    """The memory budget of a call (spec/security.md M-3): max_memory bytes, or by default
+    the one the onnxz tool applies (the library's OC_RECOMMENDED_MAX_MEMORY, 1 GiB)."""
+    if max_memory is None:
+        return _onnxz._DEFAULT_MAX_MEMORY
+    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory <= 0:
+        raise ValueError(f"onnxz: max_memory={max_memory!r}: give a number of bytes, more "
+                         "than 0")
+    return max_memory
+
+
+# A decode builds up to about 200 bytes for each byte of its input (an empty initializer:
+# 2 bytes on the wire, a TensorProto of some 400 once decoded). Past this many input bytes
+# per byte of budget, the decode could pass the budget (M-1).
+_AMPLIFICATION = 256
+
+
 def _save_opts(to, external_data, max_file_size, align, threshold, checksum, deflate_model, key,
-               sync):
+               sync, max_memory=None):
     """save's and convert's keywords as the library's save options take them (their rules,
     and the form a name asks for, are the library's: oz_save_check)."""
     return (to, None if external_data is None else _fspath(external_data), max_file_size, align,
-            threshold, bool(checksum), bool(deflate_model), key, bool(sync))
+            threshold, bool(checksum), bool(deflate_model), key, bool(sync), _budget(max_memory))
 
 
-def load(f, *, load_external_data=True, key=None, data_dir=None):
+def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None):
     """Loads a model in any form and returns it as an onnx.ModelProto.
 
     f: a path (str, bytes, os.PathLike), an http:// or https:// URL (see open), the
@@ -77,7 +94,13 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
     key: the passphrase (str or bytes) of an encrypted file.
     data_dir: where the data files are, when they moved (default: beside the model; for
         bytes, external data is only read with a data_dir).
+    max_memory: the memory budget in bytes of what decoding the model builds (its graph;
+        not its tensors' bytes), as the tool's --max-memory: by default the tool's, 1 GiB.
+        A model that needs more raises onnxz.Error (status "limit exceeded", naming max_memory)
+        before it gets there (spec/security.md M-1..M-3).
 
+    A .onnx file and its data files are read under their pair lock (E-25), as the tool
+    reads them: never one save's model with another save's data files.
     The result equals onnx.load's for the same model (SerializeToString() identical), and
     for the forms onnx.load cannot read, onnx.load of the model converted to one .onnx.
     Raises onnxz.Error for a file onnxz refuses, OSError when it cannot be read.
@@ -91,17 +114,18 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
         if data_dir is None and load_external_data and isinstance(name, (str, bytes,
                                                                           os.PathLike)):
             data_dir = os.path.dirname(os.path.abspath(name))
+    budget = _budget(max_memory)
     if isinstance(f, (bytes, bytearray, memoryview)):
         kind = _onnxz._detect(f)
         if kind in ("model", "empty") and key is None:
             with memoryview(f) as m, m.cast("B") as view:  # bytes, whatever f's format
-                model, external = _parse_checked(view, None)
+                model, external = _parse_checked(view, None, budget)
             if model is not None and not (external and load_external_data and
                                           data_dir is not None):
                 return model
             # the data files' tensors read in; or beyond protobuf's limits: re-encoded
             data = _onnxz._load_memory(f, load_external_data and data_dir is not None,
-                                       None if data_dir is None else _fspath(data_dir))
+                                       None if data_dir is None else _fspath(data_dir), budget)
             return onnx.ModelProto.FromString(data)
         # Archives and encrypted bytes: through a file, which the C reader maps.
         with tempfile.TemporaryDirectory(prefix="onnxz-") as tmp:
@@ -109,13 +133,14 @@ def load(f, *, load_external_data=True, key=None, data_dir=None):
             with _builtin_open(path, "wb") as out:
                 out.write(f)
             return _from_split(_onnxz._load(path, load_external_data, key,
-                                            None if data_dir is None else _fspath(data_dir)))
+                                            None if data_dir is None else _fspath(data_dir),
+                                            budget))
     if key is None and not _onnxz._is_url(f):
-        model = _load_mapped(f, load_external_data)
+        model = _load_mapped(f, load_external_data, budget)
         if model is not None:
             return model
     return _from_split(_onnxz._load(f, load_external_data, key,
-                                    None if data_dir is None else _fspath(data_dir)))
+                                    None if data_dir is None else _fspath(data_dir), budget))
 
 
 def _from_split(split):
@@ -134,7 +159,7 @@ def _from_split(split):
     return model
 
 
-def _load_mapped(path, load_external_data):
+def _load_mapped(path, load_external_data, budget):
     """A plain .onnx file whose bytes are the model onnx.load gives (no external data, or
     external data not asked for), parsed by protobuf straight from the file's mapping: no
     copy of the file into memory first, as onnx.load makes (f.read()); see _parse_checked.
@@ -159,7 +184,7 @@ def _load_mapped(path, load_external_data):
         os.close(fd)
     try:
         with memoryview(mapping) as view:
-            model, external = _parse_checked(view, os.fsdecode(_fspath(path)))
+            model, external = _parse_checked(view, os.fsdecode(_fspath(path)), budget)
         if external and load_external_data:
             return None  # its tensors' data files are read in by the general path
         return model
@@ -167,15 +192,24 @@ def _load_mapped(path, load_external_data):
         mapping.close()
 
 
-def _parse_checked(view, name):
+def _parse_checked(view, name, budget):
     """(model, external): view (a serialized model) parsed by protobuf, None when it is
     beyond protobuf's own limits, and whether a tensor refers to external data. Checked
     by onnxz's decoder, so that a model it refuses raises onnxz.Error naming name (None:
     bytes) as on every other path; the check runs on a thread of its own while protobuf
     parses (_onnxz._check_start), and its verdict comes first: a 100,000-node graph loaded
     in 0.048 s against 0.10 s one after the other. Whatever interrupts the parse (Ctrl-C)
-    is raised once the check has let go of view."""
-    check = _onnxz._check_start(view, name)
+    is raised once the check has let go of view. The check decodes within budget (M-1);
+    where view is large enough for a decode to pass it, the check's verdict is waited for
+    before protobuf builds anything, so that a refused model costs no more than the
+    budget."""
+    check = _onnxz._check_start(view, name, budget)
+    if len(view) > budget // _AMPLIFICATION:
+        external = check.verdict()
+        try:
+            return onnx.ModelProto.FromString(view), external
+        except DecodeError:
+            return None, external
     try:
         model = onnx.ModelProto.FromString(view)
     except DecodeError:
@@ -187,7 +221,7 @@ def _parse_checked(view, name):
 
 
 def save(model, path, *, external_data=None, max_file_size=None, align=None, threshold=None,
-         checksum=False, deflate_model=False, key=None, to=None, sync=False):
+         checksum=False, deflate_model=False, key=None, to=None, sync=False, max_memory=None):
     """Writes model (an onnx.ModelProto, or its serialized bytes) to path, in the form its
     name asks for, replacing it: the files are byte for byte those `onnxz convert` writes for
     the same model and options.
@@ -208,6 +242,8 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
         after cannot leave a file empty or short, and a write error the disk reports late
         (EIO; ENOSPC on NFS or with quotas) raises instead of going unnoticed.
     Options that do not apply to the form raise ValueError, as in the tool.
+    max_memory: the memory budget of what the save decodes and holds, as for load and
+        the tool's --max-memory (default 1 GiB).
 
     An onnx.ModelProto is not serialized whole first, as onnx.save does: the raw_data of
     its initializers of 64 KiB or more goes from the model to the files one tensor at a
@@ -216,7 +252,7 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     between tensors, with KeyboardInterrupt, leaving no file.
     """
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
-                      deflate_model, key, sync)
+                      deflate_model, key, sync, max_memory)
     _onnxz._save_check(path, opts)
     _refuse_urls(path, external_data)
     _release_replaced(path, external_data)
@@ -373,14 +409,16 @@ def _skeleton(model):
 
 
 def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,
-            checksum=False, deflate_model=False, key=None, data_dir=None, to=None, sync=False):
+            checksum=False, deflate_model=False, key=None, data_dir=None, to=None, sync=False,
+            max_memory=None):
     """Converts the model at src (any form; a path or an http(s) URL, see open) to dst, as
     `onnxz convert -f SRC DST` does with the same options (see save); tensor bytes go from
     src's mapping (or the network, one tensor at a time) to dst without a copy.
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
-    files are, when they moved. sync: as for save (`onnxz convert` syncs by default)."""
+    files are, when they moved. sync: as for save (`onnxz convert` syncs by default).
+    max_memory: the budget of the decode, as for load (default 1 GiB)."""
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
-                      deflate_model, key, sync)
+                      deflate_model, key, sync, max_memory)
     _onnxz._save_check(dst, opts)
     _refuse_urls(dst, external_data)  # before src is read: no request for nothing
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
@@ -408,10 +446,11 @@ class File(collections.abc.Mapping):
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
-    def __init__(self, path, *, key=None):
+    def __init__(self, path, *, key=None, max_memory=None):
         self._path = _fspath(path)
         self._key = key
-        self._reader = _onnxz._Reader(path, key)
+        self._budget = _budget(max_memory)
+        self._reader = _onnxz._Reader(path, key, self._budget)
         self._names = None
         self._model = None
 
@@ -451,7 +490,8 @@ class File(collections.abc.Mapping):
             if r.keeps_references():  # archives, and a URL's .onnx: no second reading
                 self._model = onnx.ModelProto.FromString(r.model_bytes())
             else:
-                self._model = _from_split(_onnxz._load(self._path, False, self._key, None))
+                self._model = _from_split(_onnxz._load(self._path, False, self._key, None,
+                                                       self._budget))
         return self._model
 
     def _name_set(self):
@@ -535,7 +575,7 @@ class File(collections.abc.Mapping):
         return info(self)
 
 
-def open(path, *, key=None):
+def open(path, *, key=None, max_memory=None):
     """Opens the model at path (any form) for reading its tensors as zero-copy numpy
     arrays; a context manager (File). key: the passphrase of an encrypted file.
 
@@ -559,5 +599,9 @@ def open(path, *, key=None):
     part of the mapping reads zeros and onnxz.Error (status "truncated") is raised at the
     next Python statement. Bytes rewritten in place without a cut show through as they
     are. For files that others may rewrite in place, copy what you keep
-    (numpy.array(f[name])) while the file is as you opened it."""
-    return File(path, key=key)
+    (numpy.array(f[name])) while the file is as you opened it.
+
+    max_memory: the memory budget in bytes of what decoding the model and holding an
+    archive's directory take, as for load and the tool's --max-memory (default 1 GiB):
+    a 10 KB archive that would decode into gigabytes raises onnxz.Error instead."""
+    return File(path, key=key, max_memory=max_memory)

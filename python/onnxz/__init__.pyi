@@ -20,26 +20,30 @@ class Error(ValueError):
 
 def load(f: Union[PathLike, bytes, bytearray, memoryview, IO[bytes]], *,
          load_external_data: bool = ..., key: Optional[Key] = ...,
-         data_dir: Optional[PathLike] = ...) -> onnx.ModelProto:
+         data_dir: Optional[PathLike] = ...,
+         max_memory: Optional[int] = ...) -> onnx.ModelProto:
     """A model in any form as onnx.load gives it."""
 
 def save(model: Union[onnx.ModelProto, bytes], path: PathLike, *,
          external_data: Optional[PathLike] = ..., max_file_size: Optional[int] = ...,
          align: Optional[int] = ..., threshold: Optional[int] = ..., checksum: bool = ...,
          deflate_model: bool = ..., key: Optional[Key] = ...,
-         to: Optional[Form] = ..., sync: bool = ...) -> None:
+         to: Optional[Form] = ..., sync: bool = ...,
+         max_memory: Optional[int] = ...) -> None:
     """Writes the model in the form path's name asks for, as `onnxz convert`."""
 
 def convert(src: PathLike, dst: PathLike, *, external_data: Optional[PathLike] = ...,
             max_file_size: Optional[int] = ..., align: Optional[int] = ...,
             threshold: Optional[int] = ..., checksum: bool = ..., deflate_model: bool = ...,
             key: Optional[Key] = ..., data_dir: Optional[PathLike] = ...,
-            to: Optional[Form] = ..., sync: bool = ...) -> None:
+            to: Optional[Form] = ..., sync: bool = ...,
+            max_memory: Optional[int] = ...) -> None:
     """`onnxz convert -f SRC DST` with the same options."""
 
 class File(Mapping[str, np.ndarray]):
     """An open model file: tensors as zero-copy read-only numpy arrays, by name."""
-    def __init__(self, path: PathLike, *, key: Optional[Key] = ...) -> None: ...
+    def __init__(self, path: PathLike, *, key: Optional[Key] = ...,
+                 max_memory: Optional[int] = ...) -> None: ...
     def __enter__(self) -> "File": ...
     def __exit__(self, *exc: Any) -> None: ...
     def close(self) -> None: ...
@@ -59,5 +63,6 @@ class File(Mapping[str, np.ndarray]):
     def verify(self) -> None: ...
     def info(self) -> Dict[str, Any]: ...
 
-def open(path: PathLike, *, key: Optional[Key] = ...) -> File:
+def open(path: PathLike, *, key: Optional[Key] = ...,
+         max_memory: Optional[int] = ...) -> File:
     """Opens a model file for zero-copy reads of its tensors (a context manager)."""

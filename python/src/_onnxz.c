@@ -228,64 +228,17 @@ static PyObject *model_to_bytes(const oc_model *model, const char *file) {
 
 /* ---- _load ------------------------------------------------------------------------ */
 
-typedef struct tensor_list {
-    onnx_TensorProto **items;
-    size_t count, cap;
-} tensor_list;
-
-static oc_status collect_external(void *ctx, onnx_TensorProto *t) {
-    tensor_list *l = ctx;
-    if (!oc_tensor_is_external(t)) return OC_OK;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        onnx_TensorProto **p = realloc(l->items, cap * sizeof *p);
-        if (!p) return OC_ERR_NOMEM;
-        l->items = p;
-        l->cap = cap;
-    }
-    l->items[l->count++] = t;
-    return OC_OK;
-}
-
-/* Reads the external data of a model loaded with its references, as onnx.load does: each
- * tensor that was EXTERNAL then says data_location DEFAULT (onnx.load sets the field),
- * which the library's own loading leaves unset. Runs without the GIL. */
-static oc_status load_external(oc_model *model, const char *base_dir, const oc_parse_options *po,
-                               oc_error *err) {
-    tensor_list l = {NULL, 0, 0};
-    oc_parse_options o = *po;
-    oc_status st;
-    onnx_ModelProto *m = oc_model_proto(model);
-    o.skip_external_data = 0;
-    st = oc_msg_visit_tensors(&onnx_ModelProto_desc, m, collect_external, &l);
-    if (st != OC_OK) st = oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    if (st == OC_OK && l.count)
-        st = oc_external_data_load(&onnx_ModelProto_desc, m, base_dir, &o, err);
-    for (size_t i = 0; st == OC_OK && i < l.count; i++) {
-        l.items[i]->data_location = 0 /* DEFAULT */;
-        OC_SET_HAS(TensorProto, l.items[i], data_location);
-    }
-    free(l.items);
-    return st;
-}
-
-/* The directory of path ("." for a bare name), in a buffer of size bytes. */
-static const char *dir_of(const char *path, char *buf, size_t size) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return ".";
-    if (slash == path) return "/";
-    snprintf(buf, size, "%.*s", (int)(slash - path), path);
-    return buf;
-}
-
 static PyObject *model_split(oc_model *model, const char *file);
 
-/* _load(path, load_external_data, key, data_dir) -> (skeleton, pieces) (model_split): the
- * model of a file in any form (oz_open), its external data read in unless
- * load_external_data is false. */
+/* _load(path, load_external_data, key, data_dir, max_memory) -> (skeleton, pieces)
+ * (model_split): the model of a file in any form (oz_open, which reads a .onnx file and
+ * its data files under their pair lock, E-25), its external data read in unless
+ * load_external_data is false: a .onnx file's tensors then say data_location DEFAULT, as
+ * onnx.load leaves them. max_memory: the budget of the decode (M-1, M-2). */
 static PyObject *py_load(PyObject *self, PyObject *args) {
     PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
     int external;
+    unsigned long long max_memory;
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
@@ -295,7 +248,8 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     oc_status st;
     (void)self;
     o.parse.http = &http;
-    if (!PyArg_ParseTuple(args, "OpOO", &path_obj, &external, &key_obj, &dir_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "OpOOK", &path_obj, &external, &key_obj, &dir_obj, &max_memory))
+        return NULL;
     if (!path_arg(path_obj, &path)) return NULL;
     if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
         Py_DECREF(path);
@@ -308,20 +262,15 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     }
     o.parse.no_copy = 1; /* the bytes go from the mapping to the serialized model once */
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
+    o.parse.max_memory = max_memory;
+    o.parse.skip_external_data = !external;
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS oz_kind kind = OZ_KIND_MODEL;
     if (oz_detect_path(PyBytes_AS_STRING(path), &http, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
-    /* A .onnx file: references first, then their data, as onnx.load reads them. */
-    o.parse.skip_external_data = !external || kind == OZ_KIND_MODEL;
+    o.parse.loaded_location_default = kind == OZ_KIND_MODEL; /* an archive's: as converted */
     st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
-    if (st == OC_OK && external && kind == OZ_KIND_MODEL) {
-        char buf[4096];
-        const char *base =
-            dir ? PyBytes_AS_STRING(dir) : dir_of(PyBytes_AS_STRING(path), buf, sizeof buf);
-        st = load_external(model, base, &o.parse, &err);
-    }
     Py_END_ALLOW_THREADS key_release(&key, &key_holder);
     out = st == OC_OK ? model_split(model, PyBytes_AS_STRING(path))
                       : raise_error(PyBytes_AS_STRING(path), &err);
@@ -331,31 +280,33 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* _load_memory(data, load_external_data, data_dir) -> bytes: a serialized model in memory
- * (re-encoded, so that what comes back is what onnx.load gives), its external data read
- * from data_dir when given and load_external_data. */
+/* _load_memory(data, load_external_data, data_dir, max_memory) -> bytes: a serialized
+ * model in memory (re-encoded, so that what comes back is what onnx.load gives), its
+ * external data read from data_dir when given and load_external_data (data_location
+ * DEFAULT then, as onnx.load leaves it). */
 static PyObject *py_load_memory(PyObject *self, PyObject *args) {
     PyObject *dir_obj, *dir = NULL, *out;
     Py_buffer data;
     int external;
+    unsigned long long max_memory;
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oc_model *model = NULL;
     oc_error err;
     oc_status st;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*pO", &data, &external, &dir_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*pOK", &data, &external, &dir_obj, &max_memory)) return NULL;
     if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
         PyBuffer_Release(&data);
         return NULL;
     }
     po.no_copy = 1;
     po.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
-    po.skip_external_data = 1;
+    po.skip_external_data = !(external && dir);
+    po.loaded_location_default = 1;
+    po.max_memory = max_memory;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS st =
         oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
-    if (st == OC_OK && external && dir)
-        st = load_external(model, PyBytes_AS_STRING(dir), &po, &err);
     Py_END_ALLOW_THREADS out = st == OC_OK ? model_to_bytes(model, NULL) : raise_error(NULL, &err);
     oc_model_free(model);
     PyBuffer_Release(&data);
@@ -367,6 +318,7 @@ static PyObject *py_load_memory(PyObject *self, PyObject *args) {
 
 typedef struct save_opts {
     oz_save_options o;
+    unsigned long long max_memory; /* the budget of the decode before the save (M-1) */
     Py_buffer key;
     PyObject *key_holder, *external_holder;
 } save_opts;
@@ -388,15 +340,17 @@ static int size_arg(PyObject *obj, const char *name, bool *given, uint64_t *valu
 }
 
 /* opts: (to or None, external_data or None, max_file_size, align, threshold (each None or
- * an int), checksum, deflate_model, key or None, sync), as save() and convert() take them;
+ * an int), checksum, deflate_model, key or None, sync, max_memory), as save() and convert()
+ * take them;
  * their rules are the library's (oz_save_check). Release with save_opts_release. */
 static int save_opts_parse(PyObject *tuple, save_opts *s) {
     PyObject *to, *ext, *mfs, *align, *threshold, *key;
     int checksum, deflate_model, sync;
     memset(s, 0, sizeof *s);
     oz_save_options_init(&s->o);
-    if (!PyArg_ParseTuple(tuple, "OOOOOppOp", &to, &ext, &mfs, &align, &threshold, &checksum,
-                          &deflate_model, &key, &sync))
+    s->max_memory = OC_RECOMMENDED_MAX_MEMORY;
+    if (!PyArg_ParseTuple(tuple, "OOOOOppOp|K", &to, &ext, &mfs, &align, &threshold, &checksum,
+                          &deflate_model, &key, &sync, &s->max_memory))
         return -1;
     if (to != Py_None &&
         (!PyUnicode_Check(to) || (s->o.form = oz_form_parse(PyUnicode_AsUTF8(to))) == OZ_FORM_AUTO)) {
@@ -550,6 +504,7 @@ static oc_status save_serialized(const Py_buffer *data, const char *path, save_o
     oc_model *model = NULL;
     po.no_copy = 1;
     po.skip_external_data = 1; /* references in the ModelProto are written as they are */
+    po.max_memory = s->max_memory;
     oc_status st = oc_model_load_memory(data->buf, (uint64_t)data->len, &po, &model, err);
     if (st == OC_OK && w) {
         st = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), check_marker, w);
@@ -660,6 +615,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     }
     s.o.overwrite = 1;
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
+    o.parse.max_memory = s.max_memory;
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
@@ -845,6 +801,7 @@ typedef struct {
     int kind;                     /* oz_kind */
     int payload_archive;          /* the model came from an archive (encrypted or not) */
     unsigned long long file_size; /* bytes of the file or of the object at a URL; 0: unknown */
+    unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
@@ -867,14 +824,17 @@ static int raise_cut(const char *path) {
 }
 
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"path", "key", NULL};
+    static char *kwlist[] = {"path", "key", "max_memory", NULL};
     PyObject *path_obj, *key_obj = Py_None, *path = NULL, *holder = NULL;
+    unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     Py_buffer key;
     oz_kind kind = OZ_KIND_MODEL;
     HoldObject *hold;
     oc_error err;
     oc_status st;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O", kwlist, &path_obj, &key_obj)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OK", kwlist, &path_obj, &key_obj,
+                                     &max_memory))
+        return -1;
     if (self->path) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
         return -1;
@@ -903,6 +863,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
         po.skip_external_data = 1;
         po.http = zo.http = &hold->http;
+        po.max_memory = zo.max_memory = max_memory;
         st = oz_archive_open(PyBytes_AS_STRING(path), &zo, &hold->archive, &err);
         if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
         if (st == OC_OK) self->file_size = oz_zip_reader_size(oz_archive_zip(hold->archive));
@@ -910,6 +871,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
         o.parse.http = &hold->http;
+        o.parse.max_memory = max_memory;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         oz_open_info info = OZ_OPEN_INFO_INIT;
@@ -943,6 +905,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     if (!oc_is_url(PyBytes_AS_STRING(path))) onnxz_fault_watch(PyBytes_AS_STRING(path), raise_cut);
     self->path = path;
     self->hold = hold;
+    self->max_memory = max_memory;
     self->kind = (int)kind;
     if (kind == OZ_KIND_ZIP) self->payload_archive = 1;
     return 0;
@@ -1193,6 +1156,7 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
         o.parse.no_copy = 1;
         o.parse.skip_external_data = 1;
         o.parse.http = &hold->http;
+        o.parse.max_memory = self->max_memory;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
@@ -1229,6 +1193,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.http = &hold->http;
+        o.parse.max_memory = self->max_memory;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
         st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
@@ -1364,6 +1329,7 @@ typedef struct {
     oc_status st;
     oc_error err;
     int external;
+    unsigned long long max_memory; /* the decode's budget (M-1) */
 } CheckObject;
 
 static void check_run(CheckObject *c) {
@@ -1371,6 +1337,7 @@ static void check_run(CheckObject *c) {
     oc_model *model = NULL;
     po.no_copy = 1;
     po.skip_external_data = 1;
+    po.max_memory = c->max_memory;
     c->st = oc_model_load_memory(c->data.buf, (uint64_t)c->data.len, &po, &model, &c->err);
     if (c->st == OC_OK)
         oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), note_external,
@@ -1430,16 +1397,18 @@ static PyTypeObject CheckType = {
     .tp_methods = check_methods,
 };
 
-/* _check_start(data, name) -> _Check: the check of data started on its own thread (run
- * here, the GIL released, if no thread can be started); name (a path, or None) is the
- * file errors name. */
+/* _check_start(data, name, max_memory) -> _Check: the check of data started on its own
+ * thread (run here, the GIL released, if no thread can be started); name (a path, or
+ * None) is the file errors name; max_memory the decode's budget (M-1). */
 static PyObject *py_check_start(PyObject *self, PyObject *args) {
     PyObject *data_obj, *name_obj;
     CheckObject *c;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO", &data_obj, &name_obj)) return NULL;
+    unsigned long long max_memory;
+    if (!PyArg_ParseTuple(args, "OOK", &data_obj, &name_obj, &max_memory)) return NULL;
     c = PyObject_New(CheckObject, &CheckType);
     if (!c) return NULL;
+    c->max_memory = max_memory;
     memset(&c->data, 0, sizeof c->data);
     c->name = NULL;
     c->running = 0;
@@ -1467,9 +1436,10 @@ static PyObject *py_check_start(PyObject *self, PyObject *args) {
 
 static PyMethodDef module_methods[] = {
     {"_load", py_load, METH_VARARGS,
-     "(path, load_external_data, key, data_dir) -> (skeleton, [(initializer index, span)])"},
-    {"_load_memory", py_load_memory, METH_VARARGS, "(data, load_external_data, data_dir) -> bytes"},
-    {"_check_start", py_check_start, METH_VARARGS, "(data, name) -> _Check, running."},
+     "(path, load_external_data, key, data_dir, max_memory) -> (skeleton, [(index, span)])"},
+    {"_load_memory", py_load_memory, METH_VARARGS,
+     "(data, load_external_data, data_dir, max_memory) -> bytes"},
+    {"_check_start", py_check_start, METH_VARARGS, "(data, name, max_memory) -> _Check."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
     {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
@@ -1512,7 +1482,9 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
         PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
         PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
         PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0 ||
-        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0) {
+        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0 ||
+        PyModule_AddObject(m, "_DEFAULT_MAX_MEMORY",
+                           PyLong_FromUnsignedLongLong(OC_RECOMMENDED_MAX_MEMORY)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

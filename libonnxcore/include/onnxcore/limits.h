@@ -40,5 +40,10 @@
  * process can afford; a service decoding models from strangers sets one (the onnxz tool
  * does: 1 GiB unless --max-memory says otherwise). Exceeding it is OC_ERR_LIMIT. */
 #define OC_DEFAULT_MAX_MEMORY UINT64_MAX
+/* The budget the faces of the libraries apply by default for max_memory (spec
+ * security.md M-3): the onnxz tool (--max-memory) and the Python package (max_memory=)
+ * decode and hold no more than this unless told otherwise. Defined here, once, so that
+ * both refuse the same input: 1 GiB. */
+#define OC_RECOMMENDED_MAX_MEMORY (UINT64_C(1) << 30)
 
 #endif

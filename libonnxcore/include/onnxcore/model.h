@@ -43,6 +43,18 @@ OC_API oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_
 OC_API oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                                     oc_error *err);
 
+struct oc_external_data;
+/* As oc_model_load_file with skip_external_data, the model's tensors kept as references,
+ * and their data files (beside path, or in opts->data_dir) opened into *files
+ * (external.h: oc_external_data_fetch reads a tensor's bytes from them, as a deferred
+ * load). The model is read and its data files opened under the pair lock (spec
+ * external-data.md E-25), so the files held are those of the save the model came from,
+ * whatever is renamed over them later. Close *files before freeing the model. On failure
+ * *out and *files are NULL. */
+OC_API oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *opts,
+                                             oc_model **out, struct oc_external_data **files,
+                                             oc_error *err);
+
 /* Serializes the model into a new buffer (free it with free()). */
 OC_API oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,
                                       void **out, uint64_t *size, oc_error *err);

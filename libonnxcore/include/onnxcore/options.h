@@ -84,6 +84,11 @@ typedef struct oc_parse_options {
 
     /* Loads from a URL (onnxcore/http.h): its settings; NULL: the defaults. */
     const struct oc_http_options *http;
+
+    /* A tensor whose external data a load reads in says data_location DEFAULT, as
+     * onnx.load leaves it (the Python package's load, whose result equals onnx.load's);
+     * 0: the field is cleared, the form before the bytes were moved out (E-16). */
+    int loaded_location_default;
 } oc_parse_options;
 
 /* The defaults; every field not named is 0 or NULL. */

@@ -658,7 +658,10 @@ static oc_status attach_all(loader *l) {
         /* Back to the form before the bytes were moved out (E-16): no data_location. (onnx.load
          * sets DEFAULT explicitly instead; any chain of our conversions then agrees.) */
         t->data_location = 0;
-        OC_CLEAR_HAS(TensorProto, t, data_location);
+        if (l->opts->loaded_location_default)
+            OC_SET_HAS(TensorProto, t, data_location);
+        else
+            OC_CLEAR_HAS(TensorProto, t, data_location);
         oc__external_drop_known_keys(t); /* keys we do not define stay, never acted on (E-3) */
     }
     return OC_OK;

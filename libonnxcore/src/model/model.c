@@ -127,6 +127,34 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
     return st;
 }
 
+oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *opts,
+                                      oc_model **out, oc_external_data **files, oc_error *err) {
+    if (out) *out = NULL;
+    if (files) *files = NULL;
+    if (!path || !out || !files)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_model_load_file_deferred: missing argument");
+    OC_PARSE_OPTS(opts, err);
+    oc_parse_options keep = *opts;
+    keep.skip_external_data = 1;
+    char *dir = opts->data_dir ? NULL : oc__path_dir(path); /* a URL's too */
+    if (!opts->data_dir && !dir) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    /* E-25: the model and the data files it names from one save, never a mix of two */
+    int lock = oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
+    oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err)
+                                         : load_file_locked(path, &keep, out, err);
+    if (st == OC_OK)
+        st = oc_external_data_open(&onnx_ModelProto_desc, (*out)->proto,
+                                   opts->data_dir ? opts->data_dir : dir, opts, files, err);
+    oc__pair_unlock(lock);
+    free(dir);
+    if (st != OC_OK) {
+        oc_model_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
                                   oc_error *err) {
     oc_model *m;

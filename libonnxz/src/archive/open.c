@@ -235,6 +235,15 @@ static oc_status defer_files(const char *path, const oc_parse_options *po, oc_mo
     return st;
 }
 
+/* A .onnx file; deferred, through libonnxcore's load that opens the data files under the
+ * pair lock it reads them with (E-25): those of the save the model came from. */
+static oc_status open_model_file(const char *path, const oz_open_options *opts, oc_model **out,
+                                 oz_weights *keep, oc_error *err) {
+    if (keep && !opts->parse.skip_external_data)
+        return oc_model_load_file_deferred(path, &opts->parse, out, &keep->files, err);
+    return oc_model_load_file(path, &opts->parse, out, err);
+}
+
 /* A model at a URL, from the source that detected it (its tail already read): the rest
  * in one request, decoded by libonnxcore, with external data resolved relative to the
  * URL's directory. Drops the reference to src. */
@@ -352,12 +361,9 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
         info->is_archive = zip != 0;
         break;
     case OZ_KIND_MODEL:
-    default: {
-        oc_parse_options po = model_parse(&opts->parse, keep);
-        st = oc_model_load_file(path, &po, out, err);
-        if (st == OC_OK) st = defer_files(path, &opts->parse, out, keep, err);
+    default:
+        st = open_model_file(path, opts, out, keep, err);
         break;
-    }
     }
     if (st != OC_OK) *out = NULL; /* model.h promises nothing about *out after a failure */
     return st;

@@ -44,3 +44,156 @@ def test_k1_lookups_linear(tmp_path):
         onnxz.save(small_model(n), p)
         costs.append(lookup_cost(p))
     assert costs[1] < 2.0 * costs[0], costs
+
+
+# ---- M-3: the package's memory budget --------------------------------------------------
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def empty_initializers(n):
+    """ModelProto{ir_version 8, graph{initializer{} x n}}: 2 bytes per initializer, some
+    400 once decoded."""
+    graph = b"\x2a\x00" * n
+    return b"\x08\x08" + b"\x3a" + varint(len(graph)) + graph
+
+
+BOMB_N = 5_000_000  # 10 MB, 9.9 KB deflated, 1.9 GB decoded
+
+
+def write_bombs(d):
+    """bomb.onnxz (the model deflated by python's zipfile: an independent writer) and
+    bomb.onnx (the same model plain)."""
+    import zipfile
+    data = empty_initializers(BOMB_N)
+    with zipfile.ZipFile(d / "bomb.onnxz", "w") as z:
+        z.writestr(zipfile.ZipInfo("__MODEL_PROTO"), data, compress_type=zipfile.ZIP_DEFLATED,
+                   compresslevel=9)
+    (d / "bomb.onnx").write_bytes(data)
+    assert os.path.getsize(d / "bomb.onnxz") < 12000
+
+
+def peak_of(code, cwd):
+    """(exit status, stderr, peak RSS in bytes) of a fresh interpreter running code."""
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=cwd, stderr=subprocess.PIPE)
+    err = p.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(p.pid, 0)
+    p.stderr.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, err, usage.ru_maxrss * 1024
+
+
+REFUSED = """
+import onnxz
+try:
+    {call}
+except onnxz.Error as e:
+    assert e.status == "limit exceeded" and "max_memory" in str(e), str(e)
+    raise SystemExit(3)
+"""
+
+
+def test_m3_budget_by_default(tmp_path):
+    """M-3: onnxz.open and onnxz.load refuse the 9.9 KB archive that decodes into 1.9 GB at
+    the tool's budget (1 GiB, the library's OC_RECOMMENDED_MAX_MEMORY) and stay near it:
+    was 1.9 GB and success, now onnxz.Error ("limit exceeded") at about 1.05 GB."""
+    write_bombs(tmp_path)
+    base = peak_of("import onnxz", tmp_path)[2]
+    for call in ("onnxz.open('bomb.onnxz')", "onnxz.load('bomb.onnxz')"):
+        status, err, rss = peak_of(REFUSED.format(call=call), tmp_path)
+        assert status == 3, (call, err)
+        assert rss < base + (1 << 30) + (64 << 20), (call, rss >> 20)
+
+
+def test_m3_max_memory_everywhere(tmp_path):
+    """M-3: max_memory= bounds every entry point that decodes (open, load from a path and
+    from bytes, the mapped .onnx load, save of bytes, convert): each refuses the bomb
+    under a 64 MiB budget within it (protobuf is not handed a model the check refuses),
+    and a raised budget lets open and load through."""
+    write_bombs(tmp_path)
+    base = peak_of("import onnxz", tmp_path)[2]
+    calls = ["onnxz.open('bomb.onnxz', max_memory=64 << 20)",
+             "onnxz.open('bomb.onnx', max_memory=64 << 20)",
+             "onnxz.load('bomb.onnx', max_memory=64 << 20)",
+             "onnxz.load('bomb.onnxz', max_memory=64 << 20)",
+             "onnxz.load(open('bomb.onnxz', 'rb').read(), max_memory=64 << 20)",
+             "onnxz.save(open('bomb.onnx', 'rb').read(), 'out.onnxz', max_memory=64 << 20)",
+             "onnxz.convert('bomb.onnxz', 'out.onnx', max_memory=64 << 20)"]
+    for call in calls:
+        status, err, rss = peak_of(REFUSED.format(call=call), tmp_path)
+        assert status == 3, (call, err)
+        # the bytes read in (10 MB for load from bytes) and the last arena block
+        assert rss < base + (64 << 20) + (48 << 20), (call, rss >> 20)
+    assert not os.path.exists(tmp_path / "out.onnxz") and not os.path.exists(tmp_path / "out.onnx")
+    status, err, _ = peak_of("import onnxz\nwith onnxz.open('bomb.onnxz', max_memory=3 << 30)"
+                             " as f: assert len(f) == 0", tmp_path)
+    assert status == 0, err
+    import pytest
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            onnxz.open(tmp_path / "bomb.onnxz", max_memory=bad)
+
+
+# ---- E-25: every reader of a pair takes the pair lock ------------------------------------
+
+def pair_models(d):
+    """a.onnx and b.onnx: graphs named 'A' and 'B' whose initializer W (256 KiB) holds 1.0
+    and 2.0: a load that mixes one save's graph with the other's weights shows."""
+    for name, value in (("A", 1.0), ("B", 2.0)):
+        w = numpy_helper.from_array(np.full(65536, value, np.float32), "W")
+        g = helper.make_graph([], name, [], [], initializer=[w])
+        onnx.save(helper.make_model(g), str(d / f"{name.lower()}.onnx"))
+
+
+def rewrite_pair(d, stop):
+    """`onnxz convert` rewriting two.onnx + two.data from a.onnx and b.onnx in turn until
+    stop is set; returns the number of saves."""
+    import subprocess
+    n = 0
+    while not stop.is_set():
+        src = "a.onnx" if n % 2 == 0 else "b.onnx"
+        subprocess.run([TOOL, "convert", "-f", "--no-sync", src, "two.onnx", "--external-data",
+                        "two.data"], cwd=d, check=True)
+        n += 1
+    return n
+
+
+def test_e25_python_load_takes_the_pair_lock(tmp_path):
+    """E-25: onnxz.load of a two-file model while `onnxz convert` rewrites the pair from two
+    different models gives one save's graph with that save's weights, never a mix (the
+    Python load read the data files after the model without the lock: 45 of 791 loads
+    mixed). onnxz.open's arrays likewise."""
+    import threading
+    pair_models(tmp_path)
+    import subprocess
+    subprocess.run([TOOL, "convert", "a.onnx", "two.onnx", "--external-data", "two.data"],
+                   cwd=tmp_path, check=True)
+    stop = threading.Event()
+    saves = []
+    writer = threading.Thread(target=lambda: saves.append(rewrite_pair(tmp_path, stop)))
+    writer.start()
+    mixed, loads, t0 = [], 0, time.monotonic()
+    try:
+        while time.monotonic() - t0 < 8 and loads < 600:
+            if loads % 2:
+                m = onnxz.load(str(tmp_path / "two.onnx"))
+                name, w = m.graph.name, numpy_helper.to_array(m.graph.initializer[0])
+            else:
+                with onnxz.open(tmp_path / "two.onnx") as f:
+                    name, w = f.model.graph.name, np.array(f["W"])
+            if not np.all(w == (1.0 if name == "A" else 2.0)):
+                mixed.append((name, float(w[0])))
+            loads += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert saves[0] >= 10, saves  # the writer did rewrite the pair meanwhile
+    assert not mixed, f"{len(mixed)} of {loads} loads mixed two saves: {mixed[:5]}"
