@@ -487,8 +487,8 @@ class File(collections.abc.Mapping):
         Tensors inside a .onnx file are part of it."""
         if self._model is None:
             r = self._open_reader()
-            if r.keeps_references():  # archives, and a URL's .onnx: no second reading
-                self._model = onnx.ModelProto.FromString(r.model_bytes())
+            if r.keeps_references():  # the model as opened, not read again (L-2)
+                self._model = _from_split(r.model_split())
             else:
                 self._model = _from_split(_onnxz._load(self._path, False, self._key, None,
                                                        self._budget))
@@ -563,7 +563,9 @@ class File(collections.abc.Mapping):
         checksum verified; then ir_version, graph and every tensor's size; last, an
         archive's layout rules A-2..A-4: __MODEL_PROTO last, tensor entries stored, stored
         data on 64-byte boundaries), except a stub's references into an archive (A-62:
-        run `onnxz verify` for those). Raises onnxz.Error with the tool's message."""
+        run `onnxz verify` for those). Raises onnxz.Error with the tool's message. A .onnx
+        file is verified only while it is the file opened: one a save replaced meanwhile
+        raises onnxz.Error ("replaced since it was opened"; spec/security.md L-2)."""
         self._open_reader().verify(self._key)
 
     def info(self):

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
@@ -238,7 +239,7 @@ static PyObject *model_split(oc_model *model, const char *file);
 static PyObject *py_load(PyObject *self, PyObject *args) {
     PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
     int external;
-    unsigned long long max_memory;
+    unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
@@ -248,7 +249,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     oc_status st;
     (void)self;
     o.parse.http = &http;
-    if (!PyArg_ParseTuple(args, "OpOOK", &path_obj, &external, &key_obj, &dir_obj, &max_memory))
+    if (!PyArg_ParseTuple(args, "OpOO|K", &path_obj, &external, &key_obj, &dir_obj, &max_memory))
         return NULL;
     if (!path_arg(path_obj, &path)) return NULL;
     if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
@@ -288,13 +289,13 @@ static PyObject *py_load_memory(PyObject *self, PyObject *args) {
     PyObject *dir_obj, *dir = NULL, *out;
     Py_buffer data;
     int external;
-    unsigned long long max_memory;
+    unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oc_model *model = NULL;
     oc_error err;
     oc_status st;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*pOK", &data, &external, &dir_obj, &max_memory)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*pO|K", &data, &external, &dir_obj, &max_memory)) return NULL;
     if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
         PyBuffer_Release(&data);
         return NULL;
@@ -764,12 +765,40 @@ done:
 
 /* ---- _Reader: an open file ------------------------------------------------------------- */
 
+/* What tells one file from another at a path: a save renames a new file over it. */
+typedef struct file_identity {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} file_identity;
+
+static int identity_of(const char *path, file_identity *id) {
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    if (stat(path, &st) != 0) return -1;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->size = st.st_size;
+    id->mtime = st.st_mtim;
+    id->ctime = st.st_ctim;
+    return 0;
+}
+
+static int same_file(const file_identity *a, const file_identity *b) {
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
 /* The model and archive of a reader, freed when the reader and every span borrowing from
  * it are gone (a Python object, so that spans can hold it). */
 typedef struct {
     PyObject_HEAD oz_archive *archive; /* an unencrypted archive, else NULL */
     oc_model *model; /* archives and a URL's .onnx: tensors in entries or data files kept as
                       * references; else: every tensor resolved, in place (no_copy) */
+    oc_model *references; /* a .onnx file with external data: the model as the file holds
+                           * it, decoded with model under one pair lock (L-2); else NULL */
     oz_weights *weights; /* a URL's .onnx (oz_open_deferred, so model keeps references):
                           * where its data files' tensors are, fetched one at a time when
                           * asked for; else NULL */
@@ -783,6 +812,7 @@ static void hold_dealloc(HoldObject *self) {
     oz_weights_close(self->weights);
     if (self->fetch_lock) PyThread_free_lock(self->fetch_lock);
     oc_model_free(self->model);
+    oc_model_free(self->references);
     oz_archive_close(self->archive);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -802,6 +832,7 @@ typedef struct {
     int payload_archive;          /* the model came from an archive (encrypted or not) */
     unsigned long long file_size; /* bytes of the file or of the object at a URL; 0: unknown */
     unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
+    file_identity opened;          /* a local .onnx file: the one opened (L-2) */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
@@ -821,6 +852,28 @@ static int raise_cut(const char *path) {
                  "or copy what you keep (numpy.array(f[name]))");
     raise_error(path, &err);
     return -1;
+}
+
+/* A local .onnx file (L-2): the model with its external data read in (arrays share the
+ * mappings), and, decoded from the same bytes under the same pair lock, the model as the
+ * file holds it, which .model, info() and verify() report; *id the file these came from
+ * (taken before and after: a file replaced meanwhile is opened again, up to 3 times).
+ * Call without the GIL. */
+static oc_status open_model_file(const char *path, const oc_parse_options *po, HoldObject *hold,
+                                 file_identity *id, oc_error *err) {
+    oc_status st = OC_OK;
+    for (int tries = 0; tries < 3; tries++) {
+        file_identity after;
+        int known = identity_of(path, id) == 0;
+        st = oc_model_load_file_with_references(path, po, &hold->model, &hold->references, err);
+        if (st != OC_OK || !known || (identity_of(path, &after) == 0 && same_file(id, &after)))
+            return st;
+        oc_model_free(hold->model);
+        oc_model_free(hold->references);
+        hold->model = hold->references = NULL;
+    }
+    return oc_error_set(err, OC_ERR_IO, OC_NO_OFFSET,
+                        "busy: the file was replaced while it was opened, again and again");
 }
 
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
@@ -852,6 +905,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     }
     hold->archive = NULL;
     hold->model = NULL;
+    hold->references = NULL;
     hold->weights = NULL;
     hold->fetch_lock = NULL;
     hold->http = http_settings();
@@ -880,10 +934,12 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         if (oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL)
             st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights,
                                   &info, &err);
+        else if (kind == OZ_KIND_MODEL)
+            st = open_model_file(PyBytes_AS_STRING(path), &o.parse, hold, &self->opened, &err);
         else
             st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
         self->payload_archive = info.is_archive;
-        self->file_size = info.file_size;
+        self->file_size = info.file_size ? info.file_size : (unsigned long long)self->opened.size;
     }
     if (st == OC_OK)
         st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(hold->model), &hold->index,
@@ -1043,7 +1099,8 @@ static PyObject *reader_file_size(ReaderObject *self, PyObject *unused) {
 static PyObject *reader_keeps_references(ReaderObject *self, PyObject *unused) {
     (void)unused;
     if (reader_check(self) < 0) return NULL;
-    return PyBool_FromLong(self->hold->archive || self->hold->weights);
+    return PyBool_FromLong(self->hold->archive || self->hold->weights ||
+                           self->kind == OZ_KIND_MODEL);
 }
 
 static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
@@ -1131,6 +1188,12 @@ static PyObject *stats_dict(const oc_model_stats *st, const oz_archive_listing *
 
 /* stats(key) -> dict: the figures of `onnxz info --json` on the model with its tensors'
  * references (external data is not read) and, for an archive, its entries. */
+/* The model as the file holds it (tensors in entries or data files as references), as it
+ * was opened (L-2). */
+static oc_model *held_form(const HoldObject *hold) {
+    return hold->references ? hold->references : hold->model;
+}
+
 static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     PyObject *key_obj = Py_None, *holder = NULL, *out;
     Py_buffer key;
@@ -1146,8 +1209,9 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     hold = self->hold;
     Py_INCREF(hold);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->weights) { /* references kept */
-        st = oc_model_stats_collect(oc_model_proto(hold->model), &stats, &err);
+    Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
+        /* references kept, or decoded at open (L-2): what was opened, not read again */
+        st = oc_model_stats_collect(oc_model_proto(held_form(hold)), &stats, &err);
         if (st == OC_OK && hold->archive)
             st = oz_archive_list(hold->archive, oc_model_proto(hold->model), &scan, &err);
     }
@@ -1169,6 +1233,18 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     oc_model_free(model);
     Py_DECREF(hold);
     return out;
+}
+
+/* L-2: verify() reads a .onnx file again (its checksums, every reference): only while the
+ * file at the path is the one opened; a replaced one is not reported on as if it were. */
+static oc_status still_opened(const ReaderObject *self, oc_error *err) {
+    file_identity now;
+    if (self->kind != OZ_KIND_MODEL || oc_is_url(PyBytes_AS_STRING(self->path))) return OC_OK;
+    if (identity_of(PyBytes_AS_STRING(self->path), &now) == 0 && same_file(&self->opened, &now))
+        return OC_OK;
+    return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "replaced since it was opened: verify() checks the file as opened, "
+                        "which is no longer there; open it again to verify the new one");
 }
 
 /* verify(key): the checks of `onnxz verify` but stub references (onnxz/verify.h):
@@ -1196,7 +1272,10 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
         o.parse.max_memory = self->max_memory;
         o.key = key.buf;
         o.key_len = (size_t)key.len;
-        st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
+        st = still_opened(self, &err);
+        if (st == OC_OK)
+            st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
+        if (st == OC_OK) st = still_opened(self, &err); /* not replaced while verified */
     }
     Py_END_ALLOW_THREADS Py_DECREF(hold);
     key_release(&key, &holder);
@@ -1206,17 +1285,24 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* model_bytes() -> bytes: archives and a URL's .onnx (keeps_references()): the model with
- * its tensors' references to entries or data files; other forms: the model as loaded
- * (use _load with load_external_data=False for the references). */
-static PyObject *reader_model_bytes(ReaderObject *self, PyObject *unused) {
+/* model_split() -> (skeleton, pieces) as _load gives them: when keeps_references(), the
+ * model as opened (L-2), its tensors' references to entries or data files kept; the
+ * bytes of its large initializers shared, not copied (a copy of the model is split). */
+static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
     HoldObject *hold;
-    PyObject *out;
+    PyObject *out = NULL;
+    oc_model *copy = NULL;
+    oc_error err;
+    oc_status st;
     (void)unused;
     if (reader_check(self) < 0) return NULL;
     hold = self->hold; /* a close() from another thread while the model is encoded */
     Py_INCREF(hold);
-    out = model_to_bytes(hold->model, PyBytes_AS_STRING(self->path));
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS st = oc_model_clone(held_form(hold), &copy, &err);
+    Py_END_ALLOW_THREADS if (st == OC_OK) out = model_split(copy, PyBytes_AS_STRING(self->path));
+    else raise_error(PyBytes_AS_STRING(self->path), &err);
+    oc_model_free(copy);
     Py_DECREF(hold);
     return out;
 }
@@ -1228,13 +1314,14 @@ static PyMethodDef reader_methods[] = {
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
     {"keeps_references", (PyCFunction)reader_keeps_references, METH_NOARGS,
-     "True when model_bytes() keeps the tensors' references (archives, a URL's .onnx)."},
+     "True when model_split() gives the model as opened (all but encrypted files)."},
     {"file_size", (PyCFunction)reader_file_size, METH_NOARGS,
      "Bytes of the file or of the object at a URL, as opened; 0 when not known."},
     {"verify", (PyCFunction)reader_verify, METH_VARARGS,
      "Every check onnxz verify makes but stubs."},
     {"stats", (PyCFunction)reader_stats, METH_VARARGS, "The figures of onnxz info --json."},
-    {"model_bytes", (PyCFunction)reader_model_bytes, METH_NOARGS, "The serialized model."},
+    {"model_split", (PyCFunction)reader_model_split, METH_NOARGS,
+     "(skeleton, pieces) of the model as opened."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1404,8 +1491,8 @@ static PyObject *py_check_start(PyObject *self, PyObject *args) {
     PyObject *data_obj, *name_obj;
     CheckObject *c;
     (void)self;
-    unsigned long long max_memory;
-    if (!PyArg_ParseTuple(args, "OOK", &data_obj, &name_obj, &max_memory)) return NULL;
+    unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
+    if (!PyArg_ParseTuple(args, "OO|K", &data_obj, &name_obj, &max_memory)) return NULL;
     c = PyObject_New(CheckObject, &CheckType);
     if (!c) return NULL;
     c->max_memory = max_memory;

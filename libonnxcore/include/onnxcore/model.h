@@ -47,13 +47,24 @@ struct oc_external_data;
 /* As oc_model_load_file with skip_external_data, the model's tensors kept as references,
  * and their data files (beside path, or in opts->data_dir) opened into *files
  * (external.h: oc_external_data_fetch reads a tensor's bytes from them, as a deferred
- * load). The model is read and its data files opened under the pair lock (spec
- * external-data.md E-25), so the files held are those of the save the model came from,
- * whatever is renamed over them later. Close *files before freeing the model. On failure
+ * load). The model is read and its data files checked under the pair lock (spec
+ * external-data.md E-25), which fixes their identity: a tensor read later comes from the
+ * files of the save the model came from, or fails (OC_ERR_INCONSISTENT) when one was
+ * replaced meanwhile; never from another save's. Close *files before freeing the model. On failure
  * *out and *files are NULL. */
 OC_API oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *opts,
                                              oc_model **out, struct oc_external_data **files,
                                              oc_error *err);
+/* As oc_model_load_file, and *references a copy of the model as the file holds it, each
+ * EXTERNAL tensor still a reference to its data file, decoded from the same bytes under
+ * the same pair lock: what a reader that keeps a model open reports about it (its graph,
+ * its figures) describes the files its tensors came from, whatever is saved over them
+ * later. *references is NULL when the model has no EXTERNAL tensor (the model is then
+ * that form itself) or external data is skipped. Free both. */
+OC_API oc_status oc_model_load_file_with_references(const char *path,
+                                                    const oc_parse_options *opts,
+                                                    oc_model **out, oc_model **references,
+                                                    oc_error *err);
 
 /* Serializes the model into a new buffer (free it with free()). */
 OC_API oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,

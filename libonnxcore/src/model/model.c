@@ -109,7 +109,7 @@ static oc_status decode_file(const char *path, const oc_parse_options *opts, con
 }
 
 static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
-                                  oc_error *err);
+                                  oc_model **references, oc_error *err);
 
 oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                              oc_error *err) {
@@ -122,7 +122,26 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
     /* A URL has no lock: each data file's identity is fixed when it is opened. */
     int lock = (opts && opts->skip_external_data) || oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
     if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err); /* never a mixed pair */
-    oc_status st = load_file_locked(path, opts, out, err);
+    oc_status st = load_file_locked(path, opts, out, NULL, err);
+    oc__pair_unlock(lock);
+    return st;
+}
+
+oc_status oc_model_load_file_with_references(const char *path, const oc_parse_options *opts,
+                                             oc_model **out, oc_model **references,
+                                             oc_error *err) {
+    if (references) *references = NULL;
+    if (!references)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_model_load_file_with_references: missing argument");
+    if (out) *out = NULL;
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_model_load_file_with_references: missing argument");
+    OC_PARSE_OPTS(opts, err);
+    int lock = opts->skip_external_data || oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
+    if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err);
+    oc_status st = load_file_locked(path, opts, out, references, err);
     oc__pair_unlock(lock);
     return st;
 }
@@ -142,7 +161,7 @@ oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *
     /* E-25: the model and the data files it names from one save, never a mix of two */
     int lock = oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
     oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err)
-                                         : load_file_locked(path, &keep, out, err);
+                                         : load_file_locked(path, &keep, out, NULL, err);
     if (st == OC_OK)
         st = oc_external_data_open(&onnx_ModelProto_desc, (*out)->proto,
                                    opts->data_dir ? opts->data_dir : dir, opts, files, err);
@@ -155,25 +174,40 @@ oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *
     return st;
 }
 
+static oc_status stop_at_external(void *ctx, onnx_TensorProto *t) {
+    (void)ctx;
+    return oc_tensor_is_external(t) ? OC_ERR_NOT_FOUND : OC_OK;
+}
+
+/* Decodes path and reads its external data in; with references, first a copy of the
+ * model as decoded (its references kept) when it has an EXTERNAL tensor. */
 static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
-                                  oc_error *err) {
+                                  oc_model **references, oc_error *err) {
     oc_model *m;
     OC_FORWARD(new_model(&m, err));
     oc_status st = decode_file(path, opts, &onnx_ModelProto_desc, m->proto, m->arena, err);
+    if (st == OC_OK && references && !(opts && opts->skip_external_data) &&
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, m->proto, stop_at_external, NULL) != OC_OK)
+        st = oc_model_clone(m, references, err);
     if (st != OC_OK) {
         oc_model_free(m);
         return st;
     }
     *out = m;
-    if (opts && opts->data_dir) return with_external(out, opts->data_dir, opts, err);
-    char *dir = oc__path_dir(path); /* a URL's too */
-    if (!dir) {
+    char *dir = opts && opts->data_dir ? NULL : oc__path_dir(path); /* a URL's too */
+    if (!dir && !(opts && opts->data_dir)) {
         oc_model_free(*out);
         *out = NULL;
+        if (references) oc_model_free(*references);
+        if (references) *references = NULL;
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    st = with_external(out, dir, opts, err);
+    st = with_external(out, dir ? dir : opts->data_dir, opts, err);
     free(dir);
+    if (st != OC_OK && references) {
+        oc_model_free(*references);
+        *references = NULL;
+    }
     return st;
 }
 

@@ -197,3 +197,41 @@ def test_e25_python_load_takes_the_pair_lock(tmp_path):
         writer.join()
     assert saves[0] >= 10, saves  # the writer did rewrite the pair meanwhile
     assert not mixed, f"{len(mixed)} of {loads} loads mixed two saves: {mixed[:5]}"
+
+
+# ---- L-2: an open File describes what it opened ----------------------------------------
+
+def test_l2_open_file_describes_what_it_opened(tmp_path):
+    """L-2: open a two-file model, let `onnxz convert` replace the pair with another model
+    (another graph, another tensor count), then read .model, info() and verify(): they
+    describe the pair opened, as its arrays do (.model and info() read the path again and
+    reported the new model; verify() failed on the new pair's data file). verify() of a
+    replaced file says so instead of checking the new one. Likewise a plain .onnx."""
+    import subprocess
+    pair_models(tmp_path)
+    big = helper.make_model(helper.make_graph(
+        [], "C", [], [], initializer=[numpy_helper.from_array(np.full(70000, 3.0, np.float32),
+                                                              f"V{i}") for i in range(3)]))
+    onnx.save(big, str(tmp_path / "c.onnx"))
+    for out, ext in (("two.onnx", ["--external-data", "two.data"]), ("one.onnx", [])):
+        subprocess.run([TOOL, "convert", "-f", "a.onnx", out] + ext, cwd=tmp_path, check=True)
+        with onnxz.open(tmp_path / out) as f:
+            size = os.path.getsize(tmp_path / out)
+            subprocess.run([TOOL, "convert", "-f", "c.onnx", out] + ext, cwd=tmp_path,
+                           check=True)
+            assert os.path.getsize(tmp_path / out) != size
+            assert f.model.graph.name == "A"
+            assert [t.name for t in f.model.graph.initializer] == ["W"]
+            info = f.info()
+            assert info["graph_name"] == "A" and info["initializers"] == 1, info
+            assert info["file_size"] == size, (info["file_size"], size)
+            assert f.names == ["W"] and np.all(f["W"] == 1.0)
+            try:
+                f.verify()
+            except onnxz.Error as e:
+                assert "replaced since it was opened" in str(e), str(e)
+            else:
+                raise AssertionError("verify() reported on a file it did not open")
+        with onnxz.open(tmp_path / out) as f:  # the new one, opened again
+            assert f.model.graph.name == "C" and f.info()["initializers"] == 3
+            f.verify()
