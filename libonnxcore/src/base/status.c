@@ -46,6 +46,8 @@ const char *oc_status_name(oc_status s) {
         return "already exists";
     case OC_ERR_INCONSISTENT:
         return "inconsistent";
+    case OC_ERR_BUSY:
+        return "busy";
     }
     return "unknown status";
 }

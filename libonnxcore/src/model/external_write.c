@@ -352,7 +352,7 @@ int oc__pair_lock(const char *model_path, int exclusive) {
 
 oc_status oc__pair_busy(const char *model_path, oc_error *err) {
     char *dir = dir_prefix(model_path);
-    oc_status st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+    oc_status st = oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
                             "busy: another process holds the lock of directory '%s' (E-25); "
                             "try again",
                             dir && dir[0] ? dir : ".");

@@ -266,10 +266,10 @@ static oc_status open_locked(edit *ed, oc_error *err) {
     if (fstat(ed->fd, &st) != 0) return oz__fail_errno(err, errno, "cannot stat %s", ed->path);
     OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
                        "%s is not a regular file", ed->path);
-    OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, ed->path,
+    OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
                         "is being edited by another process", err));
     if (!ed->append_only)
-        OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, ed->path,
+        OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
                             "is open in another process (or this one), which an edit that "
                             "overwrites or shortens it would break; edit it once it is "
                             "closed, or append only",

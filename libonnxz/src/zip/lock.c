@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal/oz_error.h"
 #include "internal/lock.h"
@@ -14,20 +15,27 @@
 #define F_OFD_SETLK F_SETLK
 #endif
 
-oc_status oz__lock(int fd, int first, int last, short type, const char *path, const char *why,
-                   oc_error *err) {
+oc_status oz__lock(int fd, int first, int last, short type, long wait_ms, const char *path,
+                   const char *why, oc_error *err) {
     struct flock fl;
     memset(&fl, 0, sizeof fl);
     fl.l_type = type;
     fl.l_whence = SEEK_SET;
     fl.l_start = first;
     fl.l_len = last - first + 1;
+    long waited = 0, pause = 2;
     while (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EACCES)
-            return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "busy: %s %s (A-58)", path, why);
         /* No such locks here (EINVAL, ENOLCK, EOPNOTSUPP): go on unlocked. */
-        return OC_OK;
+        if (errno != EAGAIN && errno != EACCES) return OC_OK;
+        if (waited >= wait_ms)
+            return oz__fail(err, OC_ERR_BUSY, OC_NO_OFFSET, "busy: %s %s (A-58)", path, why);
+        /* polled, never a blocking wait, so that the bound holds */
+        struct timespec ts = {0, pause * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        waited += pause;
+        pause = pause * 2 > 50 ? 50 : pause * 2;
     }
     return OC_OK;
 }

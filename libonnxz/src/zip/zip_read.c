@@ -895,19 +895,19 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
     if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
-    oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, path,
+    oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, OZ_LOCK_WAIT_MS, path,
                             "is being edited in place; try again once the edit is done", err);
     if (st == OC_OK && options->use_pread) {
         st = oc_source_file(NULL, fd, path, OC_FILE_PREAD, 1, &src, err);
         if (st == OC_OK) st = open_taking(src, UINT64_MAX, options, out, err);
-        (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
+        (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, 0, path, "", NULL);
     } else if (st == OC_OK) {
         /* Mapped by libonnxcore, so that spans of the archive's entries are ones its
          * writers recognise as a file's (copied file to file, spec W-31); the memory source
          * shares the mapping's owner with every span it maps. */
         oc_mapped m;
         st = oc_map_fd_keep(fd, path, &m, err);
-        (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, path, "", NULL);
+        (void)oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_UNLCK, 0, path, "", NULL);
         if (st == OC_OK) {
             st = oc_source_memory(m.data, m.size, NULL, NULL, m.owner, path, &src, err);
             oc_owner_unref(m.owner); /* the source holds its own reference */
