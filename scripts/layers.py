@@ -27,7 +27,11 @@ Limits, by design of a script rather than a compiler: definitions that only a ma
 (schema.c's ONNX_MESSAGES(OC_X_DESC_) tables) are not seen; both branches of an #if are
 read. Neither hides a call between .c files in this code.
 
-Usage: layers.py [--root DIR] [--verbose]   (exit 0: no cycle beyond ALLOWED)
+Then the floors (FLOORS, GROUP_RANK below; ARCHITECTURE.md): a use of a higher floor of its
+library, of another floor of the same rank, of libonnxz by libonnxcore, or of a client
+(tools/, python/src/) by a library is printed as UPWARD and fails.
+
+Usage: layers.py [--root DIR] [--verbose]   (exit 0: no cycle beyond ALLOWED, no UPWARD)
 """
 import argparse
 import os
@@ -43,7 +47,17 @@ GROUPS = [
     ("libonnxcore", "libonnxcore/src", ["libonnxcore/internal", "libonnxcore/include/onnxcore"]),
     ("libonnxz", "libonnxz/src", ["libonnxz/internal", "libonnxz/include/onnxz"]),
     ("tool", "tools", []),
+    ("python", "python/src", []),
 ]
+
+# The order of the groups (a group uses only groups of a lower rank) and of each library's
+# floors (its src/ subfolders; a floor uses only floors of a lower rank, so that floors of
+# one rank never use each other). ARCHITECTURE.md describes them.
+GROUP_RANK = {"libonnxcore": 0, "libonnxz": 1, "tool": 2, "python": 2}
+FLOORS = {
+    "libonnxcore": {"base": 0, "io": 1, "codec": 2, "crypto": 2, "http": 2, "model": 3},
+    "libonnxz": {"zip": 0, "archive": 1, "edit": 2},
+}
 
 KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float for goto if
@@ -311,6 +325,11 @@ def main():
                 if (u.path, f) not in alternatives:
                     edges[u.path][f].add("#include " + inc)
 
+    group_of = {u.path: u.group for u in units}
+    upward = check_floors(root, group_of, edges, rel)
+    for line in upward:
+        print(line)
+
     dup = {k: v for k, v in owner.items() if len(v) > 1}
     for name, files in sorted(dup.items()):
         print("note: %s is defined in %s" % (name, ", ".join(sorted(rel[f] for f in files))))
@@ -366,7 +385,39 @@ def main():
             for b, names in sorted(edges[a].items()):
                 print("  %s -> %s: %s" % (rel[a], rel[b], ", ".join(sorted(names))))
     print("\n%d files, %d cycles (%d known)" % (len(nodes), len(cyc), len(found_allowed)))
-    return 1 if failed else 0
+    return 1 if failed or upward else 0
+
+
+def floor_of(root, path, group):
+    """(group rank, floor rank, floor) of a file; a file outside the floors: rank 0."""
+    src = dict((g, d) for g, d, _ in GROUPS)[group]
+    sub = os.path.relpath(path, os.path.join(root, src)).split(os.sep)
+    floors = FLOORS.get(group, {})
+    if len(sub) < 2 or sub[0] not in floors:
+        if floors:
+            return None  # a library file outside every floor: reported
+        return GROUP_RANK[group], 0, ""
+    return GROUP_RANK[group], floors[sub[0]], sub[0]
+
+
+def check_floors(root, group_of, edges, rel):
+    """UPWARD lines: a use of a higher group (libonnxcore of libonnxz, a library of a
+    client) or of a higher floor, or of another floor of the same rank; and library files
+    outside every floor."""
+    out = []
+    for a, targets in sorted(edges.items()):
+        fa = floor_of(root, a, group_of[a])
+        if fa is None:
+            out.append("UPWARD: %s lies in no floor of %s" % (rel[a], group_of[a]))
+            continue
+        for b, names in sorted(targets.items()):
+            fb = floor_of(root, b, group_of[b])
+            if fb is None:
+                continue
+            if fb[0] > fa[0] or (group_of[a] == group_of[b] and
+                                  (fb[1] > fa[1] or (fb[1] == fa[1] and fb[2] != fa[2]))):
+                out.append("UPWARD: %s -> %s (%s)" % (rel[a], rel[b], ", ".join(sorted(names))))
+    return out
 
 
 def tarjan(nodes, edges):

@@ -18,6 +18,8 @@
 #ifndef ONNXCORE_ATOMIC_H
 #define ONNXCORE_ATOMIC_H
 
+#include "internal/private.h"
+
 #include <stdint.h>
 
 #include <onnxcore/bytes.h>
@@ -51,32 +53,32 @@ typedef struct oc_atomic_file {
  * symbolic link named) is written through, opened as it is, `overwrite` or not: nothing
  * is renamed, and what was written before a failure stays written. Anything else that
  * is not a regular file (a directory, a block device, a socket) is refused. */
-oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
+OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
 /* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
  * that is not a regular file, a directory, nor a link to one or to nothing), which needs
  * no `overwrite`: what is there is not replaced. */
 int oc_atomic_through(const char *path);
 /* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
-oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
+OC_PRIVATE oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
 /* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept
  * (oc_map_file keeps one for mappings of 1 MiB or more, up to 64 at once) is copied file
  * to file by the kernel (copy_file_range): none of its pages enter this process, which
  * matters when the mapping's page cache is made of small pages. Any other span, or a
  * file pair the kernel cannot copy between, goes through oc_bytes_write. Progress and
  * writeback are counted as for oc_atomic_write. libonnxcore only (see above). */
-oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
+OC_PRIVATE oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err);
 /* fsync, rename over the target (or fail with OC_ERR_EXISTS without overwrite), fsync the
  * directory (no_sync: only the rename). On failure the temporary file is removed. */
-oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
+OC_PRIVATE oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
 /* Removes the temporary file and frees the object's memory. Safe after a commit (then it
  * does nothing) and more than once. */
-void oc_atomic_abort(oc_atomic_file *af);
+OC_PRIVATE void oc_atomic_abort(oc_atomic_file *af);
 
 /* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
-oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+OC_PRIVATE oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err);
 
 /* Called by fileio.c and fileio_bytes.c only: counts n bytes appended by either. */
-void oc__atomic_appended(oc_atomic_file *af, uint64_t n);
+OC_PRIVATE void oc__atomic_appended(oc_atomic_file *af, uint64_t n);
 
 #endif

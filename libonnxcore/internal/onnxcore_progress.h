@@ -11,6 +11,8 @@
 #ifndef ONNXCORE_PROGRESS_H
 #define ONNXCORE_PROGRESS_H
 
+#include "internal/private.h"
+
 #include <stdint.h>
 
 #include <onnxcore/codec.h>
@@ -26,15 +28,15 @@ struct oc_progress {
 typedef struct oc_progress oc_progress;
 
 /* Starts counting towards total bytes for fn (which may be NULL). */
-void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
+OC_PRIVATE void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
 /* Adds n bytes and reports (done never passes total). NULL p is accepted. */
-void oc_progress_add(oc_progress *p, uint64_t n);
+OC_PRIVATE void oc_progress_add(oc_progress *p, uint64_t n);
 /* Reports done == total: the work is complete. NULL p is accepted. */
-void oc_progress_finish(oc_progress *p);
+OC_PRIVATE void oc_progress_finish(oc_progress *p);
 
 /* Starts counting a save of msg for opts->progress (total: msg's encoded size, which is
  * computed only when there is a callback). opts may be NULL. */
-oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
+OC_PRIVATE oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
                                  const oc_serialize_options *opts, oc_error *err);
 
 #endif

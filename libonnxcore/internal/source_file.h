@@ -5,6 +5,8 @@
 #ifndef ONNXCORE_INTERNAL_SOURCE_FILE_H
 #define ONNXCORE_INTERNAL_SOURCE_FILE_H
 
+#include "internal/private.h"
+
 #include <stdbool.h>
 
 #include "internal/source.h"
@@ -21,7 +23,7 @@ typedef enum oc_file_source_kind {
  * keeps a duplicate of the descriptor (at most 64 sources at once) and gains
  * OC_SOURCE_BYPASS; keep_fd keeps one whatever the size (locks on the open file
  * description last as long as the source). A pread source always keeps one. */
-oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_source_kind kind,
+OC_PRIVATE oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_source_kind kind,
                          int keep_fd, oc_source **out, oc_error *err);
 
 /* For a span sharing a mapped file source (internal/source.h) whose descriptor was kept,

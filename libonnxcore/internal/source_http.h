@@ -6,6 +6,8 @@
 #ifndef ONNXCORE_INTERNAL_SOURCE_HTTP_H
 #define ONNXCORE_INTERNAL_SOURCE_HTTP_H
 
+#include "internal/private.h"
+
 #include "onnxcore/http.h"
 #include "internal/source.h"
 
@@ -21,11 +23,11 @@
  * never mixed bytes. opts may be NULL (the defaults, onnxcore/http.h). The source has
  * OC_SOURCE_REMOTE: every read outside the kept tail is one ranged GET (or more, when a
  * transfer breaks and is resumed). Built without libcurl: OC_ERR_UNSUPPORTED. */
-oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
+OC_PRIVATE oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
                           oc_error *err);
 /* The identity fixed at the open of source s (made by oc__source_http): its ETag and
  * Last-Modified as one text ("" for a source of another kind), so that an object opened
  * again can be told to be the same one. */
-void oc__source_http_identity(const oc_source *s, char *out, size_t cap);
+OC_PRIVATE void oc__source_http_identity(const oc_source *s, char *out, size_t cap);
 
 #endif

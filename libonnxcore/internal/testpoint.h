@@ -14,8 +14,10 @@
 #ifndef ONNXCORE_INTERNAL_TESTPOINT_H
 #define ONNXCORE_INTERNAL_TESTPOINT_H
 
+#include "internal/private.h"
+
 #ifdef ONNXZ_TEST_POINTS
-void oc__test_point(const char *name);
+OC_PRIVATE void oc__test_point(const char *name);
 #else
 #define oc__test_point(name) ((void)(name))
 #endif

@@ -1,11 +1,8 @@
 /*
  * source.c - the byte source (internal/source.h): references, the calls every reader
  * makes, the memory source, and writing a span out through the source it came from.
- *
- * libonnxz compiles this file too (its ZIP reader reads through a source), with its
- * names turned into oz__ ones and OC_SOURCE_NO_SPANS defined: a span knows its source
- * only in the library that made the source, so the span half (oc__source_of_owner,
- * oc__bytes_source, oc_bytes_write) is libonnxcore's alone.
+ * libonnxz's ZIP reader reads through these calls, exported to it under the private
+ * symbol version (ARCHITECTURE.md).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +43,9 @@ void oc_source_unref(oc_source *s) {
     if (s) oc_owner_unref(s->owner);
 }
 
-#ifndef OC_SOURCE_NO_SPANS
 oc_source *oc__source_of_owner(const oc_owner *owner) {
     return oc__owner_ctx(owner, source_release);
 }
-#endif
 
 oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
                               oc_error *err) {
@@ -94,7 +89,6 @@ oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc
                         "%s: %llu bytes at offset %llu run past its end (%llu bytes)", s->name,
                         (unsigned long long)n, (unsigned long long)at, (unsigned long long)s->size);
     if (s->vt->map) return s->vt->map(s, at, n, out, err);
-    /* public calls only: this file is compiled into libonnxz too (OC_SOURCE_NO_SPANS) */
     uint8_t *dst = NULL;
     if (n && !(dst = oc_bytes_alloc_buffer(n)))
         return oc__fail(err, OC_ERR_NOMEM, at, "out of memory for %llu bytes of %s",
@@ -127,7 +121,6 @@ oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, ui
     return s->vt->copy_to_fd(s, at, n, fd, done, err);
 }
 
-#ifndef OC_SOURCE_NO_SPANS
 oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at) {
     if (!span || span->mode != OC_BYTES_SHARED || !span->data) return NULL;
     oc_source *s = oc__source_of_owner(span->owner);
@@ -189,7 +182,6 @@ oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_err
     return OC_OK;
 }
 
-#endif /* OC_SOURCE_NO_SPANS */
 
 /* ---- memory ---- */
 

@@ -197,7 +197,6 @@ static oc_status open_mapped(int fd, const char *name, const struct stat *st, in
     return OC_OK;
 }
 
-#ifndef OC_SOURCE_NO_SPANS /* libonnxz's copy (source.c) has no span half */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset) {
     uint64_t at;
     oc_source *s = oc__bytes_source(span, &at);
@@ -208,7 +207,6 @@ bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset) {
     *offset = at;
     return true;
 }
-#endif
 
 /* ---- pread ---- */
 
@@ -292,7 +290,6 @@ oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_sou
     return r;
 }
 
-#ifndef OC_SOURCE_NO_SPANS
 /* ---- onnxcore/file.h: a mapped source seen whole ---- */
 
 static oc_status map_whole(const char *path, int fd, const char *name, int keep, oc_mapped *out,
@@ -317,4 +314,3 @@ oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err
 oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err) {
     return map_whole(path, -1, path, 0, out, err);
 }
-#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""One library core (ARCHITECTURE.md): what each shared library exports, under which
+symbol version, and that no process-wide state of libonnxcore exists twice.
+
+  - libonnxcore.so: every exported symbol is in ONNXCORE_0 (the public API, checked name
+    by name by api.exports) or ONNXCORE_PRIVATE; the private node holds exactly the
+    declarations marked OC_PRIVATE in libonnxcore/internal/*.h, and they are the names
+    the version script lists;
+  - libonnxz.so: every exported symbol is in ONNXZ_0, none internal (no "__");
+  - libonnxz.so's NEEDED has libonnxcore and no libcurl, and its symbol table (locals
+    included) defines none of libonnxcore's objects (the HTTP handles and cache, the count
+    of kept descriptors, the cleanup registry ...): those exist once, in libonnxcore.so;
+  - libonnxz/CMakeLists.txt names no file under libonnxcore/.
+
+usage: symbols_test.py CC NM READELF SOURCE_DIR LIBONNXCORE_SO LIBONNXZ_SO
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def marked(cc, src, mark):
+    """Names declared with `mark` in libonnxcore/internal/*.h (the preprocessor's view)."""
+    token = "ONNXZ_PRIVATE_MARK_"
+    inc = os.path.join(src, "libonnxcore")
+    with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as f:
+        for h in sorted(glob.glob(os.path.join(inc, "internal", "*.h"))):
+            f.write('#include "internal/%s"\n' % os.path.basename(h))
+        path = f.name
+    try:
+        text = run([cc, "-E", "-P", "-DONNXZ_TEST_POINTS", "-D%s=%s" % (mark, token),
+                    "-I" + inc, "-I" + os.path.join(inc, "include"), path])
+    finally:
+        os.unlink(path)
+    return {re.findall(r"[A-Za-z_]\w*", m.group(1))[-1]
+            for m in re.finditer(re.escape(token) + r"([^;(]*)\(", text)}
+
+
+def dynamic(nm, lib):
+    """{name: version node} of the defined dynamic symbols, version nodes left out."""
+    out = {}
+    for line in run([nm, "-D", "--defined-only", lib]).splitlines():
+        parts = line.split()
+        if len(parts) < 3 or parts[1] == "A":
+            continue
+        name, _, version = parts[2].partition("@")
+        out[name] = version.lstrip("@")
+    return out
+
+
+def objects(nm, lib):
+    """Names of the data objects a library's symbol table defines, locals included."""
+    return {p[2] for p in (l.split() for l in run([nm, lib]).splitlines())
+            if len(p) == 3 and p[1] in "bBdD" and not p[2].startswith("_") and "." not in p[2]}
+
+
+def main():
+    cc, nm, readelf, src, core, z = sys.argv[1:7]
+    fails = []
+
+    core_syms = dynamic(nm, core)
+    private = {n for n, v in core_syms.items() if v == "ONNXCORE_PRIVATE"}
+    public = {n for n, v in core_syms.items() if v == "ONNXCORE_0"}
+    other = {n: v for n, v in core_syms.items() if n not in private | public}
+    declared = marked(cc, src, "OC_PRIVATE")
+    with open(os.path.join(src, "libonnxcore", "libonnxcore.map")) as f:
+        mapped = set(re.findall(r"\b(oc_\w+);", f.read().split("ONNXCORE_PRIVATE", 1)[1]))
+    print("libonnxcore.so: %d in ONNXCORE_0, %d in ONNXCORE_PRIVATE; %d declarations marked "
+          "OC_PRIVATE" % (len(public), len(private), len(declared)))
+    if other:
+        fails.append("libonnxcore.so exports outside its two nodes: %s" % sorted(other))
+    if any("__" in n for n in public):
+        fails.append("internal names in ONNXCORE_0: %s" % sorted(n for n in public if "__" in n))
+    if private != declared:
+        fails.append("ONNXCORE_PRIVATE differs from the OC_PRIVATE marks: only exported %s, "
+                     "only marked %s" % (sorted(private - declared), sorted(declared - private)))
+    if mapped != declared:
+        fails.append("libonnxcore.map's private node differs from the OC_PRIVATE marks: only "
+                     "listed %s, only marked %s" % (sorted(mapped - declared), sorted(declared - mapped)))
+
+    z_syms = dynamic(nm, z)
+    print("libonnxz.so: %d in ONNXZ_0" % sum(1 for v in z_syms.values() if v == "ONNXZ_0"))
+    bad = {n: v for n, v in z_syms.items() if v != "ONNXZ_0" or "__" in n or not n.startswith("oz_")}
+    if bad:
+        fails.append("libonnxz.so exports beyond ONNXZ_0's oz_ API: %s" % sorted(bad.items()))
+
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", run([readelf, "-d", z]))
+    print("libonnxz.so NEEDED: %s" % " ".join(needed))
+    if any("curl" in n for n in needed):
+        fails.append("libonnxz.so needs libcurl: %s" % needed)
+    if not any(n.startswith("libonnxcore.so") for n in needed):
+        fails.append("libonnxz.so does not need libonnxcore.so: %s" % needed)
+
+    twice = objects(nm, z) & objects(nm, core)
+    print("data objects of libonnxcore.so also defined in libonnxz.so: %s" % (sorted(twice) or "none"))
+    if twice:
+        fails.append("process-wide state in both libraries: %s" % sorted(twice))
+
+    with open(os.path.join(src, "libonnxz", "CMakeLists.txt")) as f:
+        lines = [l for l in f.read().splitlines() if "libonnxcore/" in l.split("#")[0]]
+    if lines:
+        fails.append("libonnxz/CMakeLists.txt names files under libonnxcore/: %s" % lines)
+
+    for f in fails:
+        print("FAIL " + f)
+    print("%d failure(s)" % len(fails))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
