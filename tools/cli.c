@@ -290,7 +290,7 @@ int cli_fail(const char *file, const oc_error *err) {
     fputs(": ", stderr);
     put_one_line(msg);
     /* The library names its option; the tool's is the flag (M-3). */
-    if (err->code == OC_ERR_LIMIT && strstr(msg, "(max_memory, M-"))
+    if (err->code == OC_ERR_LIMIT && strncmp(err->rule, "M-", 2) == 0)
         fprintf(stderr, "; --max-memory raises the budget");
     if (err->offset != OC_NO_OFFSET) fprintf(stderr, " (at offset %" PRIu64 ")", err->offset);
     fputc('\n', stderr);

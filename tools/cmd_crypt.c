@@ -88,7 +88,9 @@ static oc_status read_fd(void *ctx, void *buf, uint64_t cap, uint64_t *got, oc_e
     ssize_t r;
     do r = read(s->fd, buf, cap > (1u << 30) ? (1u << 30) : (size_t)cap);
     while (r < 0 && errno == EINTR);
-    if (r < 0) return oc_error_set_errno(err, errno, "cannot read %s", s->path);
+    if (r < 0)
+        return oc_error_file(err, s->path,
+                             oc_error_set_errno(err, errno, "cannot read %s", s->path));
     *got = (uint64_t)r;
     return OC_OK;
 }
@@ -98,7 +100,8 @@ static oc_status read_fd(void *ctx, void *buf, uint64_t cap, uint64_t *got, oc_e
 static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *key, bool force,
                               oc_error *err) {
     fd_source src = {open(in, O_RDONLY | O_CLOEXEC | O_NONBLOCK), in};
-    if (src.fd < 0) return oc_error_set_errno(err, errno, "cannot open %s", in);
+    if (src.fd < 0)
+        return oc_error_file(err, in, oc_error_set_errno(err, errno, "cannot open %s", in));
     oc_atomic_file af;
     oc_status st = oc_atomic_open(&af, out, !force, err);
     if (st == OC_OK)

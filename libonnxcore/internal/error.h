@@ -7,6 +7,8 @@
 #ifndef ONNXCORE_INTERNAL_ERROR_H
 #define ONNXCORE_INTERNAL_ERROR_H
 
+#include <stdio.h>
+
 #include "onnxcore/status.h"
 
 #if defined(__GNUC__)
@@ -23,6 +25,17 @@
 #define oc__fail oc_error_set
 /* As oc__fail for a failed system call: records errno and appends strerror. */
 #define oc__fail_errno oc_error_set_errno
+/* The same for a message about a spec rule the input breaks: the rule ("A-21") is an
+ * argument of its own, recorded in err->rule and appended to the message. */
+#define oc__fail_rule       oc_error_set_rule
+#define oc__fail_errno_rule oc_error_set_errno_rule
+
+/* Records the rule an error's message names in its own words (e.g. "(max_memory, M-1)"),
+ * where the message does not end with the rule's usual " (M-1)" tag. */
+static inline oc_status oc__error_rule(oc_error *err, const char *rule, oc_status code) {
+    if (err) snprintf(err->rule, sizeof err->rule, "%s", rule);
+    return code;
+}
 
 #define OC_FORWARD(expr)                                                 \
     do {                                                                 \
@@ -33,6 +46,11 @@
 #define OC_RETURN_ERROR_IF(cond, err, code, offset, ...)                              \
     do {                                                                              \
         if (OC_UNLIKELY(cond)) return oc__fail((err), (code), (offset), __VA_ARGS__); \
+    } while (0)
+
+#define OC_RETURN_RULE_IF(cond, err, code, offset, rule, ...)                                      \
+    do {                                                                                           \
+        if (OC_UNLIKELY(cond)) return oc__fail_rule((err), (code), (offset), (rule), __VA_ARGS__); \
     } while (0)
 
 #endif

@@ -13,7 +13,8 @@ passphrase (key=). The input's form is told by its content, the output's by its 
 external_data= its tensors in data files). Built on the C libraries libonnxcore and libonnxz.
 
 Errors: onnxz.Error (a ValueError) for a file onnxz refuses, with .status, .code, .file,
-.offset and the one-line message the onnxz tool prints; OSError for a failed system call.
+.offset, .rule and the one-line message the onnxz tool prints; OSError for a failed system
+call.
 """
 import collections.abc
 import mmap

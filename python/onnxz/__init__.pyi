@@ -17,6 +17,7 @@ class Error(ValueError):
     code: int              # its number (onnxcore/status.h)
     file: Optional[str]    # the file the fault is in (None for bytes)
     offset: Optional[int]  # the input offset of the fault, or None
+    rule: Optional[str]    # the spec rule the file breaks ("A-21", "Z-61"), or None
 
 def load(f: Union[PathLike, bytes, bytearray, memoryview, IO[bytes]], *,
          load_external_data: bool = ..., key: Optional[Key] = ...,

@@ -49,8 +49,9 @@ static int set_attr(PyObject *exc, const char *name, PyObject *value) {
 
 /* Raises for a failed call on file: OSError (with errno) for a failed system call,
  * MemoryError for OC_ERR_NOMEM, else onnxz.Error with .status (the status name), .code,
- * .file, .offset (None when there is none) and the tool's one-line message
- * "FILE: MESSAGE (at offset N)". Returns NULL. */
+ * .file, .offset (None when there is none), .rule (the spec rule broken, err->rule: "A-21";
+ * None when none) and the tool's one-line message "FILE: MESSAGE (at offset N)".
+ * Returns NULL. */
 static PyObject *raise_error(const char *file, const oc_error *err) {
     char buf[OC_ERROR_MESSAGE_MAX + 16], line[OC_ERROR_MESSAGE_MAX * 2 + 4200], shown[4096];
     const char *msg;
@@ -86,7 +87,9 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
         set_attr(exc, "file", file ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None)) < 0 ||
         set_attr(exc, "offset",
                  err->offset == OC_NO_OFFSET ? Py_NewRef(Py_None)
-                                             : PyLong_FromUnsignedLongLong(err->offset)) < 0) {
+                                             : PyLong_FromUnsignedLongLong(err->offset)) < 0 ||
+        set_attr(exc, "rule", err->rule[0] ? PyUnicode_FromString(err->rule) : Py_NewRef(Py_None)) <
+            0) {
         Py_DECREF(exc);
         return NULL;
     }
@@ -1561,8 +1564,9 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
     onnxz_error = PyErr_NewExceptionWithDoc(
         "onnxz.Error",
         "A model file onnxz refuses: .status (the status name, e.g. 'truncated'), .code (its "
-        "number), .file, .offset (the input offset of the fault, or None); str() is the "
-        "one-line message the onnxz tool prints.",
+        "number), .file, .offset (the input offset of the fault, or None), .rule (the spec "
+        "rule the file breaks, e.g. 'A-21', or None); str() is the one-line message the onnxz "
+        "tool prints.",
         PyExc_ValueError, NULL);
     if (!onnxz_error || PyModule_AddObjectRef(m, "Error", onnxz_error) < 0 ||
         PyModule_AddObjectRef(m, "_Reader", (PyObject *)&ReaderType) < 0 ||

@@ -232,6 +232,8 @@ def test_verify_matches_the_tool(every_form, tool, tmp_path):
             assert r.returncode == 1, (name, str(e))
             assert r.stderr.strip() == "onnxz: error: " + str(e), name
             assert e.file == path
+            if name.startswith("A-"):  # the rule broken, as a field and ending the message
+                assert e.rule == name.split()[0] and str(e).endswith(" (%s)" % e.rule), name
             failed.add(name)
         else:
             assert r.returncode == 0, (name, r.stderr)

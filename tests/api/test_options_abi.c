@@ -521,6 +521,36 @@ static void test_open_info_old(void) {
     CHECK(model == NULL && poison_intact(&s, sizeof(size_t)));
 }
 
+/* oc_error as the first header had it: the same 272 bytes, message of 256. Today's record
+ * keeps that size and prefix (status.h), so an old caller's error is filled within its
+ * struct, with a NUL-terminated message it reads where it always did. */
+typedef struct old_error {
+    oc_status code;
+    int sys_errno;
+    uint64_t offset;
+    char message[256];
+} old_error;
+
+static void test_error_old(void) {
+    char path[600];
+    oc_model *model = NULL;
+    slab s;
+    CHECK(sizeof(old_error) == sizeof(oc_error));
+    CHECK(offsetof(old_error, message) == offsetof(oc_error, message));
+    /* 500 bytes of missing directories: a message longer than the record */
+    memset(path, 'p', sizeof path - 1);
+    path[sizeof path - 1] = '\0';
+    for (size_t i = 50; i < sizeof path - 1; i += 50) path[i] = '/';
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_error *e = (old_error *)(void *)s.bytes;
+    CHECK_STATUS(oc_model_load_file(path, NULL, &model, (oc_error *)(void *)e), OC_ERR_NOT_FOUND,
+                 NULL);
+    CHECK(e->code == OC_ERR_NOT_FOUND && e->sys_errno != 0);
+    CHECK(memchr(e->message, '\0', sizeof e->message) != NULL);
+    CHECK(strncmp(e->message, "cannot open ppp", 15) == 0);
+    CHECK(poison_intact(&s, sizeof *e));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -547,5 +577,6 @@ int main(int argc, char **argv) {
     test_convert_old();
     test_open_info_old();
     test_crypt_old();
+    test_error_old();
     return check_report("test_options_abi");
 }

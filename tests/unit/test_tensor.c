@@ -330,36 +330,47 @@ static void test_quote(void) {
     CHECK(oc_quote("abc", 3, NULL, 8) == NULL);
 }
 
-/* oc_error_detail (status.h): the message after "FILE: ", with the file said once. */
+/* oc_error_detail (status.h): the message after "FILE: ", with the file said once: the
+ * name oc_error_file recorded is left out with its separator, nothing else is. */
 static void test_error_detail(void) {
     char b[OC_ERROR_MESSAGE_MAX + 16];
     oc_error e;
-    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: No such file");
+    oc_error_file(&e, "m.onnx",
+                  oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: No such file"));
+    CHECK(e.file_at == 12 && e.file_len == 6);
     CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "cannot open: No such file");
     CHECK_CSTR(oc_error_detail(&e, "other.onnx", b, sizeof b), e.message);
     CHECK_CSTR(oc_error_detail(&e, NULL, b, sizeof b), e.message);
     CHECK_CSTR(oc_error_detail(&e, "", b, sizeof b), e.message);
-    oc_error_set(&e, OC_ERR_MALFORMED, 7, "m.onnx: bad tag");
+    oc_error_file(&e, "m.onnx", oc_error_set(&e, OC_ERR_MALFORMED, 7, "m.onnx: bad tag"));
     CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "bad tag");
-    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx is not a regular file");
-    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "is not a regular file");
+    oc_error_file(&e, "m.onnx", oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx is not a file"));
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "is not a file");
+    /* The same text with no file recorded stays whole: nothing is read back from it. */
     oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx already exists");
-    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "already exists");
-    oc_error_set(&e, OC_ERR_TRUNCATED, 9, "m.onnx ended while being read");
-    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "ended while being read");
-    /* Only those forms: a longer name that starts with FILE, or FILE then other words. */
-    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx.data: gone");
+    CHECK(e.file_len == 0);
+    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx already exists");
+    /* The recorded name stands as a word of its own: not inside a longer one ("o" in
+     * "cannot", "open"), not a prefix of another ("m.onnx.data"). */
+    oc_error_file(&e, "o", oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open o: gone"));
+    CHECK(e.file_at == 12 && e.file_len == 1);
+    CHECK_CSTR(oc_error_detail(&e, "o", b, sizeof b), "cannot open: gone");
+    oc_error_file(&e, "m.onnx", oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx.data: gone"));
+    CHECK(e.file_len == 0);
     CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx.data: gone");
-    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx holds nothing");
-    CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx holds nothing");
-    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx: ");
+    oc_error_file(&e, "m.onnx", oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "m.onnx: "));
     CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), "m.onnx: ");
+    /* A new error forgets the file of the last one. */
+    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: x");
+    CHECK(e.file_len == 0);
     /* An empty message: the status name; no buffer: "cannot" forms stay whole. */
     oc_error_clear(&e);
+    CHECK(e.rule[0] == '\0' && e.file_len == 0);
     e.code = OC_ERR_TRUNCATED;
     CHECK_CSTR(oc_error_detail(&e, "m.onnx", b, sizeof b), oc_status_name(OC_ERR_TRUNCATED));
-    oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: x");
+    oc_error_file(&e, "m.onnx", oc_error_set(&e, OC_ERR_IO, OC_NO_OFFSET, "cannot open m.onnx: x"));
     CHECK_CSTR(oc_error_detail(&e, "m.onnx", NULL, 0), "cannot open m.onnx: x");
+    CHECK(oc_error_file(NULL, "m.onnx", OC_ERR_IO) == OC_ERR_IO);
 }
 
 static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type,
@@ -379,44 +390,49 @@ static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type,
     return t;
 }
 
-/* oc_error_set: a message too long for oc_error keeps its start and its rule tag, and is
- * never cut inside a UTF-8 sequence. */
+/* oc_error_set_rule: the rule in err->rule and at the end of the message; a message too
+ * long for oc_error keeps its start and its rule, and is never cut inside a UTF-8
+ * sequence. */
 static void test_error_message(void) {
     oc_error err;
     char longtext[600];
     memset(longtext, 'a', sizeof longtext - 1);
     longtext[sizeof longtext - 1] = '\0';
-    oc_error_set(&err, OC_ERR_MALFORMED, 7, "short (W-1)");
+    oc_error_set_rule(&err, OC_ERR_MALFORMED, 7, "W-1", "short");
     CHECK_CSTR(err.message, "short (W-1)");
+    CHECK_CSTR(err.rule, "W-1");
     CHECK(err.code == OC_ERR_MALFORMED && err.offset == 7);
-    oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s (C-53)", longtext);
+    oc_error_set_rule(&err, OC_ERR_MALFORMED, 0, "C-53", "bad: %s", longtext);
     size_t n = strlen(err.message);
     CHECK(n == OC_ERROR_MESSAGE_MAX - 1);
     CHECK(strncmp(err.message, "bad: aaa", 8) == 0);
     CHECK(strcmp(err.message + n - 10, "aaa (C-53)") != 0); /* "..." sits before the tag */
     CHECK(strcmp(err.message + n - 10, "... (C-53)") == 0);
-    /* No tag: plain cut with "..." at the end. */
+    /* No rule: plain cut with "..." at the end, and err->rule empty. */
     oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s", longtext);
+    CHECK_CSTR(err.rule, "");
     CHECK(strlen(err.message) == OC_ERROR_MESSAGE_MAX - 1);
     CHECK(strcmp(err.message + OC_ERROR_MESSAGE_MAX - 4, "...") == 0);
-    /* Something that only looks like a tag is kept only when it is one. */
-    oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s (see above)", longtext);
+    /* A tag written into the text is text: no rule is read back from a message. */
+    oc_error_set(&err, OC_ERR_MALFORMED, 0, "bad: %s (C-53)", longtext);
     CHECK(strcmp(err.message + strlen(err.message) - 3, "...") == 0);
+    CHECK_CSTR(err.rule, "");
     /* Longer than any stack buffer (a long path): the tag still survives. */
     char huge[3000];
     memset(huge, 'p', sizeof huge - 1);
     huge[sizeof huge - 1] = '\0';
-    oc_error_set(&err, OC_ERR_MALFORMED, 0, "file %s is bad (E-12)", huge);
+    oc_error_set_rule(&err, OC_ERR_MALFORMED, 0, "E-12", "file %s is bad", huge);
     n = strlen(err.message);
     CHECK(strcmp(err.message + n - 10, "... (E-12)") == 0);
     /* A system error keeps its reason after the tag, and never ends in a lone ':'. */
-    oc_error_set_errno(&err, ENOENT, "cannot open %s (E-3)", huge);
+    oc_error_set_errno_rule(&err, ENOENT, "E-3", "cannot open %s", huge);
     n = strlen(err.message);
     CHECK(n == OC_ERROR_MESSAGE_MAX - 1);
     CHECK(strstr(err.message, "... (E-3): ") != NULL);
     const char *why = strerror(ENOENT);
     CHECK(n > strlen(why) && strcmp(err.message + n - strlen(why), why) == 0);
     CHECK(err.code == OC_ERR_NOT_FOUND && err.sys_errno == ENOENT);
+    CHECK_CSTR(err.rule, "E-3");
     oc_error_set_errno(&err, EACCES, "cannot open %s", "x");
     CHECK(strncmp(err.message, "cannot open x: ", 15) == 0);
     /* A cut never splits a multi-byte sequence: 'e' + 2-byte sequences across the cut. */
@@ -426,7 +442,7 @@ static void test_error_message(void) {
     while (k + 2 < sizeof utf8) utf8[k++] = (char)0xC3, utf8[k++] = (char)0xA9;
     utf8[k] = '\0';
     for (int shift = 0; shift < 2; shift++) {
-        oc_error_set(&err, OC_ERR_MALFORMED, 0, "%s%s (Z-36)", shift ? "x" : "", utf8);
+        oc_error_set_rule(&err, OC_ERR_MALFORMED, 0, "Z-36", "%s%s", shift ? "x" : "", utf8);
         n = strlen(err.message);
         CHECK(strcmp(err.message + n - 10, "... (Z-36)") == 0);
         CHECK(oc_utf8_len(err.message + n - 12, 2) == 2); /* whole sequence before "..." */

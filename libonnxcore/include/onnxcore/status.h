@@ -41,25 +41,34 @@ typedef enum oc_status {
 } oc_status;
 
 #define OC_NO_OFFSET         UINT64_MAX
-#define OC_ERROR_MESSAGE_MAX 256
+#define OC_ERROR_MESSAGE_MAX 244
+#define OC_ERROR_RULE_MAX    8
 
+/* The record is 272 bytes and its layout up to `message` never changes. rule, file_at and
+ * file_len were added later in the last 12 bytes of what was a 256-byte message (reserved
+ * fields carved from the end, not appended): a program built against the older header
+ * allocates the same size, and still reads a NUL-terminated message there, while this
+ * library never writes past the struct such a caller allocated. */
 typedef struct oc_error {
     oc_status code;
     int sys_errno;                      /* errno of the failed system call, else 0 */
     uint64_t offset;                    /* input offset of the fault, or OC_NO_OFFSET */
-    char message[OC_ERROR_MESSAGE_MAX]; /* one line, no trailing newline */
+    char message[OC_ERROR_MESSAGE_MAX]; /* one line, no trailing newline, for people */
+    /* The spec rule the input breaks ("A-21", "Z-61"), NUL-terminated; "" when none. The
+     * message ends with it in parentheses (before ": strerror" for a system call). */
+    char rule[OC_ERROR_RULE_MAX];
+    /* The file the error is about, as the message names it: message[file_at ..
+     * file_at + file_len); file_len 0 when the message names no file. */
+    uint16_t file_at;
+    uint16_t file_len;
 } oc_error;
 
 /* err's message for a caller that prints the file's name itself ("FILE: " then this, as
- * the tool does): the libraries name the file they fail on, and in exactly these forms
- * the repetition is left out; anything else, and any message with file NULL or empty, is
- * given as it is (the status name when the message is empty):
- *   "cannot VERB FILE: why"   ->  "cannot VERB: why"
- *   "FILE: why"               ->  "why"
- *   "FILE is ..."             ->  "is ..."        (not a regular file, too large to map)
- *   "FILE already exists"     ->  "already exists"
- *   "FILE ended ..."          ->  "ended ..."     (while being read)
- * buf (at least OC_ERROR_MESSAGE_MAX bytes) receives the result when it has to be
+ * the tool does): when the message names file (file_at, file_len), that name is left
+ * out with the separator next to it ("cannot open FILE: why" gives "cannot open: why",
+ * "FILE: why" gives "why", "FILE is ..." gives "is ..."); anything else, and any message
+ * with file NULL or empty, is given as it is (the status name when the message is
+ * empty). buf (at least OC_ERROR_MESSAGE_MAX bytes) receives the result when it has to be
  * assembled; the result points into err, buf or a static name. Never NULL. */
 OC_API const char *oc_error_detail(const oc_error *err, const char *file, char *buf, size_t size);
 
@@ -77,12 +86,37 @@ OC_API oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, co
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* As oc_error_set for a message about the input breaking a spec rule: rule ("A-21", at
+ * most OC_ERROR_RULE_MAX - 1 bytes) goes into err->rule and ends the message as " (A-21)",
+ * kept whole when a long message is cut. */
+OC_API oc_status oc_error_set_rule(oc_error *err, oc_status code, uint64_t offset, const char *rule,
+                                   const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+/* Records that err's message names file (the text the message holds, e.g. a path
+ * or its quoted form): err->file_at and file_len point at its first occurrence that
+ * stands as a word of its own (at the start or after a space, and followed by the end,
+ * a space or ':'); nothing when the message does not hold it whole. Returns status, so
+ * that a failing call can end `return oc_error_file(err, path, oc_error_set(err, ...))`.
+ * err NULL is accepted. */
+OC_API oc_status oc_error_file(oc_error *err, const char *file, oc_status status);
+
 /* As oc_error_set for a failed system call: records errnum, appends ": strerror(errnum)",
  * and picks the code from errnum (ENOENT: OC_ERR_NOT_FOUND, EEXIST: OC_ERR_EXISTS,
  * ENOMEM: OC_ERR_NOMEM, else OC_ERR_IO). */
 OC_API oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* As oc_error_set_errno with a spec rule (oc_error_set_rule): the message ends
+ * " (RULE): strerror(errnum)". */
+OC_API oc_status oc_error_set_errno_rule(oc_error *err, int errnum, const char *rule,
+                                         const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 

@@ -52,61 +52,61 @@ const char *oc_status_name(oc_status s) {
     return "unknown status";
 }
 
+/* The layout every caller, old or new, allocates (status.h). */
+_Static_assert(sizeof(oc_error) == 272, "oc_error keeps its size");
+
 void oc_error_clear(oc_error *err) {
     if (!err) return;
     err->code = OC_OK;
     err->sys_errno = 0;
     err->offset = OC_NO_OFFSET;
     err->message[0] = '\0';
+    err->rule[0] = '\0';
+    err->file_at = err->file_len = 0;
 }
 
 const char *oc_error_detail(const oc_error *err, const char *file, char *buf, size_t size) {
-    static const char *const verbs[] = {"is ", "already ", "ended "};
     if (!err) return oc_status_name(OC_ERR_INVALID_ARG);
     const char *msg = err->message[0] ? err->message : oc_status_name(err->code);
-    size_t flen = file ? strlen(file) : 0;
-    if (flen == 0) return msg;
-    if (strncmp(msg, file, flen) == 0) {
-        const char *rest = msg + flen;
-        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
-        for (size_t i = 0; rest[0] == ' ' && i < sizeof verbs / sizeof verbs[0]; i++)
-            if (strncmp(rest + 1, verbs[i], strlen(verbs[i])) == 0) return rest + 1;
+    size_t flen = file ? strlen(file) : 0, at = err->file_at, len = err->file_len;
+    if (flen == 0 || len != flen || at + len > strlen(msg) || memcmp(msg + at, file, flen) != 0)
         return msg;
+    if (at == 0) { /* "FILE: why", "FILE is ...": the name and the separator after it */
+        const char *rest = msg + len;
+        if (rest[0] == ':' && rest[1] == ' ' && rest[2] != '\0') return rest + 2;
+        return rest[0] == ' ' && rest[1] != '\0' ? rest + 1 : msg;
     }
-    if (strncmp(msg, "cannot ", 7) == 0 && buf && size) {
-        const char *verb_end = strchr(msg + 7, ' ');
-        if (verb_end && verb_end > msg + 7 && strncmp(verb_end + 1, file, flen) == 0 &&
-            verb_end[1 + flen] == ':' && verb_end[2 + flen] == ' ') {
-            snprintf(buf, size, "%.*s%s", (int)(verb_end - msg), msg, verb_end + 1 + flen);
-            return buf;
+    if (!buf || size == 0) return msg; /* "cannot open FILE: why": the space before it too */
+    snprintf(buf, size, "%.*s%s", (int)(at - 1), msg, msg + at + len);
+    return buf;
+}
+
+oc_status oc_error_file(oc_error *err, const char *file, oc_status status) {
+    size_t flen = file ? strlen(file) : 0;
+    if (!err || flen == 0) return status;
+    for (const char *p = err->message; (p = strstr(p, file)) != NULL; p++) {
+        char after = p[flen];
+        if ((p == err->message || p[-1] == ' ') &&
+            (after == '\0' || after == ' ' || after == ':')) {
+            err->file_at = (uint16_t)(p - err->message);
+            err->file_len = (uint16_t)flen;
+            break;
         }
     }
-    return msg;
+    return status;
 }
 
-/* The length of the rule tag " (X-NN)" that ends text[0..len) (spec/ rules: one to three
- * capital letters, '-', one to three digits), or 0. */
-static size_t rule_tag_len(const char *text, size_t len) {
-    if (len < 5 || text[len - 1] != ')') return 0;
-    size_t i = len - 1, digits = 0, letters = 0;
-    while (i > 0 && text[i - 1] >= '0' && text[i - 1] <= '9' && digits < 4) i--, digits++;
-    if (!digits || digits > 3 || i == 0 || text[--i] != '-') return 0;
-    while (i > 0 && text[i - 1] >= 'A' && text[i - 1] <= 'Z' && letters < 4) i--, letters++;
-    if (!letters || letters > 3 || i == 0 || text[--i] != '(') return 0;
-    if (i > 0 && text[i - 1] == ' ') i--;
-    return len - i;
-}
-
-/* Formats into err->message, then appends suffix (NULL: none). A message too long for it
- * keeps its start, its rule tag and the suffix: "start... (X-NN): suffix", cut between
- * UTF-8 sequences, so the rule a test or a user looks for, and the system's reason,
- * survive a long quoted path or name in the middle. */
-static void set_message(oc_error *err, const char *suffix, const char *fmt, va_list ap) {
-    char local[4 * OC_ERROR_MESSAGE_MAX], *full = local;
+/* Formats into err->message, then appends " (RULE)" (rule NULL or "": none) and suffix
+ * (NULL: none). A message too long for it keeps its start, the rule and the suffix:
+ * "start... (X-NN): suffix", cut between UTF-8 sequences, so the rule a test or a user
+ * looks for, and the system's reason, survive a long quoted path or name in the middle. */
+static void set_message(oc_error *err, const char *rule, const char *suffix, const char *fmt,
+                        va_list ap) {
+    char local[4 * OC_ERROR_MESSAGE_MAX], *full = local, tail[OC_ERROR_MESSAGE_MAX];
     va_list again;
     va_copy(again, ap);
     int n = vsnprintf(local, sizeof local, fmt, ap);
-    if (n >= (int)sizeof local) { /* rare: a very long path; the tag is at its end */
+    if (n >= (int)sizeof local) { /* rare: a very long path */
         char *big = malloc((size_t)n + 1);
         if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n)
             full = big;
@@ -119,55 +119,86 @@ static void set_message(oc_error *err, const char *suffix, const char *fmt, va_l
     size_t slen = suffix ? strlen(suffix) : 0;
     if (slen > cap / 2) slen = cap / 2; /* a suffix never crowds the message out */
     while (slen > 0 && ((unsigned char)suffix[slen] & 0xC0) == 0x80) slen--;
-    if (len + slen <= cap) {
+    snprintf(err->rule, sizeof err->rule, "%s", rule ? rule : "");
+    int tlen = snprintf(tail, sizeof tail, "%s%s%s%.*s", err->rule[0] ? " (" : "", err->rule,
+                        err->rule[0] ? ")" : "", (int)slen, suffix ? suffix : "");
+    size_t t = tlen > 0 ? (size_t)tlen : 0;
+    if (len + t <= cap) {
         memcpy(err->message, full, len);
-        memcpy(err->message + len, suffix ? suffix : "", slen);
-        err->message[len + slen] = '\0';
+        memcpy(err->message + len, tail, t + 1);
     } else {
-        size_t tag = rule_tag_len(full, len);
-        size_t head = cap - 3 - tag - slen;
+        size_t head = cap - 3 - t;
         while (head > 0 && ((unsigned char)full[head] & 0xC0) == 0x80) head--;
-        char *m = err->message;
-        memcpy(m, full, head);
-        memcpy(m + head, "...", 3);
-        memcpy(m + head + 3, full + len - tag, tag);
-        memcpy(m + head + 3 + tag, suffix ? suffix : "", slen);
-        m[head + 3 + tag + slen] = '\0';
+        memcpy(err->message, full, head);
+        memcpy(err->message + head, "...", 3);
+        memcpy(err->message + head + 3, tail, t + 1);
     }
     if (full != local) free(full);
+    err->file_at = err->file_len = 0;
     /* One line: a message built from file contents must not smuggle in newlines. */
     for (char *p = err->message; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';
 }
 
-oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...) {
-    if (!err) return code;
+static void set_plain(oc_error *err, oc_status code, uint64_t offset, const char *rule,
+                      const char *fmt, va_list ap) {
     err->code = code;
     err->sys_errno = 0;
     err->offset = offset;
+    set_message(err, rule, NULL, fmt, ap);
+}
+
+oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, const char *fmt, ...) {
+    if (!err) return code;
     va_list ap;
     va_start(ap, fmt);
-    set_message(err, NULL, fmt, ap);
+    set_plain(err, code, offset, NULL, fmt, ap);
     va_end(ap);
     return code;
 }
 
-oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
-    oc_status code =
-        errnum == ENOENT
-            ? OC_ERR_NOT_FOUND
-            : (errnum == EEXIST ? OC_ERR_EXISTS : (errnum == ENOMEM ? OC_ERR_NOMEM : OC_ERR_IO));
+oc_status oc_error_set_rule(oc_error *err, oc_status code, uint64_t offset, const char *rule,
+                            const char *fmt, ...) {
     if (!err) return code;
-    err->code = code;
-    err->sys_errno = errnum;
-    err->offset = OC_NO_OFFSET;
-    char reason[OC_ERROR_MESSAGE_MAX];
-    snprintf(reason, sizeof reason, ": %s", strerror(errnum));
     va_list ap;
     va_start(ap, fmt);
-    set_message(err, reason, fmt, ap);
+    set_plain(err, code, offset, rule, fmt, ap);
     va_end(ap);
     return code;
+}
+
+static oc_status errno_code(int errnum) {
+    return errnum == ENOENT
+               ? OC_ERR_NOT_FOUND
+               : (errnum == EEXIST ? OC_ERR_EXISTS : (errnum == ENOMEM ? OC_ERR_NOMEM : OC_ERR_IO));
+}
+
+static void set_errno(oc_error *err, int errnum, const char *rule, const char *fmt, va_list ap) {
+    char reason[OC_ERROR_MESSAGE_MAX];
+    err->code = errno_code(errnum);
+    err->sys_errno = errnum;
+    err->offset = OC_NO_OFFSET;
+    snprintf(reason, sizeof reason, ": %s", strerror(errnum));
+    set_message(err, rule, reason, fmt, ap);
+}
+
+oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...) {
+    if (!err) return errno_code(errnum);
+    va_list ap;
+    va_start(ap, fmt);
+    set_errno(err, errnum, NULL, fmt, ap);
+    va_end(ap);
+    return err->code;
+}
+
+oc_status oc_error_set_errno_rule(oc_error *err, int errnum, const char *rule, const char *fmt,
+                                  ...) {
+    if (!err) return errno_code(errnum);
+    va_list ap;
+    va_start(ap, fmt);
+    set_errno(err, errnum, rule, fmt, ap);
+    va_end(ap);
+    return err->code;
 }
 
 size_t oc_utf8_len(const void *data, uint64_t n) {

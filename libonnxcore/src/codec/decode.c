@@ -792,10 +792,11 @@ static oc_status window_grow(dctx *c, window *w, uint64_t need) {
     /* A long string or packed run is read whole into the window: never past the memory
      * budget, which the mapped path enforces on the arena copy of the same field. */
     if (need > w->budget)
-        return oc__fail(c->err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                        "decoding needs more memory than the budget of %llu bytes (max_memory, "
-                        "M-1)",
-                        (unsigned long long)w->budget);
+        return oc__error_rule(c->err, "M-1",
+                              oc__fail(c->err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                                       "decoding needs more memory than the budget of %llu "
+                                       "bytes (max_memory, M-1)",
+                                       (unsigned long long)w->budget));
     uint64_t cap = w->cap * 2 > need ? w->cap * 2 : need;
     if (cap > w->budget) cap = w->budget;
     uint8_t *p = cap <= SIZE_MAX ? realloc(w->buf, (size_t)cap) : NULL;
@@ -949,7 +950,9 @@ oc_status oc__budget_end(oc_arena *arena, uint64_t previous, const oc_parse_opti
     int hit = arena->hit_cap;
     oc__arena_uncap(arena, previous);
     if (st != OC_ERR_NOMEM || !hit) return st;
-    return oc__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
-                    "decoding needs more memory than the budget of %llu bytes (max_memory, M-1)",
-                    (unsigned long long)oc__budget_of(opts));
+    return oc__error_rule(
+        err, "M-1",
+        oc__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
+                 "decoding needs more memory than the budget of %llu bytes (max_memory, M-1)",
+                 (unsigned long long)oc__budget_of(opts)));
 }

@@ -66,14 +66,12 @@ oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset, 
     if (has_offset) *has_offset = o != NULL;
     if (has_length) *has_length = n != NULL;
     if (o && !parse_u63(o, offset))
-        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        "tensor '%s': external data offset '%s' is not a non-negative integer "
-                        "(E-12)",
-                        oc__qname(t, name), oc__qstr(o, text));
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "E-12",
+                             "tensor '%s': external data offset '%s' is not a non-negative integer",
+                             oc__qname(t, name), oc__qstr(o, text));
     if (n && !parse_u63(n, length))
-        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        "tensor '%s': external data length '%s' is not a non-negative integer "
-                        "(E-12)",
-                        oc__qname(t, name), oc__qstr(n, text));
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "E-12",
+                             "tensor '%s': external data length '%s' is not a non-negative integer",
+                             oc__qname(t, name), oc__qstr(n, text));
     return OC_OK;
 }

@@ -209,18 +209,17 @@ static oc_status check_typed(const onnx_TensorProto *t, int32_t type, uint64_t e
                    t->int64_data.count + t->double_data.count + t->uint64_data.count;
     if (!field || (want == 0 && any == 0)) return OC_OK;
     if (any == 0)
-        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': dims %s of %s make %llu elements, but it has no data (W-42)",
-                        oc_quote(t->name.data, t->name.size, name, sizeof name),
-                        format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
-                        (unsigned long long)elements);
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "W-42",
+                             "tensor '%s': dims %s of %s make %llu elements, but it has no data",
+                             oc_quote(t->name.data, t->name.size, name, sizeof name),
+                             format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
+                             (unsigned long long)elements);
     if (have != want)
-        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': dims %s of %s make %llu values in %s, but it holds %llu "
-                        "(W-42)",
-                        oc_quote(t->name.data, t->name.size, name, sizeof name),
-                        format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
-                        (unsigned long long)want, field, (unsigned long long)have);
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "W-42",
+                             "tensor '%s': dims %s of %s make %llu values in %s, but it holds %llu",
+                             oc_quote(t->name.data, t->name.size, name, sizeof name),
+                             format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
+                             (unsigned long long)want, field, (unsigned long long)have);
     return OC_OK;
 }
 
@@ -242,10 +241,10 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     for (uint64_t i = 0; i < t->dims.count; i++) {
         int64_t d = t->dims.items[i];
         if (d < 0)
-            return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "tensor '%s': dims %s: dim %llu is negative (W-40)",
-                            oc_quote(t->name.data, t->name.size, name, sizeof name),
-                            format_dims(t, dims, sizeof dims), (unsigned long long)i);
+            return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "W-40",
+                                 "tensor '%s': dims %s: dim %llu is negative",
+                                 oc_quote(t->name.data, t->name.size, name, sizeof name),
+                                 format_dims(t, dims, sizeof dims), (unsigned long long)i);
         /* A zero anywhere makes the product 0, even after an overflowing prefix. */
         if (d == 0)
             elements = 0, overflow = 0;
@@ -255,16 +254,16 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
             elements *= (uint64_t)d;
     }
     if (overflow)
-        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        "tensor '%s': dims %s make more than 2^64 - 1 elements (W-40)",
-                        oc_quote(t->name.data, t->name.size, name, sizeof name),
-                        format_dims(t, dims, sizeof dims));
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "W-40",
+                             "tensor '%s': dims %s make more than 2^64 - 1 elements",
+                             oc_quote(t->name.data, t->name.size, name, sizeof name),
+                             format_dims(t, dims, sizeof dims));
     int32_t type = OC_HAS(TensorProto, t, data_type) ? t->data_type : 0;
     unsigned bits = oc_tensor_element_bits(type);
     if (!bits && type != 0 && type != 8) /* W-42: a type ONNX does not define */
-        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                        "tensor '%s' has data_type %d, which ONNX does not define (W-42)",
-                        oc_quote(t->name.data, t->name.size, name, sizeof name), (int)type);
+        return oc__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "W-42",
+                             "tensor '%s' has data_type %d, which ONNX does not define",
+                             oc_quote(t->name.data, t->name.size, name, sizeof name), (int)type);
     int inside = !oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data) && !t->segment;
     if (inside) OC_FORWARD(check_typed(t, type, elements, err));
     if (!bits) return OC_OK;
@@ -272,10 +271,10 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     if (bits >= 8) {
         uint64_t per = bits / 8;
         if (elements > UINT64_MAX / per)
-            return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "tensor '%s': dims %s of %s make more than 2^64 - 1 bytes (W-40)",
-                            oc_quote(t->name.data, t->name.size, name, sizeof name),
-                            format_dims(t, dims, sizeof dims), oc_tensor_type_name(type));
+            return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "W-40",
+                                 "tensor '%s': dims %s of %s make more than 2^64 - 1 bytes",
+                                 oc_quote(t->name.data, t->name.size, name, sizeof name),
+                                 format_dims(t, dims, sizeof dims), oc_tensor_type_name(type));
         need = elements * per;
     } else {
         uint64_t per_byte = 8 / bits; /* elements packed in one byte */
@@ -301,10 +300,10 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
         return OC_OK; /* typed fields: checked above */
     }
     if (have != need)
-        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': dims %s of %s make %llu bytes, but %s %llu (W-40)",
-                        oc_quote(t->name.data, t->name.size, name, sizeof name),
-                        format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
-                        (unsigned long long)need, what, (unsigned long long)have);
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "W-40",
+                             "tensor '%s': dims %s of %s make %llu bytes, but %s %llu",
+                             oc_quote(t->name.data, t->name.size, name, sizeof name),
+                             format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
+                             (unsigned long long)need, what, (unsigned long long)have);
     return OC_OK;
 }

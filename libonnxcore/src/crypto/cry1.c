@@ -16,10 +16,10 @@
 #define PIECE_SIZE OC__CRYPT_PIECE_SIZE
 
 static oc_status cry1_resolve(const oc_crypt_options *o, oc__crypt_params *r, oc_error *err) {
-    OC_RETURN_ERROR_IF(o && o->iterations && o->iterations != OC_CRYPT_CRY1_ITERATIONS, err,
-                       OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "ONNXCRY1 always uses %u PBKDF2 iterations, not %u (C-51)",
-                       OC_CRYPT_CRY1_ITERATIONS, o->iterations);
+    OC_RETURN_RULE_IF(o && o->iterations && o->iterations != OC_CRYPT_CRY1_ITERATIONS, err,
+                      OC_ERR_INVALID_ARG, OC_NO_OFFSET, "C-51",
+                      "ONNXCRY1 always uses %u PBKDF2 iterations, not %u", OC_CRYPT_CRY1_ITERATIONS,
+                      o->iterations);
     r->iterations = OC_CRYPT_CRY1_ITERATIONS;
     r->chunk_size = 0;
     return OC_OK;
@@ -91,17 +91,17 @@ static oc_status cry1_stream(oc__cb_cipher *c, oc__crypt_source *s, uint8_t *in,
         if (len) OC_FORWARD(write(write_ctx, out, (uint64_t)len, err));
         if (got < PIECE_SIZE) break;
     }
-    OC_RETURN_ERROR_IF(total == 0, err, OC_ERR_TRUNCATED, s->offset,
-                       "truncated: the ONNXCRY1 input has no ciphertext after its header (C-52)");
-    OC_RETURN_ERROR_IF(total % CBC_BLOCK, err, OC_ERR_TRUNCATED, s->offset,
-                       "truncated: the ONNXCRY1 ciphertext (%llu bytes) is not a whole number of "
-                       "16-byte blocks (C-52)",
-                       (unsigned long long)total);
+    OC_RETURN_RULE_IF(total == 0, err, OC_ERR_TRUNCATED, s->offset, "C-52",
+                      "truncated: the ONNXCRY1 input has no ciphertext after its header");
+    OC_RETURN_RULE_IF(total % CBC_BLOCK, err, OC_ERR_TRUNCATED, s->offset, "C-52",
+                      "truncated: the ONNXCRY1 ciphertext (%llu bytes) is not a whole number of "
+                      "16-byte blocks",
+                      (unsigned long long)total);
     int padding_ok = 0;
     OC_FORWARD(oc__cb_cbc_final(c, out, &len, &padding_ok, err));
-    OC_RETURN_ERROR_IF(!padding_ok, err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
-                       "wrong passphrase, or damaged data: the ONNXCRY1 padding check failed "
-                       "(the format has no other check) (C-53)");
+    OC_RETURN_RULE_IF(!padding_ok, err, OC_ERR_BAD_KEY, OC_NO_OFFSET, "C-53",
+                      "wrong passphrase, or damaged data: the ONNXCRY1 padding check failed "
+                      "(the format has no other check)");
     if (len) OC_FORWARD(write(write_ctx, out, (uint64_t)len, err));
     return OC_OK;
 }
@@ -113,10 +113,9 @@ static oc_status cry1_decrypt(oc__crypt_source *s, const uint8_t magic[OC_CRYPT_
     uint8_t h[SALT_SIZE + IV_SIZE];
     uint64_t got;
     OC_FORWARD(oc__crypt_fill(s, h, sizeof h, &got, err));
-    OC_RETURN_ERROR_IF(
-        got < sizeof h, err, OC_ERR_TRUNCATED, s->offset,
-        "truncated: the input ends inside the ONNXCRY1 header (%llu of its %u bytes) (C-50)",
-        (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_CRY1_HEADER_SIZE);
+    OC_RETURN_RULE_IF(got < sizeof h, err, OC_ERR_TRUNCATED, s->offset, "C-50",
+                      "truncated: the input ends inside the ONNXCRY1 header (%llu of its %u bytes)",
+                      (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_CRY1_HEADER_SIZE);
     uint8_t k[KEY_SIZE];
     OC_FORWARD(oc__cb_pbkdf2_sha256(key, key_len, h, SALT_SIZE, OC_CRYPT_CRY1_ITERATIONS, k,
                                     KEY_SIZE, err));

@@ -75,7 +75,7 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
                         "oc_crypt_detect_file: missing argument");
     *out = OC_CRYPT_NONE;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
+    if (fd < 0) return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     uint8_t magic[OC_CRYPT_MAGIC_LEN];
     size_t got = 0;
     while (got < sizeof magic) {
@@ -84,7 +84,7 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
         if (r < 0) {
             int e = errno;
             close(fd);
-            return oc__fail_errno(err, e, "cannot read %s", path);
+            return oc_error_file(err, path, oc__fail_errno(err, e, "cannot read %s", path));
         }
         if (r == 0) break;
         got += (size_t)r;
@@ -93,10 +93,11 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
     *out = oc_crypt_detect(magic, got);
     /* C-1: a file shorter than a magic that begins one is an encrypted file cut short. */
     if (got < sizeof magic && magic_prefix(magic, got))
-        return oc__fail(err, OC_ERR_TRUNCATED, got,
-                        "truncated: the file ends inside the magic of an encrypted file (%zu of "
-                        "%u bytes) (C-1)",
-                        got, (unsigned)OC_CRYPT_MAGIC_LEN);
+        return oc__fail_rule(
+            err, OC_ERR_TRUNCATED, got, "C-1",
+            "truncated: the file ends inside the magic of an encrypted file (%zu of "
+            "%u bytes)",
+            got, (unsigned)OC_CRYPT_MAGIC_LEN);
     return OC_OK;
 }
 
@@ -247,12 +248,11 @@ static oc_status decrypt_source(oc__crypt_source *s, oc_write_fn write, void *wr
     OC_FORWARD(oc__crypt_fill(s, magic, sizeof magic, &got, err));
     oc_crypt_format f = oc_crypt_detect(magic, got);
     if (f == OC_CRYPT_NONE) {
-        OC_RETURN_ERROR_IF(got < sizeof magic && magic_prefix(magic, (size_t)got), err,
-                           OC_ERR_TRUNCATED, got,
-                           "truncated: the input ends inside the magic (C-1)");
-        return oc__fail(
-            err, OC_ERR_MALFORMED, 0,
-            "not an encrypted file: it starts with neither ONNXZEC1 nor ONNXCRY1 (C-1)");
+        OC_RETURN_RULE_IF(got < sizeof magic && magic_prefix(magic, (size_t)got), err,
+                          OC_ERR_TRUNCATED, got, "C-1",
+                          "truncated: the input ends inside the magic");
+        return oc__fail_rule(err, OC_ERR_MALFORMED, 0, "C-1",
+                             "not an encrypted file: it starts with neither ONNXZEC1 nor ONNXCRY1");
     }
     OC_RETURN_ERROR_IF(want != OC_CRYPT_NONE && f != want, err, OC_ERR_MALFORMED, 0,
                        "the input is %s, not %s as required", oc_crypt_format_name(f),
@@ -376,7 +376,8 @@ oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, siz
 
 static oc_status open_input(const char *path, int *fd, oc_error *err) {
     *fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
+    if (*fd < 0)
+        return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     return OC_OK;
 }
 

@@ -44,7 +44,9 @@ oc_status oc__crypt_fd_read(void *reader, void *buf, uint64_t cap, uint64_t *got
     for (;;) {
         ssize_t r = read(f->fd, buf, n);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return oc__fail_errno(err, errno, "cannot read %s", f->path);
+        if (r < 0)
+            return oc_error_file(err, f->path,
+                                 oc__fail_errno(err, errno, "cannot read %s", f->path));
         *got = (uint64_t)r;
         return OC_OK;
     }

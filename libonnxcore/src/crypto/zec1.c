@@ -61,12 +61,12 @@ static uint64_t get_u64le(const uint8_t *p) {
 static oc_status zec1_resolve(const oc_crypt_options *o, oc__crypt_params *r, oc_error *err) {
     r->iterations = o && o->iterations ? o->iterations : OC_CRYPT_DEFAULT_ITERATIONS;
     r->chunk_size = o && o->chunk_size ? o->chunk_size : OC_CRYPT_DEFAULT_CHUNK_SIZE;
-    OC_RETURN_ERROR_IF(r->iterations > r->max_iterations, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "%u PBKDF2 iterations: above the reader limit %u (C-15)", r->iterations,
-                       r->max_iterations);
-    OC_RETURN_ERROR_IF(
+    OC_RETURN_RULE_IF(r->iterations > r->max_iterations, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "C-15", "%u PBKDF2 iterations: above the reader limit %u", r->iterations,
+                      r->max_iterations);
+    OC_RETURN_RULE_IF(
         r->chunk_size < OC_CRYPT_MIN_CHUNK_SIZE || r->chunk_size > OC_CRYPT_MAX_CHUNK_SIZE, err,
-        OC_ERR_INVALID_ARG, OC_NO_OFFSET, "chunk size %u is outside %u..%u (C-16)", r->chunk_size,
+        OC_ERR_INVALID_ARG, OC_NO_OFFSET, "C-16", "chunk size %u is outside %u..%u", r->chunk_size,
         OC_CRYPT_MIN_CHUNK_SIZE, OC_CRYPT_MAX_CHUNK_SIZE);
     return OC_OK;
 }
@@ -141,8 +141,8 @@ static oc_status zec1_seal(oc_crypt_writer *w, int final, oc_error *err) {
     uint8_t *ct = f + FRAME_SIZE, *tag = ct + w->fill;
     OC_FORWARD(oc__cb_gcm_seal(w->cipher, nonce, aad, sizeof aad, w->plain, (size_t)w->fill, ct,
                                tag, err));
-    OC_RETURN_ERROR_IF(w->index == UINT64_MAX, err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                       "too many chunks (C-37)");
+    OC_RETURN_RULE_IF(w->index == UINT64_MAX, err, OC_ERR_LIMIT, OC_NO_OFFSET, "C-37",
+                      "too many chunks");
     w->index++;
     OC_FORWARD(w->write(w->write_ctx, f, FRAME_SIZE + w->fill + TAG_SIZE, err));
     w->fill = 0;
@@ -199,32 +199,31 @@ static oc_status zec1_writer_finish(oc_crypt_writer *w, oc_error *err) {
 
 /* The header checks of C-40, in order; h holds the 72 header bytes. */
 static oc_status zec1_check_header(const uint8_t *h, const oc__crypt_params *r, oc_error *err) {
-    OC_RETURN_ERROR_IF(
-        h[H_VERSION] != ZEC1_VERSION, err, OC_ERR_UNSUPPORTED, H_VERSION,
-        "ONNXZEC1 format version %u is not supported: this build reads version %u (C-11)",
-        h[H_VERSION], ZEC1_VERSION);
+    OC_RETURN_RULE_IF(h[H_VERSION] != ZEC1_VERSION, err, OC_ERR_UNSUPPORTED, H_VERSION, "C-11",
+                      "ONNXZEC1 format version %u is not supported: this build reads version %u",
+                      h[H_VERSION], ZEC1_VERSION);
     uint8_t digest[CHECK_SIZE];
     OC_FORWARD(header_digest(h, digest, err));
-    OC_RETURN_ERROR_IF(!oc__cb_equal(digest, h + H_DIGEST, CHECK_SIZE), err, OC_ERR_CHECKSUM, 0,
-                       "the ONNXZEC1 header is damaged: its digest does not match (C-12)");
-    OC_RETURN_ERROR_IF(h[H_CIPHER] != ZEC1_CIPHER_AES256GCM, err, OC_ERR_UNSUPPORTED, H_CIPHER,
-                       "ONNXZEC1 cipher %u is not supported (C-13)", h[H_CIPHER]);
-    OC_RETURN_ERROR_IF(h[H_KDF] != ZEC1_KDF_PBKDF2_SHA256, err, OC_ERR_UNSUPPORTED, H_KDF,
-                       "ONNXZEC1 key derivation %u is not supported (C-13)", h[H_KDF]);
-    OC_RETURN_ERROR_IF(h[H_RESERVED] != 0, err, OC_ERR_MALFORMED, H_RESERVED,
-                       "ONNXZEC1 header: reserved byte is %u, not 0 (C-14)", h[H_RESERVED]);
+    OC_RETURN_RULE_IF(!oc__cb_equal(digest, h + H_DIGEST, CHECK_SIZE), err, OC_ERR_CHECKSUM, 0,
+                      "C-12", "the ONNXZEC1 header is damaged: its digest does not match");
+    OC_RETURN_RULE_IF(h[H_CIPHER] != ZEC1_CIPHER_AES256GCM, err, OC_ERR_UNSUPPORTED, H_CIPHER,
+                      "C-13", "ONNXZEC1 cipher %u is not supported", h[H_CIPHER]);
+    OC_RETURN_RULE_IF(h[H_KDF] != ZEC1_KDF_PBKDF2_SHA256, err, OC_ERR_UNSUPPORTED, H_KDF, "C-13",
+                      "ONNXZEC1 key derivation %u is not supported", h[H_KDF]);
+    OC_RETURN_RULE_IF(h[H_RESERVED] != 0, err, OC_ERR_MALFORMED, H_RESERVED, "C-14",
+                      "ONNXZEC1 header: reserved byte is %u, not 0", h[H_RESERVED]);
     uint32_t iterations = get_u32le(h + H_ITERATIONS);
     uint32_t chunk_size = get_u32le(h + H_CHUNK_SIZE);
-    OC_RETURN_ERROR_IF(iterations == 0, err, OC_ERR_MALFORMED, H_ITERATIONS,
-                       "ONNXZEC1 header: zero PBKDF2 iterations (C-15)");
-    OC_RETURN_ERROR_IF(iterations > r->max_iterations, err, OC_ERR_LIMIT, H_ITERATIONS,
-                       "ONNXZEC1 header asks for %u PBKDF2 iterations, more than the limit %u "
-                       "(raise max_iterations to accept it) (C-15)",
-                       iterations, r->max_iterations);
-    OC_RETURN_ERROR_IF(chunk_size < OC_CRYPT_MIN_CHUNK_SIZE || chunk_size > OC_CRYPT_MAX_CHUNK_SIZE,
-                       err, OC_ERR_MALFORMED, H_CHUNK_SIZE,
-                       "ONNXZEC1 header: chunk size %u is outside %u..%u (C-16)", chunk_size,
-                       OC_CRYPT_MIN_CHUNK_SIZE, OC_CRYPT_MAX_CHUNK_SIZE);
+    OC_RETURN_RULE_IF(iterations == 0, err, OC_ERR_MALFORMED, H_ITERATIONS, "C-15",
+                      "ONNXZEC1 header: zero PBKDF2 iterations");
+    OC_RETURN_RULE_IF(iterations > r->max_iterations, err, OC_ERR_LIMIT, H_ITERATIONS, "C-15",
+                      "ONNXZEC1 header asks for %u PBKDF2 iterations, more than the limit %u "
+                      "(raise max_iterations to accept it)",
+                      iterations, r->max_iterations);
+    OC_RETURN_RULE_IF(chunk_size < OC_CRYPT_MIN_CHUNK_SIZE || chunk_size > OC_CRYPT_MAX_CHUNK_SIZE,
+                      err, OC_ERR_MALFORMED, H_CHUNK_SIZE, "C-16",
+                      "ONNXZEC1 header: chunk size %u is outside %u..%u", chunk_size,
+                      OC_CRYPT_MIN_CHUNK_SIZE, OC_CRYPT_MAX_CHUNK_SIZE);
     return OC_OK;
 }
 
@@ -244,30 +243,29 @@ static oc_status zec1_chunks(zec1_reader *z, oc__crypt_source *s, const uint8_t 
         OC_FORWARD(oc__crypt_fill(s, frame, FRAME_SIZE, &got, err));
         if (got == 0) {
             if (i == 0)
-                return oc__fail(err, OC_ERR_TRUNCATED, at,
-                                "truncated: the input ends after the header, before the first "
-                                "chunk (C-41)");
-            return oc__fail(err, OC_ERR_TRUNCATED, at,
-                            "truncated: the input ends after chunk %llu, before the final "
-                            "chunk (C-41)",
-                            (unsigned long long)(i - 1));
+                return oc__fail_rule(err, OC_ERR_TRUNCATED, at, "C-41",
+                                     "truncated: the input ends after the header, before the first "
+                                     "chunk");
+            return oc__fail_rule(err, OC_ERR_TRUNCATED, at, "C-41",
+                                 "truncated: the input ends after chunk %llu, before the final "
+                                 "chunk",
+                                 (unsigned long long)(i - 1));
         }
-        OC_RETURN_ERROR_IF(got < FRAME_SIZE, err, OC_ERR_TRUNCATED, at,
-                           "truncated: the input ends inside the frame of chunk %llu (C-41)",
-                           (unsigned long long)i);
+        OC_RETURN_RULE_IF(got < FRAME_SIZE, err, OC_ERR_TRUNCATED, at, "C-41",
+                          "truncated: the input ends inside the frame of chunk %llu",
+                          (unsigned long long)i);
         uint64_t index = get_u64le(frame);
         uint32_t len = get_u32le(frame + 8);
         uint8_t flags = frame[12];
-        OC_RETURN_ERROR_IF(len > cs, err, OC_ERR_MALFORMED, at + 8,
-                           "chunk %llu declares %u bytes, more than the chunk size %u (C-31)",
-                           (unsigned long long)i, len, cs);
+        OC_RETURN_RULE_IF(len > cs, err, OC_ERR_MALFORMED, at + 8, "C-31",
+                          "chunk %llu declares %u bytes, more than the chunk size %u",
+                          (unsigned long long)i, len, cs);
         uint64_t body = (uint64_t)len + TAG_SIZE;
         OC_FORWARD(oc__crypt_fill(s, ct, body, &got, err));
-        OC_RETURN_ERROR_IF(
-            got < body, err, OC_ERR_TRUNCATED, at,
-            "truncated: the input ends inside chunk %llu (%llu of its %llu bytes) (C-41)",
-            (unsigned long long)i, (unsigned long long)(got + FRAME_SIZE),
-            (unsigned long long)(body + FRAME_SIZE));
+        OC_RETURN_RULE_IF(got < body, err, OC_ERR_TRUNCATED, at, "C-41",
+                          "truncated: the input ends inside chunk %llu (%llu of its %llu bytes)",
+                          (unsigned long long)i, (unsigned long long)(got + FRAME_SIZE),
+                          (unsigned long long)(body + FRAME_SIZE));
         /* Authenticated as chunk `index` first: a genuine chunk in the wrong place is told
          * from a damaged one (C-42, C-43). */
         uint8_t nonce[NONCE_SIZE], aad[AAD_SIZE];
@@ -278,37 +276,37 @@ static oc_status zec1_chunks(zec1_reader *z, oc__crypt_source *s, const uint8_t 
                                    &ok, err));
         if (index != i && ok) {
             if (index < i)
-                return oc__fail(
-                    err, OC_ERR_INCONSISTENT, at,
-                    "chunk %llu appears again at position %llu: a duplicated chunk (C-42)",
+                return oc__fail_rule(
+                    err, OC_ERR_INCONSISTENT, at, "C-42",
+                    "chunk %llu appears again at position %llu: a duplicated chunk",
                     (unsigned long long)index, (unsigned long long)i);
-            return oc__fail(err, OC_ERR_INCONSISTENT, at,
-                            "chunk %llu found at position %llu: chunks are missing or out of "
-                            "order (C-42)",
-                            (unsigned long long)index, (unsigned long long)i);
+            return oc__fail_rule(err, OC_ERR_INCONSISTENT, at, "C-42",
+                                 "chunk %llu found at position %llu: chunks are missing or out of "
+                                 "order",
+                                 (unsigned long long)index, (unsigned long long)i);
         }
-        OC_RETURN_ERROR_IF(!ok, err, OC_ERR_CHECKSUM, at,
-                           "chunk %llu fails authentication: the data is damaged or was "
-                           "tampered with (C-43)",
-                           (unsigned long long)i);
+        OC_RETURN_RULE_IF(!ok, err, OC_ERR_CHECKSUM, at, "C-43",
+                          "chunk %llu fails authentication: the data is damaged or was "
+                          "tampered with",
+                          (unsigned long long)i);
         int final = (flags & ZEC1_FINAL) != 0;
-        OC_RETURN_ERROR_IF((flags & ~ZEC1_FINAL) || frame[13] || frame[14] || frame[15], err,
-                           OC_ERR_MALFORMED, at + 12,
-                           "chunk %llu: reserved frame bits are set (C-44)", (unsigned long long)i);
-        OC_RETURN_ERROR_IF(!final && len != cs, err, OC_ERR_MALFORMED, at + 8,
-                           "chunk %llu is not the final chunk but holds %u bytes, not the chunk "
-                           "size %u (C-44)",
-                           (unsigned long long)i, len, cs);
-        OC_RETURN_ERROR_IF(final && len == 0 && i > 0, err, OC_ERR_MALFORMED, at + 8,
-                           "chunk %llu is an empty final chunk after full ones (C-44)",
-                           (unsigned long long)i);
+        OC_RETURN_RULE_IF((flags & ~ZEC1_FINAL) || frame[13] || frame[14] || frame[15], err,
+                          OC_ERR_MALFORMED, at + 12, "C-44",
+                          "chunk %llu: reserved frame bits are set", (unsigned long long)i);
+        OC_RETURN_RULE_IF(!final && len != cs, err, OC_ERR_MALFORMED, at + 8, "C-44",
+                          "chunk %llu is not the final chunk but holds %u bytes, not the chunk "
+                          "size %u",
+                          (unsigned long long)i, len, cs);
+        OC_RETURN_RULE_IF(final && len == 0 && i > 0, err, OC_ERR_MALFORMED, at + 8, "C-44",
+                          "chunk %llu is an empty final chunk after full ones",
+                          (unsigned long long)i);
         if (len) OC_FORWARD(write(write_ctx, z->plain, len, err));
         if (final) {
             uint8_t extra;
             OC_FORWARD(oc__crypt_fill(s, &extra, 1, &got, err));
-            OC_RETURN_ERROR_IF(got != 0, err, OC_ERR_MALFORMED, s->offset - 1,
-                               "bytes follow the final chunk (chunk %llu): appended data (C-45)",
-                               (unsigned long long)i);
+            OC_RETURN_RULE_IF(got != 0, err, OC_ERR_MALFORMED, s->offset - 1, "C-45",
+                              "bytes follow the final chunk (chunk %llu): appended data",
+                              (unsigned long long)i);
             return OC_OK;
         }
     }
@@ -321,10 +319,9 @@ static oc_status zec1_decrypt(oc__crypt_source *s, const uint8_t magic[OC_CRYPT_
     memcpy(h, magic, OC_CRYPT_MAGIC_LEN);
     uint64_t got;
     OC_FORWARD(oc__crypt_fill(s, h + OC_CRYPT_MAGIC_LEN, sizeof h - OC_CRYPT_MAGIC_LEN, &got, err));
-    OC_RETURN_ERROR_IF(
-        got < sizeof h - OC_CRYPT_MAGIC_LEN, err, OC_ERR_TRUNCATED, s->offset,
-        "truncated: the input ends inside the ONNXZEC1 header (%llu of its %u bytes) (C-10)",
-        (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_ZEC1_HEADER_SIZE);
+    OC_RETURN_RULE_IF(got < sizeof h - OC_CRYPT_MAGIC_LEN, err, OC_ERR_TRUNCATED, s->offset, "C-10",
+                      "truncated: the input ends inside the ONNXZEC1 header (%llu of its %u bytes)",
+                      (unsigned long long)(got + OC_CRYPT_MAGIC_LEN), OC_CRYPT_ZEC1_HEADER_SIZE);
     OC_FORWARD(zec1_check_header(h, r, err));
     uint8_t chunk_key[KEY_SIZE], check[CHECK_SIZE];
     OC_FORWARD(zec1_keys(key, key_len, h, chunk_key, check, err));
@@ -332,9 +329,9 @@ static oc_status zec1_decrypt(oc__crypt_source *s, const uint8_t magic[OC_CRYPT_
     oc__cb_cleanse(check, sizeof check);
     if (!right) {
         oc__cb_cleanse(chunk_key, sizeof chunk_key);
-        return oc__fail(err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
-                        "wrong passphrase: it does not match the key check of this ONNXZEC1 "
-                        "file (C-22)");
+        return oc__fail_rule(err, OC_ERR_BAD_KEY, OC_NO_OFFSET, "C-22",
+                             "wrong passphrase: it does not match the key check of this ONNXZEC1 "
+                             "file");
     }
     zec1_reader z = {0};
     z.chunk_size = get_u32le(h + H_CHUNK_SIZE);

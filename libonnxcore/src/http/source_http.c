@@ -458,22 +458,31 @@ static oc_status gave_up(const http_source *h, const xfer *x, oc_error *err) {
     snprintf(got, sizeof got, "%" PRIu64 " of %" PRIu64 " bytes received", x->got, x->want);
     switch (x->gave_up) {
     case GAVE_HEADERS:
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "%s: timed out (the response's headers took more than %ld s, R-15)",
-                        h->head.name, h->timeout_s);
+        return oc_error_file(
+            err, h->head.name,
+            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                     "%s: timed out (the response's headers took more than %ld s, R-15)",
+                     h->head.name, h->timeout_s));
     case GAVE_SLOW:
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "%s: too slow (less than %" PRIu64 " bytes/s over %ld s, R-15; %s)",
-                        h->head.name, h->min_rate, h->timeout_s, got);
+        return oc_error_file(err, h->head.name,
+                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                      "%s: too slow (less than %" PRIu64
+                                      " bytes/s over %ld s, R-15; %s)",
+                                      h->head.name, h->min_rate, h->timeout_s, got));
     case GAVE_CANCEL:
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled (%s)", h->head.name, got);
+        return oc_error_file(
+            err, h->head.name,
+            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled (%s)", h->head.name, got));
     case GAVE_DEADLINE:
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "%s: timed out (the request took more than %.1f s, R-15; %s)",
-                        h->head.name, h->deadline_s, got);
+        return oc_error_file(err, h->head.name,
+                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                      "%s: timed out (the request took more than %.1f s, R-15; %s)",
+                                      h->head.name, h->deadline_s, got));
     default:
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s, %s)",
-                        h->head.name, h->timeout_s, got);
+        return oc_error_file(err, h->head.name,
+                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                      "%s: timed out (no data for %ld s, %s)", h->head.name,
+                                      h->timeout_s, got));
     }
 }
 
@@ -528,28 +537,35 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         const char *why = errbuf[0] ? oc_quote(errbuf, strlen(errbuf), quoted, sizeof quoted)
                                     : curl_easy_strerror(rc);
         if (rc == CURLE_WRITE_ERROR && x->why[0])
-            st = oc__fail(err,
-                          strstr(x->why, "changed")        ? OC_ERR_INCONSISTENT
-                          : status == 404 || status == 410 ? OC_ERR_NOT_FOUND
-                                                           : OC_ERR_IO,
-                          OC_NO_OFFSET, "%s: %s", h->head.name, x->why);
+            st = oc_error_file(err, h->head.name,
+                               oc__fail(err,
+                                        strstr(x->why, "changed")        ? OC_ERR_INCONSISTENT
+                                        : status == 404 || status == 410 ? OC_ERR_NOT_FOUND
+                                                                         : OC_ERR_IO,
+                                        OC_NO_OFFSET, "%s: %s", h->head.name, x->why));
         else if (rc == CURLE_OK)
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                          "%s: the body ended after %" PRIu64 " of %" PRIu64 " bytes", h->head.name,
-                          x->got, x->want);
+            st = oc_error_file(err, h->head.name,
+                               oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                        "%s: the body ended after %" PRIu64 " of %" PRIu64 " bytes",
+                                        h->head.name, x->got, x->want));
         else if (rc == CURLE_ABORTED_BY_CALLBACK && x->gave_up != GAVE_NONE)
             st = gave_up(h, x, err);
         else if (rc == CURLE_OPERATION_TIMEDOUT)
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s): %s",
-                          h->head.name, h->timeout_s, why);
+            st = oc_error_file(err, h->head.name,
+                               oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                        "%s: timed out (no data for %ld s): %s", h->head.name,
+                                        h->timeout_s, why));
         else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
                  rc == CURLE_SSL_CERTPROBLEM)
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                          "%s: the server's certificate was not verified (%s); give the CA "
-                          "that signed it (ca_file; ONNXZ_CA_FILE for the tool and Python)",
-                          h->head.name, why);
+            st = oc_error_file(
+                err, h->head.name,
+                oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                         "%s: the server's certificate was not verified (%s); give the CA "
+                         "that signed it (ca_file; ONNXZ_CA_FILE for the tool and Python)",
+                         h->head.name, why));
         else
-            st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: %s", h->head.name, why);
+            st = oc_error_file(err, h->head.name,
+                               oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: %s", h->head.name, why));
         break;
     }
     curl_slist_free_all(hdrs);
@@ -723,7 +739,9 @@ static void par_wait(par *p, struct timespec *polled) {
     pthread_cond_timedwait(&p->cv, &p->mu, &until);
     if (p->failed || !asked_to_stop(p->h, polled)) return;
     p->worker_failed = 1;
-    p->st = oc__fail(&p->err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled", p->h->head.name);
+    p->st =
+        oc_error_file(&p->err, p->h->head.name,
+                      oc__fail(&p->err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled", p->h->head.name));
     par_fail(p);
 }
 
@@ -1007,8 +1025,9 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     *out = NULL;
     pthread_once(&global_once, global_init);
     if (global_rc != CURLE_OK)
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: libcurl did not start: %s", url,
-                        curl_easy_strerror(global_rc));
+        return oc_error_file(err, url,
+                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: libcurl did not start: %s",
+                                      url, curl_easy_strerror(global_rc)));
     oc_http_options o = OC_HTTP_OPTIONS_INIT;
     if (opts) memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
     http_source *h = calloc(1, sizeof *h);
@@ -1057,10 +1076,11 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
             h->tail_len = x.got;
             x.open_buf = NULL;
             if (h->tail_len && x.r_last != h->head.size - 1)
-                st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                              "%s: bad Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64
-                              " for the last %u bytes",
-                              name, x.r_first, x.r_last, h->head.size, OC_HTTP_TAIL);
+                st = oc_error_file(err, name,
+                                   oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                            "%s: bad Content-Range: bytes %" PRIu64 "-%" PRIu64
+                                            "/%" PRIu64 " for the last %u bytes",
+                                            name, x.r_first, x.r_last, h->head.size, OC_HTTP_TAIL));
         }
         free(x.open_buf);
         if (st != OC_OK) {

@@ -14,6 +14,8 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
                           oc_error *err) {
     (void)opts;
     *out = NULL;
-    return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                    "%s: built without HTTP support (libcurl): cannot read a URL", url);
+    return oc_error_file(err, url,
+                         oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                                  "%s: built without HTTP support (libcurl): cannot read a URL",
+                                  url));
 }

@@ -129,15 +129,18 @@ static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_erro
     const char *path = af->path;
     int dash = strcmp(path, "-") == 0;
     if (!dash && !is_stream(st->st_mode))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "%s is not a regular file, a FIFO or a character device: onnxz "
-                        "neither replaces nor writes into it (S-41)",
-                        path);
+        return oc_error_file(
+            err, path,
+            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
+                          "%s is not a regular file, a FIFO or a character device: onnxz "
+                          "neither replaces nor writes into it",
+                          path));
     af->fd = dash ? fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
                   : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (af->fd < 0 && dash)
+        return oc__fail_errno(err, errno, "cannot write standard output (%s)", path);
     if (af->fd < 0)
-        return oc__fail_errno(err, errno, dash ? "cannot write standard output (%s)" : "cannot open %s",
-                              path);
+        return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     struct stat now;
     if (fstat(af->fd, &now) != 0 ||
         (!dash && (!is_stream(now.st_mode) || now.st_dev != st->st_dev ||
@@ -157,8 +160,9 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     af->overwrite = overwrite;
     /* Read from, never written to: not a local path that happens to look like one */
     if (oc_is_url(path))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "%s is a URL: onnxz writes local files only", path);
+        return oc_error_file(err, path,
+                             oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                      "%s is a URL: onnxz writes local files only", path));
     /* What is replaced is the name (W-32): a link to a file there is replaced, never
      * written through; a regular file there passes its mode and owner on. What is not a
      * regular file is never replaced (S-41): "-", a stream or a link to one is written
@@ -175,8 +179,10 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     }
     if (exists) {
         if (!overwrite)
-            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path);
-        if (S_ISDIR(st.st_mode)) return oc__fail_errno(err, EISDIR, "cannot replace %s", path);
+            return oc_error_file(
+                err, path, oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path));
+        if (S_ISDIR(st.st_mode))
+            return oc_error_file(err, path, oc__fail_errno(err, EISDIR, "cannot replace %s", path));
     }
     af->path = strdup(path);
     char *dir = oc__path_dir(path);
@@ -319,7 +325,10 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
         size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
         ssize_t w = write(af->fd, p, chunk);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
+        if (w <= 0)
+            return oc_error_file(
+                err, af->path,
+                oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path));
         p += w;
         size -= (uint64_t)w;
         oc__atomic_appended(af, (uint64_t)w);
@@ -334,7 +343,10 @@ oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, 
         size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
         ssize_t w = pwrite(af->fd, p, chunk, (off_t)at);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path);
+        if (w <= 0)
+            return oc_error_file(
+                err, af->path,
+                oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path));
         p += w;
         at += (uint64_t)w;
         size -= (uint64_t)w;
@@ -357,7 +369,7 @@ static void fsync_dir(const char *path) {
 static oc_status commit_through(oc_atomic_file *af, oc_error *err) {
     oc_status st = OC_OK;
     if (close(af->fd) != 0 && errno != EINTR)
-        st = oc__fail_errno(err, errno, "cannot write %s", af->path);
+        st = oc_error_file(err, af->path, oc__fail_errno(err, errno, "cannot write %s", af->path));
     af->fd = -1;
     oc_atomic_abort(af);
     return st;
@@ -368,9 +380,11 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     if (af->through) return commit_through(af, err);
     writeback_stop(af);
     if (!af->no_sync && fsync(af->fd) != 0)
-        st = oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path);
+        st = oc_error_file(err, af->tmp_path,
+                           oc__fail_errno(err, errno, "cannot sync %s", af->tmp_path));
     if (close(af->fd) != 0 && st == OC_OK)
-        st = oc__fail_errno(err, errno, "cannot close %s", af->tmp_path);
+        st = oc_error_file(err, af->tmp_path,
+                           oc__fail_errno(err, errno, "cannot close %s", af->tmp_path));
     af->fd = -1;
     if (st == OC_OK) {
         int r;
@@ -386,7 +400,9 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
             r = rename(af->tmp_path, af->path);
         if (r != 0) {
             st = errno == EEXIST
-                     ? oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", af->path)
+                     ? oc_error_file(err, af->path,
+                                     oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists",
+                                              af->path))
                      : oc__fail_errno(err, errno, "cannot rename %s to %s", af->tmp_path, af->path);
         } else {
             forget_temp(af);

@@ -114,7 +114,9 @@ static oc_status mapped_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int ou
         if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
                       errno == EBADF || errno == EPERM))
             break; /* not between these files: the rest goes through the pages */
-        if (r < 0) return oc__fail_errno(err, errno, "cannot copy %s", s->name);
+        if (r < 0)
+            return oc_error_file(err, s->name,
+                                 oc__fail_errno(err, errno, "cannot copy %s", s->name));
         if (r == 0) break; /* a cut file, or a filesystem that copies nothing: pread tells */
         *done += (uint64_t)r;
     }
@@ -142,7 +144,9 @@ static const oc_source_vtable mapped_vtable = {
 
 static oc_status read_whole(int fd, const char *name, uint64_t size, void **out, oc_error *err) {
     uint8_t *buf = malloc(size ? (size_t)size : 1);
-    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "%s: out of memory", name);
+    if (!buf)
+        return oc_error_file(err, name,
+                             oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "%s: out of memory", name));
     uint64_t done = 0;
     while (done < size) {
         ssize_t r = pread(fd, buf + done, (size_t)(size - done), (off_t)done);
@@ -150,7 +154,7 @@ static oc_status read_whole(int fd, const char *name, uint64_t size, void **out,
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
             free(buf);
-            return oc__fail_errno(err, e, "cannot read %s", name);
+            return oc_error_file(err, name, oc__fail_errno(err, e, "cannot read %s", name));
         }
         done += (uint64_t)r;
     }
@@ -162,7 +166,8 @@ static oc_status open_mapped(int fd, const char *name, const struct stat *st, in
                              oc_source **out, oc_error *err) {
     uint64_t size = (uint64_t)st->st_size;
     if (size > (uint64_t)SIZE_MAX)
-        return oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", name);
+        return oc_error_file(
+            err, name, oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET, "%s is too large to map", name));
     mapped_source *m = calloc(1, sizeof *m);
     if (!m) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     m->fd = -1;
@@ -225,7 +230,9 @@ static oc_status pread_read(oc_source *s, uint64_t at, void *dst, uint64_t n, ui
         ssize_t r =
             pread(fd, p + *got, want > (1u << 30) ? (1u << 30) : (size_t)want, (off_t)(at + *got));
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return oc__fail_errno(err, errno, "cannot read %s", s->name);
+        if (r < 0)
+            return oc_error_file(err, s->name,
+                                 oc__fail_errno(err, errno, "cannot read %s", s->name));
         if (r == 0) break; /* the file shrank since it was measured */
         *got += (uint64_t)r;
     }
@@ -274,14 +281,16 @@ oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_sou
         name = path;
         /* O_NONBLOCK: never hang on a FIFO */
         own = fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0) return oc__fail_errno(err, errno, "cannot open %s", path);
+        if (fd < 0)
+            return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     }
     struct stat st;
     oc_status r = OC_OK;
     if (fstat(fd, &st) != 0)
-        r = oc__fail_errno(err, errno, "cannot stat %s", name);
+        r = oc_error_file(err, name, oc__fail_errno(err, errno, "cannot stat %s", name));
     else if (!S_ISREG(st.st_mode))
-        r = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", name);
+        r = oc_error_file(err, name,
+                          oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", name));
     else if (kind == OC_FILE_PREAD)
         r = open_pread(fd, name, &st, out, err);
     else

@@ -299,12 +299,14 @@ static oc_status open_datafile(loader *l, const onnx_TensorProto *t, const oc_st
  * the model's input, and the mapped load reports none), the status and errno kept. */
 static oc_status read_failed(const ext_item *it, oc_status st, oc_error *err) {
     if (st == OC_OK || !err) return st;
-    char name[OC_QUOTE_SIZE], why[OC_ERROR_MESSAGE_MAX];
+    char name[OC_QUOTE_SIZE], why[OC_ERROR_MESSAGE_MAX], rule[OC_ERROR_RULE_MAX];
     int e = err->sys_errno;
     snprintf(why, sizeof why, "%s", err->message);
+    memcpy(rule, err->rule, sizeof rule); /* the source's rule, which why ends with */
     oc__fail(err, st, OC_NO_OFFSET, "tensor '%s': reading its external data: %s",
              oc__qname(it->tensor, name), why);
     err->sys_errno = e;
+    memcpy(err->rule, rule, sizeof rule);
     return st;
 }
 
@@ -426,10 +428,10 @@ static oc_status checksum_verdict(const onnx_TensorProto *t, const oc_str *want,
                         "so no data matches it (E-1, E-15)",
                         oc__qname(t, name), oc__qstr(want, stored));
     default:
-        return oc__fail(err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum mismatch (stored %s, computed %s) "
-                        "(E-15)",
-                        oc__qname(t, name), oc__qstr(want, stored), got);
+        return oc__fail_rule(
+            err, OC_ERR_CHECKSUM, OC_NO_OFFSET, "E-15",
+            "tensor '%s': external data checksum mismatch (stored %s, computed %s)",
+            oc__qname(t, name), oc__qstr(want, stored), got);
     }
 }
 
@@ -440,10 +442,10 @@ static oc_status hash_failure(const loader *l, const hash_job *j) {
     char name[OC_QUOTE_SIZE], got[41];
     OC_FORWARD(item_sha1(l, j->item, got, l->err));
     if (compare_digest(j->want, got) == 0) /* later items were not hashed: no success */
-        return oc__fail(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum did not match, then matched when "
-                        "hashed again: its data file changed during the load (E-15)",
-                        oc__qname(t, name));
+        return oc__fail_rule(l->err, OC_ERR_CHECKSUM, OC_NO_OFFSET, "E-15",
+                             "tensor '%s': external data checksum did not match, then matched when "
+                             "hashed again: its data file changed during the load",
+                             oc__qname(t, name));
     return checksum_verdict(t, j->want, got, l->err);
 }
 
@@ -487,8 +489,8 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
     char name[OC_QUOTE_SIZE], shown[OC_QUOTE_SIZE];
     const oc_str *loc = oc_tensor_external_value(t, "location");
     if (!loc)
-        return oc__fail(l->err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        "tensor '%s': external data has no location (E-1)", oc__qname(t, name));
+        return oc__fail_rule(l->err, OC_ERR_MALFORMED, OC_NO_OFFSET, "E-1",
+                             "tensor '%s': external data has no location", oc__qname(t, name));
     /* E-12 first: a reference that cannot be read is refused before any file is opened. */
     uint64_t offset, length;
     int has_length;

@@ -468,10 +468,13 @@ static oc_status check_none_exists(const data_writer *w, const oc_atomic_file *m
     struct stat st;
     for (uint32_t i = 0; i < w->nparts; i++)
         if (lstat(w->parts[i].af.path, &st) == 0)
-            return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists",
-                            w->parts[i].af.path);
+            return oc_error_file(err, w->parts[i].af.path,
+                                 oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists",
+                                          w->parts[i].af.path));
     if (lstat(model->path, &st) == 0)
-        return oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", model->path);
+        return oc_error_file(
+            err, model->path,
+            oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", model->path));
     return OC_OK;
 }
 

@@ -348,9 +348,9 @@ oc_status oc_model_check(const oc_model *model, oc_error *err) {
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no model");
     const onnx_ModelProto *m = model->proto;
     if (!OC_HAS(ModelProto, m, ir_version))
-        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        "the model has no ir_version: every ONNX model states one (W-41)");
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "W-41",
+                             "the model has no ir_version: every ONNX model states one");
     if (!m->graph)
-        return oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "the model has no graph (W-41)");
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "W-41", "the model has no graph");
     return oc_model_check_tensor_sizes(model, err);
 }

@@ -96,11 +96,10 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format, c
     *out = NULL; /* on any failure, an unset options struct too */
     OC_PARSE_OPTS(popts, err);
     if (!base_dir && popts) base_dir = popts->data_dir;
-    OC_RETURN_ERROR_IF(oc_crypt_is_zip(plain->data, plain->size), err, OC_ERR_UNSUPPORTED,
-                       OC_NO_OFFSET,
-                       "the decrypted data is an .onnxz archive, not a serialized model: decrypt "
-                       "it with oc_crypt_decrypt_memory and open it with oz_zip_reader_open_memory "
-                       "(C-61)");
+    OC_RETURN_RULE_IF(oc_crypt_is_zip(plain->data, plain->size), err, OC_ERR_UNSUPPORTED,
+                      OC_NO_OFFSET, "C-61",
+                      "the decrypted data is an .onnxz archive, not a serialized model: decrypt "
+                      "it with oc_crypt_decrypt_memory and open it with oz_zip_reader_open_memory");
     oc_model *m = oc_model_new();
     if (!m) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_error derr;
@@ -111,11 +110,12 @@ oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format format, c
     if (st != OC_OK) {
         oc_model_free(m);
         if (format == OC_CRYPT_ONNXCRY1)
-            return oc__fail(err, OC_ERR_BAD_KEY, OC_NO_OFFSET,
-                            "wrong passphrase, or damaged data: the decrypted ONNXCRY1 payload is "
-                            "not a model (%s; ONNXCRY1's padding check misses about one wrong "
-                            "passphrase in 256) (C-53)",
-                            derr.message);
+            return oc__fail_rule(
+                err, OC_ERR_BAD_KEY, OC_NO_OFFSET, "C-53",
+                "wrong passphrase, or damaged data: the decrypted ONNXCRY1 payload is "
+                "not a model (%s; ONNXCRY1's padding check misses about one wrong "
+                "passphrase in 256)",
+                derr.message);
         if (err) *err = derr;
         return st;
     }

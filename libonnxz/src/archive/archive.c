@@ -274,9 +274,9 @@ static oc_status check_version(const oz_archive *ar, oc_error *err) {
     }
     oc_bytes_release(&b);
     if (!digits || v > OZ_ARCHIVE_VERSION)
-        return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                        "archive format version %s is newer than this reader (%u) (A-40)",
-                        digits ? "above 1" : "unreadable", OZ_ARCHIVE_VERSION);
+        return oz__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "A-40",
+                             "archive format version %s is newer than this reader (%u)",
+                             digits ? "above 1" : "unreadable", OZ_ARCHIVE_VERSION);
     return OC_OK;
 }
 
@@ -309,8 +309,8 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
     oc_error tmp;
     oc_status st = OC_OK;
     if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
-        st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                      "not an ONNX archive: no " OZ_MODEL_ENTRY " entry (A-1)");
+        st = oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-1",
+                           "not an ONNX archive: no " OZ_MODEL_ENTRY " entry");
     if (st == OC_OK) st = check_version(ar, err);
     if (st != OC_OK) {
         oz_archive_close(ar);
@@ -404,36 +404,38 @@ static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t
     /* a `location` key without a value has no bytes at all (data NULL) */
     if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD ||
         (loc->size && memchr(loc->data, '\0', (size_t)loc->size)))
-        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                        "tensor '%s': the archive has no entry '%s' (A-21)", tname, qloc);
+        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
+                             "tensor '%s': the archive has no entry '%s'", tname, qloc);
     if (loc->size) memcpy(name, loc->data, (size_t)loc->size);
     name[loc->size] = '\0';
     oc_error tmp;
     if (oz_zip_reader_find(ar->zip, name, index, &tmp) != OC_OK)
-        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                        "tensor '%s': the archive has no entry '%s' (A-21)", tname, qloc);
+        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
+                             "tensor '%s': the archive has no entry '%s'", tname, qloc);
     if (*index == ar->model_index) /* `not found`: no tensor entry has that name */
-        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                        "tensor '%s': its location is " OZ_MODEL_ENTRY ", the model's own entry, "
-                        "which cannot hold a tensor (A-21)",
-                        tname);
+        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
+                             "tensor '%s': its location is " OZ_MODEL_ENTRY
+                             ", the model's own entry, "
+                             "which cannot hold a tensor",
+                             tname);
     if (loc->size && loc->data[loc->size - 1] == '/')
-        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': its location '%s' names a directory entry (a name ending "
-                        "in /), which cannot hold a tensor (A-21)",
-                        tname, qloc);
+        return oz__fail_rule(
+            err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
+            "tensor '%s': its location '%s' names a directory entry (a name ending "
+            "in /), which cannot hold a tensor",
+            tname, qloc);
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(ar->zip, *index, &e, err));
     if (has_offset && offset != 0)
-        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': offset %llu in entry '%s', where a tensor entry is the "
-                        "tensor and its offset is 0 (A-21)",
-                        tname, (unsigned long long)offset, qloc);
+        return oz__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
+                             "tensor '%s': offset %llu in entry '%s', where a tensor entry is the "
+                             "tensor and its offset is 0",
+                             tname, (unsigned long long)offset, qloc);
     if (has_length && length != e.uncompressed_size)
-        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "tensor '%s': its length is %llu, but entry '%s' holds %llu bytes (A-21)",
-                        tname, (unsigned long long)length, qloc,
-                        (unsigned long long)e.uncompressed_size);
+        return oz__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
+                             "tensor '%s': its length is %llu, but entry '%s' holds %llu bytes",
+                             tname, (unsigned long long)length, qloc,
+                             (unsigned long long)e.uncompressed_size);
     return OC_OK;
 }
 
@@ -457,8 +459,8 @@ static oc_status fetch_entry(const oz_archive *ar, const onnx_TensorProto *t, ui
     if (!loc) {
         char tname[OC_QUOTE_SIZE];
         oc_quote(t->name.data, t->name.size, tname, sizeof tname);
-        return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                        "tensor '%s': external data has no location (E-1)", tname);
+        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "E-1",
+                             "tensor '%s': external data has no location", tname);
     }
     return check_reference(ar, t, loc, index, err);
 }
@@ -517,10 +519,13 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
         oc_parse_options_init(&budgeted);
     uint64_t budget = budgeted.max_memory ? budgeted.max_memory : OC_DEFAULT_MAX_MEMORY;
     if (e.method != OZ_ZIP_STORED && budget != OC_DEFAULT_MAX_MEMORY) {
-        OZ_RETURN_ERROR_IF(e.uncompressed_size >= budget, err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                           "inflating " OZ_MODEL_ENTRY " takes %llu bytes, more than the "
-                           "memory budget of %llu bytes (max_memory, M-1)",
-                           (unsigned long long)e.uncompressed_size, (unsigned long long)budget);
+        if (e.uncompressed_size >= budget)
+            return oz__error_rule(err, "M-1",
+                                  oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                                           "inflating " OZ_MODEL_ENTRY " takes %llu bytes, more "
+                                           "than the memory budget of %llu bytes (max_memory, M-1)",
+                                           (unsigned long long)e.uncompressed_size,
+                                           (unsigned long long)budget));
         budgeted.max_memory = budget - e.uncompressed_size;
     }
     opts = &budgeted;
@@ -535,10 +540,13 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
                        oc_model_arena(model), opts, m.owner, err);
     oc_owner_unref(m.owner);
     if (st == OC_ERR_LIMIT && budgeted.max_memory != budget)
-        st = oz__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
-                      "decoding needs more memory than the budget of %llu bytes, of which "
-                      "inflating " OZ_MODEL_ENTRY " took %llu (max_memory, M-1)",
-                      (unsigned long long)budget, (unsigned long long)e.uncompressed_size);
+        st = oz__error_rule(err, "M-1",
+                            oz__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
+                                     "decoding needs more memory than the budget of %llu bytes, "
+                                     "of which inflating " OZ_MODEL_ENTRY " took %llu "
+                                     "(max_memory, M-1)",
+                                     (unsigned long long)budget,
+                                     (unsigned long long)e.uncompressed_size));
     if (st != OC_OK) {
         oc_model_free(model);
         return st;
@@ -776,36 +784,36 @@ static oc_status layout_check(const layout_walk *w, uint64_t count, oc_error *er
     char buf[32], qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
     OZ_FORWARD(oz_zip_reader_entry(w->zip, w->model_index, &model, err));
     if (w->model_index + 1 != count)
-        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        OZ_MODEL_ENTRY " is entry %llu of %llu in the central directory, "
-                                       "not the last (A-2)",
-                        (unsigned long long)w->model_index + 1, (unsigned long long)count);
+        return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-2",
+                             OZ_MODEL_ENTRY " is entry %llu of %llu in the central directory, "
+                                            "not the last",
+                             (unsigned long long)w->model_index + 1, (unsigned long long)count);
     for (uint64_t i = 0; i < count; i++) {
         OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
         if (e.local_header_offset < model.local_header_offset) rank++;
     }
     if (rank + 1 != count)
-        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
-                                       "offset %llu comes before other entries' (A-2)",
-                        (unsigned long long)model.data_offset);
+        return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-2",
+                             OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
+                                            "offset %llu comes before other entries'",
+                             (unsigned long long)model.data_offset);
     for (uint64_t i = 0; i < count; i++) {
         OZ_FORWARD(oz_zip_reader_local(w->zip, i, err)); /* data_offset, where deferred */
         OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
         oc_quote(e.name, e.name_len, qe, sizeof qe);
         if (i != w->model_index && w->has_tensor[i] && e.method != OZ_ZIP_STORED) {
             const oc_str *t = &w->first_tensor[i];
-            return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
-                            "mapped in place (A-3)",
-                            qe, oc_quote(t->data, t->size, qt, sizeof qt),
-                            layout_method_name(e.method, buf, sizeof buf));
+            return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-3",
+                                 "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
+                                 "mapped in place",
+                                 qe, oc_quote(t->data, t->size, qt, sizeof qt),
+                                 layout_method_name(e.method, buf, sizeof buf));
         }
         if (e.method == OZ_ZIP_STORED && e.data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
-            return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                            "entry '%s' has its data at offset %llu, not on a %u-byte "
-                            "boundary (A-4)",
-                            qe, (unsigned long long)e.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
+            return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-4",
+                                 "entry '%s' has its data at offset %llu, not on a %u-byte "
+                                 "boundary",
+                                 qe, (unsigned long long)e.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
     }
     return OC_OK;
 }

@@ -284,10 +284,9 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
         if (st != OC_OK && !watched.input_failed) {
             char msg[OC_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "%s", err->message);
-            oz__fail(err, st, OC_NO_OFFSET,
-                     "%s; an .onnxz archive holds only tensors of the size their shape makes "
-                     "(A-13)",
-                     msg);
+            oz__fail_rule(err, st, OC_NO_OFFSET, "A-13",
+                          "%s; an .onnxz archive holds only tensors of the size their shape makes",
+                          msg);
             watched.input_failed = true; /* the input's tensors, not OUT, are at fault */
         }
     }

@@ -29,8 +29,10 @@ oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owne
 static oc_status open_plain(const oc_bytes *plain, const char *path,
                             const oz_zip_reader_options *zip_opts, oz_archive **out,
                             oc_error *err) {
-    OZ_RETURN_ERROR_IF(!oc_crypt_is_zip(plain->data, plain->size), err, OC_ERR_MALFORMED,
-                       OC_NO_OFFSET, "%s: the decrypted data is not an .onnxz archive", path);
+    if (!oc_crypt_is_zip(plain->data, plain->size))
+        return oc_error_file(err, path,
+                             oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                                      "%s: the decrypted data is not an .onnxz archive", path));
     return oz_archive_open_memory(plain->data, plain->size, plain->owner, zip_opts, out, err);
 }
 

@@ -180,9 +180,11 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
         return oz__fail_errno(err, errno, "cannot look at the edit journal %s", jpath);
     }
     *found = 1;
-    OZ_RETURN_ERROR_IF(!S_ISREG(named.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s is %s, not an edit journal: move it away to edit (A-55)", jpath,
-                       kind_of(named.st_mode));
+    if (!S_ISREG(named.st_mode))
+        return oc_error_file(err, jpath,
+                             oz__fail_rule(err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
+                                           "%s is %s, not an edit journal: move it away to edit",
+                                           jpath, kind_of(named.st_mode)));
     int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
     struct stat st;
@@ -199,18 +201,20 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
     }
     close(jfd);
     if (e) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
-    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
-                           st.st_ino != named.st_ino,
-                       err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s changed while it was read (now %s): move it away to edit (A-55)", jpath,
-                       S_ISREG(st.st_mode) ? "another file" : kind_of(st.st_mode));
-    OZ_RETURN_ERROR_IF(n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
-                           oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4),
-                       err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s is no complete edit journal (an edit that stopped before it "
-                       "changed the archive leaves that, or the file is not ours): move it "
-                       "away to edit (A-55)",
-                       jpath);
+    OZ_RETURN_RULE_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
+                          st.st_ino != named.st_ino,
+                      err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
+                      "%s changed while it was read (now %s): move it away to edit", jpath,
+                      S_ISREG(st.st_mode) ? "another file" : kind_of(st.st_mode));
+    if (n != (ssize_t)JOURNAL_SIZE || memcmp(b, magic, sizeof magic) != 0 ||
+        oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4))
+        return oc_error_file(
+            err, jpath,
+            oz__fail_rule(err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
+                          "%s is no complete edit journal (an edit that stopped before it "
+                          "changed the archive leaves that, or the file is not ours): move it "
+                          "away to edit",
+                          jpath));
     oz__cursor c = oz__cursor_make(b + sizeof magic, JOURNAL_SIZE - sizeof magic);
     j->old_size = oz__get64(&c);
     j->new_size = oz__get64(&c);

@@ -102,17 +102,19 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
      * its driver. */
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+        return oc_error_file(
+            err, path, oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path));
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
+    if (fd < 0) return oc_error_file(err, path, oz__fail_errno(err, errno, "cannot open %s", path));
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return oz__fail_errno(err, e, "cannot stat %s", path);
+        return oc_error_file(err, path, oz__fail_errno(err, e, "cannot stat %s", path));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path);
+        return oc_error_file(
+            err, path, oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path));
     }
     /* S-44: a file of size 0 is empty whatever reading it gives (a /proc file reads
      * bytes, or fails): the loaders map st_size bytes, so none of them would be read. */
@@ -129,7 +131,7 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
         if (r < 0) {
             int e = errno;
             close(fd);
-            return oz__fail_errno(err, e, "cannot read %s", path);
+            return oc_error_file(err, path, oz__fail_errno(err, e, "cannot read %s", path));
         }
         if (r == 0) break;
         got += (size_t)r;
@@ -179,10 +181,11 @@ bool oz_kind_is_encrypted(oz_kind kind, oc_crypt_format *format) {
 static oc_status cut_in_magic(const char *path, oc_error *err) {
     struct stat st;
     uint64_t got = stat(path, &st) == 0 ? (uint64_t)st.st_size : OC_NO_OFFSET;
-    return oz__fail(err, OC_ERR_TRUNCATED, got,
-                    "truncated: the file ends inside the magic of an encrypted file (%llu of "
-                    "%u bytes) (C-1)",
-                    (unsigned long long)(got == OC_NO_OFFSET ? 0 : got), (unsigned)OZ_DETECT_HEAD);
+    return oz__fail_rule(err, OC_ERR_TRUNCATED, got, "C-1",
+                         "truncated: the file ends inside the magic of an encrypted file (%llu of "
+                         "%u bytes)",
+                         (unsigned long long)(got == OC_NO_OFFSET ? 0 : got),
+                         (unsigned)OZ_DETECT_HEAD);
 }
 
 /* Where a deferred model's weights stay (oz_open_deferred): one of the two, or neither
@@ -252,10 +255,12 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
     uint64_t size = src->size,
              cap = po->max_model_bytes ? po->max_model_bytes : OC_DEFAULT_MAX_MODEL_BYTES;
     if (size > cap) { /* refused before anything is downloaded (as the decode would) */
-        oc_status st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                                "%s: the model of %llu bytes is over the max_model_bytes "
-                                "limit of %llu bytes",
-                                src->name, (unsigned long long)size, (unsigned long long)cap);
+        oc_status st =
+            oc_error_file(err, src->name,
+                          oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                                   "%s: the model of %llu bytes is over the max_model_bytes "
+                                   "limit of %llu bytes",
+                                   src->name, (unsigned long long)size, (unsigned long long)cap));
         oc_source_unref(src);
         return st;
     }
@@ -288,13 +293,15 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
     oc_status st = detect_source(src, &info->kind, err);
     if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
         if (st == OC_OK && info->kind == OZ_KIND_EMPTY) /* src->name: no password shown */
-            st = oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty, not an ONNX model",
-                          src->name);
+            st = oc_error_file(err, src->name,
+                               oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                                        "%s: empty, not an ONNX model", src->name));
         else if (st == OC_OK && info->kind != OZ_KIND_MODEL)
-            st = oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                          "%s: an encrypted file (%s) cannot be read from a URL yet; "
-                          "download it first",
-                          src->name, oz_kind_name(info->kind));
+            st = oc_error_file(err, src->name,
+                               oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                                        "%s: an encrypted file (%s) cannot be read from a URL yet; "
+                                        "download it first",
+                                        src->name, oz_kind_name(info->kind)));
         if (st != OC_OK) {
             oc_source_unref(src);
             return st;
@@ -332,8 +339,9 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
     oc_status st;
     switch (info->kind) {
     case OZ_KIND_EMPTY:
-        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "%s: empty file, not an ONNX model",
-                        path);
+        return oc_error_file(err, path,
+                             oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                                      "%s: empty file, not an ONNX model", path));
     case OZ_KIND_CRYPT_SHORT:
         return cut_in_magic(path, err);
     case OZ_KIND_ZIP:
@@ -352,9 +360,10 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
     case OZ_KIND_ONNXCRY1:
         oz_kind_is_encrypted(info->kind, &format);
         if (!opts->key)
-            return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                            "%s is encrypted (%s): a key is needed", path,
-                            oc_crypt_format_name(format));
+            return oc_error_file(err, path,
+                                 oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                          "%s is encrypted (%s): a key is needed", path,
+                                          oc_crypt_format_name(format)));
         int zip = 0;
         st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out, &zip,
                                err);

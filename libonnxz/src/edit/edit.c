@@ -72,8 +72,8 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
     char tname[OC_QUOTE_SIZE], qloc[OC_QUOTE_SIZE];
     oc_quote((const uint8_t *)t->name.data, (size_t)t->name.size, tname, OC_QUOTE_SIZE);
     const oc_str *loc = oc_tensor_external_value(t, "location");
-    OZ_RETURN_ERROR_IF(!loc, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                       "tensor '%s' is EXTERNAL but has no location (A-51)", tname);
+    OZ_RETURN_RULE_IF(!loc, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
+                      "tensor '%s' is EXTERNAL but has no location", tname);
     oc_quote((const uint8_t *)loc->data, (size_t)loc->size, qloc, OC_QUOTE_SIZE);
     char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
     uint64_t index = 0;
@@ -85,20 +85,19 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
         name[loc->size] = '\0';
         found = oz_zip_reader_find(c->zip, name, &index, &tmp) == OC_OK && index != c->model_index;
     }
-    OZ_RETURN_ERROR_IF(!found, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                       "tensor '%s' points at '%s', which is no tensor entry of the archive "
-                       "(A-51)",
-                       tname, qloc);
+    OZ_RETURN_RULE_IF(!found, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
+                      "tensor '%s' points at '%s', which is no tensor entry of the archive", tname,
+                      qloc);
     oz_zip_entry e;
     OZ_FORWARD(oz_zip_reader_entry(c->zip, index, &e, c->err));
     uint64_t offset, length;
     int has_offset, has_length;
     OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, c->err));
-    OZ_RETURN_ERROR_IF((has_offset && offset != 0) || (has_length && length != e.uncompressed_size),
-                       c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                       "tensor '%s': entry '%s' holds %llu bytes, which is not what the "
-                       "tensor's offset and length say (A-51)",
-                       tname, qloc, (unsigned long long)e.uncompressed_size);
+    OZ_RETURN_RULE_IF((has_offset && offset != 0) || (has_length && length != e.uncompressed_size),
+                      c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
+                      "tensor '%s': entry '%s' holds %llu bytes, which is not what the "
+                      "tensor's offset and length say",
+                      tname, qloc, (unsigned long long)e.uncompressed_size);
     return OC_OK;
 }
 
@@ -159,7 +158,8 @@ static oc_status pwrite_all(int fd, const void *data, uint64_t n, uint64_t at, o
 }
 
 static oc_status sync_fd(const edit *ed, oc_error *err) {
-    if (fsync(ed->fd) != 0) return oz__fail_errno(err, errno, "cannot sync %s", ed->path);
+    if (fsync(ed->fd) != 0)
+        return oc_error_file(err, ed->path, oz__fail_errno(err, errno, "cannot sync %s", ed->path));
     return OC_OK;
 }
 
@@ -263,9 +263,12 @@ static oc_status open_locked(edit *ed, oc_error *err) {
     ed->fd = open(ed->path, O_RDWR | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
     if (ed->fd < 0) return oz__fail_errno(err, errno, "cannot open %s for editing", ed->path);
     struct stat st;
-    if (fstat(ed->fd, &st) != 0) return oz__fail_errno(err, errno, "cannot stat %s", ed->path);
-    OZ_RETURN_ERROR_IF(!S_ISREG(st.st_mode), err, OC_ERR_IO, OC_NO_OFFSET,
-                       "%s is not a regular file", ed->path);
+    if (fstat(ed->fd, &st) != 0)
+        return oc_error_file(err, ed->path, oz__fail_errno(err, errno, "cannot stat %s", ed->path));
+    if (!S_ISREG(st.st_mode))
+        return oc_error_file(
+            err, ed->path,
+            oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", ed->path));
     OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
                         "is being edited by another process", err));
     if (!ed->append_only)
@@ -354,17 +357,17 @@ static oc_status recover(edit *ed, oc_error *err) {
     OZ_FORWARD(oz__journal_read(ed->jpath, &j, &found, err));
     if (!found) return OC_OK;
     struct stat st;
-    if (fstat(ed->fd, &st) != 0) return oz__fail_errno(err, errno, "cannot stat %s", ed->path);
+    if (fstat(ed->fd, &st) != 0)
+        return oc_error_file(err, ed->path, oz__fail_errno(err, errno, "cannot stat %s", ed->path));
     uint64_t size = (uint64_t)st.st_size;
     if (!opens_as_archive(ed, UINT64_MAX)) {
         if (!oz__journal_applies(&j, ed->fd, size) || !opens_as_archive(ed, j.old_size))
             return OC_OK; /* not ours to mend: the archive's own fault is reported next */
         uint64_t end = zip_end_after(ed->fd, j.old_size, size);
-        OZ_RETURN_ERROR_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end,
-                           "another ZIP end follows an interrupted edit: nothing cut; to undo "
-                           "the edit cut the file to %llu bytes, else remove the journal %s "
-                           "(A-56)",
-                           (unsigned long long)j.old_size, ed->jpath);
+        OZ_RETURN_RULE_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end, "A-56",
+                          "another ZIP end follows an interrupted edit: nothing cut; to undo "
+                          "the edit cut the file to %llu bytes, else remove the journal %s",
+                          (unsigned long long)j.old_size, ed->jpath);
         OZ_FORWARD(cut(ed, j.old_size, err));
         ed->cut_from = j.old_size;
         ed->cut_to = size;
@@ -398,12 +401,12 @@ static oc_status find_layout(edit *ed, oc_error *err) {
         if (i == ed->model_index) continue;
         OZ_FORWARD(oz_zip_reader_entry(ed->zip, i, &e, err));
         char q[OC_QUOTE_SIZE];
-        OZ_RETURN_ERROR_IF(e.local_header_offset > ed->m, err, OC_ERR_UNSUPPORTED,
-                           e.local_header_offset,
-                           "entry '%s' lies after " OZ_MODEL_ENTRY " in the file: only an "
-                           "archive whose model is its last entry can be edited in place; "
-                           "repack it instead (A-50)",
-                           oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE));
+        OZ_RETURN_RULE_IF(e.local_header_offset > ed->m, err, OC_ERR_UNSUPPORTED,
+                          e.local_header_offset, "A-50",
+                          "entry '%s' lies after " OZ_MODEL_ENTRY " in the file: only an "
+                          "archive whose model is its last entry can be edited in place; "
+                          "repack it instead",
+                          oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE));
         uint64_t end = e.data_offset + e.compressed_size;
         /* a data descriptor (another writer's) follows the data: at most 24 bytes */
         if (e.flags & OZ_FLAG_DESCRIPTOR) end = ed->m - end < 24 ? ed->m : end + 24;
@@ -490,16 +493,18 @@ oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts
                                 oz_archive_edit **out, oc_error *err) {
     OZ_RETURN_ERROR_IF(!path || !*path || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_edit_begin: missing argument");
-    OZ_RETURN_ERROR_IF(oc_is_url(path), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "%s is a URL: onnxz edits local files only", path);
+    if (oc_is_url(path))
+        return oc_error_file(err, path,
+                             oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                      "%s is a URL: onnxz edits local files only", path));
     OZ_ARCHIVE_OPTS(opts, err);
     *out = NULL;
     uint64_t align = opts->serialize.buffer.alignment;
-    OZ_RETURN_ERROR_IF(align && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT ||
-                                 (align & (align - 1)) != 0),
-                       err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "alignment %llu is not a power of two from %u to %u (Z-10)",
-                       (unsigned long long)align, OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
+    OZ_RETURN_RULE_IF(align && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT ||
+                                (align & (align - 1)) != 0),
+                      err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "Z-10",
+                      "alignment %llu is not a power of two from %u to %u",
+                      (unsigned long long)align, OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
     edit *ed = calloc(1, sizeof *ed);
     OZ_RETURN_ERROR_IF(!ed, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     ed->fd = -1;
@@ -565,11 +570,10 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
         ed->data = encoded;
         if (ed->deflate_model) {
             if (encoded_n > OZ_ZIP_DEFAULT_MAX_INFLATED)
-                st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                              "a DEFLATED model of %llu bytes is over the %llu-byte read limit "
-                              "(Z-66)",
-                              (unsigned long long)encoded_n,
-                              (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
+                st = oz__fail_rule(
+                    err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+                    "a DEFLATED model of %llu bytes is over the %llu-byte read limit",
+                    (unsigned long long)encoded_n, (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
             else
                 st = oz__deflate(encoded, encoded_n, -1, &packed, &ed->model.csize, err);
             ed->model.method = OZ_ZIP_DEFLATED;
@@ -581,9 +585,9 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
          * header is at most 46 + name + 28 bytes. */
         uint64_t cd_max = ed->others_len + OZ_CENTRAL_SIZE + ed->model.name_len + 28u;
         if (cd_max > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR)
-            st = oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                          "the central directory would exceed %llu bytes (Z-66)",
-                          (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
+            st = oz__fail_rule(err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+                               "the central directory would exceed %llu bytes",
+                               (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
         ed->lh = st == OC_OK ? malloc(OZ_LOCAL_MAX(ed->model.name_len, ed->alignment)) : NULL;
         ed->cd = st == OC_OK ? malloc((size_t)cd_max + OZ_END_MAX + ed->comment_len) : NULL;
         if (st == OC_OK && (!ed->lh || !ed->cd))

@@ -29,7 +29,7 @@ oc_status oz__lock(int fd, int first, int last, short type, long wait_ms, const 
         /* No such locks here (EINVAL, ENOLCK, EOPNOTSUPP): go on unlocked. */
         if (errno != EAGAIN && errno != EACCES) return OC_OK;
         if (waited >= wait_ms)
-            return oz__fail(err, OC_ERR_BUSY, OC_NO_OFFSET, "busy: %s %s (A-58)", path, why);
+            return oz__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58", "busy: %s %s", path, why);
         /* polled, never a blocking wait, so that the bound holds */
         struct timespec ts = {0, pause * 1000000L};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

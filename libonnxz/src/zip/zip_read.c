@@ -124,9 +124,8 @@ static oc_status find_zip64(const uint8_t *x, uint64_t xlen, uint64_t at, const 
         uint16_t id = oz__get16(&c);
         uint16_t len = oz__get16(&c);
         const uint8_t *data = oz__take(&c, len);
-        OZ_RETURN_ERROR_IF(!data, err, OC_ERR_MALFORMED, at,
-                           "extra field record 0x%04x of %u bytes overruns its header (Z-69)", id,
-                           len);
+        OZ_RETURN_RULE_IF(!data, err, OC_ERR_MALFORMED, at, "Z-69",
+                          "extra field record 0x%04x of %u bytes overruns its header", id, len);
         if (id == OZ_EXTRA_ZIP64 && !*z64) {
             *z64 = data;
             *z64_len = len;
@@ -185,11 +184,11 @@ static oc_status anchored(const oz_zip_reader *r, uint64_t at, int *yes, oc_erro
  * as it is when a signature lies in the last one's comment. */
 static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
     if (r->size < OZ_EOCD_SIZE) {
-        OZ_RETURN_ERROR_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size,
-                           "the archive is cut short: no end of central directory record (Z-60)");
-        return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                        "not a ZIP archive: %llu bytes, too small for an end record (Z-60)",
-                        (unsigned long long)r->size);
+        OZ_RETURN_RULE_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size, "Z-60",
+                          "the archive is cut short: no end of central directory record");
+        return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "Z-60",
+                             "not a ZIP archive: %llu bytes, too small for an end record",
+                             (unsigned long long)r->size);
     }
     uint64_t tail_len = r->size < OZ_ZIP_EOCD_SEARCH ? r->size : OZ_ZIP_EOCD_SEARCH;
     uint64_t tail_off = r->size - tail_len;
@@ -228,34 +227,33 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
         for (uint64_t pos = tail_len - 4; pos > found_at - tail_off && !later_at; pos--)
             if (oz__le32(tail + pos) == OZ_SIG_EOCD) later_at = tail_off + pos;
     free(tmp);
-    OZ_RETURN_ERROR_IF(later_at, err, OC_ERR_MALFORMED, later_at,
-                       "an end of central directory signature lies in the comment of the end "
-                       "record at %llu: ZIP readers that take the last signature would read "
-                       "another archive (Z-61)",
-                       (unsigned long long)found_at);
+    OZ_RETURN_RULE_IF(later_at, err, OC_ERR_MALFORMED, later_at, "Z-61",
+                      "an end of central directory signature lies in the comment of the end "
+                      "record at %llu: ZIP readers that take the last signature would read "
+                      "another archive",
+                      (unsigned long long)found_at);
     if (found) {
         int yes = 1;
         if (found > 1) OZ_FORWARD(anchored(r, found_at, &yes, err));
-        OZ_RETURN_ERROR_IF(!yes, err, OC_ERR_MALFORMED, found_at,
-                           "two end of central directory records both end the file (at %llu "
-                           "and %llu), and the central directory does not end at the last "
-                           "(Z-61)",
-                           (unsigned long long)found_at, (unsigned long long)other_at);
+        OZ_RETURN_RULE_IF(!yes, err, OC_ERR_MALFORMED, found_at, "Z-61",
+                          "two end of central directory records both end the file (at %llu "
+                          "and %llu), and the central directory does not end at the last",
+                          (unsigned long long)found_at, (unsigned long long)other_at);
         *eocd_at = found_at;
         return OC_OK;
     }
     if (seen && first_end > tail_len)
-        return oz__fail(err, OC_ERR_TRUNCATED, first_at,
-                        "the end record's comment runs %llu bytes past the end of the file (Z-62)",
-                        (unsigned long long)(first_end - tail_len));
+        return oz__fail_rule(err, OC_ERR_TRUNCATED, first_at, "Z-62",
+                             "the end record's comment runs %llu bytes past the end of the file",
+                             (unsigned long long)(first_end - tail_len));
     if (seen)
-        return oz__fail(err, OC_ERR_MALFORMED, first_at,
-                        "%llu bytes follow the end record and its comment (Z-62)",
-                        (unsigned long long)(tail_len - first_end));
-    OZ_RETURN_ERROR_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                       "the archive is cut short: no end of central directory record (Z-60)");
-    return oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                    "not a ZIP archive: no end of central directory record (Z-60)");
+        return oz__fail_rule(err, OC_ERR_MALFORMED, first_at, "Z-62",
+                             "%llu bytes follow the end record and its comment",
+                             (unsigned long long)(tail_len - first_end));
+    OZ_RETURN_RULE_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, OC_NO_OFFSET, "Z-60",
+                      "the archive is cut short: no end of central directory record");
+    return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "Z-60",
+                         "not a ZIP archive: no end of central directory record");
 }
 
 static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk16,
@@ -269,28 +267,28 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint32_t z_disk = oz__get32(&c);
     uint64_t z_at = oz__get64(&c);
     uint32_t disks = oz__get32(&c);
-    OZ_RETURN_ERROR_IF(z_disk != 0, err, OC_ERR_UNSUPPORTED, loc_at,
-                       "multi-disk archives are not supported: the zip64 locator puts the "
-                       "zip64 end record on disk %u (Z-63)",
-                       z_disk);
-    OZ_RETURN_ERROR_IF(disks > 1, err, OC_ERR_UNSUPPORTED, loc_at,
-                       "multi-disk archives are not supported: the zip64 locator counts %u "
-                       "disks (Z-63)",
-                       disks);
-    OZ_RETURN_ERROR_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err, OC_ERR_MALFORMED,
-                       loc_at,
-                       "the zip64 locator points at %llu, where no zip64 end record fits "
-                       "before it (Z-64)",
-                       (unsigned long long)z_at);
+    OZ_RETURN_RULE_IF(z_disk != 0, err, OC_ERR_UNSUPPORTED, loc_at, "Z-63",
+                      "multi-disk archives are not supported: the zip64 locator puts the "
+                      "zip64 end record on disk %u",
+                      z_disk);
+    OZ_RETURN_RULE_IF(disks > 1, err, OC_ERR_UNSUPPORTED, loc_at, "Z-63",
+                      "multi-disk archives are not supported: the zip64 locator counts %u "
+                      "disks",
+                      disks);
+    OZ_RETURN_RULE_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err, OC_ERR_MALFORMED,
+                      loc_at, "Z-64",
+                      "the zip64 locator points at %llu, where no zip64 end record fits "
+                      "before it",
+                      (unsigned long long)z_at);
     OZ_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
     c = oz__cursor_make(b, OZ_ZIP64_EOCD_SIZE);
-    OZ_RETURN_ERROR_IF(oz__get32(&c) != OZ_SIG_ZIP64_EOCD, err, OC_ERR_MALFORMED, z_at,
-                       "no zip64 end record where the locator points (Z-64)");
+    OZ_RETURN_RULE_IF(oz__get32(&c) != OZ_SIG_ZIP64_EOCD, err, OC_ERR_MALFORMED, z_at, "Z-64",
+                      "no zip64 end record where the locator points");
     uint64_t rec = oz__get64(&c);
-    OZ_RETURN_ERROR_IF(rec < OZ_ZIP64_EOCD_SIZE - 12 || rec != loc_at - z_at - 12, err,
-                       OC_ERR_INCONSISTENT, z_at,
-                       "the zip64 end record's size (%llu) does not reach the locator (Z-64)",
-                       (unsigned long long)rec);
+    OZ_RETURN_RULE_IF(rec < OZ_ZIP64_EOCD_SIZE - 12 || rec != loc_at - z_at - 12, err,
+                      OC_ERR_INCONSISTENT, z_at, "Z-64",
+                      "the zip64 end record's size (%llu) does not reach the locator",
+                      (unsigned long long)rec);
     (void)oz__get16(&c); /* version made by */
     (void)oz__get16(&c); /* version needed */
     uint32_t disk = oz__get32(&c);
@@ -299,27 +297,26 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint64_t n = oz__get64(&c);
     uint64_t cd_size = oz__get64(&c);
     uint64_t cd_off = oz__get64(&c);
-    OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
-                       "multi-disk archives are not supported: the zip64 end record is on "
-                       "disk %u (Z-63)",
-                       disk);
-    OZ_RETURN_ERROR_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at,
-                       "multi-disk archives are not supported: the zip64 end record puts the "
-                       "central directory on disk %u (Z-63)",
-                       cd_disk);
-    OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at,
-                       "the zip64 end record counts %llu entries on this disk but %llu in all "
-                       "(Z-63)",
-                       (unsigned long long)n_disk, (unsigned long long)n);
+    OZ_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, z_at, "Z-63",
+                      "multi-disk archives are not supported: the zip64 end record is on "
+                      "disk %u",
+                      disk);
+    OZ_RETURN_RULE_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at, "Z-63",
+                      "multi-disk archives are not supported: the zip64 end record puts the "
+                      "central directory on disk %u",
+                      cd_disk);
+    OZ_RETURN_RULE_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at, "Z-63",
+                      "the zip64 end record counts %llu entries on this disk but %llu in all",
+                      (unsigned long long)n_disk, (unsigned long long)n);
     /* Z-64: a field of the end record is either the zip64 value or all ones. */
-    OZ_RETURN_ERROR_IF(
+    OZ_RETURN_RULE_IF(
         (disk16 != 0 && disk16 != OZ_MAX16) || (cd_disk16 != 0 && cd_disk16 != OZ_MAX16) ||
             (n16 != OZ_MAX16 && n16 != n) || (n_disk16 != OZ_MAX16 && n_disk16 != n_disk) ||
             (cd_size32 != OZ_MAX32 && cd_size32 != cd_size) ||
             (cd_off32 != OZ_MAX32 && cd_off32 != cd_off),
-        err, OC_ERR_INCONSISTENT, z_at,
+        err, OC_ERR_INCONSISTENT, z_at, "Z-64",
         "the zip64 end record (%llu entries, central directory of %llu bytes at "
-        "%llu) disagrees with the end record (%u, %u at %u) (Z-64)",
+        "%llu) disagrees with the end record (%u, %u at %u)",
         (unsigned long long)n, (unsigned long long)cd_size, (unsigned long long)cd_off, n16,
         cd_size32, cd_off32);
     out->end_of_cd = z_at;
@@ -356,20 +353,18 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
         if (oz__le32(sig) == OZ_SIG_ZIP64_LOCATOR)
             return read_zip64_end(r, loc_at, disk, cd_disk, n_disk, n, cd_size, cd_off, out, err);
     }
-    OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
-                       "multi-disk archives are not supported: the end record is on disk %u "
-                       "(Z-63)",
-                       disk);
-    OZ_RETURN_ERROR_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at,
-                       "multi-disk archives are not supported: the end record puts the "
-                       "central directory on disk %u (Z-63)",
-                       cd_disk);
-    OZ_RETURN_ERROR_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at,
-                       "the end record counts %u entries on this disk but %u in all (Z-63)", n_disk,
-                       n);
-    OZ_RETURN_ERROR_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED, out->at,
-                       "the end record defers to zip64 records, but there is no zip64 "
-                       "locator (Z-64)");
+    OZ_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, out->at, "Z-63",
+                      "multi-disk archives are not supported: the end record is on disk %u", disk);
+    OZ_RETURN_RULE_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at, "Z-63",
+                      "multi-disk archives are not supported: the end record puts the "
+                      "central directory on disk %u",
+                      cd_disk);
+    OZ_RETURN_RULE_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at, "Z-63",
+                      "the end record counts %u entries on this disk but %u in all", n_disk, n);
+    OZ_RETURN_RULE_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED, out->at,
+                      "Z-64",
+                      "the end record defers to zip64 records, but there is no zip64 "
+                      "locator");
     out->end_of_cd = out->at;
     out->count = n;
     out->cd_size = cd_size;
@@ -382,9 +377,9 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
 static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_t len, uint64_t at,
                             oc_error *err) {
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at,
-                       "entry name '%s' is %u bytes, more than the limit of %u (Z-66)",
-                       oc_quote(name, len, q, OC_QUOTE_SIZE), len, r->max_name_len);
+    OZ_RETURN_RULE_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at, "Z-66",
+                      "entry name '%s' is %u bytes, more than the limit of %u",
+                      oc_quote(name, len, q, OC_QUOTE_SIZE), len, r->max_name_len);
     oz__name_fault f = oz__name_check(name, len, 1);
     OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_MALFORMED, at,
@@ -397,10 +392,10 @@ static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_
 static oc_status take_zip64(oz__cursor *z, const char *field, uint64_t *v, uint64_t at,
                             const char *name, oc_error *err) {
     uint64_t x = oz__get64(z);
-    OZ_RETURN_ERROR_IF(z->bad, err, OC_ERR_MALFORMED, at,
-                       "entry '%s': the %s is in a zip64 extra field that is missing or too "
-                       "short (Z-70)",
-                       name, field);
+    OZ_RETURN_RULE_IF(z->bad, err, OC_ERR_MALFORMED, at, "Z-70",
+                      "entry '%s': the %s is in a zip64 extra field that is missing or too "
+                      "short",
+                      name, field);
     *v = x;
     return OC_OK;
 }
@@ -464,10 +459,10 @@ static oc_status resolve_zip64(hdr_fields *h, const uint8_t *x, uint64_t at, con
         OZ_FORWARD(take_zip64(&z, "local header offset", &h->lho, at, q, err));
     if (h->disk16 == OZ_MAX16) {
         const uint8_t *d = oz__take(&z, 4);
-        OZ_RETURN_ERROR_IF(!d, err, OC_ERR_MALFORMED, at,
-                           "entry '%s': the disk number is in a zip64 extra field that is "
-                           "missing or too short (Z-70)",
-                           q);
+        OZ_RETURN_RULE_IF(!d, err, OC_ERR_MALFORMED, at, "Z-70",
+                          "entry '%s': the disk number is in a zip64 extra field that is "
+                          "missing or too short",
+                          q);
         h->disk = oz__le32(d);
     }
     return OC_OK;
@@ -484,40 +479,38 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
     for (uint64_t i = 0; i < n; i++) {
         uint64_t at = r->cd_off + used;
         oz__cursor c = oz__cursor_make(cd + used, r->cd_size - used);
-        OZ_RETURN_ERROR_IF(c.left < OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, at,
-                           "the central directory ends after %llu of its %llu entries (Z-67)",
-                           (unsigned long long)i, (unsigned long long)n);
+        OZ_RETURN_RULE_IF(c.left < OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, at, "Z-67",
+                          "the central directory ends after %llu of its %llu entries",
+                          (unsigned long long)i, (unsigned long long)n);
         hdr_fields hf;
         read_fixed(&c, 1, &hf);
-        OZ_RETURN_ERROR_IF(hf.sig != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at,
-                           "no central header signature for entry %llu (Z-68)",
-                           (unsigned long long)i);
+        OZ_RETURN_RULE_IF(hf.sig != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at, "Z-68",
+                          "no central header signature for entry %llu", (unsigned long long)i);
         uint16_t nlen = hf.nlen, xlen = hf.xlen, clen = hf.clen;
         const uint8_t *name = oz__take(&c, nlen);
         const uint8_t *x = oz__take(&c, xlen);
         (void)oz__take(&c, clen);
-        OZ_RETURN_ERROR_IF(c.bad, err, OC_ERR_INCONSISTENT, at,
-                           "central header %llu runs past the end of the central directory "
-                           "(Z-68)",
-                           (unsigned long long)i);
+        OZ_RETURN_RULE_IF(c.bad, err, OC_ERR_INCONSISTENT, at, "Z-68",
+                          "central header %llu runs past the end of the central directory",
+                          (unsigned long long)i);
         OZ_FORWARD(check_name(r, name, nlen, at, err));
         oc_quote(name, nlen, q, OC_QUOTE_SIZE);
-        OZ_RETURN_ERROR_IF(hf.flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at,
-                           "entry '%s': encrypted central directories are not supported (Z-72)", q);
+        OZ_RETURN_RULE_IF(hf.flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at, "Z-72",
+                          "entry '%s': encrypted central directories are not supported", q);
         OZ_FORWARD(resolve_zip64(&hf, x, at, q, err));
         uint64_t usize = hf.usize, csize = hf.csize, disk = hf.disk;
-        OZ_RETURN_ERROR_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at,
-                           "entry '%s' starts on disk %llu: multi-disk archives are not "
-                           "supported (Z-63)",
-                           q, (unsigned long long)disk);
-        OZ_RETURN_ERROR_IF(hf.method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
-                           at,
-                           "STORED entry '%s' has a compressed size of %llu but an "
-                           "uncompressed size of %llu (Z-75)",
-                           q, (unsigned long long)csize, (unsigned long long)usize);
+        OZ_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at, "Z-63",
+                          "entry '%s' starts on disk %llu: multi-disk archives are not "
+                          "supported",
+                          q, (unsigned long long)disk);
+        OZ_RETURN_RULE_IF(hf.method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
+                          at, "Z-75",
+                          "STORED entry '%s' has a compressed size of %llu but an "
+                          "uncompressed size of %llu",
+                          q, (unsigned long long)csize, (unsigned long long)usize);
         uint64_t h = oc_nametab_hash(name, nlen);
-        OZ_RETURN_ERROR_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err, OC_ERR_INCONSISTENT,
-                           at, "entry name '%s' appears twice (Z-71)", q);
+        OZ_RETURN_RULE_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err, OC_ERR_INCONSISTENT, at,
+                          "Z-71", "entry name '%s' appears twice", q);
         oz__entry *e = &r->e[i];
         e->name_off = names_len;
         e->name_len = nlen;
@@ -534,9 +527,9 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
         oc_nametab_insert(r->tab, i, h);
         used += OZ_CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
     }
-    OZ_RETURN_ERROR_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used,
-                       "%llu bytes follow the last of the %llu central headers (Z-67)",
-                       (unsigned long long)(r->cd_size - used), (unsigned long long)n);
+    OZ_RETURN_RULE_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used, "Z-67",
+                      "%llu bytes follow the last of the %llu central headers",
+                      (unsigned long long)(r->cd_size - used), (unsigned long long)n);
     return OC_OK;
 }
 
@@ -564,12 +557,12 @@ static oc_status pre_view(const oz_zip_reader *r, const prefetch *pf, uint64_t o
 static oc_status local_in_bounds(const oz_zip_reader *r, const oz__entry *e, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     uint64_t at = e->lho;
-    OZ_RETURN_ERROR_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
-                       "the local header of '%s' lies past the end of the file (Z-73)",
-                       qname(r, e, q));
-    OZ_RETURN_ERROR_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
-                       at, "the local header of '%s' overlaps the central directory (Z-73)",
-                       qname(r, e, q));
+    OZ_RETURN_RULE_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
+                      "Z-73", "the local header of '%s' lies past the end of the file",
+                      qname(r, e, q));
+    OZ_RETURN_RULE_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
+                      at, "Z-73", "the local header of '%s' overlaps the central directory",
+                      qname(r, e, q));
     return OC_OK;
 }
 
@@ -586,59 +579,58 @@ static oc_status check_local(const oz_zip_reader *r, oz__entry *e, const prefetc
     oz__cursor c = oz__cursor_make(b, OZ_LOCAL_SIZE);
     hdr_fields hf;
     read_fixed(&c, 0, &hf);
-    OZ_RETURN_ERROR_IF(hf.sig != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at,
-                       "no local header signature where the central directory puts '%s' "
-                       "(Z-73)",
-                       q);
+    OZ_RETURN_RULE_IF(hf.sig != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at, "Z-73",
+                      "no local header signature where the central directory puts '%s'", q);
     uint16_t flags = hf.flags, method = hf.method, nlen = hf.nlen, xlen = hf.xlen;
     uint32_t crc = hf.crc;
     uint64_t var = (uint64_t)nlen + xlen, var_at = at + OZ_LOCAL_SIZE;
-    OZ_RETURN_ERROR_IF(var > r->size - var_at, err, OC_ERR_TRUNCATED, at,
-                       "the local header of '%s' runs past the end of the file (Z-73)", q);
-    OZ_RETURN_ERROR_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at,
-                       "the local header of '%s' overlaps the central directory (Z-73)", q);
+    OZ_RETURN_RULE_IF(var > r->size - var_at, err, OC_ERR_TRUNCATED, at, "Z-73",
+                      "the local header of '%s' runs past the end of the file", q);
+    OZ_RETURN_RULE_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at, "Z-73",
+                      "the local header of '%s' overlaps the central directory", q);
     const uint8_t *v = NULL;
     OZ_FORWARD(pre_view(r, pf, var_at, var, tmp, &v, err));
     if (nlen != e->name_len || memcmp(v, r->names + e->name_off, nlen) != 0) {
         char lq[OC_QUOTE_SIZE];
-        return oz__fail(err, OC_ERR_INCONSISTENT, at,
-                        "the local header names '%s' where the central directory names '%s' "
-                        "(Z-74)",
-                        oc_quote(v, nlen, lq, OC_QUOTE_SIZE), q);
+        return oz__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-74",
+                             "the local header names '%s' where the central directory names '%s'",
+                             oc_quote(v, nlen, lq, OC_QUOTE_SIZE), q);
     }
-    OZ_RETURN_ERROR_IF(method != e->method, err, OC_ERR_INCONSISTENT, at,
-                       "entry '%s': compression method %u in the local header, %u in the "
-                       "central directory (Z-74)",
-                       q, method, e->method);
-    OZ_RETURN_ERROR_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT,
-                       at,
-                       "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
-                       "directory (Z-74)",
-                       q, flags, e->flags);
+    OZ_RETURN_RULE_IF(method != e->method, err, OC_ERR_INCONSISTENT, at, "Z-74",
+                      "entry '%s': compression method %u in the local header, %u in the "
+                      "central directory",
+                      q, method, e->method);
+    OZ_RETURN_RULE_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT, at,
+                      "Z-74",
+                      "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
+                      "directory",
+                      q, flags, e->flags);
     OZ_FORWARD(resolve_zip64(&hf, v + nlen, at, q, err));
     uint64_t usize = hf.usize, csize = hf.csize;
     /* With a data descriptor (bit 3) the local fields may be zero: the central directory is
      * authoritative. Otherwise they must agree exactly. */
     int desc = (e->flags & OZ_FLAG_DESCRIPTOR) != 0;
-    OZ_RETURN_ERROR_IF(crc != e->crc && !(desc && crc == 0), err, OC_ERR_INCONSISTENT, at,
-                       "entry '%s': CRC-32 0x%08x in the local header, 0x%08x in the central "
-                       "directory (Z-74)",
-                       q, crc, e->crc);
-    OZ_RETURN_ERROR_IF(csize != e->csize && !(desc && csize == 0), err, OC_ERR_INCONSISTENT, at,
-                       "entry '%s': compressed size %llu in the local header, %llu in the "
-                       "central directory (Z-74)",
-                       q, (unsigned long long)csize, (unsigned long long)e->csize);
-    OZ_RETURN_ERROR_IF(usize != e->usize && !(desc && usize == 0), err, OC_ERR_INCONSISTENT, at,
-                       "entry '%s': uncompressed size %llu in the local header, %llu in the "
-                       "central directory (Z-74)",
-                       q, (unsigned long long)usize, (unsigned long long)e->usize);
+    OZ_RETURN_RULE_IF(crc != e->crc && !(desc && crc == 0), err, OC_ERR_INCONSISTENT, at, "Z-74",
+                      "entry '%s': CRC-32 0x%08x in the local header, 0x%08x in the central "
+                      "directory",
+                      q, crc, e->crc);
+    OZ_RETURN_RULE_IF(csize != e->csize && !(desc && csize == 0), err, OC_ERR_INCONSISTENT, at,
+                      "Z-74",
+                      "entry '%s': compressed size %llu in the local header, %llu in the "
+                      "central directory",
+                      q, (unsigned long long)csize, (unsigned long long)e->csize);
+    OZ_RETURN_RULE_IF(usize != e->usize && !(desc && usize == 0), err, OC_ERR_INCONSISTENT, at,
+                      "Z-74",
+                      "entry '%s': uncompressed size %llu in the local header, %llu in the "
+                      "central directory",
+                      q, (unsigned long long)usize, (unsigned long long)e->usize);
     e->data_off = var_at + var;
-    OZ_RETURN_ERROR_IF(e->csize > r->size - e->data_off, err, OC_ERR_TRUNCATED, e->data_off,
-                       "the data of '%s' (%llu bytes) runs past the end of the file (Z-75)", q,
-                       (unsigned long long)e->csize);
-    OZ_RETURN_ERROR_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT, e->data_off,
-                       "the data of '%s' (%llu bytes) overlaps the central directory (Z-75)", q,
-                       (unsigned long long)e->csize);
+    OZ_RETURN_RULE_IF(e->csize > r->size - e->data_off, err, OC_ERR_TRUNCATED, e->data_off, "Z-75",
+                      "the data of '%s' (%llu bytes) runs past the end of the file", q,
+                      (unsigned long long)e->csize);
+    OZ_RETURN_RULE_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT, e->data_off,
+                      "Z-75", "the data of '%s' (%llu bytes) overlaps the central directory", q,
+                      (unsigned long long)e->csize);
     return OC_OK;
 }
 
@@ -670,8 +662,8 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
             qname(r, &r->e[s[i - 1].idx], qa);
             qname(r, &r->e[s[i].idx], qb);
             free(s);
-            return oz__fail(err, OC_ERR_INCONSISTENT, at, "entries '%s' and '%s' overlap (Z-76)",
-                            qa, qb);
+            return oz__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-76",
+                                 "entries '%s' and '%s' overlap", qa, qb);
         }
     }
     free(s);
@@ -703,8 +695,8 @@ static oc_status defer_locals(oz_zip_reader *r, oc_error *err) {
             qname(r, &r->e[s[i].idx], qa);
             qname(r, &r->e[s[i + 1].idx], qb);
             free(s);
-            return oz__fail(err, OC_ERR_INCONSISTENT, at, "entries '%s' and '%s' overlap (Z-76)",
-                            qa, qb);
+            return oz__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-76",
+                                 "entries '%s' and '%s' overlap", qa, qb);
         }
         r->next_at[s[i].idx] = i + 1 < n ? s[i + 1].start : r->cd_off;
     }
@@ -747,9 +739,9 @@ static oc_status ensure_local(const oz_zip_reader *r, uint64_t index, const pref
      * entry's local header: next_at < data_off). */
     if (e.data_off > r->next_at[index] || e.csize > r->next_at[index] - e.data_off) {
         char q[OC_QUOTE_SIZE];
-        return oz__fail(err, OC_ERR_INCONSISTENT, e.data_off,
-                        "the data of '%s' runs into the next entry at %llu (Z-76)", qname(r, &e, q),
-                        (unsigned long long)r->next_at[index]);
+        return oz__fail_rule(err, OC_ERR_INCONSISTENT, e.data_off, "Z-76",
+                             "the data of '%s' runs into the next entry at %llu", qname(r, &e, q),
+                             (unsigned long long)r->next_at[index]);
     }
     pthread_mutex_lock(&w->lock);
     if (!w->checked[index]) { /* once checked, data_off is never written again */
@@ -783,34 +775,36 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     OZ_FORWARD(read_end(r, &end, err));
     /* Z-65: the central directory lies inside the file and ends where the end records
      * begin. */
-    OZ_RETURN_ERROR_IF(end.cd_off > r->size || end.cd_size > r->size - end.cd_off, err,
-                       OC_ERR_TRUNCATED, end.cd_off,
-                       "the central directory (%llu bytes) extends past the end of the file "
-                       "(Z-65)",
-                       (unsigned long long)end.cd_size);
-    OZ_RETURN_ERROR_IF(
-        end.cd_off + end.cd_size != end.end_of_cd, err, OC_ERR_INCONSISTENT, end.cd_off,
-        "the central directory ends at %llu, but the end records begin at %llu "
-        "(Z-65)",
+    OZ_RETURN_RULE_IF(end.cd_off > r->size || end.cd_size > r->size - end.cd_off, err,
+                      OC_ERR_TRUNCATED, end.cd_off, "Z-65",
+                      "the central directory (%llu bytes) extends past the end of the file",
+                      (unsigned long long)end.cd_size);
+    OZ_RETURN_RULE_IF(
+        end.cd_off + end.cd_size != end.end_of_cd, err, OC_ERR_INCONSISTENT, end.cd_off, "Z-65",
+        "the central directory ends at %llu, but the end records begin at %llu",
         (unsigned long long)(end.cd_off + end.cd_size), (unsigned long long)end.end_of_cd);
     /* Z-66, Z-67 */
-    OZ_RETURN_ERROR_IF(end.count > r->max_entries, err, OC_ERR_LIMIT, end.at,
-                       "%llu entries, more than the limit of %llu (Z-66)",
-                       (unsigned long long)end.count, (unsigned long long)r->max_entries);
-    OZ_RETURN_ERROR_IF(end.cd_size > r->max_central_dir, err, OC_ERR_LIMIT, end.cd_off,
-                       "a central directory of %llu bytes, more than the limit of %llu (Z-66)",
-                       (unsigned long long)end.cd_size, (unsigned long long)r->max_central_dir);
-    OZ_RETURN_ERROR_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, end.at,
-                       "%llu entries cannot fit in a central directory of %llu bytes (Z-67)",
-                       (unsigned long long)end.count, (unsigned long long)end.cd_size);
+    OZ_RETURN_RULE_IF(end.count > r->max_entries, err, OC_ERR_LIMIT, end.at, "Z-66",
+                      "%llu entries, more than the limit of %llu", (unsigned long long)end.count,
+                      (unsigned long long)r->max_entries);
+    OZ_RETURN_RULE_IF(end.cd_size > r->max_central_dir, err, OC_ERR_LIMIT, end.cd_off, "Z-66",
+                      "a central directory of %llu bytes, more than the limit of %llu",
+                      (unsigned long long)end.cd_size, (unsigned long long)r->max_central_dir);
+    OZ_RETURN_RULE_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, end.at,
+                      "Z-67", "%llu entries cannot fit in a central directory of %llu bytes",
+                      (unsigned long long)end.count, (unsigned long long)end.cd_size);
     /* M-2: what the reader holds while open (the central directory, its copy of the names,
      * an entry record and up to four table slots per entry) fits the memory budget. */
     uint64_t tables = end.count * (sizeof(oz__entry) + 49u) + 2 * end.cd_size;
-    OZ_RETURN_ERROR_IF(tables > r->max_memory, err, OC_ERR_LIMIT, end.at,
-                       "%llu entries in a central directory of %llu bytes need about %llu "
-                       "bytes of memory, more than the budget of %llu (max_memory, M-2)",
-                       (unsigned long long)end.count, (unsigned long long)end.cd_size,
-                       (unsigned long long)tables, (unsigned long long)r->max_memory);
+    if (tables > r->max_memory)
+        return oz__error_rule(err, "M-2",
+                              oz__fail(err, OC_ERR_LIMIT, end.at,
+                                       "%llu entries in a central directory of %llu bytes need "
+                                       "about %llu bytes of memory, more than the budget of %llu "
+                                       "(max_memory, M-2)",
+                                       (unsigned long long)end.count,
+                                       (unsigned long long)end.cd_size, (unsigned long long)tables,
+                                       (unsigned long long)r->max_memory));
     r->count = end.count;
     r->cd_off = end.cd_off;
     r->cd_size = end.cd_size;
@@ -894,7 +888,7 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
         return open_taking(src, UINT64_MAX, options, out, err);
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
-    if (fd < 0) return oz__fail_errno(err, errno, "cannot open %s", path);
+    if (fd < 0) return oc_error_file(err, path, oz__fail_errno(err, errno, "cannot open %s", path));
     oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, OZ_LOCK_WAIT_MS, path,
                             "is being edited in place; try again once the edit is done", err);
     if (st == OC_OK && options->use_pread) {
@@ -1004,15 +998,14 @@ static oc_status readable(const oz_zip_reader *r, uint64_t index, const prefetch
                        (unsigned long long)r->count);
     const oz__entry *e = &r->e[index];
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
-                       OC_ERR_UNSUPPORTED, e->cd_at,
-                       "entry '%s' is encrypted; ZIP encryption is not supported (Z-72)",
-                       qname(r, e, q));
-    OZ_RETURN_ERROR_IF(e->method != OZ_ZIP_STORED && e->method != OZ_ZIP_DEFLATED, err,
-                       OC_ERR_UNSUPPORTED, e->cd_at,
-                       "entry '%s' uses compression method %u; only 0 (stored) and 8 "
-                       "(deflated) are supported (Z-72)",
-                       qname(r, e, q), e->method);
+    OZ_RETURN_RULE_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
+                      OC_ERR_UNSUPPORTED, e->cd_at, "Z-72",
+                      "entry '%s' is encrypted; ZIP encryption is not supported", qname(r, e, q));
+    OZ_RETURN_RULE_IF(e->method != OZ_ZIP_STORED && e->method != OZ_ZIP_DEFLATED, err,
+                      OC_ERR_UNSUPPORTED, e->cd_at, "Z-72",
+                      "entry '%s' uses compression method %u; only 0 (stored) and 8 "
+                      "(deflated) are supported",
+                      qname(r, e, q), e->method);
     OZ_FORWARD(ensure_local(r, index, pf, err));
     *out = e;
     return OC_OK;
@@ -1052,10 +1045,10 @@ static oc_status plausible(const oz_zip_reader *r, const oz__entry *e, oc_error 
     uint64_t most = e->csize > (UINT64_MAX - OZ_ZIP_DEFLATE_RATIO_SLACK) / OZ_ZIP_MAX_DEFLATE_RATIO
                         ? UINT64_MAX
                         : e->csize * OZ_ZIP_MAX_DEFLATE_RATIO + OZ_ZIP_DEFLATE_RATIO_SLACK;
-    OZ_RETURN_ERROR_IF(e->usize > most, err, OC_ERR_INCONSISTENT, e->cd_at,
-                       "entry '%s' declares %llu bytes from %llu compressed, more than deflate "
-                       "can produce (Z-77)",
-                       qname(r, e, q), (unsigned long long)e->usize, (unsigned long long)e->csize);
+    OZ_RETURN_RULE_IF(e->usize > most, err, OC_ERR_INCONSISTENT, e->cd_at, "Z-77",
+                      "entry '%s' declares %llu bytes from %llu compressed, more than deflate "
+                      "can produce",
+                      qname(r, e, q), (unsigned long long)e->usize, (unsigned long long)e->csize);
     return OC_OK;
 }
 
@@ -1118,18 +1111,18 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
         int rc = inflate(&zs, Z_NO_FLUSH);
         uInt got = avail - zs.avail_out;
         if (room == 0 && got) {
-            st = oz__fail(err, OC_ERR_INCONSISTENT, e->data_off,
-                          "entry '%s' inflates past its declared size of %llu bytes (Z-77)", q,
-                          (unsigned long long)e->usize);
+            st = oz__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-77",
+                               "entry '%s' inflates past its declared size of %llu bytes", q,
+                               (unsigned long long)e->usize);
             goto done;
         }
         c = oz__crc32(c, window, got);
         produced += got;
         if (rc == Z_STREAM_END) break;
         if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-            st = oz__fail(err, OC_ERR_MALFORMED, e->data_off,
-                          "entry '%s' holds corrupt deflate data (%s) (Z-77)", q,
-                          zs.msg ? zs.msg : "bad stream");
+            st = oz__fail_rule(err, OC_ERR_MALFORMED, e->data_off, "Z-77",
+                               "entry '%s' holds corrupt deflate data (%s)", q,
+                               zs.msg ? zs.msg : "bad stream");
             goto done;
         }
         if (rc == Z_MEM_ERROR) {
@@ -1137,21 +1130,21 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
             goto done;
         }
         if (got == 0 && in_before == zs.avail_in) { /* no progress: the input has run out */
-            st = oz__fail(err, OC_ERR_TRUNCATED, e->data_off,
-                          "the deflate data of '%s' ends before its stream does (Z-77)", q);
+            st = oz__fail_rule(err, OC_ERR_TRUNCATED, e->data_off, "Z-77",
+                               "the deflate data of '%s' ends before its stream does", q);
             goto done;
         }
     }
     if (produced != e->usize) {
-        st = oz__fail(err, OC_ERR_INCONSISTENT, e->data_off,
-                      "entry '%s' inflates to %llu bytes but declares %llu (Z-77)", q,
-                      (unsigned long long)produced, (unsigned long long)e->usize);
+        st = oz__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-77",
+                           "entry '%s' inflates to %llu bytes but declares %llu", q,
+                           (unsigned long long)produced, (unsigned long long)e->usize);
         goto done;
     }
     if (zs.avail_in != 0 || in_pos != e->csize) {
-        st = oz__fail(err, OC_ERR_MALFORMED, e->data_off,
-                      "%llu bytes of '%s' follow the end of its deflate stream (Z-77)",
-                      (unsigned long long)(zs.avail_in + (e->csize - in_pos)), q);
+        st = oz__fail_rule(err, OC_ERR_MALFORMED, e->data_off, "Z-77",
+                           "%llu bytes of '%s' follow the end of its deflate stream",
+                           (unsigned long long)(zs.avail_in + (e->csize - in_pos)), q);
         goto done;
     }
     *crc = c;
@@ -1165,10 +1158,9 @@ done:
 static oc_status crc_mismatch(const oz_zip_reader *r, const oz__entry *e, uint32_t got,
                               oc_error *err) {
     char q[OC_QUOTE_SIZE];
-    return oz__fail(err, OC_ERR_CHECKSUM, e->data_off,
-                    "the CRC-32 of '%s' is 0x%08x, but the central directory says 0x%08x "
-                    "(Z-78)",
-                    qname(r, e, q), got, e->crc);
+    return oz__fail_rule(err, OC_ERR_CHECKSUM, e->data_off, "Z-78",
+                         "the CRC-32 of '%s' is 0x%08x, but the central directory says 0x%08x",
+                         qname(r, e, q), got, e->crc);
 }
 
 /* Makes out own buf, an oc_bytes_alloc_buffer of n bytes (NULL when n is 0). */
@@ -1207,10 +1199,10 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
         if (e->usize == 0 || skip > pf.len || e->usize > pf.len - skip) {
             oc_bytes_free_buffer(both);
             char q[OC_QUOTE_SIZE];
-            return e->usize == 0 ? OC_OK /* an empty entry is an empty span */
-                                 : oz__fail(err, OC_ERR_INCONSISTENT, e->data_off,
-                                            "the data of '%s' runs into the next entry (Z-76)",
-                                            qname(r, e, q));
+            return e->usize == 0
+                       ? OC_OK /* an empty entry is an empty span */
+                       : oz__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-76",
+                                       "the data of '%s' runs into the next entry", qname(r, e, q));
         }
         memmove(both, both + skip, (size_t)e->usize);
         st = downloaded_crc(r, e, both, err);
@@ -1242,12 +1234,16 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
         return OC_OK;
     }
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(e->usize > r->max_inflated, err, OC_ERR_LIMIT, e->cd_at,
-                       "entry '%s' would inflate to %llu bytes, more than the limit of %llu "
-                       "(%s)",
-                       qname(r, e, q), (unsigned long long)e->usize,
-                       (unsigned long long)r->max_inflated,
-                       r->max_inflated == r->max_memory ? "max_memory, M-2" : "Z-66");
+    if (e->usize > r->max_inflated) {
+        int budget = r->max_inflated == r->max_memory;
+        return oz__error_rule(err, budget ? "M-2" : "Z-66",
+                              oz__fail(err, OC_ERR_LIMIT, e->cd_at,
+                                       "entry '%s' would inflate to %llu bytes, more than the "
+                                       "limit of %llu (%s)",
+                                       qname(r, e, q), (unsigned long long)e->usize,
+                                       (unsigned long long)r->max_inflated,
+                                       budget ? "max_memory, M-2" : "Z-66"));
+    }
     OZ_FORWARD(plausible(r, e, err));
     uint8_t *buf = NULL; /* an empty entry still goes through inflate (into scratch) */
     if (e->usize) {
@@ -1392,10 +1388,10 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
         char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
         qname(r, e, qa);
         qname(r, &r->e[first], qb);
-        st = oz__fail(err, OC_ERR_INCONSISTENT, e->cd_at,
-                      "entry '%s' is a file, but entry '%s' makes it a directory: they "
-                      "cannot both be extracted (Z-36)",
-                      qa, qb);
+        st = oz__fail_rule(err, OC_ERR_INCONSISTENT, e->cd_at, "Z-36",
+                           "entry '%s' is a file, but entry '%s' makes it a directory: they "
+                           "cannot both be extracted",
+                           qa, qb);
     }
     free(c);
     return st;

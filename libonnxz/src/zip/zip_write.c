@@ -187,11 +187,11 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
     *out = NULL;
     OZ_RETURN_ERROR_IF(!path || !*path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no path");
     if (alignment == 0) alignment = OZ_ZIP_DEFAULT_ALIGNMENT;
-    OZ_RETURN_ERROR_IF(alignment < OZ_ZIP_MIN_ALIGNMENT || alignment > OZ_ZIP_MAX_ALIGNMENT ||
-                           (alignment & (alignment - 1)) != 0,
-                       err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "alignment %u is not a power of two from %u to %u (Z-10)", alignment,
-                       OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
+    OZ_RETURN_RULE_IF(alignment < OZ_ZIP_MIN_ALIGNMENT || alignment > OZ_ZIP_MAX_ALIGNMENT ||
+                          (alignment & (alignment - 1)) != 0,
+                      err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "Z-10",
+                      "alignment %u is not a power of two from %u to %u", alignment,
+                      OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
     oz_zip_writer *w = calloc(1, sizeof *w);
     OZ_RETURN_ERROR_IF(!w, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     w->alignment = alignment;
@@ -205,10 +205,12 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
      * through (S-41) cannot take that, so it is refused before a byte goes out. */
     if (st == OC_OK && w->af.through && lseek(w->af.fd, 0, SEEK_CUR) < 0) {
         oc_atomic_abort(&w->af);
-        st = oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                      "%s is a pipe: an archive is patched as it is written and needs a file "
-                      "or a device (S-41)",
-                      path);
+        st = oc_error_file(
+            err, path,
+            oz__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
+                          "%s is a pipe: an archive is patched as it is written and needs a file "
+                          "or a device",
+                          path));
     }
     if (st != OC_OK) {
         oc_nametab_free(w->tab);
@@ -283,20 +285,20 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
     size_t n = strlen(name);
     char q[OC_QUOTE_SIZE];
     const uint8_t *un = (const uint8_t *)name;
-    OZ_RETURN_ERROR_IF(n > OZ_ZIP_DEFAULT_MAX_NAME_LEN, err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                       "entry name '%s' is %zu bytes, more than %u (Z-30)",
-                       oc_quote(un, n, q, OC_QUOTE_SIZE), n, OZ_ZIP_DEFAULT_MAX_NAME_LEN);
+    OZ_RETURN_RULE_IF(n > OZ_ZIP_DEFAULT_MAX_NAME_LEN, err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-30",
+                      "entry name '%s' is %zu bytes, more than %u",
+                      oc_quote(un, n, q, OC_QUOTE_SIZE), n, OZ_ZIP_DEFAULT_MAX_NAME_LEN);
     oz__name_fault f = oz__name_check(un, n, 0);
     OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_INVALID_ARG,
                        OC_NO_OFFSET, "entry name '%s' %s (%s)", oc_quote(un, n, q, OC_QUOTE_SIZE),
                        oz__name_fault_text(f), oz__name_fault_rule(f));
-    OZ_RETURN_ERROR_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                       "more than %u entries (Z-66)", OZ_ZIP_DEFAULT_MAX_ENTRIES);
+    OZ_RETURN_RULE_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                      "Z-66", "more than %u entries", OZ_ZIP_DEFAULT_MAX_ENTRIES);
     uint64_t h = oc_nametab_hash(un, n);
-    OZ_RETURN_ERROR_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS, OC_NO_OFFSET,
-                       "entry name '%s' is already in the archive (Z-35)",
-                       oc_quote(un, n, q, OC_QUOTE_SIZE));
+    OZ_RETURN_RULE_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS, OC_NO_OFFSET,
+                      "Z-35", "entry name '%s' is already in the archive",
+                      oc_quote(un, n, q, OC_QUOTE_SIZE));
     if (grow((void **)&w->e, &w->cap, w->count + 1, sizeof *w->e) != OC_OK ||
         grow((void **)&w->names, &w->names_cap, w->names_len + n + 1, 1) != OC_OK ||
         oc_nametab_reserve(w->tab) != OC_OK)
@@ -320,10 +322,10 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
 static oc_status build_local(oz_zip_writer *w, oz__entry *e, const char *name, size_t *hdr_len,
                              oc_error *err) {
     e->lho = w->af.written;
-    OZ_RETURN_ERROR_IF(w->cd_size + oz__central_len(e) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
-                       OC_ERR_LIMIT, OC_NO_OFFSET,
-                       "the central directory would exceed %llu bytes (Z-66)",
-                       (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
+    OZ_RETURN_RULE_IF(w->cd_size + oz__central_len(e) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
+                      OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+                      "the central directory would exceed %llu bytes",
+                      (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
     *hdr_len = oz__build_local(w->hdr, e, (const uint8_t *)name, w->alignment);
     e->data_off = e->lho + *hdr_len;
     return OC_OK;
@@ -427,9 +429,9 @@ oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const v
                        "no data for a %llu-byte entry", (unsigned long long)size);
     OZ_RETURN_ERROR_IF(level < -1 || level > 9, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "compression level %d is not -1..9", level);
-    OZ_RETURN_ERROR_IF(size > OZ_ZIP_DEFAULT_MAX_INFLATED, err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                       "a DEFLATED entry of %llu bytes is over the %llu-byte read limit (Z-66)",
-                       (unsigned long long)size, (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
+    OZ_RETURN_RULE_IF(size > OZ_ZIP_DEFAULT_MAX_INFLATED, err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+                      "a DEFLATED entry of %llu bytes is over the %llu-byte read limit",
+                      (unsigned long long)size, (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
     uint8_t *packed = NULL;
     uint64_t packed_n = 0;
     OZ_FORWARD(oz__deflate(data, size, level, &packed, &packed_n, err));
