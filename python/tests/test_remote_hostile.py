@@ -12,7 +12,7 @@ import pytest
 
 import onnxz
 from onnxz import _onnxz
-from conftest import make_model
+from conftest import PRELOAD, make_model
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "tests",
                                 "remote"))
@@ -62,6 +62,15 @@ def test_server_text_is_quoted(server):
     server.finish()
 
 
+def python_env(**settings):
+    """The environment of a Python these tests start: ours, the settings, and under ASan its
+    runtime preloaded again (conftest takes it out for the tool's processes)."""
+    env = dict(os.environ, **settings)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    return env
+
+
 FORK = """
 import os, sys
 import onnxz
@@ -93,7 +102,7 @@ def test_forked_children_open_their_own_connections(server, tmp_path):
     HTTP/0.9 when not allowed", wrong bytes)."""
     server.reset(None)
     r = subprocess.run([sys.executable, "-c", FORK, server.url("big.onnxz")],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=python_env())
     assert r.stdout.strip().splitlines()[-1:] == ["True [0, 0, 0, 0]"], (r.stdout, r.stderr)
 
 
@@ -114,7 +123,7 @@ def test_ctrl_c_during_a_slow_read_raises_keyboard_interrupt(server):
     byte every 0.2 s, within every timeout's reach for 30 s) raises KeyboardInterrupt in
     Python at once; before, the read ran on until the server stopped."""
     server.reset(Fault("drip_body", start=1, interval=0.2))
-    env = dict(os.environ, ONNXZ_HTTP_TIMEOUT="30", ONNXZ_HTTP_RETRIES="0")
+    env = python_env(ONNXZ_HTTP_TIMEOUT="30", ONNXZ_HTTP_RETRIES="0")
     p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, server.url("big.onnxz")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(2)  # opened, and the first tensor's read has begun
