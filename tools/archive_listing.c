@@ -21,7 +21,8 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out) 
     opts.skip_external_data = 1;
     st = cli_archive_open(path, &out->archive, &err);
     if (st == OC_OK) st = oz_archive_load_model(out->archive, &opts, &out->model, &err);
-    if (st == OC_OK) st = oz_archive_list(out->archive, oc_model_proto(out->model), &out->list, &err);
+    if (st == OC_OK)
+        st = oz_archive_list(out->archive, oc_model_proto(out->model), &out->list, &err);
     if (st != OC_OK) {
         archive_listing_close(out);
         return cli_fail(path, &err);

@@ -84,14 +84,22 @@ typedef struct convert_plan {
 /* The command-line spelling of a library option found at fault. */
 static const char *flag_of(oz_save_option opt) {
     switch (opt) {
-    case OZ_SAVE_OPT_EXTERNAL_DATA: return "--external-data";
-    case OZ_SAVE_OPT_MAX_FILE_SIZE: return "--max-file-size";
-    case OZ_SAVE_OPT_ALIGN: return "--align";
-    case OZ_SAVE_OPT_THRESHOLD: return "--threshold";
-    case OZ_SAVE_OPT_CHECKSUM: return "--checksum";
-    case OZ_SAVE_OPT_DEFLATE_MODEL: return "--deflate-model";
-    case OZ_SAVE_OPT_CRYPT: return "--format, --iterations or --chunk-size:";
-    default: return oz_save_option_name(opt);
+    case OZ_SAVE_OPT_EXTERNAL_DATA:
+        return "--external-data";
+    case OZ_SAVE_OPT_MAX_FILE_SIZE:
+        return "--max-file-size";
+    case OZ_SAVE_OPT_ALIGN:
+        return "--align";
+    case OZ_SAVE_OPT_THRESHOLD:
+        return "--threshold";
+    case OZ_SAVE_OPT_CHECKSUM:
+        return "--checksum";
+    case OZ_SAVE_OPT_DEFLATE_MODEL:
+        return "--deflate-model";
+    case OZ_SAVE_OPT_CRYPT:
+        return "--format, --iterations or --chunk-size:";
+    default:
+        return oz_save_option_name(opt);
     }
 }
 
@@ -146,8 +154,9 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     if (to && (s->form = oz_form_parse(to)) == OZ_FORM_AUTO)
         return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
     rc = cli_refuse_argv_key("convert", args->seen, CONVERT_OPT_KEY, CONVERT_OPT_PASSPHRASE);
-    if (rc == CLI_EXIT_OK && (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
-                              args->seen[CONVERT_OPT_CHUNK_SIZE])) {
+    if (rc == CLI_EXIT_OK &&
+        (args->seen[CONVERT_OPT_FORMAT] || args->seen[CONVERT_OPT_ITERATIONS] ||
+         args->seen[CONVERT_OPT_CHUNK_SIZE])) {
         s->crypt = &p->crypt;
         rc = cli_parse_crypt_options("convert", args->value[CONVERT_OPT_FORMAT],
                                      args->value[CONVERT_OPT_ITERATIONS],
@@ -156,8 +165,8 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     if (rc == CLI_EXIT_OK)
         rc = size_option(args, CONVERT_OPT_ALIGN, "align", &s->has_align, &s->align);
     if (rc == CLI_EXIT_OK)
-        rc = size_option(args, CONVERT_OPT_THRESHOLD, "threshold", &s->has_threshold,
-                         &s->threshold);
+        rc =
+            size_option(args, CONVERT_OPT_THRESHOLD, "threshold", &s->has_threshold, &s->threshold);
     if (rc == CLI_EXIT_OK)
         rc = size_option(args, CONVERT_OPT_MAX_FILE_SIZE, "max-file-size", &s->has_max_file_size,
                          &s->max_file_size);
@@ -307,8 +316,7 @@ static void report_data_files(const char *out) {
  * readers cannot load it: say so on stderr, unless -q, with the forms that they can. */
 static void warn_protobuf_limit(const convert_plan *p, int verbosity) {
     uint64_t size;
-    if (verbosity < CLI_NORMAL || p->out_form != OZ_FORM_ONNX || p->save.external_data)
-        return;
+    if (verbosity < CLI_NORMAL || p->out_form != OZ_FORM_ONNX || p->save.external_data) return;
     size = size_of(p->out);
     if (size <= CONVERT_PROTOBUF_LIMIT) return;
     fputs("onnxz: warning: ", stderr);

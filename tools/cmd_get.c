@@ -137,8 +137,7 @@ static int write_entry(const cli_args *args, const char *src, const oz_zip_reade
 }
 
 /* From an archive: the tensor's metadata from its model, its bytes from its entry. */
-static int get_from_archive(const cli_args *args, const char *src, const char *name,
-                            size_t len) {
+static int get_from_archive(const cli_args *args, const char *src, const char *name, size_t len) {
     archive_listing l;
     oc_error err;
     oc_error_clear(&err);

@@ -183,8 +183,7 @@ static void human_archive(FILE *out, const oz_archive_listing *a) {
     put_key(out, "  model entry");
     fprintf(out, OZ_MODEL_ENTRY ", %s, ", oz_zip_method_name(model->zip.method, buf, sizeof buf));
     put_bytes(out, model->zip.uncompressed_size);
-    if (!oz_archive_listing_model_last(a))
-        fputs(", not the last entry", out);
+    if (!oz_archive_listing_model_last(a)) fputs(", not the last entry", out);
     fputc('\n', out);
 }
 

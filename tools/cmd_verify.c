@@ -34,9 +34,9 @@ static const char *const verify_arg_names[] = {"FILE"};
 typedef struct verify_report {
     const char *path;
     cli_form form;
-    oz_archive_report *archive;  /* archives (oz_archive_verify) */
-    oz_model_report *model;      /* .onnx and encrypted files (oz_verify_model) */
-    uint64_t stub_references;    /* tensors checked against archive entries */
+    oz_archive_report *archive; /* archives (oz_archive_verify) */
+    oz_model_report *model;     /* .onnx and encrypted files (oz_verify_model) */
+    uint64_t stub_references;   /* tensors checked against archive entries */
     /* encrypted files */
     oc_crypt_format crypt;
     cli_form payload;

@@ -53,7 +53,8 @@ typedef struct oc_atomic_file {
  * symbolic link named) is written through, opened as it is, `overwrite` or not: nothing
  * is renamed, and what was written before a failure stays written. Anything else that
  * is not a regular file (a directory, a block device, a socket) is refused. */
-OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err);
+OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite,
+                                    oc_error *err);
 /* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
  * that is not a regular file, a directory, nor a link to one or to nothing), which needs
  * no `overwrite`: what is there is not replaced. */
@@ -75,8 +76,8 @@ OC_PRIVATE oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err);
 OC_PRIVATE void oc_atomic_abort(oc_atomic_file *af);
 
 /* Writes size bytes at offset `at` of the temporary file (to patch what was written). */
-OC_PRIVATE oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
-                           oc_error *err);
+OC_PRIVATE oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size,
+                                      uint64_t at, oc_error *err);
 
 /* Called by fileio.c and fileio_bytes.c only: counts n bytes appended by either. */
 OC_PRIVATE void oc__atomic_appended(oc_atomic_file *af, uint64_t n);

@@ -37,6 +37,6 @@ OC_PRIVATE void oc_progress_finish(oc_progress *p);
 /* Starts counting a save of msg for opts->progress (total: msg's encoded size, which is
  * computed only when there is a callback). opts may be NULL. */
 OC_PRIVATE oc_status oc_progress_start_save(oc_progress *p, const oc_msgdesc *desc, const void *msg,
-                                 const oc_serialize_options *opts, oc_error *err);
+                                            const oc_serialize_options *opts, oc_error *err);
 
 #endif

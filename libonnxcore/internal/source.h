@@ -94,8 +94,9 @@ struct oc_source {
 /* Fills the head of a freshly allocated implementation object `s` (of at least
  * sizeof(oc_source) bytes, allocated with malloc, its other fields set) and gives it one
  * reference. On failure (OC_ERR_NOMEM) vt->destroy(s) has run and s is freed. */
-OC_PRIVATE oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size, unsigned caps,
-                         const uint8_t *data, const char *name, oc_error *err);
+OC_PRIVATE oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size,
+                                    unsigned caps, const uint8_t *data, const char *name,
+                                    oc_error *err);
 
 /* Takes another reference; NULL is accepted and returned. */
 OC_PRIVATE oc_source *oc_source_ref(oc_source *s);
@@ -107,26 +108,28 @@ oc_source *oc__source_of_owner(const oc_owner *owner);
 
 /* Reads exactly n bytes at `at`: a range past the end, or a source that ends early, is
  * OC_ERR_TRUNCATED naming `at` as the offset. */
-OC_PRIVATE oc_status oc_source_read(oc_source *s, uint64_t at, void *dst, uint64_t n, oc_error *err);
+OC_PRIVATE oc_status oc_source_read(oc_source *s, uint64_t at, void *dst, uint64_t n,
+                                    oc_error *err);
 /* As the vtable's read, with the range clamped to the source (*got < n at the end). */
-OC_PRIVATE oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n, uint64_t *got,
-                              oc_error *err);
+OC_PRIVATE oc_status oc_source_read_some(oc_source *s, uint64_t at, void *dst, uint64_t n,
+                                         uint64_t *got, oc_error *err);
 /* Passes exactly [at, at + n) to write, in order, holding at most a few MiB of it at a
  * time; a range past the end, or a source that ends early, is OC_ERR_TRUNCATED. */
-OC_PRIVATE oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
-                            oc_error *err);
+OC_PRIVATE oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write,
+                                       void *ctx, oc_error *err);
 /* Makes *out a span of [at, at + n): a mapping where the source can map (shared or
  * borrowed), else an owned copy read through read. A range past the end is
  * OC_ERR_TRUNCATED. On failure *out is unchanged. */
-OC_PRIVATE oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc_error *err);
+OC_PRIVATE oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out,
+                                   oc_error *err);
 /* Advice, passed on where the source takes it. */
 OC_PRIVATE void oc_source_drop(oc_source *s, uint64_t at, uint64_t n);
 OC_PRIVATE void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t count);
 /* Copies [at, at + n) to the end of the file open as fd where the source can have the
  * kernel do it; *done receives the bytes copied (0 where it cannot): the caller writes
  * the rest. */
-OC_PRIVATE oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, uint64_t *done,
-                               oc_error *err);
+OC_PRIVATE oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd,
+                                          uint64_t *done, oc_error *err);
 
 /* When the span shares a source's owner and lies in its whole-source mapping (a source
  * made from one mapping), the source and the span's offset in it; else NULL. */
@@ -137,7 +140,8 @@ oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at);
 /* size bytes at data. With release, the source owns them and calls release(ctx) when it
  * goes (on failure too); without, the caller keeps them alive (mapped spans are then borrowed) unless
  * `keep` is given: an owner that keeps them, shared by mapped spans. */
-OC_PRIVATE oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx), void *ctx,
-                           oc_owner *keep, const char *name, oc_source **out, oc_error *err);
+OC_PRIVATE oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx),
+                                      void *ctx, oc_owner *keep, const char *name, oc_source **out,
+                                      oc_error *err);
 
 #endif

@@ -23,8 +23,9 @@ typedef enum oc_file_source_kind {
  * keeps a duplicate of the descriptor (at most 64 sources at once) and gains
  * OC_SOURCE_BYPASS; keep_fd keeps one whatever the size (locks on the open file
  * description last as long as the source). A pread source always keeps one. */
-OC_PRIVATE oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_source_kind kind,
-                         int keep_fd, oc_source **out, oc_error *err);
+OC_PRIVATE oc_status oc_source_file(const char *path, int fd, const char *name,
+                                    oc_file_source_kind kind, int keep_fd, oc_source **out,
+                                    oc_error *err);
 
 /* For a span sharing a mapped file source (internal/source.h) whose descriptor was kept,
  * while that descriptor still names the mapped file: sets *fd and *offset (the file

@@ -24,7 +24,7 @@
  * OC_SOURCE_REMOTE: every read outside the kept tail is one ranged GET (or more, when a
  * transfer breaks and is resumed). Built without libcurl: OC_ERR_UNSUPPORTED. */
 OC_PRIVATE oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
-                          oc_error *err);
+                                     oc_error *err);
 /* The identity fixed at the open of source s (made by oc__source_http): its ETag and
  * Last-Modified as one text ("" for a source of another kind), so that an object opened
  * again can be told to be the same one. */

@@ -58,7 +58,7 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
     PyObject *exc, *val, *text;
     if (PyErr_Occurred()) return NULL; /* a signal handler's (http_cancelled): it stands */
     if (file) file = oc_path_shown(file, shown, sizeof shown); /* no password (N-2) */
-    msg = oc_error_detail(err, file, buf, sizeof buf); /* as the tool prints it */
+    msg = oc_error_detail(err, file, buf, sizeof buf);         /* as the tool prints it */
     if (file)
         snprintf(line, sizeof line, "%.4096s: %s", file, msg);
     else
@@ -356,8 +356,8 @@ static int save_opts_parse(PyObject *tuple, save_opts *s) {
     if (!PyArg_ParseTuple(tuple, "OOOOOppOp|K", &to, &ext, &mfs, &align, &threshold, &checksum,
                           &deflate_model, &key, &sync, &s->max_memory))
         return -1;
-    if (to != Py_None &&
-        (!PyUnicode_Check(to) || (s->o.form = oz_form_parse(PyUnicode_AsUTF8(to))) == OZ_FORM_AUTO)) {
+    if (to != Py_None && (!PyUnicode_Check(to) ||
+                          (s->o.form = oz_form_parse(PyUnicode_AsUTF8(to))) == OZ_FORM_AUTO)) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError, "onnxz: to=%R: give 'onnx', 'onnxz' or 'onnxc'", to);
         return -1;
@@ -419,12 +419,12 @@ static PyObject *py_save_check(PyObject *self, PyObject *args) {
  * are copied out of the model. A marker tensor resolves as a loaded reference does (E-16):
  * the files are byte for byte those of the whole model serialized. */
 typedef struct weights {
-    PyObject *tensors;       /* tuple of onnx.TensorProto, by marker index (our own: the
+    PyObject *tensors; /* tuple of onnx.TensorProto, by marker index (our own: the
                               * caller's list may change while the GIL is released) */
-    uint64_t *sizes;         /* the byte count of each one's raw_data */
+    uint64_t *sizes;   /* the byte count of each one's raw_data */
     Py_ssize_t count;
-    unsigned char *seen;     /* markers met in the decoded skeleton */
-    PyObject *exc[3];        /* an exception raised taking a tensor's bytes (Ctrl-C's
+    unsigned char *seen; /* markers met in the decoded skeleton */
+    PyObject *exc[3];    /* an exception raised taking a tensor's bytes (Ctrl-C's
                               * KeyboardInterrupt, or any other), re-raised after */
 } weights;
 
@@ -501,8 +501,8 @@ static oc_status weights_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
 /* Decodes a serialized model in place (no copy of its tensors) and writes it; with w, the
  * marker tensors' bytes streamed from w (*fell_back set, nothing written, when the model
  * holds references of its own). Call without the GIL. */
-static oc_status save_serialized(const Py_buffer *data, const char *path, save_opts *s,
-                                 weights *w, int *fell_back, oc_error *err) {
+static oc_status save_serialized(const Py_buffer *data, const char *path, save_opts *s, weights *w,
+                                 int *fell_back, oc_error *err) {
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oc_tensor_fetch fetch = {weights_size, weights_stream, w};
     oc_model *model = NULL;
@@ -798,15 +798,15 @@ static int same_file(const file_identity *a, const file_identity *b) {
  * it are gone (a Python object, so that spans can hold it). */
 typedef struct {
     PyObject_HEAD oz_archive *archive; /* an unencrypted archive, else NULL */
-    oc_model *model; /* archives and a URL's .onnx: tensors in entries or data files kept as
+    oc_model *model;      /* archives and a URL's .onnx: tensors in entries or data files kept as
                       * references; else: every tensor resolved, in place (no_copy) */
     oc_model *references; /* a .onnx file with external data: the model as the file holds
                            * it, decoded with model under one pair lock (L-2); else NULL */
-    oz_weights *weights; /* a URL's .onnx (oz_open_deferred, so model keeps references):
+    oz_weights *weights;  /* a URL's .onnx (oz_open_deferred, so model keeps references):
                           * where its data files' tensors are, fetched one at a time when
                           * asked for; else NULL */
     PyThread_type_lock fetch_lock; /* with weights: one fetch at a time */
-    oc_http_options http; /* a URL's settings, read at open: weights points to them */
+    oc_http_options http;          /* a URL's settings, read at open: weights points to them */
     oc_tensor_index *index;        /* model's tensors by name (K-1): one table per file */
 } HoldObject;
 
@@ -828,12 +828,12 @@ static PyTypeObject HoldType = {
 };
 
 typedef struct {
-    PyObject_HEAD PyObject *path; /* bytes */
-    HoldObject *hold;             /* NULL once closed */
-    int busy;                     /* calls running without the GIL: close waits for none */
-    int kind;                     /* oz_kind */
-    int payload_archive;          /* the model came from an archive (encrypted or not) */
-    unsigned long long file_size; /* bytes of the file or of the object at a URL; 0: unknown */
+    PyObject_HEAD PyObject *path;  /* bytes */
+    HoldObject *hold;              /* NULL once closed */
+    int busy;                      /* calls running without the GIL: close waits for none */
+    int kind;                      /* oz_kind */
+    int payload_archive;           /* the model came from an archive (encrypted or not) */
+    unsigned long long file_size;  /* bytes of the file or of the object at a URL; 0: unknown */
     unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
     file_identity opened;          /* a local .onnx file: the one opened (L-2) */
 } ReaderObject;
@@ -888,8 +888,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     HoldObject *hold;
     oc_error err;
     oc_status st;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OK", kwlist, &path_obj, &key_obj,
-                                     &max_memory))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OK", kwlist, &path_obj, &key_obj, &max_memory))
         return -1;
     if (self->path) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
@@ -935,8 +934,8 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         /* A URL's .onnx: its data files are not downloaded whole, each tensor is fetched
          * when asked for (an archive's entries are too, by oz_archive_read_tensor). */
         if (oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL)
-            st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights,
-                                  &info, &err);
+            st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights, &info,
+                                  &err);
         else if (kind == OZ_KIND_MODEL)
             st = open_model_file(PyBytes_AS_STRING(path), &o.parse, hold, &self->opened, &err);
         else
@@ -992,8 +991,10 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
         const onnx_TensorProto *t = oc_tensor_index_at(x, i);
         PyObject *name =
             PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
-        if (!name) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, (Py_ssize_t)i, name);
+        if (!name)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, name);
     }
     return list;
 }
@@ -1143,8 +1144,8 @@ static PyObject *archive_dict(const oz_archive_listing *l) {
         (unsigned long long)l->deflated_entries, "bytes", (unsigned long long)l->deflated_bytes,
         "compressed_bytes", (unsigned long long)l->deflated_compressed, "tensor_entries",
         (unsigned long long)l->tensor_entries, "deflated_tensor_entries",
-        (unsigned long long)l->deflated_tensor_entries, "min_tensor_alignment", align,
-        "zero_copy", l->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
+        (unsigned long long)l->deflated_tensor_entries, "min_tensor_alignment", align, "zero_copy",
+        l->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
         oz_zip_method_name(m->method, buf, sizeof buf), "size",
         (unsigned long long)m->uncompressed_size, "compressed_size",
         (unsigned long long)m->compressed_size, "last",

@@ -30,8 +30,8 @@
 
 #include "fault.h"
 
-#define WATCH_MAX 64         /* files remembered, the oldest forgotten first */
-#define WATCH_PATH_MAX 1024  /* of each one's path, for the message */
+#define WATCH_MAX      64   /* files remembered, the oldest forgotten first */
+#define WATCH_PATH_MAX 1024 /* of each one's path, for the message */
 
 typedef struct watched {
     atomic_int live;
@@ -157,8 +157,8 @@ static void on_sigbus(int sig, siginfo_t *info, void *uc) {
     }
     /* From the faulting page to the mapping's end: zeros, in one mapping of its own. */
     uintptr_t from = addr & ~(uintptr_t)(page - 1);
-    if (mmap((void *)from, hi - from, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-             0) == MAP_FAILED) {
+    if (mmap((void *)from, hi - from, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+        MAP_FAILED) {
         pass_on(sig, info, uc);
         errno = saved;
         return;

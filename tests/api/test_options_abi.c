@@ -101,11 +101,12 @@ static void poison_at(slab *s, size_t at, const void *value, size_t n) {
 
 /* ---- a model with one large tensor ---- */
 
-enum { TENSOR_BYTES = 256 * 1024 }; /* over OC_STORAGE_POOL_MIN_BLOCK: a copying load
+enum {
+    TENSOR_BYTES = 256 * 1024
+}; /* over OC_STORAGE_POOL_MIN_BLOCK: a copying load
                                      * takes it from opts->storage_pool when one is set */
 
-static char dir[4096], model_path[4200], archive_path[4200], copy_path[4200],
-    convert_path[4200];
+static char dir[4096], model_path[4200], archive_path[4200], copy_path[4200], convert_path[4200];
 
 static int make_model_file(void) {
     oc_model *model = oc_model_new();
@@ -182,9 +183,9 @@ static void test_parse_old(void) {
     REQUIRE(oc_map_file(model_path, &map, &err) == OC_OK);
     o = old_parse(&s);
     o->no_copy = 1;
-    CHECK_OK(oc_model_load_memory(map.data, map.size, (const oc_parse_options *)(void *)o,
-                                  &model, &err),
-             &err);
+    CHECK_OK(
+        oc_model_load_memory(map.data, map.size, (const oc_parse_options *)(void *)o, &model, &err),
+        &err);
     CHECK(model && tensor_intact(model));
     CHECK(model && tensor_w(model) && oc_bytes_is_borrowed(&tensor_w(model)->raw_data));
     oc_model_free(model);
@@ -209,8 +210,7 @@ static void test_parse_old(void) {
     model = NULL;
     o = old_parse(&s);
     o->max_tensor_bytes = 1000;
-    CHECK_STATUS(oc_model_load_file(model_path, (const oc_parse_options *)(void *)o, &model,
-                                    &err),
+    CHECK_STATUS(oc_model_load_file(model_path, (const oc_parse_options *)(void *)o, &model, &err),
                  OC_ERR_LIMIT, &err);
     CHECK(strstr(err.message, "max_tensor_bytes") != NULL);
     o = old_parse(&s);
@@ -298,9 +298,9 @@ static void test_serialize_old(void) {
              &err);
     /* overwrite, an old field, is read: 0 refuses the existing file. */
     o->overwrite = 0;
-    CHECK_STATUS(oc_model_save_file(model, copy_path, (const oc_serialize_options *)(void *)o,
-                                    &err),
-                 OC_ERR_EXISTS, &err);
+    CHECK_STATUS(
+        oc_model_save_file(model, copy_path, (const oc_serialize_options *)(void *)o, &err),
+        OC_ERR_EXISTS, &err);
     oc_model_free(model);
     model = NULL;
     CHECK_OK(oc_model_load_file(copy_path, NULL, &model, &err), &err);
@@ -354,8 +354,7 @@ static void test_archive_old(void) {
         memset(s.bytes, 0xA5, sizeof s.bytes);
         old_archive_options *o = old_archive_at(&s, 0);
         o->deflate_model = deflate;
-        CHECK_OK(oz_archive_save(model, archive_path, (const oz_archive_options *)(void *)o,
-                                 &err),
+        CHECK_OK(oz_archive_save(model, archive_path, (const oz_archive_options *)(void *)o, &err),
                  &err);
         CHECK_EQ(model_entry_method(archive_path), deflate ? OZ_ZIP_DEFLATED : OZ_ZIP_STORED);
     }
@@ -392,8 +391,7 @@ static void test_convert_old(void) {
     oc_model_free(model);
     /* An old load field is read: max_tensor_bytes. */
     o->load.max_tensor_bytes = 1000;
-    CHECK_STATUS(oz_convert(model_path, convert_path, (const oz_convert_options *)(void *)o,
-                            &err),
+    CHECK_STATUS(oz_convert(model_path, convert_path, (const oz_convert_options *)(void *)o, &err),
                  OC_ERR_LIMIT, &err);
 }
 
@@ -443,8 +441,7 @@ static void test_crypt_old(void) {
         CHECK_OK(oc_crypt_encrypt_memory("abc", 3, key, 3, co, &enc, &n, &err), &err);
         o->max_iterations = 1;
         oc_bytes plain = {0};
-        CHECK_STATUS(oc_crypt_decrypt_memory(enc, n, key, 3, co, &plain, &err), OC_ERR_LIMIT,
-                     &err);
+        CHECK_STATUS(oc_crypt_decrypt_memory(enc, n, key, 3, co, &plain, &err), OC_ERR_LIMIT, &err);
         oc_bytes_release(&plain);
         free(enc);
     }
@@ -457,8 +454,8 @@ static void test_crypt_old(void) {
     memset(s.bytes, 0, sizeof s.bytes);
     void *out = NULL;
     uint64_t n = 0;
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, key, 3, co, &out, &n, &err),
-                 OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, key, 3, co, &out, &n, &err), OC_ERR_INVALID_ARG,
+                 &err);
     CHECK(out == NULL);
 }
 

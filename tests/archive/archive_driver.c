@@ -40,9 +40,12 @@ static int report(oc_status st, const oc_error *err) {
 static int roundtrip(int argc, char **argv) {
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
     for (int i = 4; i < argc; i++) {
-        if (!strcmp(argv[i], "--deflate-model")) ao.deflate_model = 1;
-        else if (!strcmp(argv[i], "--align") && i + 1 < argc) ao.serialize.buffer.alignment = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--threshold") && i + 1 < argc) ao.serialize.buffer.raw_data_threshold = strtoull(argv[++i], NULL, 10);
+        if (!strcmp(argv[i], "--deflate-model"))
+            ao.deflate_model = 1;
+        else if (!strcmp(argv[i], "--align") && i + 1 < argc)
+            ao.serialize.buffer.alignment = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--threshold") && i + 1 < argc)
+            ao.serialize.buffer.raw_data_threshold = strtoull(argv[++i], NULL, 10);
     }
     FILE *list = fopen(argv[2], "r");
     if (!list) return 2;
@@ -134,7 +137,8 @@ int main(int argc, char **argv) {
             bad += ((uintptr_t)s->data % align) != 0;
         }
         oc_model_free(m);
-        printf("%llu shared, %llu misaligned\n", (unsigned long long)shared, (unsigned long long)bad);
+        printf("%llu shared, %llu misaligned\n", (unsigned long long)shared,
+               (unsigned long long)bad);
         return bad != 0 || shared == 0;
     }
     fprintf(stderr, "usage: see the comment at the top of archive_driver.c\n");

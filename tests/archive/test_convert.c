@@ -16,23 +16,23 @@
 #include <onnxz/convert.h>
 
 static int failures, checks;
-#define CHECK(c)                                                                            \
-    do {                                                                                    \
-        checks++;                                                                           \
-        if (!(c)) {                                                                         \
-            failures++;                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);          \
-        }                                                                                   \
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        checks++;                                                                 \
+        if (!(c)) {                                                               \
+            failures++;                                                           \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
+        }                                                                         \
     } while (0)
-#define CHECK_OK(expr)                                                                      \
-    do {                                                                                    \
-        oc_status st_ = (expr);                                                             \
-        checks++;                                                                           \
-        if (st_ != OC_OK) {                                                                 \
-            failures++;                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr,             \
-                    oc_status_name(st_), err.message);                                      \
-        }                                                                                   \
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        oc_status st_ = (expr);                                                                    \
+        checks++;                                                                                  \
+        if (st_ != OC_OK) {                                                                        \
+            failures++;                                                                            \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr, oc_status_name(st_), \
+                    err.message);                                                                  \
+        }                                                                                          \
     } while (0)
 
 static char dir[4096];
@@ -58,7 +58,8 @@ static uint8_t *slurp(const char *path, size_t *n) {
     return b;
 }
 
-static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n, unsigned seed) {
+static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n,
+                       unsigned seed) {
     onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
     uint8_t *p;
     oc_str_set_cstr(a, &t->name, name);
@@ -92,10 +93,10 @@ static oc_model *make_model(void) {
 }
 
 typedef struct form {
-    const char *name;    /* file name */
+    const char *name; /* file name */
     oz_form form;
-    const char *data;    /* external data location, or NULL */
-    uint64_t max_file;   /* split size for N-file */
+    const char *data;  /* external data location, or NULL */
+    uint64_t max_file; /* split size for N-file */
 } form;
 
 static const form forms[] = {
@@ -274,7 +275,8 @@ static void test_tensor_read(void) {
         CHECK_OK(oz_open(at(i ? "r_n.onnx" : "source.onnx"), &keep, &m, NULL, &err));
         onnx_TensorProto *t = oz_model_find_tensor(m, "w1", 2);
         CHECK(t && oz_model_find_tensor(m, "inner", 5) != NULL); /* in a subgraph */
-        CHECK(oz_model_find_tensor(m, "w", 1) == NULL && oz_model_find_tensor(m, "w1\0", 3) == NULL);
+        CHECK(oz_model_find_tensor(m, "w", 1) == NULL &&
+              oz_model_find_tensor(m, "w1\0", 3) == NULL);
         if (i) /* a reference, and nowhere to read it from */
             CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_NOT_FOUND);
         oz_tensor_source src = {NULL, NULL, dir, NULL};
@@ -333,13 +335,15 @@ int main(int argc, char **argv) {
     uint8_t *want = slurp(at("source.onnx"), &want_n);
     CHECK(want && want_n > 370000);
 
-    CHECK(oz_form_of_name("x.ONNXZ") == OZ_FORM_ONNXZ && oz_form_of_name("x.onnx") == OZ_FORM_ONNX &&
-          oz_form_of_name("onnxz") == OZ_FORM_ONNX && oz_form_of_name("x.onnxc") == OZ_FORM_ONNX);
+    CHECK(oz_form_of_name("x.ONNXZ") == OZ_FORM_ONNXZ &&
+          oz_form_of_name("x.onnx") == OZ_FORM_ONNX && oz_form_of_name("onnxz") == OZ_FORM_ONNX &&
+          oz_form_of_name("x.onnxc") == OZ_FORM_ONNX);
     /* The one rule of a form by name: the extension in any case, nothing for another name. */
-    CHECK(oz_form_named("d/x.ONNXZ") == OZ_FORM_ONNXZ && oz_form_named("x.Onnxc") == OZ_FORM_ONNXC &&
-          oz_form_named("x.onnx") == OZ_FORM_ONNX && oz_form_named("x.bin") == OZ_FORM_AUTO &&
-          oz_form_named("onnx") == OZ_FORM_AUTO && oz_form_named("xonnx") == OZ_FORM_AUTO &&
-          oz_form_named("x.onnx.gz") == OZ_FORM_AUTO && oz_form_named(NULL) == OZ_FORM_AUTO);
+    CHECK(oz_form_named("d/x.ONNXZ") == OZ_FORM_ONNXZ &&
+          oz_form_named("x.Onnxc") == OZ_FORM_ONNXC && oz_form_named("x.onnx") == OZ_FORM_ONNX &&
+          oz_form_named("x.bin") == OZ_FORM_AUTO && oz_form_named("onnx") == OZ_FORM_AUTO &&
+          oz_form_named("xonnx") == OZ_FORM_AUTO && oz_form_named("x.onnx.gz") == OZ_FORM_AUTO &&
+          oz_form_named(NULL) == OZ_FORM_AUTO);
     CHECK(oz_form_parse("onnxc") == OZ_FORM_ONNXC && oz_form_parse("ONNX") == OZ_FORM_AUTO &&
           oz_form_parse("auto") == OZ_FORM_AUTO && oz_form_parse(NULL) == OZ_FORM_AUTO);
     for (int f = OZ_FORM_ONNX; f <= OZ_FORM_ONNXC; f++)
@@ -363,7 +367,8 @@ int main(int argc, char **argv) {
             oy.save.serialize.progress_ctx = &pr;
             CHECK_OK(oz_convert(at("source.onnx"), at(xn), &ox, &err));
             CHECK_OK(oz_convert(at(xn), at(yn), &oy, &err));
-            CHECK(pr.calls >= 2 && pr.backwards == 0 && pr.last_done == pr.total && pr.total > 370000);
+            CHECK(pr.calls >= 2 && pr.backwards == 0 && pr.last_done == pr.total &&
+                  pr.total > 370000);
             CHECK_OK(oz_convert(at(yn), at("d_back.onnx"), &single, &err));
             size_t got_n = 0;
             uint8_t *got = slurp(at("d_back.onnx"), &got_n);

@@ -20,13 +20,13 @@
 #include <onnxz/archive.h>
 
 static int failures, checks;
-#define CHECK(c)                                                                            \
-    do {                                                                                    \
-        checks++;                                                                           \
-        if (!(c)) {                                                                         \
-            failures++;                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);          \
-        }                                                                                   \
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        checks++;                                                                 \
+        if (!(c)) {                                                               \
+            failures++;                                                           \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
+        }                                                                         \
     } while (0)
 
 static size_t n_tensors = 2000, n_nodes = 20000;

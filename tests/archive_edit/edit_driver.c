@@ -81,8 +81,10 @@ static int big(const char *path, uint64_t size) {
         OC_SET_HAS(ModelProto, p, ir_version);
         p->graph = OC_NEW(a, GraphProto);
         onnx_TensorProto *t = p->graph ? OC_ADD(a, TensorProto, p->graph->initializer) : NULL;
-        onnx_StringStringEntryProto *loc = t ? OC_ADD(a, StringStringEntryProto, t->external_data) : NULL;
-        onnx_StringStringEntryProto *ln = t ? OC_ADD(a, StringStringEntryProto, t->external_data) : NULL;
+        onnx_StringStringEntryProto *loc =
+            t ? OC_ADD(a, StringStringEntryProto, t->external_data) : NULL;
+        onnx_StringStringEntryProto *ln =
+            t ? OC_ADD(a, StringStringEntryProto, t->external_data) : NULL;
         int64_t *dim = t ? oc_array_push(a, &t->dims, sizeof *t->dims.items) : NULL;
         if (!loc || !ln || !dim || oc_str_set_cstr(a, &t->name, "big") != OC_OK ||
             oc_str_set_cstr(a, &loc->key, "location") != OC_OK ||
@@ -92,7 +94,7 @@ static int big(const char *path, uint64_t size) {
             st = OC_ERR_NOMEM;
         } else {
             *dim = (int64_t)size;
-            t->data_type = 2; /* UINT8 */
+            t->data_type = 2;     /* UINT8 */
             t->data_location = 1; /* EXTERNAL */
             OC_SET_HAS(TensorProto, t, name);
             OC_SET_HAS(TensorProto, t, data_type);
@@ -114,14 +116,20 @@ static int big(const char *path, uint64_t size) {
 
 static void options(int argc, char **argv, int from, oz_archive_options *ao, int *no_copy) {
     for (int i = from; i < argc; i++) {
-        if (!strcmp(argv[i], "--deflate")) ao->deflate_model = 1;
-        else if (!strcmp(argv[i], "--append-only")) ao->append_only = 1;
-        else if (!strcmp(argv[i], "--no-copy")) *no_copy = 1;
-        else if (!strcmp(argv[i], "--mapped")) mapped = 1;
+        if (!strcmp(argv[i], "--deflate"))
+            ao->deflate_model = 1;
+        else if (!strcmp(argv[i], "--append-only"))
+            ao->append_only = 1;
+        else if (!strcmp(argv[i], "--no-copy"))
+            *no_copy = 1;
+        else if (!strcmp(argv[i], "--mapped"))
+            mapped = 1;
         else if (!strcmp(argv[i], "--align") && i + 1 < argc)
             ao->serialize.buffer.alignment = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc) crash_at = argv[++i];
-        else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc)
+            crash_at = argv[++i];
+        else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc)
+            pause_ms = strtol(argv[++i], NULL, 10);
     }
 }
 
@@ -146,8 +154,9 @@ int main(int argc, char **argv) {
         po.skip_external_data = 1;
         st = oc_model_load_file(argv[3], &po, &m, &err);
         oz__edit_test_hook = on_step;
-        if (st == OC_OK) st = oz_archive_replace_model(argv[2], &onnx_ModelProto_desc,
-                                                       oc_model_proto(m), &ao, &err);
+        if (st == OC_OK)
+            st = oz_archive_replace_model(argv[2], &onnx_ModelProto_desc, oc_model_proto(m), &ao,
+                                          &err);
         oc_model_free(m);
         return report(st, &err);
     }

@@ -150,9 +150,9 @@ static int cmd_load(const char *in) {
     uint64_t inits = p->graph ? p->graph->initializer.count : 0, shared = 0;
     for (uint64_t i = 0; i < inits; i++)
         shared += p->graph->initializer.items[i]->raw_data.mode == OC_BYTES_SHARED;
-    printf("graph=%.*s initializers=%llu shared=%llu\n",
-           p->graph ? (int)p->graph->name.size : 0, p->graph ? p->graph->name.data : "",
-           (unsigned long long)inits, (unsigned long long)shared);
+    printf("graph=%.*s initializers=%llu shared=%llu\n", p->graph ? (int)p->graph->name.size : 0,
+           p->graph ? p->graph->name.data : "", (unsigned long long)inits,
+           (unsigned long long)shared);
     oc_model_free(m);
     return 0;
 }
@@ -293,7 +293,8 @@ static int cmd_pattern_decrypt(const char *in, uint64_t size) {
     int fd = open(in, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return perror(in), 2;
     checker c = {0, 0, malloc(BLOCK), UINT64_MAX};
-    oc_status st = oc_crypt_decrypt_stream(read_fd, &fd, check_write, &c, pass, pass_len, &copts, &err);
+    oc_status st =
+        oc_crypt_decrypt_stream(read_fd, &fd, check_write, &c, pass, pass_len, &copts, &err);
     close(fd);
     free(c.block);
     if (st != OC_OK) return fail(st, &err);
@@ -343,8 +344,9 @@ int main(int argc, char **argv) {
             pass_len = n / 2;
             i++;
         } else if (!strcmp(o, "--format")) {
-            copts.format = !strcmp(v, "cry1") ? OC_CRYPT_ONNXCRY1
-                         : !strcmp(v, "zec1") ? OC_CRYPT_ONNXZEC1 : (oc_crypt_format)99;
+            copts.format = !strcmp(v, "cry1")   ? OC_CRYPT_ONNXCRY1
+                           : !strcmp(v, "zec1") ? OC_CRYPT_ONNXZEC1
+                                                : (oc_crypt_format)99;
             i++;
         } else if (!strcmp(o, "--iterations")) {
             copts.iterations = (uint32_t)strtoul(v, NULL, 10);

@@ -109,10 +109,13 @@ static void test_unavailable(void) {
     uint64_t n = 0;
     oc_bytes b = {0};
     oc_crypt_writer *w = NULL;
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, NULL, &out, &n, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, NULL, &out, &n, &err),
+                 OC_ERR_UNSUPPORTED, &err);
     CHECK(strstr(err.message, "built without OpenSSL") != NULL);
-    CHECK_STATUS(oc_crypt_decrypt_memory("ONNXZEC1", 8, PASS, PASSLEN, NULL, &b, &err), OC_ERR_UNSUPPORTED, &err);
-    CHECK_STATUS(oc_crypt_writer_open(oc_atomic_write, NULL, PASS, PASSLEN, NULL, &w, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_decrypt_memory("ONNXZEC1", 8, PASS, PASSLEN, NULL, &b, &err),
+                 OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_writer_open(oc_atomic_write, NULL, PASS, PASSLEN, NULL, &w, &err),
+                 OC_ERR_UNSUPPORTED, &err);
     CHECK(w == NULL);
     char p[4200], q[4200];
     pathof(p, sizeof p, "plain.bin");
@@ -120,12 +123,17 @@ static void test_unavailable(void) {
     CHECK(td_write(p, "hello", 5) == 0);
     CHECK_STATUS(oc_crypt_encrypt_file(p, q, PASS, PASSLEN, NULL, &err), OC_ERR_UNSUPPORTED, &err);
     CHECK_STATUS(oc_crypt_decrypt_file(p, q, PASS, PASSLEN, NULL, &err), OC_ERR_UNSUPPORTED, &err);
-    CHECK_STATUS(oc_crypt_decrypt_file_to_memory(p, PASS, PASSLEN, NULL, &b, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_decrypt_file_to_memory(p, PASS, PASSLEN, NULL, &b, &err),
+                 OC_ERR_UNSUPPORTED, &err);
     oc_model *m = oc_model_new(), *l = NULL;
-    CHECK_STATUS(oc_crypt_save_model_file(m, q, PASS, PASSLEN, NULL, NULL, &err), OC_ERR_UNSUPPORTED, &err);
-    CHECK_STATUS(oc_crypt_save_model_memory(m, PASS, PASSLEN, NULL, &out, &n, &err), OC_ERR_UNSUPPORTED, &err);
-    CHECK_STATUS(oc_crypt_load_model_file(p, PASS, PASSLEN, NULL, NULL, &l, &err), OC_ERR_UNSUPPORTED, &err);
-    CHECK_STATUS(oc_crypt_load_model_memory("ONNXZEC1", 8, PASS, PASSLEN, NULL, NULL, &l, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_save_model_file(m, q, PASS, PASSLEN, NULL, NULL, &err),
+                 OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_save_model_memory(m, PASS, PASSLEN, NULL, &out, &n, &err),
+                 OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_load_model_file(p, PASS, PASSLEN, NULL, NULL, &l, &err),
+                 OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_load_model_memory("ONNXZEC1", 8, PASS, PASSLEN, NULL, NULL, &l, &err),
+                 OC_ERR_UNSUPPORTED, &err);
     CHECK(strstr(err.message, "built without OpenSSL") != NULL);
     oc_model_free(m);
     CHECK_EQ(td_count(dir, 0), 1); /* nothing written but plain.bin */
@@ -225,7 +233,8 @@ static void test_roundtrip_cry1(void) {
     void *enc = NULL;
     uint64_t n = 0;
     o.iterations = 1000;
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
     o.iterations = OC_CRYPT_CRY1_ITERATIONS;
     o.chunk_size = 12345;
     CHECK_OK(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), &err);
@@ -241,20 +250,24 @@ static void test_default_options(void) {
     uint64_t size = 0;
     oc_error err;
     clock_t t0 = clock();
-    REQUIRE(CHECK_OK(oc_crypt_encrypt_memory(plain, n, PASS, PASSLEN, NULL, &enc, &size, &err), &err));
+    REQUIRE(
+        CHECK_OK(oc_crypt_encrypt_memory(plain, n, PASS, PASSLEN, NULL, &enc, &size, &err), &err));
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     const uint8_t *h = enc;
     CHECK_EQ(size, zec1_size(n, 1u << 20));
     CHECK_EQ(h[8], 1);  /* version */
     CHECK_EQ(h[9], 1);  /* AES-256-GCM */
     CHECK_EQ(h[10], 1); /* PBKDF2-HMAC-SHA256 */
-    CHECK_EQ((uint32_t)h[12] | (uint32_t)h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24, 600000u);
-    CHECK_EQ((uint32_t)h[16] | (uint32_t)h[17] << 8 | (uint32_t)h[18] << 16 | (uint32_t)h[19] << 24, 1u << 20);
+    CHECK_EQ((uint32_t)h[12] | (uint32_t)h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24,
+             600000u);
+    CHECK_EQ((uint32_t)h[16] | (uint32_t)h[17] << 8 | (uint32_t)h[18] << 16 | (uint32_t)h[19] << 24,
+             1u << 20);
     oc_bytes b = {0};
     CHECK_OK(oc_crypt_decrypt_memory(enc, size, PASS, PASSLEN, NULL, &b, &err), &err);
     check_plain(&b, plain, n);
     oc_bytes_release(&b);
-    if (!reduced) CHECK_STATUS(dec_status(enc, size, WRONG, WRONGLEN, NULL, &err), OC_ERR_BAD_KEY, &err);
+    if (!reduced)
+        CHECK_STATUS(dec_status(enc, size, WRONG, WRONGLEN, NULL, &err), OC_ERR_BAD_KEY, &err);
     printf("    (600,000-iteration PBKDF2 + 2 MiB: %.2f s to encrypt)\n", secs);
     free(enc);
     free(plain);
@@ -316,7 +329,8 @@ static void stream_case(oc_crypt_options o, uint64_t n, uint64_t step) {
     oc_crypt_writer_free(w);
     CHECK_EQ(enc.n, o.format == OC_CRYPT_ONNXCRY1 ? cry1_size(n) : zec1_size(n, o.chunk_size));
     trickle t = {enc.p, enc.n, 0, step};
-    CHECK_OK(oc_crypt_decrypt_stream(trickle_read, &t, grow_write, &dec, PASS, PASSLEN, NULL, &err), &err);
+    CHECK_OK(oc_crypt_decrypt_stream(trickle_read, &t, grow_write, &dec, PASS, PASSLEN, NULL, &err),
+             &err);
     CHECK_EQ(dec.n, n);
     if (dec.n == n) CHECK_MEM_EQ(dec.p, plain, n);
     free(enc.p);
@@ -403,24 +417,26 @@ static void test_bit_flips(void) {
             counts[st]++;
             oc_status want;
             if (pos < 8)
-                want = OC_ERR_MALFORMED;        /* the magic: not an encrypted file */
+                want = OC_ERR_MALFORMED; /* the magic: not an encrypted file */
             else if (pos == 8)
-                want = OC_ERR_UNSUPPORTED;      /* the version */
+                want = OC_ERR_UNSUPPORTED; /* the version */
             else if (pos < HDR)
-                want = OC_ERR_CHECKSUM;         /* the header digest (C-12) */
+                want = OC_ERR_CHECKSUM; /* the header digest (C-12) */
             else {
                 uint64_t in_chunk = (pos - HDR) % CHUNK;
                 int length_field = in_chunk >= 8 && in_chunk < 12;
                 /* A flipped length reads the wrong bytes: authentication fails, or the
                  * input is too short for it (truncated), or it is beyond the chunk size. */
                 if (length_field) {
-                    CHECK(st == OC_ERR_CHECKSUM || st == OC_ERR_TRUNCATED || st == OC_ERR_MALFORMED);
+                    CHECK(st == OC_ERR_CHECKSUM || st == OC_ERR_TRUNCATED ||
+                          st == OC_ERR_MALFORMED);
                     continue;
                 }
-                want = OC_ERR_CHECKSUM;         /* frame, ciphertext, tag (C-43) */
+                want = OC_ERR_CHECKSUM; /* frame, ciphertext, tag (C-43) */
             }
-            if (!CHECK_EQ(st, want)) fprintf(stderr, "  flip at byte %llu bit %d: %s\n",
-                                             (unsigned long long)pos, bit, err.message);
+            if (!CHECK_EQ(st, want))
+                fprintf(stderr, "  flip at byte %llu bit %d: %s\n", (unsigned long long)pos, bit,
+                        err.message);
         }
     }
     CHECK_EQ(counts[OC_OK], 0);
@@ -442,7 +458,8 @@ static void test_truncation(void) {
         if (!CHECK_EQ(st, OC_ERR_TRUNCATED))
             fprintf(stderr, "  truncated to %llu bytes: %s\n", (unsigned long long)n, err.message);
         if (n >= HDR && (n - HDR) % CHUNK == 0) /* exactly at a chunk boundary */
-            CHECK(strstr(err.message, "before the final chunk") || strstr(err.message, "before the first chunk"));
+            CHECK(strstr(err.message, "before the final chunk") ||
+                  strstr(err.message, "before the first chunk"));
     }
     CHECK_OK(dec_status(f, size, PASS, PASSLEN, NULL, &err), &err);
     free(f);
@@ -475,15 +492,15 @@ static void test_chunk_order(void) {
         const char *says;
     } cases[] = {
         {{0, 1, 2}, 3, OC_OK, ""},
-        {{1, 0, 2}, 3, OC_ERR_INCONSISTENT, "out of order"},          /* swapped */
-        {{0, 0, 1, 2}, 4, OC_ERR_INCONSISTENT, "duplicated"},        /* duplicated */
+        {{1, 0, 2}, 3, OC_ERR_INCONSISTENT, "out of order"},  /* swapped */
+        {{0, 0, 1, 2}, 4, OC_ERR_INCONSISTENT, "duplicated"}, /* duplicated */
         {{0, 1, 1, 2}, 4, OC_ERR_INCONSISTENT, "duplicated"},
         {{0, 2}, 2, OC_ERR_INCONSISTENT, "missing or out of order"}, /* one dropped */
         {{1, 2}, 2, OC_ERR_INCONSISTENT, "missing or out of order"},
         {{2}, 1, OC_ERR_INCONSISTENT, "missing or out of order"},
-        {{0, 1}, 2, OC_ERR_TRUNCATED, "before the final chunk"},      /* final dropped */
+        {{0, 1}, 2, OC_ERR_TRUNCATED, "before the final chunk"}, /* final dropped */
         {{0}, 1, OC_ERR_TRUNCATED, "before the final chunk"},
-        {{0, 1, 2, 2}, 4, OC_ERR_MALFORMED, "appended"},              /* final repeated */
+        {{0, 1, 2, 2}, 4, OC_ERR_MALFORMED, "appended"}, /* final repeated */
         {{0, 1, 2, 0}, 4, OC_ERR_MALFORMED, "appended"},
         {{0, 2, 1}, 3, OC_ERR_INCONSISTENT, "missing or out of order"},
     };
@@ -601,22 +618,29 @@ static void test_options(void) {
     void *enc = NULL;
     uint64_t n = 0;
     oc_crypt_options o = fast(63);
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
     o = fast(OC_CRYPT_MAX_CHUNK_SIZE + 1);
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
     o = fast(OC_CRYPT_MAX_CHUNK_SIZE);
     CHECK_OK(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), &err);
     free(enc);
     o = fast(64);
     o.iterations = OC_CRYPT_DEFAULT_MAX_ITERATIONS + 1;
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
     o = fast(64);
     o.format = (oc_crypt_format)7;
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, PASSLEN, &o, &enc, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
     o = fast(64);
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, 0, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
-    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, NULL, 5, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
-    CHECK_STATUS(oc_crypt_encrypt_memory(NULL, 1, PASS, PASSLEN, &o, &enc, &n, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, PASS, 0, &o, &enc, &n, &err), OC_ERR_INVALID_ARG,
+                 &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory("x", 1, NULL, 5, &o, &enc, &n, &err), OC_ERR_INVALID_ARG,
+                 &err);
+    CHECK_STATUS(oc_crypt_encrypt_memory(NULL, 1, PASS, PASSLEN, &o, &enc, &n, &err),
+                 OC_ERR_INVALID_ARG, &err);
     CHECK(enc == NULL);
 }
 
@@ -628,7 +652,8 @@ static void test_cry1_hostile(void) {
     void *encv = NULL;
     uint64_t size = 0;
     oc_error err;
-    REQUIRE(CHECK_OK(oc_crypt_encrypt_memory(plain, 100, PASS, PASSLEN, &o, &encv, &size, &err), &err));
+    REQUIRE(
+        CHECK_OK(oc_crypt_encrypt_memory(plain, 100, PASS, PASSLEN, &o, &encv, &size, &err), &err));
     uint8_t *enc = encv;
     CHECK_EQ(size, 40 + 112);
     /* A wrong passphrase: the padding check catches it, except about once in 256. */
@@ -703,7 +728,8 @@ static void test_files(void) {
     }
     /* A failed decryption leaves the target as it was and no temporary file. */
     CHECK(td_write(back, "previous", 8) == 0);
-    CHECK_STATUS(oc_crypt_decrypt_file(out, back, WRONG, WRONGLEN, NULL, &err), OC_ERR_BAD_KEY, &err);
+    CHECK_STATUS(oc_crypt_decrypt_file(out, back, WRONG, WRONGLEN, NULL, &err), OC_ERR_BAD_KEY,
+                 &err);
     oc_crypt_options o = fast(256);
     CHECK_OK(oc_crypt_encrypt_file(in, out, PASS, PASSLEN, &o, &err), &err);
     size_t esize = 0;
@@ -711,7 +737,8 @@ static void test_files(void) {
     REQUIRE(enc);
     enc[esize - 20] ^= 4; /* the last chunk's ciphertext: the earlier chunks were written */
     CHECK(td_write(out, enc, esize) == 0);
-    CHECK_STATUS(oc_crypt_decrypt_file(out, back, PASS, PASSLEN, NULL, &err), OC_ERR_CHECKSUM, &err);
+    CHECK_STATUS(oc_crypt_decrypt_file(out, back, PASS, PASSLEN, NULL, &err), OC_ERR_CHECKSUM,
+                 &err);
     size_t bsize = 0;
     uint8_t *prev = td_read(back, &bsize);
     CHECK(prev && bsize == 8 && memcmp(prev, "previous", 8) == 0);
@@ -732,8 +759,10 @@ static void test_files(void) {
     /* Missing input. */
     char missing[4200];
     pathof(missing, sizeof missing, "missing.bin");
-    CHECK_STATUS(oc_crypt_encrypt_file(missing, out, PASS, PASSLEN, &o, &err), OC_ERR_NOT_FOUND, &err);
-    CHECK_STATUS(oc_crypt_decrypt_file(missing, out, PASS, PASSLEN, &o, &err), OC_ERR_NOT_FOUND, &err);
+    CHECK_STATUS(oc_crypt_encrypt_file(missing, out, PASS, PASSLEN, &o, &err), OC_ERR_NOT_FOUND,
+                 &err);
+    CHECK_STATUS(oc_crypt_decrypt_file(missing, out, PASS, PASSLEN, &o, &err), OC_ERR_NOT_FOUND,
+                 &err);
     CHECK_EQ(td_count(dir, 0), 3);
     remove(in);
     remove(out);
@@ -743,10 +772,10 @@ static void test_files(void) {
 
 /* ---- models ---- */
 
-#define SETS(M, msg, field, a, s)                                                          \
-    do {                                                                                   \
-        oc_str_set_cstr((a), &(msg)->field, (s));                                          \
-        OC_SET_HAS(M, msg, field);                                                         \
+#define SETS(M, msg, field, a, s)                 \
+    do {                                          \
+        oc_str_set_cstr((a), &(msg)->field, (s)); \
+        OC_SET_HAS(M, msg, field);                \
     } while (0)
 
 static oc_model *make_model(void) {
@@ -789,8 +818,9 @@ static void test_models(void) {
         po.no_copy = 1;
         for (int src = 0; src < 2; src++) {
             oc_model *l = NULL;
-            oc_status st = src ? oc_crypt_load_model_file(path, PASS, PASSLEN, NULL, &po, &l, &err)
-                               : oc_crypt_load_model_memory(enc, esize, PASS, PASSLEN, NULL, &po, &l, &err);
+            oc_status st =
+                src ? oc_crypt_load_model_file(path, PASS, PASSLEN, NULL, &po, &l, &err)
+                    : oc_crypt_load_model_memory(enc, esize, PASS, PASSLEN, NULL, &po, &l, &err);
             if (!CHECK_OK(st, &err)) continue;
             onnx_TensorProto *t = oc_model_proto(l)->graph->initializer.items[0];
             /* Zero copy: the tensor shares the decrypted buffer, which outlives the load. */
@@ -806,11 +836,13 @@ static void test_models(void) {
             st = src ? oc_crypt_load_model_file(path, PASS, PASSLEN, NULL, NULL, &l, &err)
                      : oc_crypt_load_model_memory(enc, esize, PASS, PASSLEN, NULL, NULL, &l, &err);
             if (CHECK_OK(st, &err))
-                CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_OWNED);
+                CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode,
+                         OC_BYTES_OWNED);
             oc_model_free(l);
             l = NULL;
-            st = src ? oc_crypt_load_model_file(path, WRONG, WRONGLEN, NULL, NULL, &l, &err)
-                     : oc_crypt_load_model_memory(enc, esize, WRONG, WRONGLEN, NULL, NULL, &l, &err);
+            st =
+                src ? oc_crypt_load_model_file(path, WRONG, WRONGLEN, NULL, NULL, &l, &err)
+                    : oc_crypt_load_model_memory(enc, esize, WRONG, WRONGLEN, NULL, NULL, &l, &err);
             CHECK_EQ(st, OC_ERR_BAD_KEY); /* ONNXCRY1: padding, or (1/256) not a model */
             CHECK(l == NULL);
         }
@@ -820,24 +852,29 @@ static void test_models(void) {
     void *enc = NULL;
     uint64_t esize = 0;
     oc_crypt_options o = fast(64);
-    CHECK_OK(oc_crypt_encrypt_memory("\xff\xff\xff", 3, PASS, PASSLEN, &o, &enc, &esize, &err), &err);
+    CHECK_OK(oc_crypt_encrypt_memory("\xff\xff\xff", 3, PASS, PASSLEN, &o, &enc, &esize, &err),
+             &err);
     oc_model *l = NULL;
     oc_status st = oc_crypt_load_model_memory(enc, esize, PASS, PASSLEN, NULL, NULL, &l, &err);
     CHECK(st != OC_OK && st != OC_ERR_BAD_KEY);
     free(enc);
     /* The same through ONNXCRY1: a payload that is not a model reads as a wrong key. */
     o = cry1();
-    CHECK_OK(oc_crypt_encrypt_memory("\xff\xff\xff", 3, PASS, PASSLEN, &o, &enc, &esize, &err), &err);
-    CHECK_STATUS(oc_crypt_load_model_memory(enc, esize, PASS, PASSLEN, NULL, NULL, &l, &err), OC_ERR_BAD_KEY, &err);
+    CHECK_OK(oc_crypt_encrypt_memory("\xff\xff\xff", 3, PASS, PASSLEN, &o, &enc, &esize, &err),
+             &err);
+    CHECK_STATUS(oc_crypt_load_model_memory(enc, esize, PASS, PASSLEN, NULL, NULL, &l, &err),
+                 OC_ERR_BAD_KEY, &err);
     CHECK(strstr(err.message, "not a model") != NULL);
     free(enc);
     /* External data would be written in the clear: refused. */
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
     so.external_data = "w.bin";
-    CHECK_STATUS(oc_crypt_save_model_file(model, path, PASS, PASSLEN, NULL, &so, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_crypt_save_model_file(model, path, PASS, PASSLEN, NULL, &so, &err),
+                 OC_ERR_INVALID_ARG, &err);
     so.external_data = NULL;
     so.overwrite = 0;
-    CHECK_STATUS(oc_crypt_save_model_file(model, path, PASS, PASSLEN, NULL, &so, &err), OC_ERR_EXISTS, &err);
+    CHECK_STATUS(oc_crypt_save_model_file(model, path, PASS, PASSLEN, NULL, &so, &err),
+                 OC_ERR_EXISTS, &err);
     remove(path);
     free(ref);
     oc_model_free(model);
@@ -854,13 +891,16 @@ static void test_archive(void) {
     oc_crypt_options o = fast(1000);
     REQUIRE(CHECK_OK(oc_crypt_encrypt_file(plain_path, enc_path, PASS, PASSLEN, &o, &err), &err));
     oc_model *l = NULL;
-    CHECK_STATUS(oc_crypt_load_model_file(enc_path, PASS, PASSLEN, NULL, NULL, &l, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK_STATUS(oc_crypt_load_model_file(enc_path, PASS, PASSLEN, NULL, NULL, &l, &err),
+                 OC_ERR_UNSUPPORTED, &err);
     CHECK(strstr(err.message, "archive") != NULL);
     oc_bytes span = {0};
-    REQUIRE(CHECK_OK(oc_crypt_decrypt_file_to_memory(enc_path, PASS, PASSLEN, NULL, &span, &err), &err));
+    REQUIRE(CHECK_OK(oc_crypt_decrypt_file_to_memory(enc_path, PASS, PASSLEN, NULL, &span, &err),
+                     &err));
     CHECK(oc_crypt_is_zip(span.data, span.size));
     oz_zip_reader *r = NULL;
-    REQUIRE(CHECK_OK(oz_zip_reader_open_memory(span.data, span.size, span.owner, NULL, &r, &err), &err));
+    REQUIRE(CHECK_OK(oz_zip_reader_open_memory(span.data, span.size, span.owner, NULL, &r, &err),
+                     &err));
     const uint8_t *base = span.data;
     uint64_t total = span.size;
     oc_bytes_release(&span); /* the reader holds its own reference */
@@ -897,17 +937,21 @@ static void test_archive(void) {
     }
     int is_archive = -1;
     l = NULL;
-    if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err), &err)) {
+    if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err),
+                 &err)) {
         CHECK_EQ(is_archive, 1);
         CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_SHARED);
     }
     oc_model_free(l);
     l = NULL;
-    CHECK_STATUS(oz_encrypted_load(enc_path, WRONG, WRONGLEN, NULL, &po, &l, &is_archive, &err), OC_ERR_BAD_KEY, &err);
+    CHECK_STATUS(oz_encrypted_load(enc_path, WRONG, WRONGLEN, NULL, &po, &l, &is_archive, &err),
+                 OC_ERR_BAD_KEY, &err);
     /* An encrypted plain model through the same calls. */
     CHECK_OK(oc_crypt_save_model_file(model, enc_path, PASS, PASSLEN, &o, NULL, &err), &err);
-    CHECK_STATUS(oz_archive_open_encrypted(enc_path, PASS, PASSLEN, NULL, NULL, &ar, &err), OC_ERR_MALFORMED, &err);
-    if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err), &err)) {
+    CHECK_STATUS(oz_archive_open_encrypted(enc_path, PASS, PASSLEN, NULL, NULL, &ar, &err),
+                 OC_ERR_MALFORMED, &err);
+    if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err),
+                 &err)) {
         CHECK_EQ(is_archive, 0);
         CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_SHARED);
     }

@@ -21,17 +21,28 @@ int main(int argc, char **argv) {
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--no-copy")) po.no_copy = 1;
-        else if (!strcmp(a, "--verify")) po.verify_checksums = 1;
-        else if (!strcmp(a, "--skip-external")) po.skip_external_data = 1;
-        else if (!strcmp(a, "--checksum")) so.checksum = 1;
-        else if (v && !strcmp(a, "--threads")) po.num_threads = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--align")) po.buffer.alignment = so.buffer.alignment = strtoull(argv[++i], NULL, 10);
-        else if (v && !strcmp(a, "--data-dir")) po.data_dir = argv[++i];
-        else if (v && !strcmp(a, "--location")) po.location = argv[++i];
-        else if (v && !strcmp(a, "--external-data")) so.external_data = argv[++i];
-        else if (v && !strcmp(a, "--max-file-size")) so.max_external_file_size = strtoull(argv[++i], NULL, 10);
-        else if (v && !strcmp(a, "--threshold")) so.buffer.raw_data_threshold = strtoull(argv[++i], NULL, 10);
+        if (!strcmp(a, "--no-copy"))
+            po.no_copy = 1;
+        else if (!strcmp(a, "--verify"))
+            po.verify_checksums = 1;
+        else if (!strcmp(a, "--skip-external"))
+            po.skip_external_data = 1;
+        else if (!strcmp(a, "--checksum"))
+            so.checksum = 1;
+        else if (v && !strcmp(a, "--threads"))
+            po.num_threads = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--align"))
+            po.buffer.alignment = so.buffer.alignment = strtoull(argv[++i], NULL, 10);
+        else if (v && !strcmp(a, "--data-dir"))
+            po.data_dir = argv[++i];
+        else if (v && !strcmp(a, "--location"))
+            po.location = argv[++i];
+        else if (v && !strcmp(a, "--external-data"))
+            so.external_data = argv[++i];
+        else if (v && !strcmp(a, "--max-file-size"))
+            so.max_external_file_size = strtoull(argv[++i], NULL, 10);
+        else if (v && !strcmp(a, "--threshold"))
+            so.buffer.raw_data_threshold = strtoull(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "ext_driver: unknown option %s\n", a);
             return 2;

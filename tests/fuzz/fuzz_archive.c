@@ -56,7 +56,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_NAME 4096u
+#define MAX_NAME      4096u
 #define DEFLATE_RATIO 1032u /* Z-77: deflate makes at most this much from one byte ... */
 #define DEFLATE_SLACK 1024u /* ... plus this */
 
@@ -74,10 +74,14 @@ static size_t utf8_seq(const uint8_t *p, size_t n) {
     if (c < 0x80) return 1;
     size_t k;
     uint32_t v, min;
-    if (c >= 0xc2 && c <= 0xdf) k = 2, v = c & 0x1fu, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) k = 3, v = c & 0x0fu, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) k = 4, v = c & 0x07u, min = 0x10000;
-    else return 0;
+    if (c >= 0xc2 && c <= 0xdf)
+        k = 2, v = c & 0x1fu, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        k = 3, v = c & 0x0fu, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        k = 4, v = c & 0x07u, min = 0x10000;
+    else
+        return 0;
     if (n < k) return 0;
     for (size_t i = 1; i < k; i++) {
         if ((p[i] & 0xc0) != 0x80) return 0;
@@ -103,7 +107,8 @@ static const char *name_fault(const uint8_t *s, size_t n) {
     for (size_t i = 0; i <= end; i++) {
         if (i < end && s[i] != '/') continue;
         size_t c = i - start;
-        if (c == 0 || (c == 1 && s[start] == '.') || (c == 2 && s[start] == '.' && s[start + 1] == '.'))
+        if (c == 0 || (c == 1 && s[start] == '.') ||
+            (c == 2 && s[start] == '.' && s[start + 1] == '.'))
             return "a bad component";
         start = i + 1;
     }
@@ -135,8 +140,8 @@ static void check_refusal(oc_status st, const oc_error *err, uint64_t size) {
 /* ---- our own inflate, to predict DEFLATED reads ---- */
 
 typedef struct inflated {
-    int complete;   /* a whole deflate stream of exactly csize bytes and usize bytes out */
-    uint8_t *data;  /* those bytes (malloc) */
+    int complete;  /* a whole deflate stream of exactly csize bytes and usize bytes out */
+    uint8_t *data; /* those bytes (malloc) */
     uint32_t crc;
 } inflated;
 
@@ -182,8 +187,8 @@ static void compare_readers(readers *rs, uint64_t size) {
             FUZZ_CHECK(rs->err[k].offset == rs->err[MEM].offset &&
                            strcmp(rs->err[k].message, rs->err[MEM].message) == 0,
                        "memory reader: %s at %llu, %s reader: %s at %llu", rs->err[MEM].message,
-                       (unsigned long long)rs->err[MEM].offset, reader_names[k],
-                       rs->err[k].message, (unsigned long long)rs->err[k].offset);
+                       (unsigned long long)rs->err[MEM].offset, reader_names[k], rs->err[k].message,
+                       (unsigned long long)rs->err[k].offset);
             FUZZ_CHECK(rs->r[k] == NULL, "a failed open left a reader");
             continue;
         }
@@ -242,12 +247,14 @@ static void check_structure(const oz_zip_reader *r, const uint8_t *data, uint64_
                (unsigned long long)n, (unsigned long long)cd_size);
     uint64_t tail = size - cd_off - cd_size; /* the end records (Z-65) */
     if (oz_zip_reader_is_zip64(r))
-        FUZZ_CHECK(tail >= 56 + 20 + 22 + (uint64_t)clen && le32(data + cd_off + cd_size) == 0x06064b50u,
+        FUZZ_CHECK(tail >= 56 + 20 + 22 + (uint64_t)clen &&
+                       le32(data + cd_off + cd_size) == 0x06064b50u,
                    "no zip64 end record after the central directory");
     else
         FUZZ_CHECK(tail == 22 + (uint64_t)clen && le32(data + cd_off + cd_size) == 0x06054b50u,
                    "%llu bytes after the central directory: not the end record and a %u-byte "
-                   "comment", (unsigned long long)tail, clen);
+                   "comment",
+                   (unsigned long long)tail, clen);
     span *s = malloc((size_t)(n ? n : 1) * sizeof *s);
     FUZZ_CHECK(s != NULL, "out of memory");
     for (uint64_t i = 0; i < n; i++) {
@@ -308,8 +315,8 @@ static int predict_path_clash(const oz_zip_reader *r) {
 /* ---- entries ---- */
 
 typedef struct entry_result {
-    oc_status st;    /* of reading it (memory reader) */
-    oc_bytes bytes;  /* what it read */
+    oc_status st;   /* of reading it (memory reader) */
+    oc_bytes bytes; /* what it read */
 } entry_result;
 
 static void check_span_empty(const oc_bytes *b, const char *what) {
@@ -356,8 +363,8 @@ static entry_result check_entry(readers *rs, uint64_t i, const uint8_t *input) {
                        "STORED '%s' from memory is not borrowed in place", e.name);
         uint32_t crc = fuzz_crc32(0, at, e.uncompressed_size);
         FUZZ_CHECK(vst == (crc == e.crc32 ? OC_OK : OC_ERR_CHECKSUM),
-                   "STORED '%s': CRC 0x%08x, stored 0x%08x, verify says %s", e.name, crc,
-                   e.crc32, oc_status_name(vst));
+                   "STORED '%s': CRC 0x%08x, stored 0x%08x, verify says %s", e.name, crc, e.crc32,
+                   oc_status_name(vst));
     } else if (e.uncompressed_size > OZ_ZIP_DEFAULT_MAX_INFLATED) { /* verify streams: any */
         FUZZ_CHECK(res.st == OC_ERR_LIMIT, "DEFLATED '%s' of %llu bytes: read %s, not limit (Z-66)",
                    e.name, (unsigned long long)e.uncompressed_size, oc_status_name(res.st));
@@ -386,9 +393,10 @@ static entry_result check_entry(readers *rs, uint64_t i, const uint8_t *input) {
                 }
             } else {
                 FUZZ_CHECK((res.st == OC_ERR_MALFORMED || res.st == OC_ERR_TRUNCATED ||
-                            res.st == OC_ERR_INCONSISTENT) && vst == res.st,
-                           "DEFLATED '%s' does not inflate whole: read %s (%s), verify %s",
-                           e.name, oc_status_name(res.st), err.message, oc_status_name(vst));
+                            res.st == OC_ERR_INCONSISTENT) &&
+                               vst == res.st,
+                           "DEFLATED '%s' does not inflate whole: read %s (%s), verify %s", e.name,
+                           oc_status_name(res.st), err.message, oc_status_name(vst));
             }
             free(z.data);
         }
@@ -547,8 +555,7 @@ static const char *first_external_name(void *model, char *buf, size_t cap) {
     return p.found ? buf : NULL;
 }
 
-static void check_archive(readers *rs, const char *path, const entry_result *entries,
-                          uint64_t h) {
+static void check_archive(readers *rs, const char *path, const entry_result *entries, uint64_t h) {
     const oz_zip_reader *zip = rs->r[MEM];
     int pread_archive = (h >> 2) & 1;
     oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
@@ -566,11 +573,12 @@ static void check_archive(readers *rs, const char *path, const entry_result *ent
         if (oz_zip_reader_find(zip, OZ_MODEL_ENTRY, &model_index, NULL) != OC_OK)
             want = OC_ERR_NOT_FOUND;
         else if (oz_zip_reader_find(zip, OZ_VERSION_ENTRY, &vi, NULL) == OC_OK)
-            want = entries[vi].st != OC_OK          ? entries[vi].st
-                   : digits_up_to_1(&entries[vi].bytes) ? OC_OK : OC_ERR_UNSUPPORTED;
+            want = entries[vi].st != OC_OK              ? entries[vi].st
+                   : digits_up_to_1(&entries[vi].bytes) ? OC_OK
+                                                        : OC_ERR_UNSUPPORTED;
     }
-    FUZZ_CHECK(st == want, "oz_archive_open: %s (%s), expected %s", oc_status_name(st),
-               err.message, oc_status_name(want));
+    FUZZ_CHECK(st == want, "oz_archive_open: %s (%s), expected %s", oc_status_name(st), err.message,
+               oc_status_name(want));
     if (st != OC_OK) {
         fuzz_check_error(st, &err, UINT64_MAX);
         FUZZ_CHECK(ar == NULL, "a failed open left an archive");
@@ -603,9 +611,9 @@ static void check_archive(readers *rs, const char *path, const entry_result *ent
     if (dst == OC_OK)
         dst = oc_decode(&onnx_ModelProto_desc, own, me->bytes.data, me->bytes.size, arena, NULL,
                         NULL, &derr);
-    FUZZ_CHECK(sst == dst, "skip_external_data load: %s (%s), decoding " OZ_MODEL_ENTRY
-               " gives %s (%s)", oc_status_name(sst), err.message, oc_status_name(dst),
-               derr.message);
+    FUZZ_CHECK(sst == dst,
+               "skip_external_data load: %s (%s), decoding " OZ_MODEL_ENTRY " gives %s (%s)",
+               oc_status_name(sst), err.message, oc_status_name(dst), derr.message);
     if (sst != OC_OK) {
         fuzz_check_error(sst, &err, UINT64_MAX);
         FUZZ_CHECK(ms == NULL, "a failed load left a model");
@@ -626,18 +634,20 @@ static void check_archive(readers *rs, const char *path, const entry_result *ent
     if ((h >> 4) & 1) po.buffer.alignment = 64;
     char tname[256];
     const char *pick = first_external_name(own, tname, sizeof tname);
-    predict p = {zip, entries, model_index, po.no_copy && po.buffer.alignment && !pread_archive,
-                 OC_OK, OC_OK, 0};
+    predict p = {
+        zip,   entries, model_index, po.no_copy && po.buffer.alignment && !pread_archive, OC_OK,
+        OC_OK, 0};
     oc_msg_visit_tensors(&onnx_ModelProto_desc, own, predict_tensor, &p);
     oc_status expect = p.first_ref != OC_OK ? p.first_ref : p.first_load;
     oc_model *m = NULL;
     oc_error_clear(&err);
     st = oz_archive_load_model(ar, &po, &m, &err);
-    FUZZ_CHECK(st == expect, "load (no_copy %d, alignment %llu, %s): %s (%s), expected %s "
-               "(A-21, each of %llu EXTERNAL tensors on its own)", po.no_copy,
-               (unsigned long long)po.buffer.alignment, pread_archive ? "pread" : "mapped",
-               oc_status_name(st), err.message, oc_status_name(expect),
-               (unsigned long long)p.external);
+    FUZZ_CHECK(st == expect,
+               "load (no_copy %d, alignment %llu, %s): %s (%s), expected %s "
+               "(A-21, each of %llu EXTERNAL tensors on its own)",
+               po.no_copy, (unsigned long long)po.buffer.alignment,
+               pread_archive ? "pread" : "mapped", oc_status_name(st), err.message,
+               oc_status_name(expect), (unsigned long long)p.external);
     if (st != OC_OK) {
         fuzz_check_error(st, &err, UINT64_MAX);
         FUZZ_CHECK(m == NULL, "a failed load left a model");
@@ -670,7 +680,8 @@ static void check_archive(readers *rs, const char *path, const entry_result *ent
     fuzz_buf e_want = fuzz_encode(&onnx_ModelProto_desc, own);
     fuzz_buf e_load = fuzz_encode(&onnx_ModelProto_desc, oc_model_proto(m));
     fuzz_check_same("loaded model == " OZ_MODEL_ENTRY " with each EXTERNAL tensor given its "
-                    "entry (A-22)", &e_want, &e_load);
+                    "entry (A-22)",
+                    &e_want, &e_load);
     free(e_want.data);
     free(e_load.data);
     free(e_own.data);
@@ -734,8 +745,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         oc_error err;
         oc_status st = oz_zip_reader_verify_all(a, &err);
-        FUZZ_CHECK(st == first, "verify_all: %s, the first failing entry: %s",
-                   oc_status_name(st), oc_status_name(first));
+        FUZZ_CHECK(st == first, "verify_all: %s, the first failing entry: %s", oc_status_name(st),
+                   oc_status_name(first));
         int clash = predict_path_clash(a);
         st = oz_zip_reader_check_paths(a, &err);
         FUZZ_CHECK(st == OC_OK || st == OC_ERR_INCONSISTENT, "check_paths: %s", err.message);

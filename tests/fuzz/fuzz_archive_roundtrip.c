@@ -64,13 +64,12 @@ typedef struct name_set { /* lower-cased names taken, open addressing */
     uint64_t cap, count;
 } name_set;
 
-static uint64_t hash_name(const char *s) {
-    return fuzz_hash((const uint8_t *)s, strlen(s));
-}
+static uint64_t hash_name(const char *s) { return fuzz_hash((const uint8_t *)s, strlen(s)); }
 
 static int name_taken_add(name_set *s, const char *name) { /* 1: added; 0: taken */
     if ((s->count + 1) * 2 > s->cap) {
-        name_set g = {calloc(s->cap ? s->cap * 2 : 64, sizeof(char *)), s->cap ? s->cap * 2 : 64, 0};
+        name_set g = {calloc(s->cap ? s->cap * 2 : 64, sizeof(char *)), s->cap ? s->cap * 2 : 64,
+                      0};
         FUZZ_CHECK(g.slot != NULL, "out of memory");
         for (uint64_t i = 0; i < s->cap; i++) {
             if (!s->slot[i]) continue;
@@ -121,8 +120,10 @@ static void entry_name(name_set *taken, const oc_str *t, char out[NAME_MAX_BASE 
         snprintf(base, sizeof base, "%s", mapped);
     base[NAME_MAX_BASE] = '\0';
     for (unsigned long long k = 1;; k++) {
-        if (k == 1) snprintf(out, NAME_MAX_BASE + 32, "%s", base);
-        else snprintf(out, NAME_MAX_BASE + 32, "%s_%llu", base, k);
+        if (k == 1)
+            snprintf(out, NAME_MAX_BASE + 32, "%s", base);
+        else
+            snprintf(out, NAME_MAX_BASE + 32, "%s_%llu", base, k);
         if (name_taken_add(taken, out)) return;
     }
 }
@@ -138,14 +139,14 @@ typedef struct moved {
 typedef struct plan {
     uint64_t threshold;
     name_set taken;
-    moved *m;          /* the tensors that become entries, in order */
+    moved *m; /* the tensors that become entries, in order */
     uint64_t nm, capm;
-    uint8_t *flags;    /* per tensor in walk order: 1 when it moves */
+    uint8_t *flags; /* per tensor in walk order: 1 when it moves */
     uint64_t nt, capt;
-    uint64_t at;       /* walk position, for the passes over copies */
-    uint64_t k;        /* moved tensors met so far in such a pass */
-    oc_arena *arena;   /* of the copy being rewritten */
-    int unique;        /* pass 3: only tensors named by nobody earlier */
+    uint64_t at;     /* walk position, for the passes over copies */
+    uint64_t k;      /* moved tensors met so far in such a pass */
+    oc_arena *arena; /* of the copy being rewritten */
+    int unique;      /* pass 3: only tensors named by nobody earlier */
 } plan;
 
 static void push_flag(plan *p, uint8_t f) {
@@ -266,8 +267,8 @@ static void check_local(const file *f, const oz_zip_entry *e, uint32_t align) {
         pad = (align - (h + 30 + e->name_len) % align) % align;
         if (pad && pad < 6) pad += align;
     }
-    FUZZ_CHECK(xlen == pad, "local extra field of '%s' at %llu: %u bytes, Z-12 says %llu",
-               e->name, (unsigned long long)h, xlen, (unsigned long long)pad);
+    FUZZ_CHECK(xlen == pad, "local extra field of '%s' at %llu: %u bytes, Z-12 says %llu", e->name,
+               (unsigned long long)h, xlen, (unsigned long long)pad);
     if (pad) {
         FUZZ_CHECK(le16(x) == 0xD935 && le16(x + 2) == pad - 4 && le16(x + 4) == (uint16_t)align,
                    "padding record of '%s' is not Z-11's", e->name);
@@ -276,8 +277,8 @@ static void check_local(const file *f, const oz_zip_entry *e, uint32_t align) {
     }
     FUZZ_CHECK(e->data_offset == h + 30 + e->name_len + xlen, "data of '%s' not after its header",
                e->name);
-    FUZZ_CHECK(!stored || e->data_offset % align == 0, "STORED '%s' at %llu, alignment %u",
-               e->name, (unsigned long long)e->data_offset, align);
+    FUZZ_CHECK(!stored || e->data_offset % align == 0, "STORED '%s' at %llu, alignment %u", e->name,
+               (unsigned long long)e->data_offset, align);
 }
 
 /* Z-13, Z-41 and the end record (Z-1, Z-24): the central directory as written. */
@@ -319,11 +320,10 @@ static oc_status check_in_place(void *ctx, onnx_TensorProto *t) {
     align_check *c = ctx;
     FUZZ_CHECK(c->at < c->p->nt, "the loaded model has more tensors than the source");
     if (!c->p->flags[c->at++] || !t->raw_data.size) return OC_OK;
-    FUZZ_CHECK(t->raw_data.mode == OC_BYTES_SHARED &&
-                   (uintptr_t)t->raw_data.data % c->align == 0,
+    FUZZ_CHECK(t->raw_data.mode == OC_BYTES_SHARED && (uintptr_t)t->raw_data.data % c->align == 0,
                "a moved tensor loaded with no_copy from a mapping is not in place, aligned to "
-               "%llu (mode %d, address %p)", (unsigned long long)c->align,
-               (int)t->raw_data.mode, (const void *)t->raw_data.data);
+               "%llu (mode %d, address %p)",
+               (unsigned long long)c->align, (int)t->raw_data.mode, (const void *)t->raw_data.data);
     return OC_OK;
 }
 
@@ -431,9 +431,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(fuzz_crc32(0, b.data, b.size) == e.crc32, "CRC-32 of '%s'", e.name);
         if (i < p.nm) {
             const moved *m = &p.m[i];
-            FUZZ_CHECK(strcmp(e.name, m->name) == 0,
-                       "entry %llu is '%s', A-10 names it '%s'", (unsigned long long)i, e.name,
-                       m->name);
+            FUZZ_CHECK(strcmp(e.name, m->name) == 0, "entry %llu is '%s', A-10 names it '%s'",
+                       (unsigned long long)i, e.name, m->name);
             FUZZ_CHECK(e.method == 0, "tensor entry '%s' is not STORED (A-3)", e.name);
             FUZZ_CHECK(b.size == m->bytes->size &&
                            (b.size == 0 || memcmp(b.data, m->bytes->data, b.size) == 0),
@@ -444,7 +443,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        e.method);
             fuzz_buf got = {(uint8_t *)(uintptr_t)b.data, b.size};
             fuzz_check_same(OZ_MODEL_ENTRY " == the source with moved tensors as references "
-                            "(A-20)", &enc_model, &got);
+                                           "(A-20)",
+                            &enc_model, &got);
         }
         oc_bytes_release(&b);
     }
@@ -477,8 +477,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (p.nm) { /* random access to the first moved tensor that is the first of its name */
         const oc_str *nm = &p.m[0].tensor->name;
         if (fuzz_first_named(desc, src, nm->data, nm->size) == p.m[0].tensor &&
-            !(nm->size && memchr(nm->data, 0, (size_t)nm->size)) &&
-            nm->size < 4096) {
+            !(nm->size && memchr(nm->data, 0, (size_t)nm->size)) && nm->size < 4096) {
             char name[4096];
             if (nm->size) memcpy(name, nm->data, (size_t)nm->size);
             name[nm->size] = '\0';
@@ -501,13 +500,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(enc_skip.data);
     oc_model_free(ms);
     oz_archive_close(ar);
-    unlink(path); /* a mapping outlives its name */
+    unlink(path);                    /* a mapping outlives its name */
     static const uint8_t nowhere[1]; /* empty borrowed spans only (see fuzz_archive.c) */
     fuzz_span_rules rules = {po.no_copy, nowhere, nowhere, po.no_copy, 0, 0};
     fuzz_check_tensors(desc, oc_model_proto(m), &rules);
     fuzz_buf got = fuzz_encode(desc, oc_model_proto(m));
-    fuzz_check_same("loaded model == the source, moved tensors back in place (A-22)",
-                    &enc_loaded, &got);
+    fuzz_check_same("loaded model == the source, moved tensors back in place (A-22)", &enc_loaded,
+                    &got);
     free(got.data);
     if (po.no_copy && !use_pread) {
         align_check c = {&p, 0, A < 4096 ? A : 4096};

@@ -133,7 +133,8 @@ const char *fuzz_scratch_dir(const char *tag) {
     struct stat st;
     if (!tmp || !*tmp)
         tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
-                  ? "/dev/shm" : "/tmp";
+                  ? "/dev/shm"
+                  : "/tmp";
     char prefix[128];
     int plen = snprintf(prefix, sizeof prefix, "onnxz-fuzz-%s-", tag);
     FUZZ_CHECK(plen > 0 && plen < (int)sizeof prefix, "tag too long");
@@ -178,20 +179,18 @@ int fuzz_is_decode_status(oc_status st) {
 
 void fuzz_check_error(oc_status st, const oc_error *err, uint64_t input_size) {
     FUZZ_CHECK(st != OC_OK, "a failure must not return OC_OK");
-    FUZZ_CHECK(err->code == st, "error record says %s, call returned %s",
-               oc_status_name(err->code), oc_status_name(st));
+    FUZZ_CHECK(err->code == st, "error record says %s, call returned %s", oc_status_name(err->code),
+               oc_status_name(st));
     const char *nul = memchr(err->message, '\0', sizeof err->message);
     FUZZ_CHECK(nul != NULL, "error message is not NUL-terminated");
     FUZZ_CHECK(nul != err->message, "empty error message for %s", oc_status_name(st));
     FUZZ_CHECK(!strchr(err->message, '\n') && !strchr(err->message, '\r'),
                "error message is not one line: %s", err->message);
-    FUZZ_CHECK(strcmp(oc_status_name(st), "unknown status") != 0, "status %d has no name",
-               (int)st);
+    FUZZ_CHECK(strcmp(oc_status_name(st), "unknown status") != 0, "status %d has no name", (int)st);
     if (input_size != UINT64_MAX && fuzz_is_decode_status(st) && st != OC_ERR_NOMEM) {
         FUZZ_CHECK(err->offset != OC_NO_OFFSET && err->offset < input_size,
-                   "%s: offset %llu is not inside the %llu-byte input (%s)",
-                   oc_status_name(st), (unsigned long long)err->offset,
-                   (unsigned long long)input_size, err->message);
+                   "%s: offset %llu is not inside the %llu-byte input (%s)", oc_status_name(st),
+                   (unsigned long long)err->offset, (unsigned long long)input_size, err->message);
         FUZZ_CHECK(err->sys_errno == 0, "decode error with errno %d", err->sys_errno);
     }
 }
@@ -233,10 +232,9 @@ static oc_status check_span(void *ctx, onnx_TensorProto *t) {
         FUZZ_CHECK(r->allow_borrowed, "borrowed span where none may be");
         FUZZ_CHECK(b->owner == NULL, "borrowed span with an owner token");
         if (r->lo && b->size) {
-            FUZZ_CHECK(b->data >= r->lo && b->data <= r->hi &&
-                           b->size <= (uint64_t)(r->hi - b->data),
-                       "borrowed span of %llu bytes outside its buffer",
-                       (unsigned long long)b->size);
+            FUZZ_CHECK(
+                b->data >= r->lo && b->data <= r->hi && b->size <= (uint64_t)(r->hi - b->data),
+                "borrowed span of %llu bytes outside its buffer", (unsigned long long)b->size);
         }
         break;
     case OC_BYTES_SHARED:
@@ -265,7 +263,7 @@ typedef struct wfield {
 } wfield;
 
 #define FUZZ_X_WFIELD_(M, name, num, TYPE, LABEL, SUB) {num, #TYPE, #SUB},
-#define FUZZ_X_WTABLE_(M, N) static const wfield wf_##M[] = {ONNX_FIELDS_##M(FUZZ_X_WFIELD_)};
+#define FUZZ_X_WTABLE_(M, N)                           static const wfield wf_##M[] = {ONNX_FIELDS_##M(FUZZ_X_WFIELD_)};
 ONNX_MESSAGES(FUZZ_X_WTABLE_)
 
 typedef struct wmsg {
@@ -339,16 +337,29 @@ static void wwalk(int mi, const uint8_t *p, const uint8_t *end, int is_tensor, w
             while (level && p < end) {
                 FUZZ_CHECK(wvarint(&p, end, &key), "bad tag in a group");
                 switch (key & 7) {
-                case 0: FUZZ_CHECK(wvarint(&p, end, &v), "bad varint in a group"); break;
-                case 1: FUZZ_CHECK(end - p >= 8, "truncated group"); p += 8; break;
-                case 5: FUZZ_CHECK(end - p >= 4, "truncated group"); p += 4; break;
+                case 0:
+                    FUZZ_CHECK(wvarint(&p, end, &v), "bad varint in a group");
+                    break;
+                case 1:
+                    FUZZ_CHECK(end - p >= 8, "truncated group");
+                    p += 8;
+                    break;
+                case 5:
+                    FUZZ_CHECK(end - p >= 4, "truncated group");
+                    p += 4;
+                    break;
                 case 2:
                     FUZZ_CHECK(wvarint(&p, end, &v) && v <= (uint64_t)(end - p), "bad length");
                     p += v;
                     break;
-                case 3: level++; break;
-                case 4: level--; break;
-                default: FUZZ_CHECK(0, "bad wire type in a group");
+                case 3:
+                    level++;
+                    break;
+                case 4:
+                    level--;
+                    break;
+                default:
+                    FUZZ_CHECK(0, "bad wire type in a group");
                 }
             }
             FUZZ_CHECK(level == 0, "our own encoding has an unclosed group");
@@ -387,8 +398,8 @@ typedef struct sink {
     uint8_t *data;
     uint64_t size, cap;
     uint64_t calls;
-    uint64_t fail_at;   /* 1-based call that fails; 0 = never */
-    int failed;         /* a call after the failure is a bug */
+    uint64_t fail_at; /* 1-based call that fails; 0 = never */
+    int failed;       /* a call after the failure is a bug */
 } sink;
 
 static oc_status sink_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
@@ -465,7 +476,8 @@ fuzz_buf fuzz_check_roundtrip(const oc_msgdesc *desc, void *msg, const oc_parse_
     wcount wc = walk_encoding(desc, &enc1);
     FUZZ_CHECK(wc.tensors == tensors && wc.checksum == checksum,
                "oc_msg_visit_tensors saw %llu tensors (byte sum %llu), the encoding holds %llu "
-               "(byte sum %llu)", (unsigned long long)tensors, (unsigned long long)checksum,
+               "(byte sum %llu)",
+               (unsigned long long)tensors, (unsigned long long)checksum,
                (unsigned long long)wc.tensors, (unsigned long long)wc.checksum);
 
     /* decode(encode(m)) re-encodes to the same bytes */

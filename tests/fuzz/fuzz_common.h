@@ -26,7 +26,7 @@
 #include <onnxcore/onnxcore.h>
 
 #if defined(__GNUC__)
-#define FUZZ_NORETURN __attribute__((noreturn))
+#define FUZZ_NORETURN     __attribute__((noreturn))
 #define FUZZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define FUZZ_NORETURN
@@ -40,9 +40,9 @@ extern void (*fuzz_on_fail)(void);
 FUZZ_NORETURN void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     FUZZ_PRINTF(4, 5);
 
-#define FUZZ_CHECK(cond, ...)                                                              \
-    do {                                                                                   \
-        if (!(cond)) fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                    \
+#define FUZZ_CHECK(cond, ...)                                           \
+    do {                                                                \
+        if (!(cond)) fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__); \
     } while (0)
 
 /* An encoding (free data with free()). */
@@ -61,11 +61,11 @@ int fuzz_is_decode_status(oc_status st);
 
 /* What the tensor walk accepts. */
 typedef struct fuzz_span_rules {
-    int allow_borrowed;       /* BORROWED spans may appear ... */
-    const uint8_t *lo, *hi;   /* ... but only inside [lo, hi) when lo is set */
-    int allow_shared;         /* SHARED spans may appear */
-    uint64_t tensors;         /* out: tensors visited */
-    uint64_t checksum;        /* out: a sum over every payload byte (reads them all) */
+    int allow_borrowed;     /* BORROWED spans may appear ... */
+    const uint8_t *lo, *hi; /* ... but only inside [lo, hi) when lo is set */
+    int allow_shared;       /* SHARED spans may appear */
+    uint64_t tensors;       /* out: tensors visited */
+    uint64_t checksum;      /* out: a sum over every payload byte (reads them all) */
 } fuzz_span_rules;
 
 /* Walks msg with oc_msg_visit_tensors and checks every raw_data span against the rules. */

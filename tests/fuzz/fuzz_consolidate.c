@@ -20,8 +20,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const uint64_t alignments[16] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 4096, 65536,
-                                        3, 6, 24, 100};
+static const uint64_t alignments[16] = {0,   1,   2,    4,     8, 16, 32, 64,
+                                        128, 256, 4096, 65536, 3, 6,  24, 100};
 static const uint64_t thresholds[4] = {0, 1, 16, 1024};
 
 typedef struct expect {

@@ -43,8 +43,8 @@ static const oc_source_vtable ro_vtable = {
     .destroy = ro_destroy,
 };
 
-static void check_windowed(const oc_msgdesc *desc, const uint8_t *data, size_t size,
-                           oc_status st, const oc_error *err, const fuzz_buf *enc) {
+static void check_windowed(const oc_msgdesc *desc, const uint8_t *data, size_t size, oc_status st,
+                           const oc_error *err, const fuzz_buf *enc) {
     uint64_t h = fuzz_hash(data, size);
     uint64_t window = 1 + (h >> 8) % 48;
     read_only *r = calloc(1, sizeof *r);
@@ -129,8 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         oc_model_free(m);
     }
     /* concatenation is merging: split at a point chosen by a hash of the input */
-    fuzz_check_merge(desc, data, size, size ? (size_t)(fuzz_hash(data, size) % (size + 1)) : 0,
-                     st, &enc);
+    fuzz_check_merge(desc, data, size, size ? (size_t)(fuzz_hash(data, size) % (size + 1)) : 0, st,
+                     &enc);
     free(enc.data);
     return 0;
 }

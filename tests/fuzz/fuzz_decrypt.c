@@ -97,7 +97,8 @@ static oc_status decrypt_both(const uint8_t *ct, uint64_t n, const oc_crypt_opti
                oc_status_name(st), err.message, (unsigned long long)piece, oc_status_name(st2),
                err2.message);
     if (st == OC_OK) {
-        FUZZ_CHECK(s.size == out.size && (s.size == 0 || memcmp(s.data, out.data, (size_t)s.size) == 0),
+        FUZZ_CHECK(s.size == out.size &&
+                       (s.size == 0 || memcmp(s.data, out.data, (size_t)s.size) == 0),
                    "memory and stream decryption give different plaintexts");
         *plain = s;
     } else {

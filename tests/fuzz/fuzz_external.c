@@ -65,10 +65,14 @@ static void sha1_block(uint32_t h[5], const uint8_t *p) {
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
     for (int i = 0; i < 80; i++) {
         uint32_t f, k;
-        if (i < 20) f = (b & c) | (~b & d), k = 0x5a827999;
-        else if (i < 40) f = b ^ c ^ d, k = 0x6ed9eba1;
-        else if (i < 60) f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
-        else f = b ^ c ^ d, k = 0xca62c1d6;
+        if (i < 20)
+            f = (b & c) | (~b & d), k = 0x5a827999;
+        else if (i < 40)
+            f = b ^ c ^ d, k = 0x6ed9eba1;
+        else if (i < 60)
+            f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
+        else
+            f = b ^ c ^ d, k = 0xca62c1d6;
         uint32_t t = rol(a, 5) + f + e + k + w[i];
         e = d, d = c, c = rol(b, 30), b = a, a = t;
     }
@@ -101,14 +105,14 @@ static void sha1_hex(const uint8_t *data, uint64_t n, char out[41]) {
 enum node_kind { N_DIR, N_FILE, N_LINK, N_FIFO, N_HARDLINKED };
 
 typedef struct node {
-    const char *path;      /* relative to the model directory */
+    const char *path; /* relative to the model directory */
     enum node_kind kind;
-    uint8_t *content;      /* N_FILE */
+    uint8_t *content; /* N_FILE */
     uint64_t size;
 } node;
 
-#define DATA_SIZE 4096u
-#define INNER_SIZE 256u
+#define DATA_SIZE    4096u
+#define INNER_SIZE   256u
 #define OUTSIDE_SIZE 4096u
 
 static uint8_t data_bin[DATA_SIZE], inner_bin[INNER_SIZE], outside_bin[OUTSIDE_SIZE];
@@ -223,8 +227,8 @@ static void setup(void) {
     FUZZ_CHECK(symlink("data.bin", join(p, mdir, "inlink.bin")) == 0, "symlink");
     FUZZ_CHECK(symlink("sub", join(p, mdir, "dirlink")) == 0, "symlink");
     FUZZ_CHECK(symlink("../outdir", join(p, mdir, "outlink")) == 0, "symlink");
-    FUZZ_CHECK(link(join(q, root, "outside-hard.bin"), join(p, mdir, "hard.bin")) == 0,
-               "link: %s", strerror(errno));
+    FUZZ_CHECK(link(join(q, root, "outside-hard.bin"), join(p, mdir, "hard.bin")) == 0, "link: %s",
+               strerror(errno));
     FUZZ_CHECK(mkfifo(join(p, mdir, "fifo"), 0644) == 0, "mkfifo");
 }
 
@@ -232,8 +236,8 @@ static void setup(void) {
 
 /* What opening a location beneath the model directory gives (E-10, E-11). */
 typedef struct resolved {
-    oc_status st;        /* OC_OK: file below */
-    oc_status alt;       /* another acceptable status, or OC_OK */
+    oc_status st;  /* OC_OK: file below */
+    oc_status alt; /* another acceptable status, or OC_OK */
     const node *file;
 } resolved;
 
@@ -285,8 +289,8 @@ static resolved resolve(const oc_str *loc) {
         }
         if (!(clen == 1 && s[i] == '.')) {
             char path[PATH_MAX];
-            int pn = snprintf(path, sizeof path, "%s%s%.*s", cur, curlen ? "/" : "", (int)clen,
-                              s + i);
+            int pn =
+                snprintf(path, sizeof path, "%s%s%.*s", cur, curlen ? "/" : "", (int)clen, s + i);
             const node *nd = find_node(path, (size_t)pn);
             if (!nd) {
                 r.st = OC_ERR_NOT_FOUND;
@@ -339,17 +343,17 @@ typedef struct opened {
 
 typedef struct tensor_expect {
     int external;
-    const uint8_t *bytes;   /* the bytes the tensor must end up with */
+    const uint8_t *bytes; /* the bytes the tensor must end up with */
     uint64_t size;
 } tensor_expect;
 
 typedef struct predictor {
     int no_copy, verify;
     uint64_t align;
-    oc_status st;            /* the first failure, or OC_OK */
-    oc_status alt;           /* another acceptable failure, or OC_OK */
+    oc_status st;  /* the first failure, or OC_OK */
+    oc_status alt; /* another acceptable failure, or OC_OK */
     const char *why;
-    oc_status sum_st;        /* the first checksum failure (E-15: checked after the rest) */
+    oc_status sum_st; /* the first checksum failure (E-15: checked after the rest) */
     const char *sum_why;
     tensor_expect *t;
     uint64_t n, cap;
@@ -400,9 +404,9 @@ static oc_status predict_tensor(void *ctx, onnx_TensorProto *t) {
     }
     resolved r;
     unsigned i = 0;
-    while (i < p->nfiles && !(p->files[i].key.size == loc->size &&
-                              (loc->size == 0 ||
-                               memcmp(p->files[i].key.data, loc->data, (size_t)loc->size) == 0)))
+    while (i < p->nfiles &&
+           !(p->files[i].key.size == loc->size &&
+             (loc->size == 0 || memcmp(p->files[i].key.data, loc->data, (size_t)loc->size) == 0)))
         i++;
     if (i < p->nfiles) {
         r = p->files[i].r;
@@ -477,7 +481,8 @@ static oc_status verify_tensor(void *ctx, onnx_TensorProto *t) {
     FUZZ_CHECK(v->i < v->p->n, "the loaded model has more tensors than the file");
     const tensor_expect *x = &v->p->t[v->i++];
     const oc_bytes *b = &t->raw_data;
-    FUZZ_CHECK(b->size == x->size && (x->size == 0 || memcmp(b->data, x->bytes, (size_t)x->size) == 0),
+    FUZZ_CHECK(b->size == x->size &&
+                   (x->size == 0 || memcmp(b->data, x->bytes, (size_t)x->size) == 0),
                "tensor %llu (%s): %llu bytes loaded, expected %llu%s",
                (unsigned long long)(v->i - 1), x->external ? "external" : "inline",
                (unsigned long long)b->size, (unsigned long long)x->size,
@@ -521,7 +526,8 @@ static fuzz_buf check_load(const char *what, oc_status st, const oc_error *err, 
         return none;
     }
     verifier v = {p, 0, po->no_copy && !po->use_pread, po->buffer.alignment};
-    oc_status vs = oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), verify_tensor, &v);
+    oc_status vs =
+        oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(m), verify_tensor, &v);
     FUZZ_CHECK(vs == OC_OK && v.i == p->n, "%s: %llu tensors loaded, %llu in the file", what,
                (unsigned long long)v.i, (unsigned long long)p->n);
     fuzz_span_rules rules = {po->no_copy, NULL, NULL, po->no_copy, 0, 0};
@@ -622,9 +628,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     oc_error err;
     oc_error_clear(&err);
     oc_status st = oc_model_load_file(model_path, &po, &m, &err);
-    FUZZ_CHECK(st == dst,
-               "skip_external_data%s: %s, plain decode %s", po.use_pread ? " (use_pread)" : "",
-               oc_status_name(st), oc_status_name(dst));
+    FUZZ_CHECK(st == dst, "skip_external_data%s: %s, plain decode %s",
+               po.use_pread ? " (use_pread)" : "", oc_status_name(st), oc_status_name(dst));
     if (st == OC_OK) {
         fuzz_span_rules rules = {0, NULL, NULL, po.no_copy, 0, 0};
         fuzz_buf enc = fuzz_check_roundtrip(&onnx_ModelProto_desc, oc_model_proto(m), &po, &rules);

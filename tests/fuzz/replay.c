@@ -96,8 +96,10 @@ static int run_dir(const char *dir, long *count) {
         if (path) {
             snprintf(path, len, "%s/%s", dir, names[i]);
             if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-                if (run_file(path) != 0) rc = -1;
-                else (*count)++;
+                if (run_file(path) != 0)
+                    rc = -1;
+                else
+                    (*count)++;
             }
         }
         free(path);

@@ -45,8 +45,8 @@ typedef struct buffer {
 } buffer;
 
 typedef struct run {
-    const char *case_name;  /* the input path as the manifest gives it */
-    char *tmpdir;           /* scratch directory for the file mode */
+    const char *case_name; /* the input path as the manifest gives it */
+    char *tmpdir;          /* scratch directory for the file mode */
     uint64_t failure_lines;
     bool verbose;
     /* A case's identical failures in several modes are printed once, modes listed. */
@@ -55,8 +55,7 @@ typedef struct run {
 } run;
 
 static void flush_failure(run *r) {
-    if (!r->pending[0])
-        return;
+    if (!r->pending[0]) return;
     if (++r->failure_lines <= MAX_FAILURE_LINES)
         printf("FAIL %s [%s]: %s\n", r->case_name, r->pending_modes, r->pending);
     else if (r->failure_lines == MAX_FAILURE_LINES + 1)
@@ -93,15 +92,14 @@ static bool fail_status(run *r, const char *mode, const char *what, oc_status st
 static bool read_file(const char *path, buffer *out) {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
+    if (!f) return false;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
         fclose(f);
         return false;
     }
     out->size = (uint64_t)st.st_size;
-    out->data = malloc(out->size ? (size_t)out->size : 1);  /* never NULL for empty files */
+    out->data = malloc(out->size ? (size_t)out->size : 1); /* never NULL for empty files */
     bool ok = out->data && fread(out->data, 1, (size_t)out->size, f) == out->size;
     fclose(f);
     if (!ok) {
@@ -116,30 +114,24 @@ static bool same_bytes(run *r, const char *mode, const uint8_t *got, uint64_t go
                        const uint8_t *want, uint64_t want_size) {
     uint64_t n = got_size < want_size ? got_size : want_size;
     uint64_t at = 0;
-    while (at < n && got[at] == want[at])
-        at++;
-    if (at == n && got_size == want_size)
-        return true;
+    while (at < n && got[at] == want[at]) at++;
+    if (at == n && got_size == want_size) return true;
     char ours[3 * 8 + 1] = "", theirs[3 * 8 + 1] = "";
     for (uint64_t i = at; i < at + 8; i++) {
-        if (i < got_size)
-            snprintf(ours + 3 * (i - at), 4, " %02x", got[i]);
-        if (i < want_size)
-            snprintf(theirs + 3 * (i - at), 4, " %02x", want[i]);
+        if (i < got_size) snprintf(ours + 3 * (i - at), 4, " %02x", got[i]);
+        if (i < want_size) snprintf(theirs + 3 * (i - at), 4, " %02x", want[i]);
     }
     return fail(r, mode,
-                "first difference at offset %" PRIu64 " (ours %" PRIu64
-                " bytes, protobuf %" PRIu64 "); ours:%s protobuf:%s",
-                at, got_size, want_size, ours[0] ? ours : " <end>",
-                theirs[0] ? theirs : " <end>");
+                "first difference at offset %" PRIu64 " (ours %" PRIu64 " bytes, protobuf %" PRIu64
+                "); ours:%s protobuf:%s",
+                at, got_size, want_size, ours[0] ? ours : " <end>", theirs[0] ? theirs : " <end>");
 }
 
 static oc_status sink_append(void *ctx, const void *data, uint64_t size, oc_error *err) {
     buffer *b = ctx;
     if (b->size + size > b->cap) {
         uint64_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->size + size)
-            cap *= 2;
+        while (cap < b->size + size) cap *= 2;
         uint8_t *grown = realloc(b->data, (size_t)cap);
         if (!grown) {
             err->code = OC_ERR_NOMEM;
@@ -151,43 +143,38 @@ static oc_status sink_append(void *ctx, const void *data, uint64_t size, oc_erro
         b->data = grown;
         b->cap = cap;
     }
-    if (size)
-        memcpy(b->data + b->size, data, (size_t)size);
+    if (size) memcpy(b->data + b->size, data, (size_t)size);
     b->size += size;
     return OC_OK;
 }
 
 /* Encodes msg three ways (size, memory, sink) and checks they agree with expected. */
-static bool encode_and_compare(run *r, const char *mode, const oc_msgdesc *desc,
-                               const void *msg, const buffer *expected, void **out,
-                               uint64_t *out_size) {
+static bool encode_and_compare(run *r, const char *mode, const oc_msgdesc *desc, const void *msg,
+                               const buffer *expected, void **out, uint64_t *out_size) {
     oc_error err;
     oc_error_clear(&err);
     uint64_t size = 0;
     oc_status st = oc_encoded_size(desc, msg, &size, &err);
-    if (st != OC_OK)
-        return fail_status(r, mode, "oc_encoded_size", st, &err);
+    if (st != OC_OK) return fail_status(r, mode, "oc_encoded_size", st, &err);
     st = oc_encode_to_memory(desc, msg, out, out_size, &err);
-    if (st != OC_OK)
-        return fail_status(r, mode, "oc_encode_to_memory", st, &err);
+    if (st != OC_OK) return fail_status(r, mode, "oc_encode_to_memory", st, &err);
     if (*out_size != size)
-        return fail(r, mode, "oc_encoded_size says %" PRIu64 " but %" PRIu64 " were written",
-                    size, *out_size);
-    if (!same_bytes(r, mode, *out, *out_size, expected->data, expected->size))
-        return false;
+        return fail(r, mode, "oc_encoded_size says %" PRIu64 " but %" PRIu64 " were written", size,
+                    *out_size);
+    if (!same_bytes(r, mode, *out, *out_size, expected->data, expected->size)) return false;
     buffer streamed = {0};
     st = oc_encode(desc, msg, sink_append, &streamed, &err);
-    bool ok = st == OC_OK ? same_bytes(r, "stream", streamed.data, streamed.size,
-                                       expected->data, expected->size)
+    bool ok = st == OC_OK ? same_bytes(r, "stream", streamed.data, streamed.size, expected->data,
+                                       expected->size)
                           : fail_status(r, mode, "oc_encode", st, &err);
     free(streamed.data);
     return ok;
 }
 
 /* Decodes input with opts into a fresh arena and checks the re-encoding. */
-static bool check_decode(run *r, const char *mode, const oc_msgdesc *desc,
-                         const buffer *input, const buffer *expected,
-                         const oc_parse_options *opts, oc_owner *owner, bool idempotence) {
+static bool check_decode(run *r, const char *mode, const oc_msgdesc *desc, const buffer *input,
+                         const buffer *expected, const oc_parse_options *opts, oc_owner *owner,
+                         bool idempotence) {
     oc_arena *arena = oc_arena_new();
     void *msg = arena ? oc_msg_new(arena, desc) : NULL;
     if (!msg) {
@@ -197,8 +184,7 @@ static bool check_decode(run *r, const char *mode, const oc_msgdesc *desc,
     oc_error err;
     oc_error_clear(&err);
     oc_status st = oc_decode(desc, msg, input->data, input->size, arena, opts, owner, &err);
-    if (owner)
-        oc_owner_unref(owner);  /* from here only the decoded spans keep the input alive */
+    if (owner) oc_owner_unref(owner); /* from here only the decoded spans keep the input alive */
     if (st != OC_OK) {
         oc_arena_free(arena);
         return fail_status(r, mode, "oc_decode", st, &err);
@@ -224,38 +210,31 @@ typedef struct poison_ctx {
 
 static void poison_release(void *ctx) {
     poison_ctx *p = ctx;
-    if (p->input->size)
-        memset(p->input->data, 0xA5, (size_t)p->input->size);
+    if (p->input->size) memset(p->input->data, 0xA5, (size_t)p->input->size);
     p->releases++;
 }
 
 static bool check_owner(run *r, const oc_msgdesc *desc, const buffer *input,
                         const buffer *expected) {
     buffer copy = {malloc(input->size ? (size_t)input->size : 1), input->size, input->size};
-    if (!copy.data)
-        return fail(r, "owner", "out of memory");
-    if (input->size)
-        memcpy(copy.data, input->data, (size_t)input->size);
+    if (!copy.data) return fail(r, "owner", "out of memory");
+    if (input->size) memcpy(copy.data, input->data, (size_t)input->size);
     poison_ctx pc = {&copy, 0};
     oc_owner *owner = oc_owner_new(poison_release, &pc);
     bool ok = owner != NULL;
-    if (!ok)
-        fail(r, "owner", "oc_owner_new failed");
+    if (!ok) fail(r, "owner", "oc_owner_new failed");
     oc_parse_options opts = OC_PARSE_OPTIONS_INIT;
     opts.no_copy = 1;
     opts.buffer.raw_data_threshold = 0;
     /* check_decode drops our reference after decoding and frees the arena at the end. */
-    if (ok)
-        ok = check_decode(r, "owner", desc, &copy, expected, &opts, owner, false);
+    if (ok) ok = check_decode(r, "owner", desc, &copy, expected, &opts, owner, false);
     if (owner && pc.releases != 1)
-        ok = fail(r, "owner", "owner released %d times after the arena was freed",
-                  pc.releases);
+        ok = fail(r, "owner", "owner released %d times after the arena was freed", pc.releases);
     free(copy.data);
     return ok;
 }
 
-static bool check_saved_file(run *r, const char *mode, const char *path,
-                             const buffer *expected) {
+static bool check_saved_file(run *r, const char *mode, const char *path, const buffer *expected) {
     buffer saved;
     if (!read_file(path, &saved))
         return fail(r, mode, "cannot read back %s: %s", path, strerror(errno));
@@ -310,18 +289,16 @@ static bool check_file(run *r, const oc_msgdesc *desc, bool is_model, const char
                 continue;
             }
         }
-        if (!check_saved_file(r, mode, out_path, expected))
-            ok = false;
+        if (!check_saved_file(r, mode, out_path, expected)) ok = false;
         remove(out_path);
     }
     return ok;
 }
 
-static bool check_case(run *r, const char *type, const char *input_path,
-                       const char *expected_path, bool file_mode) {
+static bool check_case(run *r, const char *type, const char *input_path, const char *expected_path,
+                       bool file_mode) {
     const oc_msgdesc *desc = oc_msgdesc_find(type);
-    if (!desc)
-        return fail(r, "setup", "oc_msgdesc_find(\"%s\") returned NULL", type);
+    if (!desc) return fail(r, "setup", "oc_msgdesc_find(\"%s\") returned NULL", type);
     buffer input, expected;
     if (!read_file(input_path, &input))
         return fail(r, "setup", "cannot read %s: %s", input_path, strerror(errno));
@@ -330,19 +307,15 @@ static bool check_case(run *r, const char *type, const char *input_path,
         return fail(r, "setup", "cannot read %s: %s", expected_path, strerror(errno));
     }
     bool ok = true;
-    if (!check_decode(r, "copy", desc, &input, &expected, NULL, NULL, true))
-        ok = false;
+    if (!check_decode(r, "copy", desc, &input, &expected, NULL, NULL, true)) ok = false;
     oc_parse_options opts = OC_PARSE_OPTIONS_INIT;
     opts.no_copy = 1;
     opts.buffer.raw_data_threshold = 0;
-    if (!check_decode(r, "no_copy", desc, &input, &expected, &opts, NULL, false))
-        ok = false;
-    if (!check_owner(r, desc, &input, &expected))
-        ok = false;
+    if (!check_decode(r, "no_copy", desc, &input, &expected, &opts, NULL, false)) ok = false;
+    if (!check_owner(r, desc, &input, &expected)) ok = false;
     oc_parse_options threads = OC_PARSE_OPTIONS_INIT;
     threads.num_threads = 2;
-    if (!check_decode(r, "threads", desc, &input, &expected, &threads, NULL, false))
-        ok = false;
+    if (!check_decode(r, "threads", desc, &input, &expected, &threads, NULL, false)) ok = false;
     bool is_model = strcmp(type, "ModelProto") == 0;
     if ((is_model || file_mode) && !check_file(r, desc, is_model, input_path, &expected))
         ok = false;
@@ -353,12 +326,10 @@ static bool check_case(run *r, const char *type, const char *input_path,
 
 /* path as given if absolute, else relative to dir. */
 static char *resolve(const char *dir, const char *path) {
-    if (path[0] == '/')
-        return strdup(path);
+    if (path[0] == '/') return strdup(path);
     size_t n = strlen(dir) + strlen(path) + 2;
     char *full = malloc(n);
-    if (full)
-        snprintf(full, n, "%s/%s", dir, path);
+    if (full) snprintf(full, n, "%s/%s", dir, path);
     return full;
 }
 
@@ -370,7 +341,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[argi], "-v") == 0) {
             r.verbose = true;
         } else if (strcmp(argv[argi], "--files") == 0) {
-            file_mode = true;  /* load/save through files for every type, not only models */
+            file_mode = true; /* load/save through files for every type, not only models */
         } else {
             fprintf(stderr, "roundtrip: unknown option %s\n", argv[argi]);
             return 2;
@@ -388,16 +359,14 @@ int main(int argc, char **argv) {
     }
     char *dir = strdup(manifest);
     char *slash = dir ? strrchr(dir, '/') : NULL;
-    if (!dir)
-        return 1;
+    if (!dir) return 1;
     if (slash)
         *slash = '\0';
     else
         strcpy(dir, ".");
     size_t tn = strlen(dir) + sizeof "/roundtrip-XXXXXX";
     r.tmpdir = malloc(tn);
-    if (!r.tmpdir)
-        return 1;
+    if (!r.tmpdir) return 1;
     snprintf(r.tmpdir, tn, "%s/roundtrip-XXXXXX", dir);
     if (!mkdtemp(r.tmpdir)) {
         fprintf(stderr, "roundtrip: cannot create %s: %s\n", r.tmpdir, strerror(errno));
@@ -410,10 +379,8 @@ int main(int argc, char **argv) {
     ssize_t len;
     while ((len = getline(&line, &cap, mf)) >= 0) {
         lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (len == 0 || line[0] == '#')
-            continue;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (len == 0 || line[0] == '#') continue;
         char *type = line;
         char *in = strchr(type, '\t');
         char *exp = in ? strchr(in + 1, '\t') : NULL;
@@ -432,8 +399,7 @@ int main(int argc, char **argv) {
         flush_failure(&r);
         if (ok) {
             passed++;
-            if (r.verbose)
-                printf("ok   %s\n", in);
+            if (r.verbose) printf("ok   %s\n", in);
         } else {
             failed++;
         }

@@ -17,12 +17,12 @@
 #include "onnxcore/onnxcore.h"
 
 /* A failed build step is a test failure: say which one and stop. */
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "writemodel: line %d: %s failed\n", __LINE__, #cond);        \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK(cond)                                                               \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            fprintf(stderr, "writemodel: line %d: %s failed\n", __LINE__, #cond); \
+            exit(1);                                                              \
+        }                                                                         \
     } while (0)
 
 static void set_str(oc_arena *a, oc_str *dst, const char *s) {
@@ -63,8 +63,7 @@ static void push_f32(oc_arena *a, void *array, float v) {
 static void put_f32_le(uint8_t *out, float v) {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
-    for (int i = 0; i < 4; i++)
-        out[i] = (uint8_t)(bits >> (8 * i));
+    for (int i = 0; i < 4; i++) out[i] = (uint8_t)(bits >> (8 * i));
 }
 
 static onnx_TensorProto *new_tensor(oc_arena *a, onnx_TensorProto *t, const char *name,
@@ -74,8 +73,7 @@ static onnx_TensorProto *new_tensor(oc_arena *a, onnx_TensorProto *t, const char
     OC_SET_HAS(TensorProto, t, name);
     t->data_type = data_type;
     OC_SET_HAS(TensorProto, t, data_type);
-    for (int i = 0; i < rank; i++)
-        push_i64(a, &t->dims, dims[i]);
+    for (int i = 0; i < rank; i++) push_i64(a, &t->dims, dims[i]);
     return t;
 }
 
@@ -83,8 +81,7 @@ static onnx_TensorProto *new_tensor(oc_arena *a, onnx_TensorProto *t, const char
 static void set_float_raw(onnx_TensorProto *t, uint64_t count) {
     uint8_t *raw = NULL;
     CHECK(oc_bytes_set_alloc(&t->raw_data, count * 4, &raw, NULL) == OC_OK);
-    for (uint64_t i = 0; i < count; i++)
-        put_f32_le(raw + 4 * i, (float)(i % 1000) * 0.25f - 1.0f);
+    for (uint64_t i = 0; i < count; i++) put_f32_le(raw + 4 * i, (float)(i % 1000) * 0.25f - 1.0f);
     OC_SET_HAS(TensorProto, t, raw_data);
 }
 
@@ -105,8 +102,7 @@ static void set_float_type(oc_arena *a, onnx_ValueInfoProto *vi, const char *nam
     tt->shape = OC_NEW(a, TensorShapeProto);
     CHECK(tt->shape != NULL);
     for (int i = 0; i < rank; i++) {
-        onnx_TensorShapeProto_Dimension *d = OC_ADD(a, TensorShapeProto_Dimension,
-                                                    tt->shape->dim);
+        onnx_TensorShapeProto_Dimension *d = OC_ADD(a, TensorShapeProto_Dimension, tt->shape->dim);
         CHECK(d != NULL);
         if (dims[i] < 0) {
             set_str(a, &d->dim_param, "N");
@@ -118,19 +114,16 @@ static void set_float_type(oc_arena *a, onnx_ValueInfoProto *vi, const char *nam
     }
 }
 
-static onnx_NodeProto *add_node(oc_arena *a, onnx_GraphProto *g, const char *op,
-                                const char *name, const char *in0, const char *in1,
-                                const char *out) {
+static onnx_NodeProto *add_node(oc_arena *a, onnx_GraphProto *g, const char *op, const char *name,
+                                const char *in0, const char *in1, const char *out) {
     onnx_NodeProto *n = OC_ADD(a, NodeProto, g->node);
     CHECK(n != NULL);
     set_str(a, &n->op_type, op);
     OC_SET_HAS(NodeProto, n, op_type);
     set_str(a, &n->name, name);
     OC_SET_HAS(NodeProto, n, name);
-    if (in0)
-        push_str(a, &n->input, in0);
-    if (in1)
-        push_str(a, &n->input, in1);
+    if (in0) push_str(a, &n->input, in0);
+    if (in1) push_str(a, &n->input, in1);
     push_str(a, &n->output, out);
     return n;
 }
@@ -155,8 +148,8 @@ static void build_initializers(oc_arena *a, onnx_GraphProto *g) {
     push_f32(a, &b->float_data, 0.25f);
     push_f32(a, &b->float_data, -0.75f);
 
-    onnx_TensorProto *i64 = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "I64", 7,
-                                       three, 1);
+    onnx_TensorProto *i64 =
+        new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "I64", 7, three, 1);
     push_i64(a, &i64->int64_data, INT64_MIN);
     push_i64(a, &i64->int64_data, -1);
     push_i64(a, &i64->int64_data, INT64_MAX);
@@ -169,8 +162,7 @@ static void build_initializers(oc_arena *a, onnx_GraphProto *g) {
     CHECK(dv != NULL);
     *dv = -DBL_MIN;
 
-    onnx_TensorProto *u = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "U64", 13,
-                                     two, 1);
+    onnx_TensorProto *u = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "U64", 13, two, 1);
     uint64_t *uv = oc_array_push(a, &u->uint64_data, sizeof *uv);
     CHECK(uv != NULL);
     *uv = UINT64_MAX;
@@ -178,36 +170,32 @@ static void build_initializers(oc_arena *a, onnx_GraphProto *g) {
     CHECK(uv != NULL);
     *uv = 1;
 
-    onnx_TensorProto *s = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "S", 8,
-                                     three, 1);
+    onnx_TensorProto *s = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "S", 8, three, 1);
     push_bytes(a, &s->string_data, "abc", 3);
     push_bytes(a, &s->string_data, "", 0);
     push_bytes(a, &s->string_data, "\0\xc3\xa9", 3); /* onnx decodes these as UTF-8 */
 
-    onnx_TensorProto *i8 = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "I8", 3,
-                                      three, 1);
+    onnx_TensorProto *i8 = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "I8", 3, three, 1);
     push_i32(a, &i8->int32_data, -128);
     push_i32(a, &i8->int32_data, 0);
     push_i32(a, &i8->int32_data, 127);
 
     /* float16 1.0 and -2.0, as bit patterns in int32_data */
-    onnx_TensorProto *h = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "F16", 10,
-                                     two, 1);
+    onnx_TensorProto *h = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "F16", 10, two, 1);
     push_i32(a, &h->int32_data, 0x3C00);
     push_i32(a, &h->int32_data, 0xC000);
 
-    onnx_TensorProto *bl = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "BOOL", 9,
-                                      two, 1);
+    onnx_TensorProto *bl = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "BOOL", 9, two, 1);
     push_i32(a, &bl->int32_data, 1);
     push_i32(a, &bl->int32_data, 0);
 
     /* An empty tensor whose raw_data is present but has no bytes. */
-    onnx_TensorProto *e = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "EMPTY", 1,
-                                     zero, 1);
+    onnx_TensorProto *e =
+        new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "EMPTY", 1, zero, 1);
     OC_SET_HAS(TensorProto, e, raw_data);
 
-    onnx_TensorProto *big = new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "BIG", 1,
-                                       big_dims, 2);
+    onnx_TensorProto *big =
+        new_tensor(a, OC_ADD(a, TensorProto, g->initializer), "BIG", 1, big_dims, 2);
     set_float_raw(big, 256 * 256);
     set_str(a, &big->doc_string, "256 KiB of raw_data");
     OC_SET_HAS(TensorProto, big, doc_string);
@@ -227,8 +215,7 @@ static onnx_GraphProto *identity_graph(oc_arena *a) {
 }
 
 static void build_graph(oc_arena *a, onnx_GraphProto *g) {
-    static const int64_t x_dims[] = {-1, 3}, h_dims[] = {-1, 2}, y_dims[] = {2, -1},
-                         one[] = {1};
+    static const int64_t x_dims[] = {-1, 3}, h_dims[] = {-1, 2}, y_dims[] = {2, -1}, one[] = {1};
     set_str(a, &g->name, "oracle_graph");
     OC_SET_HAS(GraphProto, g, name);
     set_str(a, &g->doc_string, "built by libonnxcore");
@@ -240,16 +227,16 @@ static void build_graph(oc_arena *a, onnx_GraphProto *g) {
 
     add_node(a, g, "MatMul", "mm", "X", "W", "H");
     add_node(a, g, "Add", "add", "H", "B", "A");
-    onnx_AttributeProto *alpha = add_attr(a, add_node(a, g, "LeakyRelu", "lrelu", "A",
-                                                      NULL, "L"), "alpha", 1 /* FLOAT */);
+    onnx_AttributeProto *alpha =
+        add_attr(a, add_node(a, g, "LeakyRelu", "lrelu", "A", NULL, "L"), "alpha", 1 /* FLOAT */);
     alpha->f = 0.125f;
     OC_SET_HAS(AttributeProto, alpha, f);
-    onnx_AttributeProto *perm = add_attr(a, add_node(a, g, "Transpose", "tr", "L", NULL, "T"),
-                                         "perm", 7 /* INTS */);
+    onnx_AttributeProto *perm =
+        add_attr(a, add_node(a, g, "Transpose", "tr", "L", NULL, "T"), "perm", 7 /* INTS */);
     push_i64(a, &perm->ints, 1);
     push_i64(a, &perm->ints, 0);
-    onnx_AttributeProto *value = add_attr(a, add_node(a, g, "Constant", "c", NULL, NULL, "C"),
-                                          "value", 4 /* TENSOR */);
+    onnx_AttributeProto *value =
+        add_attr(a, add_node(a, g, "Constant", "c", NULL, NULL, "C"), "value", 4 /* TENSOR */);
     value->t = new_tensor(a, OC_NEW(a, TensorProto), "C", 1, one, 1);
     set_float_raw(value->t, 1);
     add_node(a, g, "Mul", "mul", "T", "C", "Y");
@@ -301,8 +288,10 @@ int main(int argc, char **argv) {
     OC_SET_HAS(ModelProto, m, model_version);
     set_str(a, &m->doc_string, "reverse oracle model \xc3\xa9");
     OC_SET_HAS(ModelProto, m, doc_string);
-    static const struct { const char *domain; int64_t version; } opsets[] = {
-        {"", 17}, {"ai.onnxz.test", 1}};
+    static const struct {
+        const char *domain;
+        int64_t version;
+    } opsets[] = {{"", 17}, {"ai.onnxz.test", 1}};
     for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
         onnx_OperatorSetIdProto *op = OC_ADD(a, OperatorSetIdProto, m->opset_import);
         CHECK(op != NULL);
@@ -325,8 +314,8 @@ int main(int argc, char **argv) {
     oc_error_clear(&err);
     oc_status st = oc_model_save_file(model, argv[1], NULL, &err);
     if (st != OC_OK) {
-        fprintf(stderr, "writemodel: oc_model_save_file(%s): %s: %s\n", argv[1],
-                oc_status_name(st), err.message);
+        fprintf(stderr, "writemodel: oc_model_save_file(%s): %s: %s\n", argv[1], oc_status_name(st),
+                err.message);
         oc_model_free(model);
         return 1;
     }

@@ -7,8 +7,8 @@
 
 #include "internal/schema.h"
 
-static const char *const type_names[] = {"int64", "int32", "uint64", "float", "double",
-                                         "enum", "string", "bytes", "bytes", "message"};
+static const char *const type_names[] = {"int64", "int32",  "uint64", "float", "double",
+                                         "enum",  "string", "bytes",  "bytes", "message"};
 static const char *const label_names[] = {"optional", "repeated", "packed", "oneof"};
 
 static void dump(const oc_msgdesc *d) {

@@ -39,8 +39,8 @@ static inline int check_true_(const char *file, int line, int ok, const char *ex
     return 0;
 }
 
-static inline int check_eq_(const char *file, int line, unsigned long long a,
-                            unsigned long long b, const char *ea, const char *eb) {
+static inline int check_eq_(const char *file, int line, unsigned long long a, unsigned long long b,
+                            const char *ea, const char *eb) {
     check_count_++;
     if (a == b) return 1;
     check_fail_(file, line);
@@ -70,8 +70,9 @@ static inline int check_mem_eq_(const char *file, int line, const void *a, const
     const unsigned char *pa = a, *pb = b;
     unsigned long long i = 0;
     while (i < n && pa[i] == pb[i]) i++;
-    fprintf(stderr, "CHECK_MEM_EQ(%s, %s, %llu) failed: first difference at %llu: 0x%02x != 0x%02x\n",
-            ea, eb, n, i, pa[i], pb[i]);
+    fprintf(stderr,
+            "CHECK_MEM_EQ(%s, %s, %llu) failed: first difference at %llu: 0x%02x != 0x%02x\n", ea,
+            eb, n, i, pa[i], pb[i]);
     return 0;
 }
 
@@ -91,8 +92,8 @@ static inline int check_status_(const char *file, int line, oc_status got, oc_st
     check_count_++;
     if (got == want) return 1;
     check_fail_(file, line);
-    fprintf(stderr, "%s returned %s (%d), expected %s (%d)", expr, oc_status_name(got),
-            (int)got, oc_status_name(want), (int)want);
+    fprintf(stderr, "%s returned %s (%d), expected %s (%d)", expr, oc_status_name(got), (int)got,
+            oc_status_name(want), (int)want);
     if (err)
         fprintf(stderr, "; err: code=%s errno=%d offset=%lld message=\"%s\"",
                 oc_status_name(err->code), err->sys_errno,
@@ -102,33 +103,33 @@ static inline int check_status_(const char *file, int line, oc_status got, oc_st
 }
 
 #define CHECK(cond) check_true_(__FILE__, __LINE__, (cond) ? 1 : 0, #cond)
-#define CHECK_EQ(a, b)                                                                     \
+#define CHECK_EQ(a, b) \
     check_eq_(__FILE__, __LINE__, (unsigned long long)(a), (unsigned long long)(b), #a, #b)
-#define CHECK_PTR_EQ(a, b)                                                                 \
+#define CHECK_PTR_EQ(a, b) \
     check_ptr_eq_(__FILE__, __LINE__, (const void *)(a), (const void *)(b), #a, #b)
-#define CHECK_MEM_EQ(a, b, n)                                                              \
+#define CHECK_MEM_EQ(a, b, n) \
     check_mem_eq_(__FILE__, __LINE__, (a), (b), (unsigned long long)(n), #a, #b)
 #define CHECK_STR_EQ(s, cstr) check_str_eq_(__FILE__, __LINE__, (s), (cstr), #s)
-#define CHECK_STATUS(expr, code, err)                                                      \
+#define CHECK_STATUS(expr, code, err) \
     check_status_(__FILE__, __LINE__, (expr), (code), (err), #expr)
 #define CHECK_OK(expr, err) CHECK_STATUS(expr, OC_OK, err)
 
 /* Stops the current test function when cond fails (for preconditions without which the
  * rest would only crash). */
-#define REQUIRE(cond)                                                                      \
-    do {                                                                                   \
-        if (!CHECK(cond)) return;                                                          \
+#define REQUIRE(cond)             \
+    do {                          \
+        if (!CHECK(cond)) return; \
     } while (0)
 
 /* Runs one test function and prints how many checks it made and how many failed. */
-#define RUN(fn)                                                                            \
-    do {                                                                                   \
-        long before_ = check_count_;                                                       \
-        int failed_ = check_failures_;                                                     \
-        fn();                                                                              \
-        printf("  %-28s %6ld checks, %d failed\n", #fn, check_count_ - before_,            \
-               check_failures_ - failed_);                                                 \
-        fflush(stdout);                                                                    \
+#define RUN(fn)                                                                 \
+    do {                                                                        \
+        long before_ = check_count_;                                            \
+        int failed_ = check_failures_;                                          \
+        fn();                                                                   \
+        printf("  %-28s %6ld checks, %d failed\n", #fn, check_count_ - before_, \
+               check_failures_ - failed_);                                      \
+        fflush(stdout);                                                         \
     } while (0)
 
 static inline int check_report(const char *name) {

@@ -443,7 +443,8 @@ static void test_threads(void) {
     /* Keep our reference while the threads run (they call oc_owner_ref on o). */
     int started = 0;
     for (int i = 0; i < NTHREADS; i++) {
-        if (pthread_create(&th[i], NULL, hammer, &args[i]) == 0) started++;
+        if (pthread_create(&th[i], NULL, hammer, &args[i]) == 0)
+            started++;
         else {
             CHECK(!"pthread_create failed");
             oc_bytes_release(&args[i].span);
@@ -468,7 +469,8 @@ static void test_threads(void) {
     oc_owner_unref(o2); /* the spans hold it now; workers only ref while they hold one */
     started = 0;
     for (int i = 0; i < NTHREADS; i++) {
-        if (pthread_create(&th[i], NULL, hammer, &args[i]) == 0) started++;
+        if (pthread_create(&th[i], NULL, hammer, &args[i]) == 0)
+            started++;
         else {
             CHECK(!"pthread_create failed");
             oc_bytes_release(&args[i].span);
@@ -576,7 +578,8 @@ static void check_bytes_write(int via_file) {
             CHECK_MEM_EQ(out, m.data + off, (size_t)len);
             /* The dropped pages read back unchanged from the file. */
             int same = 1;
-            for (uint64_t k = 0; k < len && same; k += 997) same = m.data[off + k] == pattern(off + k);
+            for (uint64_t k = 0; k < len && same; k += 997)
+                same = m.data[off + k] == pattern(off + k);
             CHECK(same);
             oc_bytes_release(&span);
         }
@@ -604,8 +607,8 @@ static void check_bytes_write(int via_file) {
         uint64_t after = resident_bytes();
         CHECK(after < before + (24u << 20));
         if (after >= before + (24u << 20))
-            fprintf(stderr, "resident grew from %llu to %llu bytes\n",
-                    (unsigned long long)before, (unsigned long long)after);
+            fprintf(stderr, "resident grew from %llu to %llu bytes\n", (unsigned long long)before,
+                    (unsigned long long)after);
         CHECK(sum > 0);
         oc_bytes_release(&span);
     }

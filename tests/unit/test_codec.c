@@ -170,15 +170,15 @@ static uint64_t dbits(const double *f) {
 }
 
 /* Building messages through the API. */
-#define SETS(M, msg, field, a, s)                                                          \
-    do {                                                                                   \
-        oc_str_set_cstr((a), &(msg)->field, (s));                                          \
-        OC_SET_HAS(M, msg, field);                                                         \
+#define SETS(M, msg, field, a, s)                 \
+    do {                                          \
+        oc_str_set_cstr((a), &(msg)->field, (s)); \
+        OC_SET_HAS(M, msg, field);                \
     } while (0)
-#define SETV(M, msg, field, v)                                                             \
-    do {                                                                                   \
-        (msg)->field = (v);                                                                \
-        OC_SET_HAS(M, msg, field);                                                         \
+#define SETV(M, msg, field, v)     \
+    do {                           \
+        (msg)->field = (v);        \
+        OC_SET_HAS(M, msg, field); \
     } while (0)
 
 static void push_i64(oc_arena *a, void *arr, int64_t v) {
@@ -229,9 +229,9 @@ static onnx_TensorProto *find_init(onnx_GraphProto *g, const char *name) {
 /* The rich model: every tensor has a unique name; visit order is listed in RICH_TENSORS. */
 
 static const char *const RICH_TENSORS[] = {
-    "a1.t",   "g1.n.t", "g2.init", "g1.init", "a3.t0", "a3.t1",   "g3.init", "g4.init",
-    "a5.v",   "a5.i",   "a6.0.v",  "a6.1.v",  "a6.1.i", "W",      "B",       "S",
-    "D",      "sv",     "si",      "ti.init", "ta.n.t", "ta.init", "f.n.t",  "f.ap.t"};
+    "a1.t", "g1.n.t", "g2.init", "g1.init", "a3.t0",  "a3.t1",   "g3.init", "g4.init",
+    "a5.v", "a5.i",   "a6.0.v",  "a6.1.v",  "a6.1.i", "W",       "B",       "S",
+    "D",    "sv",     "si",      "ti.init", "ta.n.t", "ta.init", "f.n.t",   "f.ap.t"};
 enum { RICH_NTENSORS = sizeof RICH_TENSORS / sizeof RICH_TENSORS[0], W_RAW = 256 };
 
 static onnx_ModelProto *build_rich_model(oc_arena *a) {
@@ -676,7 +676,7 @@ static void test_malformed(void) {
 
     /* An 11-byte varint in an unknown field. */
     wb_reset(&b);
-    wb_vint(&b, 1, 1);        /* 0-1 */
+    wb_vint(&b, 1, 1);         /* 0-1 */
     wb_tag(&b, 99, WT_VARINT); /* 2-3 */
     for (int i = 0; i < 10; i++) wb_byte(&b, 0xff);
     wb_byte(&b, 0x01);
@@ -749,8 +749,8 @@ static void test_malformed(void) {
             const oc_msgdesc *d = fields[k] == 9 ? &onnx_TensorProto_desc : &onnx_ModelProto_desc;
             decoded x = dec(d, b.p, b.n, NULL, NULL);
             if (!CHECK_STATUS(x.st, OC_ERR_TRUNCATED, &x.err))
-                fprintf(stderr, "  huge length %llu in field %u: %s\n",
-                        (unsigned long long)huge[i], fields[k], oc_status_name(x.st));
+                fprintf(stderr, "  huge length %llu in field %u: %s\n", (unsigned long long)huge[i],
+                        fields[k], oc_status_name(x.st));
             dec_free(&x);
             /* and with no_copy (borrowed raw_data) */
             oc_parse_options o = OC_PARSE_OPTIONS_INIT;
@@ -782,8 +782,7 @@ static void test_malformed(void) {
         wb_reset(&b);
         wb_tag(&b, 1, wt); /* a known field number */
         wb_byte(&b, 0);
-        expect_fail("wire type 6/7 on a known field", &onnx_ModelProto_desc, &b,
-                    OC_ERR_MALFORMED);
+        expect_fail("wire type 6/7 on a known field", &onnx_ModelProto_desc, &b, OC_ERR_MALFORMED);
     }
     for (unsigned wt = 0; wt <= 5; wt++) {
         wb_reset(&b);
@@ -816,8 +815,7 @@ static void test_malformed(void) {
         wb_msg(&b, 7, &g);
         wb_free(&g);
     }
-    expect_fail("unmatched end-group in a submessage", &onnx_ModelProto_desc, &b,
-                OC_ERR_MALFORMED);
+    expect_fail("unmatched end-group in a submessage", &onnx_ModelProto_desc, &b, OC_ERR_MALFORMED);
     wb_reset(&b);
     wb_tag(&b, 9, WT_SGROUP);
     wb_vint(&b, 1, 5);
@@ -912,25 +910,26 @@ static void test_error_offsets(void) {
         oc_status code;
         uint64_t off;
     } cases[] = {
-        {"length past the end", &onnx_ModelProto_desc, "\x08\x01\x12\x0a" "abc", 7,
-         OC_ERR_TRUNCATED, 2},
+        {"length past the end", &onnx_ModelProto_desc,
+         "\x08\x01\x12\x0a"
+         "abc",
+         7, OC_ERR_TRUNCATED, 2},
         {"string past its submessage", &onnx_ModelProto_desc,
-         "\x08\x01\x3a\x03\x12\x05" "abcde\x08\x01", 13, OC_ERR_TRUNCATED, 4},
-        {"cut fixed32", &onnx_AttributeProto_desc, "\x08\x01\x15\x01\x02", 5,
-         OC_ERR_TRUNCATED, 2},
-        {"cut fixed64", &onnx_TensorProto_desc, "\x08\x01\x51\x01\x02\x03", 6,
-         OC_ERR_TRUNCATED, 2},
-        {"cut varint value", &onnx_AttributeProto_desc, "\x08\x01\x18\x80", 4,
-         OC_ERR_TRUNCATED, 2},
+         "\x08\x01\x3a\x03\x12\x05"
+         "abcde\x08\x01",
+         13, OC_ERR_TRUNCATED, 4},
+        {"cut fixed32", &onnx_AttributeProto_desc, "\x08\x01\x15\x01\x02", 5, OC_ERR_TRUNCATED, 2},
+        {"cut fixed64", &onnx_TensorProto_desc, "\x08\x01\x51\x01\x02\x03", 6, OC_ERR_TRUNCATED, 2},
+        {"cut varint value", &onnx_AttributeProto_desc, "\x08\x01\x18\x80", 4, OC_ERR_TRUNCATED, 2},
         {"cut tag", &onnx_AttributeProto_desc, "\x08\x01\x80", 3, OC_ERR_TRUNCATED, 2},
         {"cut length", &onnx_AttributeProto_desc, "\x08\x01\x0a\xff", 4, OC_ERR_TRUNCATED, 2},
-        {"group without end", &onnx_ModelProto_desc, "\x08\x01\x4b\x08\x01", 5,
-         OC_ERR_TRUNCATED, 2},
+        {"group without end", &onnx_ModelProto_desc, "\x08\x01\x4b\x08\x01", 5, OC_ERR_TRUNCATED,
+         2},
         {"unmatched end-group", &onnx_ModelProto_desc, "\x08\x01\x4c", 3, OC_ERR_MALFORMED, 2},
         {"wire type 7", &onnx_ModelProto_desc, "\x08\x01\x4f\x00", 4, OC_ERR_MALFORMED, 2},
         {"field number 0", &onnx_ModelProto_desc, "\x08\x01\x00\x00", 4, OC_ERR_MALFORMED, 2},
-        {"packed float, 5 bytes", &onnx_TensorProto_desc,
-         "\x08\x01\x22\x05\x01\x02\x03\x04\x05", 9, OC_ERR_MALFORMED, 2},
+        {"packed float, 5 bytes", &onnx_TensorProto_desc, "\x08\x01\x22\x05\x01\x02\x03\x04\x05", 9,
+         OC_ERR_MALFORMED, 2},
         {"packed double, 9 bytes", &onnx_TensorProto_desc,
          "\x08\x01\x52\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09", 13, OC_ERR_MALFORMED, 2},
         {"packed varint cut by its length", &onnx_TensorProto_desc,
@@ -1050,10 +1049,10 @@ static void test_unknown_fields(void) {
     CHECK(roundtrip("wrong wire types", &onnx_ModelProto_desc, &w, &w));
 
     wbuf wa = {0}, waexp = {0};
-    wb_vint(&wa, 2, 1);      /* AttributeProto.f (fixed32) as a varint */
-    wb_str(&wa, 1, "n");     /* name, fine */
-    wb_f32(&wa, 3, 0x10u);   /* i (varint) as fixed32 */
-    wb_vint(&wa, 4, 9);      /* s (bytes) as a varint */
+    wb_vint(&wa, 2, 1);    /* AttributeProto.f (fixed32) as a varint */
+    wb_str(&wa, 1, "n");   /* name, fine */
+    wb_f32(&wa, 3, 0x10u); /* i (varint) as fixed32 */
+    wb_vint(&wa, 4, 9);    /* s (bytes) as a varint */
     wb_str(&waexp, 1, "n");
     wb_vint(&waexp, 2, 1);
     wb_f32(&waexp, 3, 0x10u);
@@ -1072,7 +1071,7 @@ static void test_unknown_fields(void) {
 
     /* A repeated string sent as a varint; a packed-only float field sent as a varint. */
     wbuf wn = {0}, wnexp = {0};
-    wb_vint(&wn, 1, 1);  /* NodeProto.input as varint -> unknown */
+    wb_vint(&wn, 1, 1); /* NodeProto.input as varint -> unknown */
     wb_str(&wn, 4, "Op");
     wb_str(&wnexp, 4, "Op");
     wb_vint(&wnexp, 1, 1);
@@ -1097,8 +1096,8 @@ static void test_unknown_fields(void) {
     for (int i = 0; i < 50; i++) wb_tag(&deep, 9, WT_EGROUP);
     CHECK(roundtrip("50 nested groups", &onnx_ModelProto_desc, &deep, &deep));
 
-    wbuf *all[] = {&in, &unk, &exp, &u9, &u13, &u12, &u11, &u10, &umax, &g, &gexp, &min,
-                   &mexp, &w, &wa, &waexp, &wn, &wnexp, &wt, &deep};
+    wbuf *all[] = {&in,   &unk, &exp,  &u9, &u13, &u12,   &u11, &u10,   &umax, &g,
+                   &gexp, &min, &mexp, &w,  &wa,  &waexp, &wn,  &wnexp, &wt,   &deep};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wb_free(all[i]);
 }
 
@@ -1997,8 +1996,7 @@ static void test_every_prefix(void) {
                 }
             } else {
                 int ok = (x.st == OC_ERR_TRUNCATED || x.st == OC_ERR_MALFORMED) &&
-                         x.err.offset <= len && x.err.message[0] != '\0' &&
-                         x.err.code == x.st;
+                         x.err.offset <= len && x.err.message[0] != '\0' && x.err.code == x.st;
                 if (!ok) {
                     bad++;
                     if (bad < 10) {
@@ -2062,13 +2060,14 @@ static void test_corruption(void) {
                 uint64_t n1 = 0, n2 = 0, sz = 0;
                 oc_error err;
                 oc_error_clear(&err);
-                int ok = oc_encode_to_memory(&onnx_ModelProto_desc, x.msg, &e1, &n1, &err) == OC_OK &&
-                         oc_encoded_size(&onnx_ModelProto_desc, x.msg, &sz, &err) == OC_OK &&
-                         sz == n1;
+                int ok =
+                    oc_encode_to_memory(&onnx_ModelProto_desc, x.msg, &e1, &n1, &err) == OC_OK &&
+                    oc_encoded_size(&onnx_ModelProto_desc, x.msg, &sz, &err) == OC_OK && sz == n1;
                 if (ok) {
                     decoded y = dec(&onnx_ModelProto_desc, e1, (size_t)n1, NULL, NULL);
                     ok = y.st == OC_OK &&
-                         oc_encode_to_memory(&onnx_ModelProto_desc, y.msg, &e2, &n2, &err) == OC_OK &&
+                         oc_encode_to_memory(&onnx_ModelProto_desc, y.msg, &e2, &n2, &err) ==
+                             OC_OK &&
                          n1 == n2 && (n1 == 0 || memcmp(e1, e2, (size_t)n1) == 0);
                     dec_free(&y);
                 }
@@ -2082,11 +2081,11 @@ static void test_corruption(void) {
                 free(e2);
             } else {
                 errs++;
-                int ok = (x.st == OC_ERR_TRUNCATED || x.st == OC_ERR_MALFORMED ||
-                          x.st == OC_ERR_DEPTH || x.st == OC_ERR_LIMIT) &&
-                         x.err.message[0] != '\0' &&
-                         (x.err.offset <= n ||
-                          (x.st != OC_ERR_TRUNCATED && x.st != OC_ERR_MALFORMED));
+                int ok =
+                    (x.st == OC_ERR_TRUNCATED || x.st == OC_ERR_MALFORMED || x.st == OC_ERR_DEPTH ||
+                     x.st == OC_ERR_LIMIT) &&
+                    x.err.message[0] != '\0' &&
+                    (x.err.offset <= n || (x.st != OC_ERR_TRUNCATED && x.st != OC_ERR_MALFORMED));
                 if (!ok) {
                     bad++;
                     if (bad < 5)
@@ -2148,9 +2147,10 @@ static void test_no_copy(void) {
         }
         onnx_ModelProto *m = x.msg;
         onnx_TensorProto *w = find_init(m->graph, "W");
-        onnx_TensorProto *g1 = m->graph && m->graph->node.count && m->graph->node.items[0]->attribute.count > 2
-                                   ? find_init(m->graph->node.items[0]->attribute.items[2]->g, "g1.init")
-                                   : NULL;
+        onnx_TensorProto *g1 =
+            m->graph && m->graph->node.count && m->graph->node.items[0]->attribute.count > 2
+                ? find_init(m->graph->node.items[0]->attribute.items[2]->g, "g1.init")
+                : NULL;
         if (!CHECK(w != NULL) || !CHECK(g1 != NULL)) {
             dec_free(&x);
             continue;

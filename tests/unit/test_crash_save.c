@@ -24,9 +24,9 @@
 #define MB (1024u * 1024u)
 
 /* REQUIRE for main: stop with the report when a precondition fails. */
-#define REQUIRE_MAIN(cond)                                                                 \
-    do {                                                                                   \
-        if (!CHECK(cond)) return check_report("test_crash_save");                          \
+#define REQUIRE_MAIN(cond)                                        \
+    do {                                                          \
+        if (!CHECK(cond)) return check_report("test_crash_save"); \
     } while (0)
 
 static oc_model *make_model(uint8_t fill) {
@@ -99,7 +99,8 @@ int main(int argc, char **argv) {
         int is_a = now && n == an && memcmp(now, ab, an) == 0;
         int is_b = now && n == bn && memcmp(now, bb, bn) == 0;
         if (!CHECK(finished ? is_b : (is_a || is_b)))
-            fprintf(stderr, "  after a kill at %d us the target is neither version\n", delays_us[i]);
+            fprintf(stderr, "  after a kill at %d us the target is neither version\n",
+                    delays_us[i]);
         free(now);
         if (is_b) CHECK_OK(oc_model_save_file(a, target, NULL, &err), &err); /* back to A */
     }

@@ -22,7 +22,7 @@
 
 enum { NT = 3 };
 #define TSIZE ((uint64_t)800 << 20)
-#define K64 0x9E3779B97F4A7C15ull
+#define K64   0x9E3779B97F4A7C15ull
 
 static char dir[4096];
 

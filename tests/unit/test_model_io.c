@@ -26,15 +26,15 @@ static void pathof(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
-#define SETS(M, msg, field, a, s)                                                          \
-    do {                                                                                   \
-        oc_str_set_cstr((a), &(msg)->field, (s));                                          \
-        OC_SET_HAS(M, msg, field);                                                         \
+#define SETS(M, msg, field, a, s)                 \
+    do {                                          \
+        oc_str_set_cstr((a), &(msg)->field, (s)); \
+        OC_SET_HAS(M, msg, field);                \
     } while (0)
-#define SETV(M, msg, field, v)                                                             \
-    do {                                                                                   \
-        (msg)->field = (v);                                                                \
-        OC_SET_HAS(M, msg, field);                                                         \
+#define SETV(M, msg, field, v)     \
+    do {                           \
+        (msg)->field = (v);        \
+        OC_SET_HAS(M, msg, field); \
     } while (0)
 
 static uint8_t pattern(uint64_t i, unsigned seed) { return (uint8_t)(i * 131u + seed + (i >> 12)); }
@@ -578,8 +578,7 @@ static void test_message_files(void) {
     CHECK_EQ(td_count(dir, 0), 1);
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
     so.overwrite = 0;
-    CHECK_STATUS(oc_msg_save_file(&onnx_TensorProto_desc, t, p, &so, &err), OC_ERR_EXISTS,
-                 &err);
+    CHECK_STATUS(oc_msg_save_file(&onnx_TensorProto_desc, t, p, &so, &err), OC_ERR_EXISTS, &err);
 
     oc_arena *a2 = oc_arena_new();
     void *out = NULL;
@@ -648,7 +647,7 @@ static void test_size_limits(void) {
     pathof(p, sizeof p, "limits.onnx");
     oc_error err;
     CHECK_OK(oc_model_save_file(m, p, NULL, &err), &err);
-    for (int how = 0; how < 3; how++) { /* memory, mapped file, pread */
+    for (int how = 0; how < 3; how++) {           /* memory, mapped file, pread */
         for (int which = 0; which < 2; which++) { /* max_model_bytes, max_tensor_bytes */
             uint64_t cap = which == 0 ? n : BIG;
             for (int over = 0; over < 2; over++) {
@@ -667,7 +666,8 @@ static void test_size_limits(void) {
                     CHECK(got && raw_ok(init(got, "W"), BIG, 1));
                 } else {
                     CHECK_STATUS(st, OC_ERR_LIMIT, &err);
-                    CHECK(strstr(err.message, which == 0 ? "max_model_bytes" : "max_tensor_bytes") != NULL);
+                    CHECK(strstr(err.message,
+                                 which == 0 ? "max_model_bytes" : "max_tensor_bytes") != NULL);
                     /* A tensor over the cap is found where it is: its offset is given. */
                     if (which == 1) CHECK(err.offset != OC_NO_OFFSET && err.offset < n);
                     CHECK(got == NULL);

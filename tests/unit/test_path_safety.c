@@ -143,7 +143,8 @@ static void test_e11_beneath(void) {
         errno = 0;
         fd = oc__open_beneath(dirfd, links[i], OC__READ_FLAGS);
         CHECK(fd < 0);
-        if (fd >= 0) close(fd);
+        if (fd >= 0)
+            close(fd);
         else if (!CHECK(errno == ELOOP || errno == EXDEV))
             fprintf(stderr, "  %s: errno %d (%s)\n", links[i], errno, strerror(errno));
     }
@@ -347,8 +348,10 @@ int main(int argc, char **argv) {
     const char *base = NULL;
     int no_openat2 = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-openat2") == 0) no_openat2 = 1;
-        else base = argv[i];
+        if (strcmp(argv[i], "--no-openat2") == 0)
+            no_openat2 = 1;
+        else
+            base = argv[i];
     }
     if (no_openat2) {
 #if defined(__linux__) && defined(SYS_openat2)

@@ -161,8 +161,8 @@ static void test_memory(void) {
     CHECK_OK(oc_source_read_some(s, 0, &b, 1, &got, &err), &err);
     CHECK_EQ(got, 0);
     oc_source_unref(s);
-    CHECK_STATUS(oc_source_memory(NULL, 1, NULL, NULL, NULL, NULL, &s, &err),
-                 OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oc_source_memory(NULL, 1, NULL, NULL, NULL, NULL, &s, &err), OC_ERR_INVALID_ARG,
+                 &err);
     free(data);
 }
 
@@ -259,8 +259,8 @@ static void test_files(void) {
     oc_source_unref(s);
     char missing[4200];
     snprintf(missing, sizeof missing, "%s/missing", dir);
-    CHECK_STATUS(oc_source_file(missing, -1, NULL, OC_FILE_PREAD, 0, &s, &err),
-                 OC_ERR_NOT_FOUND, &err);
+    CHECK_STATUS(oc_source_file(missing, -1, NULL, OC_FILE_PREAD, 0, &s, &err), OC_ERR_NOT_FOUND,
+                 &err);
     CHECK_STATUS(oc_source_file(dir, -1, NULL, OC_FILE_MAPPED, 0, &s, &err), OC_ERR_IO, &err);
     CHECK_STATUS(oc_source_file(dir, -1, NULL, OC_FILE_PREAD, 0, &s, &err), OC_ERR_IO, &err);
 
@@ -347,11 +347,11 @@ static int make_model_bytes(void **out, uint64_t *size) {
     }
     uint8_t *q = c + n;
     uint64_t key = 900u << 3 | 2u;
-    for (uint64_t v = key; ; v >>= 7) {
+    for (uint64_t v = key;; v >>= 7) {
         *q++ = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
         if (v < 0x80) break;
     }
-    for (uint64_t v = extra; ; v >>= 7) {
+    for (uint64_t v = extra;; v >>= 7) {
         *q++ = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
         if (v < 0x80) break;
     }
@@ -363,8 +363,8 @@ static int make_model_bytes(void **out, uint64_t *size) {
 
 /* Decodes size bytes through src (window 0: the source's own way); returns the status,
  * the error offset in *at and the encoding in *enc (on success). */
-static oc_status decode_via(oc_source *src, uint64_t window, int threads, uint64_t *at,
-                            void **enc, uint64_t *enc_size) {
+static oc_status decode_via(oc_source *src, uint64_t window, int threads, uint64_t *at, void **enc,
+                            uint64_t *enc_size) {
     oc_arena *a = oc_arena_new();
     void *msg = a ? oc_msg_new(a, &onnx_ModelProto_desc) : NULL;
     oc_error err;
@@ -380,7 +380,8 @@ static oc_status decode_via(oc_source *src, uint64_t window, int threads, uint64
     *at = err.offset;
     *enc = NULL;
     *enc_size = 0;
-    if (st == OC_OK) CHECK_OK(oc_encode_to_memory(&onnx_ModelProto_desc, msg, enc, enc_size, &err), &err);
+    if (st == OC_OK)
+        CHECK_OK(oc_encode_to_memory(&onnx_ModelProto_desc, msg, enc, enc_size, &err), &err);
     oc_arena_free(a);
     return st;
 }

@@ -28,9 +28,11 @@ static oc_model *make_model(void) {
     onnx_AttributeProto *at = OC_ADD(a, AttributeProto, n->attribute);
     at->g = OC_NEW(a, GraphProto);
     onnx_TensorProto *deep = OC_ADD(a, TensorProto, at->g->initializer);
-    oc_bytes_set_copy(&deep->raw_data, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-                                       "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-                                       "01234567", 136, NULL);
+    oc_bytes_set_copy(&deep->raw_data,
+                      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                      "01234567",
+                      136, NULL);
     OC_SET_HAS(TensorProto, deep, raw_data);
     return m;
 }
@@ -68,7 +70,8 @@ static void consolidate_case(uint64_t threshold, uint64_t align) {
     const uint8_t *base = NULL;
     uint64_t size = 0;
     CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &o, &owner, &base,
-                                    &size, &err), &err);
+                                        &size, &err),
+             &err);
     REQUIRE(owner != NULL);
     /* the buffer start is aligned too, to the alignment and to 64 at least */
     CHECK(((uintptr_t)base % (align > 64 ? align : 64)) == 0);
@@ -107,19 +110,22 @@ static void test_consolidate_errors(void) {
     oc_tensor_buffer_options o = {0, 48}; /* not a power of two */
     oc_owner *owner = (oc_owner *)1;
     CHECK_STATUS(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &o, &owner,
-                                        NULL, NULL, &err), OC_ERR_INVALID_ARG, &err);
+                                            NULL, NULL, &err),
+                 OC_ERR_INVALID_ARG, &err);
     CHECK(owner == NULL);
     /* nothing qualifies: OK, no buffer */
     oc_tensor_buffer_options big = {1u << 20, 64};
-    CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &big, &owner, NULL,
-                                    NULL, &err), &err);
+    CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &big, &owner,
+                                        NULL, NULL, &err),
+             &err);
     CHECK(owner == NULL);
     REQUIRE(oc_model_save_memory(m, NULL, &after, &na, &err) == OC_OK);
     CHECK(na == nb && memcmp(before, after, (size_t)nb) == 0);
     /* without asking for the token, the tensors alone keep the buffer alive */
     oc_tensor_buffer_options all = {1, 64};
     CHECK_OK(oc_msg_consolidate_tensors(&onnx_ModelProto_desc, oc_model_proto(m), &all, NULL, NULL,
-                                    NULL, &err), &err);
+                                        NULL, &err),
+             &err);
     onnx_TensorProto *t = oc_model_proto(m)->graph->initializer.items[2];
     CHECK_EQ(t->raw_data.mode, OC_BYTES_SHARED);
     CHECK_EQ(oc_owner_refcount(t->raw_data.owner), 7); /* 7 non-empty tensors, no caller ref */
@@ -302,10 +308,14 @@ static void test_quote(void) {
     CHECK_CSTR(oc_quote("1\0002", 3, b, sizeof b), "1\\x002"); /* counted, not cut at NUL */
     CHECK_CSTR(oc_quote("a\\b\x7f", 4, b, sizeof b), "a\\x5cb\\x7f");
     CHECK_CSTR(oc_quote("\xc3\xa9t\xc3", 4, b, sizeof b), "\xc3\xa9t\\xc3"); /* é kept */
-    CHECK_CSTR(oc_quote("\xc2\x9b", 2, b, sizeof b), "\\xc2\\x9b"); /* C1 CSI escaped */
+    CHECK_CSTR(oc_quote("\xc2\x9b", 2, b, sizeof b), "\\xc2\\x9b");          /* C1 CSI escaped */
     CHECK_CSTR(oc_quote("\xed\xa0\x80", 3, b, sizeof b), "\\xed\\xa0\\x80"); /* surrogate */
     /* Bidirectional controls and line separators: every byte escaped (spec/security.md). */
-    CHECK_CSTR(oc_quote("a\xe2\x80\xae" "b", 5, b, sizeof b), "a\\xe2\\x80\\xae" "b"); /* U+202E */
+    CHECK_CSTR(oc_quote("a\xe2\x80\xae"
+                        "b",
+                        5, b, sizeof b),
+               "a\\xe2\\x80\\xae"
+               "b"); /* U+202E */
     CHECK_CSTR(oc_quote("\xe2\x80\xaa\xe2\x81\xa9", 6, b, sizeof b),
                "\\xe2\\x80\\xaa\\xe2\\x81\\xa9"); /* U+202A, U+2069 */
     CHECK_CSTR(oc_quote("\xe2\x81\xa6\xe2\x80\x8f\xd8\x9c", 8, b, sizeof b),
@@ -373,15 +383,16 @@ static void test_error_detail(void) {
     CHECK(oc_error_file(NULL, "m.onnx", OC_ERR_IO) == OC_ERR_IO);
 }
 
-static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type,
-                               const int64_t *dims, size_t ndims, uint64_t raw) {
+static onnx_TensorProto *sized(oc_arena *a, const char *name, int32_t type, const int64_t *dims,
+                               size_t ndims, uint64_t raw) {
     onnx_TensorProto *t = oc_arena_alloc(a, sizeof *t);
     memset(t, 0, sizeof *t);
     oc_str_set_cstr(a, &t->name, name);
     OC_SET_HAS(TensorProto, t, name);
     t->data_type = type;
     OC_SET_HAS(TensorProto, t, data_type);
-    for (size_t i = 0; i < ndims; i++) *(int64_t *)oc_array_push(a, &t->dims, sizeof(int64_t)) = dims[i];
+    for (size_t i = 0; i < ndims; i++)
+        *(int64_t *)oc_array_push(a, &t->dims, sizeof(int64_t)) = dims[i];
     if (raw != UINT64_MAX) { /* borrowed: nothing to release (raw <= 64) */
         static const uint8_t zeros[64];
         oc_bytes_set_borrowed(&t->raw_data, zeros, raw);
@@ -482,19 +493,22 @@ static void test_check_size(void) {
     t = sized(a, "C", 14, d3, 1, UINT64_MAX); /* COMPLEX64: two floats an element */
     for (int i = 0; i < 6; i++) *(float *)oc_array_push(a, &t->float_data, sizeof(float)) = 1.0f;
     CHECK_OK(oc_tensor_check_size(t, &err), &err);
-    CHECK_STATUS(oc_tensor_check_size(sized(a, "X", 99, d3, 1, 3), &err), OC_ERR_UNSUPPORTED,
-                 &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "X", 99, d3, 1, 3), &err), OC_ERR_UNSUPPORTED, &err);
     CHECK(strstr(err.message, "data_type 99, which ONNX does not define (W-42)") != NULL);
-    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d35, 2, 7), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d35, 2, 7), &err), OC_ERR_INCONSISTENT,
+                 &err);
     CHECK(strstr(err.message, "tensor 'W'") && strstr(err.message, "60 bytes") &&
           strstr(err.message, "7"));
-    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d2, 1, 12), &err), OC_ERR_INCONSISTENT, &err);
-    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 22, d3, 1, 1), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, d2, 1, 12), &err), OC_ERR_INCONSISTENT,
+                 &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 22, d3, 1, 1), &err), OC_ERR_INCONSISTENT,
+                 &err);
     CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dneg, 2, 60), &err), OC_ERR_MALFORMED, &err);
     CHECK(strstr(err.message, "negative") != NULL);
     CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dbig, 3, 4), &err), OC_ERR_MALFORMED, &err);
     CHECK(strstr(err.message, "elements") != NULL);
-    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dbytes, 1, 4), &err), OC_ERR_MALFORMED, &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W", 1, dbytes, 1, 4), &err), OC_ERR_MALFORMED,
+                 &err);
     CHECK(strstr(err.message, "bytes") != NULL);
     /* No fixed size, but dims are still checked. */
     CHECK_STATUS(oc_tensor_check_size(sized(a, "S", 8, dneg, 2, 0), &err), OC_ERR_MALFORMED, &err);
@@ -514,7 +528,8 @@ static void test_check_size(void) {
     CHECK_STATUS(oc_tensor_check_size(t, &err), OC_ERR_MALFORMED, &err);
     CHECK(strstr(err.message, "'-60' is not a non-negative integer") != NULL);
     /* The name is escaped. */
-    CHECK_STATUS(oc_tensor_check_size(sized(a, "W\x1b", 1, d2, 1, 1), &err), OC_ERR_INCONSISTENT, &err);
+    CHECK_STATUS(oc_tensor_check_size(sized(a, "W\x1b", 1, d2, 1, 1), &err), OC_ERR_INCONSISTENT,
+                 &err);
     CHECK(strstr(err.message, "tensor 'W\\x1b'") != NULL);
     CHECK_STATUS(oc_tensor_check_size(NULL, &err), OC_ERR_INVALID_ARG, &err);
     oc_arena_free(a);

@@ -173,8 +173,8 @@ static int cmd_big(const char *out, const char *size_s) {
 }
 
 /* Opens path in the given mode. For `memory`, *mem receives the buffer to free. */
-static oc_status open_mode(const char *path, const char *mode, oz_zip_reader **r,
-                           uint8_t **mem, oc_error *err) {
+static oc_status open_mode(const char *path, const char *mode, oz_zip_reader **r, uint8_t **mem,
+                           oc_error *err) {
     oz_zip_reader_options o = OZ_ZIP_READER_OPTIONS_INIT;
     *mem = NULL;
     if (!mode || !strcmp(mode, "map")) return oz_zip_reader_open(path, &o, r, err);
@@ -302,7 +302,8 @@ int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], argv[3], argv[4]);
     if (argc >= 4 && !strcmp(argv[1], "many")) return cmd_many(argv[2], argv[3]);
     if (argc >= 4 && !strcmp(argv[1], "big")) return cmd_big(argv[2], argv[3]);
-    if (argc >= 3 && !strcmp(argv[1], "check")) return cmd_check(argv[2], argc > 3 ? argv[3] : NULL);
+    if (argc >= 3 && !strcmp(argv[1], "check"))
+        return cmd_check(argv[2], argc > 3 ? argv[3] : NULL);
     if (argc >= 3 && !strcmp(argv[1], "list")) return cmd_list(argv[2], argc > 3 ? argv[3] : NULL);
     if (argc >= 4 && !strcmp(argv[1], "extract"))
         return cmd_extract(argv[2], argv[3], argc > 4 ? argv[4] : NULL);

@@ -116,8 +116,8 @@ static void test_name_rules(void) {
     } cases[] = {
         {"", OC_ERR_INVALID_ARG, "Z-30"},
         {"\xff\xfe", OC_ERR_INVALID_ARG, "Z-31"},
-        {"a\xc0\xaf", OC_ERR_INVALID_ARG, "Z-31"},     /* overlong '/' */
-        {"\xed\xa0\x80", OC_ERR_INVALID_ARG, "Z-31"},  /* a surrogate */
+        {"a\xc0\xaf", OC_ERR_INVALID_ARG, "Z-31"},    /* overlong '/' */
+        {"\xed\xa0\x80", OC_ERR_INVALID_ARG, "Z-31"}, /* a surrogate */
         {"a\\b", OC_ERR_UNSAFE_PATH, "Z-32"},
         {"/etc/passwd", OC_ERR_UNSAFE_PATH, "Z-33"},
         {"C:/x", OC_ERR_UNSAFE_PATH, "Z-33"},
@@ -138,8 +138,9 @@ static void test_name_rules(void) {
     CHECK_RULE(oz_zip_writer_add(w, long_name, "x", 1, NULL, &err), OC_ERR_LIMIT, &err, "Z-30");
     long_name[OZ_ZIP_DEFAULT_MAX_NAME_LEN] = 0; /* exactly the limit is fine */
     CHECK_OK(oz_zip_writer_add(w, long_name, "x", 1, NULL, &err), &err);
-    static const char *ok[] = {"a", "a..b", "..a", "a/.b/c..", "weights/\xce\xbb.bin",
-                               "C", "emoji \xf0\x9f\x98\x80", "ab:c"};
+    static const char *ok[] = {
+        "a",   "a..b", "..a", "a/.b/c..", "weights/\xce\xbb.bin", "C", "emoji \xf0\x9f\x98\x80",
+        "ab:c"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         CHECK_OK(oz_zip_writer_add(w, ok[i], "y", 1, NULL, &err), &err);
     CHECK_EQ(oz_zip_writer_count(w), 1 + sizeof ok / sizeof ok[0]);
@@ -205,8 +206,7 @@ static void test_padding_bytes(void) {
     uint8_t *b = slurp(p, &n);
     REQUIRE(b && n > 400);
     /* entry "a": header 0..30, name 30, extra 31..63 = one record of 33 bytes */
-    static const uint8_t head[] = {0x50, 0x4b, 0x03, 0x04, 10, 0, 0x00, 0x08, 0, 0,
-                                   0, 0, 0x21, 0};
+    static const uint8_t head[] = {0x50, 0x4b, 0x03, 0x04, 10, 0, 0x00, 0x08, 0, 0, 0, 0, 0x21, 0};
     CHECK(memcmp(b, head, sizeof head) == 0); /* Z-4 */
     CHECK_EQ(le32(b + 18), 10);
     CHECK_EQ(le32(b + 22), 10);
@@ -236,9 +236,9 @@ static void test_padding_bytes(void) {
     uint8_t *c = b + cd_off;
     for (uint32_t i = 0; i < cd_n; i++) {
         CHECK_EQ(le32(c), 0x02014b50);
-        CHECK_EQ(le16(c + 4), 0x033f);   /* Z-41 made by */
-        CHECK_EQ(le16(c + 8), 0x0800);   /* Z-31 */
-        CHECK_EQ(le16(c + 30), 0);       /* no extra */
+        CHECK_EQ(le16(c + 4), 0x033f); /* Z-41 made by */
+        CHECK_EQ(le16(c + 8), 0x0800); /* Z-31 */
+        CHECK_EQ(le16(c + 30), 0);     /* no extra */
         CHECK_EQ(le32(c + 38), 0x81a40000u);
         c += 46 + le16(c + 28);
     }
@@ -639,7 +639,9 @@ static void test_mutations(void) {
     for (int k = 0; k < 2; k++) {
         REQUIRE(oz_zip_writer_open(p[k], 0, 1, &w, &err) == OC_OK);
         CHECK_OK(oz_zip_writer_add(w, "a.bin", d, 200, NULL, &err), &err);
-        CHECK_OK(oz_zip_writer_add_deflated(w, "b.txt", "hello hello hello hello hello", 29, 9, &err), &err);
+        CHECK_OK(
+            oz_zip_writer_add_deflated(w, "b.txt", "hello hello hello hello hello", 29, 9, &err),
+            &err);
         CHECK_OK(oz_zip_writer_add(w, "c/d.bin", d + 7, 100, NULL, &err), &err);
         for (unsigned i = 0; k == 1 && i < 65535; i++) { /* zip64 end records */
             char name[16];
@@ -665,13 +667,18 @@ static void test_mutations(void) {
             for (int m = 0; m < muts; m++) {
                 /* aim at the headers most of the time: the first 400 and last 200 bytes */
                 uint32_t r = RND();
-                size_t pos = r % 3 == 0 ? RND() % n : r % 3 == 1 ? RND() % (n < 400 ? n : 400)
-                                                                 : n - 1 - RND() % (n < 200 ? n : 200);
+                size_t pos = r % 3 == 0   ? RND() % n
+                             : r % 3 == 1 ? RND() % (n < 400 ? n : 400)
+                                          : n - 1 - RND() % (n < 200 ? n : 200);
                 uint32_t how = RND() % 8;
-                if (how < 5) b[pos] = (uint8_t)RND();
-                else if (how == 5) b[pos] ^= (uint8_t)(1u << (RND() % 8));
-                else if (how == 6) b[pos] = (uint8_t)(RND() & 1 ? 0xff : 0x00);
-                else len = pos; /* cut */
+                if (how < 5)
+                    b[pos] = (uint8_t)RND();
+                else if (how == 5)
+                    b[pos] ^= (uint8_t)(1u << (RND() % 8));
+                else if (how == 6)
+                    b[pos] = (uint8_t)(RND() & 1 ? 0xff : 0x00);
+                else
+                    len = pos; /* cut */
             }
             oz_zip_reader *r;
             oc_status st = oz_zip_reader_open_memory(b, len, NULL, NULL, &r, &err);
@@ -679,7 +686,8 @@ static void test_mutations(void) {
                 refused++;
                 if (!CHECK(st != OC_ERR_NOMEM && st != OC_ERR_INVALID_ARG && err.code == st &&
                            strstr(err.message, "(Z-") != NULL))
-                    fprintf(stderr, "  iteration %d: %s: %s\n", it, oc_status_name(st), err.message);
+                    fprintf(stderr, "  iteration %d: %s: %s\n", it, oc_status_name(st),
+                            err.message);
                 continue;
             }
             opened++;

@@ -27,8 +27,8 @@ static inline int zc_eq_(const char *f, int l, unsigned long long a, unsigned lo
     zc_count_++;
     if (a == b) return 1;
     zc_failures_++;
-    fprintf(stderr, "%s:%d: CHECK_EQ(%s, %s) failed: %llu (0x%llx) != %llu (0x%llx)\n", f, l,
-            ea, eb, a, a, b, b);
+    fprintf(stderr, "%s:%d: CHECK_EQ(%s, %s) failed: %llu (0x%llx) != %llu (0x%llx)\n", f, l, ea,
+            eb, a, a, b, b);
     return 0;
 }
 
@@ -41,8 +41,8 @@ static inline int zc_status_(const char *f, int l, oc_status got, oc_status want
     if (ok) return 1;
     zc_failures_++;
     fprintf(stderr, "%s:%d: %s returned %s (%d), expected %s (%d)%s%s", f, l, e,
-            oc_status_name(got), (int)got, oc_status_name(want), (int)want,
-            rule ? " citing " : "", rule ? rule : "");
+            oc_status_name(got), (int)got, oc_status_name(want), (int)want, rule ? " citing " : "",
+            rule ? rule : "");
     if (err)
         fprintf(stderr, "; err: offset=%lld message=\"%s\"",
                 err->offset == OC_NO_OFFSET ? -1LL : (long long)err->offset, err->message);
@@ -51,15 +51,16 @@ static inline int zc_status_(const char *f, int l, oc_status got, oc_status want
 }
 
 #define CHECK(c) zc_true_(__FILE__, __LINE__, (c) ? 1 : 0, #c)
-#define CHECK_EQ(a, b)                                                                     \
+#define CHECK_EQ(a, b) \
     zc_eq_(__FILE__, __LINE__, (unsigned long long)(a), (unsigned long long)(b), #a, #b)
-#define CHECK_STATUS(expr, code, err) zc_status_(__FILE__, __LINE__, (expr), (code), (err), NULL, #expr)
-#define CHECK_RULE(expr, code, err, rule)                                                  \
+#define CHECK_STATUS(expr, code, err) \
+    zc_status_(__FILE__, __LINE__, (expr), (code), (err), NULL, #expr)
+#define CHECK_RULE(expr, code, err, rule) \
     zc_status_(__FILE__, __LINE__, (expr), (code), (err), (rule), #expr)
 #define CHECK_OK(expr, err) CHECK_STATUS(expr, OC_OK, err)
-#define REQUIRE(c)                                                                         \
-    do {                                                                                   \
-        if (!CHECK(c)) return;                                                             \
+#define REQUIRE(c)             \
+    do {                       \
+        if (!CHECK(c)) return; \
     } while (0)
 
 static inline int zcheck_report(const char *name) {

@@ -61,7 +61,7 @@ typedef struct oc_http_options {
     void *cancel_ctx;
 } oc_http_options;
 
-#define OC_HTTP_MIN_RATE_DEFAULT    1024u        /* 1 KiB/s */
+#define OC_HTTP_MIN_RATE_DEFAULT    1024u       /* 1 KiB/s */
 #define OC_HTTP_MAX_HEADERS_DEFAULT (64u << 10) /* 64 KiB */
 
 #define OC_HTTP_OPTIONS_INIT \

@@ -61,8 +61,7 @@ OC_API oc_status oc_model_load_file_deferred(const char *path, const oc_parse_op
  * its figures) describes the files its tensors came from, whatever is saved over them
  * later. *references is NULL when the model has no EXTERNAL tensor (the model is then
  * that form itself) or external data is skipped. Free both. */
-OC_API oc_status oc_model_load_file_with_references(const char *path,
-                                                    const oc_parse_options *opts,
+OC_API oc_status oc_model_load_file_with_references(const char *path, const oc_parse_options *opts,
                                                     oc_model **out, oc_model **references,
                                                     oc_error *err);
 

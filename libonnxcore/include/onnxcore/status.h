@@ -22,20 +22,20 @@ extern "C" {
 /* Fixed numbers, append-only: programs may store or compare them. */
 typedef enum oc_status {
     OC_OK = 0,
-    OC_ERR_NOMEM = 1,        /* an allocation failed */
-    OC_ERR_IO = 2,           /* a system call failed: see sys_errno */
-    OC_ERR_TRUNCATED = 3,    /* input ends inside a field, length or value */
-    OC_ERR_MALFORMED = 4,    /* bytes that no valid encoding produces */
-    OC_ERR_DEPTH = 5,        /* nesting deeper than the configured limit */
-    OC_ERR_LIMIT = 6,        /* a size or count limit was exceeded */
-    OC_ERR_INVALID_ARG = 7,  /* the caller passed something unusable */
-    OC_ERR_NOT_FOUND = 8,    /* a named file, entry or tensor does not exist */
-    OC_ERR_UNSUPPORTED = 9,  /* valid but not supported by this build */
-    OC_ERR_UNSAFE_PATH = 10, /* a path from a file would leave the model's directory */
-    OC_ERR_CHECKSUM = 11,    /* stored and computed checksums differ */
-    OC_ERR_CRYPTO = 12,      /* the crypto library failed */
-    OC_ERR_BAD_KEY = 13,     /* wrong key or tampered ciphertext */
-    OC_ERR_EXISTS = 14,      /* output exists and overwriting was not allowed */
+    OC_ERR_NOMEM = 1,         /* an allocation failed */
+    OC_ERR_IO = 2,            /* a system call failed: see sys_errno */
+    OC_ERR_TRUNCATED = 3,     /* input ends inside a field, length or value */
+    OC_ERR_MALFORMED = 4,     /* bytes that no valid encoding produces */
+    OC_ERR_DEPTH = 5,         /* nesting deeper than the configured limit */
+    OC_ERR_LIMIT = 6,         /* a size or count limit was exceeded */
+    OC_ERR_INVALID_ARG = 7,   /* the caller passed something unusable */
+    OC_ERR_NOT_FOUND = 8,     /* a named file, entry or tensor does not exist */
+    OC_ERR_UNSUPPORTED = 9,   /* valid but not supported by this build */
+    OC_ERR_UNSAFE_PATH = 10,  /* a path from a file would leave the model's directory */
+    OC_ERR_CHECKSUM = 11,     /* stored and computed checksums differ */
+    OC_ERR_CRYPTO = 12,       /* the crypto library failed */
+    OC_ERR_BAD_KEY = 13,      /* wrong key or tampered ciphertext */
+    OC_ERR_EXISTS = 14,       /* output exists and overwriting was not allowed */
     OC_ERR_INCONSISTENT = 15, /* parts of the input contradict each other */
     OC_ERR_BUSY = 16          /* another process holds a lock the call needs: try again */
 } oc_status;

@@ -169,7 +169,7 @@ static const char *typed_field(const onnx_TensorProto *t, int32_t type, uint64_t
     switch (type) {
     case 0:
         return NULL;
-    case 14: /* COMPLEX64 */
+    case 14:                  /* COMPLEX64 */
         *want = elements * 2; /* its bytes, 8 an element, fit in 64 bits (W-40) */
         /* fall through */
     case 1: /* FLOAT */

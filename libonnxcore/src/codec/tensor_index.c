@@ -29,8 +29,8 @@ static oc_status add_tensor(void *ctx, onnx_TensorProto *t) {
     if (oc_nametab_find(x->tab, t->name.data, (size_t)t->name.size, h) >= 0) return OC_OK;
     if (x->count == x->cap) {
         uint64_t cap = x->cap ? x->cap * 2 : 64;
-        onnx_TensorProto **p = cap <= SIZE_MAX / sizeof *p ? realloc(x->items, cap * sizeof *p)
-                                                          : NULL;
+        onnx_TensorProto **p =
+            cap <= SIZE_MAX / sizeof *p ? realloc(x->items, cap * sizeof *p) : NULL;
         if (!p) return OC_ERR_NOMEM;
         x->items = p;
         x->cap = cap;
@@ -52,8 +52,9 @@ oc_status oc_tensor_index_new(const oc_msgdesc *desc, void *msg, oc_tensor_index
     oc_status st = x && x->tab ? oc_msg_visit_tensors(desc, msg, add_tensor, x) : OC_ERR_NOMEM;
     if (st != OC_OK) {
         oc_tensor_index_free(x);
-        return st == OC_ERR_LIMIT ? oc__fail(err, st, OC_NO_OFFSET, "more tensor names than a "
-                                                                     "name table holds")
+        return st == OC_ERR_LIMIT ? oc__fail(err, st, OC_NO_OFFSET,
+                                             "more tensor names than a "
+                                             "name table holds")
                                   : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     *out = x;

@@ -69,7 +69,7 @@ typedef struct http_source {
     char *auth;    /* "Authorization: ..." or NULL */
     char *ca_file; /* or NULL */
     int insecure;
-    long timeout_s; /* stall: no byte for this long; headers within it; the rate's window */
+    long timeout_s;       /* stall: no byte for this long; headers within it; the rate's window */
     uint64_t min_rate;    /* bytes per second of body, averaged over each window */
     double deadline_s;    /* a request's longest time, or 0 */
     uint64_t max_headers; /* bytes of one response's headers */
@@ -109,19 +109,19 @@ typedef struct xfer {
     uint64_t r_first, r_last, r_total;
     int unsatisfiable_total; /* 416: "bytes * / SIZE" seen */
     char etag[256], modified[64];
-    int checked;          /* the response was checked at its first body byte */
-    char why[512];        /* why the body was refused, for the error */
-    struct timespec last; /* when a byte (of headers or body) last arrived */
-    struct timespec start;   /* when this attempt started */
-    struct timespec phase;   /* when this response's headers began, or its body's window */
-    int in_body;             /* the headers ended: phase is the rate's window */
-    uint64_t window_got;     /* got when the window began */
-    uint64_t header_bytes;   /* of the current response */
-    int gave_up;             /* why the progress callback ended the transfer (enum below) */
-    struct timespec polled;  /* when the caller's cancel was last asked */
-    uint64_t ignored;     /* body bytes of an empty object's 416, thrown away */
-    uint8_t *open_buf;    /* at open: the tail, allocated once the size is known */
-    oc_write_fn sink;     /* read_to: the body goes here, not into dst */
+    int checked;            /* the response was checked at its first body byte */
+    char why[512];          /* why the body was refused, for the error */
+    struct timespec last;   /* when a byte (of headers or body) last arrived */
+    struct timespec start;  /* when this attempt started */
+    struct timespec phase;  /* when this response's headers began, or its body's window */
+    int in_body;            /* the headers ended: phase is the rate's window */
+    uint64_t window_got;    /* got when the window began */
+    uint64_t header_bytes;  /* of the current response */
+    int gave_up;            /* why the progress callback ended the transfer (enum below) */
+    struct timespec polled; /* when the caller's cancel was last asked */
+    uint64_t ignored;       /* body bytes of an empty object's 416, thrown away */
+    uint8_t *open_buf;      /* at open: the tail, allocated once the size is known */
+    oc_write_fn sink;       /* read_to: the body goes here, not into dst */
     void *sink_ctx;
     oc_error *sink_err;
     oc_status sink_st;        /* what the sink said when it refused (not retried) */
@@ -258,9 +258,8 @@ static int response_ok(xfer *x) {
         snprintf(x->why, sizeof x->why,
                  "the object changed on the server since it was opened (size %" PRIu64
                  " then %" PRIu64 ", ETag %s then %s, Last-Modified %s then %s)",
-                 h->head.size, x->r_total, shown_value(h->etag, e0),
-                 shown_value(x->etag, e1), shown_value(h->modified, m0),
-                 shown_value(x->modified, m1));
+                 h->head.size, x->r_total, shown_value(h->etag, e0), shown_value(x->etag, e1),
+                 shown_value(h->modified, m0), shown_value(x->modified, m1));
         return 0;
     }
     if (x->r_first != x->at + x->got || x->r_last != x->at + x->want - 1) {
@@ -355,7 +354,7 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
     const http_source *h = x->h;
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     if (x->cancel && atomic_load(x->cancel)) return 1; /* another range failed */
-    if (!x->cancel && asked_to_stop(h, &x->polled)) /* the caller's thread only */
+    if (!x->cancel && asked_to_stop(h, &x->polled))    /* the caller's thread only */
         x->gave_up = GAVE_CANCEL;
     else if (seconds_since(&x->last) >= (double)h->timeout_s)
         x->gave_up = GAVE_STALL;

@@ -102,9 +102,7 @@ static void forget_temp(oc_atomic_file *af) {
 }
 
 /* S-41: a stream (a FIFO, a character device) is written through, never replaced. */
-static int is_stream(mode_t mode) {
-    return S_ISFIFO(mode) || S_ISCHR(mode);
-}
+static int is_stream(mode_t mode) { return S_ISFIFO(mode) || S_ISCHR(mode); }
 
 /* Whether oc_atomic_open writes path through rather than replacing it (S-41): "-", or a
  * name that is not a regular file, a directory or a link to a regular file or to nothing
@@ -143,8 +141,8 @@ static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_erro
         return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     struct stat now;
     if (fstat(af->fd, &now) != 0 ||
-        (!dash && (!is_stream(now.st_mode) || now.st_dev != st->st_dev ||
-                   now.st_ino != st->st_ino))) {
+        (!dash &&
+         (!is_stream(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino))) {
         close(af->fd);
         af->fd = -1;
         return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s changed while it was opened", path);

@@ -188,7 +188,6 @@ oc_status oc_bytes_write(const oc_bytes *s, oc_write_fn write, void *ctx, oc_err
     return OC_OK;
 }
 
-
 /* ---- memory ---- */
 
 typedef struct mem_source {

@@ -128,8 +128,7 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
 }
 
 oc_status oc_model_load_file_with_references(const char *path, const oc_parse_options *opts,
-                                             oc_model **out, oc_model **references,
-                                             oc_error *err) {
+                                             oc_model **out, oc_model **references, oc_error *err) {
     if (references) *references = NULL;
     if (!references)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,

@@ -94,7 +94,6 @@ OZ_API void oz_convert_options_init(oz_convert_options *opts);
 OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
                             oc_error *err);
 
-
 /* ---- the save and the conversion of the tool and the Python package ---------------- */
 
 /* The options of a save (oz_save) and of the output of a conversion (oz_convert_file):
@@ -102,10 +101,10 @@ OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_op
  * apply to the output's form are refused, not ignored. Initialise with
  * OZ_SAVE_OPTIONS_INIT or oz_save_options_init; the struct grows at its end. */
 typedef struct oz_save_options {
-    size_t size;  /* sizeof(oz_save_options), set by the initialisers */
-    oz_form form; /* AUTO: by OUT's name (oz_form_named); a name of no form is refused */
-    int overwrite;      /* replace an existing OUT (default 1); its data files as well */
-    int no_sync;        /* rename into place without waiting for the disk (no fsync) */
+    size_t size;   /* sizeof(oz_save_options), set by the initialisers */
+    oz_form form;  /* AUTO: by OUT's name (oz_form_named); a name of no form is refused */
+    int overwrite; /* replace an existing OUT (default 1); its data files as well */
+    int no_sync;   /* rename into place without waiting for the disk (no fsync) */
     /* .onnx output: tensors of at least `threshold` bytes go to the data file
      * external_data, relative to OUT's directory (an absolute path keeps its base name);
      * not empty. NULL: one .onnx file holding every tensor. */
@@ -176,14 +175,15 @@ OZ_API oc_status oz_save(const oc_model *model, const char *out, const oz_save_o
 
 /* What oz_convert_file found; grows at its end as oz_open_info does. */
 typedef struct oz_convert_info {
-    size_t size;        /* sizeof(oz_convert_info), set by the initialisers */
-    bool input_failed;  /* the failure was IN's (reading it, or a tensor it holds), not OUT's */
-    oz_kind in_kind;    /* IN's kind (oz_detect_file) */
-    bool in_archive;    /* IN held an archive, encrypted or not */
-    uint64_t in_size;   /* bytes of IN (a file or a URL's object) before the conversion */
+    size_t size;       /* sizeof(oz_convert_info), set by the initialisers */
+    bool input_failed; /* the failure was IN's (reading it, or a tensor it holds), not OUT's */
+    oz_kind in_kind;   /* IN's kind (oz_detect_file) */
+    bool in_archive;   /* IN held an archive, encrypted or not */
+    uint64_t in_size;  /* bytes of IN (a file or a URL's object) before the conversion */
 } oz_convert_info;
 
-#define OZ_CONVERT_INFO_INIT { .size = sizeof(oz_convert_info), .in_kind = OZ_KIND_MODEL }
+#define OZ_CONVERT_INFO_INIT \
+    { .size = sizeof(oz_convert_info), .in_kind = OZ_KIND_MODEL }
 
 /* Converts the model at `in` (a path or an http(s) URL, any form: oz_open with in_opts,
  * whose parse.no_copy is forced on and skip_external_data off) into `out` as oz_save

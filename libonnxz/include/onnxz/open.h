@@ -55,8 +55,8 @@ OZ_API oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err);
 /* As oz_detect_file, and for an http:// or https:// URL, oz_detect on the object's first
  * bytes read with these settings (onnxcore/http.h; NULL: the defaults, which is what
  * oz_detect_file uses). */
-OZ_API oc_status oz_detect_path(const char *path, const struct oc_http_options *http,
-                                oz_kind *kind, oc_error *err);
+OZ_API oc_status oz_detect_path(const char *path, const struct oc_http_options *http, oz_kind *kind,
+                                oc_error *err);
 
 /* "empty", "model", "zip", "zip cut short", "ONNXZEC1", "ONNXCRY1", "encrypted cut short". */
 OZ_API const char *oz_kind_name(oz_kind kind);
@@ -138,14 +138,12 @@ OZ_API void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch);
 /* Closes what w holds; NULL is accepted. */
 OZ_API void oz_weights_close(oz_weights *w);
 
-
 /* ---- one tensor of a model in any form ------------------------------------------- */
 
 /* The first tensor named `name` (len bytes; a NUL is a byte like any other) of model, at
  * any depth (initializers, attributes, subgraphs, functions; oc_msg_visit_tensors' order),
  * or NULL when there is none. Borrowed from model. */
-OZ_API onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name,
-                                              size_t len);
+OZ_API onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name, size_t len);
 
 /* Where the tensors a model keeps as EXTERNAL references lie: whichever it was opened
  * with. All zero: nowhere (the model holds every tensor's bytes). */

@@ -711,10 +711,10 @@ oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto 
     oc_mapped mp;
     const oc_str *loc = oc_tensor_external_value(t, "location");
     char q[OC_QUOTE_SIZE];
-    oc_status st = loc ? resolve_entry((void *)(uintptr_t)ar, t, loc, &mp, err)
-                       : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
-                                  "tensor '%s' has no location",
-                                  oc_quote(t->name.data, t->name.size, q, sizeof q));
+    oc_status st =
+        loc ? resolve_entry((void *)(uintptr_t)ar, t, loc, &mp, err)
+            : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%s' has no location",
+                       oc_quote(t->name.data, t->name.size, q, sizeof q));
     if (st == OC_OK) {
         if (mp.owner)
             oc_bytes_set_shared(out, mp.data, mp.size, mp.owner);

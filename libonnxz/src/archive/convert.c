@@ -134,9 +134,9 @@ static oc_status save_opts(const oz_save_options **opts, oz_save_options *local,
     return OC_OK;
 }
 
-static const char *const option_names[] = {
-    "", "form", "external_data", "max_file_size", "align", "threshold", "checksum",
-    "deflate_model", "key", "crypt"};
+static const char *const option_names[] = {"",      "form",      "external_data", "max_file_size",
+                                           "align", "threshold", "checksum",      "deflate_model",
+                                           "key",   "crypt"};
 
 const char *oz_save_option_name(oz_save_option opt) {
     return (size_t)opt < sizeof option_names / sizeof option_names[0] ? option_names[opt] : "";
@@ -146,8 +146,8 @@ const char *oz_save_option_name(oz_save_option opt) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
-static oc_status refuse(oz_save_option opt, oz_save_option *bad, oc_error *err, const char *fmt,
-                        ...) {
+static oc_status
+refuse(oz_save_option opt, oz_save_option *bad, oc_error *err, const char *fmt, ...) {
     char why[OC_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -331,14 +331,13 @@ static void info_put(oz_convert_info *info, const oz_convert_info *found) {
 }
 
 oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,
-                          const oz_save_options *out_opts, oz_convert_info *info,
-                          oc_error *err) {
+                          const oz_save_options *out_opts, oz_convert_info *info, oc_error *err) {
     oz_convert_info found = OZ_CONVERT_INFO_INIT;
     oz_save_options so;
     oz_form form;
-    oc_status st = !in ? oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                                  "oz_convert_file: missing argument")
-                       : save_opts(&out_opts, &so, err);
+    oc_status st =
+        !in ? oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert_file: missing argument")
+            : save_opts(&out_opts, &so, err);
     if (st == OC_OK) {
         so = *out_opts;
         st = oz_save_check(out, &so, &form, NULL, err);

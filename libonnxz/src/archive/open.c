@@ -476,8 +476,8 @@ static oc_status read_fetched(oz_weights *w, const onnx_TensorProto *t, oc_bytes
     oc_status st = fetch.stream(fetch.ctx, t, fill_write, &sink, err);
     if (st == OC_OK && sink.used != n)
         st = oz__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                      "the tensor's source gave %llu of %llu bytes",
-                      (unsigned long long)sink.used, (unsigned long long)n);
+                      "the tensor's source gave %llu of %llu bytes", (unsigned long long)sink.used,
+                      (unsigned long long)n);
     if (st == OC_OK)
         oc_bytes_move(out, &b);
     else

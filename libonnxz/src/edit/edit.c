@@ -272,7 +272,8 @@ static oc_status open_locked(edit *ed, oc_error *err) {
     OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
                         "is being edited by another process", err));
     if (!ed->append_only)
-        OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
+        OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, OZ_LOCK_WAIT_MS,
+                            ed->path,
                             "is open in another process (or this one), which an edit that "
                             "overwrites or shortens it would break; edit it once it is "
                             "closed, or append only",
