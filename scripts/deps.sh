@@ -10,8 +10,8 @@
 #          tests python3-torch (the PyTorch exports of their corpus, about 50 MB to
 #          download, two minutes to install) and node with npm (onnxruntime-node
 #          comes from npm in the test run: install_ort.sh), from Debian only when no
-#          node / npm is on PATH (a NodeSource node bundles npm); python3-pyflakes (the
-#          gate over the project's Python)
+#          node / npm is on PATH (a NodeSource node bundles npm); python3-pyflakes and
+#          clang-format (the gates over the project's Python and C)
 set -euo pipefail
 what=${1:-build}
 pkgs=(cmake gcc make zlib1g-dev libssl-dev libcurl4-openssl-dev)
@@ -19,7 +19,7 @@ if [ "$what" = test ]; then
   pkgs+=(g++ clang libclang-rt-14-dev python3 python3-onnx python3-numpy python3-protobuf protobuf-compiler
          unzip p7zip-full zipalign zipcmp libarchive-tools python3-cryptography pkgconf valgrind groff-base
          python3-torch strace python3-dev python3-venv python3-pytest nginx-light
-         python3-pyflakes)
+         python3-pyflakes clang-format)
   command -v node >/dev/null || pkgs+=(nodejs)
   command -v npm >/dev/null || pkgs+=(npm)
 fi

@@ -2,8 +2,11 @@
 # test.sh - builds and runs every test on a fresh Debian 12 machine (CI runs it: .ci/run).
 #
 # Stages (each prints its wall time as it ends, and a summary at the end):
-#   gates      pyflakes over the Python of python/, bench/, tests/, scripts/ and samples/
-#              (the layers check runs in every build below as ctest arch.layers);
+#   gates      pyflakes over the Python of python/, bench/, tests/, scripts/ and samples/;
+#              clang-format (.clang-format) over every C and C++ file in git, the
+#              extension and the tests included: a file it would change fails the gate
+#              (fix with `git ls-files '*.c' '*.h' '*.cc' | xargs clang-format -i`);
+#              the layers and symbols checks run in every build below (ctest arch.*);
 #   release    a Release build (what demo.sh builds) and every test, the `large` ones last;
 #   asan       an ASan+UBSan build (clang) and every test but the `large` ones;
 #   nossl      a build without OpenSSL (-DONNXZ_WITH_OPENSSL=OFF) and every test but the
@@ -183,8 +186,13 @@ pyflakes_gate() {
     -not -path '*/build*' -print0 | sort -z | xargs -0 /usr/bin/python3 -m pyflakes
 }
 
+format_gate() {
+  (cd "$root" && git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 clang-format --dry-run -Werror)
+}
+
 # ---- the run -----------------------------------------------------------------------
 timed "gates: pyflakes" pyflakes_gate
+timed "gates: clang-format" format_gate
 timed "release: build" build "$root/build-test" -DCMAKE_BUILD_TYPE=Release
 background builds 19 later_builds
 timed "release: tests but large" suite "$root/build-test" -LE large
