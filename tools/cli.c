@@ -312,6 +312,10 @@ int cli_fail_msg(const char *file, const char *fmt, ...) {
     return CLI_EXIT_FAILURE;
 }
 
+bool cli_reports(int verbosity, const char *out) {
+    return verbosity >= CLI_NORMAL && strcmp(out, "-") != 0;
+}
+
 void cli_note(int verbosity, int level, const char *fmt, ...) {
     va_list ap;
     if (verbosity < level) return;

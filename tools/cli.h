@@ -35,6 +35,10 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILURE = 1, CLI_EXIT_USAGE = 2 };
 /* Verbosity: -q sets CLI_QUIET, each -v adds one. */
 enum { CLI_QUIET = 0, CLI_NORMAL = 1, CLI_VERBOSE = 2 };
 
+/* Whether a command that wrote OUT prints its "IN -> OUT" status line on stdout: at the
+ * normal verbosity, and never when OUT is "-", whose bytes stdout carries (S-41). */
+bool cli_reports(int verbosity, const char *out);
+
 #define CLI_MAX_OPTIONS     16
 #define CLI_MAX_POSITIONAL  8
 #define CLI_MAX_OCCURRENCES 256

@@ -331,7 +331,7 @@ static void warn_protobuf_limit(const convert_plan *p, int verbosity) {
 /* "IN -> OUT (N => M bytes)" on stdout, unless -q. Sizes come from the files themselves,
  * IN's taken before the conversion (with -f, OUT may be IN). */
 static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
-    if (verbosity < CLI_NORMAL || strcmp(p->out, "-") == 0) return; /* OUT is stdout */
+    if (!cli_reports(verbosity, p->out)) return;
     cli_put_text(stdout, p->in, strlen(p->in));
     fputs(" -> ", stdout);
     cli_put_text(stdout, p->out, strlen(p->out));

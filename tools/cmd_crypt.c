@@ -193,7 +193,7 @@ static int run_crypt(const cli_args *args, bool encrypting) {
         return cli_fail(st == OC_ERR_EXISTS ? out : in, &err);
     }
     cli_note(args->verbosity, CLI_VERBOSE, "%sed %s in %.1f ms", cmd, in, cli_now_ms() - start);
-    if (args->verbosity >= CLI_NORMAL) {
+    if (cli_reports(args->verbosity, out)) {
         cli_put_text(stdout, in, strlen(in));
         fputs(" -> ", stdout);
         cli_put_text(stdout, out, strlen(out));

@@ -208,7 +208,7 @@ static int run_stub(const cli_args *args) {
     st = oc_model_save_file(model, out, &so, &err);
     oc_model_free(model);
     if (st != OC_OK) return cli_fail(out, &err);
-    if (args->verbosity >= CLI_NORMAL) {
+    if (cli_reports(args->verbosity, out)) {
         struct stat so_st;
         cli_put_text(stdout, out, strlen(out));
         printf(" (%" PRIu64 " bytes): %" PRIu64 " tensors, %" PRIu64 " bytes, in ",

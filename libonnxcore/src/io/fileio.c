@@ -104,15 +104,16 @@ static void forget_temp(oc_atomic_file *af) {
 /* S-41: a stream (a FIFO, a character device) is written through, never replaced. */
 static int is_stream(mode_t mode) { return S_ISFIFO(mode) || S_ISCHR(mode); }
 
-/* Whether oc_atomic_open writes path through rather than replacing it (S-41): "-", or a
- * name that is not a regular file, a directory or a link to a regular file or to nothing
- * (*st: what that name is, followed through a link). */
+/* Whether oc_atomic_open writes path through (or refuses it) rather than replacing it
+ * (S-41): "-", or a name that is not a regular file, a directory or a link to a regular
+ * file, a directory or nothing (*st: what that name is, followed through a link). A link
+ * to a socket or a block device is refused as the socket or the device is. */
 static int through_stat(const char *path, struct stat *st) {
     memset(st, 0, sizeof *st);
     if (strcmp(path, "-") == 0) return 1;
     if (lstat(path, st) != 0 || S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) return 0;
     if (!S_ISLNK(st->st_mode)) return 1;
-    return stat(path, st) == 0 && is_stream(st->st_mode); /* a link to a stream */
+    return stat(path, st) == 0 && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode);
 }
 
 int oc_atomic_through(const char *path) {

@@ -283,7 +283,7 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
         st = oc_model_check_tensor_sizes_fetched(model, f, err);
         if (st != OC_OK && !watched.input_failed) {
             char msg[OC_ERROR_MESSAGE_MAX];
-            snprintf(msg, sizeof msg, "%s", err->message);
+            snprintf(msg, sizeof msg, "%s", err ? err->message : "wrong size");
             oz__fail_rule(err, st, OC_NO_OFFSET, "A-13",
                           "%s; an .onnxz archive holds only tensors of the size their shape makes",
                           msg);

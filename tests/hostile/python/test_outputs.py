@@ -143,3 +143,38 @@ def test_block_device_and_socket_refused(archive, tool):
     with pytest.raises(onnxz.Error, match="S-41"):
         onnxz.save(onnxz.load(str(archive)), str(blk), to="onnx")
     assert node(blk) == before
+
+
+def test_dash_carries_only_the_data(archive, tool):
+    """`-` as OUT: standard output holds the file's bytes and nothing else (no "IN -> OUT"
+    status line after them), for every command that writes a file there."""
+    d = archive.parent
+    (d / "key").write_bytes(b"a passphrase\n")
+    run([tool, "-q", "stub", "m.onnxz", "s.onnx"], cwd=d, check=True)
+    p = run([tool, "stub", "m.onnxz", "-"], cwd=d)
+    assert p.returncode == 0 and p.stdout == (d / "s.onnx").read_bytes(), p.stderr
+    run([tool, "-q", "encrypt", "--key-file", "key", "m.onnxz", "e.enc"], cwd=d, check=True)
+    p = run([tool, "decrypt", "--key-file", "key", "e.enc", "-"], cwd=d)
+    assert p.returncode == 0 and p.stdout == archive.read_bytes(), p.stderr
+    p = run([tool, "encrypt", "--key-file", "key", "m.onnxz", "-"], cwd=d)
+    assert p.returncode == 0 and p.stdout[:8] == (d / "e.enc").read_bytes()[:8], p.stderr
+    assert len(p.stdout) == (d / "e.enc").stat().st_size, "bytes after the encrypted file"
+
+
+def test_link_to_a_socket_refused(archive, tool):
+    """A link to a socket is refused as the socket is, never replaced by a regular file."""
+    import socket
+    d = archive.parent
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(d / "sock"))
+    os.symlink("sock", d / "lsock")
+    try:
+        for argv in tool_outputs(tool, archive, "lsock"):
+            p = run(argv, cwd=d)
+            assert p.returncode == 1 and b"S-41" in p.stderr, (argv, p.stderr)
+            assert os.readlink(d / "lsock") == "sock", f"{argv}: the link was replaced"
+        with pytest.raises(onnxz.Error, match="S-41"):
+            onnxz.save(onnxz.load(str(archive)), str(d / "lsock"), to="onnx")
+        assert os.readlink(d / "lsock") == "sock"
+    finally:
+        s.close()
