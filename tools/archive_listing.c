@@ -27,8 +27,8 @@ int archive_listing_open(const char *path, int verbosity, archive_listing *out) 
         archive_listing_close(out);
         return cli_fail(path, &err);
     }
-    cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms", path,
-             out->list->count, cli_now_ms() - start);
+    cli_note(verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms",
+             cli_shown(path), out->list->count, cli_now_ms() - start);
     return CLI_EXIT_OK;
 }
 

@@ -332,7 +332,8 @@ static void warn_protobuf_limit(const convert_plan *p, int verbosity) {
  * IN's taken before the conversion (with -f, OUT may be IN). */
 static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
     if (!cli_reports(verbosity, p->out)) return;
-    cli_put_text(stdout, p->in, strlen(p->in));
+    const char *in = cli_shown(p->in); /* N-2: a URL's user:password@ is not shown */
+    cli_put_text(stdout, in, strlen(in));
     fputs(" -> ", stdout);
     cli_put_text(stdout, p->out, strlen(p->out));
     printf(" (%" PRIu64 " => %" PRIu64 " bytes)", in_size, size_of(p->out));

@@ -976,6 +976,11 @@ def shown_hostile(ctx, srv, f):
         ctx.check(rc == 0 and b"S3cr3t" not in out and "S3cr3t" not in err
                   and srv.url("model.onnxz").encode() in out,
                   f"{' '.join(argv[:-1])} with user:password@: exit {rc}, the password or not the URL in {out[:300]!r}")
+    for argv in (["-v", "ls", secret], ["-v", "info", secret], ["convert", secret, ctx.path("pw.onnx")]):
+        srv.reset(None)
+        rc, out, err, _ = ctx.run(*argv)
+        ctx.check(rc == 0 and b"S3cr3t" not in out and "S3cr3t" not in err,
+                  f"{' '.join(argv[:-1])} with user:password@: exit {rc}, the password in {out[:300]!r} {err[:300]!r}")
     f.fails("an ETag holding ESC, OSC, BEL and U+202E, changed", Fault("etag", start=1, location=HOSTILE_TEXT),
             "get", r"changed on the server")
     srv.reset(Fault("etag", start=1, location=HOSTILE_TEXT))
