@@ -392,10 +392,10 @@ def test_ctrl_c_at_any_moment_of_a_load(tmp_path):
     old = signal.signal(signal.SIGALRM, interrupt)
     try:
         for i in range(200):
-            armed = True
-            signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-5, took * 1.2))
             try:
-                try:
+                try:  # armed inside the try: the alarm may fire as soon as it is set
+                    armed = True
+                    signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-5, took * 1.2))
                     onnxz.load(p if i % 2 else data)
                 finally:
                     armed = False
