@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "internal/private.h"
 #include "onnxcore/status.h"
 
 #if defined(__GNUC__)
@@ -20,6 +21,24 @@
 #define OC_LIKELY(x)   (x)
 #define OC_UNLIKELY(x) (x)
 #endif
+
+/* As oc_error_set for a message about the input breaking a spec rule: rule ("A-21", at
+ * most OC_ERROR_RULE_MAX - 1 bytes) goes into err->rule and ends the message as " (A-21)",
+ * kept whole when a long message is cut. */
+OC_PRIVATE oc_status oc_error_set_rule(oc_error *err, oc_status code, uint64_t offset,
+                                       const char *rule, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+/* As oc_error_set_errno with a spec rule (oc_error_set_rule): the message ends
+ * " (RULE): strerror(errnum)". */
+OC_PRIVATE oc_status oc_error_set_errno_rule(oc_error *err, int errnum, const char *rule,
+                                             const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 
 /* Fills err (if not NULL) and returns code (the public oc_error_set). */
 #define oc__fail oc_error_set

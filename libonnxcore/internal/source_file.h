@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "internal/source.h"
+#include "onnxcore/file.h"
 
 /* How a file source is opened. */
 typedef enum oc_file_source_kind {
@@ -32,5 +33,10 @@ OC_PRIVATE oc_status oc_source_file(const char *path, int fd, const char *name,
  * offset of the span's first byte) and returns true; else false. Implemented by the file
  * source (source_file.c). */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
+
+/* As oc_map_fd, and the mapping keeps a duplicate of fd until it goes, whatever its size:
+ * locks held on fd's open file description last exactly as long as the mapping (the
+ * ZIP reader's shared lock, spec/onnxz.md A-58). */
+OC_PRIVATE oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err);
 
 #endif

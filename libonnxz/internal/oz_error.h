@@ -14,6 +14,8 @@
 
 #include <onnxcore/status.h>
 
+#include "internal/error.h" /* libonnxcore's: oc_error_set_rule, oc_error_set_errno_rule */
+
 #if defined(__GNUC__)
 #define OZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define OZ_UNLIKELY(x)  __builtin_expect(!!(x), 0)

@@ -13,6 +13,8 @@
 
 #include <onnxcore/onnxcore.h>
 
+#include "internal/nametab.h" /* internal: the static library's */
+
 #include "check.h"
 #include "testdir.h"
 

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "internal/cleanup.h"         /* internal: the static library's */
 #include "internal/onnxcore_atomic.h" /* internal: the static library's */
 
 enum { NFILES = 200 }; /* more than one chunk of 64 slots */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "internal/error.h" /* internal: the static library's */
 
 /* A model with tensors of several sizes: initializers, a node attribute, a subgraph. */
 static oc_model *make_model(void) {

@@ -35,10 +35,6 @@ typedef struct oc_mapped {
 OC_API oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err);
 /* The same for an open descriptor (not closed; name is used in messages). */
 OC_API oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err);
-/* As oc_map_fd, and the mapping keeps a duplicate of fd until it goes, whatever its size:
- * locks held on fd's open file description last exactly as long as the mapping (the
- * archive reader's shared lock, spec/onnxz.md A-58). */
-OC_API oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,6 @@
 #include "limits.h"
 #include "messages.h"
 #include "model.h"
-#include "nametab.h"
 #include "options.h"
 #include "status.h"
 #include "stats.h"

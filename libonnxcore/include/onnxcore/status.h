@@ -86,15 +86,6 @@ OC_API oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, co
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-/* As oc_error_set for a message about the input breaking a spec rule: rule ("A-21", at
- * most OC_ERROR_RULE_MAX - 1 bytes) goes into err->rule and ends the message as " (A-21)",
- * kept whole when a long message is cut. */
-OC_API oc_status oc_error_set_rule(oc_error *err, oc_status code, uint64_t offset, const char *rule,
-                                   const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
 /* Records that err's message names file (the text the message holds, e.g. a path
  * or its quoted form): err->file_at and file_len point at its first occurrence that
  * stands as a word of its own (at the start or after a space, and followed by the end,
@@ -109,14 +100,6 @@ OC_API oc_status oc_error_file(oc_error *err, const char *file, oc_status status
 OC_API oc_status oc_error_set_errno(oc_error *err, int errnum, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-/* As oc_error_set_errno with a spec rule (oc_error_set_rule): the message ends
- * " (RULE): strerror(errnum)". */
-OC_API oc_status oc_error_set_errno_rule(oc_error *err, int errnum, const char *rule,
-                                         const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 

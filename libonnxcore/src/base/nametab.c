@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "onnxcore/nametab.h"
+#include "internal/nametab.h"
 
 struct oc_nametab {
     uint64_t *hashes; /* per slot; meaningful where idx != 0 */

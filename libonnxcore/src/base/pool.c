@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "onnxcore/bytes.h"
-#include "onnxcore/nametab.h"
+#include "internal/nametab.h"
 #include "internal/bytes.h"
 #include "internal/error.h"
 

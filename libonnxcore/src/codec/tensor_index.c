@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "onnxcore/nametab.h"
+#include "internal/nametab.h"
 #include "onnxcore/tensor.h"
 #include "internal/error.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "onnxcore/cleanup.h"
+#include "internal/cleanup.h"
 
 #define CHUNK_SLOTS 64
 

@@ -27,7 +27,7 @@
 #include "onnxcore/http.h"
 #include "internal/path.h"
 #include "internal/testpoint.h"
-#include "onnxcore/cleanup.h"
+#include "internal/cleanup.h"
 #include "internal/onnxcore_atomic.h"
 
 /* ---- atomic writing ---- */

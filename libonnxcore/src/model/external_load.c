@@ -31,7 +31,7 @@
 #include "onnxcore/file.h"
 #include "onnxcore/http.h"
 #include "onnxcore/model.h"
-#include "onnxcore/nametab.h"
+#include "internal/nametab.h"
 #include "internal/bytes.h"
 #include "internal/decode.h"
 #include "internal/digest.h"

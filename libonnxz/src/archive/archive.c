@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include <onnxcore/external.h>
-#include <onnxcore/nametab.h>
+#include "internal/nametab.h"
 
 #include "onnxz/archive.h"
 #include "internal/archive.h"

@@ -26,8 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <onnxcore/cleanup.h>
-
+#include "internal/cleanup.h"
 #include "internal/crc.h"
 #include "internal/cursor.h"
 #include "internal/oz_error.h"

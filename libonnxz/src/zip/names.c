@@ -1,6 +1,6 @@
 /*
  * names.c - entry names: the safety rules (spec Z-30..Z-35). Entries are found by name
- * through onnxcore's keyed table (onnxcore/nametab.h).
+ * through onnxcore's keyed table (libonnxcore/internal/nametab.h).
  */
 #include <string.h>
 

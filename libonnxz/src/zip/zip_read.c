@@ -33,7 +33,7 @@
 
 #include <onnxcore/file.h>
 #include <onnxcore/http.h>
-#include <onnxcore/nametab.h>
+#include "internal/nametab.h"
 
 #include "internal/crc.h"
 #include "internal/cursor.h"

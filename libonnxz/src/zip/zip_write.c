@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <onnxcore/nametab.h>
+#include "internal/nametab.h"
 
 #include "internal/crc.h"
 #include "internal/cursor.h"

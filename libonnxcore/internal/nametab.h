@@ -1,5 +1,5 @@
 /*
- * onnxcore/nametab.h - finding things by name in input chosen by strangers.
+ * internal/nametab.h - finding things by name in input chosen by strangers.
  *
  * A table of names (any bytes) that maps each to an index the caller chose: entries of an
  * archive, data files of a model, tensors. It holds no copy of the names: it asks the
@@ -8,21 +8,17 @@
  * attacker cannot be made to collide in bulk: every operation takes expected constant
  * time (plus the length of the name), whatever the names (spec/security.md K-2).
  *
- * Not thread-safe for writers: one thread at a time, or any number of readers.
+ * Not thread-safe for writers: one thread at a time, or any number of readers. Exported to
+ * libonnxz under ONNXCORE_PRIVATE (private.h).
  */
-#ifndef ONNXCORE_NAMETAB_H
-#define ONNXCORE_NAMETAB_H
-
-#include "export.h"
+#ifndef ONNXCORE_INTERNAL_NAMETAB_H
+#define ONNXCORE_INTERNAL_NAMETAB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "internal/private.h"
+#include "onnxcore/status.h"
 
 typedef struct oc_nametab oc_nametab;
 
@@ -35,30 +31,28 @@ typedef void (*oc_nametab_name_fn)(const void *ctx, uint64_t index, const void *
 
 /* A table sized for `expected` names (it grows past that), reading names through
  * name_of(ctx, ...). NULL when out of memory. */
-OC_API oc_nametab *oc_nametab_new(uint64_t expected, oc_nametab_name_fn name_of, const void *ctx);
+OC_PRIVATE oc_nametab *oc_nametab_new(uint64_t expected, oc_nametab_name_fn name_of,
+                                      const void *ctx);
 /* Frees the table (not the names). NULL is accepted. */
-OC_API void oc_nametab_free(oc_nametab *t);
+OC_PRIVATE void oc_nametab_free(oc_nametab *t);
 /* The number of names in the table. */
-OC_API uint64_t oc_nametab_count(const oc_nametab *t);
+OC_PRIVATE uint64_t oc_nametab_count(const oc_nametab *t);
 
 /* The keyed hash of a name, for find and insert (computed once, used for both). */
-OC_API uint64_t oc_nametab_hash(const void *name, size_t len);
+OC_PRIVATE uint64_t oc_nametab_hash(const void *name, size_t len);
 /* The index of the name equal to name (hash from oc_nametab_hash), or -1. */
-OC_API int64_t oc_nametab_find(const oc_nametab *t, const void *name, size_t len, uint64_t hash);
+OC_PRIVATE int64_t oc_nametab_find(const oc_nametab *t, const void *name, size_t len,
+                                   uint64_t hash);
 /* Makes room for one more name, so that the next insert cannot fail. OC_ERR_NOMEM, or
  * OC_ERR_LIMIT past OC_NAMETAB_MAX names. */
-OC_API oc_status oc_nametab_reserve(oc_nametab *t);
+OC_PRIVATE oc_status oc_nametab_reserve(oc_nametab *t);
 /* Inserts index under the name it has (hash: its oc_nametab_hash). The caller reserved
  * room and found no equal name. */
-OC_API void oc_nametab_insert(oc_nametab *t, uint64_t index, uint64_t hash);
+OC_PRIVATE void oc_nametab_insert(oc_nametab *t, uint64_t index, uint64_t hash);
 
 /* Find, and insert index when the name is not there yet: returns the index of the equal
  * name already in the table, or index when it was inserted; -1 when out of room (as
  * reserve). */
-OC_API int64_t oc_nametab_add(oc_nametab *t, const void *name, size_t len, uint64_t index);
-
-#ifdef __cplusplus
-}
-#endif
+OC_PRIVATE int64_t oc_nametab_add(oc_nametab *t, const void *name, size_t len, uint64_t index);
 
 #endif
