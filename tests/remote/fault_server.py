@@ -26,6 +26,9 @@ aimed at the ranges of one large read, whichever order they come in. Modes:
                     the end: a line arrives every few intervals, never a full stall
   drip_body         headers, then the body one byte every `interval` seconds
   big_headers       `after` bytes of extra header lines at full speed, then the response
+  interim           `HTTP/1.1 102 Processing` interim responses (each with `after` bytes of
+                    header lines) one every `interval` seconds, never the final response,
+                    until finish() or the end
   etag              the ETag is `location` (a str of latin-1 code points: any bytes), so
                     that with start=1 the second request's "changed" error shows it
 """
@@ -178,6 +181,8 @@ class FaultServer:
             return self._small(h, rec, 307, {"Location": fault.location + h.path})
         if mode == "status":
             return self._small(h, rec, fault.status)
+        if mode == "interim":
+            return self._interim(h, rec, fault, unstall)
         if data is None:
             return self._small(h, rec, 404)
         size = len(data)
@@ -247,6 +252,17 @@ class FaultServer:
                 h.wfile.write(part[i:i + 1])
                 h.wfile.flush()
         rec["sent"] += len(body)
+
+    @staticmethod
+    def _interim(h, rec, fault, unstall):
+        """Interim responses without end: each alone is complete and quick, so only a
+        bound that counts them together can end the request."""
+        pad = "".join(f"X-Pad-{i:05d}: {'q' * 1000}\r\n" for i in range(fault.after // 1016))
+        rec["status"] = 102
+        while not unstall.wait(fault.interval):
+            h.wfile.write(f"HTTP/1.1 102 Processing\r\n{pad}\r\n".encode())
+            h.wfile.flush()
+        h.close_connection = True
 
     @staticmethod
     def _send(h, rec, body, chunk=1 << 16):

@@ -905,8 +905,9 @@ def parallel_faults(ctx, srv, f, d):
 
 def group_hostile(ctx):
     """Servers that misbehave on purpose (spec/remote.md R-15, spec/security.md N-1): a
-    slow drip of headers or of body, headers without end, each bounded by
-    ONNXZ_HTTP_TIMEOUT=3 whatever the server does (before R-15 the drips ran past 40 s)."""
+    slow drip of headers or of body, headers without end, interim responses without end,
+    each bounded by ONNXZ_HTTP_TIMEOUT=3 whatever the server does (before R-15 the drips
+    ran past 40 s)."""
     d = ctx.path("files")
     w1 = build_fixtures(ctx, d)["w1"].raw_data
     with open(os.path.join(d, "w1.bin"), "wb") as f:
@@ -924,6 +925,12 @@ def group_hostile(ctx):
                 "get", r"too slow", env=env, secs=8)
         f.fails("4 MiB of headers", Fault("big_headers", after=4 << 20), "ls",
                 r"headers exceed 65536 bytes", env=env, secs=8)
+        # Interim responses belong to the final one: they neither restart its header
+        # window nor its byte count (before, 102 after 102 held a read forever).
+        f.fails("102 Processing every 0.5 s, without end", Fault("interim", interval=0.5), "ls",
+                r"headers took more than 3 s", env=env, secs=8)
+        f.fails("102 Processing with 2 KB of headers each, every 20 ms", Fault("interim", interval=0.02, after=2048),
+                "ls", r"headers exceed 65536 bytes", env=env, secs=8)
         f.succeeds("a fast server under the same bounds", None, "get", env=env)
         shown_hostile(ctx, srv, f)
         same_message(ctx, srv, d)

@@ -187,11 +187,18 @@ static void parse_content_range(xfer *x, const char *v, size_t n) {
     }
 }
 
+/* An interim response (1xx: 100 Continue, 102 Processing, 103 Early Hints) precedes the
+ * final one of the same request: its headers are part of the final response's (R-15). */
+static int interim(long status) { return status >= 100 && status < 200; }
+
 static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
     xfer *x = ctx;
     size_t len = size * n;
     clock_gettime(CLOCK_MONOTONIC, &x->last);
-    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) { /* a new response (after a redirect) */
+    /* A status line after a final response (a redirect's) starts a new response, with a
+     * header window and byte count of its own; after an interim one it does not, or a
+     * server sending 102 after 102 would restart both forever. */
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0 && !interim(x->status)) {
         x->phase = x->last;
         x->in_body = 0;
         x->header_bytes = 0;
@@ -202,6 +209,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         return 0; /* CURLE_WRITE_ERROR */
     }
     if (len <= 2 && (len == 0 || line[0] == '\r' || line[0] == '\n')) { /* the headers end */
+        if (interim(x->status)) return len; /* only the interim response's: more to come */
         x->phase = x->last;
         x->in_body = 1;
         x->window_got = x->got;
