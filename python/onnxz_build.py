@@ -84,6 +84,7 @@ def _compile_extension(tmp):
     cc = (os.environ.get("ONNXZ_CC") or sysconfig.get_config_var("CC") or "cc").split()
     flags = ["-std=c11", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
              "-D_POSIX_C_SOURCE=200809L", "-D_FILE_OFFSET_BITS=64",
+             "-DONNXZ_EXPERIMENTAL",  # built with the libraries of its own tree (docs/api.md)
              "-I" + sysconfig.get_paths()["include"],
              "-I" + os.path.join(ROOT, "libonnxcore", "include"),
              "-I" + os.path.join(ROOT, "libonnxz", "include")]

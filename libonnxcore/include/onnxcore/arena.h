@@ -30,6 +30,7 @@ typedef struct oc_str {
     uint64_t size;
 } oc_str;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Creates an empty arena; NULL when out of memory. */
 OC_API oc_arena *oc_arena_new(void);
 /* Runs the registered cleanups (newest first) and frees all memory. NULL is accepted. */
@@ -53,6 +54,7 @@ OC_API oc_status oc_str_set(oc_arena *arena, oc_str *dst, const void *src, uint6
 OC_API oc_status oc_str_set_cstr(oc_arena *arena, oc_str *dst, const char *src);
 /* True when s holds exactly the NUL-terminated string cstr. */
 OC_API bool oc_str_eq(oc_str s, const char *cstr);
+#endif
 
 #ifdef __cplusplus
 }

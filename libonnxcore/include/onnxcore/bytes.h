@@ -45,6 +45,7 @@ typedef struct oc_bytes {
     oc_bytes_mode mode;
 } oc_bytes;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Creates a token with one reference; release(ctx) runs when the count reaches zero.
  * Returns NULL when out of memory (release is then not called). */
 OC_API oc_owner *oc_owner_new(void (*release)(void *ctx), void *ctx);
@@ -57,10 +58,12 @@ OC_API uint64_t oc_owner_refcount(const oc_owner *owner);
 
 /* True when the span does not own its bytes (BORROWED or SHARED). */
 OC_API bool oc_bytes_is_borrowed(const oc_bytes *span);
+#endif
 
 /* Releases what the span holds and leaves it empty and owned. NULL is accepted. */
 OC_API void oc_bytes_release(oc_bytes *span);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Makes the span an owned copy of size bytes at data. On failure the span is unchanged. */
 OC_API oc_status oc_bytes_set_copy(oc_bytes *span, const void *data, uint64_t size, oc_error *err);
 /* Makes the span own a fresh zero-filled buffer of size bytes; *out receives a writable
@@ -70,13 +73,16 @@ OC_API oc_status oc_bytes_set_alloc(oc_bytes *span, uint64_t size, uint8_t **out
 OC_API void oc_bytes_set_borrowed(oc_bytes *span, const void *data, uint64_t size);
 /* Makes the span borrow size bytes at data kept alive by owner; takes its own reference. */
 OC_API void oc_bytes_set_shared(oc_bytes *span, const void *data, uint64_t size, oc_owner *owner);
+#endif
 
 /* Copies src into dst (dst is released first) following the mode table: owned bytes are
  * duplicated, borrowed pointers stay borrowed, shared tokens gain a reference. dst and src
  * may not be the same span. On failure dst is left empty. */
 OC_API oc_status oc_bytes_copy(oc_bytes *dst, const oc_bytes *src, oc_error *err);
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Moves src into dst (dst is released first); src is left empty. Never fails. */
 OC_API void oc_bytes_move(oc_bytes *dst, oc_bytes *src);
+#endif
 
 /* A destination for bytes (an encoder's output, a file being written): write(ctx, data,
  * size) returns OC_OK or an error it has filled in err. Calls arrive in order; data is
@@ -98,7 +104,9 @@ typedef oc_status (*oc_write_fn)(void *ctx, const void *data, uint64_t size, oc_
  * The bytes never change. */
 #define OC_BYTES_WRITE_CHUNK (16u * 1024u * 1024u)
 #define OC_BYTES_READ_PIECE  (256u * 1024u)
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 OC_API oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *ctx, oc_error *err);
+#endif
 
 /* A pool of tensor storage for loads that repeat. Storage of OC_STORAGE_POOL_MIN_BLOCK
  * bytes or more that a copying load takes from a pool (oc_parse_options.storage_pool)
@@ -110,6 +118,7 @@ OC_API oc_status oc_bytes_write(const oc_bytes *span, oc_write_fn write, void *c
 typedef struct oc_storage_pool oc_storage_pool;
 #define OC_STORAGE_POOL_MIN_BLOCK (64u * 1024u)
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* A pool keeping at most max_free_bytes of free storage (more is given back to the
  * system as it returns). NULL when out of memory. */
 OC_API oc_storage_pool *oc_storage_pool_new(uint64_t max_free_bytes);
@@ -128,6 +137,7 @@ OC_API oc_status oc_bytes_set_storage(oc_bytes *span, uint64_t size, uint64_t al
 /* Allocation of owned tensor storage: 64-byte aligned, freed with oc_bytes_free_buffer. */
 OC_API void *oc_bytes_alloc_buffer(uint64_t size);
 OC_API void oc_bytes_free_buffer(void *buffer);
+#endif
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 extern "C" {
 #endif
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Decodes size bytes at data as a message of type desc, merging into msg (normally fresh
  * from oc_msg_new). Strings and arrays are allocated in arena. With opts->no_copy, strings
  * and raw_data of at least opts->buffer.raw_data_threshold bytes point into data instead
@@ -54,13 +55,16 @@ OC_API oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, vo
  * mode table: owned bytes are duplicated, borrowed stay borrowed, shared gain a reference. */
 OC_API oc_status oc_msg_copy(const oc_msgdesc *desc, const void *src, oc_arena *arena, void **out,
                              oc_error *err);
+#endif
 
 /* Calls fn for every TensorProto reachable from msg, at any depth (initializers, sparse
  * tensors, attributes, subgraphs, functions, training info, sequences...), in encoding
  * order. fn returns OC_OK to go on; anything else stops the walk and is returned. */
 typedef oc_status (*oc_tensor_fn)(void *ctx, onnx_TensorProto *tensor);
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 OC_API oc_status oc_msg_visit_tensors(const oc_msgdesc *desc, void *msg, oc_tensor_fn fn,
                                       void *ctx);
+#endif
 
 #ifdef __cplusplus
 }

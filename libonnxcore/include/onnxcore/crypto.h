@@ -128,6 +128,7 @@ OC_API oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc
 
 typedef struct oc_crypt_writer oc_crypt_writer;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Derives the key (PBKDF2: the slow step), allocates everything, then writes the header to
  * `write`. Ciphertext follows through `write` as plaintext comes in; memory use is one
  * chunk whatever the total size. *out owns the writer. */
@@ -143,6 +144,7 @@ OC_API oc_status oc_crypt_writer_write(void *writer, const void *data, uint64_t 
 OC_API oc_status oc_crypt_writer_finish(oc_crypt_writer *w, oc_error *err);
 /* Wipes the key and frees the writer. NULL is accepted. */
 OC_API void oc_crypt_writer_free(oc_crypt_writer *w);
+#endif
 
 /* ---- streaming decryption: pull ciphertext from a source ---- */
 
@@ -151,6 +153,7 @@ OC_API void oc_crypt_writer_free(oc_crypt_writer *w);
 typedef oc_status (*oc_crypt_read_fn)(void *ctx, void *buf, uint64_t cap, uint64_t *got,
                                       oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Decrypts everything `read` gives into `write`, one chunk at a time (bounded memory).
  * Each ONNXZEC1 chunk reaches `write` only once it has authenticated, but the stream as a
  * whole is known to be complete and in order only when this returns OC_OK: on any error
@@ -159,6 +162,7 @@ typedef oc_status (*oc_crypt_read_fn)(void *ctx, void *buf, uint64_t cap, uint64
 OC_API oc_status oc_crypt_decrypt_stream(oc_crypt_read_fn read, void *read_ctx, oc_write_fn write,
                                          void *write_ctx, const void *key, size_t key_len,
                                          const oc_crypt_options *opts, oc_error *err);
+#endif
 
 /* ---- memory to memory ---- */
 
@@ -186,10 +190,12 @@ OC_API oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path
                                        size_t key_len, const oc_crypt_options *opts, oc_error *err);
 OC_API oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const void *key,
                                        size_t key_len, const oc_crypt_options *opts, oc_error *err);
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Decrypts a file into memory: *out as for oc_crypt_decrypt_memory. */
 OC_API oc_status oc_crypt_decrypt_file_to_memory(const char *path, const void *key, size_t key_len,
                                                  const oc_crypt_options *opts, oc_bytes *out,
                                                  oc_error *err);
+#endif
 
 #ifdef __cplusplus
 }

@@ -25,9 +25,11 @@
 extern "C" {
 #endif
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* 1 when data starts with a ZIP signature (local header "PK\3\4", or "PK\5\6" of an empty
  * archive): decrypted bytes that are an .onnxz archive rather than a serialized model. */
 OC_API bool oc_crypt_is_zip(const void *data, uint64_t size);
+#endif
 
 /* ---- models ---- */
 
@@ -60,6 +62,7 @@ OC_API oc_status oc_crypt_load_model_file(const char *path, const void *key, siz
                                           const oc_parse_options *popts, oc_model **out,
                                           oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* The second half of the loaders, for a caller that has decrypted already (to look at the
  * plaintext first, e.g. to send archives to libonnxz and models here without decrypting
  * twice): decodes plain (from oc_crypt_decrypt_*) as a model; with popts->no_copy the
@@ -77,6 +80,7 @@ OC_API oc_status oc_crypt_decode_model(const oc_bytes *plain, oc_crypt_format fo
 OC_API oc_status oc_crypt_decode_model_file(const oc_bytes *plain, oc_crypt_format format,
                                             const char *path, const oc_parse_options *popts,
                                             oc_model **out, oc_error *err);
+#endif
 
 #ifdef __cplusplus
 }

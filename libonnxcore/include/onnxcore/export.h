@@ -5,6 +5,12 @@
  * public headers (the onnxcore headers) are visible outside libonnxcore.so, so internal helpers
  * (the oc__ names of internal/) are not part of its ABI. A static build exports
  * nothing by itself and the mark changes nothing for it.
+ *
+ * Stable and experimental (docs/api.md): the declarations a header always makes are the
+ * stable API, exported under the symbol version ONNXCORE_0; those inside
+ * `#ifdef ONNXZ_EXPERIMENTAL` are the experimental API, under ONNXCORE_EXPERIMENTAL, which
+ * may change in any release. A program that uses it defines ONNXZ_EXPERIMENTAL before it
+ * includes any header of these libraries, and is rebuilt with each release.
  */
 #ifndef ONNXCORE_EXPORT_H
 #define ONNXCORE_EXPORT_H

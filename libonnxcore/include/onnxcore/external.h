@@ -23,6 +23,7 @@
 extern "C" {
 #endif
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Loads the external data of every EXTERNAL tensor in msg from files under base_dir (a
  * directory the caller trusts; locations inside the model are not trusted). Afterwards
  * each such tensor holds its bytes in raw_data: the tensor is back in the form
@@ -36,6 +37,7 @@ extern "C" {
  * unchanged. */
 OC_API oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const char *base_dir,
                                        const oc_parse_options *opts, oc_error *err);
+#endif
 
 /* Finds the bytes a location names, for oc_external_data_load_with. It fills *out with the
  * whole "file" (the tensor's offset and length apply within it) and one reference to its
@@ -45,12 +47,14 @@ OC_API oc_status oc_external_data_load(const oc_msgdesc *desc, void *msg, const 
 typedef oc_status (*oc_external_resolve_fn)(void *ctx, const onnx_TensorProto *tensor,
                                             const oc_str *location, oc_mapped *out, oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* As oc_external_data_load, with locations resolved by `resolve` instead of files beneath
  * a directory (libonnxz resolves them to archive entries). The `location` override and
  * path rules of files do not apply; everything else does. */
 OC_API oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
                                             oc_external_resolve_fn resolve, void *resolve_ctx,
                                             const oc_parse_options *opts, oc_error *err);
+#endif
 
 /* Where one tensor's bytes went, as a sink reports it. location must stay valid until the
  * encode call returns. */
@@ -85,6 +89,7 @@ typedef struct oc_tensor_fetch {
  * its file into the output (oc_serialize_options.fetch) instead of loading them all. */
 typedef struct oc_external_data oc_external_data;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Checks every EXTERNAL tensor of msg as oc_external_data_load does (E-10..E-18, the
  * location override, max_tensor_bytes, max_external_bytes; files beneath base_dir, or
  * beside a model's URL), without reading their bytes, and makes *out the fetch of them:
@@ -139,9 +144,11 @@ OC_API oc_status oc_check_references_resolved(const oc_msgdesc *desc, const void
  * length, checksum (and basepath, which it recognises and never acts on). Other keys
  * are kept as they are and never acted on (spec E-3). */
 OC_API bool oc_external_key_is_known(const oc_str *key);
+#endif
 
 /* True when the tensor's data lives outside the model (data_location == EXTERNAL). */
 OC_API bool oc_tensor_is_external(const onnx_TensorProto *tensor);
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* The value of an external_data key, or NULL (the last entry wins, as in onnx). */
 OC_API const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, const char *key);
 /* Reads a tensor's `offset` and `length` keys under spec E-12: each may be absent (then
@@ -153,6 +160,7 @@ OC_API const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, co
 OC_API oc_status oc_tensor_external_range(const onnx_TensorProto *tensor, uint64_t *offset,
                                           int *has_offset, uint64_t *length, int *has_length,
                                           oc_error *err);
+#endif
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ typedef struct oc_mapped {
     oc_owner *owner;
 } oc_mapped;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Maps path read-only (or reads it, where mapping is impossible). Not a regular file:
  * OC_ERR_IO; missing: OC_ERR_NOT_FOUND. An empty file gives data NULL, size 0.
  * A mapping of 1 MiB or more also keeps a duplicate of its descriptor (at most 64
@@ -35,6 +36,7 @@ typedef struct oc_mapped {
 OC_API oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err);
 /* The same for an open descriptor (not closed; name is used in messages). */
 OC_API oc_status oc_map_fd(int fd, const char *name, oc_mapped *out, oc_error *err);
+#endif
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,8 @@
  *   raw_data          oc_bytes              (presence: OC_HAS)
  *   optional message  onnx_X *              (presence: pointer is not NULL)
  *   repeated field    struct { T *items; uint64_t count, cap; }  (T = scalar, oc_str, onnx_X *)
- * Messages, strings and arrays live in an oc_arena; create them with OC_NEW and OC_ADD.
+ * Messages, strings and arrays live in an oc_arena; create them with OC_NEW and OC_ADD
+ * (experimental, as the descriptors and the codec are: reading the structs is stable).
  *
  * Examples:
  *   onnx_TensorProto *t = OC_ADD(arena, TensorProto, graph->initializer);
@@ -93,15 +94,16 @@ ONNX_MESSAGES(OC_X_INDICES_)
 #undef OC_X_INDICES_
 #undef OC_X_INDEX_
 
-/* Descriptors: onnx_<Message>_desc. */
-#define OC_X_DESC_(M, N) extern OC_API const oc_msgdesc onnx_##M##_desc;
-ONNX_MESSAGES(OC_X_DESC_)
-#undef OC_X_DESC_
-
 /* Presence of optional and oneof fields (messages: test the pointer instead). */
 #define OC_HAS(M, msg, field)       ((((msg)->hdr.has) >> onnx_##M##_##field##_IDX) & 1u)
 #define OC_SET_HAS(M, msg, field)   ((msg)->hdr.has |= (1u << onnx_##M##_##field##_IDX))
 #define OC_CLEAR_HAS(M, msg, field) ((msg)->hdr.has &= ~(1u << onnx_##M##_##field##_IDX))
+
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* Descriptors: onnx_<Message>_desc. */
+#define OC_X_DESC_(M, N) extern OC_API const oc_msgdesc onnx_##M##_desc;
+ONNX_MESSAGES(OC_X_DESC_)
+#undef OC_X_DESC_
 
 /* Allocates a zeroed message of a descriptor's type in the arena (NULL when out of memory).
  * A TensorProto is registered so that the arena releases its raw_data span. */
@@ -123,6 +125,7 @@ OC_API const char *oc_msgdesc_name(const oc_msgdesc *desc);
 /* The descriptor of a message by name ("ModelProto", "TensorProto", "SequenceProto",
  * "TypeProto.Tensor"...), or NULL. */
 OC_API const oc_msgdesc *oc_msgdesc_find(const char *name);
+#endif
 
 #ifdef __cplusplus
 }

@@ -25,15 +25,19 @@ extern "C" {
 
 typedef struct oc_model oc_model;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* An empty model (ModelProto with no fields set); NULL when out of memory. */
 OC_API oc_model *oc_model_new(void);
+#endif
 /* Frees the model, its arena, and releases every tensor span. NULL is accepted. */
 OC_API void oc_model_free(oc_model *model);
 /* The ModelProto and the arena to allocate additions from (valid until oc_model_free).
  * NULL for a NULL model. */
 OC_API onnx_ModelProto *oc_model_proto(oc_model *model);
 OC_API const onnx_ModelProto *oc_model_proto_const(const oc_model *model);
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 OC_API oc_arena *oc_model_arena(oc_model *model);
+#endif
 
 /* Loads a serialized ModelProto from memory. See oc_decode for no_copy. */
 OC_API oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_options *opts,
@@ -43,6 +47,7 @@ OC_API oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_
 OC_API oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                                     oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 struct oc_external_data;
 /* As oc_model_load_file with skip_external_data, the model's tensors kept as references,
  * and their data files (beside path, or in opts->data_dir) opened into *files
@@ -64,6 +69,7 @@ OC_API oc_status oc_model_load_file_deferred(const char *path, const oc_parse_op
 OC_API oc_status oc_model_load_file_with_references(const char *path, const oc_parse_options *opts,
                                                     oc_model **out, oc_model **references,
                                                     oc_error *err);
+#endif
 
 /* Serializes the model into a new buffer (free it with free()). */
 OC_API oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,
@@ -77,6 +83,7 @@ OC_API oc_status oc_model_save_file(const oc_model *model, const char *path,
 /* A deep copy (see oc_msg_copy for how tensor bytes are shared). */
 OC_API oc_status oc_model_clone(const oc_model *model, oc_model **out, oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* W-40 on every tensor of the model, at any depth (oc_tensor_check_size: its payload, or
  * an external reference's `length`, has the size its dims and data_type make): OC_OK, or
  * the first failure, naming the tensor. For validators; loading never applies it. */
@@ -88,12 +95,14 @@ struct oc_tensor_fetch;
 OC_API oc_status oc_model_check_tensor_sizes_fetched(const oc_model *model,
                                                      const struct oc_tensor_fetch *fetch,
                                                      oc_error *err);
+#endif
 
 /* What `onnxz verify` asks of any model: it states its IR version and has a graph (W-41;
  * loads take a model without them, as onnx.load does; OC_ERR_MALFORMED naming the rule),
  * then oc_model_check_tensor_sizes. */
 OC_API oc_status oc_model_check(const oc_model *model, oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Generic loading of any message type from a file (TensorProto, SequenceProto... test
  * data). The message lives in arena; the file mapping is shared with no_copy as above. */
 OC_API oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *arena,
@@ -101,6 +110,7 @@ OC_API oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_a
 /* Writes any message to path atomically, as oc_model_save_file does. */
 OC_API oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
                                   const oc_serialize_options *opts, oc_error *err);
+#endif
 
 #ifdef __cplusplus
 }

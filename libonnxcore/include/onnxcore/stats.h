@@ -3,7 +3,7 @@
  * counts of nodes and other graph parts, and where the tensors' bytes live, gathered in
  * one pass before anything is printed. Callers format them.
  *
- * Experimental: the struct may grow at its end; it is allocated by the library (callers
+ * The struct may grow at its end; it is allocated by the library (callers
  * never declare one), so a caller built against an older header keeps working.
  */
 #ifndef ONNXCORE_STATS_H

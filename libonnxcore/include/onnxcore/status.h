@@ -78,6 +78,7 @@ OC_API const char *oc_status_name(oc_status status);
 /* Resets an error record to OC_OK with an empty message. NULL is accepted. */
 OC_API void oc_error_clear(oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Fills err (NULL is accepted) with code, offset (or OC_NO_OFFSET) and a printf-style
  * message kept to one line (line breaks become spaces); returns code. For libraries built
  * on this one (libonnxz) and for callers' own errors. */
@@ -113,12 +114,14 @@ OC_API size_t oc_utf8_len(const void *data, uint64_t n);
  * the bidirectional controls U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069, and
  * the separators U+2028, U+2029), which oc_quote escapes. */
 OC_API size_t oc_utf8_printable_len(const void *data, uint64_t n);
+#endif
 
 /* A buffer size for oc_quote that keeps a quoted string short: about 64 bytes of text, so
  * that a message of OC_ERROR_MESSAGE_MAX bytes holding one or two of them always has room
  * for the reason (the part a reader needs most). */
 #define OC_QUOTE_SIZE 72
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Renders `size` bytes of untrusted text (a tensor name, a location, an entry name, a key
  * or value read from a file) for a message or a line of output, and returns out: printable
  * ASCII is kept, except `\`; well-formed UTF-8 sequences are kept, except those that act
@@ -134,6 +137,7 @@ OC_API size_t oc_utf8_printable_len(const void *data, uint64_t n);
  * written, NULL returned). data may be NULL when size is 0. Uses no allocation; safe to
  * call from any thread. OC_QUOTE_SIZE is the size every message of these libraries uses. */
 OC_API const char *oc_quote(const void *data, uint64_t size, char *out, size_t out_size);
+#endif
 
 #ifdef __cplusplus
 }

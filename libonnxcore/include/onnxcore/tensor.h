@@ -15,6 +15,7 @@
 extern "C" {
 #endif
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Moves the raw_data of every tensor in msg (at any depth) holding at least
  * opts->raw_data_threshold bytes into one new buffer: each tensor's offset in it is rounded
  * up to opts->alignment (0 = packed; otherwise a power of two) and the buffer itself starts
@@ -30,6 +31,7 @@ OC_API oc_status oc_msg_consolidate_tensors(const oc_msgdesc *desc, void *msg,
                                             const oc_tensor_buffer_options *opts,
                                             oc_owner **buffer_out, const uint8_t **base_out,
                                             uint64_t *size_out, oc_error *err);
+#endif
 
 /* The size of one element of data_type in bits (FLOAT 32, INT4 4, BOOL 8, COMPLEX128 128,
  * ...), or 0 for types without a fixed size (STRING, UNDEFINED) and values this library
@@ -55,6 +57,7 @@ OC_API const char *oc_tensor_type_name(int32_t data_type);
 OC_API oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *err);
 
 struct oc_tensor_fetch;
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* As oc_tensor_check_size, with an EXTERNAL tensor's payload size asked of fetch
  * (external.h; NULL, or one without a size function: as oc_tensor_check_size): every
  * reference is resolved first, whatever the tensor's type, and one the fetch cannot
@@ -63,6 +66,7 @@ struct oc_tensor_fetch;
  * (oz_open_deferred) without reading them. */
 OC_API oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *tensor,
                                               const struct oc_tensor_fetch *fetch, oc_error *err);
+#endif
 
 /* A model's tensors by name: every named TensorProto of a message tree at any depth
  * (initializers, attributes, subgraphs, functions: oc_msg_visit_tensors's order), each
@@ -72,6 +76,7 @@ OC_API oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *tensor,
  * (K-1). The index borrows the tensors: the message must outlive it and not change
  * while it is used. Any number of threads may read it at once. */
 typedef struct oc_tensor_index oc_tensor_index;
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Builds the index of msg (a message of desc). OC_ERR_NOMEM; OC_ERR_LIMIT past
  * OC_NAMETAB_MAX names. *out is NULL on failure. */
 OC_API oc_status oc_tensor_index_new(const oc_msgdesc *desc, void *msg, oc_tensor_index **out,
@@ -85,6 +90,7 @@ OC_API onnx_TensorProto *oc_tensor_index_at(const oc_tensor_index *x, uint64_t i
 /* The first tensor named name (len bytes, any bytes), or NULL: borrowed. */
 OC_API onnx_TensorProto *oc_tensor_index_find(const oc_tensor_index *x, const void *name,
                                               size_t len);
+#endif
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,7 @@ typedef struct oz_archive_options {
 
 #define OZ_ARCHIVE_OPTIONS_INIT \
     { .size = sizeof(oz_archive_options), .serialize = OC_SERIALIZE_OPTIONS_INIT }
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Sets *opts to the defaults (as OZ_ARCHIVE_OPTIONS_INIT), size included. */
 OZ_API void oz_archive_options_init(oz_archive_options *opts);
 
@@ -66,6 +67,7 @@ OZ_API oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg
                                          const oz_archive_options *opts, oc_error *err);
 OZ_API oc_status oz_archive_save(const oc_model *model, const char *path,
                                  const oz_archive_options *opts, oc_error *err);
+#endif
 
 /* An open archive: its ZIP reader and the location of its model. */
 typedef struct oz_archive oz_archive;
@@ -76,8 +78,10 @@ typedef struct oz_archive oz_archive;
 OZ_API oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts,
                                  oz_archive **out, oc_error *err);
 OZ_API void oz_archive_close(oz_archive *ar);
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* The ZIP reader under the archive (valid until oz_archive_close). */
 OZ_API const oz_zip_reader *oz_archive_zip(const oz_archive *ar);
+#endif
 
 /* Decodes the archive's model. Unless opts->skip_external_data, every tensor that points at
  * an entry gets its bytes: shared in place with no_copy (STORED entries of a mapped
@@ -93,12 +97,14 @@ OZ_API oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_opti
 OZ_API oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_model **out,
                                  oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* A fetch (onnxcore/external.h) that streams the bytes of the entry an EXTERNAL tensor of
  * ar's model names (checked as oz_archive_load_model checks it, A-21), through
  * oz_zip_reader_read_to: set as oc_serialize_options.fetch, a save of the model loaded
  * with skip_external_data writes every tensor from the archive, one at a time, holding a
  * few MiB (a remote archive: one request per tensor). Valid while ar is open. */
 OZ_API void oz_archive_fetch(const oz_archive *ar, oc_tensor_fetch *out);
+#endif
 
 /* Random access: the bytes of the tensor named `tensor_name` (the TensorProto's name, not
  * the entry's), found through the model without reading any other tensor. The span shares
@@ -107,12 +113,14 @@ OZ_API void oz_archive_fetch(const oz_archive *ar, oc_tensor_fetch *out);
  * later calls only look the name up and read the one entry. Safe to call from several
  * threads on one archive. Several tensors of one name: the first in the model's order. */
 OZ_API oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name,
-                                        oc_bytes *out, oc_error *err);
+                                        oc_bytes *out, oc_error *err)
+    OZ_DEPRECATED("use oz_archive_read_tensor_n");
 /* As oz_archive_read_tensor, with a name of name_len bytes that may hold NUL bytes (a
  * TensorProto's name is a byte string: pass its data and size). */
 OZ_API oc_status oz_archive_read_tensor_n(const oz_archive *ar, const char *tensor_name,
                                           size_t name_len, oc_bytes *out, oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* The layout rules of spec/onnxz.md that a reader does not enforce (it takes any ZIP,
  * A-23), for verifiers: __MODEL_PROTO is the last entry in the central directory and in
  * the file (A-2); every entry a tensor of model points at is STORED (A-3); every STORED
@@ -129,9 +137,11 @@ OZ_API oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelP
  * tools that list or check entries against the model's tensors. */
 OZ_API bool oz_archive_tensor_entry(const oz_zip_reader *zip, const onnx_TensorProto *t,
                                     uint64_t *index);
+#endif
 
 /* ---- editing in place (spec/onnxz.md A-50..A-59) ---- */
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Replaces the archive's model by msg (a message of type desc, normally a ModelProto),
  * rewriting only __MODEL_PROTO and the central directory after the tensor entries, which
  * neither move nor change: no copy of the weights is made, however large they are.
@@ -167,10 +177,12 @@ OZ_API bool oz_archive_tensor_entry(const oz_zip_reader *zip, const onnx_TensorP
  * archives may be edited from different threads. */
 OZ_API oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
                                           const oz_archive_options *opts, oc_error *err);
+#endif
 
 /* An edit in progress: the archive open for writing under the locks of A-58. */
 typedef struct oz_archive_edit oz_archive_edit;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Begins an edit of the archive at path (opts as for oz_archive_replace_model; NULL for
  * defaults): opens the file for writing, takes the locks (busy: OC_ERR_IO), rolls back an
  * edit that was interrupted while it appended (A-56), and opens the archive, which must
@@ -189,6 +201,7 @@ OZ_API oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *d
                                         const void *msg, oc_error *err);
 /* Ends the edit (committed or not) and releases the locks. NULL is accepted. */
 OZ_API void oz_archive_edit_end(oz_archive_edit *ed);
+#endif
 
 /* Where an archive's bytes go. */
 typedef struct oz_archive_space {
@@ -205,11 +218,13 @@ typedef struct oz_archive_space {
 /* Fills *out for an open archive (zeros for NULL). */
 OZ_API void oz_archive_get_space(const oz_archive *ar, oz_archive_space *out);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* True when the file at path starts like a ZIP archive (local header or end record
  * signature), as a quick test of the form of an input. A file of 1 to 3 bytes that is the
  * start of one of those signatures counts too: it is an archive cut short (which
  * oz_archive_open reports as `truncated`), not a model, since no model is that short. */
 OZ_API bool oz_is_archive_file(const char *path);
+#endif
 
 #ifdef __cplusplus
 }

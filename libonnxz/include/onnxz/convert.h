@@ -49,20 +49,21 @@ OZ_API const char *oz_form_name(oz_form form);
 
 /* What oz_save_any writes for OZ_FORM_AUTO: OZ_FORM_ONNXZ when oz_form_named says so, else
  * OZ_FORM_ONNX (the form of this call's first version, which had only these two). */
-OZ_API oz_form oz_form_of_name(const char *path);
+OZ_API oz_form oz_form_of_name(const char *path) OZ_DEPRECATED("use oz_form_named");
 
 /* Loads a model in any unencrypted form, told by content: an .onnxz archive, or a .onnx
  * file with its external data (resolved, or kept as references with
  * opts->skip_external_data). oz_open (onnxz/open.h) with no key: an encrypted file fails
  * with OC_ERR_INVALID_ARG, an empty one with OC_ERR_MALFORMED. */
 OZ_API oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
-                             oc_error *err);
+                             oc_error *err) OZ_DEPRECATED("use oz_open");
 
 /* Saves model in the given form (AUTO: by path's name). For OZ_FORM_ONNX, opts->serialize
  * is used as oc_model_save_file uses it (external_data and the rest); for OZ_FORM_ONNXZ,
  * opts as oz_archive_save uses them. opts may be NULL (defaults). */
 OZ_API oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
-                             const oz_archive_options *opts, oc_error *err);
+                             const oz_archive_options *opts, oc_error *err)
+    OZ_DEPRECATED("use oz_save");
 
 /* Extendable as onnxcore/options.h says ("Extending"): initialise with
  * OZ_CONVERT_OPTIONS_INIT or oz_convert_options_init. */
@@ -85,14 +86,14 @@ typedef struct oz_convert_options {
         .save = OZ_ARCHIVE_OPTIONS_INIT                                                            \
     }
 /* Sets *opts to the defaults (as OZ_CONVERT_OPTIONS_INIT), size included. */
-OZ_API void oz_convert_options_init(oz_convert_options *opts);
+OZ_API void oz_convert_options_init(oz_convert_options *opts) OZ_DEPRECATED("use oz_convert_file");
 
 /* Converts the model at `in` into `out`. After any chain of conversions the graph and
  * every tensor are those of the source, and converting back to a single .onnx gives the
  * bytes of saving the source directly. opts may be NULL. Errors are those of the load
  * (naming IN) and of the save (naming OUT). */
 OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
-                            oc_error *err);
+                            oc_error *err) OZ_DEPRECATED("use oz_convert_file");
 
 /* ---- the save and the conversion of the tool and the Python package ---------------- */
 

@@ -35,12 +35,14 @@ OZ_API oc_status oz_archive_open_encrypted(const char *path, const void *key, si
                                            const oz_zip_reader_options *zip_opts, oz_archive **out,
                                            oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Loads the model of an encrypted file, whichever it holds: an .onnxz archive (as
  * oz_archive_load_model) or a serialized model (as oc_crypt_load_model_file), decrypting
  * once. *is_archive (may be NULL) tells which it was. */
 OZ_API oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
                                    const oc_crypt_options *copts, const oc_parse_options *popts,
                                    oc_model **out, int *is_archive, oc_error *err);
+#endif
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,7 @@
  * tensors whose `location` names it, with the totals `onnxz ls` and `onnxz info` show
  * and File.info() in Python returns. Callers format them.
  *
- * Experimental: the structs may grow at their end; they are allocated by the library
+ * The structs may grow at their end; they are allocated by the library
  * (callers never declare one), so a caller built against an older header keeps working.
  */
 #ifndef ONNXZ_LISTING_H
@@ -60,6 +60,7 @@ OZ_API oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model,
 /* Frees what oz_archive_list returned. NULL is accepted. */
 OZ_API void oz_archive_listing_free(oz_archive_listing *listing);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* True when __MODEL_PROTO is the last entry both in the central directory and in the
  * file (spec/onnxz.md A-2). */
 OZ_API bool oz_archive_listing_model_last(const oz_archive_listing *listing);
@@ -69,6 +70,7 @@ OZ_API uint64_t oz_offset_alignment(uint64_t offset);
 
 /* "stored", "deflated" or "method N" (written into buf, of size bytes) for a ZIP method. */
 OZ_API const char *oz_zip_method_name(uint16_t method, char *buf, size_t size);
+#endif
 
 #ifdef __cplusplus
 }

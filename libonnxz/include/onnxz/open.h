@@ -43,15 +43,18 @@ typedef enum oz_kind {
 /* The bytes oz_detect needs to tell every kind apart. */
 #define OZ_DETECT_HEAD 8
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* The kind of data of file_size bytes whose first n bytes are at head (n may be less than
  * file_size; with n < OZ_DETECT_HEAD and n < file_size the answer is what those n bytes
  * allow). A cut-short kind is only given when the data itself (file_size) is that short. */
 OZ_API oz_kind oz_detect(const void *head, size_t n, uint64_t file_size);
+#endif
 
 /* oz_detect on the first bytes of the regular file at path (read without following a
  * FIFO's writer: the file is opened non-blocking). Errors: cannot open, stat or read it,
  * or it is not a regular file (OC_ERR_IO, OC_ERR_NOT_FOUND); *kind is OZ_KIND_MODEL then. */
-OZ_API oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err);
+OZ_API oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err)
+    OZ_DEPRECATED("use oz_detect_path");
 /* As oz_detect_file, and for an http:// or https:// URL, oz_detect on the object's first
  * bytes read with these settings (onnxcore/http.h; NULL: the defaults, which is what
  * oz_detect_file uses). */

@@ -2,7 +2,7 @@
  * onnxz/verify.h - every check `onnxz verify` and File.verify() in Python make, as calls
  * that return what they found (callers format it) or the first problem (oc_error).
  *
- * Experimental: the report structs may grow at their end; they are allocated by the
+ * The report structs may grow at their end; they are allocated by the
  * library (callers never declare one), so a caller built against an older header keeps
  * working.
  */

@@ -61,6 +61,7 @@ typedef struct oz_zip_entry {
 
 typedef struct oz_zip_writer oz_zip_writer;
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Starts an archive that will replace `path` when oz_zip_writer_finish succeeds (the bytes
  * go to a temporary file beside it; see onnxcore/file.h). alignment: 0 for the default
  * (64), else a power of two from OZ_ZIP_MIN_ALIGNMENT to OZ_ZIP_MAX_ALIGNMENT.
@@ -116,6 +117,7 @@ OZ_API oc_status oz_zip_writer_finish(oz_zip_writer *w, oc_error *err);
 /* Frees the writer; an unfinished archive is abandoned (its temporary file removed) and
  * the target is left as it was. NULL is accepted. */
 OZ_API void oz_zip_writer_free(oz_zip_writer *w);
+#endif
 
 /* ======================================================================================
  * Reading
@@ -145,6 +147,7 @@ typedef struct oz_zip_reader_options {
 
 #define OZ_ZIP_READER_OPTIONS_INIT \
     { .size = sizeof(oz_zip_reader_options) }
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* Sets *opts to the defaults (as OZ_ZIP_READER_OPTIONS_INIT), size included. */
 OZ_API void oz_zip_reader_options_init(oz_zip_reader_options *opts);
 
@@ -239,6 +242,7 @@ OZ_API bool oz_zip_reader_is_zip64(const oz_zip_reader *r);
  * end records follow it directly (Z-65). */
 OZ_API void oz_zip_reader_central_dir(const oz_zip_reader *r, uint64_t *offset, uint64_t *size);
 OZ_API const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size);
+#endif
 
 #ifdef __cplusplus
 }

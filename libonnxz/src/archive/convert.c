@@ -42,12 +42,17 @@ const char *oz_form_name(oz_form form) {
     return (size_t)form < FORM_COUNT ? form_names[form] : form_names[OZ_FORM_AUTO];
 }
 
-oz_form oz_form_of_name(const char *path) {
+/* The deprecated calls below are built on one another through these static twins, so
+ * that none calls a deprecated function. */
+
+static oz_form form_of_name(const char *path) {
     return oz_form_named(path) == OZ_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
 }
 
-oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
-                      oc_error *err) {
+oz_form oz_form_of_name(const char *path) { return form_of_name(path); }
+
+static oc_status load_any(const char *path, const oc_parse_options *opts, oc_model **out,
+                          oc_error *err) {
     if (out) *out = NULL;
     /* The caller's struct is read by its size first (it may be older and shorter): copied
      * whole, it would also be taken for a caller's struct by oz_open, which would then read
@@ -56,6 +61,11 @@ oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model *
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     o.parse = *opts;
     return oz_open(path, &o, out, NULL, err);
+}
+
+oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model **out,
+                      oc_error *err) {
+    return load_any(path, opts, out, err);
 }
 
 /* The one home of a save, whatever asked for it (oz_save_any, oz_save, oz_convert,
@@ -84,16 +94,21 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
     }
 }
 
-oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
-                      const oz_archive_options *opts, oc_error *err) {
+static oc_status save_any(const oc_model *model, const char *path, oz_form form,
+                          const oz_archive_options *opts, oc_error *err) {
     OZ_ARCHIVE_OPTS(opts, err);
     if (!model)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save_any: missing argument");
-    if (form == OZ_FORM_AUTO) form = oz_form_of_name(path);
+    if (form == OZ_FORM_AUTO) form = form_of_name(path);
     if (form == OZ_FORM_ONNXC)
         return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_save_any: an encrypted output needs a key: use oz_save");
     return save_as(model, path, form, opts, NULL, 0, NULL, err);
+}
+
+oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
+                      const oz_archive_options *opts, oc_error *err) {
+    return save_any(model, path, form, opts, err);
 }
 
 oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
@@ -105,8 +120,8 @@ oc_status oz_convert(const char *in, const char *out, const oz_convert_options *
     load.no_copy = 1;
     load.skip_external_data = 0;
     oc_model *model = NULL;
-    OZ_FORWARD(oz_load_any(in, &load, &model, err));
-    oc_status st = oz_save_any(model, out, opts->output, &opts->save, err);
+    OZ_FORWARD(load_any(in, &load, &model, err));
+    oc_status st = save_any(model, out, opts->output, &opts->save, err);
     oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
     return st;
 }

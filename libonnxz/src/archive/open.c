@@ -145,7 +145,7 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
 /* onnxz/archive.h's quick test, by the same rule. */
 bool oz_is_archive_file(const char *path) {
     oz_kind kind;
-    if (!path || oz_detect_file(path, &kind, NULL) != OC_OK) return 0;
+    if (!path || oz_detect_path(path, NULL, &kind, NULL) != OC_OK) return 0;
     return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT;
 }
 
@@ -334,7 +334,7 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
     struct stat fst;
     info->file_size = stat(path, &fst) == 0 && fst.st_size > 0 ? (uint64_t)fst.st_size : 0;
     /* A file that cannot be looked at is handed to the model loader, which says why. */
-    if (oz_detect_file(path, &info->kind, NULL) != OC_OK) info->kind = OZ_KIND_MODEL;
+    if (oz_detect_path(path, NULL, &info->kind, NULL) != OC_OK) info->kind = OZ_KIND_MODEL;
     oc_crypt_format format;
     oc_status st;
     switch (info->kind) {

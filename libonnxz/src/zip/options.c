@@ -17,10 +17,9 @@ void oz_archive_options_init(oz_archive_options *opts) {
     *opts = defaults;
 }
 
-void oz_convert_options_init(oz_convert_options *opts) {
-    static const oz_convert_options defaults = OZ_CONVERT_OPTIONS_INIT;
-    *opts = defaults;
-}
+static const oz_convert_options convert_defaults = OZ_CONVERT_OPTIONS_INIT;
+
+void oz_convert_options_init(oz_convert_options *opts) { *opts = convert_defaults; }
 
 void oz_open_options_init(oz_open_options *opts) {
     static const oz_open_options defaults = OZ_OPEN_OPTIONS_INIT;
@@ -116,7 +115,7 @@ oc_status oz__convert_opts(const oz_convert_options **opts, oz_convert_options *
     if (in && in->size == sizeof *in && in->load.size == sizeof in->load &&
         in->save.size == sizeof in->save && in->save.serialize.size == sizeof in->save.serialize)
         return OC_OK;
-    oz_convert_options_init(local);
+    *local = convert_defaults;
     *opts = local;
     if (!in) return OC_OK;
     if (oc__opts_check(in->size, "oz_convert_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
