@@ -241,12 +241,20 @@ int cli_parse(const cli_option *options, int argc, char **argv, int first, bool 
     return CLI_EXIT_OK;
 }
 
+/* The tool's own text, formatted, as it may be shown: no user:password@ of a URL in it
+ * (oc_path_shown, spec/security.md N-2), whatever argument it repeats. */
+static const char *shown_text(char *buf, size_t size, const char *fmt, va_list ap) {
+    vsnprintf(buf, size, fmt, ap);
+    return oc_path_shown(buf, buf, size);
+}
+
 int cli_usage_error(const char *command, const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     fputs("onnxz: usage error: ", stderr);
     if (command) fprintf(stderr, "%s: ", command);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    fputs(shown_text(msg, sizeof msg, fmt, ap), stderr);
     va_end(ap);
     fprintf(stderr, " (see 'onnxz %s%s--help')\n", command ? command : "", command ? " " : "");
     return CLI_EXIT_USAGE;
@@ -301,7 +309,7 @@ int cli_fail_msg(const char *file, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    shown_text(msg, sizeof msg, fmt, ap);
     va_end(ap);
     file = cli_shown(file);
     fputs("onnxz: error: ", stderr);
@@ -317,11 +325,12 @@ bool cli_reports(int verbosity, const char *out) {
 }
 
 void cli_note(int verbosity, int level, const char *fmt, ...) {
+    char msg[4096];
     va_list ap;
     if (verbosity < level) return;
     fputs("onnxz: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    fputs(shown_text(msg, sizeof msg, fmt, ap), stderr);
     va_end(ap);
     fputc('\n', stderr);
 }

@@ -474,7 +474,9 @@ class File(collections.abc.Mapping):
 
     @property
     def path(self):
-        return self._path
+        """The path or URL opened, as it may be shown: a URL without its user:password@
+        (spec/security.md N-2)."""
+        return _onnxz._path_shown(self._path)
 
     @property
     def is_archive(self):

@@ -19,8 +19,8 @@ def info(f):
     kind, payload_archive = reader.kind()
     stats = reader.stats(f._key)
     # the size of the file as opened (L-2; a URL's: no request of its own), as in the tool
-    size = reader.file_size() or (0 if _onnxz._is_url(f.path) else os.stat(f.path).st_size)
-    out = {"file": _onnxz._path_shown(f.path), "file_size": size,
+    size = reader.file_size() or (0 if _onnxz._is_url(f._path) else os.stat(f._path).st_size)
+    out = {"file": f.path, "file_size": size,
            "format": "onnxz" if payload_archive else "onnx"}
     if kind in ("ONNXZEC1", "ONNXCRY1"):
         out["encrypted"] = kind

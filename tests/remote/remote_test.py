@@ -988,6 +988,7 @@ def shown_hostile(ctx, srv, f):
         rc, out, err, _ = ctx.run(*argv)
         ctx.check(rc == 0 and b"S3cr3t" not in out and "S3cr3t" not in err,
                   f"{' '.join(argv[:-1])} with user:password@: exit {rc}, the password in {out[:300]!r} {err[:300]!r}")
+    passwords_hidden(ctx, srv)
     f.fails("an ETag holding ESC, OSC, BEL and U+202E, changed", Fault("etag", start=1, location=HOSTILE_TEXT),
             "get", r"changed on the server")
     srv.reset(Fault("etag", start=1, location=HOSTILE_TEXT))
@@ -995,6 +996,34 @@ def shown_hostile(ctx, srv, f):
     ctx.check(rc == 1 and not any(r in err for r in RAW) and "\\x1b" in err,
               f"the server's ETag reaches the error line raw or not at all: {err!r}")
     srv.finish()
+
+
+# Passwords as users write them: with '@', '/', '?' or '#', percent-encoded or not (raw,
+# libcurl refuses the URL, a '/', '?' or '#' ending the authority early; its error must
+# not show the password either). Each holds "Pw" and "Zq".
+PASSWORDS = ["Pw@Zq", "Pw%40Zq", "Pw/Zq", "Pw%2FZq", "Pw?Zq", "Pw%3FZq", "Pw#Zq", "Pw%23Zq",
+             "Pw@/?#Zq"]
+
+
+def passwords_hidden(ctx, srv):
+    """spec/security.md N-2 for every password: the tool's error line (ls, encrypt, whose
+    library error named the URL whole before), and info --json's "file"."""
+    key = ctx.path("pw.key")
+    with open(key, "w") as f:
+        f.write("a passphrase\n")
+    for pw in PASSWORDS:
+        secret = srv.url("model.onnxz").replace("http://", f"http://alice:{pw}@")
+        readable = not any(c in pw for c in "@/?#")  # raw: libcurl refuses the URL
+        runs = [["ls", secret.replace("model.onnxz", "gone.onnxz")],
+                ["encrypt", "--key-file", key, secret, ctx.path("pw.enc")]]
+        runs += [["info", "--json", secret]] if readable else [["ls", secret]]
+        for argv in runs:
+            srv.reset(None)
+            rc, out, err, _ = ctx.run(*argv)
+            text = out.decode(errors="replace") + err
+            ctx.check(rc == (0 if argv[:2] == ["info", "--json"] else 1)
+                      and not any(s in text for s in ("alice", "Pw", "Zq")),
+                      f"{argv[0]} with password {pw!r}: exit {rc}, shown: {text[:300]!r}")
 
 
 GROUPS = {"nginx": group_nginx, "nginx_large": group_nginx_large, "faults": group_faults,

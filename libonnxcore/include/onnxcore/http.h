@@ -70,10 +70,12 @@ typedef struct oc_http_options {
 /* True when path is an http:// or https:// URL (the scheme in any case). */
 OC_API bool oc_is_url(const char *path);
 
-/* path as it may be shown (spec/security.md N-2): an http:// or https:// URL without the
- * user:password@ of its authority; any other path as it is. Writes at most cap bytes with
- * the terminating NUL into out (cut when longer) and returns out. Every message of the
- * libraries names a URL this way; a program shows a path it was given through it too. */
+/* path as it may be shown (spec/security.md N-2): every http:// or https:// URL in it
+ * (a path, or a line of text naming some) without what may be the user:password@ of its
+ * authority, found as RFC 3986 splits a URL; anything else as it is. Writes at most cap
+ * bytes with the terminating NUL into out (cut when longer; out may be path) and returns
+ * out. Every message of the libraries passes through it; a program shows a path it was
+ * given, or a line it made, through it too. */
 OC_API const char *oc_path_shown(const char *path, char *out, size_t cap);
 
 /* True when this build reads URLs (it was built with libcurl). */

@@ -88,7 +88,7 @@ OC_API oc_status oc_error_set(oc_error *err, oc_status code, uint64_t offset, co
 #endif
     ;
 /* Records that err's message names file (the text the message holds, e.g. a path
- * or its quoted form): err->file_at and file_len point at its first occurrence that
+ * or its quoted form; a URL as every message shows it, oc_path_shown): err->file_at and file_len point at its first occurrence that
  * stands as a word of its own (at the start or after a space, and followed by the end,
  * a space or ':'); nothing when the message does not hold it whole. Returns status, so
  * that a failing call can end `return oc_error_file(err, path, oc_error_set(err, ...))`.

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnxcore/http.h"
 #include "onnxcore/onnxcore.h"
 #include "internal/error.h"
 
@@ -82,8 +83,11 @@ const char *oc_error_detail(const oc_error *err, const char *file, char *buf, si
 }
 
 oc_status oc_error_file(oc_error *err, const char *file, oc_status status) {
+    char shown[OC_ERROR_MESSAGE_MAX];
     size_t flen = file ? strlen(file) : 0;
-    if (!err || flen == 0) return status;
+    if (!err || flen == 0 || flen >= sizeof shown) return status; /* not in a message whole */
+    file = oc_path_shown(file, shown, sizeof shown);              /* as every message names it */
+    flen = strlen(file);
     for (const char *p = err->message; (p = strstr(p, file)) != NULL; p++) {
         char after = p[flen];
         if ((p == err->message || p[-1] == ' ') &&
@@ -115,6 +119,8 @@ static void set_message(oc_error *err, const char *rule, const char *suffix, con
     }
     va_end(again);
     if (n < 0) local[0] = '\0';
+    /* No user:password@ of a URL in any message (spec/security.md N-2), whole or cut */
+    oc_path_shown(full, full, strlen(full) + 1);
     size_t len = strlen(full), cap = sizeof err->message - 1;
     size_t slen = suffix ? strlen(suffix) : 0;
     if (slen > cap / 2) slen = cap / 2; /* a suffix never crowds the message out */
