@@ -22,29 +22,41 @@
 #include "onnxcore/messages.h"
 #include "onnxcore/options.h"
 
+/* A tensor the encoder writes as another. The replacement is built when the encoder reaches
+ * the tensor (in each pass) by the substituter's build function, into memory the substituter
+ * reuses: a save holds a small record per moved tensor, not a second TensorProto. */
 typedef struct oc__subst {
     const void *original;
-    const void *replacement;
     /* the replacement's raw_data holds only a size: its bytes are the original's, streamed
      * from the fetch */
     int fetched;
 } oc__subst;
 
-typedef struct oc__subst_cursor {
+/* Substitution `index`'s replacement, valid until the next call; NULL when out of memory. */
+typedef const void *(*oc__subst_build_fn)(void *ctx, uint64_t index);
+
+typedef struct oc__subst_list {
     const oc__subst *subs;
-    uint64_t count, next;
+    uint64_t count;
+    oc__subst_build_fn build;
+    void *ctx;
+} oc__subst_list;
+
+typedef struct oc__subst_cursor {
+    const oc__subst_list *list; /* NULL: none */
+    uint64_t next;
 } oc__subst_cursor;
 
-/* The substitution for msg, consumed, or NULL. */
-static inline const oc__subst *oc__subst_next(oc__subst_cursor *c, const oc_msgdesc *d,
-                                              const void *msg) {
-    if (c->next < c->count && c->subs[c->next].original == msg && d == &onnx_TensorProto_desc)
-        return &c->subs[c->next++];
-    return NULL;
+/* The index of the substitution for msg, consumed, or -1. */
+static inline int64_t oc__subst_next(oc__subst_cursor *c, const oc_msgdesc *d, const void *msg) {
+    if (c->list && c->next < c->list->count && c->list->subs[c->next].original == msg &&
+        d == &onnx_TensorProto_desc)
+        return (int64_t)c->next++;
+    return -1;
 }
 
-oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
-                           uint64_t nsubs, const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx,
-                           oc_error *err);
+/* Encodes msg to fn with the substitutions of list (NULL: none). */
+oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst_list *list,
+                           const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx, oc_error *err);
 
 #endif

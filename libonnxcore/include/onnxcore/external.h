@@ -68,7 +68,8 @@ typedef struct oc_external_ref {
 
 /* Receives each tensor to move out of the model, in encoding order. It stores the bytes
  * (tensor->raw_data, or with a fetch oc_tensor_write's) and fills ref; ref->length holds
- * their count on entry. */
+ * their count on entry. The strings ref points to need to last only until the next call
+ * of put: the encoder keeps copies. */
 typedef oc_status (*oc_external_put_fn)(void *ctx, const onnx_TensorProto *tensor,
                                         oc_external_ref *ref, oc_error *err);
 

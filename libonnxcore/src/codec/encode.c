@@ -93,8 +93,11 @@ static oc_status size_msg(const oc_msgdesc *d, const void *msg, sizes *s, uint64
         s->cap = cap;
     }
     uint64_t slot = s->n++, total = 0;
-    const oc__subst *subst = oc__subst_next(&s->subst, d, msg);
-    if (subst) msg = subst->replacement;
+    int64_t si = oc__subst_next(&s->subst, d, msg);
+    if (si >= 0) {
+        msg = s->subst.list->build(s->subst.list->ctx, (uint64_t)si);
+        OC_RETURN_ERROR_IF(!msg, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory sizing a message");
+    }
     const oc_msghdr *h = oc__hdr_c(msg);
     for (uint32_t i = 0; i < d->nfields; i++) {
         const oc_field *f = &d->fields[i];
@@ -297,9 +300,17 @@ static void put_fetched(writer *w, const oc_field *f, const void *tensor, uint64
 
 static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
     w->next_size++; /* this message's own size slot: its caller wrote the prefix */
-    const oc__subst *subst = oc__subst_next(&w->subst, d, msg);
-    const void *fetched = subst && subst->fetched ? subst->original : NULL;
-    if (subst) msg = subst->replacement;
+    int64_t si = oc__subst_next(&w->subst, d, msg);
+    const void *fetched = NULL;
+    if (si >= 0) {
+        const oc__subst_list *l = w->subst.list;
+        if (l->subs[si].fetched) fetched = msg;
+        if (!(msg = l->build(l->ctx, (uint64_t)si))) {
+            if (w->st == OC_OK)
+                w->st = oc__fail(w->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory encoding");
+            return;
+        }
+    }
     const oc_msghdr *h = oc__hdr_c(msg);
     for (uint32_t i = 0; i < d->nfields && w->st == OC_OK; i++) {
         const oc_field *f = &d->fields[i];
@@ -353,11 +364,12 @@ static void encode_msg(writer *w, const oc_msgdesc *d, const void *msg) {
     put_bytes(w, h->unknown.data, h->unknown.size);
 }
 
-static oc_status compute_sizes(const oc_msgdesc *d, const void *msg, const oc__subst *subs,
-                               uint64_t nsubs, sizes *s, uint64_t *total, oc_error *err) {
+static oc_status compute_sizes(const oc_msgdesc *d, const void *msg, const oc__subst_list *list,
+                               sizes *s, uint64_t *total, oc_error *err) {
     memset(s, 0, sizeof *s);
-    s->subst = (oc__subst_cursor){subs, nsubs, 0};
+    s->subst = (oc__subst_cursor){list, 0};
     oc_status st = size_msg(d, msg, s, total, 1, err);
+    uint64_t nsubs = list ? list->count : 0;
     if (st == OC_OK && s->subst.next != nsubs)
         st = oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                       "internal error: %llu of %llu tensor substitutions used",
@@ -370,31 +382,30 @@ oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *siz
     if (!desc || !msg || !size)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encoded_size: missing argument");
     sizes s;
-    OC_FORWARD(compute_sizes(desc, msg, NULL, 0, &s, size, err));
+    OC_FORWARD(compute_sizes(desc, msg, NULL, &s, size, err));
     free(s.v);
     return OC_OK;
 }
 
 oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn fn, void *ctx,
                     oc_error *err) {
-    return oc__encode_subst(desc, msg, NULL, 0, NULL, fn, ctx, err);
+    return oc__encode_subst(desc, msg, NULL, NULL, fn, ctx, err);
 }
 
-oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst *subs,
-                           uint64_t nsubs, const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx,
-                           oc_error *err) {
+oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst_list *list,
+                           const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx, oc_error *err) {
     if (!desc || !msg || !fn)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode: missing argument");
     sizes s;
     uint64_t total;
-    OC_FORWARD(compute_sizes(desc, msg, subs, nsubs, &s, &total, err));
+    OC_FORWARD(compute_sizes(desc, msg, list, &s, &total, err));
     uint64_t cap = total < OC_WRITE_BUFFER ? (total ? total : 1) : OC_WRITE_BUFFER;
     uint8_t *buf = malloc((size_t)cap);
     if (!buf) {
         free(s.v);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the write buffer");
     }
-    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0, {subs, nsubs, 0}, fetch};
+    writer w = {buf, 0, cap, fn, ctx, err, OC_OK, s.v, 0, {list, 0}, fetch};
     encode_msg(&w, desc, msg);
     flush(&w);
     free(buf);
@@ -409,7 +420,7 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
                         "oc_encode_to_memory: missing argument");
     sizes s;
     uint64_t total;
-    OC_FORWARD(compute_sizes(desc, msg, NULL, 0, &s, &total, err));
+    OC_FORWARD(compute_sizes(desc, msg, NULL, &s, &total, err));
     /* Slack so that room() for a varint near the end never needs to flush. */
     uint8_t *buf = total <= SIZE_MAX - 16 ? malloc((size_t)total + 16) : NULL;
     if (!buf) {
@@ -418,7 +429,7 @@ oc_status oc_encode_to_memory(const oc_msgdesc *desc, const void *msg, void **ou
                         (unsigned long long)total);
     }
     /* The buffer is exactly the output: the writer never needs to flush. */
-    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0, 0}, NULL};
+    writer w = {buf, 0, total + 16, NULL, NULL, err, OC_OK, s.v, 0, {NULL, 0}, NULL};
     encode_msg(&w, desc, msg);
     free(s.v);
     if (w.st != OC_OK) {

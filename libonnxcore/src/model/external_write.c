@@ -39,87 +39,149 @@
 
 /* ---- writing: the generic part ---- */
 
+/* What the save does with each tensor it substitutes, in encoding order: a reference to
+ * where put stored the bytes (ref.location set), or, for a fetched tensor that stays
+ * inline, only its byte count (ref.length). The replacement TensorProto is built from
+ * this when the encoder reaches the tensor (build), so that a save of N tensors holds N
+ * of these records and one replacement, not N copies of a TensorProto. */
 typedef struct externalizer {
     uint64_t threshold;
     const oc_tensor_fetch *fetch;
     oc_external_put_fn put;
     void *put_ctx;
-    oc_arena *scratch;
+    oc_arena *strings; /* the refs' location and checksum strings */
     oc__subst *subs;
+    oc_external_ref *refs; /* one per subs entry */
     uint64_t nsubs, capsubs;
     oc_error *err;
+    /* the replacement being encoded */
+    onnx_TensorProto out;
+    onnx_StringStringEntryProto ours[4]; /* location, offset, length, checksum */
+    onnx_StringStringEntryProto **entries;
+    uint64_t entries_cap;
+    char offset[24], length[24];
 } externalizer;
 
-static int add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const char *value) {
-    onnx_StringStringEntryProto *e = OC_ADD(a, StringStringEntryProto, t->external_data);
-    if (!e || oc_str_set_cstr(a, &e->key, key) || oc_str_set_cstr(a, &e->value, value)) return 0;
-    OC_SET_HAS(StringStringEntryProto, e, key);
-    OC_SET_HAS(StringStringEntryProto, e, value);
-    return 1;
-}
-
-static oc_status add_subst(externalizer *x, const onnx_TensorProto *t, const onnx_TensorProto *r,
+static oc_status add_subst(externalizer *x, const onnx_TensorProto *t, const oc_external_ref *ref,
                            int fetched) {
     if (x->nsubs == x->capsubs) {
         uint64_t cap = x->capsubs ? x->capsubs * 2 : 64;
         oc__subst *s = realloc(x->subs, (size_t)cap * sizeof *s);
-        if (!s) return OC_ERR_NOMEM;
-        x->subs = s;
+        if (s) x->subs = s;
+        oc_external_ref *r = realloc(x->refs, (size_t)cap * sizeof *r);
+        if (r) x->refs = r;
+        if (!s || !r) return OC_ERR_NOMEM;
         x->capsubs = cap;
     }
-    x->subs[x->nsubs++] = (oc__subst){t, r, fetched};
+    x->subs[x->nsubs] = (oc__subst){t, fetched};
+    x->refs[x->nsubs++] = *ref;
     return OC_OK;
 }
 
-/* A copy of t in the scratch arena (not oc_msg_new: it owns no span) with no raw_data and,
- * of its external_data, only the keys we do not manage (E-3). */
-static onnx_TensorProto *bare_copy(externalizer *x, const onnx_TensorProto *t) {
-    oc_arena *a = x->scratch;
-    onnx_TensorProto *r = oc_arena_alloc(a, sizeof *r);
-    if (!r) return NULL;
+/* A copy of s in x->strings, or NULL when s is (and *ok stays 1) or out of memory. */
+static const char *keep(externalizer *x, const char *s, int *ok) {
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *c = oc_arena_alloc(x->strings, n + 1);
+    if (!c) {
+        *ok = 0;
+        return NULL;
+    }
+    memcpy(c, s, n + 1);
+    return c;
+}
+
+/* A reference tensor: recorded now, built when encoded (build_reference). */
+static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
+                                const oc_external_ref *ref) {
+    int ok = 1;
+    oc_external_ref kept = *ref;
+    kept.location = keep(x, ref->location, &ok);
+    kept.checksum = keep(x, ref->checksum, &ok);
+    if (!ok || !kept.location) return OC_ERR_NOMEM;
+    return add_subst(x, t, &kept, 0);
+}
+
+/* Room for n external_data entries in the replacement. */
+static int entries_room(externalizer *x, uint64_t n) {
+    if (n <= x->entries_cap) return 1;
+    onnx_StringStringEntryProto **p = realloc(x->entries, (size_t)n * sizeof *p);
+    if (!p) return 0;
+    x->entries = p;
+    x->entries_cap = n;
+    return 1;
+}
+
+static void set_entry(onnx_StringStringEntryProto *e, const char *key, const char *value) {
+    memset(e, 0, sizeof *e);
+    e->key = (oc_str){key, strlen(key)};
+    e->value = (oc_str){value, strlen(value)};
+    OC_SET_HAS(StringStringEntryProto, e, key);
+    OC_SET_HAS(StringStringEntryProto, e, value);
+}
+
+/* x->out: t's fields with no raw_data and, of its external_data, only the keys we do not
+ * manage (E-3), followed by room for `ours` more. NULL when out of memory. */
+static onnx_TensorProto *bare_copy(externalizer *x, const onnx_TensorProto *t, uint64_t ours) {
+    if (!entries_room(x, t->external_data.count + ours)) return NULL;
+    onnx_TensorProto *r = &x->out;
     memcpy(r, t, sizeof *r);
     memset(&r->raw_data, 0, sizeof r->raw_data);
     OC_CLEAR_HAS(TensorProto, r, raw_data);
-    memset(&r->external_data, 0, sizeof r->external_data);
+    r->external_data.items = x->entries;
+    r->external_data.count = 0;
+    r->external_data.cap = x->entries_cap;
     for (uint64_t i = 0; i < t->external_data.count; i++) {
-        const onnx_StringStringEntryProto *e = t->external_data.items[i];
-        if (oc_external_key_is_known(&e->key)) continue;
-        void **slot = oc_array_push(a, &r->external_data, sizeof(void *));
-        if (!slot) return NULL;
-        memcpy(slot, &e, sizeof e);
+        onnx_StringStringEntryProto *e = t->external_data.items[i];
+        if (!oc_external_key_is_known(&e->key)) x->entries[r->external_data.count++] = e;
     }
     return r;
 }
 
 /* A fetched tensor that stays in the model: as the loader leaves a resolved tensor (E-16:
  * its bytes in raw_data, no data_location), the bytes streamed by the encoder. */
-static oc_status make_inline(externalizer *x, const onnx_TensorProto *t, uint64_t n) {
-    onnx_TensorProto *r = bare_copy(x, t);
-    if (!r) return OC_ERR_NOMEM;
+static const onnx_TensorProto *build_inline(externalizer *x, const onnx_TensorProto *t,
+                                            uint64_t n) {
+    onnx_TensorProto *r = bare_copy(x, t, 0);
+    if (!r) return NULL;
     r->raw_data.size = n; /* no bytes: oc__subst.fetched */
     OC_SET_HAS(TensorProto, r, raw_data);
     r->data_location = 0;
     OC_CLEAR_HAS(TensorProto, r, data_location);
-    return add_subst(x, t, r, 1);
+    return r;
 }
 
 /* A reference tensor: the original's fields, no raw_data, EXTERNAL, with the entries onnx
  * writes (location, offset, length, checksum) after any keys we do not manage. */
-static oc_status make_reference(externalizer *x, const onnx_TensorProto *t,
-                                const oc_external_ref *ref) {
-    oc_arena *a = x->scratch;
-    onnx_TensorProto *r = bare_copy(x, t);
-    if (!r) return OC_ERR_NOMEM;
+static const onnx_TensorProto *build_reference(externalizer *x, const onnx_TensorProto *t,
+                                               const oc_external_ref *ref) {
+    onnx_TensorProto *r = bare_copy(x, t, 4);
+    if (!r) return NULL;
     r->data_location = 1;
     OC_SET_HAS(TensorProto, r, data_location);
-    char num[24];
-    if (!add_entry(a, r, "location", ref->location)) return OC_ERR_NOMEM;
-    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->offset);
-    if (ref->has_offset && !add_entry(a, r, "offset", num)) return OC_ERR_NOMEM;
-    snprintf(num, sizeof num, "%llu", (unsigned long long)ref->length);
-    if (!add_entry(a, r, "length", num)) return OC_ERR_NOMEM;
-    if (ref->checksum && !add_entry(a, r, "checksum", ref->checksum)) return OC_ERR_NOMEM;
-    return add_subst(x, t, r, 0);
+    onnx_StringStringEntryProto *e = x->ours;
+    snprintf(x->offset, sizeof x->offset, "%llu", (unsigned long long)ref->offset);
+    snprintf(x->length, sizeof x->length, "%llu", (unsigned long long)ref->length);
+    set_entry(e, "location", ref->location);
+    x->entries[r->external_data.count++] = e++;
+    if (ref->has_offset) {
+        set_entry(e, "offset", x->offset);
+        x->entries[r->external_data.count++] = e++;
+    }
+    set_entry(e, "length", x->length);
+    x->entries[r->external_data.count++] = e++;
+    if (ref->checksum) {
+        set_entry(e, "checksum", ref->checksum);
+        x->entries[r->external_data.count++] = e;
+    }
+    return r;
+}
+
+static const void *build(void *ctx, uint64_t i) {
+    externalizer *x = ctx;
+    const onnx_TensorProto *t = x->subs[i].original;
+    const oc_external_ref *ref = &x->refs[i];
+    return ref->location ? build_reference(x, t, ref) : build_inline(x, t, ref->length);
 }
 
 static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
@@ -140,7 +202,8 @@ static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
         OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));
         st = make_reference(x, t, &ref);
     } else if (fetched) {
-        st = make_inline(x, t, n);
+        oc_external_ref ref = {NULL, 0, 0, n, NULL};
+        st = add_subst(x, t, &ref, 1);
     }
     return st == OC_OK ? OC_OK : oc__fail(x->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
 }
@@ -153,15 +216,24 @@ oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, ui
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_encode_external: missing argument");
     if (!fetch && !put) /* nothing to substitute: skip the walk */
-        return oc__encode_subst(desc, msg, NULL, 0, NULL, write, write_ctx, err);
-    externalizer x = {threshold, fetch, put, put_ctx, oc_arena_new(), NULL, 0, 0, err};
-    if (!x.scratch) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__encode_subst(desc, msg, NULL, NULL, write, write_ctx, err);
+    externalizer x;
+    memset(&x, 0, sizeof x);
+    x.threshold = threshold;
+    x.fetch = fetch;
+    x.put = put;
+    x.put_ctx = put_ctx;
+    x.err = err;
+    if (!(x.strings = oc_arena_new()))
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
     oc_status st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
-    if (st == OC_OK)
-        st = oc__encode_subst(desc, msg, x.subs, x.nsubs, fetch, write, write_ctx, err);
+    oc__subst_list list = {x.subs, x.nsubs, build, &x};
+    if (st == OC_OK) st = oc__encode_subst(desc, msg, &list, fetch, write, write_ctx, err);
     free(x.subs);
-    oc_arena_free(x.scratch);
+    free(x.refs);
+    free(x.entries);
+    oc_arena_free(x.strings);
     return st;
 }
 

@@ -145,8 +145,9 @@ typedef struct writer_ctx {
     oz_zip_writer *zip;
     const oc_tensor_fetch *fetch; /* or NULL (oc_serialize_options.fetch) */
     name_set taken;
-    oc_arena *names; /* entry names live until the model is encoded */
-    uint8_t *model;  /* the serialized model, gathered in memory */
+    oc_arena *names;                   /* taken's lower-cased names */
+    char name[OZ_ENTRY_NAME_MAX + 24]; /* the last entry's (oc_external_put_fn copies it) */
+    uint8_t *model;                    /* the serialized model, gathered in memory */
     uint64_t model_size, model_cap;
 } writer_ctx;
 
@@ -157,8 +158,7 @@ static oc_status zip_sink(void *ctx, const void *data, uint64_t size, oc_error *
 static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref *ref,
                            oc_error *err) {
     writer_ctx *w = ctx;
-    char *name = oc_arena_alloc(w->names, OZ_ENTRY_NAME_MAX + 24);
-    if (!name) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    char *name = w->name;
     int r = entry_name(&w->taken, &t->name, name);
     if (r < 0) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* Streamed: the CRC is computed on the way and patched into the local header, so each
