@@ -153,17 +153,15 @@ def pair_models(d):
         onnx.save(helper.make_model(g), str(d / f"{name.lower()}.onnx"))
 
 
-def rewrite_pair(d, stop):
+def rewrite_pair(d, stop, saves):
     """`onnxz convert` rewriting two.onnx + two.data from a.onnx and b.onnx in turn until
-    stop is set; returns the number of saves."""
+    stop is set, counting the saves in saves[0]."""
     import subprocess
-    n = 0
     while not stop.is_set():
-        src = "a.onnx" if n % 2 == 0 else "b.onnx"
+        src = "a.onnx" if saves[0] % 2 == 0 else "b.onnx"
         subprocess.run([TOOL, "convert", "-f", "--no-sync", src, "two.onnx", "--external-data",
                         "two.data"], cwd=d, check=True)
-        n += 1
-    return n
+        saves[0] += 1
 
 
 def test_e25_python_load_takes_the_pair_lock(tmp_path):
@@ -177,12 +175,14 @@ def test_e25_python_load_takes_the_pair_lock(tmp_path):
     subprocess.run([TOOL, "convert", "a.onnx", "two.onnx", "--external-data", "two.data"],
                    cwd=tmp_path, check=True)
     stop = threading.Event()
-    saves = []
-    writer = threading.Thread(target=lambda: saves.append(rewrite_pair(tmp_path, stop)))
+    saves = [0]
+    writer = threading.Thread(target=rewrite_pair, args=(tmp_path, stop, saves))
     writer.start()
     mixed, loads, t0 = [], 0, time.monotonic()
     try:
-        while time.monotonic() - t0 < 8 and loads < 600:
+        # 600 loads, and on until the writer has rewritten the pair 10 times: on a loaded
+        # machine 600 loads may take less time than 10 saves
+        while time.monotonic() - t0 < 30 and (loads < 600 or saves[0] < 10):
             if loads % 2:
                 m = onnxz.load(str(tmp_path / "two.onnx"))
                 name, w = m.graph.name, numpy_helper.to_array(m.graph.initializer[0])
