@@ -1,6 +1,6 @@
 /*
  * internal/external.h - the two-file / N-file writer behind oc_model_save_file and the
- * pair lock (external_write.c).
+ * pair locks (external_write.c, pair_lock.c).
  */
 #ifndef ONNXCORE_INTERNAL_EXTERNAL_H
 #define ONNXCORE_INTERNAL_EXTERNAL_H
@@ -12,18 +12,28 @@
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err);
 
-/* E-25: the lock that keeps a model and its data files one pair. An flock on the
- * directory of model_path (exclusive: a multi-file save committing; shared: a reader from
- * before it reads the model until its data files are open). Never waits for long: while
- * another process holds it the lock is tried again for about OC__PAIR_LOCK_WAIT_MS, then
- * given up with OC__PAIR_BUSY (the caller fails "busy"). Returns the descriptor to give
- * oc__pair_unlock, OC__PAIR_BUSY, or -1 where the directory cannot be opened or locked
- * (then nothing is serialized: a directory one may not read, a filesystem without flock). */
+/* E-25, L-5: the locks that keep a model and its data files one pair (pair_lock.c). Each
+ * returns a descriptor to give oc__pair_unlock; OC__PAIR_BUSY when another process held
+ * the lock for all of about OC__PAIR_LOCK_WAIT_MS (tried again and again, never a blocking
+ * wait: the caller fails "busy"); or -1 where there is nothing to lock or it cannot be
+ * locked (no regular file at model_path, no permission, a filesystem without such locks):
+ * the caller goes on unlocked.
+ *   oc__pair_read_lock   a reader: the model file opened read-only and read-locked, the
+ *                        file model_path names; decode the model from this descriptor,
+ *                        open its data files, then unlock. Only a process that may write
+ *                        the model can make it wait.
+ *   oc__pair_write_lock  a save: the model it replaces, opened for writing and
+ *                        write-locked, held while its files are renamed into place.
+ *   oc__pair_dir_lock    a save: an exclusive flock on model_path's directory, held from
+ *                        before it looks at what it replaces until its commit is done
+ *                        (saves one after the other; readers never take it). */
 #define OC__PAIR_BUSY         (-2)
 #define OC__PAIR_LOCK_WAIT_MS 2000
-int oc__pair_lock(const char *model_path, int exclusive);
-/* The error for OC__PAIR_BUSY, naming the directory of model_path. */
-oc_status oc__pair_busy(const char *model_path, oc_error *err);
+int oc__pair_read_lock(const char *model_path);
+int oc__pair_write_lock(const char *model_path);
+int oc__pair_dir_lock(const char *model_path);
 void oc__pair_unlock(int fd);
+/* A reader's error for OC__PAIR_BUSY: a save of model_path holds the pair. */
+oc_status oc__pair_busy(const char *model_path, oc_error *err);
 
 #endif

@@ -4,8 +4,8 @@
  *
  * Saving places each large tensor through a sink (oc_encode_external): here the sink
  * writes LOCATION, LOCATION.1, ... through atomic files; libonnxz's sink writes archive
- * entries. A multi-file save commits under the pair lock (E-25) and removes the stale
- * parts of the model it replaces (E-26).
+ * entries. A multi-file save commits under the pair locks (E-25, pair_lock.c) and removes
+ * the stale parts of the model it replaces (E-26).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "onnxcore/external.h"
@@ -392,48 +390,21 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
 
 /* ---- one pair: the commit of a multi-file save (E-25, E-26) ---- */
 
-int oc__pair_lock(const char *model_path, int exclusive) {
-    char *dir = dir_prefix(model_path);
-    if (!dir) return -1;
-    int fd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    /* Not a blocking flock: it would let any process holding the directory's
-     * lock (a foreign `flock DIR cmd`, a stopped writer) hang every reader and writer of
-     * every model there. Try without blocking, with a growing pause (10 ms doubling up to
-     * 250 ms), for about OC__PAIR_LOCK_WAIT_MS in all. */
-    long waited = 0, pause = 10;
-    for (;;) {
-        if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return fd;
-        if (errno == EINTR) continue;
-        if (errno != EWOULDBLOCK) break; /* no flock here: nothing is serialized */
-        if (waited == 0) oc__test_point("pair-busy");
-        if (waited >= OC__PAIR_LOCK_WAIT_MS) {
-            close(fd);
-            return OC__PAIR_BUSY;
-        }
-        struct timespec ts = {0, pause * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        }
-        waited += pause;
-        pause = pause * 2 > 250 ? 250 : pause * 2;
-    }
-    close(fd);
-    return -1;
-}
-
-oc_status oc__pair_busy(const char *model_path, oc_error *err) {
-    char *dir = dir_prefix(model_path);
+/* The errors of a save that found a pair lock taken (OC__PAIR_BUSY). */
+static oc_status dir_busy(const char *model_path, oc_error *err) {
+    char *dir = oc__path_dir(model_path);
     oc_status st = oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
                             "busy: another process holds the lock of directory '%s' (E-25); "
                             "try again",
-                            dir && dir[0] ? dir : ".");
+                            dir ? dir : ".");
     free(dir);
     return st;
 }
 
-void oc__pair_unlock(int fd) {
-    if (fd >= 0) close(fd); /* closing the only descriptor releases the flock */
+static oc_status model_busy(const char *model_path, oc_error *err) {
+    return oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
+                    "busy: another process holds a read lock on '%s' (E-25); try again",
+                    model_path);
 }
 
 /* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model
@@ -562,9 +533,10 @@ static void take_back_parts(const data_writer *w, uint32_t renamed) {
     }
 }
 
-/* Data files, then the model, renamed under the pair lock with the signals that end the
- * process held back (a handler must not run between two renames), then the stale parts
- * of the replaced model removed. */
+/* Under the directory's lock (saves one at a time) the replaced model is read for its stale
+ * parts; then, holding its write lock (no reader between the renames) and with the
+ * signals that end the process held back (a handler must not run between two renames),
+ * the data files and the model are renamed into place, then the stale parts removed. */
 static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *path,
                              oc_error *err) {
     stale_parts sp = {w->location, w->nparts, NULL, NULL, 0, 0};
@@ -573,14 +545,16 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     sigaddset(&fatal, SIGINT);
     sigaddset(&fatal, SIGTERM);
     sigaddset(&fatal, SIGHUP);
-    int lock = oc__pair_lock(path, 1);
-    oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err) : OC_OK;
-    oc__test_point("pair-locked");
-    if (st == OC_OK && !w->opts->overwrite) st = check_none_exists(w, model, err);
+    int dir_lock = oc__pair_dir_lock(path), model_lock = -1;
+    oc_status st = dir_lock == OC__PAIR_BUSY ? dir_busy(path, err) : OC_OK;
     if (st == OC_OK && w->opts->overwrite) {
         sp.arena = oc_arena_new();
         find_stale_parts(path, &sp);
     }
+    if (st == OC_OK) model_lock = oc__pair_write_lock(path);
+    if (model_lock == OC__PAIR_BUSY) st = model_busy(path, err);
+    oc__test_point("pair-locked");
+    if (st == OC_OK && !w->opts->overwrite) st = check_none_exists(w, model, err);
     int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;
     uint32_t renamed = 0;
     for (uint32_t i = 0; i < w->nparts; i++) {
@@ -602,7 +576,8 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     else
         take_back_parts(w, renamed);
     if (masked) pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (lock >= 0) oc__pair_unlock(lock);
+    oc__pair_unlock(model_lock);
+    oc__pair_unlock(dir_lock);
     free(sp.names);
     oc_arena_free(sp.arena);
     return st;

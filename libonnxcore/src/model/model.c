@@ -91,25 +91,25 @@ oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_o
     return with_external(out, opts ? opts->data_dir : NULL, opts, err);
 }
 
-/* Decodes the file at path into a new msg of desc: mapped (with no_copy the spans share
- * the mapping, each with its own reference, so dropping ours here frees it only when no
- * tensor uses it), or read with pread (use_pread). */
-static oc_status decode_file(const char *path, const oc_parse_options *opts, const oc_msgdesc *desc,
-                             void *msg, oc_arena *arena, oc_error *err) {
+/* Decodes the file at path (or the open descriptor fd of it, when not -1) into a new msg
+ * of desc: mapped (with no_copy the spans share the mapping, each with its own reference,
+ * so dropping ours here frees it only when no tensor uses it), or read with pread
+ * (use_pread). */
+static oc_status decode_file(const char *path, int fd, const oc_parse_options *opts,
+                             const oc_msgdesc *desc, void *msg, oc_arena *arena, oc_error *err) {
     oc_source *src;
+    oc_file_source_kind kind = opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED;
     if (oc_is_url(path))
         OC_FORWARD(oc__source_http(path, opts ? opts->http : NULL, &src, err));
     else
-        OC_FORWARD(oc_source_file(path, -1, NULL,
-                                  opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED, 0, &src,
-                                  err));
+        OC_FORWARD(oc_source_file(fd >= 0 ? NULL : path, fd, path, kind, 0, &src, err));
     oc_status st = oc__decode_source(desc, msg, src, arena, opts, err);
     oc_source_unref(src);
     return st;
 }
 
-static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
-                                  oc_model **references, oc_error *err);
+static oc_status load_file_locked(const char *path, int fd, const oc_parse_options *opts,
+                                  oc_model **out, oc_model **references, oc_error *err);
 
 oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_model **out,
                              oc_error *err) {
@@ -120,9 +120,10 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
     OC_PARSE_OPTS(opts, err);
     /* E-25: the model and its data files from one save, never a mix of two. */
     /* A URL has no lock: each data file's identity is fixed when it is opened. */
-    int lock = (opts && opts->skip_external_data) || oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
+    int lock =
+        (opts && opts->skip_external_data) || oc_is_url(path) ? -1 : oc__pair_read_lock(path);
     if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err); /* never a mixed pair */
-    oc_status st = load_file_locked(path, opts, out, NULL, err);
+    oc_status st = load_file_locked(path, lock, opts, out, NULL, err);
     oc__pair_unlock(lock);
     return st;
 }
@@ -138,9 +139,9 @@ oc_status oc_model_load_file_with_references(const char *path, const oc_parse_op
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_model_load_file_with_references: missing argument");
     OC_PARSE_OPTS(opts, err);
-    int lock = opts->skip_external_data || oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
+    int lock = opts->skip_external_data || oc_is_url(path) ? -1 : oc__pair_read_lock(path);
     if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err);
-    oc_status st = load_file_locked(path, opts, out, references, err);
+    oc_status st = load_file_locked(path, lock, opts, out, references, err);
     oc__pair_unlock(lock);
     return st;
 }
@@ -158,9 +159,9 @@ oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *
     char *dir = opts->data_dir ? NULL : oc__path_dir(path); /* a URL's too */
     if (!opts->data_dir && !dir) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* E-25: the model and the data files it names from one save, never a mix of two */
-    int lock = oc_is_url(path) ? -1 : oc__pair_lock(path, 0);
+    int lock = oc_is_url(path) ? -1 : oc__pair_read_lock(path);
     oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err)
-                                         : load_file_locked(path, &keep, out, NULL, err);
+                                         : load_file_locked(path, lock, &keep, out, NULL, err);
     if (st == OC_OK)
         st = oc_external_data_open(&onnx_ModelProto_desc, (*out)->proto,
                                    opts->data_dir ? opts->data_dir : dir, opts, files, err);
@@ -178,13 +179,14 @@ static oc_status stop_at_external(void *ctx, onnx_TensorProto *t) {
     return oc_tensor_is_external(t) ? OC_ERR_NOT_FOUND : OC_OK;
 }
 
-/* Decodes path and reads its external data in; with references, first a copy of the
- * model as decoded (its references kept) when it has an EXTERNAL tensor. */
-static oc_status load_file_locked(const char *path, const oc_parse_options *opts, oc_model **out,
-                                  oc_model **references, oc_error *err) {
+/* Decodes path (from fd, the model file the pair lock holds, when not -1) and reads its
+ * external data in; with references, first a copy of the model as decoded (its
+ * references kept) when it has an EXTERNAL tensor. */
+static oc_status load_file_locked(const char *path, int fd, const oc_parse_options *opts,
+                                  oc_model **out, oc_model **references, oc_error *err) {
     oc_model *m;
     OC_FORWARD(new_model(&m, err));
-    oc_status st = decode_file(path, opts, &onnx_ModelProto_desc, m->proto, m->arena, err);
+    oc_status st = decode_file(path, fd, opts, &onnx_ModelProto_desc, m->proto, m->arena, err);
     if (st == OC_OK && references && !(opts && opts->skip_external_data) &&
         oc_msg_visit_tensors(&onnx_ModelProto_desc, m->proto, stop_at_external, NULL) != OC_OK)
         st = oc_model_clone(m, references, err);
@@ -219,7 +221,7 @@ oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *a
     OC_PARSE_OPTS(opts, err);
     void *msg = oc_msg_new(arena, desc);
     if (!msg) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    OC_FORWARD(decode_file(path, opts, desc, msg, arena, err));
+    OC_FORWARD(decode_file(path, -1, opts, desc, msg, arena, err));
     *out = msg;
     return OC_OK;
 }

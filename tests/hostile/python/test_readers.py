@@ -199,6 +199,129 @@ def test_e25_python_load_takes_the_pair_lock(tmp_path):
     assert not mixed, f"{len(mixed)} of {loads} loads mixed two saves: {mixed[:5]}"
 
 
+# ---- L-5: no reader can be stopped by a process that may not write what it reads ------
+
+# Run as nobody in the directory argv[1]: takes every lock a user who may only read can
+# take on it and on the files argv[2:] (flocks, open-file-description and POSIX read
+# locks), checks that the write locks are refused it, says "held" and keeps them until
+# its stdin closes.
+HOLD_LOCKS = r"""
+import errno, fcntl, os, struct, sys
+fds = []
+def opened(path, flags=os.O_RDONLY):
+    fds.append(os.open(path, flags))
+    return fds[-1]
+def ofd(fd, kind):
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", kind, 0, 0, 0, 0))
+d = sys.argv[1]
+fcntl.flock(opened(d, os.O_RDONLY | os.O_DIRECTORY), fcntl.LOCK_EX | fcntl.LOCK_NB)
+for name in sys.argv[2:]:
+    p = os.path.join(d, name)
+    fcntl.flock(opened(p), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    ofd(opened(p), fcntl.F_RDLCK)
+    fcntl.lockf(opened(p), fcntl.LOCK_SH | fcntl.LOCK_NB)
+    for take in (lambda fd: ofd(fd, fcntl.F_WRLCK), lambda fd: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)):
+        try:
+            take(opened(p))
+            sys.exit("a write lock on " + p + " granted to a reader")
+        except OSError as e:
+            assert e.errno == errno.EBADF, e
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def as_nobody():
+    """The command prefix that runs a program as nobody, or a reason to skip."""
+    import shutil
+    if os.geteuid() != 0:
+        return None, "needs root, to run a process as nobody"
+    if shutil.which("setpriv"):
+        return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"], None
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--"], None
+    return None, "neither setpriv nor runuser to run a process as nobody"
+
+
+def l5_models(d):
+    """two.onnx + two.data, n.onnx + n.data.* (four parts), m.onnxz; each with W0..W3."""
+    import subprocess
+    inits = [numpy_helper.from_array(np.full(65536, i, np.float32), f"W{i}") for i in range(4)]
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], initializer=inits)),
+              os.path.join(d, "src.onnx"))
+    for argv in (["two.onnx", "--external-data", "two.data"],
+                 ["n.onnx", "--external-data", "n.data", "--max-file-size", "300K"],
+                 ["m.onnxz"]):
+        subprocess.run([TOOL, "convert", "src.onnx"] + argv, cwd=d, check=True)
+    os.remove(os.path.join(d, "src.onnx"))
+    assert len([f for f in os.listdir(d) if f.startswith("n.data")]) == 4
+
+
+def l5_reads(path, out):
+    """Each way root reads the model at path: (what, seconds, error or None)."""
+    import subprocess
+    def tool(*argv):
+        r = subprocess.run([TOOL] + list(argv), capture_output=True, timeout=60)
+        if r.returncode:
+            raise RuntimeError(r.stderr.decode(errors="replace"))
+    def opened():
+        with onnxz.open(path) as f:
+            assert np.all(f["W3"] == 3)
+    def loaded():
+        assert np.all(numpy_helper.to_array(onnxz.load(path).graph.initializer[3]) == 3)
+    ways = (("onnxz verify", lambda: tool("verify", path)),
+            ("onnxz info", lambda: tool("info", path)),
+            ("onnxz convert", lambda: tool("convert", "-f", path, out)),
+            ("onnxz.open()[name]", opened), ("onnxz.load", loaded))
+    results = []
+    for what, read in ways:
+        t = time.monotonic()
+        try:
+            read()
+            error = None
+        except Exception as e:  # the verdict below names it
+            error = str(e).strip()
+        results.append((what, time.monotonic() - t, error))
+    return results
+
+
+def test_l5_readers_beside_foreign_locks(tmp_path):
+    """L-5: nobody, who may only read the models' directory, holds every lock it can take
+    there (an flock on the directory, flocks and read locks on the models, their data
+    files and the archive) while root reads a two-file model, an N-file model and an
+    archive with `onnxz verify`, `info`, `convert`, onnxz.open(p)[name] and onnxz.load:
+    each succeeds at once. Before, each read of a pair failed "busy" after 2.0 s (the pair
+    lock was an flock on the directory, which nobody could take)."""
+    import pytest
+    import subprocess
+    import tempfile
+    prefix, why = as_nobody()
+    if prefix is None:
+        pytest.skip(why)
+    d = tempfile.mkdtemp(prefix="onnxz-l5-")  # pytest's tmp_path is closed to others
+    holder = None
+    try:
+        os.chmod(d, 0o755)
+        l5_models(d)
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+        holder = subprocess.Popen(prefix + [python, "-c", HOLD_LOCKS, d] + sorted(os.listdir(d)),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = holder.stdout.readline()
+        assert line == b"held\n", (line, holder.wait())
+        slow = []
+        for name in ("two.onnx", "n.onnx", "m.onnxz"):
+            for what, seconds, error in l5_reads(os.path.join(d, name), str(tmp_path / "out.onnxz")):
+                if error or seconds > 1.0:
+                    slow.append((name, what, round(seconds, 2), error))
+        assert not slow, slow
+    finally:
+        if holder:
+            holder.stdin.close()
+            holder.wait()
+        import shutil
+        shutil.rmtree(d)
+
+
 # ---- L-2: an open File describes what it opened ----------------------------------------
 
 def test_l2_open_file_describes_what_it_opened(tmp_path):
