@@ -425,14 +425,34 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 
 
+# ONNX TensorProto.DataType -> (the typed field that holds its values, the numpy dtype
+# each value is cast to, the dtype the result is viewed as), from onnx.proto: the
+# package's own table, since an installed onnx may predate a type (python3-onnx 1.12 has
+# no FLOAT8 and no INT4). FLOAT16 and BFLOAT16 values are bit patterns; the types numpy
+# lacks come as their raw unsigned type, the packed 4-bit and 2-bit ones as their bytes
+# (one a value), as _DTYPES gives them over raw bytes. STRING is onnx's to convert.
+_TYPED = {
+    1: ("float_data", np.float32, None), 11: ("double_data", np.float64, None),
+    14: ("float_data", np.float32, np.complex64), 15: ("double_data", np.float64, np.complex128),
+    7: ("int64_data", np.int64, None), 12: ("uint64_data", np.uint32, None),
+    13: ("uint64_data", np.uint64, None), 10: ("int32_data", np.uint16, np.float16),
+    **{k: ("int32_data", _DTYPES[k], None) for k in (2, 3, 4, 5, 6, 9, 16, 17, 18, 19, 20, 24)},
+    **{k: ("int32_data", np.uint8, None) for k in _PACKED},
+}
+_FIELD_DTYPES = {"float_data": np.float32, "double_data": np.float64, "int64_data": np.int64,
+                 "uint64_data": np.uint64, "int32_data": np.int32}
+
+
 def _typed_array(t, dims):
-    """The array of a tensor in typed fields (counts checked, W-42). Complex values are
-    paired here: numpy_helper of python3-onnx 1.14 fails on them (TypeError)."""
-    if t.data_type in (14, 15):  # COMPLEX64: float_data, COMPLEX128: double_data
-        pairs = np.array(t.float_data if t.data_type == 14 else t.double_data,
-                         dtype=np.float32 if t.data_type == 14 else np.float64)
-        return pairs.view(np.complex64 if t.data_type == 14 else np.complex128).reshape(dims)
-    return onnx.numpy_helper.to_array(t)
+    """The array of a tensor in typed fields (the library checked the count and the type,
+    W-42), in the dtype and shape f[name] gives the same tensor in raw_data."""
+    if t.data_type == 8:  # STRING
+        return onnx.numpy_helper.to_array(t)
+    field, cast, view = _TYPED[t.data_type]
+    a = np.array(getattr(t, field), dtype=_FIELD_DTYPES[field]).astype(cast)
+    if view is not None:
+        a = a.view(view)
+    return a if t.data_type in _PACKED else a.reshape(dims)
 
 
 class File(collections.abc.Mapping):
@@ -538,14 +558,15 @@ class File(collections.abc.Mapping):
         surrogateescape (os.fsdecode's rule), and such a str looks the tensor up as it
         was given; a bytes name (the name's bytes) does too."""
         span, data_type, dims = self._open_reader().tensor(name)  # dims and size checked
-        if isinstance(span, tuple):  # typed fields: (the encoded tensor,), counts checked
+        typed = isinstance(span, tuple)  # typed fields: (the encoded tensor,), counts checked
+        if typed and (data_type in _TYPED or data_type == 8):
             a = _typed_array(onnx.TensorProto.FromString(span[0]), dims)
             a.setflags(write=False)
             return a
         if data_type in _PACKED:
             return np.frombuffer(span, dtype=np.uint8)
         dtype = _DTYPES.get(data_type)
-        if dtype is None:
+        if dtype is None or typed:
             _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
                           f"tensor {name!r} has data_type {data_type}, which has no numpy dtype")
         dtype = np.dtype(dtype).newbyteorder("<")

@@ -258,13 +258,20 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
                              "tensor '%s': dims %s make more than 2^64 - 1 elements",
                              oc_quote(t->name.data, t->name.size, name, sizeof name),
                              format_dims(t, dims, sizeof dims));
+    /* W-40: a part of a larger tensor, deprecated by ONNX, has no size of its own to check
+     * and no reader puts the parts together: refused, not passed as whole */
+    if (t->segment)
+        return oc__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "W-40",
+                             "tensor '%s' is a segment of a larger tensor (TensorProto.segment, "
+                             "deprecated by ONNX), which onnxz does not read",
+                             oc_quote(t->name.data, t->name.size, name, sizeof name));
     int32_t type = OC_HAS(TensorProto, t, data_type) ? t->data_type : 0;
     unsigned bits = oc_tensor_element_bits(type);
     if (!bits && type != 0 && type != 8) /* W-42: a type ONNX does not define */
         return oc__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "W-42",
                              "tensor '%s' has data_type %d, which ONNX does not define",
                              oc_quote(t->name.data, t->name.size, name, sizeof name), (int)type);
-    int inside = !oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data) && !t->segment;
+    int inside = !oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data);
     if (inside) OC_FORWARD(check_typed(t, type, elements, err));
     if (!bits) return OC_OK;
     uint64_t need;
@@ -282,7 +289,6 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
     }
     uint64_t have;
     const char *what;
-    if (t->segment) return OC_OK; /* a part of a larger tensor */
     if (oc_tensor_is_external(t) && fetch) {
         have = fetched;
         what = "its data holds"; /* from a file, or streamed from memory */
