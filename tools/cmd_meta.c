@@ -205,7 +205,8 @@ static void print_json(FILE *out, const char *path, cli_form form, const onnx_Mo
 
 /* ---- the command ------------------------------------------------------------------- */
 
-/* One editor of a .onnx file at a time (A-58): an exclusive flock on the file, taken
+/* One editor of a .onnx file at a time (A-58), and no save of a pair over it meanwhile
+ * (E-25: a save takes the same lock): an exclusive flock on the file, taken
  * before it is read and held until the new file has replaced it. Another editor's rename
  * may have replaced the name between our open and our lock: then the lock is on a file
  * nobody will read again, so it is taken again on the file the name now holds. */

@@ -20,7 +20,7 @@ between renames, and succeed once A has finished.
   5. a data file named as the model, a model appearing during the save, an old model
      naming itself as a stale part, a replaced model too large to scan, a lock held by
      another process (review_defects below): the directory's, which makes a writer
-     fail busy and which readers do not take.
+     fail busy and which readers do not take; an edit (meta) of the model meanwhile.
 Skipped (77) without python3-onnx.
 """
 
@@ -190,6 +190,22 @@ def review_defects(exe, work):
         sa, ea = resume(a)
         check(sa == 0 and which(os.path.join(e, "t.onnx"))[:2] == ("B", True),
               f"D5: the writer then finishes ({sa} {ea!r})")
+
+    # an edit of the model (meta, stopped once it has read it) and a save of the pair: the
+    # save fails busy rather than commit under the edit, which would then rename the old
+    # model over the new pair's data file (A's graph with B's weights).
+    e = os.path.join(d, "meta")
+    os.makedirs(e)
+    run(["convert", "A.onnx", "meta/t.onnx", "--external-data", "t.data"], d)
+    m = start_stopped([exe, "-q", "meta", "meta/t.onnx", "--set", "k=v"], "meta-read", d)
+    if check(m is not None, "D6: meta stops once it has read the model"):
+        r = run(["convert", "-f", "B.onnx", "meta/t.onnx", "--external-data", "t.data"], d)
+        check(r.returncode == 1 and b"busy" in r.stderr,
+              f"D6: a save during the edit fails busy ({r.returncode} {r.stderr!r})")
+        sm, em = resume(m)
+        got = which(os.path.join(e, "t.onnx"))
+        check(sm == 0 and got[:2] == ("A", True),
+              f"D6: the edit then finishes and the pair is whole ({sm} {em!r} {got})")
 
 
 

@@ -403,8 +403,7 @@ static oc_status dir_busy(const char *model_path, oc_error *err) {
 
 static oc_status model_busy(const char *model_path, oc_error *err) {
     return oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
-                    "busy: another process holds a read lock on '%s' (E-25); try again",
-                    model_path);
+                    "busy: another process reads or edits '%s' (E-25); try again", model_path);
 }
 
 /* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model

@@ -73,9 +73,21 @@ static int is_at(int fd, const char *path) {
            a.st_ino == b.st_ino;
 }
 
-/* Opens the regular file at path (write: for writing, to take the write lock) and locks its
- * pair lock byte, once it is still the file path names (a save that committed between
- * the open and the lock replaced it: then the file that has the name now is locked). */
+/* Takes the pair lock of fd: the read lock, or for a save the write lock and an exclusive
+ * flock, the lock `onnxz meta` holds while it edits the file (spec/onnxz.md A-58), so that
+ * an edit that read the old model never renames it over the new pair. Returns as
+ * set_lock does; a save goes on with the write lock alone where there is no flock. */
+static int take(int fd, int write) {
+    int held = set_lock(fd, write ? F_WRLCK : F_RDLCK);
+    if (held != 0 || !write) return held;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0)
+        if (errno != EINTR) return errno == EWOULDBLOCK ? 1 : 0;
+    return 0;
+}
+
+/* Opens the regular file at path (write: for writing, to take the write lock) and takes its
+ * pair lock, once it is still the file path names (a save that committed between the
+ * open and the lock replaced it: then the file that has the name now is locked). */
 static int lock_model(const char *path, int write) {
     long waited = 0, pause = 10;
     for (int replaced = 0; replaced < PAIR_MAX_REPLACED;) {
@@ -84,10 +96,10 @@ static int lock_model(const char *path, int write) {
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
         int fd = open(path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0) return -1;
-        int held = set_lock(fd, write ? F_WRLCK : F_RDLCK);
+        int held = take(fd, write);
         if (held == 0 && is_at(fd, path)) return fd;
         if (held == 0) replaced++;
-        close(fd); /* also releases the lock */
+        close(fd); /* also releases the locks */
         if (held < 0) return -1;
         if (held == 1 && pause_or_give_up(&waited, &pause) != 0) return OC__PAIR_BUSY;
     }
