@@ -326,7 +326,7 @@ def main():
                     edges[u.path][f].add("#include " + inc)
 
     group_of = {u.path: u.group for u in units}
-    upward = check_floors(root, group_of, edges, rel)
+    upward = check_floors(root, group_of, edges, rel) + check_twins(root, headers)
     for line in upward:
         print(line)
 
@@ -417,6 +417,29 @@ def check_floors(root, group_of, edges, rel):
             if fb[0] > fa[0] or (group_of[a] == group_of[b] and
                                   (fb[1] > fa[1] or (fb[1] == fa[1] and fb[2] != fa[2]))):
                 out.append("UPWARD: %s -> %s (%s)" % (rel[a], rel[b], ", ".join(sorted(names))))
+    return out
+
+
+def check_twins(root, headers):
+    """TWIN lines: a macro or static inline function of libonnxz/internal that copies one
+    of libonnxcore/internal under the oz prefix."""
+    def defined(h):
+        return list(h.macros) + [f for f, is_static in h.funcs.items() if is_static]
+
+    core = {}
+    for h in headers:
+        if h.group == "libonnxcore" and os.sep + "internal" + os.sep in h.path:
+            for name in defined(h):
+                core.setdefault(name, os.path.relpath(h.path, root))
+    out = []
+    for h in headers:
+        if h.group != "libonnxz" or os.sep + "internal" + os.sep not in h.path:
+            continue
+        for name in defined(h):
+            twin = re.sub(r"^oz", "oc", re.sub(r"^OZ", "OC", name))
+            if twin != name and twin in core:
+                out.append("TWIN: %s defines %s, a copy of %s's %s (include that header)" %
+                           (os.path.relpath(h.path, root), name, core[twin], twin))
     return out
 
 

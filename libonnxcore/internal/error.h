@@ -1,5 +1,6 @@
 /*
- * internal/error.h - how library code reports errors.
+ * internal/error.h - how library code reports errors, in libonnxcore and libonnxz (which
+ * reaches this header through the onnxcore_internal target).
  *
  * oc__fail() fills the caller's oc_error at the place where a fault is found and returns
  * the code; callers above only forward the status (OC_FORWARD), so the first error wins.

@@ -19,7 +19,7 @@
 
 #include "onnxz/archive.h"
 #include "internal/archive.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/journal.h"
 #include "internal/options.h"
 #include "internal/zipbuild.h"
@@ -160,12 +160,12 @@ static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref
     writer_ctx *w = ctx;
     char *name = w->name;
     int r = entry_name(&w->taken, &t->name, name);
-    if (r < 0) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (r < 0) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* Streamed: the CRC is computed on the way and patched into the local header, so each
      * piece is read once and, from a mapped input, dropped from memory once written. */
-    OZ_FORWARD(oz_zip_writer_begin(w->zip, name, ref->length, NULL, err));
-    OZ_FORWARD(oc_tensor_write(w->fetch, t, ref->length, zip_sink, w->zip, err));
-    OZ_FORWARD(oz_zip_writer_end(w->zip, err));
+    OC_FORWARD(oz_zip_writer_begin(w->zip, name, ref->length, NULL, err));
+    OC_FORWARD(oc_tensor_write(w->fetch, t, ref->length, zip_sink, w->zip, err));
+    OC_FORWARD(oz_zip_writer_end(w->zip, err));
     ref->location = name;
     ref->has_offset = 0; /* the entry is the tensor: offset 0 */
     return OC_OK;
@@ -177,7 +177,7 @@ static oc_status gather_model(void *ctx, const void *data, uint64_t size, oc_err
         uint64_t cap = w->model_cap ? w->model_cap : 1u << 16;
         while (cap - w->model_size < size) cap *= 2;
         uint8_t *p = realloc(w->model, (size_t)cap);
-        if (!p) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the model");
+        if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the model");
         w->model = p;
         w->model_cap = cap;
     }
@@ -189,11 +189,11 @@ static oc_status gather_model(void *ctx, const void *data, uint64_t size, oc_err
 oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
                                   const oz_archive_options *opts, oc_error *err) {
     if (!desc || !msg || !path)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: missing argument");
     OZ_ARCHIVE_OPTS(opts, err);
     const oc_serialize_options *so = &opts->serialize;
     if (so->buffer.alignment > UINT32_MAX)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is too large",
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is too large",
                         (unsigned long long)so->buffer.alignment);
     writer_ctx w;
     memset(&w, 0, sizeof w);
@@ -204,7 +204,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
         set_add(&w.taken, OZ_MODEL_ENTRY, &model_at) < 0) {
         oc_arena_free(w.names);
         set_free(&w.taken);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     oc_progress progress;
     oc_status st = oc_progress_start_save(&progress, desc, msg, so, err);
@@ -230,7 +230,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
 
 oc_status oz_archive_save(const oc_model *model, const char *path, const oz_archive_options *opts,
                           oc_error *err) {
-    if (!model) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: no model");
+    if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: no model");
     return oz_archive_save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), path, opts,
                                    err);
 }
@@ -265,7 +265,7 @@ static oc_status check_version(const oz_archive *ar, oc_error *err) {
     oc_error tmp;
     if (oz_zip_reader_find(ar->zip, OZ_VERSION_ENTRY, &index, &tmp) != OC_OK) return OC_OK;
     oc_bytes b = {0};
-    OZ_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
+    OC_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
     uint64_t v = 0;
     int digits = b.size > 0 && b.size <= 9;
     for (uint64_t i = 0; digits && i < b.size; i++) {
@@ -274,7 +274,7 @@ static oc_status check_version(const oz_archive *ar, oc_error *err) {
     }
     oc_bytes_release(&b);
     if (!digits || v > OZ_ARCHIVE_VERSION)
-        return oz__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "A-40",
+        return oc__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "A-40",
                              "archive format version %s is newer than this reader (%u)",
                              digits ? "above 1" : "unreadable", OZ_ARCHIVE_VERSION);
     return OC_OK;
@@ -302,14 +302,14 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
     if (!ar || !(ar->path = strdup(path ? path : ""))) {
         free(ar);
         oz_zip_reader_close(zip);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     ar->zip = zip;
     ar->lock_ready = pthread_mutex_init(&ar->lock, NULL) == 0;
     oc_error tmp;
     oc_status st = OC_OK;
     if (oz_zip_reader_find(ar->zip, OZ_MODEL_ENTRY, &ar->model_index, &tmp) != OC_OK)
-        st = oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-1",
+        st = oc__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-1",
                            "not an ONNX archive: no " OZ_MODEL_ENTRY " entry");
     if (st == OC_OK) st = check_version(ar, err);
     if (st != OC_OK) {
@@ -326,7 +326,7 @@ const char *oz__archive_path(const oz_archive *ar) { return ar->path; }
 oc_status oz_archive_open(const char *path, const oz_zip_reader_options *zip_opts, oz_archive **out,
                           oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_open: missing argument");
     oz_zip_reader *zip = NULL;
     oc_status st = oz_zip_reader_open(path, zip_opts, &zip, err);
     if (st != OC_OK) {
@@ -383,7 +383,7 @@ static oc_status to_mapped(oc_bytes *b, oc_mapped *out, oc_error *err) {
         out->owner = oc_owner_ref(b->owner);
     } else if (b->mode == OC_BYTES_OWNED && b->data) {
         out->owner = oc_owner_new(free_owned, (void *)(uintptr_t)b->data);
-        if (!out->owner) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        if (!out->owner) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         memset(b, 0, sizeof *b); /* the token frees the buffer now */
     }
     oc_bytes_release(b);
@@ -400,39 +400,39 @@ static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t
     /* E-12 applies: a value that is no number is named as such. */
     uint64_t offset, length;
     int has_offset, has_length;
-    OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, err));
+    OC_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, err));
     /* a `location` key without a value has no bytes at all (data NULL) */
     if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD ||
         (loc->size && memchr(loc->data, '\0', (size_t)loc->size)))
-        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
+        return oc__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
                              "tensor '%s': the archive has no entry '%s'", tname, qloc);
     if (loc->size) memcpy(name, loc->data, (size_t)loc->size);
     name[loc->size] = '\0';
     oc_error tmp;
     if (oz_zip_reader_find(ar->zip, name, index, &tmp) != OC_OK)
-        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
+        return oc__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
                              "tensor '%s': the archive has no entry '%s'", tname, qloc);
     if (*index == ar->model_index) /* `not found`: no tensor entry has that name */
-        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
+        return oc__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "A-21",
                              "tensor '%s': its location is " OZ_MODEL_ENTRY
                              ", the model's own entry, "
                              "which cannot hold a tensor",
                              tname);
     if (loc->size && loc->data[loc->size - 1] == '/')
-        return oz__fail_rule(
+        return oc__fail_rule(
             err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
             "tensor '%s': its location '%s' names a directory entry (a name ending "
             "in /), which cannot hold a tensor",
             tname, qloc);
     oz_zip_entry e;
-    OZ_FORWARD(oz_zip_reader_entry(ar->zip, *index, &e, err));
+    OC_FORWARD(oz_zip_reader_entry(ar->zip, *index, &e, err));
     if (has_offset && offset != 0)
-        return oz__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
                              "tensor '%s': offset %llu in entry '%s', where a tensor entry is the "
                              "tensor and its offset is 0",
                              tname, (unsigned long long)offset, qloc);
     if (has_length && length != e.uncompressed_size)
-        return oz__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-21",
                              "tensor '%s': its length is %llu, but entry '%s' holds %llu bytes",
                              tname, (unsigned long long)length, qloc,
                              (unsigned long long)e.uncompressed_size);
@@ -444,9 +444,9 @@ static oc_status resolve_entry(void *ctx, const onnx_TensorProto *t, const oc_st
                                oc_mapped *out, oc_error *err) {
     const oz_archive *ar = ctx;
     uint64_t index;
-    OZ_FORWARD(check_reference(ar, t, loc, &index, err));
+    OC_FORWARD(check_reference(ar, t, loc, &index, err));
     oc_bytes b = {0};
-    OZ_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
+    OC_FORWARD(oz_zip_reader_read(ar->zip, index, &b, err));
     return to_mapped(&b, out, err);
 }
 
@@ -459,7 +459,7 @@ static oc_status fetch_entry(const oz_archive *ar, const onnx_TensorProto *t, ui
     if (!loc) {
         char tname[OC_QUOTE_SIZE];
         oc_quote(t->name.data, t->name.size, tname, sizeof tname);
-        return oz__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "E-1",
+        return oc__fail_rule(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "E-1",
                              "tensor '%s': external data has no location", tname);
     }
     return check_reference(ar, t, loc, index, err);
@@ -469,8 +469,8 @@ static oc_status fetch_size(void *ctx, const onnx_TensorProto *t, uint64_t *n, o
     const oz_archive *ar = ctx;
     uint64_t index;
     oz_zip_entry e;
-    OZ_FORWARD(fetch_entry(ar, t, &index, err));
-    OZ_FORWARD(oz_zip_reader_entry(ar->zip, index, &e, err));
+    OC_FORWARD(fetch_entry(ar, t, &index, err));
+    OC_FORWARD(oz_zip_reader_entry(ar->zip, index, &e, err));
     *n = e.uncompressed_size;
     return OC_OK;
 }
@@ -479,7 +479,7 @@ static oc_status fetch_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn 
                               void *write_ctx, oc_error *err) {
     const oz_archive *ar = ctx;
     uint64_t index;
-    OZ_FORWARD(fetch_entry(ar, t, &index, err));
+    OC_FORWARD(fetch_entry(ar, t, &index, err));
     return oz_zip_reader_read_to(ar->zip, index, write, write_ctx, err);
 }
 
@@ -511,7 +511,7 @@ static oc_status check_tensor_reference(void *ctx, onnx_TensorProto *t) {
 static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts, oc_model **out,
                               oc_error *err) {
     oz_zip_entry e;
-    OZ_FORWARD(oz_zip_reader_entry(ar->zip, ar->model_index, &e, err));
+    OC_FORWARD(oz_zip_reader_entry(ar->zip, ar->model_index, &e, err));
     oc_parse_options budgeted;
     if (opts)
         budgeted = *opts;
@@ -520,8 +520,8 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
     uint64_t budget = budgeted.max_memory ? budgeted.max_memory : OC_DEFAULT_MAX_MEMORY;
     if (e.method != OZ_ZIP_STORED && budget != OC_DEFAULT_MAX_MEMORY) {
         if (e.uncompressed_size >= budget)
-            return oz__error_rule(err, "M-1",
-                                  oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+            return oc__error_rule(err, "M-1",
+                                  oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
                                            "inflating " OZ_MODEL_ENTRY " takes %llu bytes, more "
                                            "than the memory budget of %llu bytes (max_memory, M-1)",
                                            (unsigned long long)e.uncompressed_size,
@@ -530,18 +530,18 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
     }
     opts = &budgeted;
     oc_bytes b = {0};
-    OZ_FORWARD(oz_zip_reader_read(ar->zip, ar->model_index, &b, err));
+    OC_FORWARD(oz_zip_reader_read(ar->zip, ar->model_index, &b, err));
     oc_mapped m;
-    OZ_FORWARD(to_mapped(&b, &m, err));
+    OC_FORWARD(to_mapped(&b, &m, err));
     oc_model *model = oc_model_new();
-    oc_status st = model ? OC_OK : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_status st = model ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (st == OC_OK)
         st = oc_decode(&onnx_ModelProto_desc, oc_model_proto(model), m.data, m.size,
                        oc_model_arena(model), opts, m.owner, err);
     oc_owner_unref(m.owner);
     if (st == OC_ERR_LIMIT && budgeted.max_memory != budget)
-        st = oz__error_rule(err, "M-1",
-                            oz__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
+        st = oc__error_rule(err, "M-1",
+                            oc__fail(err, OC_ERR_LIMIT, err ? err->offset : OC_NO_OFFSET,
                                      "decoding needs more memory than the budget of %llu bytes, "
                                      "of which inflating " OZ_MODEL_ENTRY " took %llu "
                                      "(max_memory, M-1)",
@@ -558,11 +558,11 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
 oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts, oc_model **out,
                                 oc_error *err) {
     if (!ar || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_archive_load_model: missing argument");
     OC_PARSE_OPTS(opts, err);
     oc_model *m;
-    OZ_FORWARD(decode_model(ar, opts, &m, err));
+    OC_FORWARD(decode_model(ar, opts, &m, err));
     if (!opts || !opts->skip_external_data) {
         refs_ctx rc = {ar, err};
         /* every tensor's entry, in about file order */
@@ -596,7 +596,7 @@ oc_status oz_archive_load(const char *path, const oc_parse_options *opts, oc_mod
     OC_PARSE_OPTS(opts, err);
     oz_archive *ar;
     oz_zip_reader_options zo = oz__zip_options_for(opts);
-    OZ_FORWARD(oz_archive_open(path, &zo, &ar, err));
+    OC_FORWARD(oz_archive_open(path, &zo, &ar, err));
     oc_status st = oz_archive_load_model(ar, opts, out, err);
     oz_archive_close(ar); /* tensors keep the mapping alive on their own */
     return st;
@@ -639,13 +639,13 @@ static oc_status build_index(const oz_archive *ar, tensor_index **out, oc_error 
     po.no_copy = 1;
     po.buffer.raw_data_threshold = 0;
     tensor_index *x = calloc(1, sizeof *x);
-    if (!x) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (!x) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = decode_model(ar, &po, &x->model, err);
     if (st == OC_OK) {
         collect_ctx c = {x, 0};
         if (oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(x->model), collect_tensor,
                                  &c) != OC_OK)
-            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     if (st != OC_OK) {
         oc_model_free(x->model);
@@ -662,7 +662,7 @@ static oc_status build_index(const oz_archive *ar, tensor_index **out, oc_error 
  * call reports the same error as the first. */
 static oc_status get_index(const oz_archive *ar, const tensor_index **out, oc_error *err) {
     oz_archive *mut = (oz_archive *)(uintptr_t)ar; /* the cache is not part of its value */
-    if (!mut->lock_ready) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (!mut->lock_ready) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = OC_OK;
     pthread_mutex_lock(&mut->lock);
     if (!mut->tix) st = build_index(ar, &mut->tix, err);
@@ -692,12 +692,12 @@ static onnx_TensorProto *lookup(const tensor_index *x, const char *name, size_t 
 static oc_status read_tensor(const oz_archive *ar, const char *tensor_name, size_t name_len,
                              oc_bytes *out, oc_error *err) {
     const tensor_index *x = NULL;
-    OZ_FORWARD(get_index(ar, &x, err));
+    OC_FORWARD(get_index(ar, &x, err));
     onnx_TensorProto *found = lookup(x, tensor_name, name_len);
     oc_status st;
     if (!found) {
         char q[OC_QUOTE_SIZE];
-        st = oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%s'",
+        st = oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "the model has no tensor named '%s'",
                       oc_quote(tensor_name, name_len, q, sizeof q));
     } else {
         st = oz__archive_tensor_bytes(ar, found, out, err);
@@ -713,7 +713,7 @@ oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto 
     char q[OC_QUOTE_SIZE];
     oc_status st =
         loc ? resolve_entry((void *)(uintptr_t)ar, t, loc, &mp, err)
-            : oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%s' has no location",
+            : oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "tensor '%s' has no location",
                        oc_quote(t->name.data, t->name.size, q, sizeof q));
     if (st == OC_OK) {
         if (mp.owner)
@@ -728,7 +728,7 @@ oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto 
 oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, oc_bytes *out,
                                  oc_error *err) {
     if (!ar || !tensor_name || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_archive_read_tensor: missing argument");
     return read_tensor(ar, tensor_name, strlen(tensor_name), out, err);
 }
@@ -736,7 +736,7 @@ oc_status oz_archive_read_tensor(const oz_archive *ar, const char *tensor_name, 
 oc_status oz_archive_read_tensor_n(const oz_archive *ar, const char *tensor_name, size_t name_len,
                                    oc_bytes *out, oc_error *err) {
     if (!ar || (!tensor_name && name_len) || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_archive_read_tensor_n: missing argument");
     return read_tensor(ar, tensor_name ? tensor_name : "", name_len, out, err);
 }
@@ -782,35 +782,35 @@ static oc_status layout_check(const layout_walk *w, uint64_t count, oc_error *er
     oz_zip_entry model, e;
     uint64_t rank = 0;
     char buf[32], qe[OC_QUOTE_SIZE], qt[OC_QUOTE_SIZE];
-    OZ_FORWARD(oz_zip_reader_entry(w->zip, w->model_index, &model, err));
+    OC_FORWARD(oz_zip_reader_entry(w->zip, w->model_index, &model, err));
     if (w->model_index + 1 != count)
-        return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-2",
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-2",
                              OZ_MODEL_ENTRY " is entry %llu of %llu in the central directory, "
                                             "not the last",
                              (unsigned long long)w->model_index + 1, (unsigned long long)count);
     for (uint64_t i = 0; i < count; i++) {
-        OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
+        OC_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
         if (e.local_header_offset < model.local_header_offset) rank++;
     }
     if (rank + 1 != count)
-        return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-2",
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-2",
                              OZ_MODEL_ENTRY " is not the last entry in the file: its data at "
                                             "offset %llu comes before other entries'",
                              (unsigned long long)model.data_offset);
     for (uint64_t i = 0; i < count; i++) {
-        OZ_FORWARD(oz_zip_reader_local(w->zip, i, err)); /* data_offset, where deferred */
-        OZ_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
+        OC_FORWARD(oz_zip_reader_local(w->zip, i, err)); /* data_offset, where deferred */
+        OC_FORWARD(oz_zip_reader_entry(w->zip, i, &e, err));
         oc_quote(e.name, e.name_len, qe, sizeof qe);
         if (i != w->model_index && w->has_tensor[i] && e.method != OZ_ZIP_STORED) {
             const oc_str *t = &w->first_tensor[i];
-            return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-3",
+            return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-3",
                                  "entry '%s' of tensor '%s' is %s, not stored: it cannot be "
                                  "mapped in place",
                                  qe, oc_quote(t->data, t->size, qt, sizeof qt),
                                  layout_method_name(e.method, buf, sizeof buf));
         }
         if (e.method == OZ_ZIP_STORED && e.data_offset % OZ_ZIP_DEFAULT_ALIGNMENT != 0)
-            return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-4",
+            return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "A-4",
                                  "entry '%s' has its data at offset %llu, not on a %u-byte "
                                  "boundary",
                                  qe, (unsigned long long)e.data_offset, OZ_ZIP_DEFAULT_ALIGNMENT);
@@ -823,20 +823,20 @@ oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *m
     layout_walk w;
     uint64_t count;
     oc_status st;
-    OZ_RETURN_ERROR_IF(!ar || !model, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!ar || !model, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_check_layout: NULL archive or model");
     memset(&w, 0, sizeof w);
     w.zip = oz_archive_zip(ar);
     oz__zip_reader_will_read_locals(w.zip); /* A-4 needs every data offset */
     count = oz_zip_reader_count(w.zip);
-    OZ_FORWARD(oz_zip_reader_find(w.zip, OZ_MODEL_ENTRY, &w.model_index, err));
+    OC_FORWARD(oz_zip_reader_find(w.zip, OZ_MODEL_ENTRY, &w.model_index, err));
     w.first_tensor = calloc((size_t)count, sizeof *w.first_tensor);
     w.has_tensor = calloc((size_t)count, 1);
     if (!w.first_tensor || !w.has_tensor)
-        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
     else if (oc_msg_visit_tensors(&onnx_ModelProto_desc, (onnx_ModelProto *)model, layout_ref,
                                   &w) != OC_OK)
-        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory checking the layout");
     else
         st = layout_check(&w, count, err);
     free(w.first_tensor);

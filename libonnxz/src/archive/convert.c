@@ -15,7 +15,7 @@
 #include "onnxz/convert.h"
 #include "onnxcore/external.h"
 #include "onnxz/open.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/options.h"
 
 /* The forms by name, indexed by oz_form; each name is also the form's extension. */
@@ -76,12 +76,12 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
                          const oc_crypt_options *crypt, oc_error *err) {
     /* S-40: the model's references resolved (a fetch) or the save refused, before any
      * file is touched. */
-    OZ_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
+    OC_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
                                             ao->serialize.fetch, err));
     switch (form) {
     case OZ_FORM_ONNXZ:
         if (ao->serialize.external_data)
-            return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+            return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                             "external_data does not apply to an archive, which holds its "
                             "tensors itself");
         return oz_archive_save(model, path, ao, err);
@@ -90,7 +90,7 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
     case OZ_FORM_ONNXC:
         return oc_crypt_save_model_file(model, path, key, key_len, crypt, &ao->serialize, err);
     default:
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "unknown output form %d", (int)form);
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "unknown output form %d", (int)form);
     }
 }
 
@@ -98,10 +98,10 @@ static oc_status save_any(const oc_model *model, const char *path, oz_form form,
                           const oz_archive_options *opts, oc_error *err) {
     OZ_ARCHIVE_OPTS(opts, err);
     if (!model)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save_any: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save_any: missing argument");
     if (form == OZ_FORM_AUTO) form = form_of_name(path);
     if (form == OZ_FORM_ONNXC)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_save_any: an encrypted output needs a key: use oz_save");
     return save_as(model, path, form, opts, NULL, 0, NULL, err);
 }
@@ -114,13 +114,13 @@ oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
 oc_status oz_convert(const char *in, const char *out, const oz_convert_options *opts,
                      oc_error *err) {
     if (!in || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert: missing argument");
     OZ_CONVERT_OPTS(opts, err);
     oc_parse_options load = opts->load;
     load.no_copy = 1;
     load.skip_external_data = 0;
     oc_model *model = NULL;
-    OZ_FORWARD(load_any(in, &load, &model, err));
+    OC_FORWARD(load_any(in, &load, &model, err));
     oc_status st = save_any(model, out, opts->output, &opts->save, err);
     oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
     return st;
@@ -142,7 +142,7 @@ static oc_status save_opts(const oz_save_options **opts, oz_save_options *local,
     *opts = local;
     if (!in) return OC_OK;
     if (in->size < offsetof(oz_save_options, overwrite) || in->size > sizeof *in)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_save_options: size %zu is not one this library knows", in->size);
     memcpy(local, in, in->size);
     local->size = sizeof *local;
@@ -169,7 +169,7 @@ refuse(oz_save_option opt, oz_save_option *bad, oc_error *err, const char *fmt, 
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     if (bad) *bad = opt;
-    return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s %s", oz_save_option_name(opt), why);
+    return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s %s", oz_save_option_name(opt), why);
 }
 
 #define SAVE_DEFAULT_ALIGN 64u
@@ -229,9 +229,9 @@ static oc_status check_values(const oz_save_options *o, oz_form form, oz_save_op
 oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
                         oz_save_option *bad, oc_error *err) {
     if (bad) *bad = OZ_SAVE_OPT_NONE;
-    if (!out) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
+    if (!out) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     oz_save_options full;
-    OZ_FORWARD(save_opts(&opts, &full, err));
+    OC_FORWARD(save_opts(&opts, &full, err));
     oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
     if (opts->form != OZ_FORM_AUTO && (opts->form < OZ_FORM_ONNX || opts->form > OZ_FORM_ONNXC))
         return refuse(OZ_SAVE_OPT_FORM, bad, err, "%d is not a form", (int)opts->form);
@@ -240,7 +240,7 @@ oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *f
                       "is not known by the output's name: name it *.onnx, *.onnxz or *.onnxc, "
                       "or give the form");
     if (form) *form = f;
-    OZ_FORWARD(check_applies(opts, f, bad, err));
+    OC_FORWARD(check_applies(opts, f, bad, err));
     return check_values(opts, f, bad, err);
 }
 
@@ -276,7 +276,7 @@ static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
                                 void *write_ctx, oc_error *err) {
     watched_fetch *f = ctx;
     if (f->opts->cancel && f->opts->cancel(f->opts->cancel_ctx))
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
     watched_sink sink = {write, write_ctx, false};
     oc_status st = f->inner->stream(f->inner->ctx, t, watched_write, &sink, err);
     if (st != OC_OK && !sink.failed) f->input_failed = true;
@@ -287,7 +287,7 @@ static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
 static oc_status save_watched(const oc_model *model, const char *out, const oz_save_options *opts,
                               bool *input_failed, oc_error *err) {
     oz_form form;
-    OZ_FORWARD(oz_save_check(out, opts, &form, NULL, err));
+    OC_FORWARD(oz_save_check(out, opts, &form, NULL, err));
     watched_fetch watched = {opts->fetch, opts, false};
     oc_tensor_fetch fetch = {watched_size, watched_stream, &watched};
     const oc_tensor_fetch *f = opts->fetch && opts->fetch->size ? &fetch : NULL;
@@ -299,14 +299,14 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
         if (st != OC_OK && !watched.input_failed) {
             char msg[OC_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "%s", err ? err->message : "wrong size");
-            oz__fail_rule(err, st, OC_NO_OFFSET, "A-13",
+            oc__fail_rule(err, st, OC_NO_OFFSET, "A-13",
                           "%s; an .onnxz archive holds only tensors of the size their shape makes",
                           msg);
             watched.input_failed = true; /* the input's tensors, not OUT, are at fault */
         }
     }
     if (st == OC_OK && opts->cancel && opts->cancel(opts->cancel_ctx))
-        st = oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
+        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
     if (st == OC_OK) {
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
         ao.serialize.overwrite = opts->overwrite;
@@ -333,8 +333,8 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
 oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
                   oc_error *err) {
     oz_save_options full;
-    OZ_FORWARD(save_opts(&opts, &full, err));
-    if (!model) return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
+    OC_FORWARD(save_opts(&opts, &full, err));
+    if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     return save_watched(model, out, opts, NULL, err);
 }
 
@@ -351,7 +351,7 @@ oc_status oz_convert_file(const char *in, const char *out, const oz_open_options
     oz_save_options so;
     oz_form form;
     oc_status st =
-        !in ? oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert_file: missing argument")
+        !in ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert_file: missing argument")
             : save_opts(&out_opts, &so, err);
     if (st == OC_OK) {
         so = *out_opts;

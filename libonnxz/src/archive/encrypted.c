@@ -11,17 +11,17 @@
 
 #include "onnxz/encrypted.h"
 #include "internal/archive.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/options.h"
 
 oc_status oz_archive_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                  const oz_zip_reader_options *zip_opts, oz_archive **out,
                                  oc_error *err) {
     if (!out || (!data && size))
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_archive_open_memory: missing argument");
     oz_zip_reader *zip = NULL;
-    OZ_FORWARD(oz_zip_reader_open_memory(data, size, owner, zip_opts, &zip, err));
+    OC_FORWARD(oz_zip_reader_open_memory(data, size, owner, zip_opts, &zip, err));
     return oz__archive_wrap(zip, "(memory)", out, err);
 }
 
@@ -31,7 +31,7 @@ static oc_status open_plain(const oc_bytes *plain, const char *path,
                             oc_error *err) {
     if (!oc_crypt_is_zip(plain->data, plain->size))
         return oc_error_file(err, path,
-                             oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                             oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                                       "%s: the decrypted data is not an .onnxz archive", path));
     return oz_archive_open_memory(plain->data, plain->size, plain->owner, zip_opts, out, err);
 }
@@ -41,10 +41,10 @@ oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t ke
                                     const oz_zip_reader_options *zip_opts, oz_archive **out,
                                     oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_archive_open_encrypted: missing argument");
     oc_bytes plain = {0};
-    OZ_FORWARD(oc_crypt_decrypt_file_to_memory(path, key, key_len, copts, &plain, err));
+    OC_FORWARD(oc_crypt_decrypt_file_to_memory(path, key, key_len, copts, &plain, err));
     oc_status st = open_plain(&plain, path, zip_opts, out, err);
     oc_bytes_release(&plain); /* the reader holds its own reference */
     return st;
@@ -54,14 +54,14 @@ oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
                             const oc_crypt_options *copts, const oc_parse_options *popts,
                             oc_model **out, int *is_archive, oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_encrypted_load: missing argument");
     *out = NULL; /* on any failure, an unset options struct too */
     OC_PARSE_OPTS(popts, err);
     oc_crypt_format format = OC_CRYPT_NONE;
-    OZ_FORWARD(oc_crypt_detect_file(path, &format, err));
+    OC_FORWARD(oc_crypt_detect_file(path, &format, err));
     oc_bytes plain = {0};
-    OZ_FORWARD(oc_crypt_decrypt_file_to_memory(path, key, key_len, copts, &plain, err));
+    OC_FORWARD(oc_crypt_decrypt_file_to_memory(path, key, key_len, copts, &plain, err));
     int zip = oc_crypt_is_zip(plain.data, plain.size);
     if (is_archive) *is_archive = zip;
     oc_status st;

@@ -29,7 +29,7 @@
 #include "internal/cleanup.h"
 #include "internal/crc.h"
 #include "internal/cursor.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/journal.h"
 #include "internal/lock.h"
 #include "internal/path.h"
@@ -56,7 +56,7 @@ char *oz__journal_path(const char *archive_path) {
 oc_status oz__crc_range(int fd, uint64_t from, uint64_t to, uint32_t *crc, oc_error *err) {
     const size_t chunk = (size_t)1 << 18;
     uint8_t *buf = malloc(chunk);
-    OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     uint32_t c = 0;
     for (uint64_t at = from; at < to;) {
         size_t want = to - at < chunk ? (size_t)(to - at) : chunk;
@@ -66,9 +66,9 @@ oc_status oz__crc_range(int fd, uint64_t from, uint64_t to, uint32_t *crc, oc_er
             int e = got < 0 ? errno : 0;
             free(buf);
             if (got == 0)
-                return oz__fail(err, OC_ERR_TRUNCATED, at, "the archive ended early at %llu",
+                return oc__fail(err, OC_ERR_TRUNCATED, at, "the archive ended early at %llu",
                                 (unsigned long long)at);
-            return oz__fail_errno(err, e, "cannot read the archive at offset %llu",
+            return oc__fail_errno(err, e, "cannot read the archive at offset %llu",
                                   (unsigned long long)at);
         }
         c = oz__crc32(c, buf, (uint64_t)got);
@@ -106,7 +106,7 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
      * signal cleanup registry while it exists; SIGKILL can leave it, under its own name. */
     size_t tn = strlen(jpath) + 32;
     char *tmp = malloc(tn);
-    if (!tmp) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (!tmp) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     int fd = -1;
     for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
         uint64_t r = 0;
@@ -119,7 +119,7 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
     if (fd < 0) {
         int e = errno;
         free(tmp);
-        return oz__fail_errno(err, e, "cannot create the edit journal %s", jpath);
+        return oc__fail_errno(err, e, "cannot create the edit journal %s", jpath);
     }
     oc_cleanup_entry *ce = oc_cleanup_register(tmp, 0);
     oc__test_point("journal-opened"); /* hostile_edit: killed here, no journal is left */
@@ -141,8 +141,8 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
     oc_cleanup_forget(ce);
     free(tmp);
     if (n != (ssize_t)JOURNAL_SIZE) {
-        return e ? oz__fail_errno(err, e, "cannot create the edit journal %s", jpath)
-                 : oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "cannot write the edit journal %s",
+        return e ? oc__fail_errno(err, e, "cannot create the edit journal %s", jpath)
+                 : oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "cannot write the edit journal %s",
                             jpath);
     }
     sync_dir(jpath);
@@ -152,7 +152,7 @@ oc_status oz__journal_write(const char *jpath, const oz__journal *j, oc_error *e
 oc_status oz__journal_remove(const char *jpath, oc_error *err) {
     if (unlink(jpath) != 0) {
         if (errno == ENOENT) return OC_OK;
-        return oz__fail_errno(err, errno, "cannot remove the edit journal %s", jpath);
+        return oc__fail_errno(err, errno, "cannot remove the edit journal %s", jpath);
     }
     sync_dir(jpath);
     return OC_OK;
@@ -176,16 +176,16 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
     struct stat named;
     if (lstat(jpath, &named) != 0) {
         if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
-        return oz__fail_errno(err, errno, "cannot look at the edit journal %s", jpath);
+        return oc__fail_errno(err, errno, "cannot look at the edit journal %s", jpath);
     }
     *found = 1;
     if (!S_ISREG(named.st_mode))
         return oc_error_file(err, jpath,
-                             oz__fail_rule(err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
+                             oc__fail_rule(err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
                                            "%s is %s, not an edit journal: move it away to edit",
                                            jpath, kind_of(named.st_mode)));
     int jfd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (jfd < 0) return oz__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
+    if (jfd < 0) return oc__fail_errno(err, errno, "cannot open the edit journal %s", jpath);
     struct stat st;
     uint8_t b[JOURNAL_SIZE + 1];
     ssize_t n = -1;
@@ -199,8 +199,8 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
         e = n < 0 ? errno : 0;
     }
     close(jfd);
-    if (e) return oz__fail_errno(err, e, "cannot read the edit journal %s", jpath);
-    OZ_RETURN_RULE_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
+    if (e) return oc__fail_errno(err, e, "cannot read the edit journal %s", jpath);
+    OC_RETURN_RULE_IF(!S_ISREG(st.st_mode) || st.st_dev != named.st_dev ||
                           st.st_ino != named.st_ino,
                       err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
                       "%s changed while it was read (now %s): move it away to edit", jpath,
@@ -209,7 +209,7 @@ oc_status oz__journal_read(const char *jpath, oz__journal *j, int *found, oc_err
         oz__crc32(0, b, JOURNAL_SIZE - 4) != oz__le32(b + JOURNAL_SIZE - 4))
         return oc_error_file(
             err, jpath,
-            oz__fail_rule(err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
+            oc__fail_rule(err, OC_ERR_IO, OC_NO_OFFSET, "A-55",
                           "%s is no complete edit journal (an edit that stopped before it "
                           "changed the archive leaves that, or the file is not ours): move it "
                           "away to edit",

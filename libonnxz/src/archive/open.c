@@ -19,7 +19,7 @@
 #include "onnxz/encrypted.h"
 #include "onnxz/open.h"
 #include "internal/archive.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/options.h"
 #include "internal/path.h"
 #include "internal/source.h"
@@ -67,14 +67,14 @@ oz_kind oz_detect(const void *head, size_t n, uint64_t file_size) {
 static oc_status detect_source(oc_source *src, oz_kind *kind, oc_error *err) {
     uint8_t b[OZ_EOCD_SIZE];
     if (src->size >= OZ_EOCD_SIZE) {
-        OZ_FORWARD(oc_source_read(src, src->size - OZ_EOCD_SIZE, b, OZ_EOCD_SIZE, err));
+        OC_FORWARD(oc_source_read(src, src->size - OZ_EOCD_SIZE, b, OZ_EOCD_SIZE, err));
         if (b[0] == 'P' && b[1] == 'K' && b[2] == 5 && b[3] == 6 && b[20] == 0 && b[21] == 0) {
             *kind = OZ_KIND_ZIP;
             return OC_OK;
         }
     }
     uint64_t n = src->size < OZ_DETECT_HEAD ? src->size : OZ_DETECT_HEAD;
-    if (n) OZ_FORWARD(oc_source_read(src, 0, b, n, err));
+    if (n) OC_FORWARD(oc_source_read(src, 0, b, n, err));
     *kind = oz_detect(b, (size_t)n, src->size);
     return OC_OK;
 }
@@ -82,7 +82,7 @@ static oc_status detect_source(oc_source *src, oz_kind *kind, oc_error *err) {
 static oc_status detect_url(const char *url, const oc_http_options *http, oz_kind *kind,
                             oc_error *err) {
     oc_source *src;
-    OZ_FORWARD(oc__source_http(url, http, &src, err));
+    OC_FORWARD(oc__source_http(url, http, &src, err));
     oc_status st = detect_source(src, kind, err);
     oc_source_unref(src);
     return st;
@@ -95,7 +95,7 @@ oc_status oz_detect_file(const char *path, oz_kind *kind, oc_error *err) {
 oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind *kind,
                          oc_error *err) {
     if (!path || !kind)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_path: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_detect_path: missing argument");
     *kind = OZ_KIND_MODEL;
     if (oc_is_url(path)) return detect_url(path, http, kind, err);
     /* A device, FIFO or directory is refused before it is opened: opening a device runs
@@ -103,18 +103,18 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return oc_error_file(
-            err, path, oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path));
+            err, path, oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path));
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return oc_error_file(err, path, oz__fail_errno(err, errno, "cannot open %s", path));
+    if (fd < 0) return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return oc_error_file(err, path, oz__fail_errno(err, e, "cannot stat %s", path));
+        return oc_error_file(err, path, oc__fail_errno(err, e, "cannot stat %s", path));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         return oc_error_file(
-            err, path, oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path));
+            err, path, oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", path));
     }
     /* S-44: a file of size 0 is empty whatever reading it gives (a /proc file reads
      * bytes, or fails): the loaders map st_size bytes, so none of them would be read. */
@@ -131,7 +131,7 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
         if (r < 0) {
             int e = errno;
             close(fd);
-            return oc_error_file(err, path, oz__fail_errno(err, e, "cannot read %s", path));
+            return oc_error_file(err, path, oc__fail_errno(err, e, "cannot read %s", path));
         }
         if (r == 0) break;
         got += (size_t)r;
@@ -181,7 +181,7 @@ bool oz_kind_is_encrypted(oz_kind kind, oc_crypt_format *format) {
 static oc_status cut_in_magic(const char *path, oc_error *err) {
     struct stat st;
     uint64_t got = stat(path, &st) == 0 ? (uint64_t)st.st_size : OC_NO_OFFSET;
-    return oz__fail_rule(err, OC_ERR_TRUNCATED, got, "C-1",
+    return oc__fail_rule(err, OC_ERR_TRUNCATED, got, "C-1",
                          "truncated: the file ends inside the magic of an encrypted file (%llu of "
                          "%u bytes)",
                          (unsigned long long)(got == OC_NO_OFFSET ? 0 : got),
@@ -229,7 +229,7 @@ static oc_status defer_files(const char *path, const oc_parse_options *po, oc_mo
         po->data_dir || dir
             ? oc_external_data_open(&onnx_ModelProto_desc, oc_model_proto(*out),
                                     po->data_dir ? po->data_dir : dir, po, &keep->files, err)
-            : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     free(dir);
     if (st != OC_OK) {
         oc_model_free(*out);
@@ -257,7 +257,7 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
     if (size > cap) { /* refused before anything is downloaded (as the decode would) */
         oc_status st =
             oc_error_file(err, src->name,
-                          oz__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                          oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
                                    "%s: the model of %llu bytes is over the max_model_bytes "
                                    "limit of %llu bytes",
                                    src->name, (unsigned long long)size, (unsigned long long)cap));
@@ -266,13 +266,13 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
     }
     uint8_t *buf = size <= SIZE_MAX ? malloc(size ? (size_t)size : 1) : NULL;
     oc_status st = buf ? oc_source_read(src, 0, buf, size, err)
-                       : oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+                       : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_source_unref(src);
     oc_parse_options o = model_parse(po, keep);
     char *dir = NULL;
     if (st == OC_OK && !o.data_dir && !o.skip_external_data) {
         if (!(dir = oc__path_dir(url)))
-            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         o.data_dir = dir;
     }
     o.no_copy = 0; /* the bytes are freed below */
@@ -288,17 +288,17 @@ static oc_status load_remote_model(const char *url, oc_source *src, const oc_par
 static oc_status open_url(const char *url, const oz_open_options *opts, oc_model **out,
                           oz_open_info *info, oz_weights *keep, oc_error *err) {
     oc_source *src;
-    OZ_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
+    OC_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
     info->file_size = src->size;
     oc_status st = detect_source(src, &info->kind, err);
     if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
         if (st == OC_OK && info->kind == OZ_KIND_EMPTY) /* src->name: no password shown */
             st = oc_error_file(err, src->name,
-                               oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                               oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                                         "%s: empty, not an ONNX model", src->name));
         else if (st == OC_OK && info->kind != OZ_KIND_MODEL)
             st = oc_error_file(err, src->name,
-                               oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                               oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                                         "%s: an encrypted file (%s) cannot be read from a URL yet; "
                                         "download it first",
                                         src->name, oz_kind_name(info->kind)));
@@ -313,9 +313,9 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
     oz_zip_reader *zip;
     st = oz__zip_reader_open_source(src, UINT64_MAX, &zo, &zip, err);
     oc_source_unref(src); /* the reader holds its own reference */
-    OZ_FORWARD(st);
+    OC_FORWARD(st);
     oz_archive *ar;
-    OZ_FORWARD(oz__archive_wrap(zip, url, &ar, err)); /* closes zip on failure */
+    OC_FORWARD(oz__archive_wrap(zip, url, &ar, err)); /* closes zip on failure */
     return load_archive(ar, opts, out, keep, err);
 }
 
@@ -323,7 +323,7 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
 static oc_status open_any(const char *path, const oz_open_options *opts, oc_model **out,
                           oz_open_info *info, oz_weights *keep, oc_error *err) {
     if (!path || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_open: missing argument");
     *out = NULL;
     OZ_OPEN_OPTS(opts, err);
     if (oc_is_url(path)) {
@@ -340,7 +340,7 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
     switch (info->kind) {
     case OZ_KIND_EMPTY:
         return oc_error_file(err, path,
-                             oz__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
+                             oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
                                       "%s: empty file, not an ONNX model", path));
     case OZ_KIND_CRYPT_SHORT:
         return cut_in_magic(path, err);
@@ -361,7 +361,7 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
         oz_kind_is_encrypted(info->kind, &format);
         if (!opts->key)
             return oc_error_file(err, path,
-                                 oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                 oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                           "%s is encrypted (%s): a key is needed", path,
                                           oc_crypt_format_name(format)));
         int zip = 0;
@@ -392,12 +392,12 @@ oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_mod
                            oz_weights **weights, oz_open_info *info, oc_error *err) {
     if (out) *out = NULL;
     if (!weights)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_open_deferred: missing argument");
     *weights = NULL;
     if (info && oc__opts_check(info->size, "oz_open_info", err) != OC_OK) return OC_ERR_INVALID_ARG;
     oz_weights *w = calloc(1, sizeof *w);
-    if (!w) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (!w) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oz_open_info found = OZ_OPEN_INFO_INIT;
     oc_status st = open_any(path, opts, out, &found, w, err);
     if (info) oz__open_info_put(info, &found);
@@ -455,7 +455,7 @@ typedef struct fill_sink {
 static oc_status fill_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
     fill_sink *s = ctx;
     if (size > s->size - s->used)
-        return oz__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "the tensor's source gave more bytes than it announced");
     if (size) memcpy(s->data + s->used, data, (size_t)size);
     s->used += size;
@@ -468,14 +468,14 @@ static oc_status read_fetched(oz_weights *w, const onnx_TensorProto *t, oc_bytes
     oc_tensor_fetch fetch;
     uint64_t n = 0;
     oz_weights_fetch(w, &fetch);
-    OZ_FORWARD(fetch.size(fetch.ctx, t, &n, err));
+    OC_FORWARD(fetch.size(fetch.ctx, t, &n, err));
     oc_bytes b = {0};
     uint8_t *p;
-    OZ_FORWARD(oc_bytes_set_alloc(&b, n, &p, err));
+    OC_FORWARD(oc_bytes_set_alloc(&b, n, &p, err));
     fill_sink sink = {p, n, 0};
     oc_status st = fetch.stream(fetch.ctx, t, fill_write, &sink, err);
     if (st == OC_OK && sink.used != n)
-        st = oz__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+        st = oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
                       "the tensor's source gave %llu of %llu bytes", (unsigned long long)sink.used,
                       (unsigned long long)n);
     if (st == OC_OK)
@@ -490,21 +490,21 @@ oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_by
     static const oz_tensor_source none;
     char q[OC_QUOTE_SIZE];
     if (!t || !out)
-        return oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_read: missing argument");
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_read: missing argument");
     if (!src) src = &none;
     if (oc_tensor_is_external(t)) {
         if (src->archive) return oz__archive_tensor_bytes(src->archive, t, out, err);
         if (src->weights) return read_fetched(src->weights, t, out, err);
         if (!src->data_dir)
-            return oz__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
+            return oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
                             oc_quote(t->name.data, t->name.size, q, sizeof q));
         oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-        OZ_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
+        OC_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
                                          src->parse ? src->parse : &po, err));
     }
     if (!t->raw_data.size && !OC_HAS(TensorProto, t, raw_data) &&
         oc_tensor_element_bits(t->data_type) && t->dims.count)
-        return oz__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                         "tensor '%s' keeps its values in typed fields (float_data ...), not as "
                         "raw bytes: convert the model first",
                         oc_quote(t->name.data, t->name.size, q, sizeof q));

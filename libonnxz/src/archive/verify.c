@@ -11,7 +11,7 @@
 #include "onnxcore/stats.h"
 #include "onnxz/listing.h"
 #include "internal/archive.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/options.h"
 
 static oc_status nomem(oc_error *err) {
@@ -92,7 +92,7 @@ void oz_archive_report_free(oz_archive_report *report) { free(report); }
 static oc_status model_report(oc_model *model, oz_model_report **out, oc_error *err) {
     oc_model_stats *s = NULL;
     oz_model_report *r;
-    OZ_FORWARD(oc_model_stats_collect(oc_model_proto(model), &s, err));
+    OC_FORWARD(oc_model_stats_collect(oc_model_proto(model), &s, err));
     r = calloc(1, sizeof *r);
     if (r) {
         r->tensors = s->tensors;

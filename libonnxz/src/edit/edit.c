@@ -37,7 +37,7 @@
 #include "internal/crc.h"
 #include "internal/cursor.h"
 #include "internal/edit.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/journal.h"
 #include "internal/lock.h"
 #include "internal/zipbuild.h"
@@ -72,7 +72,7 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
     char tname[OC_QUOTE_SIZE], qloc[OC_QUOTE_SIZE];
     oc_quote((const uint8_t *)t->name.data, (size_t)t->name.size, tname, OC_QUOTE_SIZE);
     const oc_str *loc = oc_tensor_external_value(t, "location");
-    OZ_RETURN_RULE_IF(!loc, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
+    OC_RETURN_RULE_IF(!loc, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
                       "tensor '%s' is EXTERNAL but has no location", tname);
     oc_quote((const uint8_t *)loc->data, (size_t)loc->size, qloc, OC_QUOTE_SIZE);
     char name[OZ_ZIP_MAX_NAME_LEN_HARD + 1];
@@ -85,15 +85,15 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
         name[loc->size] = '\0';
         found = oz_zip_reader_find(c->zip, name, &index, &tmp) == OC_OK && index != c->model_index;
     }
-    OZ_RETURN_RULE_IF(!found, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
+    OC_RETURN_RULE_IF(!found, c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
                       "tensor '%s' points at '%s', which is no tensor entry of the archive", tname,
                       qloc);
     oz_zip_entry e;
-    OZ_FORWARD(oz_zip_reader_entry(c->zip, index, &e, c->err));
+    OC_FORWARD(oz_zip_reader_entry(c->zip, index, &e, c->err));
     uint64_t offset, length;
     int has_offset, has_length;
-    OZ_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, c->err));
-    OZ_RETURN_RULE_IF((has_offset && offset != 0) || (has_length && length != e.uncompressed_size),
+    OC_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, c->err));
+    OC_RETURN_RULE_IF((has_offset && offset != 0) || (has_length && length != e.uncompressed_size),
                       c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
                       "tensor '%s': entry '%s' holds %llu bytes, which is not what the "
                       "tensor's offset and length say",
@@ -147,7 +147,7 @@ static oc_status pwrite_all(int fd, const void *data, uint64_t n, uint64_t at, o
         ssize_t got = pwrite(fd, p, want, (off_t)at);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0)
-            return oz__fail_errno(err, got < 0 ? errno : EIO,
+            return oc__fail_errno(err, got < 0 ? errno : EIO,
                                   "cannot write the archive at offset %llu",
                                   (unsigned long long)at);
         p += got;
@@ -159,13 +159,13 @@ static oc_status pwrite_all(int fd, const void *data, uint64_t n, uint64_t at, o
 
 static oc_status sync_fd(const edit *ed, oc_error *err) {
     if (fsync(ed->fd) != 0)
-        return oc_error_file(err, ed->path, oz__fail_errno(err, errno, "cannot sync %s", ed->path));
+        return oc_error_file(err, ed->path, oc__fail_errno(err, errno, "cannot sync %s", ed->path));
     return OC_OK;
 }
 
 static oc_status cut(const edit *ed, uint64_t size, oc_error *err) {
     if (ftruncate(ed->fd, (off_t)size) != 0)
-        return oz__fail_errno(err, errno, "cannot shorten %s to %llu bytes", ed->path,
+        return oc__fail_errno(err, errno, "cannot shorten %s to %llu bytes", ed->path,
                               (unsigned long long)size);
     return sync_fd(ed, err);
 }
@@ -188,10 +188,10 @@ static void place(edit *ed, uint64_t at, tail *t) {
 /* Writes a tail laid out by place(): local header and data, then (after the test seam
  * `torn`) the central directory and end records, then fsync. */
 static oc_status write_tail(edit *ed, const tail *t, const char *torn, oc_error *err) {
-    OZ_FORWARD(pwrite_all(ed->fd, ed->lh, t->lh_len, t->at, err));
-    OZ_FORWARD(pwrite_all(ed->fd, ed->data, ed->model.csize, t->at + t->lh_len, err));
+    OC_FORWARD(pwrite_all(ed->fd, ed->lh, t->lh_len, t->at, err));
+    OC_FORWARD(pwrite_all(ed->fd, ed->data, ed->model.csize, t->at + t->lh_len, err));
     step(torn);
-    OZ_FORWARD(pwrite_all(ed->fd, ed->cd, t->cd_len, t->at + t->lh_len + ed->model.csize, err));
+    OC_FORWARD(pwrite_all(ed->fd, ed->cd, t->cd_len, t->at + t->lh_len + ed->model.csize, err));
     return sync_fd(ed, err);
 }
 
@@ -216,7 +216,7 @@ static oc_status archive_alignment(const edit *ed, uint32_t *out, oc_error *err)
         uint8_t *p = realloc(x, (size_t)xlen);
         if (!p) {
             free(x);
-            return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         }
         x = p;
         if (oc_source_read(oz__zip_reader_source(ed->zip),
@@ -251,8 +251,8 @@ static oc_status archive_alignment(const edit *ed, uint32_t *out, oc_error *err)
  * file's first bytes: the source reads the edited file's descriptor). */
 static oc_status read_archive(const edit *ed, void *buf, uint64_t n, uint64_t at, oc_error *err) {
     uint64_t got;
-    OZ_FORWARD(oc_source_read_some(oz__zip_reader_source(ed->zip), at, buf, n, &got, err));
-    OZ_RETURN_ERROR_IF(got < n, err, OC_ERR_TRUNCATED, at + got,
+    OC_FORWARD(oc_source_read_some(oz__zip_reader_source(ed->zip), at, buf, n, &got, err));
+    OC_RETURN_ERROR_IF(got < n, err, OC_ERR_TRUNCATED, at + got,
                        "the archive ended early (did it change during the edit?)");
     return OC_OK;
 }
@@ -261,18 +261,18 @@ static oc_status read_archive(const edit *ed, void *buf, uint64_t n, uint64_t at
  * readers unless the edit only appends. */
 static oc_status open_locked(edit *ed, oc_error *err) {
     ed->fd = open(ed->path, O_RDWR | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
-    if (ed->fd < 0) return oz__fail_errno(err, errno, "cannot open %s for editing", ed->path);
+    if (ed->fd < 0) return oc__fail_errno(err, errno, "cannot open %s for editing", ed->path);
     struct stat st;
     if (fstat(ed->fd, &st) != 0)
-        return oc_error_file(err, ed->path, oz__fail_errno(err, errno, "cannot stat %s", ed->path));
+        return oc_error_file(err, ed->path, oc__fail_errno(err, errno, "cannot stat %s", ed->path));
     if (!S_ISREG(st.st_mode))
         return oc_error_file(
             err, ed->path,
-            oz__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", ed->path));
-    OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
+            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s is not a regular file", ed->path));
+    OC_FORWARD(oz__lock(ed->fd, OZ_LOCK_EDIT, OZ_LOCK_EDIT, F_WRLCK, OZ_LOCK_WAIT_MS, ed->path,
                         "is being edited by another process", err));
     if (!ed->append_only)
-        OZ_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, OZ_LOCK_WAIT_MS,
+        OC_FORWARD(oz__lock(ed->fd, OZ_LOCK_CONTENT, OZ_LOCK_CONTENT, F_WRLCK, OZ_LOCK_WAIT_MS,
                             ed->path,
                             "is open in another process (or this one), which an edit that "
                             "overwrites or shortens it would break; edit it once it is "
@@ -355,21 +355,21 @@ static uint64_t zip_end_after(int fd, uint64_t from, uint64_t size) {
 static oc_status recover(edit *ed, oc_error *err) {
     oz__journal j;
     int found;
-    OZ_FORWARD(oz__journal_read(ed->jpath, &j, &found, err));
+    OC_FORWARD(oz__journal_read(ed->jpath, &j, &found, err));
     if (!found) return OC_OK;
     struct stat st;
     if (fstat(ed->fd, &st) != 0)
-        return oc_error_file(err, ed->path, oz__fail_errno(err, errno, "cannot stat %s", ed->path));
+        return oc_error_file(err, ed->path, oc__fail_errno(err, errno, "cannot stat %s", ed->path));
     uint64_t size = (uint64_t)st.st_size;
     if (!opens_as_archive(ed, UINT64_MAX)) {
         if (!oz__journal_applies(&j, ed->fd, size) || !opens_as_archive(ed, j.old_size))
             return OC_OK; /* not ours to mend: the archive's own fault is reported next */
         uint64_t end = zip_end_after(ed->fd, j.old_size, size);
-        OZ_RETURN_RULE_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end, "A-56",
+        OC_RETURN_RULE_IF(end != UINT64_MAX, err, OC_ERR_INCONSISTENT, end, "A-56",
                           "another ZIP end follows an interrupted edit: nothing cut; to undo "
                           "the edit cut the file to %llu bytes, else remove the journal %s",
                           (unsigned long long)j.old_size, ed->jpath);
-        OZ_FORWARD(cut(ed, j.old_size, err));
+        OC_FORWARD(cut(ed, j.old_size, err));
         ed->cut_from = j.old_size;
         ed->cut_to = size;
     }
@@ -380,8 +380,8 @@ static oc_status open_archive(edit *ed, oc_error *err) {
     oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
     zo.use_pread = 1; /* no mapping of a file that is about to change */
     oz_zip_reader *zip;
-    OZ_FORWARD(oz_zip_reader_open_fd(ed->fd, &zo, &zip, err));
-    OZ_FORWARD(oz__archive_wrap(zip, ed->path, &ed->ar, err));
+    OC_FORWARD(oz_zip_reader_open_fd(ed->fd, &zo, &zip, err));
+    OC_FORWARD(oz__archive_wrap(zip, ed->path, &ed->ar, err));
     ed->zip = oz_archive_zip(ed->ar);
     ed->model_index = oz__archive_model_index(ed->ar);
     ed->count = oz_zip_reader_count(ed->zip);
@@ -395,14 +395,14 @@ static oc_status open_archive(edit *ed, oc_error *err) {
 /* the model must be the last entry in the file. Finds M and D. */
 static oc_status find_layout(edit *ed, oc_error *err) {
     oz_zip_entry e;
-    OZ_FORWARD(oz_zip_reader_entry(ed->zip, ed->model_index, &e, err));
+    OC_FORWARD(oz_zip_reader_entry(ed->zip, ed->model_index, &e, err));
     ed->m = e.local_header_offset;
     ed->d = 0;
     for (uint64_t i = 0; i < ed->count; i++) {
         if (i == ed->model_index) continue;
-        OZ_FORWARD(oz_zip_reader_entry(ed->zip, i, &e, err));
+        OC_FORWARD(oz_zip_reader_entry(ed->zip, i, &e, err));
         char q[OC_QUOTE_SIZE];
-        OZ_RETURN_RULE_IF(e.local_header_offset > ed->m, err, OC_ERR_UNSUPPORTED,
+        OC_RETURN_RULE_IF(e.local_header_offset > ed->m, err, OC_ERR_UNSUPPORTED,
                           e.local_header_offset, "A-50",
                           "entry '%s' lies after " OZ_MODEL_ENTRY " in the file: only an "
                           "archive whose model is its last entry can be edited in place; "
@@ -423,7 +423,7 @@ static oc_status read_others(edit *ed, oc_error *err) {
     oz_zip_reader_central_dir(ed->zip, &cd_off, &cd_size);
     uint8_t *cd = malloc(cd_size ? (size_t)cd_size : 1);
     ed->others = malloc(cd_size ? (size_t)cd_size : 1);
-    OZ_RETURN_ERROR_IF(!cd || !ed->others, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!cd || !ed->others, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = read_archive(ed, cd, cd_size, cd_off, err);
     uint64_t used = 0;
     for (uint64_t i = 0; st == OC_OK && i < ed->count; i++) {
@@ -433,7 +433,7 @@ static oc_status read_others(edit *ed, oc_error *err) {
                            : OZ_CENTRAL_SIZE + (uint64_t)oz__le16(cd + used + 28) +
                                  oz__le16(cd + used + 30) + oz__le16(cd + used + 32);
         if (len > cd_size - used) {
-            st = oz__fail(err, OC_ERR_INCONSISTENT, cd_off + used,
+            st = oc__fail(err, OC_ERR_INCONSISTENT, cd_off + used,
                           "the central directory changed during the edit");
             break;
         }
@@ -453,9 +453,9 @@ static oc_status run(edit *ed, oc_error *err) {
     uint64_t compact = t.size; /* |tail(D)| */
     if (!ed->append_only && compact <= ed->m - ed->d) {
         /* direct: [D, M) is unused already (left by an earlier edit) */
-        OZ_FORWARD(write_tail(ed, &t, "compacting", err));
+        OC_FORWARD(write_tail(ed, &t, "compacting", err));
         step("compacted");
-        OZ_FORWARD(cut(ed, t.at + t.size, err));
+        OC_FORWARD(cut(ed, t.at + t.size, err));
         step("truncated");
         return OC_OK;
     }
@@ -466,8 +466,8 @@ static oc_status run(edit *ed, oc_error *err) {
     tail a;
     place(ed, p, &a);
     oz__journal j = {ed->e, p + a.size, ed->m, 0};
-    OZ_FORWARD(oz__crc_range(ed->fd, ed->m, ed->e, &j.check_crc, err));
-    OZ_FORWARD(oz__journal_write(ed->jpath, &j, err));
+    OC_FORWARD(oz__crc_range(ed->fd, ed->m, ed->e, &j.check_crc, err));
+    OC_FORWARD(oz__journal_write(ed->jpath, &j, err));
     step("journaled");
     oc_status st = write_tail(ed, &a, "appending", err);
     if (st != OC_OK) { /* back to the old archive; if this fails too, the journal stays */
@@ -492,29 +492,29 @@ static oc_status run(edit *ed, oc_error *err) {
 
 oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts,
                                 oz_archive_edit **out, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!path || !*path || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!path || !*path || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_edit_begin: missing argument");
     if (oc_is_url(path))
         return oc_error_file(err, path,
-                             oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                             oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                       "%s is a URL: onnxz edits local files only", path));
     OZ_ARCHIVE_OPTS(opts, err);
     *out = NULL;
     uint64_t align = opts->serialize.buffer.alignment;
-    OZ_RETURN_RULE_IF(align && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT ||
+    OC_RETURN_RULE_IF(align && (align < OZ_ZIP_MIN_ALIGNMENT || align > OZ_ZIP_MAX_ALIGNMENT ||
                                 (align & (align - 1)) != 0),
                       err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "Z-10",
                       "alignment %llu is not a power of two from %u to %u",
                       (unsigned long long)align, OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
     edit *ed = calloc(1, sizeof *ed);
-    OZ_RETURN_ERROR_IF(!ed, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!ed, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     ed->fd = -1;
     ed->append_only = opts->append_only;
     ed->deflate_model = opts->deflate_model;
     ed->align = align;
     oc_status st = OC_OK;
     if (!(ed->path = strdup(path)) || !(ed->jpath = oz__journal_path(path)))
-        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (st == OC_OK) st = open_locked(ed, err);
     if (st == OC_OK) st = recover(ed, err);
     if (st == OC_OK) st = open_archive(ed, err);
@@ -540,9 +540,9 @@ const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed) {
 
 oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
                                  oc_error *err) {
-    OZ_RETURN_ERROR_IF(!ed || !desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!ed || !desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_edit_commit: missing argument");
-    OZ_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_edit_commit: this edit has already been committed");
     ed->done = 1;
     void *encoded = NULL;
@@ -571,7 +571,7 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
         ed->data = encoded;
         if (ed->deflate_model) {
             if (encoded_n > OZ_ZIP_DEFAULT_MAX_INFLATED)
-                st = oz__fail_rule(
+                st = oc__fail_rule(
                     err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
                     "a DEFLATED model of %llu bytes is over the %llu-byte read limit",
                     (unsigned long long)encoded_n, (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
@@ -586,13 +586,13 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
          * header is at most 46 + name + 28 bytes. */
         uint64_t cd_max = ed->others_len + OZ_CENTRAL_SIZE + ed->model.name_len + 28u;
         if (cd_max > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR)
-            st = oz__fail_rule(err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+            st = oc__fail_rule(err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
                                "the central directory would exceed %llu bytes",
                                (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
         ed->lh = st == OC_OK ? malloc(OZ_LOCAL_MAX(ed->model.name_len, ed->alignment)) : NULL;
         ed->cd = st == OC_OK ? malloc((size_t)cd_max + OZ_END_MAX + ed->comment_len) : NULL;
         if (st == OC_OK && (!ed->lh || !ed->cd))
-            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     if (st == OC_OK) st = run(ed, err);
     ed->data = NULL;
@@ -615,10 +615,10 @@ void oz_archive_edit_end(oz_archive_edit *ed) {
 
 oc_status oz_archive_replace_model(const char *path, const oc_msgdesc *desc, const void *msg,
                                    const oz_archive_options *opts, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_archive_replace_model: missing argument");
     oz_archive_edit *ed;
-    OZ_FORWARD(oz_archive_edit_begin(path, opts, &ed, err));
+    OC_FORWARD(oz_archive_edit_begin(path, opts, &ed, err));
     oc_status st = oz_archive_edit_commit(ed, desc, msg, err);
     oz_archive_edit_end(ed);
     return st;

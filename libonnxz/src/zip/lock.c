@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/lock.h"
 
 #ifndef F_OFD_SETLK /* older C libraries: process-owned locks, the closest there is */
@@ -29,7 +29,7 @@ oc_status oz__lock(int fd, int first, int last, short type, long wait_ms, const 
         /* No such locks here (EINVAL, ENOLCK, EOPNOTSUPP): go on unlocked. */
         if (errno != EAGAIN && errno != EACCES) return OC_OK;
         if (waited >= wait_ms)
-            return oz__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58", "busy: %s %s", path, why);
+            return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58", "busy: %s %s", path, why);
         /* polled, never a blocking wait, so that the bound holds */
         struct timespec ts = {0, pause * 1000000L};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

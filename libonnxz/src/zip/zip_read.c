@@ -37,7 +37,7 @@
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/lock.h"
 #include "internal/zipentry.h"
 #include "internal/zipfmt.h"
@@ -89,8 +89,8 @@ static const char *qname(const oz_zip_reader *r, const oz__entry *e, char q[OC_Q
 static oc_status src_read(const oz_zip_reader *r, uint64_t off, void *buf, uint64_t n,
                           oc_error *err) {
     uint64_t got;
-    OZ_FORWARD(oc_source_read_some(r->src, off, buf, n, &got, err));
-    OZ_RETURN_ERROR_IF(got < n, err, OC_ERR_TRUNCATED, off + got,
+    OC_FORWARD(oc_source_read_some(r->src, off, buf, n, &got, err));
+    OC_RETURN_ERROR_IF(got < n, err, OC_ERR_TRUNCATED, off + got,
                        "the archive ended early (did it change while open?)");
     return OC_OK;
 }
@@ -104,9 +104,9 @@ static oc_status src_view(const oz_zip_reader *r, uint64_t off, uint64_t n, uint
         return OC_OK;
     }
     uint8_t *p = realloc(*tmp, n ? (size_t)n : 1);
-    OZ_RETURN_ERROR_IF(!p, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!p, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     *tmp = p;
-    OZ_FORWARD(src_read(r, off, p, n, err));
+    OC_FORWARD(src_read(r, off, p, n, err));
     *out = p;
     return OC_OK;
 }
@@ -124,7 +124,7 @@ static oc_status find_zip64(const uint8_t *x, uint64_t xlen, uint64_t at, const 
         uint16_t id = oz__get16(&c);
         uint16_t len = oz__get16(&c);
         const uint8_t *data = oz__take(&c, len);
-        OZ_RETURN_RULE_IF(!data, err, OC_ERR_MALFORMED, at, "Z-69",
+        OC_RETURN_RULE_IF(!data, err, OC_ERR_MALFORMED, at, "Z-69",
                           "extra field record 0x%04x of %u bytes overruns its header", id, len);
         if (id == OZ_EXTRA_ZIP64 && !*z64) {
             *z64 = data;
@@ -158,15 +158,15 @@ static int starts_like_zip(const oz_zip_reader *r) {
 static oc_status anchored(const oz_zip_reader *r, uint64_t at, int *yes, oc_error *err) {
     uint8_t b[OZ_ZIP64_EOCD_SIZE];
     *yes = 0;
-    OZ_FORWARD(src_read(r, at, b, OZ_EOCD_SIZE, err));
+    OC_FORWARD(src_read(r, at, b, OZ_EOCD_SIZE, err));
     uint64_t cd_size = oz__le32(b + 12), cd_off = oz__le32(b + 16);
     if (at >= OZ_ZIP64_LOCATOR_SIZE) {
         uint64_t loc = at - OZ_ZIP64_LOCATOR_SIZE;
-        OZ_FORWARD(src_read(r, loc, b, OZ_ZIP64_LOCATOR_SIZE, err));
+        OC_FORWARD(src_read(r, loc, b, OZ_ZIP64_LOCATOR_SIZE, err));
         if (oz__le32(b) == OZ_SIG_ZIP64_LOCATOR) {
             uint64_t z_at = oz__le64(b + 8);
             if (z_at > loc || loc - z_at < OZ_ZIP64_EOCD_SIZE) return OC_OK;
-            OZ_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
+            OC_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
             cd_size = oz__le64(b + 40);
             cd_off = oz__le64(b + 48);
             *yes = oz__le32(b) == OZ_SIG_ZIP64_EOCD && cd_off <= z_at && z_at - cd_off == cd_size;
@@ -184,9 +184,9 @@ static oc_status anchored(const oz_zip_reader *r, uint64_t at, int *yes, oc_erro
  * as it is when a signature lies in the last one's comment. */
 static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
     if (r->size < OZ_EOCD_SIZE) {
-        OZ_RETURN_RULE_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size, "Z-60",
+        OC_RETURN_RULE_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, r->size, "Z-60",
                           "the archive is cut short: no end of central directory record");
-        return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "Z-60",
+        return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "Z-60",
                              "not a ZIP archive: %llu bytes, too small for an end record",
                              (unsigned long long)r->size);
     }
@@ -227,15 +227,15 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
         for (uint64_t pos = tail_len - 4; pos > found_at - tail_off && !later_at; pos--)
             if (oz__le32(tail + pos) == OZ_SIG_EOCD) later_at = tail_off + pos;
     free(tmp);
-    OZ_RETURN_RULE_IF(later_at, err, OC_ERR_MALFORMED, later_at, "Z-61",
+    OC_RETURN_RULE_IF(later_at, err, OC_ERR_MALFORMED, later_at, "Z-61",
                       "an end of central directory signature lies in the comment of the end "
                       "record at %llu: ZIP readers that take the last signature would read "
                       "another archive",
                       (unsigned long long)found_at);
     if (found) {
         int yes = 1;
-        if (found > 1) OZ_FORWARD(anchored(r, found_at, &yes, err));
-        OZ_RETURN_RULE_IF(!yes, err, OC_ERR_MALFORMED, found_at, "Z-61",
+        if (found > 1) OC_FORWARD(anchored(r, found_at, &yes, err));
+        OC_RETURN_RULE_IF(!yes, err, OC_ERR_MALFORMED, found_at, "Z-61",
                           "two end of central directory records both end the file (at %llu "
                           "and %llu), and the central directory does not end at the last",
                           (unsigned long long)found_at, (unsigned long long)other_at);
@@ -243,16 +243,16 @@ static oc_status find_eocd(oz_zip_reader *r, uint64_t *eocd_at, oc_error *err) {
         return OC_OK;
     }
     if (seen && first_end > tail_len)
-        return oz__fail_rule(err, OC_ERR_TRUNCATED, first_at, "Z-62",
+        return oc__fail_rule(err, OC_ERR_TRUNCATED, first_at, "Z-62",
                              "the end record's comment runs %llu bytes past the end of the file",
                              (unsigned long long)(first_end - tail_len));
     if (seen)
-        return oz__fail_rule(err, OC_ERR_MALFORMED, first_at, "Z-62",
+        return oc__fail_rule(err, OC_ERR_MALFORMED, first_at, "Z-62",
                              "%llu bytes follow the end record and its comment",
                              (unsigned long long)(tail_len - first_end));
-    OZ_RETURN_RULE_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, OC_NO_OFFSET, "Z-60",
+    OC_RETURN_RULE_IF(starts_like_zip(r), err, OC_ERR_TRUNCATED, OC_NO_OFFSET, "Z-60",
                       "the archive is cut short: no end of central directory record");
-    return oz__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "Z-60",
+    return oc__fail_rule(err, OC_ERR_MALFORMED, OC_NO_OFFSET, "Z-60",
                          "not a ZIP archive: no end of central directory record");
 }
 
@@ -261,31 +261,31 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
                                 uint32_t cd_size32, uint32_t cd_off32, eocd_info *out,
                                 oc_error *err) {
     uint8_t b[OZ_ZIP64_EOCD_SIZE];
-    OZ_FORWARD(src_read(r, loc_at, b, OZ_ZIP64_LOCATOR_SIZE, err));
+    OC_FORWARD(src_read(r, loc_at, b, OZ_ZIP64_LOCATOR_SIZE, err));
     oz__cursor c = oz__cursor_make(b, OZ_ZIP64_LOCATOR_SIZE);
     (void)oz__get32(&c);
     uint32_t z_disk = oz__get32(&c);
     uint64_t z_at = oz__get64(&c);
     uint32_t disks = oz__get32(&c);
-    OZ_RETURN_RULE_IF(z_disk != 0, err, OC_ERR_UNSUPPORTED, loc_at, "Z-63",
+    OC_RETURN_RULE_IF(z_disk != 0, err, OC_ERR_UNSUPPORTED, loc_at, "Z-63",
                       "multi-disk archives are not supported: the zip64 locator puts the "
                       "zip64 end record on disk %u",
                       z_disk);
-    OZ_RETURN_RULE_IF(disks > 1, err, OC_ERR_UNSUPPORTED, loc_at, "Z-63",
+    OC_RETURN_RULE_IF(disks > 1, err, OC_ERR_UNSUPPORTED, loc_at, "Z-63",
                       "multi-disk archives are not supported: the zip64 locator counts %u "
                       "disks",
                       disks);
-    OZ_RETURN_RULE_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err, OC_ERR_MALFORMED,
+    OC_RETURN_RULE_IF(z_at > loc_at || loc_at - z_at < OZ_ZIP64_EOCD_SIZE, err, OC_ERR_MALFORMED,
                       loc_at, "Z-64",
                       "the zip64 locator points at %llu, where no zip64 end record fits "
                       "before it",
                       (unsigned long long)z_at);
-    OZ_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
+    OC_FORWARD(src_read(r, z_at, b, OZ_ZIP64_EOCD_SIZE, err));
     c = oz__cursor_make(b, OZ_ZIP64_EOCD_SIZE);
-    OZ_RETURN_RULE_IF(oz__get32(&c) != OZ_SIG_ZIP64_EOCD, err, OC_ERR_MALFORMED, z_at, "Z-64",
+    OC_RETURN_RULE_IF(oz__get32(&c) != OZ_SIG_ZIP64_EOCD, err, OC_ERR_MALFORMED, z_at, "Z-64",
                       "no zip64 end record where the locator points");
     uint64_t rec = oz__get64(&c);
-    OZ_RETURN_RULE_IF(rec < OZ_ZIP64_EOCD_SIZE - 12 || rec != loc_at - z_at - 12, err,
+    OC_RETURN_RULE_IF(rec < OZ_ZIP64_EOCD_SIZE - 12 || rec != loc_at - z_at - 12, err,
                       OC_ERR_INCONSISTENT, z_at, "Z-64",
                       "the zip64 end record's size (%llu) does not reach the locator",
                       (unsigned long long)rec);
@@ -297,19 +297,19 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
     uint64_t n = oz__get64(&c);
     uint64_t cd_size = oz__get64(&c);
     uint64_t cd_off = oz__get64(&c);
-    OZ_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, z_at, "Z-63",
+    OC_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, z_at, "Z-63",
                       "multi-disk archives are not supported: the zip64 end record is on "
                       "disk %u",
                       disk);
-    OZ_RETURN_RULE_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at, "Z-63",
+    OC_RETURN_RULE_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, z_at, "Z-63",
                       "multi-disk archives are not supported: the zip64 end record puts the "
                       "central directory on disk %u",
                       cd_disk);
-    OZ_RETURN_RULE_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at, "Z-63",
+    OC_RETURN_RULE_IF(n_disk != n, err, OC_ERR_INCONSISTENT, z_at, "Z-63",
                       "the zip64 end record counts %llu entries on this disk but %llu in all",
                       (unsigned long long)n_disk, (unsigned long long)n);
     /* Z-64: a field of the end record is either the zip64 value or all ones. */
-    OZ_RETURN_RULE_IF(
+    OC_RETURN_RULE_IF(
         (disk16 != 0 && disk16 != OZ_MAX16) || (cd_disk16 != 0 && cd_disk16 != OZ_MAX16) ||
             (n16 != OZ_MAX16 && n16 != n) || (n_disk16 != OZ_MAX16 && n_disk16 != n_disk) ||
             (cd_size32 != OZ_MAX32 && cd_size32 != cd_size) ||
@@ -328,9 +328,9 @@ static oc_status read_zip64_end(oz_zip_reader *r, uint64_t loc_at, uint16_t disk
 }
 
 static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
-    OZ_FORWARD(find_eocd(r, &out->at, err));
+    OC_FORWARD(find_eocd(r, &out->at, err));
     uint8_t b[OZ_EOCD_SIZE];
-    OZ_FORWARD(src_read(r, out->at, b, OZ_EOCD_SIZE, err));
+    OC_FORWARD(src_read(r, out->at, b, OZ_EOCD_SIZE, err));
     oz__cursor c = oz__cursor_make(b, OZ_EOCD_SIZE);
     (void)oz__get32(&c);
     uint16_t disk = oz__get16(&c);
@@ -342,26 +342,26 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
     uint16_t clen = oz__get16(&c);
     if (clen) {
         r->comment = malloc(clen);
-        OZ_RETURN_ERROR_IF(!r->comment, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        OZ_FORWARD(src_read(r, out->at + OZ_EOCD_SIZE, r->comment, clen, err));
+        OC_RETURN_ERROR_IF(!r->comment, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        OC_FORWARD(src_read(r, out->at + OZ_EOCD_SIZE, r->comment, clen, err));
         r->comment_len = clen;
     }
     if (out->at >= OZ_ZIP64_LOCATOR_SIZE) {
         uint8_t sig[4];
         uint64_t loc_at = out->at - OZ_ZIP64_LOCATOR_SIZE;
-        OZ_FORWARD(src_read(r, loc_at, sig, 4, err));
+        OC_FORWARD(src_read(r, loc_at, sig, 4, err));
         if (oz__le32(sig) == OZ_SIG_ZIP64_LOCATOR)
             return read_zip64_end(r, loc_at, disk, cd_disk, n_disk, n, cd_size, cd_off, out, err);
     }
-    OZ_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, out->at, "Z-63",
+    OC_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, out->at, "Z-63",
                       "multi-disk archives are not supported: the end record is on disk %u", disk);
-    OZ_RETURN_RULE_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at, "Z-63",
+    OC_RETURN_RULE_IF(cd_disk != 0, err, OC_ERR_UNSUPPORTED, out->at, "Z-63",
                       "multi-disk archives are not supported: the end record puts the "
                       "central directory on disk %u",
                       cd_disk);
-    OZ_RETURN_RULE_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at, "Z-63",
+    OC_RETURN_RULE_IF(n_disk != n, err, OC_ERR_INCONSISTENT, out->at, "Z-63",
                       "the end record counts %u entries on this disk but %u in all", n_disk, n);
-    OZ_RETURN_RULE_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED, out->at,
+    OC_RETURN_RULE_IF(cd_size == OZ_MAX32 || cd_off == OZ_MAX32, err, OC_ERR_MALFORMED, out->at,
                       "Z-64",
                       "the end record defers to zip64 records, but there is no zip64 "
                       "locator");
@@ -377,11 +377,11 @@ static oc_status read_end(oz_zip_reader *r, eocd_info *out, oc_error *err) {
 static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_t len, uint64_t at,
                             oc_error *err) {
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_RULE_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at, "Z-66",
+    OC_RETURN_RULE_IF(len > r->max_name_len, err, OC_ERR_LIMIT, at, "Z-66",
                       "entry name '%s' is %u bytes, more than the limit of %u",
                       oc_quote(name, len, q, OC_QUOTE_SIZE), len, r->max_name_len);
     oz__name_fault f = oz__name_check(name, len, 1);
-    OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
+    OC_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_MALFORMED, at,
                        "entry name '%s' %s (%s)", oc_quote(name, len, q, OC_QUOTE_SIZE),
                        oz__name_fault_text(f), oz__name_fault_rule(f));
@@ -392,7 +392,7 @@ static oc_status check_name(const oz_zip_reader *r, const uint8_t *name, uint16_
 static oc_status take_zip64(oz__cursor *z, const char *field, uint64_t *v, uint64_t at,
                             const char *name, oc_error *err) {
     uint64_t x = oz__get64(z);
-    OZ_RETURN_RULE_IF(z->bad, err, OC_ERR_MALFORMED, at, "Z-70",
+    OC_RETURN_RULE_IF(z->bad, err, OC_ERR_MALFORMED, at, "Z-70",
                       "entry '%s': the %s is in a zip64 extra field that is missing or too "
                       "short",
                       name, field);
@@ -445,21 +445,21 @@ static oc_status resolve_zip64(hdr_fields *h, const uint8_t *x, uint64_t at, con
                                oc_error *err) {
     const uint8_t *z64;
     uint16_t z64_len;
-    OZ_FORWARD(find_zip64(x, h->xlen, at, &z64, &z64_len, err));
+    OC_FORWARD(find_zip64(x, h->xlen, at, &z64, &z64_len, err));
     oz__cursor z = oz__cursor_make(z64, z64_len);
     h->usize = h->usize32;
     h->csize = h->csize32;
     h->lho = h->lho32;
     h->disk = h->disk16;
     if (h->usize32 == OZ_MAX32)
-        OZ_FORWARD(take_zip64(&z, "uncompressed size", &h->usize, at, q, err));
+        OC_FORWARD(take_zip64(&z, "uncompressed size", &h->usize, at, q, err));
     if (h->csize32 == OZ_MAX32)
-        OZ_FORWARD(take_zip64(&z, "compressed size", &h->csize, at, q, err));
+        OC_FORWARD(take_zip64(&z, "compressed size", &h->csize, at, q, err));
     if (h->lho32 == OZ_MAX32)
-        OZ_FORWARD(take_zip64(&z, "local header offset", &h->lho, at, q, err));
+        OC_FORWARD(take_zip64(&z, "local header offset", &h->lho, at, q, err));
     if (h->disk16 == OZ_MAX16) {
         const uint8_t *d = oz__take(&z, 4);
-        OZ_RETURN_RULE_IF(!d, err, OC_ERR_MALFORMED, at, "Z-70",
+        OC_RETURN_RULE_IF(!d, err, OC_ERR_MALFORMED, at, "Z-70",
                           "entry '%s': the disk number is in a zip64 extra field that is "
                           "missing or too short",
                           q);
@@ -473,43 +473,43 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
     char q[OC_QUOTE_SIZE];
     r->e = calloc(n ? (size_t)n : 1, sizeof *r->e);
     r->names = malloc((size_t)(r->cd_size + n + 1));
-    OZ_RETURN_ERROR_IF(!r->e || !r->names || !(r->tab = oc_nametab_new(n, name_of, r)), err,
+    OC_RETURN_ERROR_IF(!r->e || !r->names || !(r->tab = oc_nametab_new(n, name_of, r)), err,
                        OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     uint64_t names_len = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t at = r->cd_off + used;
         oz__cursor c = oz__cursor_make(cd + used, r->cd_size - used);
-        OZ_RETURN_RULE_IF(c.left < OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, at, "Z-67",
+        OC_RETURN_RULE_IF(c.left < OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, at, "Z-67",
                           "the central directory ends after %llu of its %llu entries",
                           (unsigned long long)i, (unsigned long long)n);
         hdr_fields hf;
         read_fixed(&c, 1, &hf);
-        OZ_RETURN_RULE_IF(hf.sig != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at, "Z-68",
+        OC_RETURN_RULE_IF(hf.sig != OZ_SIG_CENTRAL, err, OC_ERR_MALFORMED, at, "Z-68",
                           "no central header signature for entry %llu", (unsigned long long)i);
         uint16_t nlen = hf.nlen, xlen = hf.xlen, clen = hf.clen;
         const uint8_t *name = oz__take(&c, nlen);
         const uint8_t *x = oz__take(&c, xlen);
         (void)oz__take(&c, clen);
-        OZ_RETURN_RULE_IF(c.bad, err, OC_ERR_INCONSISTENT, at, "Z-68",
+        OC_RETURN_RULE_IF(c.bad, err, OC_ERR_INCONSISTENT, at, "Z-68",
                           "central header %llu runs past the end of the central directory",
                           (unsigned long long)i);
-        OZ_FORWARD(check_name(r, name, nlen, at, err));
+        OC_FORWARD(check_name(r, name, nlen, at, err));
         oc_quote(name, nlen, q, OC_QUOTE_SIZE);
-        OZ_RETURN_RULE_IF(hf.flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at, "Z-72",
+        OC_RETURN_RULE_IF(hf.flags & OZ_FLAG_MASKED_CD, err, OC_ERR_UNSUPPORTED, at, "Z-72",
                           "entry '%s': encrypted central directories are not supported", q);
-        OZ_FORWARD(resolve_zip64(&hf, x, at, q, err));
+        OC_FORWARD(resolve_zip64(&hf, x, at, q, err));
         uint64_t usize = hf.usize, csize = hf.csize, disk = hf.disk;
-        OZ_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at, "Z-63",
+        OC_RETURN_RULE_IF(disk != 0, err, OC_ERR_UNSUPPORTED, at, "Z-63",
                           "entry '%s' starts on disk %llu: multi-disk archives are not "
                           "supported",
                           q, (unsigned long long)disk);
-        OZ_RETURN_RULE_IF(hf.method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
+        OC_RETURN_RULE_IF(hf.method == OZ_ZIP_STORED && csize != usize, err, OC_ERR_INCONSISTENT,
                           at, "Z-75",
                           "STORED entry '%s' has a compressed size of %llu but an "
                           "uncompressed size of %llu",
                           q, (unsigned long long)csize, (unsigned long long)usize);
         uint64_t h = oc_nametab_hash(name, nlen);
-        OZ_RETURN_RULE_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err, OC_ERR_INCONSISTENT, at,
+        OC_RETURN_RULE_IF(oc_nametab_find(r->tab, name, nlen, h) >= 0, err, OC_ERR_INCONSISTENT, at,
                           "Z-71", "entry name '%s' appears twice", q);
         oz__entry *e = &r->e[i];
         e->name_off = names_len;
@@ -527,7 +527,7 @@ static oc_status parse_central(oz_zip_reader *r, const uint8_t *cd, oc_error *er
         oc_nametab_insert(r->tab, i, h);
         used += OZ_CENTRAL_SIZE + (uint64_t)nlen + xlen + clen;
     }
-    OZ_RETURN_RULE_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used, "Z-67",
+    OC_RETURN_RULE_IF(used != r->cd_size, err, OC_ERR_INCONSISTENT, r->cd_off + used, "Z-67",
                       "%llu bytes follow the last of the %llu central headers",
                       (unsigned long long)(r->cd_size - used), (unsigned long long)n);
     return OC_OK;
@@ -557,10 +557,10 @@ static oc_status pre_view(const oz_zip_reader *r, const prefetch *pf, uint64_t o
 static oc_status local_in_bounds(const oz_zip_reader *r, const oz__entry *e, oc_error *err) {
     char q[OC_QUOTE_SIZE];
     uint64_t at = e->lho;
-    OZ_RETURN_RULE_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
+    OC_RETURN_RULE_IF(at > r->size || r->size - at < OZ_LOCAL_SIZE, err, OC_ERR_TRUNCATED, at,
                       "Z-73", "the local header of '%s' lies past the end of the file",
                       qname(r, e, q));
-    OZ_RETURN_RULE_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
+    OC_RETURN_RULE_IF(at > r->cd_off || r->cd_off - at < OZ_LOCAL_SIZE, err, OC_ERR_INCONSISTENT,
                       at, "Z-73", "the local header of '%s' overlaps the central directory",
                       qname(r, e, q));
     return OC_OK;
@@ -571,64 +571,64 @@ static oc_status check_local(const oz_zip_reader *r, oz__entry *e, const prefetc
     char q[OC_QUOTE_SIZE];
     qname(r, e, q);
     uint64_t at = e->lho;
-    OZ_FORWARD(local_in_bounds(r, e, err));
+    OC_FORWARD(local_in_bounds(r, e, err));
     uint8_t b[OZ_LOCAL_SIZE];
     const uint8_t *fixed = NULL;
-    OZ_FORWARD(pre_view(r, pf, at, OZ_LOCAL_SIZE, tmp, &fixed, err));
+    OC_FORWARD(pre_view(r, pf, at, OZ_LOCAL_SIZE, tmp, &fixed, err));
     memcpy(b, fixed, OZ_LOCAL_SIZE); /* the next view may reuse *tmp */
     oz__cursor c = oz__cursor_make(b, OZ_LOCAL_SIZE);
     hdr_fields hf;
     read_fixed(&c, 0, &hf);
-    OZ_RETURN_RULE_IF(hf.sig != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at, "Z-73",
+    OC_RETURN_RULE_IF(hf.sig != OZ_SIG_LOCAL, err, OC_ERR_MALFORMED, at, "Z-73",
                       "no local header signature where the central directory puts '%s'", q);
     uint16_t flags = hf.flags, method = hf.method, nlen = hf.nlen, xlen = hf.xlen;
     uint32_t crc = hf.crc;
     uint64_t var = (uint64_t)nlen + xlen, var_at = at + OZ_LOCAL_SIZE;
-    OZ_RETURN_RULE_IF(var > r->size - var_at, err, OC_ERR_TRUNCATED, at, "Z-73",
+    OC_RETURN_RULE_IF(var > r->size - var_at, err, OC_ERR_TRUNCATED, at, "Z-73",
                       "the local header of '%s' runs past the end of the file", q);
-    OZ_RETURN_RULE_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at, "Z-73",
+    OC_RETURN_RULE_IF(var > r->cd_off - var_at, err, OC_ERR_INCONSISTENT, at, "Z-73",
                       "the local header of '%s' overlaps the central directory", q);
     const uint8_t *v = NULL;
-    OZ_FORWARD(pre_view(r, pf, var_at, var, tmp, &v, err));
+    OC_FORWARD(pre_view(r, pf, var_at, var, tmp, &v, err));
     if (nlen != e->name_len || memcmp(v, r->names + e->name_off, nlen) != 0) {
         char lq[OC_QUOTE_SIZE];
-        return oz__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-74",
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-74",
                              "the local header names '%s' where the central directory names '%s'",
                              oc_quote(v, nlen, lq, OC_QUOTE_SIZE), q);
     }
-    OZ_RETURN_RULE_IF(method != e->method, err, OC_ERR_INCONSISTENT, at, "Z-74",
+    OC_RETURN_RULE_IF(method != e->method, err, OC_ERR_INCONSISTENT, at, "Z-74",
                       "entry '%s': compression method %u in the local header, %u in the "
                       "central directory",
                       q, method, e->method);
-    OZ_RETURN_RULE_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT, at,
+    OC_RETURN_RULE_IF(((flags ^ e->flags) & OZ_FLAGS_MUST_AGREE) != 0, err, OC_ERR_INCONSISTENT, at,
                       "Z-74",
                       "entry '%s': flags 0x%04x in the local header, 0x%04x in the central "
                       "directory",
                       q, flags, e->flags);
-    OZ_FORWARD(resolve_zip64(&hf, v + nlen, at, q, err));
+    OC_FORWARD(resolve_zip64(&hf, v + nlen, at, q, err));
     uint64_t usize = hf.usize, csize = hf.csize;
     /* With a data descriptor (bit 3) the local fields may be zero: the central directory is
      * authoritative. Otherwise they must agree exactly. */
     int desc = (e->flags & OZ_FLAG_DESCRIPTOR) != 0;
-    OZ_RETURN_RULE_IF(crc != e->crc && !(desc && crc == 0), err, OC_ERR_INCONSISTENT, at, "Z-74",
+    OC_RETURN_RULE_IF(crc != e->crc && !(desc && crc == 0), err, OC_ERR_INCONSISTENT, at, "Z-74",
                       "entry '%s': CRC-32 0x%08x in the local header, 0x%08x in the central "
                       "directory",
                       q, crc, e->crc);
-    OZ_RETURN_RULE_IF(csize != e->csize && !(desc && csize == 0), err, OC_ERR_INCONSISTENT, at,
+    OC_RETURN_RULE_IF(csize != e->csize && !(desc && csize == 0), err, OC_ERR_INCONSISTENT, at,
                       "Z-74",
                       "entry '%s': compressed size %llu in the local header, %llu in the "
                       "central directory",
                       q, (unsigned long long)csize, (unsigned long long)e->csize);
-    OZ_RETURN_RULE_IF(usize != e->usize && !(desc && usize == 0), err, OC_ERR_INCONSISTENT, at,
+    OC_RETURN_RULE_IF(usize != e->usize && !(desc && usize == 0), err, OC_ERR_INCONSISTENT, at,
                       "Z-74",
                       "entry '%s': uncompressed size %llu in the local header, %llu in the "
                       "central directory",
                       q, (unsigned long long)usize, (unsigned long long)e->usize);
     e->data_off = var_at + var;
-    OZ_RETURN_RULE_IF(e->csize > r->size - e->data_off, err, OC_ERR_TRUNCATED, e->data_off, "Z-75",
+    OC_RETURN_RULE_IF(e->csize > r->size - e->data_off, err, OC_ERR_TRUNCATED, e->data_off, "Z-75",
                       "the data of '%s' (%llu bytes) runs past the end of the file", q,
                       (unsigned long long)e->csize);
-    OZ_RETURN_RULE_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT, e->data_off,
+    OC_RETURN_RULE_IF(e->csize > r->cd_off - e->data_off, err, OC_ERR_INCONSISTENT, e->data_off,
                       "Z-75", "the data of '%s' (%llu bytes) overlaps the central directory", q,
                       (unsigned long long)e->csize);
     return OC_OK;
@@ -648,7 +648,7 @@ static int span_cmp(const void *a, const void *b) {
 static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
     if (r->count < 2) return OC_OK;
     span *s = malloc((size_t)r->count * sizeof *s);
-    OZ_RETURN_ERROR_IF(!s, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!s, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     for (uint64_t i = 0; i < r->count; i++) {
         s[i].start = r->e[i].lho;
         s[i].end = r->e[i].data_off + r->e[i].csize;
@@ -662,7 +662,7 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
             qname(r, &r->e[s[i - 1].idx], qa);
             qname(r, &r->e[s[i].idx], qb);
             free(s);
-            return oz__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-76",
+            return oc__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-76",
                                  "entries '%s' and '%s' overlap", qa, qb);
         }
     }
@@ -676,16 +676,16 @@ static oc_status check_overlaps(const oz_zip_reader *r, oc_error *err) {
  * before once its local header says where the data begins. */
 static oc_status defer_locals(oz_zip_reader *r, oc_error *err) {
     uint64_t n = r->count;
-    OZ_RETURN_ERROR_IF(pthread_mutex_init(&r->lock, NULL) != 0, err, OC_ERR_NOMEM, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(pthread_mutex_init(&r->lock, NULL) != 0, err, OC_ERR_NOMEM, OC_NO_OFFSET,
                        "cannot make a lock");
     /* checked non-NULL from here on: close destroys the lock */
     r->checked = calloc(n ? (size_t)n : 1, 1);
     if (!r->checked) pthread_mutex_destroy(&r->lock);
-    OZ_RETURN_ERROR_IF(!r->checked, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!r->checked, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     span *s = n ? malloc((size_t)n * sizeof *s) : NULL;
     r->next_at = malloc(n ? (size_t)n * sizeof *r->next_at : 1);
     if ((n && !s) || !r->next_at) free(s);
-    OZ_RETURN_ERROR_IF((n && !s) || !r->next_at, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF((n && !s) || !r->next_at, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     for (uint64_t i = 0; i < n; i++) s[i] = (span){r->e[i].lho, 0, i};
     if (n) qsort(s, (size_t)n, sizeof *s, span_cmp);
     for (uint64_t i = 0; i < n; i++) {
@@ -695,7 +695,7 @@ static oc_status defer_locals(oz_zip_reader *r, oc_error *err) {
             qname(r, &r->e[s[i].idx], qa);
             qname(r, &r->e[s[i + 1].idx], qb);
             free(s);
-            return oz__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-76",
+            return oc__fail_rule(err, OC_ERR_INCONSISTENT, at, "Z-76",
                                  "entries '%s' and '%s' overlap", qa, qb);
         }
         r->next_at[s[i].idx] = i + 1 < n ? s[i + 1].start : r->cd_off;
@@ -734,12 +734,12 @@ static oc_status ensure_local(const oz_zip_reader *r, uint64_t index, const pref
     oc_status st = check_local(r, &e, pf, &tmp, err);
     free(tmp);
     free(head);
-    OZ_FORWARD(st);
+    OC_FORWARD(st);
     /* Z-76: the data ends before the next entry begins (which may even lie inside this
      * entry's local header: next_at < data_off). */
     if (e.data_off > r->next_at[index] || e.csize > r->next_at[index] - e.data_off) {
         char q[OC_QUOTE_SIZE];
-        return oz__fail_rule(err, OC_ERR_INCONSISTENT, e.data_off, "Z-76",
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, e.data_off, "Z-76",
                              "the data of '%s' runs into the next entry at %llu", qname(r, &e, q),
                              (unsigned long long)r->next_at[index]);
     }
@@ -753,8 +753,8 @@ static oc_status ensure_local(const oz_zip_reader *r, uint64_t index, const pref
 }
 
 oc_status oz_zip_reader_local(const oz_zip_reader *r, uint64_t index, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
-    OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    OC_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
     return ensure_local(r, index, NULL, err);
@@ -772,33 +772,33 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     if (r->max_inflated > r->max_memory) r->max_inflated = r->max_memory;
 
     eocd_info end = {0, 0, 0, 0, 0};
-    OZ_FORWARD(read_end(r, &end, err));
+    OC_FORWARD(read_end(r, &end, err));
     /* Z-65: the central directory lies inside the file and ends where the end records
      * begin. */
-    OZ_RETURN_RULE_IF(end.cd_off > r->size || end.cd_size > r->size - end.cd_off, err,
+    OC_RETURN_RULE_IF(end.cd_off > r->size || end.cd_size > r->size - end.cd_off, err,
                       OC_ERR_TRUNCATED, end.cd_off, "Z-65",
                       "the central directory (%llu bytes) extends past the end of the file",
                       (unsigned long long)end.cd_size);
-    OZ_RETURN_RULE_IF(
+    OC_RETURN_RULE_IF(
         end.cd_off + end.cd_size != end.end_of_cd, err, OC_ERR_INCONSISTENT, end.cd_off, "Z-65",
         "the central directory ends at %llu, but the end records begin at %llu",
         (unsigned long long)(end.cd_off + end.cd_size), (unsigned long long)end.end_of_cd);
     /* Z-66, Z-67 */
-    OZ_RETURN_RULE_IF(end.count > r->max_entries, err, OC_ERR_LIMIT, end.at, "Z-66",
+    OC_RETURN_RULE_IF(end.count > r->max_entries, err, OC_ERR_LIMIT, end.at, "Z-66",
                       "%llu entries, more than the limit of %llu", (unsigned long long)end.count,
                       (unsigned long long)r->max_entries);
-    OZ_RETURN_RULE_IF(end.cd_size > r->max_central_dir, err, OC_ERR_LIMIT, end.cd_off, "Z-66",
+    OC_RETURN_RULE_IF(end.cd_size > r->max_central_dir, err, OC_ERR_LIMIT, end.cd_off, "Z-66",
                       "a central directory of %llu bytes, more than the limit of %llu",
                       (unsigned long long)end.cd_size, (unsigned long long)r->max_central_dir);
-    OZ_RETURN_RULE_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, end.at,
+    OC_RETURN_RULE_IF(end.count > end.cd_size / OZ_CENTRAL_SIZE, err, OC_ERR_INCONSISTENT, end.at,
                       "Z-67", "%llu entries cannot fit in a central directory of %llu bytes",
                       (unsigned long long)end.count, (unsigned long long)end.cd_size);
     /* M-2: what the reader holds while open (the central directory, its copy of the names,
      * an entry record and up to four table slots per entry) fits the memory budget. */
     uint64_t tables = end.count * (sizeof(oz__entry) + 49u) + 2 * end.cd_size;
     if (tables > r->max_memory)
-        return oz__error_rule(err, "M-2",
-                              oz__fail(err, OC_ERR_LIMIT, end.at,
+        return oc__error_rule(err, "M-2",
+                              oc__fail(err, OC_ERR_LIMIT, end.at,
                                        "%llu entries in a central directory of %llu bytes need "
                                        "about %llu bytes of memory, more than the budget of %llu "
                                        "(max_memory, M-2)",
@@ -815,13 +815,13 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
     if (st == OC_OK) st = parse_central(r, cd, err);
     if (st == OC_OK && (r->src->caps & OC_SOURCE_REMOTE)) {
         free(tmp);
-        for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(local_in_bounds(r, &r->e[i], err));
+        for (uint64_t i = 0; i < r->count; i++) OC_FORWARD(local_in_bounds(r, &r->e[i], err));
         return defer_locals(r, err);
     }
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++)
         st = check_local(r, &r->e[i], NULL, &tmp, err);
     free(tmp);
-    OZ_FORWARD(st);
+    OC_FORWARD(st);
     return check_overlaps(r, err);
 }
 
@@ -841,18 +841,18 @@ void oz_zip_reader_close(oz_zip_reader *r) {
 oc_status oz__zip_reader_open_source(oc_source *src, uint64_t size,
                                      const oz_zip_reader_options *options, oz_zip_reader **out,
                                      oc_error *err) {
-    OZ_RETURN_ERROR_IF(!out || !src, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!out || !src, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no source or output pointer");
     *out = NULL;
     OZ_ZIP_OPTS(options, err);
     /* The archive's bytes are the first `size` bytes of the source (UINT64_MAX: all of
      * them); a source shorter than that is refused. */
     if (size == UINT64_MAX) size = src->size;
-    OZ_RETURN_ERROR_IF(size > src->size, err, OC_ERR_TRUNCATED, src->size,
+    OC_RETURN_ERROR_IF(size > src->size, err, OC_ERR_TRUNCATED, src->size,
                        "%s has %llu bytes, fewer than the %llu its archive needs", src->name,
                        (unsigned long long)src->size, (unsigned long long)size);
     oz_zip_reader *r = calloc(1, sizeof *r);
-    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!r, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     r->src = oc_source_ref(src);
     r->size = size;
     oc_status st = open_common(r, options, err);
@@ -878,17 +878,17 @@ static oc_status open_taking(oc_source *src, uint64_t size, const oz_zip_reader_
  * (pread) or the file is mapped. */
 oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *options,
                              oz_zip_reader **out, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!out || !path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no path or output pointer");
     *out = NULL;
     OZ_ZIP_OPTS(options, err);
     oc_source *src = NULL;
     if (oc_is_url(path)) { /* nothing to lock: the server's object has its identity checked */
-        OZ_FORWARD(oc__source_http(path, options->http, &src, err));
+        OC_FORWARD(oc__source_http(path, options->http, &src, err));
         return open_taking(src, UINT64_MAX, options, out, err);
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
-    if (fd < 0) return oc_error_file(err, path, oz__fail_errno(err, errno, "cannot open %s", path));
+    if (fd < 0) return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, OZ_LOCK_WAIT_MS, path,
                             "is being edited in place; try again once the edit is done", err);
     if (st == OC_OK && options->use_pread) {
@@ -909,17 +909,17 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
         if (st == OC_OK) st = open_taking(src, UINT64_MAX, options, out, err);
     }
     close(fd); /* the source keeps a duplicate, and with it the content lock */
-    OZ_FORWARD(st);
+    OC_FORWARD(st);
     oc__test_point("reader-open");
     return OC_OK;
 }
 
 oc_status oz__zip_reader_open_fd_prefix(int fd, uint64_t size, const oz_zip_reader_options *options,
                                         oz_zip_reader **out, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
+    OC_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
     oc_source *src;
-    OZ_FORWARD(oc_source_file(NULL, fd, "the archive", OC_FILE_PREAD, 1, &src, err));
+    OC_FORWARD(oc_source_file(NULL, fd, "the archive", OC_FILE_PREAD, 1, &src, err));
     return open_taking(src, size, options, out, err);
 }
 
@@ -931,11 +931,11 @@ oc_status oz_zip_reader_open_fd(int fd, const oz_zip_reader_options *options, oz
 oc_status oz_zip_reader_open_memory(const void *data, uint64_t size, oc_owner *owner,
                                     const oz_zip_reader_options *options, oz_zip_reader **out,
                                     oc_error *err) {
-    OZ_RETURN_ERROR_IF(!out || (!data && size), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!out || (!data && size), err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data or output pointer");
     *out = NULL;
     oc_source *src; /* STORED reads share owner, or borrow the caller's bytes without one */
-    OZ_FORWARD(oc_source_memory(data, size, NULL, NULL, owner, "the archive", &src, err));
+    OC_FORWARD(oc_source_memory(data, size, NULL, NULL, owner, "the archive", &src, err));
     return open_taking(src, UINT64_MAX, options, out, err);
 }
 
@@ -957,8 +957,8 @@ const uint8_t *oz_zip_reader_comment(const oz_zip_reader *r, uint32_t *size) {
 
 oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_entry *out,
                               oc_error *err) {
-    OZ_RETURN_ERROR_IF(!r || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader or output");
-    OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!r || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader or output");
+    OC_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
     if (r->checked) pthread_mutex_lock(&((oz_zip_reader *)(uintptr_t)r)->lock);
@@ -969,11 +969,11 @@ oc_status oz_zip_reader_entry(const oz_zip_reader *r, uint64_t index, oz_zip_ent
 
 oc_status oz_zip_reader_find(const oz_zip_reader *r, const char *name, uint64_t *index,
                              oc_error *err) {
-    OZ_RETURN_ERROR_IF(!r || !name || !index, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!r || !name || !index, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no reader, name or output");
     size_t n = strlen(name);
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(!oz__zip_reader_find_n(r, name, n, index), err, OC_ERR_NOT_FOUND,
+    OC_RETURN_ERROR_IF(!oz__zip_reader_find_n(r, name, n, index), err, OC_ERR_NOT_FOUND,
                        OC_NO_OFFSET, "no entry named '%s' in the archive",
                        oc_quote(name, n, q, OC_QUOTE_SIZE));
     return OC_OK;
@@ -992,21 +992,21 @@ bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len,
 /* Z-72: entries we can read at all. */
 static oc_status readable(const oz_zip_reader *r, uint64_t index, const prefetch *pf,
                           const oz__entry **out, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
-    OZ_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    OC_RETURN_ERROR_IF(index >= r->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the archive has %llu)", (unsigned long long)index,
                        (unsigned long long)r->count);
     const oz__entry *e = &r->e[index];
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_RULE_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
+    OC_RETURN_RULE_IF(e->flags & (OZ_FLAG_ENCRYPTED | OZ_FLAG_STRONG_ENCRYPTION), err,
                       OC_ERR_UNSUPPORTED, e->cd_at, "Z-72",
                       "entry '%s' is encrypted; ZIP encryption is not supported", qname(r, e, q));
-    OZ_RETURN_RULE_IF(e->method != OZ_ZIP_STORED && e->method != OZ_ZIP_DEFLATED, err,
+    OC_RETURN_RULE_IF(e->method != OZ_ZIP_STORED && e->method != OZ_ZIP_DEFLATED, err,
                       OC_ERR_UNSUPPORTED, e->cd_at, "Z-72",
                       "entry '%s' uses compression method %u; only 0 (stored) and 8 "
                       "(deflated) are supported",
                       qname(r, e, q), e->method);
-    OZ_FORWARD(ensure_local(r, index, pf, err));
+    OC_FORWARD(ensure_local(r, index, pf, err));
     *out = e;
     return OC_OK;
 }
@@ -1028,7 +1028,7 @@ static oc_status fetch_with_local(const oz_zip_reader *r, uint64_t index, uint8_
         reach > SIZE_MAX)
         return OC_OK;
     uint8_t *b = oc_bytes_alloc_buffer(reach);
-    OZ_RETURN_ERROR_IF(!b, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!b, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = src_read(r, e->lho, b, reach, err);
     if (st != OC_OK) {
         oc_bytes_free_buffer(b);
@@ -1045,7 +1045,7 @@ static oc_status plausible(const oz_zip_reader *r, const oz__entry *e, oc_error 
     uint64_t most = e->csize > (UINT64_MAX - OZ_ZIP_DEFLATE_RATIO_SLACK) / OZ_ZIP_MAX_DEFLATE_RATIO
                         ? UINT64_MAX
                         : e->csize * OZ_ZIP_MAX_DEFLATE_RATIO + OZ_ZIP_DEFLATE_RATIO_SLACK;
-    OZ_RETURN_RULE_IF(e->usize > most, err, OC_ERR_INCONSISTENT, e->cd_at, "Z-77",
+    OC_RETURN_RULE_IF(e->usize > most, err, OC_ERR_INCONSISTENT, e->cd_at, "Z-77",
                       "entry '%s' declares %llu bytes from %llu compressed, more than deflate "
                       "can produce",
                       qname(r, e, q), (unsigned long long)e->usize, (unsigned long long)e->csize);
@@ -1063,13 +1063,13 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (inflateInit2(&zs, -15) != Z_OK)
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     const uint8_t *mem = r->src->data; /* NULL: read in chunks */
     uint8_t *inbuf = mem ? NULL : malloc(CHUNK);
     uint8_t *scratch = dst ? NULL : malloc(CHUNK);
     oc_status st = OC_OK;
     if ((!mem && !inbuf) || (!dst && !scratch)) {
-        st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         goto done;
     }
     uint64_t in_pos = 0, produced = 0;
@@ -1111,7 +1111,7 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
         int rc = inflate(&zs, Z_NO_FLUSH);
         uInt got = avail - zs.avail_out;
         if (room == 0 && got) {
-            st = oz__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-77",
+            st = oc__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-77",
                                "entry '%s' inflates past its declared size of %llu bytes", q,
                                (unsigned long long)e->usize);
             goto done;
@@ -1120,29 +1120,29 @@ static oc_status inflate_entry(const oz_zip_reader *r, const oz__entry *e, uint8
         produced += got;
         if (rc == Z_STREAM_END) break;
         if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-            st = oz__fail_rule(err, OC_ERR_MALFORMED, e->data_off, "Z-77",
+            st = oc__fail_rule(err, OC_ERR_MALFORMED, e->data_off, "Z-77",
                                "entry '%s' holds corrupt deflate data (%s)", q,
                                zs.msg ? zs.msg : "bad stream");
             goto done;
         }
         if (rc == Z_MEM_ERROR) {
-            st = oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
             goto done;
         }
         if (got == 0 && in_before == zs.avail_in) { /* no progress: the input has run out */
-            st = oz__fail_rule(err, OC_ERR_TRUNCATED, e->data_off, "Z-77",
+            st = oc__fail_rule(err, OC_ERR_TRUNCATED, e->data_off, "Z-77",
                                "the deflate data of '%s' ends before its stream does", q);
             goto done;
         }
     }
     if (produced != e->usize) {
-        st = oz__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-77",
+        st = oc__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-77",
                            "entry '%s' inflates to %llu bytes but declares %llu", q,
                            (unsigned long long)produced, (unsigned long long)e->usize);
         goto done;
     }
     if (zs.avail_in != 0 || in_pos != e->csize) {
-        st = oz__fail_rule(err, OC_ERR_MALFORMED, e->data_off, "Z-77",
+        st = oc__fail_rule(err, OC_ERR_MALFORMED, e->data_off, "Z-77",
                            "%llu bytes of '%s' follow the end of its deflate stream",
                            (unsigned long long)(zs.avail_in + (e->csize - in_pos)), q);
         goto done;
@@ -1158,7 +1158,7 @@ done:
 static oc_status crc_mismatch(const oz_zip_reader *r, const oz__entry *e, uint32_t got,
                               oc_error *err) {
     char q[OC_QUOTE_SIZE];
-    return oz__fail_rule(err, OC_ERR_CHECKSUM, e->data_off, "Z-78",
+    return oc__fail_rule(err, OC_ERR_CHECKSUM, e->data_off, "Z-78",
                          "the CRC-32 of '%s' is 0x%08x, but the central directory says 0x%08x",
                          qname(r, e, q), got, e->crc);
 }
@@ -1181,12 +1181,12 @@ static oc_status downloaded_crc(const oz_zip_reader *r, const oz__entry *e, cons
 }
 
 oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *out, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
+    OC_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output span");
     oc_bytes_release(out);
     const oz__entry *e = NULL;
     uint8_t *both = NULL;
     prefetch pf;
-    OZ_FORWARD(fetch_with_local(r, index, &both, &pf, err));
+    OC_FORWARD(fetch_with_local(r, index, &both, &pf, err));
     if (both) { /* checked from the bytes fetched; the data moves to the buffer's start */
         oc_status st = readable(r, index, &pf, &e, err);
         if (st != OC_OK) {
@@ -1201,7 +1201,7 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
             char q[OC_QUOTE_SIZE];
             return e->usize == 0
                        ? OC_OK /* an empty entry is an empty span */
-                       : oz__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-76",
+                       : oc__fail_rule(err, OC_ERR_INCONSISTENT, e->data_off, "Z-76",
                                        "the data of '%s' runs into the next entry", qname(r, e, q));
         }
         memmove(both, both + skip, (size_t)e->usize);
@@ -1213,17 +1213,17 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
         give_buffer(out, both, e->usize);
         return OC_OK;
     }
-    OZ_FORWARD(readable(r, index, NULL, &e, err));
+    OC_FORWARD(readable(r, index, NULL, &e, err));
     if (e->method == OZ_ZIP_STORED) {
         /* shares the source's lifetime (or borrows the caller's memory) */
         if (r->src->caps & OC_SOURCE_MAP)
             return oc_source_map(r->src, e->data_off, e->usize, out, err);
         if (e->usize == 0) return OC_OK;
-        OZ_RETURN_ERROR_IF(e->usize > SIZE_MAX, err, OC_ERR_LIMIT, e->data_off,
+        OC_RETURN_ERROR_IF(e->usize > SIZE_MAX, err, OC_ERR_LIMIT, e->data_off,
                            "an entry of %llu bytes does not fit in memory",
                            (unsigned long long)e->usize);
         uint8_t *buf = oc_bytes_alloc_buffer(e->usize);
-        OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        OC_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         oc_status st = src_read(r, e->data_off, buf, e->usize, err);
         if (st == OC_OK) st = downloaded_crc(r, e, buf, err);
         if (st != OC_OK) {
@@ -1236,19 +1236,19 @@ oc_status oz_zip_reader_read(const oz_zip_reader *r, uint64_t index, oc_bytes *o
     char q[OC_QUOTE_SIZE];
     if (e->usize > r->max_inflated) {
         int budget = r->max_inflated == r->max_memory;
-        return oz__error_rule(err, budget ? "M-2" : "Z-66",
-                              oz__fail(err, OC_ERR_LIMIT, e->cd_at,
+        return oc__error_rule(err, budget ? "M-2" : "Z-66",
+                              oc__fail(err, OC_ERR_LIMIT, e->cd_at,
                                        "entry '%s' would inflate to %llu bytes, more than the "
                                        "limit of %llu (%s)",
                                        qname(r, e, q), (unsigned long long)e->usize,
                                        (unsigned long long)r->max_inflated,
                                        budget ? "max_memory, M-2" : "Z-66"));
     }
-    OZ_FORWARD(plausible(r, e, err));
+    OC_FORWARD(plausible(r, e, err));
     uint8_t *buf = NULL; /* an empty entry still goes through inflate (into scratch) */
     if (e->usize) {
         buf = e->usize <= SIZE_MAX ? oc_bytes_alloc_buffer(e->usize) : NULL;
-        OZ_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        OC_RETURN_ERROR_IF(!buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     uint32_t crc = 0;
     oc_status st = inflate_entry(r, e, buf, &crc, err);
@@ -1276,23 +1276,23 @@ static oc_status crc_tee_write(void *ctx, const void *data, uint64_t size, oc_er
 
 oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write_fn write,
                                 void *ctx, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!write, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
+    OC_RETURN_ERROR_IF(!write, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
     const oz__entry *e = NULL;
-    OZ_FORWARD(readable(r, index, NULL, &e, err));
+    OC_FORWARD(readable(r, index, NULL, &e, err));
     if (e->method == OZ_ZIP_STORED) {
         if (!(r->src->caps & OC_SOURCE_MAP)) { /* downloaded: checked against its CRC */
             crc_tee tee = {write, ctx, 0};
-            OZ_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_tee_write, &tee, err));
+            OC_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_tee_write, &tee, err));
             return tee.crc == e->crc ? OC_OK : crc_mismatch(r, e, tee.crc, err);
         }
         oc_bytes view = {0}; /* streamed as a write streams, so a mapping's pages go once read */
-        OZ_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
+        OC_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
         oc_status st = oc_bytes_write(&view, write, ctx, err);
         oc_bytes_release(&view);
         return st;
     }
     oc_bytes whole = {0}; /* inflated into memory, within max_inflated */
-    OZ_FORWARD(oz_zip_reader_read(r, index, &whole, err));
+    OC_FORWARD(oz_zip_reader_read(r, index, &whole, err));
     oc_status st = whole.size ? write(ctx, whole.data, whole.size, err) : OC_OK;
     oc_bytes_release(&whole);
     return st;
@@ -1300,30 +1300,30 @@ oc_status oz_zip_reader_read_to(const oz_zip_reader *r, uint64_t index, oc_write
 
 oc_status oz_zip_reader_verify(const oz_zip_reader *r, uint64_t index, oc_error *err) {
     const oz__entry *e = NULL;
-    OZ_FORWARD(readable(r, index, NULL, &e, err));
+    OC_FORWARD(readable(r, index, NULL, &e, err));
     crc_tee tee = {NULL, NULL, 0};
     if (e->method == OZ_ZIP_STORED) {
         if (r->src->caps & OC_SOURCE_MAP) {
             /* streamed like a write, so a mapped archive's pages go once read */
             oc_bytes view = {0};
-            OZ_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
+            OC_FORWARD(oc_source_map(r->src, e->data_off, e->usize, &view, err));
             oc_status st = oc_bytes_write(&view, crc_tee_write, &tee, err);
             oc_bytes_release(&view);
-            OZ_FORWARD(st);
+            OC_FORWARD(st);
         } else { /* in pieces; from a URL, one request streamed through */
-            OZ_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_tee_write, &tee, err));
+            OC_FORWARD(oc_source_read_to(r->src, e->data_off, e->usize, crc_tee_write, &tee, err));
         }
     } else {
-        OZ_FORWARD(plausible(r, e, err));
-        OZ_FORWARD(inflate_entry(r, e, NULL, &tee.crc, err));
+        OC_FORWARD(plausible(r, e, err));
+        OC_FORWARD(inflate_entry(r, e, NULL, &tee.crc, err));
     }
     return tee.crc == e->crc ? OC_OK : crc_mismatch(r, e, tee.crc, err);
 }
 
 oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    OC_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
     oz__zip_reader_will_read_all(r, UINT64_MAX);
-    for (uint64_t i = 0; i < r->count; i++) OZ_FORWARD(oz_zip_reader_verify(r, i, err));
+    for (uint64_t i = 0; i < r->count; i++) OC_FORWARD(oz_zip_reader_verify(r, i, err));
     return OC_OK;
 }
 
@@ -1360,10 +1360,10 @@ static int cmp_dir_key(const sorted_name *x, const uint8_t *f, uint32_t flen) {
 }
 
 oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
+    OC_RETURN_ERROR_IF(!r, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no reader");
     if (!r->count) return OC_OK;
     sorted_name *c = malloc((size_t)r->count * sizeof *c);
-    OZ_RETURN_ERROR_IF(!c, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!c, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     for (uint64_t i = 0; i < r->count; i++)
         c[i] = (sorted_name){r->names + r->e[i].name_off, r->e[i].name_len, (uint32_t)i};
     qsort(c, (size_t)r->count, sizeof *c, sorted_cmp);
@@ -1388,7 +1388,7 @@ oc_status oz_zip_reader_check_paths(const oz_zip_reader *r, oc_error *err) {
         char qa[OC_QUOTE_SIZE], qb[OC_QUOTE_SIZE];
         qname(r, e, qa);
         qname(r, &r->e[first], qb);
-        st = oz__fail_rule(err, OC_ERR_INCONSISTENT, e->cd_at, "Z-36",
+        st = oc__fail_rule(err, OC_ERR_INCONSISTENT, e->cd_at, "Z-36",
                            "entry '%s' is a file, but entry '%s' makes it a directory: they "
                            "cannot both be extracted",
                            qa, qb);

@@ -21,7 +21,7 @@
 
 #include "internal/crc.h"
 #include "internal/cursor.h"
-#include "internal/oz_error.h"
+#include "internal/error.h"
 #include "internal/zipbuild.h"
 #include "internal/zipfmt.h"
 #include "onnxz/zip.h"
@@ -183,22 +183,22 @@ size_t oz__build_end(uint8_t *out, uint64_t n, uint64_t cd_size, uint64_t cd_off
 
 oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
                              oz_zip_writer **out, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
+    OC_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
-    OZ_RETURN_ERROR_IF(!path || !*path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no path");
+    OC_RETURN_ERROR_IF(!path || !*path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no path");
     if (alignment == 0) alignment = OZ_ZIP_DEFAULT_ALIGNMENT;
-    OZ_RETURN_RULE_IF(alignment < OZ_ZIP_MIN_ALIGNMENT || alignment > OZ_ZIP_MAX_ALIGNMENT ||
+    OC_RETURN_RULE_IF(alignment < OZ_ZIP_MIN_ALIGNMENT || alignment > OZ_ZIP_MAX_ALIGNMENT ||
                           (alignment & (alignment - 1)) != 0,
                       err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "Z-10",
                       "alignment %u is not a power of two from %u to %u", alignment,
                       OZ_ZIP_MIN_ALIGNMENT, OZ_ZIP_MAX_ALIGNMENT);
     oz_zip_writer *w = calloc(1, sizeof *w);
-    OZ_RETURN_ERROR_IF(!w, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!w, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     w->alignment = alignment;
     w->af.fd = -1;
     if (!(w->tab = oc_nametab_new(16, name_of, w))) {
         free(w);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     oc_status st = oc_atomic_open(&w->af, path, overwrite, err);
     /* Streamed entries get their CRC patched in (oz_zip_writer_end): a pipe written
@@ -207,7 +207,7 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
         oc_atomic_abort(&w->af);
         st = oc_error_file(
             err, path,
-            oz__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
+            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
                           "%s is a pipe: an archive is patched as it is written and needs a file "
                           "or a device",
                           path));
@@ -238,8 +238,8 @@ uint32_t oz_zip_writer_alignment(const oz_zip_writer *w) { return w ? w->alignme
 
 oc_status oz_zip_writer_entry(const oz_zip_writer *w, uint64_t index, oz_zip_entry *out,
                               oc_error *err) {
-    OZ_RETURN_ERROR_IF(!w || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer or output");
-    OZ_RETURN_ERROR_IF(index >= w->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!w || !out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer or output");
+    OC_RETURN_ERROR_IF(index >= w->count, err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
                        "no entry %llu (the writer has %llu)", (unsigned long long)index,
                        (unsigned long long)w->count);
     const oz__entry *e = &w->e[index];
@@ -248,10 +248,10 @@ oc_status oz_zip_writer_entry(const oz_zip_writer *w, uint64_t index, oz_zip_ent
 }
 
 static oc_status usable(const oz_zip_writer *w, oc_error *err) {
-    OZ_RETURN_ERROR_IF(!w, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
-    OZ_RETURN_ERROR_IF(w->failed, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(!w, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
+    OC_RETURN_ERROR_IF(w->failed, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "the archive writer failed earlier; nothing more can be written");
-    OZ_RETURN_ERROR_IF(w->finished, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(w->finished, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "the archive is already finished");
     return OC_OK;
 }
@@ -278,36 +278,36 @@ static oc_status grow(void **buf, uint64_t *cap, uint64_t need, size_t elem) {
  * success *len and *hash describe the name. Writes nothing. */
 static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64_t *hash,
                          oc_error *err) {
-    OZ_FORWARD(usable(w, err));
-    OZ_RETURN_ERROR_IF(w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_FORWARD(usable(w, err));
+    OC_RETURN_ERROR_IF(w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "an entry is being streamed: end it first");
-    OZ_RETURN_ERROR_IF(!name, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no entry name");
+    OC_RETURN_ERROR_IF(!name, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no entry name");
     size_t n = strlen(name);
     char q[OC_QUOTE_SIZE];
     const uint8_t *un = (const uint8_t *)name;
-    OZ_RETURN_RULE_IF(n > OZ_ZIP_DEFAULT_MAX_NAME_LEN, err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-30",
+    OC_RETURN_RULE_IF(n > OZ_ZIP_DEFAULT_MAX_NAME_LEN, err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-30",
                       "entry name '%s' is %zu bytes, more than %u",
                       oc_quote(un, n, q, OC_QUOTE_SIZE), n, OZ_ZIP_DEFAULT_MAX_NAME_LEN);
     oz__name_fault f = oz__name_check(un, n, 0);
-    OZ_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
+    OC_RETURN_ERROR_IF(f != OZ_NAME_OK, err,
                        oz__name_fault_unsafe(f) ? OC_ERR_UNSAFE_PATH : OC_ERR_INVALID_ARG,
                        OC_NO_OFFSET, "entry name '%s' %s (%s)", oc_quote(un, n, q, OC_QUOTE_SIZE),
                        oz__name_fault_text(f), oz__name_fault_rule(f));
-    OZ_RETURN_RULE_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
+    OC_RETURN_RULE_IF(w->count >= OZ_ZIP_DEFAULT_MAX_ENTRIES, err, OC_ERR_LIMIT, OC_NO_OFFSET,
                       "Z-66", "more than %u entries", OZ_ZIP_DEFAULT_MAX_ENTRIES);
     uint64_t h = oc_nametab_hash(un, n);
-    OZ_RETURN_RULE_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS, OC_NO_OFFSET,
+    OC_RETURN_RULE_IF(oc_nametab_find(w->tab, un, n, h) >= 0, err, OC_ERR_EXISTS, OC_NO_OFFSET,
                       "Z-35", "entry name '%s' is already in the archive",
                       oc_quote(un, n, q, OC_QUOTE_SIZE));
     if (grow((void **)&w->e, &w->cap, w->count + 1, sizeof *w->e) != OC_OK ||
         grow((void **)&w->names, &w->names_cap, w->names_len + n + 1, 1) != OC_OK ||
         oc_nametab_reserve(w->tab) != OC_OK)
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     /* The header scratch: fixed part, name, zip64 record, padding of up to alignment + 5. */
     size_t need = OZ_LOCAL_SIZE + n + 20 + w->alignment + OZ_EXTRA_ALIGN_MIN;
     if (need > w->hdr_cap) {
         uint8_t *p = realloc(w->hdr, need);
-        if (!p) return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
         w->hdr = p;
         w->hdr_cap = need;
     }
@@ -322,7 +322,7 @@ static oc_status prepare(oz_zip_writer *w, const char *name, size_t *len, uint64
 static oc_status build_local(oz_zip_writer *w, oz__entry *e, const char *name, size_t *hdr_len,
                              oc_error *err) {
     e->lho = w->af.written;
-    OZ_RETURN_RULE_IF(w->cd_size + oz__central_len(e) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
+    OC_RETURN_RULE_IF(w->cd_size + oz__central_len(e) > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR, err,
                       OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
                       "the central directory would exceed %llu bytes",
                       (unsigned long long)OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR);
@@ -348,7 +348,7 @@ static void commit_entry(oz_zip_writer *w, const oz__entry *e, const char *name,
 static oc_status emit(oz_zip_writer *w, oz__entry *e, const char *name, uint64_t hash,
                       const void *data, oc_error *err) {
     size_t hlen = 0;
-    OZ_FORWARD(build_local(w, e, name, &hlen, err));
+    OC_FORWARD(build_local(w, e, name, &hlen, err));
     oc_status st = oc_atomic_write(&w->af, w->hdr, hlen, err);
     if (st == OC_OK && e->csize) st = oc_atomic_write(&w->af, data, e->csize, err);
     if (st != OC_OK) return poison(w, st);
@@ -367,15 +367,15 @@ oc_status oz_zip_writer_add(oz_zip_writer *w, const char *name, const void *data
                             uint64_t *data_offset, oc_error *err) {
     size_t n;
     uint64_t hash;
-    OZ_FORWARD(prepare(w, name, &n, &hash, err));
-    OZ_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_FORWARD(prepare(w, name, &n, &hash, err));
+    OC_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data for a %llu-byte entry", (unsigned long long)size);
     oz__entry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_STORED;
     e.crc = oz__crc32(0, data, size);
     e.csize = e.usize = size;
-    OZ_FORWARD(emit(w, &e, name, hash, data, err));
+    OC_FORWARD(emit(w, &e, name, hash, data, err));
     if (data_offset) *data_offset = e.data_off;
     return OC_OK;
 }
@@ -385,14 +385,14 @@ oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, 
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     int rc = deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-    OZ_RETURN_ERROR_IF(rc == Z_MEM_ERROR, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    OZ_RETURN_ERROR_IF(rc != Z_OK, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(rc == Z_MEM_ERROR, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(rc != Z_OK, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "zlib refused compression level %d", level);
     uint64_t cap = (uint64_t)deflateBound(&zs, (uLong)n);
     uint8_t *buf = cap <= SIZE_MAX ? malloc((size_t)cap) : NULL;
     if (!buf) {
         deflateEnd(&zs);
-        return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     const uint64_t step = 1u << 30;
     uint64_t in_done = 0, out_done = 0;
@@ -411,7 +411,7 @@ oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, 
         if ((rc != Z_OK && rc != Z_BUF_ERROR) || (ain == zs.avail_in && aout == zs.avail_out)) {
             deflateEnd(&zs);
             free(buf);
-            return oz__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "deflate failed (zlib code %d)", rc);
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "deflate failed (zlib code %d)", rc);
         }
     }
     deflateEnd(&zs);
@@ -424,17 +424,17 @@ oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const v
                                      uint64_t size, int level, oc_error *err) {
     size_t n;
     uint64_t hash;
-    OZ_FORWARD(prepare(w, name, &n, &hash, err));
-    OZ_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_FORWARD(prepare(w, name, &n, &hash, err));
+    OC_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no data for a %llu-byte entry", (unsigned long long)size);
-    OZ_RETURN_ERROR_IF(level < -1 || level > 9, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_RETURN_ERROR_IF(level < -1 || level > 9, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "compression level %d is not -1..9", level);
-    OZ_RETURN_RULE_IF(size > OZ_ZIP_DEFAULT_MAX_INFLATED, err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+    OC_RETURN_RULE_IF(size > OZ_ZIP_DEFAULT_MAX_INFLATED, err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
                       "a DEFLATED entry of %llu bytes is over the %llu-byte read limit",
                       (unsigned long long)size, (unsigned long long)OZ_ZIP_DEFAULT_MAX_INFLATED);
     uint8_t *packed = NULL;
     uint64_t packed_n = 0;
-    OZ_FORWARD(oz__deflate(data, size, level, &packed, &packed_n, err));
+    OC_FORWARD(oz__deflate(data, size, level, &packed, &packed_n, err));
     oz__entry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_DEFLATED;
@@ -450,14 +450,14 @@ oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
                               uint64_t *data_offset, oc_error *err) {
     size_t n;
     uint64_t hash;
-    OZ_FORWARD(prepare(w, name, &n, &hash, err));
+    OC_FORWARD(prepare(w, name, &n, &hash, err));
     oz__entry e = {0};
     e.name_len = (uint32_t)n;
     e.method = OZ_ZIP_STORED;
     e.crc = 0; /* patched by end */
     e.csize = e.usize = size;
     size_t hlen = 0;
-    OZ_FORWARD(build_local(w, &e, name, &hlen, err));
+    OC_FORWARD(build_local(w, &e, name, &hlen, err));
     oc_status st = oc_atomic_write(&w->af, w->hdr, hlen, err);
     if (st != OC_OK) return poison(w, st);
     commit_entry(w, &e, name, hash);
@@ -469,14 +469,14 @@ oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
 }
 
 oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size, oc_error *err) {
-    OZ_FORWARD(usable(w, err));
-    OZ_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_FORWARD(usable(w, err));
+    OC_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no entry is being streamed");
-    OZ_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no data");
+    OC_RETURN_ERROR_IF(!data && size, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no data");
     const oz__entry *e = &w->e[w->count - 1];
     char q[OC_QUOTE_SIZE];
     if (size > e->usize - w->s_written)
-        return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return poison(w, oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                   "entry '%s' was declared as %llu bytes; writing %llu more "
                                   "after %llu overruns it",
                                   oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
@@ -490,13 +490,13 @@ oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
 }
 
 oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err) {
-    OZ_FORWARD(usable(w, err));
-    OZ_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+    OC_FORWARD(usable(w, err));
+    OC_RETURN_ERROR_IF(!w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "no entry is being streamed");
     oz__entry *e = &w->e[w->count - 1];
     char q[OC_QUOTE_SIZE];
     if (w->s_written != e->usize)
-        return poison(w, oz__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+        return poison(w, oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                   "entry '%s' was declared as %llu bytes but %llu were written",
                                   oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
                                   (unsigned long long)e->usize, (unsigned long long)w->s_written));
@@ -525,7 +525,7 @@ static oc_status ob_flush(outbuf *ob, oc_error *err) {
 
 /* A pointer to room for n more bytes (n <= cap), flushing first when needed. */
 static oc_status ob_room(outbuf *ob, size_t n, uint8_t **p, oc_error *err) {
-    if (ob->cap - ob->len < n) OZ_FORWARD(ob_flush(ob, err));
+    if (ob->cap - ob->len < n) OC_FORWARD(ob_flush(ob, err));
     *p = ob->buf + ob->len;
     ob->len += n;
     return OC_OK;
@@ -533,32 +533,32 @@ static oc_status ob_room(outbuf *ob, size_t n, uint8_t **p, oc_error *err) {
 
 static oc_status write_central(oz_zip_writer *w, outbuf *ob, const oz__entry *e, oc_error *err) {
     uint8_t *p;
-    OZ_FORWARD(ob_room(ob, (size_t)oz__central_len(e), &p, err));
+    OC_FORWARD(ob_room(ob, (size_t)oz__central_len(e), &p, err));
     oz__put_central(p, e, w->names + e->name_off);
     return OC_OK;
 }
 
 static oc_status write_tail(oz_zip_writer *w, outbuf *ob, oc_error *err) {
     uint64_t cd_off = w->af.written;
-    for (uint64_t i = 0; i < w->count; i++) OZ_FORWARD(write_central(w, ob, &w->e[i], err));
-    OZ_FORWARD(ob_flush(ob, err));
+    for (uint64_t i = 0; i < w->count; i++) OC_FORWARD(write_central(w, ob, &w->e[i], err));
+    OC_FORWARD(ob_flush(ob, err));
     uint64_t cd_size = w->af.written - cd_off;
     uint8_t *p;
-    OZ_FORWARD(ob_room(ob, OZ_END_MAX, &p, err));
+    OC_FORWARD(ob_room(ob, OZ_END_MAX, &p, err));
     ob->len -= OZ_END_MAX - oz__build_end(p, w->count, cd_size, cd_off, NULL, 0);
     return ob_flush(ob, err);
 }
 
 oc_status oz_zip_writer_finish(oz_zip_writer *w, oc_error *err) {
-    OZ_FORWARD(usable(w, err));
+    OC_FORWARD(usable(w, err));
     char q[OC_QUOTE_SIZE];
-    OZ_RETURN_ERROR_IF(
+    OC_RETURN_ERROR_IF(
         w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "entry '%s' is still being streamed",
         oc_quote(w->names + w->e[w->count - 1].name_off, w->e[w->count - 1].name_len, q, sizeof q));
     outbuf ob = {w, NULL, 0, (size_t)1 << 18};
     /* Every central record fits: 46 + a name of at most 4,096 bytes + 28. */
     ob.buf = malloc(ob.cap);
-    OZ_RETURN_ERROR_IF(!ob.buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_RETURN_ERROR_IF(!ob.buf, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oc_status st = write_tail(w, &ob, err);
     free(ob.buf);
     if (st != OC_OK) return poison(w, st);
