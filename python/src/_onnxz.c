@@ -1059,7 +1059,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     st = oc_tensor_check_size_fetched(t, fetchp, &err);
     if (hold->weights) PyThread_release_lock(hold->fetch_lock);
     Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
-    if (!oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data)) {
+    if (oc_tensor_is_typed(t)) {
         /* typed fields (their counts checked, W-42): (the encoded tensor,), which the
          * caller converts; its name need not be UTF-8 */
         void *enc = NULL;

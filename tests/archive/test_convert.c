@@ -308,16 +308,32 @@ static void test_tensor_read(void) {
     oz_archive_close(ar);
     CHECK(is_w1(&b));
     oc_bytes_release(&b);
-    /* Values in typed fields are not raw bytes. */
+    /* Values in typed fields are not raw bytes, a scalar's (no dims) included; a tensor
+     * with elements and no values at all is W-42's fault, not typed fields. */
     m = oc_model_new();
+    oc_arena *a = oc_model_arena(m);
     onnx_ModelProto *mp = oc_model_proto(m);
-    mp->graph = OC_NEW(oc_model_arena(m), GraphProto);
-    onnx_TensorProto *t = OC_ADD(oc_model_arena(m), TensorProto, mp->graph->initializer);
-    oc_str_set_cstr(oc_model_arena(m), &t->name, "f");
+    mp->graph = OC_NEW(a, GraphProto);
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
     t->data_type = 1;
-    int64_t *d = oc_array_push(oc_model_arena(m), &t->dims, sizeof(int64_t));
-    if (d) *d = 1;
-    CHECK(oz_tensor_read(oz_model_find_tensor(m, "f", 1), NULL, &b, &err) == OC_ERR_UNSUPPORTED);
+    OC_SET_HAS(TensorProto, t, data_type);
+    CHECK(oc_tensor_is_typed(t));
+    float *f = oc_array_push(a, &t->float_data, sizeof(float));
+    if (f) *f = 1.5f;
+    CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_UNSUPPORTED);
+    CHECK(strstr(err.message, "typed fields") != NULL);
+    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+    if (d) *d = 2;
+    CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_INCONSISTENT); /* 2 elements, 1 value */
+    t->float_data.count = 0;
+    CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_INCONSISTENT);
+    CHECK(strstr(err.message, "no data") && strcmp(err.rule, "W-42") == 0);
+    oc_bytes_set_borrowed(&t->raw_data, "12345678", 8);
+    OC_SET_HAS(TensorProto, t, raw_data);
+    CHECK(!oc_tensor_is_typed(t));
+    CHECK_OK(oz_tensor_read(t, NULL, &b, &err));
+    CHECK(b.size == 8);
+    oc_bytes_release(&b);
     oc_model_free(m);
     unlink(at("r_n.onnx"));
     unlink(at("r.onnxz"));

@@ -6,6 +6,7 @@
 
 #include "export.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,11 @@ OC_API oc_status oc_tensor_check_size(const onnx_TensorProto *tensor, oc_error *
 
 struct oc_tensor_fetch;
 #ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* True when the tensor keeps its values in the typed fields (float_data, int32_data,
+ * int64_data, double_data, uint64_data, string_data; onnx.proto), whether they hold any or
+ * not: it is neither EXTERNAL nor has raw_data. Such a tensor has no raw bytes to read;
+ * oc_tensor_check_size checks its values' count (W-42, spec/onnx-wire.md). */
+OC_API bool oc_tensor_is_typed(const onnx_TensorProto *tensor);
 /* As oc_tensor_check_size, with an EXTERNAL tensor's payload size asked of fetch
  * (external.h; NULL, or one without a size function: as oc_tensor_check_size): every
  * reference is resolved first, whatever the tensor's type, and one the fetch cannot

@@ -198,6 +198,10 @@ static const char *typed_field(const onnx_TensorProto *t, int32_t type, uint64_t
     }
 }
 
+bool oc_tensor_is_typed(const onnx_TensorProto *t) {
+    return t && !oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data);
+}
+
 /* W-42: a tensor whose values are not in raw_data nor elsewhere: the typed field of its
  * type holds the count its dims make; no data at all for elements is a fault too. */
 static oc_status check_typed(const onnx_TensorProto *t, int32_t type, uint64_t elements,
@@ -271,8 +275,7 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
         return oc__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "W-42",
                              "tensor '%s' has data_type %d, which ONNX does not define",
                              oc_quote(t->name.data, t->name.size, name, sizeof name), (int)type);
-    int inside = !oc_tensor_is_external(t) && !OC_HAS(TensorProto, t, raw_data);
-    if (inside) OC_FORWARD(check_typed(t, type, elements, err));
+    if (oc_tensor_is_typed(t)) OC_FORWARD(check_typed(t, type, elements, err));
     if (!bits) return OC_OK;
     uint64_t need;
     if (bits >= 8) {

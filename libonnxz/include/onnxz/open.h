@@ -166,9 +166,10 @@ typedef struct oz_tensor_source {
  *   an EXTERNAL reference: from src: an archive's entry (a span of its mapping, or read
  *     whole from a URL), the weights' fetch (read whole), or a data file under data_dir
  *     (t itself is then resolved in place, as a load resolves it: not concurrently).
- * Fails with OC_ERR_UNSUPPORTED for a tensor that keeps its values in typed fields
- * (float_data...) rather than raw bytes, and OC_ERR_NOT_FOUND for a reference that src
- * cannot resolve. src may be NULL (all zero). */
+ * A tensor the model holds is checked first as oc_tensor_check_size checks it (W-40,
+ * W-42: its error). Fails with OC_ERR_UNSUPPORTED for a tensor that keeps its values in
+ * typed fields (oc_tensor_is_typed: float_data...) rather than raw bytes, and
+ * OC_ERR_NOT_FOUND for a reference that src cannot resolve. src may be NULL (all zero). */
 OZ_API oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
                                 oc_error *err);
 

@@ -502,8 +502,9 @@ oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_by
         OC_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
                                          src->parse ? src->parse : &po, err));
     }
-    if (!t->raw_data.size && !OC_HAS(TensorProto, t, raw_data) &&
-        oc_tensor_element_bits(t->data_type) && t->dims.count)
+    /* W-40, W-42: the values against dims and data_type, then where they are */
+    OC_FORWARD(oc_tensor_check_size(t, err));
+    if (oc_tensor_is_typed(t))
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                         "tensor '%s' keeps its values in typed fields (float_data ...), not as "
                         "raw bytes: convert the model first",
