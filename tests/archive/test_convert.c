@@ -318,6 +318,10 @@ static void test_tensor_read(void) {
     t->data_type = 1;
     OC_SET_HAS(TensorProto, t, data_type);
     CHECK(oc_tensor_is_typed(t));
+    /* One lookup (oc_tensor_index): a tensor without a name is not named "" */
+    CHECK(oz_model_find_tensor(m, "", 0) == NULL);
+    OC_SET_HAS(TensorProto, t, name); /* named "", as a decoded one is */
+    CHECK(oz_model_find_tensor(m, "", 0) == t);
     float *f = oc_array_push(a, &t->float_data, sizeof(float));
     if (f) *f = 1.5f;
     CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_UNSUPPORTED);

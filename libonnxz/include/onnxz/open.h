@@ -145,7 +145,9 @@ OZ_API void oz_weights_close(oz_weights *w);
 
 /* The first tensor named `name` (len bytes; a NUL is a byte like any other) of model, at
  * any depth (initializers, attributes, subgraphs, functions; oc_msg_visit_tensors' order),
- * or NULL when there is none. Borrowed from model. */
+ * or NULL when there is none (or no memory): oc_tensor_index_find on an index built for
+ * this one lookup (tensor.h), which a caller that looks up more than one name keeps
+ * instead. Borrowed from model. */
 OZ_API onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name, size_t len);
 
 /* Where the tensors a model keeps as EXTERNAL references lie: whichever it was opened

@@ -425,25 +425,14 @@ void oz_weights_close(oz_weights *w) {
 
 /* ---- one tensor of a model in any form ---- */
 
-typedef struct find_ctx {
-    const char *name;
-    size_t len;
-    onnx_TensorProto *found;
-} find_ctx;
-
-static oc_status find_visit(void *ctx, onnx_TensorProto *t) {
-    find_ctx *f = ctx;
-    if (t->name.size != f->len || (f->len && memcmp(t->name.data, f->name, f->len) != 0))
-        return OC_OK;
-    f->found = t;
-    return OC_ERR_NOT_FOUND; /* stops the walk at the first */
-}
-
 onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name, size_t len) {
-    find_ctx f = {name, len, NULL};
-    if (!model || (!name && len)) return NULL;
-    oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(model), find_visit, &f);
-    return f.found;
+    oc_tensor_index *x = NULL;
+    if (!model || (!name && len) ||
+        oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(model), &x, NULL) != OC_OK)
+        return NULL;
+    onnx_TensorProto *t = oc_tensor_index_find(x, name, len);
+    oc_tensor_index_free(x);
+    return t;
 }
 
 /* A buffer of the size a fetch announced, filled by its stream. */
