@@ -121,8 +121,6 @@ static const struct {
     const char *name, *text;
 } man_environment[] = {
     {"ONNXZ_KEY", "the passphrase for encrypted models when no --key-file is given"},
-    {"ONNXZ_PROGRESS_DELAY_MS",
-     "milliseconds of work before the progress bar appears on a terminal (default 500)"},
 };
 #define N_MAN_ENVIRONMENT (sizeof man_environment / sizeof man_environment[0])
 static const char man_exit_status[] =

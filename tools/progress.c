@@ -8,17 +8,27 @@
 #include "cli.h"
 #include "progress.h"
 
+#define PROGRESS_DELAY_MS  500.0
 #define PROGRESS_REDRAW_MS 100.0
 #define PROGRESS_WIDTH     24
 
-void cli_progress_init(cli_progress *p, int verbosity) {
+/* How long the work runs before the bar shows. A test build lets the tests draw it at
+ * once (ONNXZ_PROGRESS_DELAY_MS); a release tool reads no such variable. */
+static double delay_ms(void) {
+#ifdef ONNXZ_TEST_POINTS
     const char *delay = getenv("ONNXZ_PROGRESS_DELAY_MS");
+    if (delay && *delay) return atof(delay);
+#endif
+    return PROGRESS_DELAY_MS;
+}
+
+void cli_progress_init(cli_progress *p, int verbosity) {
     p->enabled = verbosity >= CLI_NORMAL && isatty(STDERR_FILENO);
     p->drawn = false;
     p->drawn_full = false;
     p->start_ms = cli_now_ms();
     p->last_ms = 0;
-    p->delay_ms = delay && *delay ? atof(delay) : 500.0;
+    p->delay_ms = delay_ms();
 }
 
 static void format_eta(double seconds, char *buf, size_t size) {

@@ -2,9 +2,9 @@
  * tools/progress.h - the progress bar on stderr for long writes.
  *
  * Drawn only when stderr is a terminal and the tool is not quiet, and only once the work
- * has taken more than a moment (ONNXZ_PROGRESS_DELAY_MS, default 500): bytes done of the
- * total, percent, rate and time left, redrawn at most ten times a second on one line that
- * is erased at the end. Nothing at all is written when stderr is not a terminal.
+ * has taken more than half a second: bytes done of the total, percent, rate and time
+ * left, redrawn at most ten times a second on one line that is erased at the end.
+ * Nothing at all is written when stderr is not a terminal.
  */
 #ifndef ONNXZ_TOOLS_PROGRESS_H
 #define ONNXZ_TOOLS_PROGRESS_H
