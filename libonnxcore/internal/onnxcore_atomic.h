@@ -58,7 +58,7 @@ OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int ov
 /* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
  * that is not a regular file, a directory, nor a link to one or to nothing), which needs
  * no `overwrite`: what is there is not replaced. */
-int oc_atomic_through(const char *path);
+OC_PRIVATE int oc_atomic_through(const char *path);
 /* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
 OC_PRIVATE oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);
 /* Appends a span's bytes. A span in a file mapping whose descriptor its owner kept
