@@ -212,8 +212,10 @@ static PyObject *model_to_bytes(const oc_model *model, const char *file) {
     PyObject *out;
     sink s;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st = oc_encoded_size(&onnx_ModelProto_desc, m, &size, &err);
-    Py_END_ALLOW_THREADS if (st != OC_OK) return raise_error(file, &err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oc_encoded_size(&onnx_ModelProto_desc, m, &size, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK) return raise_error(file, &err);
     if (size > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
     out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (!out) return NULL;
@@ -221,8 +223,10 @@ static PyObject *model_to_bytes(const oc_model *model, const char *file) {
     s.size = size;
     s.used = 0;
     s.what = "the model's encoding (did it change meanwhile?)";
-    Py_BEGIN_ALLOW_THREADS st = oc_encode(&onnx_ModelProto_desc, m, sink_write, &s, &err);
-    Py_END_ALLOW_THREADS st = sink_end(&s, st, &err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oc_encode(&onnx_ModelProto_desc, m, sink_write, &s, &err);
+    Py_END_ALLOW_THREADS
+    st = sink_end(&s, st, &err);
     if (st != OC_OK) {
         Py_DECREF(out);
         return raise_error(file, &err);
@@ -271,15 +275,20 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS oz_kind kind = OZ_KIND_MODEL;
-    if (oz_detect_path(PyBytes_AS_STRING(path), &http, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
-    o.parse.loaded_location_default = kind == OZ_KIND_MODEL; /* an archive's: as converted */
-    st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
-    Py_END_ALLOW_THREADS key_release(&key, &key_holder);
+    Py_BEGIN_ALLOW_THREADS
+        oz_kind kind = OZ_KIND_MODEL;
+        if (oz_detect_path(PyBytes_AS_STRING(path), &http, &kind, NULL) != OC_OK)
+            kind = OZ_KIND_MODEL;
+        o.parse.loaded_location_default = kind == OZ_KIND_MODEL; /* an archive's: as converted */
+        st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
+    Py_END_ALLOW_THREADS
+    key_release(&key, &key_holder);
     out = st == OC_OK ? model_split(model, PyBytes_AS_STRING(path))
                       : raise_error(PyBytes_AS_STRING(path), &err);
-    Py_BEGIN_ALLOW_THREADS oc_model_free(model);
-    Py_END_ALLOW_THREADS Py_DECREF(path);
+    Py_BEGIN_ALLOW_THREADS
+        oc_model_free(model);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
     Py_XDECREF(dir);
     return out;
 }
@@ -309,9 +318,10 @@ static PyObject *py_load_memory(PyObject *self, PyObject *args) {
     po.loaded_location_default = 1;
     po.max_memory = max_memory;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st =
-        oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
-    Py_END_ALLOW_THREADS out = st == OC_OK ? model_to_bytes(model, NULL) : raise_error(NULL, &err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oc_model_load_memory(data.buf, (uint64_t)data.len, &po, &model, &err);
+    Py_END_ALLOW_THREADS
+    out = st == OC_OK ? model_to_bytes(model, NULL) : raise_error(NULL, &err);
     oc_model_free(model);
     PyBuffer_Release(&data);
     Py_XDECREF(dir);
@@ -574,9 +584,11 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
     if (tensors != Py_None && weights_init(&w, tensors, sizes) < 0) goto done;
     if (save_opts_parse(opts_obj, &s) < 0) goto done;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st = save_serialized(&data, PyBytes_AS_STRING(path), &s,
-                                                tensors != Py_None ? &w : NULL, &fell_back, &err);
-    Py_END_ALLOW_THREADS save_opts_release(&s);
+    Py_BEGIN_ALLOW_THREADS
+        st = save_serialized(&data, PyBytes_AS_STRING(path), &s, tensors != Py_None ? &w : NULL,
+                             &fell_back, &err);
+    Py_END_ALLOW_THREADS
+    save_opts_release(&s);
     if (w.exc[0])
         PyErr_Restore(w.exc[0], w.exc[1], w.exc[2]); /* the save left nothing */
     else if (st != OC_OK)
@@ -623,9 +635,10 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st =
-        oz_convert_file(PyBytes_AS_STRING(src), PyBytes_AS_STRING(dst), &o, &s.o, &info, &err);
-    Py_END_ALLOW_THREADS save_opts_release(&s);
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_convert_file(PyBytes_AS_STRING(src), PyBytes_AS_STRING(dst), &o, &s.o, &info, &err);
+    Py_END_ALLOW_THREADS
+    save_opts_release(&s);
     key_release(&key, &holder);
     if (st != OC_OK)
         raise_error(PyBytes_AS_STRING(info.input_failed ? src : dst), &err);
@@ -913,40 +926,43 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     hold->http = http_settings();
     hold->index = NULL;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);
-    if (st == OC_OK && kind == OZ_KIND_ZIP) {
-        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-        oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
-        po.skip_external_data = 1;
-        po.http = zo.http = &hold->http;
-        po.max_memory = zo.max_memory = max_memory;
-        st = oz_archive_open(PyBytes_AS_STRING(path), &zo, &hold->archive, &err);
-        if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
-        if (st == OC_OK) self->file_size = oz_zip_reader_size(oz_archive_zip(hold->archive));
-    } else if (st == OC_OK) {
-        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-        o.parse.no_copy = 1;
-        o.parse.http = &hold->http;
-        o.parse.max_memory = max_memory;
-        o.key = key.buf;
-        o.key_len = (size_t)key.len;
-        oz_open_info info = OZ_OPEN_INFO_INIT;
-        /* A URL's .onnx: its data files are not downloaded whole, each tensor is fetched
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);
+        if (st == OC_OK && kind == OZ_KIND_ZIP) {
+            oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+            oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
+            po.skip_external_data = 1;
+            po.http = zo.http = &hold->http;
+            po.max_memory = zo.max_memory = max_memory;
+            st = oz_archive_open(PyBytes_AS_STRING(path), &zo, &hold->archive, &err);
+            if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
+            if (st == OC_OK) self->file_size = oz_zip_reader_size(oz_archive_zip(hold->archive));
+        } else if (st == OC_OK) {
+            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+            o.parse.no_copy = 1;
+            o.parse.http = &hold->http;
+            o.parse.max_memory = max_memory;
+            o.key = key.buf;
+            o.key_len = (size_t)key.len;
+            oz_open_info info = OZ_OPEN_INFO_INIT;
+            /* A URL's .onnx: its data files are not downloaded whole, each tensor is fetched
          * when asked for (an archive's entries are too, by oz_archive_read_tensor). */
-        if (oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL)
-            st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights, &info,
-                                  &err);
-        else if (kind == OZ_KIND_MODEL)
-            st = open_model_file(PyBytes_AS_STRING(path), &o.parse, hold, &self->opened, &err);
-        else
-            st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
-        self->payload_archive = info.is_archive;
-        self->file_size = info.file_size ? info.file_size : (unsigned long long)self->opened.size;
-    }
-    if (st == OC_OK)
-        st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(hold->model), &hold->index,
-                                 &err);
-    Py_END_ALLOW_THREADS key_release(&key, &holder);
+            if (oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL)
+                st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights,
+                                      &info, &err);
+            else if (kind == OZ_KIND_MODEL)
+                st = open_model_file(PyBytes_AS_STRING(path), &o.parse, hold, &self->opened, &err);
+            else
+                st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
+            self->payload_archive = info.is_archive;
+            self->file_size =
+                info.file_size ? info.file_size : (unsigned long long)self->opened.size;
+        }
+        if (st == OC_OK)
+            st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(hold->model),
+                                     &hold->index, &err);
+    Py_END_ALLOW_THREADS
+    key_release(&key, &holder);
     if (st == OC_OK && hold->weights && !(hold->fetch_lock = PyThread_allocate_lock())) {
         PyErr_NoMemory();
         Py_DECREF(hold);
@@ -1055,10 +1071,12 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         oz_weights_fetch(hold->weights, &fetch);
         fetchp = &fetch;
     }
-    Py_BEGIN_ALLOW_THREADS if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-    st = oc_tensor_check_size_fetched(t, fetchp, &err);
-    if (hold->weights) PyThread_release_lock(hold->fetch_lock);
-    Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
+    Py_BEGIN_ALLOW_THREADS
+        if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
+        st = oc_tensor_check_size_fetched(t, fetchp, &err);
+        if (hold->weights) PyThread_release_lock(hold->fetch_lock);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK) goto fail;
     if (oc_tensor_is_typed(t)) {
         /* typed fields (their counts checked, W-42): (the encoded tensor,), which the
          * caller converts; its name need not be UTF-8 */
@@ -1071,10 +1089,12 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         goto done;
     }
     oz_tensor_source from = {hold->archive, hold->weights, NULL, NULL};
-    Py_BEGIN_ALLOW_THREADS if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-    st = oz_tensor_read(t, &from, &bytes, &err);
-    if (hold->weights) PyThread_release_lock(hold->fetch_lock);
-    Py_END_ALLOW_THREADS if (st != OC_OK) goto fail;
+    Py_BEGIN_ALLOW_THREADS
+        if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
+        st = oz_tensor_read(t, &from, &bytes, &err);
+        if (hold->weights) PyThread_release_lock(hold->fetch_lock);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK) goto fail;
     span = span_new(&bytes, (PyObject *)hold);
     if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
     goto done;
@@ -1213,24 +1233,25 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     hold = self->hold;
     Py_INCREF(hold);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
-        /* references kept, or decoded at open (L-2): what was opened, not read again */
-        st = oc_model_stats_collect(oc_model_proto(held_form(hold)), &stats, &err);
-        if (st == OC_OK && hold->archive)
-            st = oz_archive_list(hold->archive, oc_model_proto(hold->model), &scan, &err);
-    }
-    else {
-        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-        o.parse.no_copy = 1;
-        o.parse.skip_external_data = 1;
-        o.parse.http = &hold->http;
-        o.parse.max_memory = self->max_memory;
-        o.key = key.buf;
-        o.key_len = (size_t)key.len;
-        st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
-        if (st == OC_OK) st = oc_model_stats_collect(oc_model_proto(model), &stats, &err);
-    }
-    Py_END_ALLOW_THREADS key_release(&key, &holder);
+    Py_BEGIN_ALLOW_THREADS
+        if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
+            /* references kept, or decoded at open (L-2): what was opened, not read again */
+            st = oc_model_stats_collect(oc_model_proto(held_form(hold)), &stats, &err);
+            if (st == OC_OK && hold->archive)
+                st = oz_archive_list(hold->archive, oc_model_proto(hold->model), &scan, &err);
+        } else {
+            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+            o.parse.no_copy = 1;
+            o.parse.skip_external_data = 1;
+            o.parse.http = &hold->http;
+            o.parse.max_memory = self->max_memory;
+            o.key = key.buf;
+            o.key_len = (size_t)key.len;
+            st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
+            if (st == OC_OK) st = oc_model_stats_collect(oc_model_proto(model), &stats, &err);
+        }
+    Py_END_ALLOW_THREADS
+    key_release(&key, &holder);
     out = st == OC_OK ? stats_dict(stats, scan) : raise_error(PyBytes_AS_STRING(self->path), &err);
     oc_model_stats_free(stats);
     oz_archive_listing_free(scan);
@@ -1267,21 +1288,22 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     hold = self->hold;
     Py_INCREF(hold);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS if (hold->archive) {
-        st = oz_archive_verify(hold->archive, NULL, &report, &err);
-    }
-    else {
-        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-        o.parse.http = &hold->http;
-        o.parse.max_memory = self->max_memory;
-        o.key = key.buf;
-        o.key_len = (size_t)key.len;
-        st = still_opened(self, &err);
-        if (st == OC_OK)
-            st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
-        if (st == OC_OK) st = still_opened(self, &err); /* not replaced while verified */
-    }
-    Py_END_ALLOW_THREADS Py_DECREF(hold);
+    Py_BEGIN_ALLOW_THREADS
+        if (hold->archive) {
+            st = oz_archive_verify(hold->archive, NULL, &report, &err);
+        } else {
+            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+            o.parse.http = &hold->http;
+            o.parse.max_memory = self->max_memory;
+            o.key = key.buf;
+            o.key_len = (size_t)key.len;
+            st = still_opened(self, &err);
+            if (st == OC_OK)
+                st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
+            if (st == OC_OK) st = still_opened(self, &err); /* not replaced while verified */
+        }
+    Py_END_ALLOW_THREADS
+    Py_DECREF(hold);
     key_release(&key, &holder);
     oz_archive_report_free(report);
     oz_model_report_free(model_report);
@@ -1303,9 +1325,13 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
     hold = self->hold; /* a close() from another thread while the model is encoded */
     Py_INCREF(hold);
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st = oc_model_clone(held_form(hold), &copy, &err);
-    Py_END_ALLOW_THREADS if (st == OC_OK) out = model_split(copy, PyBytes_AS_STRING(self->path));
-    else raise_error(PyBytes_AS_STRING(self->path), &err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oc_model_clone(held_form(hold), &copy, &err);
+    Py_END_ALLOW_THREADS
+    if (st == OC_OK)
+        out = model_split(copy, PyBytes_AS_STRING(self->path));
+    else
+        raise_error(PyBytes_AS_STRING(self->path), &err);
     oc_model_free(copy);
     Py_DECREF(hold);
     return out;
@@ -1444,8 +1470,10 @@ static void *check_thread(void *arg) {
 /* Joins the thread (the GIL released; nothing interrupts it) and lets the buffer go. */
 static void check_join(CheckObject *c) {
     if (c->running) {
-        Py_BEGIN_ALLOW_THREADS pthread_join(c->thread, NULL);
-        Py_END_ALLOW_THREADS c->running = 0;
+        Py_BEGIN_ALLOW_THREADS
+            pthread_join(c->thread, NULL);
+        Py_END_ALLOW_THREADS
+        c->running = 0;
     }
     if (c->data.obj) PyBuffer_Release(&c->data);
 }
@@ -1519,7 +1547,8 @@ static PyObject *py_check_start(PyObject *self, PyObject *args) {
     if (pthread_create(&c->thread, NULL, check_thread, c) == 0) {
         c->running = 1;
     } else {
-        Py_BEGIN_ALLOW_THREADS check_run(c);
+        Py_BEGIN_ALLOW_THREADS
+            check_run(c);
         Py_END_ALLOW_THREADS
     }
     return (PyObject *)c;
