@@ -31,7 +31,15 @@ Then the floors (FLOORS, GROUP_RANK below; ARCHITECTURE.md): a use of a higher f
 library, of another floor of the same rank, of libonnxz by libonnxcore, or of a client
 (tools/, python/src/) by a library is printed as UPWARD and fails.
 
-Usage: layers.py [--root DIR] [--verbose]   (exit 0: no cycle beyond ALLOWED, no UPWARD)
+The clients include only public headers and libonnxcore/private/: an include by tools/ or
+python/src/ of a library's internal/ or src/ header is printed as INTERNAL and fails.
+
+Last, copies (TWIN, fails): a macro or static inline function of libonnxz/internal whose
+name, with oz/OZ for oc/OC, is one of libonnxcore/internal's. libonnxz reaches those
+headers through the onnxcore_internal target; each convention has one home.
+
+Usage: layers.py [--root DIR] [--verbose]
+(exit 0: no cycle beyond ALLOWED, no UPWARD, INTERNAL nor TWIN)
 """
 import argparse
 import os
@@ -44,7 +52,8 @@ from collections import defaultdict
 ALLOWED = []
 
 GROUPS = [
-    ("libonnxcore", "libonnxcore/src", ["libonnxcore/internal", "libonnxcore/include/onnxcore"]),
+    ("libonnxcore", "libonnxcore/src", ["libonnxcore/internal", "libonnxcore/private",
+                                         "libonnxcore/include/onnxcore"]),
     ("libonnxz", "libonnxz/src", ["libonnxz/internal", "libonnxz/include/onnxz"]),
     ("tool", "tools", []),
     ("python", "python/src", []),
@@ -299,17 +308,21 @@ def main():
     # An internal header ties a file that includes it to the files that provide what it
     # declares (prototypes, extern variables) and what its macros and inline functions use:
     # a file that includes internal/schema.h depends on the files behind that header.
+    # libonnxcore/private/'s header (included by its name alone) does the same.
     internal = {}
     for h in headers:
-        if os.sep + "internal" + os.sep not in h.path:
+        if os.sep + "private" + os.sep in h.path:
+            spelled = os.path.basename(h.path)
+        elif os.sep + "internal" + os.sep in h.path:
+            spelled = "internal/" + os.path.basename(h.path)
+        else:
             continue
         names = set(h.protos) | set(h.vars)
         for f, ids in h.bodies.items():
             names.update(ids)
         for body in h.macros.values():
             names.update(identifiers(TOKEN.findall(body)))
-        internal["internal/" + os.path.basename(h.path), h.group] = \
-            {f for x in names for f in owner.get(x, ())}
+        internal[spelled, h.group] = {f for x in names for f in owner.get(x, ())}
     # Files that define the same name are alternatives that one build picks between
     # (source_http.c or source_http_none.c, as CMake chooses): never each other's users.
     alternatives = {(a, b) for files in owner.values() if len(files) > 1
@@ -326,7 +339,8 @@ def main():
                     edges[u.path][f].add("#include " + inc)
 
     group_of = {u.path: u.group for u in units}
-    upward = check_floors(root, group_of, edges, rel) + check_twins(root, headers)
+    upward = (check_floors(root, group_of, edges, rel) + check_client_includes(root, units, headers)
+              + check_twins(root, headers))
     for line in upward:
         print(line)
 
@@ -417,6 +431,21 @@ def check_floors(root, group_of, edges, rel):
             if fb[0] > fa[0] or (group_of[a] == group_of[b] and
                                   (fb[1] > fa[1] or (fb[1] == fa[1] and fb[2] != fa[2]))):
                 out.append("UPWARD: %s -> %s (%s)" % (rel[a], rel[b], ", ".join(sorted(names))))
+    return out
+
+
+def check_client_includes(root, units, headers):
+    """INTERNAL lines: a file of tools/ or python/src/ that includes a library's internal/
+    or src/ header (any spelling: "internal/x.h", "../libonnxcore/src/...")."""
+    out = []
+    for u in units + headers:
+        if u.group not in ("tool", "python"):
+            continue
+        for inc in u.includes:
+            parts = inc.replace("\\", "/").split("/")
+            if "internal" in parts[:-1] or "src" in parts[:-1]:
+                out.append("INTERNAL: %s includes %s (clients use public headers and "
+                           "libonnxcore/private/)" % (os.path.relpath(u.path, root), inc))
     return out
 
 

@@ -13,7 +13,7 @@
 
 #include <onnxz/archive.h>
 
-#include "internal/onnxcore_atomic.h"
+#include "onnxcore_private.h"
 
 /* The options every command accepts, handled here so no table has to repeat them. */
 typedef enum common_option {

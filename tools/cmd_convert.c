@@ -20,7 +20,7 @@
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
-#include "internal/path.h"
+#include "onnxcore_private.h"
 
 #include "cli.h"
 #include "load.h"

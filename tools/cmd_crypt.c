@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "load.h"
 #include "passphrase.h"
-#include "internal/onnxcore_atomic.h"
+#include "onnxcore_private.h"
 
 enum {
     CRYPT_OPT_FORCE = 0,

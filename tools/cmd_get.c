@@ -22,8 +22,7 @@
 #include "cli.h"
 #include "json.h"
 #include "load.h"
-#include "internal/path.h"
-#include "internal/onnxcore_atomic.h"
+#include "onnxcore_private.h"
 
 enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE, GET_OPT_NO_SYNC };
 

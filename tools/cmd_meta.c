@@ -27,7 +27,7 @@
 #include "json.h"
 /* libonnxcore's test stop points (spec/security.md S-4), compiled in test builds only: the
  * tests stop an edit at "meta-read" to run another writer or reader beside it. */
-#include "internal/testpoint.h"
+#include "onnxcore_private.h"
 
 enum {
     META_OPT_PRODUCER = 0,

@@ -14,7 +14,7 @@
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
-#include "internal/path.h"
+#include "onnxcore_private.h"
 
 #include "cli.h"
 #include "load.h"

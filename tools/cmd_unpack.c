@@ -21,7 +21,7 @@
 #include "cli.h"
 #include "interrupt.h"
 #include "load.h"
-#include "internal/onnxcore_atomic.h"
+#include "onnxcore_private.h"
 
 enum { UNPACK_OPT_FORCE = 0, UNPACK_OPT_NO_SYNC };
 

@@ -11,7 +11,7 @@
 
 #include <onnxz/archive.h>
 
-#include "internal/path.h"
+#include "onnxcore_private.h"
 
 #include "cli.h"
 

@@ -9,7 +9,7 @@
 #ifndef ONNXCORE_INTERNAL_CLEANUP_H
 #define ONNXCORE_INTERNAL_CLEANUP_H
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 #include "onnxcore/cleanup.h"
 
 typedef struct oc_cleanup_entry oc_cleanup_entry;

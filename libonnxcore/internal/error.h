@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 #include "onnxcore/status.h"
 
 #if defined(__GNUC__)

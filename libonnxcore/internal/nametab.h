@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 #include "onnxcore/status.h"
 
 typedef struct oc_nametab oc_nametab;

@@ -1,17 +1,14 @@
 /*
  * onnxcore_progress.h - counting the bytes of one save for an oc_progress_fn
  * (oc_serialize_options.progress), shared by libonnxcore and libonnxz without being public
- * API. Not installed; a PRIVATE include directory, as onnxcore_shared.h.
- *
- * libonnxcore.so does not export these: libonnxz compiles the same file (progress.c) under
- * its own hidden names (libonnxz/CMakeLists.txt). The struct is shared, so a counter
- * started by either library is advanced by the other's oc_atomic_write (through the
- * `progress` field of oc_atomic_file, onnxcore_atomic.h, compiled into both the same way).
+ * API: libonnxcore.so exports them under ONNXCORE_PRIVATE. A counter started by either
+ * library is advanced by oc_atomic_write, through the `progress` field of oc_atomic_file
+ * (onnxcore_private.h).
  */
 #ifndef ONNXCORE_PROGRESS_H
 #define ONNXCORE_PROGRESS_H
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 
 #include <stdint.h>
 

@@ -1,7 +1,6 @@
 /*
- * onnxcore_shared.h - what libonnxcore, libonnxz and the tool share without it being
- * public API: reading a caller's options struct by its size. Not installed; a PRIVATE
- * include directory of the three targets.
+ * onnxcore_shared.h - what libonnxcore and libonnxz share without it being public API:
+ * reading a caller's options struct by its size. Not installed.
  *
  * Every public options struct begins with `size_t size`, set to the struct's size by its
  * *_INIT macro or *_init function (onnxcore/options.h, "Extending"). A caller compiled

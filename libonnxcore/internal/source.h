@@ -31,7 +31,7 @@
 #ifndef ONNXCORE_INTERNAL_SOURCE_H
 #define ONNXCORE_INTERNAL_SOURCE_H
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
 #ifndef ONNXCORE_INTERNAL_SOURCE_FILE_H
 #define ONNXCORE_INTERNAL_SOURCE_FILE_H
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 
 #include <stdbool.h>
 

@@ -6,7 +6,7 @@
 #ifndef ONNXCORE_INTERNAL_SOURCE_HTTP_H
 #define ONNXCORE_INTERNAL_SOURCE_HTTP_H
 
-#include "internal/private.h"
+#include "onnxcore_private.h"
 
 #include "onnxcore/http.h"
 #include "internal/source.h"

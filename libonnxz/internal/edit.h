@@ -4,7 +4,7 @@
  * name ("journaled", "appending", "appended", "committed", "compacting", "compacted",
  * "truncated"). A test sets it in a child process and has it kill the process there, to
  * look at what a crash at that step leaves. Nothing else sets it. It exists in test
- * builds only (ONNXZ_TEST_POINTS, internal/testpoint.h).
+ * builds only (ONNXZ_TEST_POINTS, onnxcore_private.h).
  */
 #ifndef ONNXZ_INTERNAL_EDIT_H
 #define ONNXZ_INTERNAL_EDIT_H

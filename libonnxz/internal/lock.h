@@ -36,6 +36,6 @@ oc_status oz__lock(int fd, int first, int last, short type, long wait_ms, const 
 /* The stop points of tests (spec/security.md S-4; the points of edits are named in
  * spec/onnxz.md A-58): libonnxcore's, one mechanism for both libraries and the tool,
  * compiled in test builds only. */
-#include "internal/testpoint.h"
+#include "onnxcore_private.h"
 
 #endif

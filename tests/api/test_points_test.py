@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Test points only in test builds (libonnxcore/internal/testpoint.h, spec/security.md
+"""Test points only in test builds (libonnxcore/private/onnxcore_private.h, spec/security.md
 S-4).
 
 The list file names, under "without", binaries built without ONNXZ_TEST_POINTS (the

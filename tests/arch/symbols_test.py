@@ -4,9 +4,9 @@ symbol version, and that no process-wide state of libonnxcore exists twice.
 
   - libonnxcore.so: every exported symbol is in ONNXCORE_0 or ONNXCORE_EXPERIMENTAL (the
     stable and the experimental API, checked name by name by api.exports) or
-    ONNXCORE_PRIVATE; the private node holds exactly the
-    declarations marked OC_PRIVATE in libonnxcore/internal/*.h, and they are the names
-    the version script lists;
+    ONNXCORE_PRIVATE; the private node holds exactly the declarations marked OC_PRIVATE
+    in libonnxcore/internal/*.h and private/*.h, and they are the names the version
+    script lists;
   - libonnxz.so: every exported symbol is in ONNXZ_0 or ONNXZ_EXPERIMENTAL, none internal
     (no "__");
   - libonnxz.so's NEEDED has libonnxcore and no libcurl, and its symbol table (locals
@@ -29,18 +29,22 @@ def run(cmd):
 
 
 def marked(cc, src, mark, points):
-    """Names declared with `mark` in libonnxcore/internal/*.h (the preprocessor's view, with
-    the test points declared only in a build that has them: ONNXZ_TEST_POINTS)."""
+    """Names declared with `mark` in libonnxcore/internal/*.h and private/*.h (the
+    preprocessor's view, with the test points declared only in a build that has them:
+    ONNXZ_TEST_POINTS)."""
     token = "ONNXZ_PRIVATE_MARK_"
     inc = os.path.join(src, "libonnxcore")
     with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as f:
+        for h in sorted(glob.glob(os.path.join(inc, "private", "*.h"))):
+            f.write('#include "%s"\n' % os.path.basename(h))
         for h in sorted(glob.glob(os.path.join(inc, "internal", "*.h"))):
             f.write('#include "internal/%s"\n' % os.path.basename(h))
         path = f.name
     try:
         points_flag = ["-DONNXZ_TEST_POINTS"] if points else []
         text = run([cc, "-E", "-P", "-D%s=%s" % (mark, token)] + points_flag
-                   + ["-I" + inc, "-I" + os.path.join(inc, "include"), path])
+                   + ["-I" + inc, "-I" + os.path.join(inc, "private"),
+                      "-I" + os.path.join(inc, "include"), path])
     finally:
         os.unlink(path)
     return {re.findall(r"[A-Za-z_]\w*", m.group(1))[-1]

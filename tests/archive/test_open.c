@@ -18,7 +18,7 @@
 #include <onnxz/convert.h>
 #include <onnxz/open.h>
 
-#include "internal/path.h"
+#include "onnxcore_private.h"
 #include "internal/source.h"
 
 static int failures, checks;

@@ -1,7 +1,7 @@
 """What the scripted hostile scenes share (scene_*.py beside this file).
 
 A scene stops onnxz at a named point (ONNXZ_TEST_STOP=point[:N], libonnxcore's
-internal/testpoint.h: the process raises SIGSTOP there), does something to it or beside
+onnxcore_private.h: the process raises SIGSTOP there), does something to it or beside
 it, and lets it continue: interleavings are forced, never timed. Snapshots of a directory
 tree show that nothing else changed.
 """

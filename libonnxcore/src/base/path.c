@@ -1,11 +1,11 @@
 /*
- * path.c - file name arithmetic (internal/path.h).
+ * path.c - file name arithmetic (onnxcore_private.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnxcore/http.h"
-#include "internal/path.h"
+#include "onnxcore_private.h"
 
 /* A URL's directory: up to its path's last '/', query and fragment dropped (they belong
  * to the object named, not to its neighbours); the host's root when there is no path. */

@@ -1,10 +1,10 @@
-/* testpoint.c - see internal/testpoint.h. */
+/* testpoint.c - see onnxcore_private.h. */
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal/testpoint.h"
+#include "onnxcore_private.h"
 
 void oc__test_point(const char *name) {
     static atomic_ulong passes;

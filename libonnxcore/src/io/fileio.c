@@ -1,5 +1,5 @@
 /*
- * fileio.c - crash-safe replacement of files (onnxcore_atomic.h; reading files is the file
+ * fileio.c - crash-safe replacement of files (onnxcore_private.h; reading files is the file
  * sources', source_file.c). Compiled into libonnxz too, under the names oz__atomic_*.
  *
  * Saving never writes the target in place: data goes to a temporary file in the target's
@@ -25,8 +25,7 @@
 
 #include "internal/error.h"
 #include "onnxcore/http.h"
-#include "internal/path.h"
-#include "internal/testpoint.h"
+#include "onnxcore_private.h"
 #include "internal/cleanup.h"
 #include "internal/onnxcore_atomic.h"
 

@@ -1,5 +1,5 @@
 /*
- * fileio_bytes.c - oc_atomic_write_bytes (onnxcore_atomic.h): a span appended to an atomic
+ * fileio_bytes.c - oc_atomic_write_bytes (onnxcore_private.h): a span appended to an atomic
  * file, file to file by the kernel where the span's source allows. Apart from fileio.c
  * because it reads the byte sources, which libonnxz's copy of fileio.c does not have.
  */

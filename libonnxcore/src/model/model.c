@@ -12,7 +12,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/decode.h"
-#include "internal/path.h"
+#include "onnxcore_private.h"
 #include "internal/schema.h"
 #include "internal/source.h"
 #include "internal/source_file.h"

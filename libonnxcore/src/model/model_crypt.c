@@ -14,7 +14,7 @@
 #include "onnxcore/external.h"
 #include "internal/crypt.h"
 #include "internal/error.h"
-#include "internal/path.h"
+#include "onnxcore_private.h"
 #include "internal/onnxcore_shared.h"
 #include "internal/onnxcore_atomic.h"
 

@@ -21,8 +21,7 @@
 
 #include "internal/error.h"
 #include "internal/external.h"
-#include "internal/path.h"
-#include "internal/testpoint.h"
+#include "onnxcore_private.h"
 
 #ifndef F_OFD_SETLK /* older C libraries: process-owned locks, the closest there is */
 #define F_OFD_SETLK F_SETLK

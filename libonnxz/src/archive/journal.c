@@ -32,7 +32,7 @@
 #include "internal/error.h"
 #include "internal/journal.h"
 #include "internal/lock.h"
-#include "internal/path.h"
+#include "onnxcore_private.h"
 
 #define JOURNAL_SIZE 40u
 static const uint8_t magic[8] = {'O', 'Z', 'J', 'R', 'N', 'L', '0', '1'};

@@ -21,7 +21,7 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
-#include "internal/path.h"
+#include "onnxcore_private.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
 #include "internal/zipfmt.h"
