@@ -34,6 +34,12 @@ OC_PRIVATE oc_status oc_source_file(const char *path, int fd, const char *name,
  * source (source_file.c). */
 bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
 
+/* Reads the first bytes of the file open at fd, from where it stands: n, or fewer (*got)
+ * when it ends first; an interrupted read is retried. A failure names path. For the
+ * tests of what a file is by its first bytes (encrypted, an archive, a model). */
+OC_PRIVATE oc_status oc__read_head(int fd, const char *path, void *buf, size_t n, size_t *got,
+                                   oc_error *err);
+
 /* As oc_map_fd, and the mapping keeps a duplicate of fd until it goes, whatever its size:
  * locks held on fd's open file description last exactly as long as the mapping (the
  * ZIP reader's shared lock, spec/onnxz.md A-58). */

@@ -24,6 +24,7 @@
 #include "internal/error.h"
 #include "onnxcore/file.h"
 #include "internal/onnxcore_atomic.h"
+#include "internal/source_file.h"
 
 /* The table of a format; NULL for OC_CRYPT_NONE and unknown values. */
 static const oc__crypt_format_ops *format_ops(oc_crypt_format f) {
@@ -78,18 +79,9 @@ oc_status oc_crypt_detect_file(const char *path, oc_crypt_format *out, oc_error 
     if (fd < 0) return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
     uint8_t magic[OC_CRYPT_MAGIC_LEN];
     size_t got = 0;
-    while (got < sizeof magic) {
-        ssize_t r = read(fd, magic + got, sizeof magic - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            close(fd);
-            return oc_error_file(err, path, oc__fail_errno(err, e, "cannot read %s", path));
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-    }
+    oc_status st = oc__read_head(fd, path, magic, sizeof magic, &got, err);
     close(fd);
+    OC_FORWARD(st);
     *out = oc_crypt_detect(magic, got);
     /* C-1: a file shorter than a magic that begins one is an encrypted file cut short. */
     if (got < sizeof magic && magic_prefix(magic, got))

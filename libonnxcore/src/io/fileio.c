@@ -316,12 +316,17 @@ void oc__atomic_appended(oc_atomic_file *af, uint64_t n) {
 #endif
 }
 
-oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    oc_atomic_file *af = ctx;
+/* `at` of put_all for bytes appended where the file ends (write, counted by
+ * oc__atomic_appended) rather than written at an offset (pwrite, patching). */
+#define APPEND UINT64_MAX
+
+/* Writes all size bytes, a gigabyte at most a call, retrying an interrupted one. */
+static oc_status put_all(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
+                         oc_error *err) {
     const uint8_t *p = data;
     while (size) {
         size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
-        ssize_t w = write(af->fd, p, chunk);
+        ssize_t w = at == APPEND ? write(af->fd, p, chunk) : pwrite(af->fd, p, chunk, (off_t)at);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0)
             return oc_error_file(
@@ -329,27 +334,21 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
                 oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path));
         p += w;
         size -= (uint64_t)w;
-        oc__atomic_appended(af, (uint64_t)w);
+        if (at == APPEND)
+            oc__atomic_appended(af, (uint64_t)w);
+        else
+            at += (uint64_t)w;
     }
     return OC_OK;
 }
 
+oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    return put_all(ctx, data, size, APPEND, err);
+}
+
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err) {
-    const uint8_t *p = data;
-    while (size) {
-        size_t chunk = size > (1u << 30) ? (1u << 30) : (size_t)size;
-        ssize_t w = pwrite(af->fd, p, chunk, (off_t)at);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-            return oc_error_file(
-                err, af->path,
-                oc__fail_errno(err, w < 0 ? errno : EIO, "cannot write %s", af->path));
-        p += w;
-        at += (uint64_t)w;
-        size -= (uint64_t)w;
-    }
-    return OC_OK;
+    return put_all(af, data, size, at, err);
 }
 
 static void fsync_dir(const char *path) {

@@ -65,14 +65,19 @@ oc_status oc_source_read(oc_source *s, uint64_t at, void *dst, uint64_t n, oc_er
     return OC_OK;
 }
 
+/* n bytes at `at` lie within the source. */
+static oc_status check_range(const oc_source *s, uint64_t at, uint64_t n, oc_error *err) {
+    if (at <= s->size && n <= s->size - at) return OC_OK;
+    return oc_error_file(err, s->name,
+                         oc__fail(err, OC_ERR_TRUNCATED, at,
+                                  "%s: %llu bytes at offset %llu run past its end (%llu bytes)",
+                                  s->name, (unsigned long long)n, (unsigned long long)at,
+                                  (unsigned long long)s->size));
+}
+
 oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
                             oc_error *err) {
-    if (at > s->size || n > s->size - at)
-        return oc_error_file(err, s->name,
-                             oc__fail(err, OC_ERR_TRUNCATED, at,
-                                      "%s: %llu bytes at offset %llu run past its end (%llu bytes)",
-                                      s->name, (unsigned long long)n, (unsigned long long)at,
-                                      (unsigned long long)s->size));
+    OC_FORWARD(check_range(s, at, n, err));
     if (s->vt->read_to) return s->vt->read_to(s, at, n, write, ctx, err);
     uint64_t piece = n < ((uint64_t)4 << 20) ? n : ((uint64_t)4 << 20);
     uint8_t *buf = malloc(piece ? (size_t)piece : 1);
@@ -88,12 +93,7 @@ oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc_write_fn w
 }
 
 oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, oc_error *err) {
-    if (at > s->size || n > s->size - at)
-        return oc_error_file(err, s->name,
-                             oc__fail(err, OC_ERR_TRUNCATED, at,
-                                      "%s: %llu bytes at offset %llu run past its end (%llu bytes)",
-                                      s->name, (unsigned long long)n, (unsigned long long)at,
-                                      (unsigned long long)s->size));
+    OC_FORWARD(check_range(s, at, n, err));
     if (s->vt->map) return s->vt->map(s, at, n, out, err);
     uint8_t *dst = NULL;
     if (n && !(dst = oc_bytes_alloc_buffer(n)))

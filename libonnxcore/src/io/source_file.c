@@ -323,3 +323,17 @@ oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err
 oc_status oc_map_file(const char *path, oc_mapped *out, oc_error *err) {
     return map_whole(path, -1, path, 0, out, err);
 }
+
+oc_status oc__read_head(int fd, const char *path, void *buf, size_t n, size_t *got, oc_error *err) {
+    uint8_t *p = buf;
+    *got = 0;
+    while (*got < n) {
+        ssize_t r = read(fd, p + *got, n - *got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0)
+            return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot read %s", path));
+        if (r == 0) break;
+        *got += (size_t)r;
+    }
+    return OC_OK;
+}

@@ -23,6 +23,7 @@
 #include "internal/options.h"
 #include "onnxcore_private.h"
 #include "internal/source.h"
+#include "internal/source_file.h"
 #include "internal/source_http.h"
 #include "internal/zipfmt.h"
 #include "internal/zipread.h"
@@ -125,18 +126,9 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
     }
     unsigned char head[OZ_DETECT_HEAD];
     size_t got = 0;
-    while (got < sizeof head) {
-        ssize_t r = pread(fd, head + got, sizeof head - got, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            close(fd);
-            return oc_error_file(err, path, oc__fail_errno(err, e, "cannot read %s", path));
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-    }
+    oc_status rs = oc__read_head(fd, path, head, sizeof head, &got, err);
     close(fd);
+    OC_FORWARD(rs);
     /* The size is what was read when the file ended early (it may have shrunk). */
     *kind = oz_detect(head, got, got < sizeof head ? (uint64_t)got : (uint64_t)st.st_size);
     return OC_OK;
