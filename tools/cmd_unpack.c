@@ -162,7 +162,7 @@ static int write_file(const char *path, const oc_bytes *bytes, bool no_sync, int
     if (lstat(path, &old) != 0 && !interrupt_list_add(made, path, false))
         return cli_fail_msg(path, "out of memory");
     oc_error_clear(&err);
-    st = oc_atomic_open(&af, path, 1, &err);
+    st = oc_atomic_open_for(&af, path, 1, OC_ATOMIC_NAMED, &err); /* the model names them */
     if (st != OC_OK) return cli_fail(path, &err);
     af.no_sync = no_sync;
     st = oc_atomic_write_bytes(&af, bytes, &err);
@@ -383,8 +383,13 @@ static int run_unpack(const cli_args *args) {
     interrupt_list made; /* what this run created: taken back on a failure or a signal */
     double start;
     int exists = 0;
-    int rc = dir[0] ? cli_refuse_url_output(dir)
-                    : cli_usage_error("unpack", "the output directory name is empty");
+    int rc;
+    if (!dir[0])
+        rc = cli_usage_error("unpack", "the output directory name is empty");
+    else if (strcmp(dir, "-") == 0) /* standard output wherever an output is named (S-41) */
+        rc = cli_usage_error("unpack", "DIR '-': standard output cannot be a directory of files");
+    else
+        rc = cli_refuse_url_output(dir);
     if (rc == CLI_EXIT_OK) rc = cli_refuse_empty(archive);
     if (rc == CLI_EXIT_OK) rc = check_dir(dir, force, &exists);
     memset(&res, 0, sizeof res);

@@ -64,6 +64,19 @@ typedef struct oc_atomic_file {
  * is not a regular file (a directory, a block device, a socket) is refused. */
 OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite,
                                     oc_error *err);
+/* What an output is, for what may stand in its place instead of a regular file (S-41). */
+typedef enum oc_atomic_use {
+    OC_ATOMIC_STREAM,   /* written in order (oc_atomic_open): "-", a FIFO, a character device
+                         * are written through */
+    OC_ATOMIC_SEEKABLE, /* patched after it is written (an archive): a FIFO is refused before
+                         * it is opened (which would wait for a reader), and whatever cannot
+                         * seek once opened ("-" on a pipe, a terminal) */
+    OC_ATOMIC_NAMED,    /* named by another file (a data file, by its model): a regular file
+                         * only; "-" and anything else refused */
+} oc_atomic_use;
+/* oc_atomic_open for an output of that use. */
+OC_PRIVATE oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, int overwrite,
+                                        oc_atomic_use use, oc_error *err);
 /* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
  * that is not a regular file, a directory, nor a link to one or to nothing), which needs
  * no `overwrite`: what is there is not replaced. */

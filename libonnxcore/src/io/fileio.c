@@ -120,25 +120,47 @@ int oc_atomic_through(const char *path) {
     return through_stat(path, &st);
 }
 
+#define NOT_A_PIPE "is a pipe: an archive is patched as it is written and needs a file or a device"
+
+/* S-41: why an output of this use cannot be written through (st: what stat saw), or NULL.
+ * Looked at before opening: opening a FIFO blocks until a reader comes. */
+static const char *refused_through(const char *path, const struct stat *st, oc_atomic_use use) {
+    int dash = strcmp(path, "-") == 0;
+    if (use == OC_ATOMIC_NAMED)
+        return dash ? "is standard output, which has no name for a model to refer to: a data "
+                      "file must be a regular file"
+                    : "is not a regular file: a data file, which a model refers to by name, "
+                      "must be one";
+    if (!dash && !is_stream(st->st_mode))
+        return "is not a regular file, a FIFO or a character device: onnxz neither replaces "
+               "nor writes into it";
+    if (use == OC_ATOMIC_SEEKABLE && !dash && S_ISFIFO(st->st_mode)) return NOT_A_PIPE;
+    return NULL;
+}
+
 /* Opens the output af->path names when it is a stream (st: what stat saw), or "-":
  * a duplicate of standard output. The descriptor is checked again, as the name may have
- * changed since it was looked at: a regular file found there now is never written in place. */
-static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_error *err) {
+ * changed since it was looked at: a regular file found there now is never written in
+ * place. A FIFO written in order blocks in open until its reader comes, as a shell's
+ * `> fifo` does (a signal still ends the process); one that must seek is opened without
+ * blocking, and refused as soon as it is seen to be a pipe. */
+static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_atomic_use use,
+                              oc_error *err) {
     const char *path = af->path;
     int dash = strcmp(path, "-") == 0;
-    if (!dash && !is_stream(st->st_mode))
+    const char *why = refused_through(path, st, use);
+    if (why)
         return oc_error_file(
             err, path,
-            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
-                          "%s is not a regular file, a FIFO or a character device: onnxz "
-                          "neither replaces nor writes into it",
-                          path));
+            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41", "%s %s", path, why));
+    int nonblock = use == OC_ATOMIC_SEEKABLE ? O_NONBLOCK : 0;
     af->fd = dash ? fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
-                  : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+                  : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | nonblock);
     if (af->fd < 0 && dash)
         return oc__fail_errno(err, errno, "cannot write standard output (%s)", path);
     if (af->fd < 0)
         return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
+    if (nonblock) (void)fcntl(af->fd, F_SETFL, fcntl(af->fd, F_GETFL) & ~O_NONBLOCK);
     struct stat now;
     if (fstat(af->fd, &now) != 0 ||
         (!dash &&
@@ -147,12 +169,26 @@ static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_erro
         af->fd = -1;
         return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s changed while it was opened", path);
     }
+    /* Patched after it is written: what cannot seek (standard output on a pipe, a
+     * terminal) is refused before a byte goes out. */
+    if (use == OC_ATOMIC_SEEKABLE && lseek(af->fd, 0, SEEK_CUR) < 0) {
+        close(af->fd);
+        af->fd = -1;
+        return oc_error_file(
+            err, path,
+            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41", "%s " NOT_A_PIPE, path));
+    }
     af->through = 1;
     af->no_sync = 1; /* nothing to rename; a stream has nothing to sync */
     return OC_OK;
 }
 
 oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
+    return oc_atomic_open_for(af, path, overwrite, OC_ATOMIC_STREAM, err);
+}
+
+oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, int overwrite, oc_atomic_use use,
+                             oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
     af->overwrite = overwrite;
@@ -171,7 +207,7 @@ oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc
     if (through_stat(path, &target)) {
         af->path = strdup(path);
         if (!af->path) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        oc_status failed = open_through(af, &target, err);
+        oc_status failed = open_through(af, &target, use, err);
         if (failed != OC_OK) oc_atomic_abort(af);
         return failed;
     }

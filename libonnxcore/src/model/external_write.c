@@ -315,11 +315,12 @@ static oc_status open_part(data_writer *w, oc_error *err) {
     /* A part renamed over the model's own name ("./x.onnx", or x.1 for a model named
      * x.1) would be replaced by the model, or the model by it. Refused here,
      * before any file is renamed into place (E-25). */
-    oc_status st = same_name(path, w->model_path)
-                       ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                                  "external data file %s would be the model file %s itself", path,
-                                  w->model_path)
-                       : oc_atomic_open(&np->af, path, w->opts->overwrite, err);
+    oc_status st =
+        same_name(path, w->model_path)
+            ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "external data file %s would be the model file %s itself", path,
+                       w->model_path)
+            : oc_atomic_open_for(&np->af, path, w->opts->overwrite, OC_ATOMIC_NAMED, err);
     free(path);
     if (st != OC_OK) {
         free(np->location);
@@ -592,6 +593,12 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "external data location %s is a URL: onnxz writes local files only",
                         opts->external_data);
+    /* "-" is standard output wherever an output is named (S-41), and a data file has a
+     * name: the model's reference to it */
+    if (strcmp(opts->external_data, "-") == 0)
+        return oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
+                             "external data location '-': standard output cannot be a data "
+                             "file, which a model refers to by name");
     /* An absolute location is reduced to its file name, so the files can move together. */
     const char *loc = opts->external_data;
     if (loc[0] == '/') loc = strrchr(loc, '/') + 1;

@@ -200,18 +200,9 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
         free(w);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc_status st = oc_atomic_open(&w->af, path, overwrite, err);
     /* Streamed entries get their CRC patched in (oz_zip_writer_end): a pipe written
      * through (S-41) cannot take that, so it is refused before a byte goes out. */
-    if (st == OC_OK && w->af.through && lseek(w->af.fd, 0, SEEK_CUR) < 0) {
-        oc_atomic_abort(&w->af);
-        st = oc_error_file(
-            err, path,
-            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-41",
-                          "%s is a pipe: an archive is patched as it is written and needs a file "
-                          "or a device",
-                          path));
-    }
+    oc_status st = oc_atomic_open_for(&w->af, path, overwrite, OC_ATOMIC_SEEKABLE, err);
     if (st != OC_OK) {
         oc_nametab_free(w->tab);
         free(w);

@@ -31,8 +31,8 @@ def make_model(n=4, size=256):
     return helper.make_model(graph)
 
 
-def run(argv, **kw):
-    return subprocess.run(argv, capture_output=True, timeout=120, **kw)
+def run(argv, timeout=120, **kw):
+    return subprocess.run(argv, capture_output=True, timeout=timeout, **kw)
 
 
 def snapshot(d):

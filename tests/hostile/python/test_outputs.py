@@ -178,3 +178,54 @@ def test_link_to_a_socket_refused(archive, tool):
         assert os.readlink(d / "lsock") == "sock"
     finally:
         s.close()
+
+
+def test_archive_to_a_fifo_refused_before_it_is_opened(archive, tool):
+    """A FIFO with no reader as an archive's output: refused at once, by the tool and by
+    Python (before: the open waited for a reader that never came)."""
+    d = archive.parent
+    os.mkfifo(d / "fifo")
+    p = run([tool, "convert", "-f", "m.onnxz", "fifo", "--to", "onnxz"], cwd=d, timeout=20)
+    assert p.returncode == 1 and b"fifo: is a pipe" in p.stderr and b"S-41" in p.stderr, p.stderr
+    code = ("import onnxz\ntry:\n    onnxz.save(onnxz.load('m.onnxz'), 'fifo', to='onnxz')\n"
+            "except onnxz.Error as e:\n    print(e)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=d, capture_output=True, timeout=20)
+    assert p.returncode == 0 and b"is a pipe" in p.stdout and b"S-41" in p.stdout, p
+    assert stat.S_ISFIFO(os.lstat(d / "fifo").st_mode)
+
+
+def test_a_data_file_is_never_standard_output_nor_a_stream(archive, tool):
+    """A data file is named by its model: `--external-data -` and a data file that is a
+    FIFO or a device are refused (before: a location named '-' was written to standard
+    output, and a FIFO was written through, so the model named a pipe)."""
+    d = archive.parent
+    p = run([tool, "convert", "m.onnxz", "two.onnx", "--external-data", "-"], cwd=d)
+    assert p.returncode == 1 and b"standard output cannot be a data file" in p.stderr, p.stderr
+    assert p.stdout == b"" and not os.path.lexists(d / "two.onnx")
+    m = onnxz.load(str(archive))
+    with pytest.raises(onnxz.Error, match="standard output cannot be a data file"):
+        onnxz.save(m, str(d / "two.onnx"), external_data="-")
+    os.mkfifo(d / "data.fifo")
+    p = run([tool, "convert", "-f", "m.onnxz", "two.onnx", "--external-data", "data.fifo"],
+            cwd=d, timeout=20)
+    assert p.returncode == 1 and b"must be one" in p.stderr and b"S-41" in p.stderr, p.stderr
+    assert not os.path.lexists(d / "two.onnx") and stat.S_ISFIFO(os.lstat(d / "data.fifo").st_mode)
+
+
+def test_unpack_to_dash_refused(archive, tool):
+    """`unpack X -`: standard output is no directory (before: a directory named '-')."""
+    d = archive.parent
+    p = run([tool, "unpack", "m.onnxz", "-"], cwd=d)
+    assert p.returncode == 2 and b"standard output cannot be a directory" in p.stderr, p.stderr
+    assert not os.path.lexists(d / "-")
+
+
+def test_unpack_never_writes_through(archive, tool):
+    """unpack -f into a directory where an entry's name is a FIFO: refused, the FIFO kept
+    (a model's data files are files; before: written through, or blocked for a reader)."""
+    d = archive.parent
+    os.mkdir(d / "out")
+    os.mkfifo(d / "out" / "W1")
+    p = run([tool, "unpack", "-f", "m.onnxz", "out"], cwd=d, timeout=20)
+    assert p.returncode == 1 and b"S-41" in p.stderr, p.stderr
+    assert stat.S_ISFIFO(os.lstat(d / "out" / "W1").st_mode)
