@@ -1218,20 +1218,29 @@ static oc_model *held_form(const HoldObject *hold) {
     return hold->references ? hold->references : hold->model;
 }
 
+/* What stats(key) and verify(key) begin with: the key's bytes (key_release them) and the
+ * open file's hold, a new reference (a close() from another thread meanwhile leaves it).
+ * NULL with an exception set. */
+static HoldObject *reader_enter(ReaderObject *self, PyObject *args, Py_buffer *key,
+                                PyObject **holder) {
+    PyObject *key_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &key_obj) || reader_check(self) < 0 ||
+        key_arg(key_obj, key, holder) < 0)
+        return NULL;
+    Py_INCREF(self->hold);
+    return self->hold;
+}
+
 static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
-    PyObject *key_obj = Py_None, *holder = NULL, *out;
+    PyObject *holder = NULL, *out;
     Py_buffer key;
-    HoldObject *hold;
     oc_model *model = NULL;
     oc_model_stats *stats = NULL;
     oz_archive_listing *scan = NULL;
     oc_error err;
     oc_status st;
-    if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
-    if (reader_check(self) < 0) return NULL;
-    if (key_arg(key_obj, &key, &holder) < 0) return NULL;
-    hold = self->hold;
-    Py_INCREF(hold);
+    HoldObject *hold = reader_enter(self, args, &key, &holder);
+    if (!hold) return NULL;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
         if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
@@ -1275,18 +1284,14 @@ static oc_status still_opened(const ReaderObject *self, oc_error *err) {
 /* verify(key): the checks of `onnxz verify` but stub references (onnxz/verify.h):
  * oz_archive_verify for an archive, oz_verify_model for the other forms. */
 static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
-    PyObject *key_obj = Py_None, *holder = NULL;
+    PyObject *holder = NULL;
     Py_buffer key;
-    HoldObject *hold;
     oz_archive_report *report = NULL;
     oz_model_report *model_report = NULL;
     oc_error err;
     oc_status st;
-    if (!PyArg_ParseTuple(args, "|O", &key_obj)) return NULL;
-    if (reader_check(self) < 0) return NULL;
-    if (key_arg(key_obj, &key, &holder) < 0) return NULL;
-    hold = self->hold;
-    Py_INCREF(hold);
+    HoldObject *hold = reader_enter(self, args, &key, &holder);
+    if (!hold) return NULL;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
         if (hold->archive) {
