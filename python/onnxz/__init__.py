@@ -588,8 +588,9 @@ class File(collections.abc.Mapping):
         archive's layout rules A-2..A-4: __MODEL_PROTO last, tensor entries stored, stored
         data on 64-byte boundaries), except a stub's references into an archive (A-62:
         run `onnxz verify` for those). Raises onnxz.Error with the tool's message. A .onnx
-        file is verified only while it is the file opened: one a save replaced meanwhile
-        raises onnxz.Error ("replaced since it was opened"; spec/security.md L-2)."""
+        file is verified only while it and its data files are the files opened: one a save
+        replaced meanwhile raises onnxz.Error ("replaced since it was opened";
+        spec/security.md L-2)."""
         self._open_reader().verify(self._key)
 
     def info(self):

@@ -807,6 +807,57 @@ static int same_file(const file_identity *a, const file_identity *b) {
            a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
+/* The files a local .onnx was read from (L-2): the model file, and each data file its
+ * tensors name, as they were when the File was opened. */
+typedef struct data_file {
+    char *path;      /* the model's directory, then location */
+    size_t location; /* where location begins in path */
+    file_identity id;
+} data_file;
+
+typedef struct opened_files {
+    file_identity model;
+    data_file *data;
+    size_t ndata;
+} opened_files;
+
+static void opened_clear(opened_files *o) {
+    for (size_t i = 0; i < o->ndata; i++) free(o->data[i].path);
+    free(o->data);
+    o->data = NULL;
+    o->ndata = 0;
+}
+
+/* o's data files: those references names (the distinct `location`s of its EXTERNAL
+ * tensors, beside the model at path), with their identities now. Each was opened by the
+ * load that just ended: taken at once after it, an identity is the file it read, but for
+ * one renamed over its name in between. Without the GIL. */
+static oc_status data_files_of(const char *path, oc_model *references, opened_files *o,
+                               oc_error *err) {
+    oc_model_stats *stats = NULL;
+    if (!references) return OC_OK;
+    oc_status st = oc_model_stats_collect(oc_model_proto(references), &stats, err);
+    if (st != OC_OK) return st;
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    o->data = calloc(stats->nlocations ? stats->nlocations : 1, sizeof *o->data);
+    for (uint64_t i = 0; o->data && i < stats->nlocations; i++) {
+        const oc_str *loc = &stats->locations[i].location;
+        size_t n = (size_t)dir_len + (size_t)loc->size + 1;
+        data_file *d = &o->data[o->ndata];
+        if (!(d->path = malloc(n))) break;
+        snprintf(d->path, n, "%.*s%.*s", dir_len, path, (int)loc->size, loc->data);
+        d->location = (size_t)dir_len;
+        identity_of(d->path, &d->id); /* none (all 0): no file, which verify() reports */
+        o->ndata++;
+    }
+    int whole = o->data && o->ndata == stats->nlocations;
+    oc_model_stats_free(stats);
+    if (whole) return OC_OK;
+    opened_clear(o);
+    return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
 /* The model and archive of a reader, freed when the reader and every span borrowing from
  * it are gone (a Python object, so that spans can hold it). */
 typedef struct {
@@ -848,13 +899,14 @@ typedef struct {
     int payload_archive;           /* the model came from an archive (encrypted or not) */
     unsigned long long file_size;  /* bytes of the file or of the object at a URL; 0: unknown */
     unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
-    file_identity opened;          /* a local .onnx file: the one opened (L-2) */
+    opened_files opened;           /* a local .onnx file: the files opened (L-2) */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
 
 static void reader_dealloc(ReaderObject *self) {
     reader_release(self);
+    opened_clear(&self->opened);
     Py_XDECREF(self->path);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -872,18 +924,21 @@ static int raise_cut(const char *path) {
 
 /* A local .onnx file (L-2): the model with its external data read in (arrays share the
  * mappings), and, decoded from the same bytes under the same pair lock, the model as the
- * file holds it, which .model, info() and verify() report; *id the file these came from
- * (taken before and after: a file replaced meanwhile is opened again, up to 3 times).
- * Call without the GIL. */
+ * file holds it, which .model, info() and verify() report; *o the files these came from
+ * (the model file's identity taken before and after: a file replaced meanwhile is opened
+ * again, up to 3 times; its data files' after, data_files_of). Call without the GIL. */
 static oc_status open_model_file(const char *path, const oc_parse_options *po, HoldObject *hold,
-                                 file_identity *id, oc_error *err) {
+                                 opened_files *o, oc_error *err) {
     oc_status st = OC_OK;
     for (int tries = 0; tries < 3; tries++) {
         file_identity after;
-        int known = identity_of(path, id) == 0;
+        int known = identity_of(path, &o->model) == 0;
         st = oc_model_load_file_with_references(path, po, &hold->model, &hold->references, err);
-        if (st != OC_OK || !known || (identity_of(path, &after) == 0 && same_file(id, &after)))
+        if (st == OC_OK) st = data_files_of(path, hold->references, o, err);
+        if (st != OC_OK || !known ||
+            (identity_of(path, &after) == 0 && same_file(&o->model, &after)))
             return st;
+        opened_clear(o);
         oc_model_free(hold->model);
         oc_model_free(hold->references);
         hold->model = hold->references = NULL;
@@ -956,7 +1011,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
                 st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
             self->payload_archive = info.is_archive;
             self->file_size =
-                info.file_size ? info.file_size : (unsigned long long)self->opened.size;
+                info.file_size ? info.file_size : (unsigned long long)self->opened.model.size;
         }
         if (st == OC_OK)
             st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(hold->model),
@@ -1269,16 +1324,29 @@ static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
     return out;
 }
 
-/* L-2: verify() reads a .onnx file again (its checksums, every reference): only while the
- * file at the path is the one opened; a replaced one is not reported on as if it were. */
+/* L-2: verify() reads a .onnx file and its data files again (checksums, every
+ * reference): only while each file at its path is the one opened; a replaced one is not
+ * reported on as if it were. */
 static oc_status still_opened(const ReaderObject *self, oc_error *err) {
     file_identity now;
+    const opened_files *o = &self->opened;
     if (self->kind != OZ_KIND_MODEL || oc_is_url(PyBytes_AS_STRING(self->path))) return OC_OK;
-    if (identity_of(PyBytes_AS_STRING(self->path), &now) == 0 && same_file(&self->opened, &now))
-        return OC_OK;
-    return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "replaced since it was opened: verify() checks the file as opened, "
-                        "which is no longer there; open it again to verify the new one");
+    if (identity_of(PyBytes_AS_STRING(self->path), &now) != 0 || !same_file(&o->model, &now))
+        return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                            "replaced since it was opened: verify() checks the file as opened, "
+                            "which is no longer there; open it again to verify the new one");
+    for (size_t i = 0; i < o->ndata; i++) {
+        const data_file *d = &o->data[i];
+        const char *loc = d->path + d->location;
+        char shown[OC_QUOTE_SIZE]; /* a location is the file's text */
+        if (identity_of(d->path, &now) != 0 || !same_file(&d->id, &now))
+            return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                                "its data file '%s' was replaced since it was opened: verify() "
+                                "checks the files as opened, which are no longer there; open "
+                                "it again to verify the new ones",
+                                oc_quote(loc, strlen(loc), shown, sizeof shown));
+    }
+    return OC_OK;
 }
 
 /* verify(key): the checks of `onnxz verify` but stub references (onnxz/verify.h):

@@ -360,6 +360,32 @@ def test_l2_open_file_describes_what_it_opened(tmp_path):
             f.verify()
 
 
+def test_l2_data_file_replaced_after_open(tmp_path):
+    """L-2 for the data files: open a two-file model, rename another data file of the same
+    size over its data file (another writer's save, as `mv` leaves it): verify() says the
+    data file was replaced instead of checking the new one against the model opened, and
+    the arrays keep what was opened. Before, verify() read the new data file (and with
+    checksums failed on it; without, passed on bytes the arrays do not hold)."""
+    import subprocess
+    pair_models(tmp_path)
+    for checksum in ([], ["--checksum"]):
+        subprocess.run([TOOL, "convert", "-f", "a.onnx", "two.onnx", "--external-data",
+                        "two.data"] + checksum, cwd=tmp_path, check=True)
+        subprocess.run([TOOL, "convert", "-f", "b.onnx", "other.onnx", "--external-data",
+                        "other.data"] + checksum, cwd=tmp_path, check=True)
+        with onnxz.open(tmp_path / "two.onnx") as f:
+            f.verify()
+            os.rename(tmp_path / "other.data", tmp_path / "two.data")
+            assert np.all(f["W"] == 1.0)
+            try:
+                f.verify()
+            except onnxz.Error as e:
+                assert "its data file 'two.data' was replaced" in str(e), str(e)
+            else:
+                raise AssertionError("verify() checked a data file it did not open")
+            assert np.all(f["W"] == 1.0)
+
+
 # ---- L-4: readers during in-place edits --------------------------------------------------
 
 def test_l4_readers_during_meta_edits(tmp_path):
