@@ -370,6 +370,7 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     }
     cli_parse_options_init(&oo.parse);
     oo.parse.data_dir = p->data_dir;
+    p->save.max_memory = oo.parse.max_memory; /* the one budget: decode and write (M-3) */
     oo.key = in_key.data;
     oo.key_len = in_key.len;
     p->save.key = out_key.data;

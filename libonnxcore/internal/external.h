@@ -5,12 +5,25 @@
 #ifndef ONNXCORE_INTERNAL_EXTERNAL_H
 #define ONNXCORE_INTERNAL_EXTERNAL_H
 
+#include "onnxcore_private.h"
+
 #include "onnxcore/codec.h"
+#include "onnxcore/external.h"
 
 /* Writes msg to path with large tensors in opts->external_data (spec/external-data.md):
  * data files first, each atomically, then the model. */
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err);
+
+/* Receives a tensor that a save moves out, with its byte count; a failure ends the walk. */
+typedef oc_status (*oc__moved_fn)(void *ctx, const onnx_TensorProto *tensor, uint64_t n,
+                                  oc_error *err);
+/* Calls fn for each tensor that oc_encode_external_fetched with this threshold and fetch
+ * hands to its put, in the same order, and writes nothing: how a writer sizes what it
+ * will hold before it writes a byte (libonnxz's archive writer, spec/security.md M-5). */
+OC_PRIVATE oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                                        const oc_tensor_fetch *fetch, oc__moved_fn fn, void *ctx,
+                                        oc_error *err);
 
 /* E-25, L-5: the locks that keep a model and its data files one pair (pair_lock.c). Each
  * returns a descriptor to give oc__pair_unlock; OC__PAIR_BUSY when another process held

@@ -417,7 +417,8 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     src's mapping (or the network, one tensor at a time) to dst without a copy.
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
     files are, when they moved. sync: as for save (`onnxz convert` syncs by default).
-    max_memory: the budget of the decode, as for load (default 1 GiB)."""
+    max_memory: the budget of the decode and of what writing an archive holds beside it,
+    as for load and save (default 1 GiB)."""
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
     _onnxz._save_check(dst, opts)

@@ -366,6 +366,7 @@ static int save_opts_parse(PyObject *tuple, save_opts *s) {
     if (!PyArg_ParseTuple(tuple, "OOOOOppOp|K", &to, &ext, &mfs, &align, &threshold, &checksum,
                           &deflate_model, &key, &sync, &s->max_memory))
         return -1;
+    s->o.max_memory = s->max_memory; /* the writer's budget too (M-5) */
     if (to != Py_None && (!PyUnicode_Check(to) ||
                           (s->o.form = oz_form_parse(PyUnicode_AsUTF8(to))) == OZ_FORM_AUTO)) {
         PyErr_Clear();

@@ -181,28 +181,75 @@ static const void *build(void *ctx, uint64_t i) {
     return ref->location ? build_reference(x, t, ref) : build_inline(x, t, ref->length);
 }
 
-static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
-    externalizer *x = ctx;
+/* What a save does with a tensor: leaves it as it is, moves it out to put, or writes a
+ * fetched tensor's bytes inside the model. */
+enum fate { KEEP, MOVE, INLINE };
+
+/* t's fate in a save with x's threshold and fetch (moving = a put is given), and *n its
+ * byte count. */
+static oc_status fate_of(const externalizer *x, int moving, const onnx_TensorProto *t, uint64_t *n,
+                         enum fate *fate) {
     int fetched = oc__fetched(x->fetch, t);
-    uint64_t n;
+    *fate = KEEP;
     if (fetched)
-        OC_FORWARD(x->fetch->size(x->fetch->ctx, t, &n, x->err));
+        OC_FORWARD(x->fetch->size(x->fetch->ctx, t, n, x->err));
     else if (!OC_HAS(TensorProto, t, raw_data) || oc_tensor_is_external(t))
         return OC_OK;
     else
-        n = t->raw_data.size;
+        *n = t->raw_data.size;
     /* E-27: an empty tensor never leaves the model, at any threshold (a reference of
      * length 0 reads as "to the end of the file" in ONNX Runtime and onnx.load). */
+    if (moving && *n != 0 && *n >= x->threshold)
+        *fate = MOVE;
+    else if (fetched)
+        *fate = INLINE;
+    return OC_OK;
+}
+
+static oc_status externalize_one(void *ctx, onnx_TensorProto *t) {
+    externalizer *x = ctx;
+    uint64_t n = 0;
+    enum fate fate;
+    OC_FORWARD(fate_of(x, x->put != NULL, t, &n, &fate));
+    oc_external_ref ref = {NULL, 0, 0, n, NULL};
     oc_status st = OC_OK;
-    if (x->put && n != 0 && n >= x->threshold) {
-        oc_external_ref ref = {NULL, 0, 0, n, NULL};
+    if (fate == MOVE) {
         OC_FORWARD(x->put(x->put_ctx, t, &ref, x->err));
         st = make_reference(x, t, &ref);
-    } else if (fetched) {
-        oc_external_ref ref = {NULL, 0, 0, n, NULL};
+    } else if (fate == INLINE) {
         st = add_subst(x, t, &ref, 1);
     }
     return st == OC_OK ? OC_OK : oc__fail(x->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
+typedef struct mover_walk {
+    externalizer x;
+    oc__moved_fn fn;
+    void *ctx;
+} mover_walk;
+
+static oc_status moved_one(void *ctx, onnx_TensorProto *t) {
+    mover_walk *w = ctx;
+    uint64_t n = 0;
+    enum fate fate;
+    OC_FORWARD(fate_of(&w->x, 1, t, &n, &fate));
+    return fate == MOVE ? w->fn(w->ctx, t, n, w->x.err) : OC_OK;
+}
+
+oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                             const oc_tensor_fetch *fetch, oc__moved_fn fn, void *ctx,
+                             oc_error *err) {
+    if (!desc || !msg || !fn || (fetch && (!fetch->size || !fetch->stream)))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc__external_moved: missing argument");
+    mover_walk w;
+    memset(&w, 0, sizeof w);
+    w.x.threshold = threshold;
+    w.x.fetch = fetch;
+    w.x.err = err;
+    w.fn = fn;
+    w.ctx = ctx;
+    return oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, moved_one, &w);
 }
 
 oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, uint64_t threshold,

@@ -51,6 +51,11 @@ typedef struct oz_archive_options {
      * that processes which have the archive open keep valid bytes (such an edit does not
      * wait for them to close it, A-58); the old model stays behind as unused bytes. */
     int append_only;
+    /* The most memory the save may hold (spec/security.md M-5): its tables (an entry
+     * record, name-table slots, the tensor's reference), estimated from the entries it will
+     * make before anything is written, plus what the model's arena holds (oz_archive_save);
+     * over it, OC_ERR_LIMIT and no file. 0: no cap. */
+    uint64_t max_memory;
 } oz_archive_options;
 
 #define OZ_ARCHIVE_OPTIONS_INIT \

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <onnxcore/external.h>
+
+#include "internal/external.h"
 #include "internal/nametab.h"
 
 #include "onnxz/archive.h"
@@ -186,8 +188,55 @@ static oc_status gather_model(void *ctx, const void *data, uint64_t size, oc_err
     return OC_OK;
 }
 
-oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
-                                  const oz_archive_options *opts, oc_error *err) {
+/* ---- the memory budget of a save (spec/security.md M-5) ---- */
+
+/* What writing holds per entry until the archive is finished: the ZIP writer's entry
+ * record (64 bytes) and name-table slots (up to 48), the name set's record and slots (up
+ * to 72), the encoder's reference record (56) and message sizes (24), the reference in
+ * the gathered model (about 40 bytes beside the name), with the allocator's rounding. */
+#define WRITE_ENTRY_BYTES 320u
+/* Copies of each entry name held: the ZIP writer's, the name set's, the reference's and
+ * the gathered model's. */
+#define WRITE_NAME_COPIES 4u
+
+typedef struct write_plan {
+    uint64_t entries, names; /* names: bytes of the entry names, NULs included */
+} write_plan;
+
+static oc_status plan_entry(void *ctx, const onnx_TensorProto *t, uint64_t n, oc_error *err) {
+    write_plan *p = ctx;
+    (void)n;
+    (void)err;
+    /* entry_name: at most OZ_ENTRY_NAME_MAX bytes of the tensor's name, a "t" in front or
+     * "tensor", a uniqueness suffix (counted as 4 bytes: most names need none) */
+    uint64_t len = t->name.size < OZ_ENTRY_NAME_MAX ? t->name.size : OZ_ENTRY_NAME_MAX;
+    p->entries++;
+    p->names += (len < 6 ? 6 : len) + 1 + 4 + 1;
+    return OC_OK;
+}
+
+/* M-5: the tables of the entries the save will make, beside the `held` bytes of the
+ * model's arena, fit max_memory: checked before the file is created. */
+static oc_status check_budget(const oc_msgdesc *desc, const void *msg, uint64_t held,
+                              const oz_archive_options *opts, oc_error *err) {
+    const oc_serialize_options *so = &opts->serialize;
+    write_plan plan = {0, 0};
+    OC_FORWARD(oc__external_moved(desc, msg, so->buffer.raw_data_threshold, so->fetch, plan_entry,
+                                  &plan, err));
+    uint64_t need = plan.entries * WRITE_ENTRY_BYTES + plan.names * WRITE_NAME_COPIES;
+    if (need <= opts->max_memory && held <= opts->max_memory - need) return OC_OK;
+    return oc__error_rule(err, "M-5",
+                          oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
+                                   "writing %llu tensors as entries needs about %llu bytes of "
+                                   "memory beside the model's %llu, more than the budget of %llu "
+                                   "bytes (max_memory, M-5)",
+                                   (unsigned long long)plan.entries, (unsigned long long)need,
+                                   (unsigned long long)held, (unsigned long long)opts->max_memory));
+}
+
+/* oz_archive_save_message, with `held` bytes of the budget taken by the model's arena. */
+static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t held,
+                              const char *path, const oz_archive_options *opts, oc_error *err) {
     if (!desc || !msg || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: missing argument");
     OZ_ARCHIVE_OPTS(opts, err);
@@ -195,6 +244,7 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     if (so->buffer.alignment > UINT32_MAX)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "alignment %llu is too large",
                         (unsigned long long)so->buffer.alignment);
+    if (opts->max_memory) OC_FORWARD(check_budget(desc, msg, held, opts, err));
     writer_ctx w;
     memset(&w, 0, sizeof w);
     w.fetch = so->fetch;
@@ -228,11 +278,17 @@ oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const
     return st;
 }
 
+oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
+                                  const oz_archive_options *opts, oc_error *err) {
+    return save_message(desc, msg, 0, path, opts, err);
+}
+
 oc_status oz_archive_save(const oc_model *model, const char *path, const oz_archive_options *opts,
                           oc_error *err) {
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: no model");
-    return oz_archive_save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), path, opts,
-                                   err);
+    /* The arena is only measured: the cast is for an accessor that also serves writers. */
+    uint64_t held = oc_arena_bytes_used(oc_model_arena((oc_model *)(uintptr_t)model));
+    return save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), held, path, opts, err);
 }
 
 /* ---- reading ---- */

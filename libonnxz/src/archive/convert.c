@@ -319,6 +319,7 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
             if (opts->has_threshold) ao.serialize.buffer.raw_data_threshold = opts->threshold;
         }
         ao.deflate_model = opts->deflate_model;
+        ao.max_memory = opts->max_memory;
         ao.serialize.external_data = opts->external_data;
         ao.serialize.max_external_file_size = opts->has_max_file_size ? opts->max_file_size : 0;
         ao.serialize.checksum = opts->checksum;

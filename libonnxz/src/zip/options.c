@@ -95,6 +95,7 @@ static oc_status archive_opts_copy(oz_archive_options *dst, const oz_archive_opt
     ptrdiff_t shift = (ptrdiff_t)src->serialize.size - (ptrdiff_t)sizeof(oc_serialize_options);
     OC_OPTS_COPY_AT(dst, src, src_size, oz_archive_options, deflate_model, shift);
     OC_OPTS_COPY_AT(dst, src, src_size, oz_archive_options, append_only, shift);
+    OC_OPTS_COPY_AT(dst, src, src_size, oz_archive_options, max_memory, shift);
     return OC_OK;
 }
 

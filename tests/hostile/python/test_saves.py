@@ -1,13 +1,16 @@
 """spec/security.md S-40: a save never writes a reference it cannot vouch for (issue 28,
 item 1). Before: `onnxz.save(onnxz.open(p).model, p)` replaced an 8 MB archive with a
-607-byte one holding only __MODEL_PROTO; every form of output lost the weights alike."""
+607-byte one holding only __MODEL_PROTO; every form of output lost the weights alike.
+M-5: what writing an archive holds counts against the memory budget, as in the tool."""
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import onnx
 import pytest
+from onnx import helper
 from conftest import make_model, run, snapshot
 
 import onnxz
@@ -92,3 +95,49 @@ def test_resolved_models_still_save(archive, tmp_path):
     again = onnxz.load(str(archive))
     assert again.SerializeToString() == onnx.load(str(tmp_path / "x.onnx")).SerializeToString()
     np.testing.assert_array_equal(onnxz.open(str(archive))["W3"], np.full((256, 256), 3.5))
+
+
+# ---- M-5: what writing an archive holds counts against the budget ------------------------
+
+def many_tensors(n):
+    """A model of n 4-byte initializers t0..t{n-1}: about 20 bytes each on the wire, each
+    an entry of its own with threshold=0."""
+    graph = helper.make_graph([], "many", [], [])
+    for i in range(n):
+        t = graph.initializer.add()
+        t.name = f"t{i}"
+        t.dims.append(1)
+        t.data_type = onnx.TensorProto.FLOAT
+        t.raw_data = b"\0\0\x80\x3f"
+    return helper.make_model(graph).SerializeToString()
+
+
+def test_m5_tool_and_python_refuse_alike(tmp_path, tool):
+    """M-5: 100,000 tensors decode into some 43 MB and their entries need some 34 MB of
+    writer tables: under a 64 MiB budget the decode passes and the writer is refused before
+    it writes a byte, by the tool and by the package alike (OC_ERR_LIMIT naming max_memory
+    and M-5, no file, no temporary); under 128 MiB both write the same archive. Before
+    M-5, both wrote it under 64 MiB."""
+    data = many_tensors(100_000)
+    (tmp_path / "many.onnx").write_bytes(data)
+    budget = 64 << 20
+    r = run([tool, "convert", "--threshold", "0", "many.onnx", "out.onnxz", "--max-memory",
+             str(budget)], cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert re.search(rb"writing 100000 tensors as entries needs about \d+ bytes of memory "
+                     rb"beside the model's \d+, more than the budget of %d bytes "
+                     rb"\(max_memory, M-5\); --max-memory raises the budget" % budget,
+                     r.stderr), r.stderr
+    calls = (lambda: onnxz.convert(tmp_path / "many.onnx", tmp_path / "out.onnxz",
+                                   threshold=0, max_memory=budget),
+             lambda: onnxz.save(data, tmp_path / "out.onnxz", threshold=0, max_memory=budget))
+    for call in calls:
+        with pytest.raises(onnxz.Error) as e:
+            call()
+        assert e.value.rule == "M-5" and "max_memory" in str(e.value), e.value
+    assert os.listdir(tmp_path) == ["many.onnx"]
+    run([tool, "-q", "convert", "--threshold", "0", "many.onnx", "tool.onnxz", "--max-memory",
+         str(2 * budget)], cwd=tmp_path, check=True)
+    onnxz.convert(tmp_path / "many.onnx", tmp_path / "py.onnxz", threshold=0,
+                  max_memory=2 * budget)
+    assert (tmp_path / "tool.onnxz").read_bytes() == (tmp_path / "py.onnxz").read_bytes()
