@@ -5,7 +5,10 @@
  * Every public options struct begins with `size_t size`, set to the struct's size by its
  * *_INIT macro or *_init function (onnxcore/options.h, "Extending"). A caller compiled
  * against an older header passes a shorter struct: the library reads only the fields that
- * lie within `size` and takes the defaults for the others. Public functions turn the
+ * lie within `size` and takes the defaults for the others. A caller compiled against a
+ * later header passes a longer one: accepted when what lies past the fields this library
+ * knows is zero (the later fields' defaults), refused when it sets any of them, since
+ * the library cannot honour an option it does not know. Public functions turn the
  * caller's pointer into one to a complete struct of this library's layout on entry
  * (oc__parse_opts ...), so the code below them reads fields as usual.
  */
@@ -18,8 +21,7 @@
 #include <onnxcore/options.h>
 #include <onnxcore/status.h>
 
-/* The bytes of the size field: a struct of fewer bytes was never initialised. */
-#define OC_OPTS_MIN_SIZE sizeof(size_t)
+#include "internal/sized.h"
 
 /* Copies field f of the caller's struct src (src_size bytes, laid out as type T up to f,
  * then `shift` bytes further on) into dst->f when it lies within src_size. shift is 0
@@ -32,15 +34,6 @@
             memcpy(&(dst)->f, (const char *)(src) + at_, sizeof((dst)->f)); \
     } while (0)
 #define OC_OPTS_COPY(dst, src, T, f) OC_OPTS_COPY_AT(dst, src, (src)->size, T, f, 0)
-
-/* Fails with OC_ERR_INVALID_ARG for a struct whose size field was never set. */
-static inline oc_status oc__opts_check(size_t size, const char *what, oc_error *err) {
-    if (size >= OC_OPTS_MIN_SIZE) return OC_OK;
-    return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "%s: size is %zu: initialise the options with their _INIT macro or "
-                        "_init function",
-                        what, size);
-}
 
 /* dst (initialised with the defaults) receives the fields of src that src->size covers. */
 static inline void oc__parse_opts_copy(oc_parse_options *dst, const oc_parse_options *src) {
@@ -86,7 +79,8 @@ static inline oc_status oc__parse_opts(const oc_parse_options **opts, oc_parse_o
     oc_parse_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
-    if (oc__opts_check(in->size, "oc_parse_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    if (oc__opts_check(in, in->size, sizeof *in, "oc_parse_options", err) != OC_OK)
+        return OC_ERR_INVALID_ARG;
     oc__parse_opts_copy(local, in);
     return OC_OK;
 }
@@ -98,7 +92,8 @@ static inline oc_status oc__serialize_opts(const oc_serialize_options **opts,
     oc_serialize_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
-    if (oc__opts_check(in->size, "oc_serialize_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    if (oc__opts_check(in, in->size, sizeof *in, "oc_serialize_options", err) != OC_OK)
+        return OC_ERR_INVALID_ARG;
     oc__serialize_opts_copy(local, in);
     return OC_OK;
 }

@@ -10,15 +10,18 @@
  * `size` would crash or fail. It checks that the old fields are honoured, that the
  * defaults stand for the missing ones, that the fields after an embedded options struct
  * of another size are found where the caller put them, and that a struct whose size was
- * never set is refused.
+ * never set is refused. It also plays a caller built against a later header (a longer
+ * struct): zeros past what this library knows are accepted, anything else refused.
  *
  * usage: test_options_abi SCRATCH_DIR
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <onnxz/onnxz.h>
 
@@ -106,7 +109,8 @@ enum {
 }; /* over OC_STORAGE_POOL_MIN_BLOCK: a copying load
                                      * takes it from opts->storage_pool when one is set */
 
-static char dir[4096], model_path[4200], archive_path[4200], copy_path[4200], convert_path[4200];
+static char dir[4096], model_path[4200], archive_path[4200], copy_path[4200], convert_path[4200],
+    save_path[4200];
 
 static int make_model_file(void) {
     oc_model *model = oc_model_new();
@@ -262,9 +266,10 @@ static void test_parse_unset_and_newer(void) {
     CHECK(strstr(err.message, "oz_zip_reader_options") != NULL);
 
     /* A caller built against a later header (a longer struct): the fields this library
-     * knows are read, the rest ignored. */
+     * knows are read when the later ones are zero (their defaults); one of them set is an
+     * option this library cannot honour, refused. */
     slab s;
-    memset(s.bytes, 0xFF, sizeof s.bytes);
+    memset(s.bytes, 0, sizeof s.bytes);
     oc_parse_options *o = (oc_parse_options *)(void *)s.bytes;
     oc_parse_options_init(o);
     o->size = sizeof *o + 16;
@@ -272,6 +277,23 @@ static void test_parse_unset_and_newer(void) {
     CHECK_OK(oc_model_load_file(model_path, o, &model, &err), &err);
     CHECK(model && tensor_w(model) && tensor_w(model)->raw_data.size == 0);
     oc_model_free(model);
+    model = NULL;
+    s.bytes[sizeof *o + 15] = 1;
+    CHECK_STATUS(oc_model_load_file(model_path, o, &model, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(strstr(err.message, "later version") != NULL);
+    CHECK(model == NULL);
+    /* The same inside another struct: a later oz_open_options.parse. */
+    memset(s.bytes, 0, sizeof s.bytes);
+    oz_open_options *oo = (oz_open_options *)(void *)s.bytes;
+    oz_open_options_init(oo);
+    oo->parse.size = sizeof oo->parse + 8; /* (later fields of open would follow it) */
+    oo->size = sizeof *oo + 8;
+    CHECK_OK(oz_open(model_path, oo, &model, NULL, &err), &err);
+    oc_model_free(model);
+    model = NULL;
+    s.bytes[offsetof(oz_open_options, parse) + sizeof oo->parse + 4] = 1;
+    CHECK_STATUS(oz_open(model_path, oo, &model, NULL, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(strstr(err.message, "oz_open_options.parse") != NULL);
 }
 
 /* An old serialize struct at `at` of s, with the fields it lacks poisoned: progress a
@@ -548,6 +570,166 @@ static void test_error_old(void) {
     CHECK(poison_intact(&s, sizeof *e));
 }
 
+/* ---- the structs that grew last: oz_save_options, oz_convert_info, oc_http_options ---- */
+
+/* oz_save_options before cancel and fetch. */
+typedef struct old_save_options {
+    size_t size;
+    oz_form form;
+    int overwrite;
+    int no_sync;
+    const char *external_data;
+    bool has_max_file_size;
+    uint64_t max_file_size;
+    bool has_align;
+    uint64_t align;
+    bool has_threshold;
+    uint64_t threshold;
+    int checksum;
+    int deflate_model;
+    const void *key;
+    size_t key_len;
+    const oc_crypt_options *crypt;
+    oc_progress_fn progress;
+    void *progress_ctx;
+} old_save_options;
+SAME_AT(oz_save_options, old_save_options, progress_ctx);
+_Static_assert(sizeof(old_save_options) <= offsetof(oz_save_options, cancel), "");
+
+/* oz_convert_info before in_size. */
+typedef struct old_convert_info {
+    size_t size;
+    bool input_failed;
+    oz_kind in_kind;
+    bool in_archive;
+} old_convert_info;
+SAME_AT(oz_convert_info, old_convert_info, in_archive);
+_Static_assert(sizeof(old_convert_info) <= offsetof(oz_convert_info, in_size), "");
+
+/* oc_http_options before cancel. */
+typedef struct old_http_options {
+    size_t size;
+    const char *auth;
+    const char *ca_file;
+    int insecure;
+    uint32_t timeout_ms;
+    uint32_t connect_ms;
+    int retries;
+    int parallel;
+    uint32_t min_rate;
+    uint32_t max_header_bytes;
+    uint32_t deadline_ms;
+} old_http_options;
+SAME_AT(oc_http_options, old_http_options, deadline_ms);
+_Static_assert(sizeof(old_http_options) <= offsetof(oc_http_options, cancel), "");
+
+/* Refused before anything is read or written: a struct whose size is 0, and today's
+ * struct followed by 16 bytes of a later version's fields, one of them set. s holds
+ * today's struct (initialised); check runs the call on it. */
+#define CHECK_REFUSED(s, T, call)                             \
+    do {                                                      \
+        T *t_ = (T *)(void *)(s)->bytes;                      \
+        size_t keep_ = t_->size;                              \
+        t_->size = 0;                                         \
+        CHECK_STATUS(call, OC_ERR_INVALID_ARG, &err);         \
+        CHECK(strstr(err.message, #T ": size is 0") != NULL); \
+        t_->size = sizeof(T) + 16;                            \
+        (s)->bytes[sizeof(T) + 9] = 1;                        \
+        CHECK_STATUS(call, OC_ERR_INVALID_ARG, &err);         \
+        CHECK(strstr(err.message, "later version") != NULL);  \
+        (s)->bytes[sizeof(T) + 9] = 0;                        \
+        t_->size = keep_;                                     \
+    } while (0)
+
+static void test_save_old(void) {
+    slab s;
+    oc_error err;
+    oc_model *model = NULL;
+    REQUIRE(oc_model_load_file(model_path, NULL, &model, &err) == OC_OK);
+    /* An old struct, its unknown fields poisoned: a fetch that faults when used, a cancel
+     * that is no function. Its own fields are honoured: the form, deflate_model,
+     * overwrite. */
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_save_options *o = (old_save_options *)(void *)s.bytes;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->form = OZ_FORM_ONNXZ;
+    o->overwrite = 1;
+    o->deflate_model = 1;
+    void *bad = (void *)(uintptr_t)8;
+    poison_at(&s, offsetof(oz_save_options, fetch), &bad, sizeof bad);
+    const oz_save_options *so = (const oz_save_options *)(void *)o;
+    CHECK_OK(oz_save(model, save_path, so, &err), &err);
+    CHECK_EQ(model_entry_method(save_path), OZ_ZIP_DEFLATED);
+    o->overwrite = 0;
+    CHECK_STATUS(oz_save(model, save_path, so, &err), OC_ERR_EXISTS, &err);
+
+    /* A later caller's struct: zeros past today's fields are accepted. */
+    memset(s.bytes, 0, sizeof s.bytes);
+    oz_save_options *now = (oz_save_options *)(void *)s.bytes;
+    oz_save_options_init(now);
+    now->size = sizeof *now + 16;
+    CHECK_OK(oz_save(model, save_path, now, &err), &err);
+    now->size = sizeof *now;
+    remove(save_path);
+    CHECK_REFUSED(&s, oz_save_options, oz_save(model, save_path, now, &err));
+    CHECK(access(save_path, F_OK) != 0);
+    oc_model_free(model);
+}
+
+static void test_convert_info_old(void) {
+    slab s;
+    oc_error err;
+    /* The old info gets the fields it has; nothing past it is written. */
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_convert_info *o = (old_convert_info *)(void *)s.bytes;
+    o->size = sizeof *o;
+    o->in_kind = OZ_KIND_EMPTY;
+    o->in_archive = true;
+    oz_convert_info *info = (oz_convert_info *)(void *)o;
+    CHECK_OK(oz_convert_file(model_path, convert_path, NULL, NULL, info, &err), &err);
+    CHECK(o->in_kind == OZ_KIND_MODEL && !o->in_archive && !o->input_failed);
+    CHECK(poison_intact(&s, sizeof *o));
+    /* A later caller's info: today's fields filled, its zeros left as they are. */
+    memset(s.bytes, 0, sizeof s.bytes);
+    oz_convert_info *now = (oz_convert_info *)(void *)s.bytes;
+    *now = (oz_convert_info)OZ_CONVERT_INFO_INIT;
+    now->size = sizeof *now + 16;
+    CHECK_OK(oz_convert_file(convert_path, copy_path, NULL, NULL, now, &err), &err);
+    CHECK(now->in_kind == OZ_KIND_ZIP && now->in_archive && now->in_size > 0);
+    for (size_t i = sizeof *now; i < sizeof *now + 16; i++) CHECK(s.bytes[i] == 0);
+    now->size = sizeof *now;
+    CHECK_REFUSED(&s, oz_convert_info,
+                  oz_convert_file(model_path, convert_path, NULL, NULL, now, &err));
+}
+
+/* Through a URL nothing listens at: the options pass their check (the call fails to
+ * connect, OC_ERR_IO), or are refused (OC_ERR_INVALID_ARG). */
+static void test_http_old(void) {
+    if (!oc_http_supported()) return;
+    static const char url[] = "http://127.0.0.1:1/m.onnx";
+    slab s;
+    oc_error err;
+    oz_kind kind;
+    memset(s.bytes, 0xA5, sizeof s.bytes);
+    old_http_options *o = (old_http_options *)(void *)s.bytes;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->retries = -1; /* none: fail at once */
+    void *bad = (void *)(uintptr_t)8;
+    poison_at(&s, offsetof(oc_http_options, cancel), &bad, sizeof bad);
+    const oc_http_options *h = (const oc_http_options *)(void *)o;
+    CHECK_STATUS(oz_detect_path(url, h, &kind, &err), OC_ERR_IO, &err);
+    memset(s.bytes, 0, sizeof s.bytes);
+    oc_http_options *now = (oc_http_options *)(void *)s.bytes;
+    *now = (oc_http_options)OC_HTTP_OPTIONS_INIT;
+    now->retries = -1;
+    now->size = sizeof *now + 16;
+    CHECK_STATUS(oz_detect_path(url, now, &kind, &err), OC_ERR_IO, &err);
+    now->size = sizeof *now;
+    CHECK_REFUSED(&s, oc_http_options, oz_detect_path(url, now, &kind, &err));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -563,6 +745,7 @@ int main(int argc, char **argv) {
     snprintf(copy_path, sizeof copy_path, "%s/copy.onnx", dir);
     snprintf(archive_path, sizeof archive_path, "%s/m.onnxz", dir);
     snprintf(convert_path, sizeof convert_path, "%s/c.onnxz", dir);
+    snprintf(save_path, sizeof save_path, "%s/s.onnxz", dir);
     if (!make_model_file()) {
         fprintf(stderr, "cannot write %s\n", model_path);
         return 1;
@@ -575,5 +758,8 @@ int main(int argc, char **argv) {
     test_open_info_old();
     test_crypt_old();
     test_error_old();
+    test_save_old();
+    test_convert_info_old();
+    test_http_old();
     return check_report("test_options_abi");
 }

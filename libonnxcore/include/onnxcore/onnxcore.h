@@ -15,6 +15,7 @@
 #include "crypto_model.h"
 #include "external.h"
 #include "file.h"
+#include "http.h"
 #include "limits.h"
 #include "messages.h"
 #include "model.h"

@@ -11,14 +11,17 @@
  * meaningful threshold). A NULL options pointer always means "the defaults".
  *
  * Extending. Every options struct of both libraries (these, oc_crypt_options,
- * oz_archive_options, oz_convert_options, oz_open_options, oz_zip_reader_options) and the
- * output oz_open_info begin with `size_t size`, which the *_INIT
- * macro or *_init function sets to sizeof the struct; the macros name their fields
- * (designated initialisers), so the fields keep their meaning when one is added. New
- * fields are only ever appended, and a library reads only the fields that lie within the
- * `size` the caller's struct has: a program compiled against an older, shorter struct gets
- * the defaults for the fields it does not know. A struct whose size is 0 (never
- * initialised) is refused with OC_ERR_INVALID_ARG. Set fields by name after initialising;
+ * oc_http_options, oz_archive_options, oz_convert_options, oz_open_options,
+ * oz_save_options, oz_zip_reader_options) and the outputs oz_open_info and oz_convert_info
+ * begin with `size_t size`, which the *_INIT macro or *_init function sets to sizeof the
+ * struct; the macros name their fields (designated initialisers), so the fields keep their
+ * meaning when one is added. New fields are only ever appended, and a library reads (or
+ * writes) only the fields that lie within the `size` the caller's struct has: a program
+ * compiled against an older, shorter struct gets the defaults for the fields it does not
+ * know. A struct whose size is 0 (never initialised) is refused with OC_ERR_INVALID_ARG,
+ * and so is one longer than this library knows (from a program compiled against a later
+ * header) that sets anything past the fields it knows, an option it cannot honour; zeros
+ * there are accepted (test api.options_abi). Set fields by name after initialising;
  * do not fill these structs positionally. oc_tensor_buffer_options, embedded in both, is
  * fixed: it never grows, and has no size of its own. It sits inside oc_parse_options and
  * oc_serialize_options right after their size, so a field added to it would move every

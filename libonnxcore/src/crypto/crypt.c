@@ -108,7 +108,8 @@ oc_status oc__crypt_opts(const oc_crypt_options **opts, oc_crypt_options *local,
     oc_crypt_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
-    if (oc__opts_check(in->size, "oc_crypt_options", err) != OC_OK) return OC_ERR_INVALID_ARG;
+    if (oc__opts_check(in, in->size, sizeof *in, "oc_crypt_options", err) != OC_OK)
+        return OC_ERR_INVALID_ARG;
     OC_OPTS_COPY(local, in, oc_crypt_options, format);
     OC_OPTS_COPY(local, in, oc_crypt_options, iterations);
     OC_OPTS_COPY(local, in, oc_crypt_options, chunk_size);

@@ -43,6 +43,7 @@
 
 #include "onnxcore/http.h"
 #include "internal/error.h"
+#include "internal/sized.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
 
@@ -1036,7 +1037,10 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
                              oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: libcurl did not start: %s",
                                       url, curl_easy_strerror(global_rc)));
     oc_http_options o = OC_HTTP_OPTIONS_INIT;
-    if (opts) memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+    if (opts) { /* the fields the caller's struct holds (sized.h) */
+        OC_FORWARD(oc__opts_check(opts, opts->size, sizeof o, "oc_http_options", err));
+        memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+    }
     http_source *h = calloc(1, sizeof *h);
     if (!h) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     pthread_mutex_init(&h->lock, NULL);

@@ -141,10 +141,8 @@ static oc_status save_opts(const oz_save_options **opts, oz_save_options *local,
     oz_save_options_init(local);
     *opts = local;
     if (!in) return OC_OK;
-    if (in->size < offsetof(oz_save_options, overwrite) || in->size > sizeof *in)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "oz_save_options: size %zu is not one this library knows", in->size);
-    memcpy(local, in, in->size);
+    OC_FORWARD(oc__opts_check(in, in->size, sizeof *in, "oz_save_options", err));
+    memcpy(local, in, in->size < sizeof *in ? in->size : sizeof *in);
     local->size = sizeof *local;
     return OC_OK;
 }
@@ -339,15 +337,16 @@ oc_status oz_save(const oc_model *model, const char *out, const oz_save_options 
     return save_watched(model, out, opts, NULL, err);
 }
 
-/* The fields of found that the caller's info holds (by its size). */
+/* The fields of found that the caller's info holds (by its size, checked on entry). */
 static void info_put(oz_convert_info *info, const oz_convert_info *found) {
-    if (info && info->size >= sizeof(size_t))
+    if (info)
         memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
                (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
 }
 
 oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,
                           const oz_save_options *out_opts, oz_convert_info *info, oc_error *err) {
+    if (info) OC_FORWARD(oc__opts_check(info, info->size, sizeof *info, "oz_convert_info", err));
     oz_convert_info found = OZ_CONVERT_INFO_INIT;
     oz_save_options so;
     oz_form form;

@@ -1,0 +1,36 @@
+/*
+ * internal/sized.h - the check every struct that begins with its size goes through (the
+ * options of both libraries and the outputs oz_open_info, oz_convert_info:
+ * onnxcore/options.h, "Extending"). Reading such a struct field by field is in
+ * onnxcore_shared.h; this header has no other dependency, so any floor may use it.
+ */
+#ifndef ONNXCORE_INTERNAL_SIZED_H
+#define ONNXCORE_INTERNAL_SIZED_H
+
+#include <stddef.h>
+
+#include <onnxcore/status.h>
+
+/* The bytes of the size field: a struct of fewer bytes was never initialised. */
+#define OC_OPTS_MIN_SIZE sizeof(size_t)
+
+/* Fails with OC_ERR_INVALID_ARG for a caller's struct at opts whose size field (size)
+ * was never set, and for one longer than the `known` bytes of this library's that sets a
+ * byte past them. For every struct that begins with its size, options and outputs. */
+static inline oc_status oc__opts_check(const void *opts, size_t size, size_t known,
+                                       const char *what, oc_error *err) {
+    if (size < OC_OPTS_MIN_SIZE)
+        return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "%s: size is %zu: initialise the options with their _INIT macro or "
+                            "_init function",
+                            what, size);
+    for (size_t i = known; i < size; i++)
+        if (((const unsigned char *)opts)[i])
+            return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                "%s: size is %zu, of which this library knows %zu: byte %zu "
+                                "is set, an option of a later version",
+                                what, size, known, i);
+    return OC_OK;
+}
+
+#endif
