@@ -375,7 +375,7 @@ static int run_bench(const cli_args *args) {
         }
         cli_note(args->verbosity, CLI_VERBOSE, "run %ld: %.6f s", i + 1, run.seconds);
     }
-    oc_storage_pool_unref(lo.storage_pool);
+    oc_storage_pool_free(lo.storage_pool);
     if (rc != CLI_EXIT_OK) return rc;
     qsort(sorted, (size_t)repeat, sizeof sorted[0], compare_double);
     median = repeat % 2 ? sorted[repeat / 2] : (sorted[repeat / 2 - 1] + sorted[repeat / 2]) / 2;

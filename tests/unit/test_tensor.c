@@ -227,7 +227,7 @@ static void test_pool_loads(void) {
         /* The pool may go first: blocks in use stay valid and go when released. */
         oc_model *clone = NULL;
         CHECK_OK(oc_model_clone(m, &clone, &err), &err);
-        oc_storage_pool_unref(pool);
+        oc_storage_pool_free(pool);
         oc_model_free(m);
         CHECK_OK(oc_model_save_memory(clone, NULL, &again, &n2, &err), &err);
         CHECK(n2 == n && memcmp(again, bytes, (size_t)n) == 0);
@@ -264,8 +264,8 @@ static void test_pool_storage(void) {
     oc_bytes_release(&b);
     CHECK_STATUS(oc_bytes_set_storage(&b, 90000, 48, pool, &p, &err), OC_ERR_INVALID_ARG, &err);
     oc_bytes_release(&small);
-    oc_storage_pool_unref(pool);
-    oc_storage_pool_unref(NULL);
+    oc_storage_pool_free(pool);
+    oc_storage_pool_free(NULL);
 }
 
 /* Many threads taking and returning blocks of a few sizes at once (ASan/TSan food). */
@@ -295,7 +295,7 @@ static void test_pool_threads(void) {
         CHECK(r == NULL);
     }
     CHECK(oc_storage_pool_free_bytes(pool) <= 12u * (OC_STORAGE_POOL_MIN_BLOCK + 8192u));
-    oc_storage_pool_unref(pool);
+    oc_storage_pool_free(pool);
 }
 
 #define CHECK_CSTR(got, want) CHECK(strcmp((got), (want)) == 0)

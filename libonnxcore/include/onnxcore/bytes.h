@@ -122,9 +122,10 @@ typedef struct oc_storage_pool oc_storage_pool;
 /* A pool keeping at most max_free_bytes of free storage (more is given back to the
  * system as it returns). NULL when out of memory. */
 OC_API oc_storage_pool *oc_storage_pool_new(uint64_t max_free_bytes);
-/* Gives the free storage back to the system and drops the caller's reference: blocks still
- * in use go back to the system when their spans are released. NULL is accepted. */
-OC_API void oc_storage_pool_unref(oc_storage_pool *pool);
+/* Frees the pool: its free storage goes back to the system now, blocks still in use when
+ * their spans are released. NULL is accepted. */
+OC_API void oc_storage_pool_free(oc_storage_pool *pool);
+OC_API void oc_storage_pool_unref(oc_storage_pool *pool) OC_DEPRECATED("use oc_storage_pool_free");
 /* The bytes of free storage the pool holds now. */
 OC_API uint64_t oc_storage_pool_free_bytes(oc_storage_pool *pool);
 /* Makes the span hold size bytes of uninitialised storage aligned to `alignment` (a power

@@ -11,6 +11,10 @@
  * `#ifdef ONNXZ_EXPERIMENTAL` are the experimental API, under ONNXCORE_EXPERIMENTAL, which
  * may change in any release. A program that uses it defines ONNXZ_EXPERIMENTAL before it
  * includes any header of these libraries, and is rebuilt with each release.
+ *
+ * OC_DEPRECATED(why), after a declaration's parameters, marks a function kept for the
+ * programs that call it: it works as it did for one more release, and a compiler warns
+ * with `why`, which names its replacement.
  */
 #ifndef ONNXCORE_EXPORT_H
 #define ONNXCORE_EXPORT_H
@@ -20,6 +24,14 @@
 #define OC_API __attribute__((visibility("default")))
 #else
 #define OC_API
+#endif
+#endif
+
+#ifndef OC_DEPRECATED /* tests/api defines it to find the marked declarations */
+#if defined(__GNUC__) || defined(__clang__)
+#define OC_DEPRECATED(why) __attribute__((deprecated(why)))
+#else
+#define OC_DEPRECATED(why)
 #endif
 #endif
 

@@ -5,7 +5,7 @@
  * block. A block in use is owned by an oc_owner whose release puts the record into the
  * pool's free table, a hash of chains keyed by size, so a load of the same model finds
  * each tensor's block again in O(1). The pool is reference-counted: the caller's handle
- * and every block in use hold a reference, so blocks may outlive oc_storage_pool_unref.
+ * and every block in use hold a reference, so blocks may outlive oc_storage_pool_free.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,7 +28,7 @@ typedef struct block {
 struct oc_storage_pool {
     pthread_mutex_t lock;
     uint64_t refs; /* the caller's handle + each block in use */
-    int closed;    /* oc_storage_pool_unref was called: keep nothing */
+    int closed;    /* oc_storage_pool_free was called: keep nothing */
     uint64_t max_free, free_bytes;
     block *buckets[POOL_BUCKETS];
 };
@@ -68,7 +68,7 @@ static void unref_locked(oc_storage_pool *p) {
     }
 }
 
-void oc_storage_pool_unref(oc_storage_pool *p) {
+void oc_storage_pool_free(oc_storage_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->lock);
     p->closed = 1;
@@ -81,6 +81,8 @@ void oc_storage_pool_unref(oc_storage_pool *p) {
     p->free_bytes = 0;
     unref_locked(p);
 }
+
+void oc_storage_pool_unref(oc_storage_pool *p) { oc_storage_pool_free(p); }
 
 uint64_t oc_storage_pool_free_bytes(oc_storage_pool *p) {
     pthread_mutex_lock(&p->lock);
