@@ -95,6 +95,7 @@ static void set_free(name_set *s) {
     oc_nametab_free(s->tab);
     free(s->names);
     free(s->next_suffix);
+    memset(s, 0, sizeof *s);
 }
 
 /* A byte of a tensor name as it appears in an entry name. */
@@ -173,8 +174,18 @@ static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref
     return OC_OK;
 }
 
+/* Frees the entry names taken (NULL-safe, idempotent). */
+static void names_free(writer_ctx *w) {
+    set_free(&w->taken);
+    oc_arena_free(w->names);
+    w->names = NULL;
+}
+
 static oc_status gather_model(void *ctx, const void *data, uint64_t size, oc_error *err) {
     writer_ctx *w = ctx;
+    /* Every put came before the first write (oc_encode_external): the names are done
+     * with, and their memory goes before the model's grows. */
+    names_free(w);
     if (size > w->model_cap - w->model_size) {
         uint64_t cap = w->model_cap ? w->model_cap : 1u << 16;
         while (cap - w->model_size < size) cap *= 2;
@@ -252,8 +263,7 @@ static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t 
     w.names = oc_arena_new();
     if (!w.names || set_init(&w.taken, w.names) != 0 ||
         set_add(&w.taken, OZ_MODEL_ENTRY, &model_at) < 0) {
-        oc_arena_free(w.names);
-        set_free(&w.taken);
+        names_free(&w);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     oc_progress progress;
@@ -273,8 +283,7 @@ static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t 
     if (st == OC_OK) oc_progress_finish(&progress);
     oz_zip_writer_free(w.zip); /* abandons the temporary file unless finished */
     free(w.model);
-    set_free(&w.taken);
-    oc_arena_free(w.names);
+    names_free(&w);
     return st;
 }
 
