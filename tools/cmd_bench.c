@@ -391,8 +391,9 @@ static int run_bench(const cli_args *args) {
                            : args->seen[BENCH_OPT_POOL] ? "load (copy, pooled storage)"
                                                         : "load (copy)";
         cli_format_size(bytes, size, sizeof size);
+        const char *shown = cli_shown(path); /* N-2: a URL's user:password@ is not shown */
         printf("%s ", what);
-        cli_put_text(stdout, path, strlen(path));
+        cli_put_text(stdout, shown, strlen(shown));
         printf(": %ld run%s, %" PRIu64 " bytes (%s) per run\n", repeat, repeat == 1 ? "" : "s",
                bytes, size);
         printf("  first   %.6f s\n  min     %.6f s\n  median  %.6f s", times[0], sorted[0], median);

@@ -412,9 +412,14 @@ static int run_unpack(const cli_args *args) {
     if (rc != CLI_EXIT_OK) return rc;
     cli_note(args->verbosity, CLI_VERBOSE, "wrote %" PRIu64 " files in %.1f ms", res.files + 1,
              cli_now_ms() - start);
-    if (args->verbosity >= CLI_NORMAL)
-        printf("%s -> %s/" UNPACK_MODEL_FILE " + %" PRIu64 " data file%s (%" PRIu64 " bytes)\n",
-               archive, dir, res.files, res.files == 1 ? "" : "s", res.bytes);
+    if (args->verbosity >= CLI_NORMAL) {
+        const char *shown = cli_shown(archive); /* N-2: a URL's user:password@ is not shown */
+        cli_put_text(stdout, shown, strlen(shown));
+        fputs(" -> ", stdout);
+        cli_put_text(stdout, dir, strlen(dir));
+        printf("/" UNPACK_MODEL_FILE " + %" PRIu64 " data file%s (%" PRIu64 " bytes)\n", res.files,
+               res.files == 1 ? "" : "s", res.bytes);
+    }
     return CLI_EXIT_OK;
 }
 

@@ -1007,7 +1007,8 @@ PASSWORDS = ["Pw@Zq", "Pw%40Zq", "Pw/Zq", "Pw%2FZq", "Pw?Zq", "Pw%3FZq", "Pw#Zq"
 
 def passwords_hidden(ctx, srv):
     """spec/security.md N-2 for every password: the tool's error line (ls, encrypt, whose
-    library error named the URL whole before), and info --json's "file"."""
+    library error named the URL whole before), info --json's "file", and the status lines
+    of unpack and bench (which named the URL whole before)."""
     key = ctx.path("pw.key")
     with open(key, "w") as f:
         f.write("a passphrase\n")
@@ -1016,12 +1017,17 @@ def passwords_hidden(ctx, srv):
         readable = not any(c in pw for c in "@/?#")  # raw: libcurl refuses the URL
         runs = [["ls", secret.replace("model.onnxz", "gone.onnxz")],
                 ["encrypt", "--key-file", key, secret, ctx.path("pw.enc")]]
-        runs += [["info", "--json", secret]] if readable else [["ls", secret]]
+        if readable:  # the status lines of commands that read it
+            out_dir = ctx.path(f"pw.{PASSWORDS.index(pw)}")
+            runs += [["info", "--json", secret], ["unpack", secret, out_dir],
+                     ["bench", "load", secret]]
+        else:
+            runs += [["ls", secret]]
         for argv in runs:
             srv.reset(None)
             rc, out, err, _ = ctx.run(*argv)
             text = out.decode(errors="replace") + err
-            ctx.check(rc == (0 if argv[:2] == ["info", "--json"] else 1)
+            ctx.check(rc == (0 if argv[0] in ("info", "unpack", "bench") else 1)
                       and not any(s in text for s in ("alice", "Pw", "Zq")),
                       f"{argv[0]} with password {pw!r}: exit {rc}, shown: {text[:300]!r}")
 
