@@ -103,15 +103,21 @@ static const char *flag_of(oz_save_option opt) {
     }
 }
 
-/* The library's verdict on the save options, as a usage error (an empty OUT and an
- * existing directory are refused with the other output checks, cli_check_output, in
- * their own words). */
+/* The library's verdict on the save options, as a usage error, or as a failure naming
+ * the URL where OUT or --external-data is one (R-14). An empty OUT and an existing
+ * directory are refused with the other output checks, cli_check_output, in their own
+ * words. */
 static int check_save(const cli_args *args, convert_plan *p) {
     oz_save_option bad;
     oc_error err;
     struct stat st;
     oc_error_clear(&err);
     if (oz_save_check(p->out, &p->save, &p->out_form, &bad, &err) == OC_OK) return CLI_EXIT_OK;
+    if (bad == OZ_SAVE_OPT_NONE) { /* not an option's value: OUT, or a URL it names */
+        char file[OC_ERROR_MESSAGE_MAX];
+        snprintf(file, sizeof file, "%.*s", (int)err.file_len, err.message + err.file_at);
+        return cli_fail(err.file_len ? file : p->out, &err);
+    }
     if (bad != OZ_SAVE_OPT_FORM)
         return cli_usage_error("convert", "%s%s", flag_of(bad),
                                err.message + strlen(oz_save_option_name(bad)));
@@ -148,9 +154,6 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     s->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
     s->checksum = args->seen[CONVERT_OPT_CHECKSUM];
     s->deflate_model = args->seen[CONVERT_OPT_DEFLATE_MODEL];
-    rc = cli_refuse_url_output(p->out);
-    if (rc == CLI_EXIT_OK) rc = cli_refuse_url_output(s->external_data);
-    if (rc != CLI_EXIT_OK) return rc;
     if (to && (s->form = oz_form_parse(to)) == OZ_FORM_AUTO)
         return cli_usage_error("convert", "--to '%s': give onnx, onnxz or onnxc", to);
     rc = cli_refuse_argv_key("convert", args->seen, CONVERT_OPT_KEY, CONVERT_OPT_PASSPHRASE);

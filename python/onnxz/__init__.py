@@ -254,8 +254,7 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     """
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
-    _onnxz._save_check(path, opts)
-    _refuse_urls(path, external_data)
+    _onnxz._save_check(path, opts)  # and R-14: a URL is read, never written
     _release_replaced(path, external_data)
     if isinstance(model, (bytes, bytearray, memoryview)):
         _onnxz._save(model, path, opts)
@@ -263,14 +262,6 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     split = _skeleton(model)
     if split is None or not _onnxz._save(split[0], path, opts, split[1], split[2]):
         _onnxz._save(model.SerializeToString(), path, opts)
-
-
-def _refuse_urls(path, external_data):
-    """R-14: a URL is read, never written; refused as an output or a data file's location
-    before anything is read or made (onnxz.Error, invalid argument)."""
-    for p in (path, external_data):
-        if p is not None and _onnxz._is_url(p):
-            _onnxz._error(p, _onnxz._ERR_INVALID_ARG, "is a URL: onnxz writes local files only")
 
 
 def _release_replaced(path, external_data):
@@ -282,8 +273,8 @@ def _release_replaced(path, external_data):
     of 5) and that pushes other files out of the cache. Only a regular file with no other
     link (another name keeps its bytes in use) is touched, and nothing else is opened: not
     a FIFO (a writer waiting on it would be woken), nor a link. Only for save: convert's
-    input may be its output, and is read while it is written. Advice only (save has
-    refused a URL already, R-14)."""
+    input may be its output, and is read while it is written. Advice only (_save_check
+    has refused a URL already, R-14)."""
     names = [_fspath(path)]
     if external_data is not None:
         loc = _fspath(external_data)
@@ -421,8 +412,7 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     as for load and save (default 1 GiB)."""
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
-    _onnxz._save_check(dst, opts)
-    _refuse_urls(dst, external_data)  # before src is read: no request for nothing
+    _onnxz._save_check(dst, opts)  # before src is read (a URL as dst: R-14), no request
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 
 

@@ -399,7 +399,7 @@ static void save_opts_release(save_opts *s) {
 }
 
 /* _save_check(path, opts): raises onnxz.Error as the save would for its options, before
- * anything is done. */
+ * anything is done: .file is path, or the URL the library refuses to write (R-14). */
 static PyObject *py_save_check(PyObject *self, PyObject *args) {
     PyObject *path_obj, *opts_obj, *path = NULL, *out = NULL;
     save_opts s;
@@ -409,9 +409,11 @@ static PyObject *py_save_check(PyObject *self, PyObject *args) {
         return NULL;
     if (save_opts_parse(opts_obj, &s) == 0) {
         oc_error_clear(&err);
-        if (oz_save_check(PyBytes_AS_STRING(path), &s.o, NULL, NULL, &err) != OC_OK)
-            raise_error(PyBytes_AS_STRING(path), &err);
-        else
+        if (oz_save_check(PyBytes_AS_STRING(path), &s.o, NULL, NULL, &err) != OC_OK) {
+            char file[OC_ERROR_MESSAGE_MAX];
+            snprintf(file, sizeof file, "%.*s", (int)err.file_len, err.message + err.file_at);
+            raise_error(err.file_len ? file : PyBytes_AS_STRING(path), &err);
+        } else
             out = Py_NewRef(Py_None);
         save_opts_release(&s);
     }
@@ -1677,7 +1679,6 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
         PyModule_AddObjectRef(m, "_Span", (PyObject *)&SpanType) < 0 ||
         PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
         PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0 ||
-        PyModule_AddIntConstant(m, "_ERR_INVALID_ARG", OC_ERR_INVALID_ARG) < 0 ||
         PyModule_AddObject(m, "_DEFAULT_MAX_MEMORY",
                            PyLong_FromUnsignedLongLong(OC_RECOMMENDED_MAX_MEMORY)) < 0) {
         Py_DECREF(m);

@@ -266,6 +266,29 @@ def test_save_option_rules(tmp_path, model):
         onnxz.save(model, str(tmp_path / "m.bin"), to="ONNX")
 
 
+def test_url_outputs_refused_as_the_tool_does(tmp_path, model, tool):
+    """R-14 is the library's (oz_save_check): save, convert and `onnxz convert` refuse a
+    URL as the output or the data file's location with the same message and file, the
+    URL shown without its password, before the form is looked at, and write nothing."""
+    src = str(tmp_path / "m.onnx")
+    onnxz.save(model, src)
+    for out, ext, shown in (("http://u:pw@host/o.onnxz", None, "http://host/o.onnxz"),
+                            ("HTTPS://host/o", None, "HTTPS://host/o"),
+                            ("o.onnx", "http://host/d", "http://host/d"),
+                            ("o.onnxz", "https://host/d", "https://host/d")):
+        want = f"{shown}: is a URL: onnxz writes local files only"
+        for call in (lambda: onnxz.save(model, out, external_data=ext),
+                     lambda: onnxz.convert(src, out, external_data=ext)):
+            with pytest.raises(onnxz.Error) as e:
+                call()
+            assert (str(e.value), e.value.file, e.value.status) == (
+                want, shown, "invalid argument"), out
+        argv = [tool, "convert", src, out] + (["--external-data", ext] if ext else [])
+        r = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+        assert (r.returncode, r.stderr) == (1, f"onnxz: error: {want}\n"), argv
+    assert os.listdir(tmp_path) == ["m.onnx"]
+
+
 def test_encrypted_save_and_load(tmp_path, model, tool):
     p = str(tmp_path / "m.onnxc")
     onnxz.save(model, p, key="pass word")

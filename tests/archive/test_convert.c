@@ -202,6 +202,32 @@ static void test_save_rules(void) {
     CHECK(strcmp(oz_save_option_name((oz_save_option)99), "") == 0);
 }
 
+/* R-14: a URL is read, never written. oz_save_check refuses one as OUT or as the data
+ * file's location, before any other rule (the form, here unknown or wrong), and names it
+ * as the error's file without its password: the message the tool and Python print. */
+static void expect_url_refused(const char *out, const oz_save_options *o, const char *shown) {
+    oz_save_option bad = OZ_SAVE_OPT_FORM;
+    char want[256];
+    snprintf(want, sizeof want, "%s is a URL: onnxz writes local files only", shown);
+    CHECK(oz_save_check(out, o, NULL, &bad, &err) == OC_ERR_INVALID_ARG);
+    CHECK(bad == OZ_SAVE_OPT_NONE);
+    CHECK(strcmp(err.message, want) == 0);
+    CHECK(err.file_at == 0 && err.file_len == strlen(shown));
+    if (strcmp(err.message, want) != 0) fprintf(stderr, "  %s: %s\n", out, err.message);
+}
+
+static void test_save_refuses_urls(void) {
+    oz_save_options o;
+    oz_save_options_init(&o);
+    expect_url_refused("http://host/m.onnxz", &o, "http://host/m.onnxz");
+    expect_url_refused("HTTPS://u:secret@host/m", &o, "HTTPS://host/m");
+    o.external_data = "http://host/d";
+    expect_url_refused("m.onnx", &o, "http://host/d");
+    expect_url_refused("m.onnxz", &o, "http://host/d"); /* before "applies to .onnx" */
+    o.external_data = "http:d";                         /* a local name: no scheme's "//" */
+    CHECK_OK(oz_save_check("m.onnx", &o, NULL, NULL, &err));
+}
+
 static int cancel_always(void *ctx) {
     (*(int *)ctx)++;
     return 1;
@@ -490,6 +516,7 @@ int main(int argc, char **argv) {
         CHECK(access(at("d_bad.onnxz"), F_OK) != 0);
     }
     test_save_rules();
+    test_save_refuses_urls();
     test_convert_file(want, want_n);
     test_tensor_read();
     test_save_budget();
