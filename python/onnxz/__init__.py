@@ -70,12 +70,6 @@ def _budget(max_memory):
     return max_memory
 
 
-# A decode builds up to about 200 bytes for each byte of its input (an empty initializer:
-# 2 bytes on the wire, a TensorProto of some 400 once decoded). Past this many input bytes
-# per byte of budget, the decode could pass the budget (M-1).
-_AMPLIFICATION = 256
-
-
 def _save_opts(to, external_data, max_file_size, align, threshold, checksum, deflate_model, key,
                sync, max_memory=None):
     """save's and convert's keywords as the library's save options take them (their rules,
@@ -205,7 +199,7 @@ def _parse_checked(view, name, budget):
     before protobuf builds anything, so that a refused model costs no more than the
     budget."""
     check = _onnxz._check_start(view, name, budget)
-    if len(view) > budget // _AMPLIFICATION:
+    if len(view) > budget // _onnxz._DECODE_AMPLIFICATION:  # the decode could pass it
         external = check.verdict()
         try:
             return onnx.ModelProto.FromString(view), external

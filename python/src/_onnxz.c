@@ -1680,7 +1680,8 @@ PyMODINIT_FUNC PyInit__onnxz(void) {
         PyModule_AddIntConstant(m, "_crypto", oc_crypt_available()) < 0 ||
         PyModule_AddIntConstant(m, "_ERR_UNSUPPORTED", OC_ERR_UNSUPPORTED) < 0 ||
         PyModule_AddObject(m, "_DEFAULT_MAX_MEMORY",
-                           PyLong_FromUnsignedLongLong(OC_RECOMMENDED_MAX_MEMORY)) < 0) {
+                           PyLong_FromUnsignedLongLong(OC_RECOMMENDED_MAX_MEMORY)) < 0 ||
+        PyModule_AddIntConstant(m, "_DECODE_AMPLIFICATION", OC_DECODE_AMPLIFICATION) < 0) {
         Py_DECREF(m);
         return NULL;
     }

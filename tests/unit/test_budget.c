@@ -54,6 +54,7 @@ static void test_budget_refuses(const char *dir) {
     CHECK_EQ(oc_model_proto(model)->graph->initializer.count, N);
     uint64_t needed = oc_arena_bytes_used(oc_model_arena(model));
     CHECK(needed > 100ull * N); /* the amplification: over 50 times the 2 bytes each */
+    CHECK(needed <= OC_DECODE_AMPLIFICATION * size); /* and within the bound limits.h gives */
     oc_model_free(model);
 
     /* A budget below what the decode needs: OC_ERR_LIMIT naming the option, fast. */

@@ -45,5 +45,11 @@
  * decode and hold no more than this unless told otherwise. Defined here, once, so that
  * both refuse the same input: 1 GiB. */
 #define OC_RECOMMENDED_MAX_MEMORY (UINT64_C(1) << 30)
+/* The most a decode builds for each byte of its input (M-1), with room to spare: an empty
+ * initializer, 2 bytes on the wire, decodes into a TensorProto of about 400. An input of
+ * no more than max_memory / OC_DECODE_AMPLIFICATION bytes cannot pass the budget; a
+ * caller that builds the model a second way (the Python package: protobuf, M-4) waits
+ * for the budgeted decode's verdict first only for larger inputs. */
+#define OC_DECODE_AMPLIFICATION 256
 
 #endif
