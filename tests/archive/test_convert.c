@@ -233,6 +233,32 @@ static int cancel_always(void *ctx) {
     return 1;
 }
 
+/* Cancels from its second call on: while the tensors stream. */
+static int cancel_later(void *ctx) { return ++*(int *)ctx > 1; }
+
+/* A save cancelled while it streams a deferred model's tensors: OC_ERR_CANCELLED, a
+ * message that blames no file, and no file left. */
+static void test_cancel_streaming(void) {
+    oc_model *m = NULL;
+    oz_weights *w = NULL;
+    oc_tensor_fetch fetch;
+    CHECK_OK(oz_convert(at("source.onnx"), at("c.onnxz"), NULL, &err));
+    CHECK_OK(oz_open_deferred(at("c.onnxz"), NULL, &m, &w, NULL, &err));
+    oz_weights_fetch(w, &fetch);
+    oz_save_options so = OZ_SAVE_OPTIONS_INIT;
+    int asked = 0;
+    so.fetch = &fetch;
+    so.cancel = cancel_later;
+    so.cancel_ctx = &asked;
+    CHECK(oz_save(m, at("c_out.onnx"), &so, &err) == OC_ERR_CANCELLED);
+    CHECK(asked > 1 && err.file_len == 0 && strstr(err.message, "cancelled") != NULL);
+    CHECK(strcmp(oc_status_name(OC_ERR_CANCELLED), "cancelled") == 0);
+    CHECK(access(at("c_out.onnx"), F_OK) != 0);
+    oc_model_free(m);
+    oz_weights_close(w);
+    unlink(at("c.onnxz"));
+}
+
 /* oz_convert_file: the job of `onnxz convert`, encryption and cancellation included. */
 static void test_convert_file(const uint8_t *want, size_t want_n) {
     oz_save_options so = OZ_SAVE_OPTIONS_INIT;
@@ -252,8 +278,9 @@ static void test_convert_file(const uint8_t *want, size_t want_n) {
     so.cancel = cancel_always;
     so.cancel_ctx = &asked;
     CHECK(oz_convert_file(at("source.onnx"), at("f.onnxz"), NULL, &so, &info, &err) ==
-          OC_ERR_INVALID_ARG);
+          OC_ERR_CANCELLED);
     CHECK(asked >= 1 && !info.input_failed && access(at("f.onnxz"), F_OK) != 0);
+    CHECK(err.file_len == 0 && strstr(err.message, "cancelled") != NULL);
     so.cancel = NULL;
     /* Encrypted both ways, then back to the source's bytes. */
     CHECK_OK(oz_convert_file(at("source.onnx"), at("f.onnxz"), NULL, &so, &info, &err));
@@ -518,6 +545,7 @@ int main(int argc, char **argv) {
     test_save_rules();
     test_save_refuses_urls();
     test_convert_file(want, want_n);
+    test_cancel_streaming();
     test_tensor_read();
     test_save_budget();
     rm_outputs();

@@ -37,7 +37,8 @@ typedef enum oc_status {
     OC_ERR_BAD_KEY = 13,      /* wrong key or tampered ciphertext */
     OC_ERR_EXISTS = 14,       /* output exists and overwriting was not allowed */
     OC_ERR_INCONSISTENT = 15, /* parts of the input contradict each other */
-    OC_ERR_BUSY = 16          /* another process holds a lock the call needs: try again */
+    OC_ERR_BUSY = 16,         /* another process holds a lock the call needs: try again */
+    OC_ERR_CANCELLED = 17     /* the caller's cancel callback asked to stop; nothing is at fault */
 } oc_status;
 
 #define OC_NO_OFFSET         UINT64_MAX

@@ -49,6 +49,8 @@ const char *oc_status_name(oc_status s) {
         return "inconsistent";
     case OC_ERR_BUSY:
         return "busy";
+    case OC_ERR_CANCELLED:
+        return "cancelled";
     }
     return "unknown status";
 }

@@ -127,8 +127,9 @@ typedef struct oz_save_options {
     oc_progress_fn progress; /* may be NULL: bytes written of the total, as they go */
     void *progress_ctx;
     /* Asked before each tensor that streams from a fetch (a deferred input, the caller's
-     * fetch): nonzero ends the save with OC_ERR_INVALID_ARG ("cancelled"), leaving no
-     * file. NULL: never. */
+     * fetch) and before the first file is written: nonzero ends the save with
+     * OC_ERR_CANCELLED, leaving no file (neither IN nor OUT is at fault: the message names
+     * no file). NULL: never. */
     int (*cancel)(void *ctx);
     void *cancel_ctx;
     /* Where the model's EXTERNAL tensors' bytes come from (oz_weights_fetch, or the

@@ -255,6 +255,11 @@ oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *f
     return check_values(opts, f, bad, err);
 }
 
+/* The caller's cancel asked to stop: no file, no input, nothing is at fault. */
+static oc_status cancelled(oc_error *err) {
+    return oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "the save was cancelled");
+}
+
 /* A fetch watched: a failure of the input's (a request, a CRC, a data file gone) is told
  * from the output's, and the caller's cancel is asked before each tensor. */
 typedef struct watched_fetch {
@@ -286,8 +291,7 @@ static oc_status watched_size(void *ctx, const onnx_TensorProto *t, uint64_t *n,
 static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn write,
                                 void *write_ctx, oc_error *err) {
     watched_fetch *f = ctx;
-    if (f->opts->cancel && f->opts->cancel(f->opts->cancel_ctx))
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
+    if (f->opts->cancel && f->opts->cancel(f->opts->cancel_ctx)) return cancelled(err);
     watched_sink sink = {write, write_ctx, false};
     oc_status st = f->inner->stream(f->inner->ctx, t, watched_write, &sink, err);
     if (st != OC_OK && !sink.failed) f->input_failed = true;
@@ -316,8 +320,7 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
             watched.input_failed = true; /* the input's tensors, not OUT, are at fault */
         }
     }
-    if (st == OC_OK && opts->cancel && opts->cancel(opts->cancel_ctx))
-        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "cancelled");
+    if (st == OC_OK && opts->cancel && opts->cancel(opts->cancel_ctx)) st = cancelled(err);
     if (st == OC_OK) {
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
         ao.serialize.overwrite = opts->overwrite;
