@@ -159,3 +159,19 @@ def test_ctrl_c_during_a_slow_read_raises_keyboard_interrupt(server):
     took = time.monotonic() - sent
     assert p.returncode == 3 and "KeyboardInterrupt" in out, (p.returncode, out, err)
     assert took < 3, took
+
+
+def test_a_dripping_server_is_refused_under_r15(server, monkeypatch):
+    """spec/remote.md R-15: a body that drips (1 byte every 0.2 s) is abandoned once it
+    falls under the minimum rate over the stall timeout; the error carries the rule."""
+    server.reset(Fault("drip_body", start=1, interval=0.2))
+    monkeypatch.setenv("ONNXZ_HTTP_TIMEOUT", "2")
+    monkeypatch.setenv("ONNXZ_HTTP_RETRIES", "0")
+    try:
+        with pytest.raises(onnxz.Error) as e:
+            with onnxz.open(server.url("big.onnxz")) as f:
+                for name in f.names:
+                    f[name]
+    finally:
+        server.finish()
+    assert e.value.rule == "R-15" and "too slow" in str(e.value), (e.value.rule, str(e.value))

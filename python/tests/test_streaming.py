@@ -122,8 +122,9 @@ def test_references_of_the_models_own_are_refused(tmp_path):
     assert os.listdir(tmp_path) == []
     for model in (m, m.SerializeToString()):
         with pytest.raises(onnxz.Error, match=r"tensor 'in_constant' is a reference to "
-                           r"external data \('elsewhere.bin'\).*\(S-40\)"):
+                           r"external data \('elsewhere.bin'\).*\(S-40\)") as e:
             onnxz.save(model, p)
+        assert e.value.rule == "S-40"
     assert os.listdir(tmp_path) == []
 
 

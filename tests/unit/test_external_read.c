@@ -6,17 +6,23 @@
  * input; the mapped load reports none), an I/O error keeps its errno; with and without
  * checksums (hashed in the copy read), on 1 and 2 threads.
  *
+ * And the rule of each error the loader raises about a pair, in err->rule: a checksum
+ * that is no SHA-1 (E-1) or that differs (E-15), a pair whose lock another process holds
+ * (E-25).
+ *
  * The test interposes pread: the library's calls on the data file cut it short, or fail,
  * at the first read of it.
  */
 #undef _FILE_OFFSET_BITS /* pread and pread64 both as themselves: both are interposed */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -181,9 +187,54 @@ static void test_read_failure_order(void) {
     td_remove(dir);
 }
 
+/* err->rule holds the rule of each pair error, as the message ends with it. */
+static void test_rules(void) {
+    char dir[PATH_MAX], model[PATH_MAX + 16], path[PATH_MAX + 16];
+    REQUIRE(td_make(work_dir, "external_read_rules", dir, sizeof dir) == 0);
+    static uint8_t data[100];
+    snprintf(path, sizeof path, "%s/c.bin", dir);
+    REQUIRE(td_write(path, data, sizeof data) == 0);
+    static const char *const sums[][2] = {{"xyz", "E-1"},
+                                          {"0000000000000000000000000000000000000000", "E-15"}};
+    oc_error err;
+    for (int k = 0; k < 2; k++) {
+        oc_model *m = oc_model_new();
+        onnx_ModelProto *mp = oc_model_proto(m);
+        mp->graph = OC_NEW(oc_model_arena(m), GraphProto);
+        add_tensor(oc_model_arena(m), mp->graph, "c", "c.bin", "0", sums[k][0]);
+        snprintf(model, sizeof model, "%s/m%d.onnx", dir, k);
+        CHECK_OK(oc_model_save_file(m, model, NULL, &err), &err);
+        oc_model_free(m);
+        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+        po.verify_checksums = 1;
+        oc_model *out = NULL;
+        if (oc_crypt_available()) {
+            CHECK_STATUS(oc_model_load_file(model, &po, &out, &err), OC_ERR_CHECKSUM, &err);
+            CHECK(strcmp(err.rule, sums[k][1]) == 0);
+        }
+        oc_model_free(out);
+    }
+    /* E-25: a save of a pair while another holds the directory's lock (here: this
+     * process, through another open file). */
+    oc_model *m = NULL;
+    CHECK_OK(oc_model_load_file(model, NULL, &m, &err), &err);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    REQUIRE(fd >= 0 && flock(fd, LOCK_EX) == 0);
+    oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
+    so.external_data = "two.bin";
+    so.buffer.raw_data_threshold = 0;
+    snprintf(path, sizeof path, "%s/two.onnx", dir);
+    CHECK_STATUS(oc_model_save_file(m, path, &so, &err), OC_ERR_BUSY, &err);
+    CHECK(strcmp(err.rule, "E-25") == 0);
+    oc_model_free(m);
+    close(fd);
+    td_remove(dir);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) work_dir = argv[1];
     test_cut_and_failed_reads();
     test_read_failure_order();
+    test_rules();
     return check_report("test_external_read");
 }

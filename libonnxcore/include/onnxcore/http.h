@@ -55,7 +55,7 @@ typedef struct oc_http_options {
     uint32_t deadline_ms;      /* the longest one request may take, retries apart; 0: none */
     /* Polled every 100 ms or so while a request runs, on the thread that called the
      * library (never on the threads of a parallel read): nonzero abandons the read with
-     * an error "cancelled". For a binding whose user may interrupt a long read (Python's
+     * OC_ERR_CANCELLED. For a binding whose user may interrupt a long read (Python's
      * Ctrl-C). NULL: never cancelled. */
     int (*cancel)(void *ctx);
     void *cancel_ctx;

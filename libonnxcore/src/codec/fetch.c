@@ -64,10 +64,10 @@ oc_status oc_check_references_resolved(const oc_msgdesc *desc, const void *msg,
         return OC_OK;
     char name[OC_QUOTE_SIZE], where[OC_QUOTE_SIZE];
     const oc_str *loc = oc_tensor_external_value(t, "location");
-    return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                    "tensor '%s' is a reference to external data ('%s') that this save has "
-                    "nothing to read from; writing it would lose the tensor's bytes (S-40): "
-                    "load the model with its data, or convert the file it came from",
-                    oc_quote(t->name.data, t->name.size, name, sizeof name),
-                    loc ? oc_quote(loc->data, loc->size, where, sizeof where) : "");
+    return oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "S-40",
+                         "tensor '%s' is a reference to external data ('%s') that this save "
+                         "has nothing to read from; writing it would lose the tensor's bytes: "
+                         "load the model with its data, or convert the file it came from",
+                         oc_quote(t->name.data, t->name.size, name, sizeof name),
+                         loc ? oc_quote(loc->data, loc->size, where, sizeof where) : "");
 }

@@ -460,38 +460,43 @@ static void backoff(int attempt) {
     }
 }
 
-/* The error of a transfer its bounds ended (on_progress). */
+/* The error of a transfer its bounds ended (on_progress); those of R-15 say so in their
+ * own words and carry the rule. */
 static oc_status gave_up(const http_source *h, const xfer *x, oc_error *err) {
     char got[96];
+    const char *name = h->head.name;
+    oc_status st;
     snprintf(got, sizeof got, "%" PRIu64 " of %" PRIu64 " bytes received", x->got, x->want);
     switch (x->gave_up) {
     case GAVE_HEADERS:
-        return oc_error_file(
-            err, h->head.name,
-            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                     "%s: timed out (the response's headers took more than %ld s, R-15)",
-                     h->head.name, h->timeout_s));
+        st = oc__error_rule(err, "R-15",
+                            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                     "%s: timed out (the response's headers took more than %ld "
+                                     "s, R-15)",
+                                     name, h->timeout_s));
+        break;
     case GAVE_SLOW:
-        return oc_error_file(err, h->head.name,
-                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                                      "%s: too slow (less than %" PRIu64
-                                      " bytes/s over %ld s, R-15; %s)",
-                                      h->head.name, h->min_rate, h->timeout_s, got));
+        st = oc__error_rule(err, "R-15",
+                            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                     "%s: too slow (less than %" PRIu64
+                                     " bytes/s over %ld s, R-15; %s)",
+                                     name, h->min_rate, h->timeout_s, got));
+        break;
     case GAVE_CANCEL:
-        return oc_error_file(
-            err, h->head.name,
-            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: cancelled (%s)", h->head.name, got));
+        st = oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "%s: cancelled (%s)", name, got);
+        break;
     case GAVE_DEADLINE:
-        return oc_error_file(err, h->head.name,
-                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                                      "%s: timed out (the request took more than %.1f s, R-15; %s)",
-                                      h->head.name, h->deadline_s, got));
+        st = oc__error_rule(err, "R-15",
+                            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                                     "%s: timed out (the request took more than %.1f s, R-15; %s)",
+                                     name, h->deadline_s, got));
+        break;
     default:
-        return oc_error_file(err, h->head.name,
-                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                                      "%s: timed out (no data for %ld s, %s)", h->head.name,
-                                      h->timeout_s, got));
+        st = oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: timed out (no data for %ld s, %s)", name,
+                      h->timeout_s, got);
+        break;
     }
+    return oc_error_file(err, name, st);
 }
 
 /* Runs x's request (resuming after x->got on a retry) until it has every byte or fails. */

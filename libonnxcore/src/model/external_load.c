@@ -423,10 +423,10 @@ static oc_status checksum_verdict(const onnx_TensorProto *t, const oc_str *want,
     case 0:
         return OC_OK;
     case 1:
-        return oc__fail(err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
-                        "tensor '%s': external data checksum '%s' is not 40 hex digits (a SHA-1), "
-                        "so no data matches it (E-1, E-15)",
-                        oc__qname(t, name), oc__qstr(want, stored));
+        return oc__fail_rule(err, OC_ERR_CHECKSUM, OC_NO_OFFSET, "E-1",
+                             "tensor '%s': external data checksum '%s' is not 40 hex digits (a "
+                             "SHA-1), so no data matches it",
+                             oc__qname(t, name), oc__qstr(want, stored));
     default:
         return oc__fail_rule(
             err, OC_ERR_CHECKSUM, OC_NO_OFFSET, "E-15",

@@ -440,17 +440,17 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
 /* The errors of a save that found a pair lock taken (OC__PAIR_BUSY). */
 static oc_status dir_busy(const char *model_path, oc_error *err) {
     char *dir = oc__path_dir(model_path);
-    oc_status st = oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
-                            "busy: another process holds the lock of directory '%s' (E-25); "
-                            "try again",
-                            dir ? dir : ".");
+    oc_status st = oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
+                                 "busy: another process holds the lock of directory '%s'; try "
+                                 "again",
+                                 dir ? dir : ".");
     free(dir);
     return st;
 }
 
 static oc_status model_busy(const char *model_path, oc_error *err) {
-    return oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
-                    "busy: another process reads or edits '%s' (E-25); try again", model_path);
+    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
+                         "busy: another process reads or edits '%s'; try again", model_path);
 }
 
 /* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model

@@ -140,6 +140,6 @@ void oc__pair_unlock(int fd) {
 }
 
 oc_status oc__pair_busy(const char *model_path, oc_error *err) {
-    return oc__fail(err, OC_ERR_BUSY, OC_NO_OFFSET,
-                    "busy: a save of '%s' is in progress (E-25); try again", model_path);
+    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
+                         "busy: a save of '%s' is in progress; try again", model_path);
 }
