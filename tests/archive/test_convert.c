@@ -464,7 +464,12 @@ int main(int argc, char **argv) {
 
     CHECK(oz_form_of_name("x.ONNXZ") == OZ_FORM_ONNXZ &&
           oz_form_of_name("x.onnx") == OZ_FORM_ONNX && oz_form_of_name("onnxz") == OZ_FORM_ONNX &&
-          oz_form_of_name("x.onnxc") == OZ_FORM_ONNX);
+          oz_form_of_name("x.onnxc") == OZ_FORM_ONNXC);
+    /* A .onnxc name asks for an encrypted model, from every save: the calls that take no
+     * key refuse it rather than write the model in the clear. */
+    CHECK(oz_convert(at("source.onnx"), at("d_plain.onnxc"), NULL, &err) == OC_ERR_INVALID_ARG);
+    CHECK(oz_save_any(src, at("d_plain.onnxc"), OZ_FORM_AUTO, NULL, &err) == OC_ERR_INVALID_ARG);
+    CHECK(access(at("d_plain.onnxc"), F_OK) != 0);
     /* The one rule of a form by name: the extension in any case, nothing for another name. */
     CHECK(oz_form_named("d/x.ONNXZ") == OZ_FORM_ONNXZ &&
           oz_form_named("x.Onnxc") == OZ_FORM_ONNXC && oz_form_named("x.onnx") == OZ_FORM_ONNX &&

@@ -47,8 +47,9 @@ OZ_API oz_form oz_form_parse(const char *name);
 /* "onnx", "onnxz", "onnxc"; "auto" for OZ_FORM_AUTO and any unknown value. */
 OZ_API const char *oz_form_name(oz_form form);
 
-/* What oz_save_any writes for OZ_FORM_AUTO: OZ_FORM_ONNXZ when oz_form_named says so, else
- * OZ_FORM_ONNX (the form of this call's first version, which had only these two). */
+/* What oz_save_any and oz_convert write for OZ_FORM_AUTO: the form oz_form_named tells
+ * (a .onnxc name: an encrypted model, which these calls refuse for want of a key), else
+ * OZ_FORM_ONNX (where oz_save refuses a name of no form). */
 OZ_API oz_form oz_form_of_name(const char *path) OZ_DEPRECATED("use oz_form_named");
 
 /* Loads a model in any unencrypted form, told by content: an .onnxz archive, or a .onnx

@@ -46,7 +46,8 @@ const char *oz_form_name(oz_form form) {
  * that none calls a deprecated function. */
 
 static oz_form form_of_name(const char *path) {
-    return oz_form_named(path) == OZ_FORM_ONNXZ ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
+    oz_form form = oz_form_named(path);
+    return form == OZ_FORM_AUTO ? OZ_FORM_ONNX : form;
 }
 
 oz_form oz_form_of_name(const char *path) { return form_of_name(path); }
