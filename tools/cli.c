@@ -91,36 +91,21 @@ oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err) {
 
 /* ---- HTTP settings from the environment ---- */
 
-/* The variable's value as a number in [lo, hi], or unset when it is unset, empty or not
- * one. */
-static long env_number(const char *name, long lo, long hi, long unset) {
-    const char *v = getenv(name);
-    if (!v || !*v) return unset;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    return errno || *end || x < lo || x > hi ? unset : x;
+static oc_http_options http = OC_HTTP_OPTIONS_INIT;
+
+static const char *env_lookup(void *ctx, const char *name) {
+    (void)ctx;
+    return getenv(name);
 }
 
-static const char *env_text(const char *name) {
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
+int cli_http_init(void) {
+    oc_error err;
+    oc_error_clear(&err);
+    if (oc_http_options_parse(&http, env_lookup, NULL, &err) == OC_OK) return CLI_EXIT_OK;
+    return cli_fail_msg("environment", "%s", err.message);
 }
 
-const oc_http_options *cli_http_options(void) {
-    static oc_http_options http;
-    if (http.size) return &http;
-    oc_http_options o = OC_HTTP_OPTIONS_INIT;
-    o.auth = env_text("ONNXZ_HTTP_AUTH");
-    o.ca_file = env_text("ONNXZ_CA_FILE");
-    o.insecure = env_number("ONNXZ_HTTP_INSECURE", 0, 1, 0) == 1;
-    o.timeout_ms = (uint32_t)env_number("ONNXZ_HTTP_TIMEOUT", 1, 86400, 0) * 1000u;
-    long retries = env_number("ONNXZ_HTTP_RETRIES", 0, 100, -1); /* 0 means none: -1 */
-    o.retries = retries == 0 ? -1 : retries > 0 ? (int)retries : 0;
-    o.parallel = (int)env_number("ONNXZ_HTTP_PARALLEL", 1, 16, 0);
-    http = o;
-    return &http;
-}
+const oc_http_options *cli_http_options(void) { return &http; }
 
 /* The index of an option in the table, or -1. */
 static int find_short(const cli_option *options, char c) {

@@ -136,11 +136,11 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
 #define CLI_DEFAULT_MAX_MEMORY OC_RECOMMENDED_MAX_MEMORY
 void cli_parse_options_init(oc_parse_options *opts);
 oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
-/* The HTTP settings of every load of a URL, from the user's environment (read once, the
- * only place the tool reads them): ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE=1,
- * ONNXZ_HTTP_TIMEOUT (seconds, 1..86400), ONNXZ_HTTP_RETRIES (0..100),
- * ONNXZ_HTTP_PARALLEL (1..16); a value that is empty or out of range leaves the
- * library's default. cli_parse_options_init and cli_archive_open pass them on. */
+/* The HTTP settings of every load of a URL, from the user's environment (the only place
+ * the tool reads them; their names and ranges: oc_http_options_parse): cli_http_init
+ * reads them once, before a command runs, and prints the error of a bad value
+ * (CLI_EXIT_FAILURE); cli_parse_options_init and cli_archive_open pass them on. */
+int cli_http_init(void);
 const oc_http_options *cli_http_options(void);
 /* path as the tool shows it (oc_path_shown: a URL without user:password@, spec/security.md
  * N-2), in a buffer of its own that the next call reuses: pass it on at once. */

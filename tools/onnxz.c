@@ -86,6 +86,8 @@ static void print_global_help(FILE *out) {
           "  ONNXZ_HTTP_TIMEOUT   seconds without data before a request fails (30)\n"
           "  ONNXZ_HTTP_RETRIES   retries of a broken transfer or a 5xx (3)\n"
           "  ONNXZ_HTTP_PARALLEL  connections a read of 16 MiB or more is split across (4)\n"
+          "A value out of its range (TIMEOUT 1-86400, RETRIES 0-100, PARALLEL 1-16) is an\n"
+          "error, not the default.\n"
           "\n"
           "Exit status: 0 success, 1 bad input or I/O failure (one line on stderr:\n"
           "\"onnxz: error: FILE: MESSAGE (at offset N)\"), 2 usage error.\n"
@@ -229,7 +231,8 @@ static int dispatch(const cli_command *cmd, int argc, char **argv, int first, in
     if (args.npositional > cmd->max_args)
         return cli_usage_error(cmd->name, "unexpected argument '%s'",
                                args.positional[cmd->max_args]);
-    return cmd->run(&args);
+    rc = cli_http_init();
+    return rc == CLI_EXIT_OK ? cmd->run(&args) : rc;
 }
 
 static int run_main(int argc, char **argv) {

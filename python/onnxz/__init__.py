@@ -600,7 +600,8 @@ def open(path, *, key=None, max_memory=None):
     request of their own. Encrypted files are not read from URLs. Settings come from the
     environment, as for the tool: ONNXZ_HTTP_AUTH (an Authorization header value),
     ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES,
-    ONNXZ_HTTP_PARALLEL. A URL is read, never written: save and convert refuse one as
+    ONNXZ_HTTP_PARALLEL (a value out of its range raises onnxz.Error naming it, at every
+    load, open and convert). A URL is read, never written: save and convert refuse one as
     their output.
 
     Files changed under an open File (spec/security.md S-42): the arrays point into a

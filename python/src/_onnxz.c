@@ -22,7 +22,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,26 +127,6 @@ static void key_release(Py_buffer *view, PyObject **holder) {
 
 /* ---- HTTP settings ----------------------------------------------------------------- */
 
-/* Sets *out to the variable's value when it is a number in [lo, hi]; 0 when it is unset,
- * empty or not one (the setting keeps the library's default). */
-static int env_int(const char *name, long lo, long hi, long *out) {
-    const char *v = getenv(name);
-    char *end;
-    long x;
-    if (!v || !*v) return 0;
-    errno = 0;
-    x = strtol(v, &end, 10);
-    if (errno || *end || x < lo || x > hi) return 0;
-    *out = x;
-    return 1;
-}
-
-/* The settings of every load of a URL, from the user's environment as the tool reads it
- * (ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT,
- * ONNXZ_HTTP_RETRIES, ONNXZ_HTTP_PARALLEL: onnxz.open's documentation), read at each call
- * so that a change of os.environ counts from the next open. The only place the package
- * reads them. Call with the GIL held (os.environ is changed under it); the strings are
- * the environment's, which setenv and unsetenv never free. */
 /* The library's cancel (oc_http_options.cancel), asked on the calling thread while a
  * request runs without the GIL: takes the GIL and runs Python's signal handlers, so that
  * Ctrl-C during a long network read raises KeyboardInterrupt (spec/security.md N-6). The
@@ -160,18 +139,25 @@ static int http_cancelled(void *ctx) {
     return stop;
 }
 
-static oc_http_options http_settings(void) {
-    oc_http_options o = OC_HTTP_OPTIONS_INIT;
-    const char *v;
-    long n;
-    if ((v = getenv("ONNXZ_HTTP_AUTH")) && *v) o.auth = v;
-    if ((v = getenv("ONNXZ_CA_FILE")) && *v) o.ca_file = v;
-    if (env_int("ONNXZ_HTTP_INSECURE", 0, 1, &n)) o.insecure = (int)n;
-    if (env_int("ONNXZ_HTTP_TIMEOUT", 1, 86400, &n)) o.timeout_ms = (uint32_t)n * 1000u;
-    if (env_int("ONNXZ_HTTP_RETRIES", 0, 100, &n)) o.retries = n ? (int)n : -1;
-    if (env_int("ONNXZ_HTTP_PARALLEL", 1, 16, &n)) o.parallel = (int)n;
-    o.cancel = http_cancelled;
-    return o;
+static const char *env_lookup(void *ctx, const char *name) {
+    (void)ctx;
+    return getenv(name);
+}
+
+/* Fills *o with the settings of every load of a URL, from the user's environment as the
+ * tool reads it (oc_http_options_parse: onnxz.open's documentation), read at each call so
+ * that a change of os.environ counts from the next open; -1 with onnxz.Error set for a bad
+ * value. Call with the GIL held (os.environ is changed under it); the strings are the
+ * environment's, which setenv and unsetenv never free. */
+static int http_settings(oc_http_options *o) {
+    oc_error err;
+    oc_error_clear(&err);
+    if (oc_http_options_parse(o, env_lookup, NULL, &err) != OC_OK) {
+        raise_error(NULL, &err);
+        return -1;
+    }
+    o->cancel = http_cancelled;
+    return 0;
 }
 
 /* ---- writing into a bytes object of the size announced --------------------------- */
@@ -250,11 +236,12 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
-    oc_http_options http = http_settings();
+    oc_http_options http = OC_HTTP_OPTIONS_INIT;
     oc_model *model = NULL;
     oc_error err;
     oc_status st;
     (void)self;
+    if (http_settings(&http) < 0) return NULL;
     o.parse.http = &http;
     if (!PyArg_ParseTuple(args, "OpOO|K", &path_obj, &external, &key_obj, &dir_obj, &max_memory))
         return NULL;
@@ -617,10 +604,11 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     save_opts s;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
-    oc_http_options http = http_settings();
+    oc_http_options http = OC_HTTP_OPTIONS_INIT;
     oc_error err;
     oc_status st;
     (void)self;
+    if (http_settings(&http) < 0) return NULL;
     o.parse.http = &http;
     if (!PyArg_ParseTuple(args, "OOOOO", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj))
         return NULL;
@@ -981,8 +969,14 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     hold->references = NULL;
     hold->weights = NULL;
     hold->fetch_lock = NULL;
-    hold->http = http_settings();
     hold->index = NULL;
+    hold->http = (oc_http_options)OC_HTTP_OPTIONS_INIT;
+    if (http_settings(&hold->http) < 0) {
+        key_release(&key, &holder);
+        Py_DECREF(hold);
+        Py_DECREF(path);
+        return -1;
+    }
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
         st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);

@@ -582,3 +582,20 @@ def test_fifo_and_device_are_refused_not_waited_on(tmp_path):
                        text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 2, r.stdout  # one refusal each
+
+
+def test_a_bad_http_setting_is_an_error_naming_it(tmp_path, monkeypatch):
+    """The HTTP settings come from the environment as the tool reads them
+    (oc_http_options_parse): a value out of its range names the variable, at each call."""
+    path = str(tmp_path / "m.onnxz")
+    onnxz.save(make_model(), path)
+    monkeypatch.setenv("ONNXZ_HTTP_RETRIES", "-1")
+    calls = (lambda: onnxz.load(path), lambda: onnxz.open(path),
+             lambda: onnxz.convert(path, str(tmp_path / "c.onnx")))
+    for call in calls:
+        with pytest.raises(onnxz.Error, match=r"ONNXZ_HTTP_RETRIES: '-1' is not a whole number "
+                                              r"from 0 to 100"):
+            call()
+    monkeypatch.setenv("ONNXZ_HTTP_RETRIES", "0")
+    with onnxz.open(path) as f:
+        assert f.names

@@ -496,6 +496,11 @@ def group_errors(ctx):
                          f"convert garbage {name}", offset=True)
 
     ctx.expect_error(["info", ctx.work], ctx.work, "info on a directory")
+    # An HTTP setting out of its range is an error naming it (oc_http_options_parse), not
+    # silently the default.
+    for var, value in (("ONNXZ_HTTP_TIMEOUT", "0"), ("ONNXZ_HTTP_PARALLEL", "many")):
+        ctx.expect_error(["info", ctx.sample], "environment", f"{var}={value}", env={var: value},
+                         message=rf"^{var}: '{value}' is not a whole number from ")
     # Any output written before the failure would be partial output: there must be none.
     rc, out, err = ctx.run("-v", "info", half)
     ctx.equal((rc, out), (1, ""), "-v info truncated: exit 1 and no stdout")

@@ -2,6 +2,8 @@
  * test_source.c - the byte sources (libonnxcore/internal/source.h): memory (borrowed,
  * owned, kept by another owner), a mapped file and a file read with pread; reads, short
  * reads at the end, ranges past the end, maps of a range, and lifetimes by reference.
+ * And the HTTP settings by name (oc_http_options_parse), with which programs fill a URL
+ * source's options from their environment.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
 
 #include "internal/bytes.h"
@@ -436,10 +439,59 @@ static void test_windowed_decode(void) {
     td_remove(dir);
 }
 
+/* A table of settings, as an environment would give them: "NAME=value" strings. */
+static const char *lookup(void *ctx, const char *name) {
+    size_t n = strlen(name);
+    for (const char *const *e = ctx; *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+    return NULL;
+}
+
+/* oc_http_options_parse: every setting, unset and empty ones, and bad values naming the
+ * setting without changing anything. */
+static void test_http_settings(void) {
+    oc_error err;
+    oc_http_options o = OC_HTTP_OPTIONS_INIT;
+    const char *none[] = {"ONNXZ_HTTP_AUTH=", NULL};
+    o.retries = 7;
+    CHECK_OK(oc_http_options_parse(&o, lookup, (void *)none, &err), &err);
+    CHECK(o.auth == NULL && o.ca_file == NULL && o.timeout_ms == 0 && o.retries == 7);
+    const char *all[] = {"ONNXZ_HTTP_AUTH=Bearer t",
+                         "ONNXZ_CA_FILE=ca.pem",
+                         "ONNXZ_HTTP_INSECURE=1",
+                         "ONNXZ_HTTP_TIMEOUT=86400",
+                         "ONNXZ_HTTP_RETRIES=0",
+                         "ONNXZ_HTTP_PARALLEL=16",
+                         NULL};
+    CHECK_OK(oc_http_options_parse(&o, lookup, (void *)all, &err), &err);
+    CHECK(o.auth && strcmp(o.auth, "Bearer t") == 0 && o.ca_file &&
+          strcmp(o.ca_file, "ca.pem") == 0);
+    CHECK(o.insecure == 1 && o.timeout_ms == 86400000u && o.retries == -1 && o.parallel == 16);
+    static const char *const bad[][2] = {
+        {"ONNXZ_HTTP_TIMEOUT=0", "ONNXZ_HTTP_TIMEOUT: '0' is not a whole number from 1 to 86400"},
+        {"ONNXZ_HTTP_INSECURE=yes", "ONNXZ_HTTP_INSECURE: 'yes' is not"},
+        {"ONNXZ_HTTP_RETRIES=101", "ONNXZ_HTTP_RETRIES: '101' is not"},
+        {"ONNXZ_HTTP_PARALLEL=4x", "ONNXZ_HTTP_PARALLEL: '4x' is not"},
+        {"ONNXZ_HTTP_PARALLEL= 4", "ONNXZ_HTTP_PARALLEL: ' 4' is not"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *env[] = {"ONNXZ_HTTP_AUTH=other", bad[i][0], NULL};
+        oc_http_options before = o;
+        CHECK_STATUS(oc_http_options_parse(&o, lookup, (void *)env, &err), OC_ERR_INVALID_ARG,
+                     &err);
+        CHECK(strncmp(err.message, bad[i][1], strlen(bad[i][1])) == 0);
+        CHECK(memcmp(&o, &before, sizeof o) == 0); /* nothing changed */
+    }
+    CHECK_STATUS(oc_http_options_parse(&o, NULL, NULL, &err), OC_ERR_INVALID_ARG, &err);
+    o.size = 0;
+    CHECK_STATUS(oc_http_options_parse(&o, lookup, (void *)all, &err), OC_ERR_INVALID_ARG, &err);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) work_dir = argv[1];
     RUN(test_memory);
     RUN(test_files);
     RUN(test_windowed_decode);
+    RUN(test_http_settings);
     return check_report("test_source");
 }

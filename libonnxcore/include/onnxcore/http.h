@@ -67,6 +67,26 @@ typedef struct oc_http_options {
 #define OC_HTTP_OPTIONS_INIT \
     { .size = sizeof(oc_http_options) }
 
+/* A setting's value by its name, or NULL when it has none (a program's getenv, or its own
+ * table). The string must stay valid as long as the options that borrow it. */
+typedef const char *(*oc_http_lookup)(void *ctx, const char *name);
+
+/* Fills *opts from the settings `get` gives by name, the one definition of onnxz's
+ * environment for programs that read it from their user (the library itself never does):
+ *   ONNXZ_HTTP_AUTH      auth (borrowed)
+ *   ONNXZ_CA_FILE        ca_file (borrowed)
+ *   ONNXZ_HTTP_INSECURE  insecure, 0 or 1
+ *   ONNXZ_HTTP_TIMEOUT   timeout_ms, in seconds from 1 to 86400
+ *   ONNXZ_HTTP_RETRIES   retries, from 0 (none) to 100
+ *   ONNXZ_HTTP_PARALLEL  parallel, from 1 to 16
+ * A setting that is unset or empty leaves its field as it was, and so does every field
+ * not named here: initialise *opts first (OC_HTTP_OPTIONS_INIT). A value that is not a
+ * whole number in its range fails with OC_ERR_INVALID_ARG, the message naming the
+ * setting ("ONNXZ_HTTP_TIMEOUT: 'x' is not a whole number from 1 to 86400"), and *opts is
+ * left unchanged. Thread-safe when get is. */
+OC_API oc_status oc_http_options_parse(oc_http_options *opts, oc_http_lookup get, void *ctx,
+                                       oc_error *err);
+
 /* True when path is an http:// or https:// URL (the scheme in any case). */
 OC_API bool oc_is_url(const char *path);
 
