@@ -177,7 +177,7 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     if (rc == CLI_EXIT_OK) s->key = "";
     if (rc == CLI_EXIT_OK) rc = check_save(args, p);
     s->key = NULL;
-    if (rc == CLI_EXIT_OK && p->data_dir && cli_input_form(p->in) == CLI_FORM_ONNXZ)
+    if (rc == CLI_EXIT_OK && p->data_dir && oz_kind_is_archive(cli_input_kind(p->in)))
         rc = cli_usage_error("convert", "--data-dir applies to .onnx input; IN is an archive");
     return rc;
 }

@@ -198,8 +198,8 @@ static int run_get(const cli_args *args) {
     const char *src = args->positional[0];
     const char *name = args->positional[1];
     if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    return cli_input_form(src) == CLI_FORM_ONNXZ ? get_from_archive(args, src, name, strlen(name))
-                                                 : get_from_model(args, src, name, strlen(name));
+    return oz_kind_is_archive(cli_input_kind(src)) ? get_from_archive(args, src, name, strlen(name))
+                                                   : get_from_model(args, src, name, strlen(name));
 }
 
 static const char get_help[] =

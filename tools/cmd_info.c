@@ -27,10 +27,10 @@ static const char *const info_arg_names[] = {"FILE"};
 typedef struct info_report {
     const char *path;
     uint64_t file_size;
-    cli_form form;
+    oz_form form;
     const onnx_ModelProto *model;
     oc_model_stats *stats;
-    archive_listing archive; /* CLI_FORM_ONNXZ only, unless encrypted */
+    archive_listing archive; /* OZ_FORM_ONNXZ only, unless encrypted */
     oc_crypt_format crypt;   /* an encrypted file: form is what it holds */
 } info_report;
 
@@ -200,7 +200,7 @@ static void print_human(FILE *out, const info_report *r) {
     put_bytes(out, r->file_size);
     fputc('\n', out);
     put_key(out, "format");
-    fputs(r->form == CLI_FORM_ONNXZ ? "onnxz archive" : "onnx", out);
+    fputs(r->form == OZ_FORM_ONNXZ ? "onnxz archive" : "onnx", out);
     if (r->crypt != OC_CRYPT_NONE) fprintf(out, " (encrypted: %s)", oc_crypt_format_name(r->crypt));
     fputc('\n', out);
     human_int(out, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
@@ -222,8 +222,8 @@ static void print_human(FILE *out, const info_report *r) {
     human_count(out, "functions", s->functions);
     human_count(out, "training infos", s->training_infos);
     human_count(out, "metadata_props", s->metadata_props);
-    human_tensors(out, s, r->form == CLI_FORM_ONNXZ);
-    if (r->form == CLI_FORM_ONNXZ && r->crypt == OC_CRYPT_NONE) human_archive(out, r->archive.list);
+    human_tensors(out, s, r->form == OZ_FORM_ONNXZ);
+    if (r->form == OZ_FORM_ONNXZ && r->crypt == OC_CRYPT_NONE) human_archive(out, r->archive.list);
 }
 
 /* ---- JSON output: one object, keys documented in the help text ------------------- */
@@ -299,7 +299,7 @@ static void json_archive(FILE *out, int *first, const info_report *r) {
     const oz_listed_entry *model;
     char buf[32];
     json_key(out, first, "archive");
-    if (r->form != CLI_FORM_ONNXZ || r->crypt != OC_CRYPT_NONE) {
+    if (r->form != OZ_FORM_ONNXZ || r->crypt != OC_CRYPT_NONE) {
         fputs("null", out);
         return;
     }
@@ -334,7 +334,7 @@ static void print_json(FILE *out, const info_report *r) {
     json_put_cstring(out, cli_shown(r->path));
     json_count(out, &first, "file_size", r->file_size);
     json_key(out, &first, "format");
-    json_put_cstring(out, r->form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");
+    json_put_cstring(out, r->form == OZ_FORM_ONNXZ ? "onnxz" : "onnx");
     if (r->crypt != OC_CRYPT_NONE) {
         json_key(out, &first, "encrypted");
         json_put_cstring(out, oc_crypt_format_name(r->crypt));
@@ -384,12 +384,12 @@ static int run_info(const cli_args *args) {
     int rc;
     memset(&report, 0, sizeof report);
     report.path = args->positional[0];
-    report.form = cli_input_form(report.path);
+    report.form = oz_kind_is_archive(cli_input_kind(report.path)) ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
     rc = cli_refuse_argv_key("info", args->seen, INFO_OPT_KEY, INFO_OPT_PASSPHRASE);
     if (rc != CLI_EXIT_OK) return rc;
     /* info reports where tensor bytes live, so external tensors stay references (and
      * missing data files are no obstacle); an archive's entries are listed, not read. */
-    if (report.form == CLI_FORM_ONNXZ) {
+    if (report.form == OZ_FORM_ONNXZ) {
         rc = archive_listing_open(report.path, args->verbosity, &report.archive);
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(report.archive.model);
     } else {
@@ -400,7 +400,7 @@ static int run_info(const cli_args *args) {
         lo.key_file = args->value[INFO_OPT_KEY_FILE];
         lo.crypt_out = &report.crypt;
         lo.size_out = &report.file_size;
-        /* An encrypted file holding an archive comes back as CLI_FORM_ONNXZ, unlisted. */
+        /* An encrypted file holding an archive comes back as OZ_FORM_ONNXZ, unlisted. */
         rc = cli_load_input(report.path, &lo, args->verbosity, &model, &report.form);
         if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
     }
@@ -423,7 +423,7 @@ static int run_info(const cli_args *args) {
     }
     oc_model_stats_free(report.stats);
     oc_model_free(model);
-    if (report.form == CLI_FORM_ONNXZ && report.crypt == OC_CRYPT_NONE)
+    if (report.form == OZ_FORM_ONNXZ && report.crypt == OC_CRYPT_NONE)
         archive_listing_close(&report.archive);
     return rc;
 }

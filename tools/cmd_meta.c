@@ -183,10 +183,10 @@ static void json_field(FILE *out, const char *key, int has, const oc_str *v) {
         fputs("null", out);
 }
 
-static void print_json(FILE *out, const char *path, cli_form form, const onnx_ModelProto *m) {
+static void print_json(FILE *out, const char *path, oz_form form, const onnx_ModelProto *m) {
     fputs("{\"file\": ", out);
     json_put_cstring(out, path);
-    fprintf(out, ", \"format\": \"%s\"", form == CLI_FORM_ONNXZ ? "onnxz" : "onnx");
+    fprintf(out, ", \"format\": \"%s\"", form == OZ_FORM_ONNXZ ? "onnxz" : "onnx");
     json_field(out, "producer_name", OC_HAS(ModelProto, m, producer_name), &m->producer_name);
     json_field(out, "producer_version", OC_HAS(ModelProto, m, producer_version),
                &m->producer_version);
@@ -231,7 +231,7 @@ static int lock_model_file(const char *path, int *fd_out) {
 
 /* Shows or edits the file at path (a link already resolved by run_meta). */
 static int meta_file(const cli_args *args, const char *path) {
-    cli_form form;
+    oz_form form;
     oc_crypt_format cf = OC_CRYPT_NONE;
     oc_parse_options opts;
     oc_model *model = NULL;
@@ -243,11 +243,11 @@ static int meta_file(const cli_args *args, const char *path) {
     if (rc != CLI_EXIT_OK) return rc;
     if (nedits && oc_is_url(path)) /* before any request: a URL is read, never written */
         return cli_fail_msg(path, "is a URL: onnxz edits local files only");
-    form = cli_input_form(path);
+    form = oz_kind_is_archive(cli_input_kind(path)) ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
     rc = cli_refuse_empty(path);
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);
-    if (form == CLI_FORM_ONNX) {
+    if (form == OZ_FORM_ONNX) {
         rc = cli_detect_crypt_checked(path, &cf); /* a cut magic is `truncated` (C-1) */
         if (rc != CLI_EXIT_OK) return rc;
         if (cf != OC_CRYPT_NONE)
@@ -257,7 +257,7 @@ static int meta_file(const cli_args *args, const char *path) {
     cli_parse_options_init(&opts);
     /* The tensors' bytes are not needed: entries and data files stay references. */
     opts.skip_external_data = 1;
-    if (form == CLI_FORM_ONNXZ && nedits) {
+    if (form == OZ_FORM_ONNXZ && nedits) {
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
         ao.append_only = args->seen[META_OPT_APPEND_ONLY];
         st = oz_archive_edit_begin(path, &ao, &ed, &err);
@@ -271,7 +271,7 @@ static int meta_file(const cli_args *args, const char *path) {
             st = oz_archive_load_model(oz_archive_edit_archive(ed), &opts, &model, &err);
     } else {
         oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
-        if (form == CLI_FORM_ONNX) {
+        if (form == OZ_FORM_ONNX) {
             if (nedits && (rc = lock_model_file(path, &lock_fd)) != CLI_EXIT_OK) return rc;
             /* The new file is renamed over the old one; the mapping keeps the old bytes. */
             opts.no_copy = 1;
@@ -283,7 +283,7 @@ static int meta_file(const cli_args *args, const char *path) {
         double start = cli_now_ms();
         oc__test_point("meta-read");
         st = apply_edits(args, model, &err);
-        if (st == OC_OK && form == CLI_FORM_ONNXZ) {
+        if (st == OC_OK && form == OZ_FORM_ONNXZ) {
             st = oz_archive_edit_commit(ed, &onnx_ModelProto_desc, oc_model_proto(model), &err);
         } else if (st == OC_OK) {
             oc_serialize_options so;
@@ -293,7 +293,7 @@ static int meta_file(const cli_args *args, const char *path) {
         }
         if (st == OC_OK)
             cli_note(args->verbosity, CLI_VERBOSE, "%s %s in %.1f ms",
-                     form == CLI_FORM_ONNXZ ? "edited the archive in place:" : "rewrote", path,
+                     form == OZ_FORM_ONNXZ ? "edited the archive in place:" : "rewrote", path,
                      cli_now_ms() - start);
     }
     oz_archive_edit_end(ed);

@@ -156,7 +156,7 @@ static int run_stub(const cli_args *args) {
             "OUT '%s' is named as an %s; a stub is a .onnx model: "
             "name it *.onnx",
             out, named == OZ_FORM_ONNXZ ? ".onnxz archive" : "encrypted .onnxc model");
-    if (cli_input_form(archive) != CLI_FORM_ONNXZ) {
+    if (!oz_kind_is_archive(cli_input_kind(archive))) {
         oc_crypt_format cf = cli_detect_crypt(archive);
         if (cf != OC_CRYPT_NONE)
             return cli_fail_msg(archive,

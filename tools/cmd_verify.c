@@ -33,13 +33,13 @@ static const char *const verify_arg_names[] = {"FILE"};
 /* What a successful verification found, for the summary. */
 typedef struct verify_report {
     const char *path;
-    cli_form form;
+    oz_form form;
     oz_archive_report *archive; /* archives (oz_archive_verify) */
     oz_model_report *model;     /* .onnx and encrypted files (oz_verify_model) */
     uint64_t stub_references;   /* tensors checked against archive entries */
     /* encrypted files */
     oc_crypt_format crypt;
-    cli_form payload;
+    oz_form payload;
 } verify_report;
 
 /* An archive: the library's checks (onnxz/verify.h); a remote archive is read once. */
@@ -82,7 +82,7 @@ static int verify_model(const cli_args *args, verify_report *r) {
     st = oz_verify_model(r->path, &opts, &r->model, &info, &err);
     cli_key_free(&key);
     if (st != OC_OK) return cli_fail(r->path, &err);
-    r->payload = info.is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    r->payload = info.is_archive ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
     if (r->crypt != OC_CRYPT_NONE) return CLI_EXIT_OK;
     rc = cli_load_model(r->path, CLI_EXTERNAL_KEEP, CLI_QUIET, &model); /* the references */
     if (rc == CLI_EXIT_OK)
@@ -104,10 +104,10 @@ static void print_human(FILE *out, const verify_report *r) {
         fprintf(out, ": encrypted (%s), decrypts%s; %s inside, %" PRIu64 " tensors, decodes\n",
                 oc_crypt_format_name(r->crypt),
                 r->crypt == OC_CRYPT_ONNXZEC1 ? " and authenticates" : "",
-                r->payload == CLI_FORM_ONNXZ ? "onnxz archive" : "onnx model", s->tensors);
+                r->payload == OZ_FORM_ONNXZ ? "onnxz archive" : "onnx model", s->tensors);
         return;
     }
-    if (r->form == CLI_FORM_ONNXZ) {
+    if (r->form == OZ_FORM_ONNXZ) {
         cli_format_size(a->entry_bytes, size, sizeof size);
         fprintf(out,
                 ": onnxz archive, %" PRIu64 " entries with valid CRC-32s, %" PRIu64
@@ -142,9 +142,9 @@ static void print_json(FILE *out, const verify_report *r) {
         fprintf(out,
                 ", \"format\": \"encrypted\", \"ok\": true, \"encryption\": \"%s\", "
                 "\"payload\": \"%s\", \"tensors\": %" PRIu64 "}\n",
-                oc_crypt_format_name(r->crypt), r->payload == CLI_FORM_ONNXZ ? "onnxz" : "onnx",
+                oc_crypt_format_name(r->crypt), r->payload == OZ_FORM_ONNXZ ? "onnxz" : "onnx",
                 s->tensors);
-    else if (r->form == CLI_FORM_ONNXZ)
+    else if (r->form == OZ_FORM_ONNXZ)
         fprintf(out,
                 ", \"format\": \"onnxz\", \"ok\": true, \"entries\": %" PRIu64
                 ", \"tensor_entries\": %" PRIu64 ", \"entry_tensors\": %" PRIu64
@@ -169,14 +169,14 @@ static int run_verify(const cli_args *args) {
     int rc;
     memset(&r, 0, sizeof r);
     r.path = args->positional[0];
-    r.form = cli_input_form(r.path);
+    r.form = oz_kind_is_archive(cli_input_kind(r.path)) ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
     rc = cli_refuse_argv_key("verify", args->seen, VERIFY_OPT_KEY, VERIFY_OPT_PASSPHRASE);
     if (rc != CLI_EXIT_OK) return rc;
-    if (r.form == CLI_FORM_ONNXZ && args->seen[VERIFY_OPT_DATA_DIR])
+    if (r.form == OZ_FORM_ONNXZ && args->seen[VERIFY_OPT_DATA_DIR])
         return cli_usage_error("verify", "--data-dir applies to .onnx files, not archives");
-    if (r.form == CLI_FORM_ONNX) r.crypt = cli_detect_crypt(r.path);
+    if (r.form == OZ_FORM_ONNX) r.crypt = cli_detect_crypt(r.path);
     start = cli_now_ms();
-    rc = r.form == CLI_FORM_ONNXZ ? verify_archive(&r) : verify_model(args, &r);
+    rc = r.form == OZ_FORM_ONNXZ ? verify_archive(&r) : verify_model(args, &r);
     if (rc == CLI_EXIT_OK) {
         cli_note(args->verbosity, CLI_VERBOSE, "checked %s in %.1f ms", r.path,
                  cli_now_ms() - start);

@@ -12,22 +12,15 @@
 #include "cli.h"
 #include "passphrase.h"
 
-/* The kind of path; a file that cannot be looked at is taken for a model, whose loader
- * then says why it cannot be read. */
-static oz_kind kind_of(const char *path) {
+oz_kind cli_input_kind(const char *path) {
     oz_kind kind = OZ_KIND_MODEL;
     if (oz_detect_path(path, cli_http_options(), &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
     return kind;
 }
 
-cli_form cli_input_form(const char *path) {
-    oz_kind kind = kind_of(path);
-    return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
-}
-
 oc_crypt_format cli_detect_crypt(const char *path) {
     oc_crypt_format cf;
-    oz_kind_is_encrypted(kind_of(path), &cf);
+    oz_kind_is_encrypted(cli_input_kind(path), &cf);
     return cf;
 }
 
@@ -47,7 +40,7 @@ static int fail_by_kind(const char *path) {
 }
 
 int cli_detect_crypt_checked(const char *path, oc_crypt_format *out) {
-    oz_kind kind = kind_of(path);
+    oz_kind kind = cli_input_kind(path);
     oz_kind_is_encrypted(kind, out);
     return kind == OZ_KIND_CRYPT_SHORT ? fail_by_kind(path) : CLI_EXIT_OK;
 }
@@ -58,11 +51,11 @@ int cli_refuse_url_output(const char *path) {
 }
 
 int cli_refuse_empty(const char *path) {
-    return kind_of(path) == OZ_KIND_EMPTY ? fail_by_kind(path) : CLI_EXIT_OK;
+    return cli_input_kind(path) == OZ_KIND_EMPTY ? fail_by_kind(path) : CLI_EXIT_OK;
 }
 
 int cli_load_input(const char *path, const cli_load_options *o, int verbosity, oc_model **out,
-                   cli_form *form_out) {
+                   oz_form *form_out) {
     static const cli_load_options defaults;
     oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
@@ -88,9 +81,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     st = o->deferred ? oz_open_deferred(path, &opts, out, o->deferred, &info, &err)
                      : oz_open(path, &opts, out, &info, &err);
     int encrypted = oz_kind_is_encrypted(info.kind, &cf);
-    if (form_out)
-        *form_out = info.kind == OZ_KIND_ZIP || info.kind == OZ_KIND_ZIP_SHORT ? CLI_FORM_ONNXZ
-                                                                               : CLI_FORM_ONNX;
+    if (form_out) *form_out = oz_kind_is_archive(info.kind) ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
     if (encrypted) {
         int rc = cli_require_crypto(path);
         if (rc != CLI_EXIT_OK) return rc;
@@ -105,7 +96,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     }
     if (st != OC_OK) return cli_fail(path, &err);
     if (o->size_out) *o->size_out = info.file_size;
-    if (form_out) *form_out = info.is_archive ? CLI_FORM_ONNXZ : CLI_FORM_ONNX;
+    if (form_out) *form_out = info.is_archive ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
     if (encrypted) {
         if (o->crypt_out) *o->crypt_out = cf;
         cli_note(verbosity, CLI_VERBOSE, "decrypted and loaded %s (%s, %s) in %.1f ms", path,

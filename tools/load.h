@@ -9,6 +9,7 @@
 
 #include <onnxcore/crypto.h>
 #include <onnxcore/onnxcore.h>
+#include <onnxz/convert.h>
 #include <onnxz/open.h>
 
 /* How a command wants the tensors of EXTERNAL data_location. */
@@ -17,14 +18,10 @@ typedef enum cli_external {
     CLI_EXTERNAL_KEEP  /* keep them as references; the data files are not opened */
 } cli_external;
 
-/* The two forms of model file the tool reads and writes. */
-typedef enum cli_form {
-    CLI_FORM_ONNX, /* a serialized ModelProto, maybe with external data files */
-    CLI_FORM_ONNXZ /* an .onnxz archive (spec/onnxz.md) */
-} cli_form;
-
-/* The form of an input file, told by its content (a ZIP signature), not its name. */
-cli_form cli_input_form(const char *path);
+/* The kind of an input by its first bytes (oz_detect_path, with the tool's HTTP settings):
+ * oz_kind_is_archive tells an archive. A file that cannot be looked at is taken for a
+ * model (OZ_KIND_MODEL), whose loader then says why it cannot be read. */
+oz_kind cli_input_kind(const char *path);
 
 /* The encryption of a file by its first bytes; OC_CRYPT_NONE also when it cannot be read
  * (the loader that follows reports that in its own words). */
@@ -56,14 +53,14 @@ typedef struct cli_load_options {
 } cli_load_options;
 
 /* Loads a .onnx file or an .onnxz archive (told apart by content), or an encrypted file
- * holding either (*form: what was inside), the way every command
+ * holding either (*form, OZ_FORM_ONNX or OZ_FORM_ONNXZ: what was inside), the way every command
  * does: mapped, tensors sharing the mapping (no_copy) unless opts->copy, so opening even a
  * large model costs little and tensor bytes go from the input's mapping to an output
  * without a copy in memory. *form (may be NULL) receives the input's form. The loading
  * is oz_open's (onnxz/open.h), with the passphrase asked for only once the file is
  * known to be encrypted. On failure prints the error and returns CLI_EXIT_FAILURE. */
 int cli_load_input(const char *path, const cli_load_options *opts, int verbosity, oc_model **out,
-                   cli_form *form);
+                   oz_form *form);
 
 /* An empty regular file is no model, though it decodes as one with nothing set: prints
  * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK

@@ -64,6 +64,10 @@ OZ_API oc_status oz_detect_path(const char *path, const struct oc_http_options *
 /* "empty", "model", "zip", "zip cut short", "ONNXZEC1", "ONNXCRY1", "encrypted cut short". */
 OZ_API const char *oz_kind_name(oz_kind kind);
 
+/* true for the kinds oz_open reads as an .onnxz archive: OZ_KIND_ZIP and OZ_KIND_ZIP_SHORT
+ * (whose reader then reports `truncated`). */
+OZ_API bool oz_kind_is_archive(oz_kind kind);
+
 /* true for OZ_KIND_ONNXZEC1 and OZ_KIND_ONNXCRY1 (with the format in *format, may be NULL). */
 OZ_API bool oz_kind_is_encrypted(oz_kind kind, oc_crypt_format *format);
 

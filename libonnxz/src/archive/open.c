@@ -134,11 +134,12 @@ oc_status oz_detect_path(const char *path, const oc_http_options *http, oz_kind 
     return OC_OK;
 }
 
+bool oz_kind_is_archive(oz_kind kind) { return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT; }
+
 /* onnxz/archive.h's quick test, by the same rule. */
 bool oz_is_archive_file(const char *path) {
     oz_kind kind;
-    if (!path || oz_detect_path(path, NULL, &kind, NULL) != OC_OK) return 0;
-    return kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT;
+    return path && oz_detect_path(path, NULL, &kind, NULL) == OC_OK && oz_kind_is_archive(kind);
 }
 
 const char *oz_kind_name(oz_kind kind) {
@@ -283,7 +284,7 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
     OC_FORWARD(oc__source_http(url, opts->parse.http, &src, err));
     info->file_size = src->size;
     oc_status st = detect_source(src, &info->kind, err);
-    if (st != OC_OK || (info->kind != OZ_KIND_ZIP && info->kind != OZ_KIND_ZIP_SHORT)) {
+    if (st != OC_OK || !oz_kind_is_archive(info->kind)) {
         if (st == OC_OK && info->kind == OZ_KIND_EMPTY) /* src->name: no password shown */
             st = oc_error_file(err, src->name,
                                oc__fail(err, OC_ERR_MALFORMED, OC_NO_OFFSET,
