@@ -10,8 +10,6 @@
  * The input is mapped and its tensors share the mapping (no_copy), so the tensor bytes go
  * from the input's pages to the output file without a copy in memory.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +17,6 @@
 
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
-
-#include "onnxcore_private.h"
 
 #include "cli.h"
 #include "load.h"
@@ -182,14 +178,6 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     return rc;
 }
 
-/* ---- never overwrite without -f ------------------------------------------------- */
-
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
 /* OUT's directory with a trailing slash ("" for the current one), as the library places
  * data files; NULL when out of memory. */
 static char *out_dir(const char *out) {
@@ -200,77 +188,6 @@ static char *out_dir(const char *out) {
     memcpy(dir, out, n);
     dir[n] = '\0';
     return dir;
-}
-
-/* The data file's location as the library writes it: an absolute path is reduced to its
- * file name (E-23). */
-static const char *data_location(const char *external_data) {
-    return external_data[0] == '/' ? oc__path_base(external_data) : external_data;
-}
-
-/* 1 when name is "LOCATION.N" for the location's base name (N decimal). */
-static int is_part_name(const char *name, const char *base) {
-    size_t n = strlen(base);
-    const char *p = name + n + 1;
-    if (strncmp(name, base, n) != 0 || name[n] != '.' || *p == '\0') return 0;
-    for (; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return 1;
-}
-
-static int fail_part(const char *dir, const char *name) {
-    char *path = malloc(strlen(dir) + strlen(name) + 1);
-    int rc;
-    if (!path) return cli_fail_msg(name, "data file exists; use -f to overwrite it");
-    strcpy(path, dir);
-    strcat(path, name);
-    rc = cli_fail_msg(path, "data file exists; use -f to overwrite it");
-    free(path);
-    return rc;
-}
-
-/* The data files a save with --external-data writes: LOCATION and, with a maximum file
- * size, LOCATION.1, LOCATION.2, ... The library replaces them whatever its overwrite
- * option says, so the tool refuses existing ones here unless -f. */
-static int check_data_files(const convert_plan *p) {
-    const char *loc = data_location(p->save.external_data);
-    char *dir = out_dir(p->out), *path, *part_dir;
-    const char *base = oc__path_base(loc);
-    struct stat st;
-    DIR *d;
-    struct dirent *ent;
-    int rc = CLI_EXIT_OK;
-    if (p->force) {
-        free(dir);
-        return CLI_EXIT_OK;
-    }
-    if (!dir || !(path = malloc(strlen(dir) + strlen(loc) + 1))) {
-        free(dir);
-        return cli_fail_msg(p->out, "out of memory");
-    }
-    strcpy(path, dir);
-    strcat(path, loc);
-    if (lstat(path, &st) == 0) {
-        if (same_file(p->in, path))
-            rc = cli_fail_msg(path, "data file is the input file; use -f to replace it");
-        else
-            rc = cli_fail_msg(path, "data file exists; use -f to overwrite it");
-    }
-    if (rc == CLI_EXIT_OK && p->save.has_max_file_size) {
-        /* The parts live beside LOCATION: look for any LOCATION.N there. */
-        part_dir = out_dir(path);
-        d = part_dir ? opendir(part_dir[0] ? part_dir : ".") : NULL;
-        while (d && rc == CLI_EXIT_OK && (ent = readdir(d)) != NULL) {
-            if (!is_part_name(ent->d_name, base)) continue;
-            /* Named as the library would name it: OUT's directory + the location. */
-            rc = fail_part(part_dir, ent->d_name);
-        }
-        if (d) closedir(d);
-        free(part_dir);
-    }
-    free(path);
-    free(dir);
-    return rc;
 }
 
 static uint64_t size_of(const char *path) {
@@ -357,6 +274,16 @@ static int get_keys(const convert_plan *p, int verbosity, cli_key *in_key, cli_k
     return rc;
 }
 
+/* The file a failed conversion is about: IN, or on the output's side OUT, or the data file
+ * beside it that the library found existing (without -f). */
+static const char *failed_file(const convert_plan *p, const oz_convert_info *info,
+                               const oc_error *err, char *buf, size_t size) {
+    if (info->input_failed) return p->in;
+    if (err->code != OC_ERR_EXISTS || !err->file_len) return p->out;
+    snprintf(buf, size, "%.*s", (int)err->file_len, err->message + err->file_at);
+    return buf;
+}
+
 /* The conversion, one library call; its error names IN or OUT, whichever failed. */
 static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     cli_key in_key = {NULL, 0}, out_key = {NULL, 0};
@@ -364,6 +291,7 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
     cli_progress bar;
     oc_error err;
+    char shown[OC_ERROR_MESSAGE_MAX];
     double start = cli_now_ms();
     int rc = p->out_form == OZ_FORM_ONNXC ? cli_require_crypto(p->out) : CLI_EXIT_OK;
     if (rc == CLI_EXIT_OK) rc = get_keys(p, verbosity, &in_key, &out_key);
@@ -391,7 +319,7 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     cli_key_free(&in_key);
     cli_key_free(&out_key);
     p->save.key = NULL;
-    if (st != OC_OK) return cli_fail(info.input_failed ? p->in : p->out, &err);
+    if (st != OC_OK) return cli_fail(failed_file(p, &info, &err, shown, sizeof shown), &err);
     if (info.in_size) *in_size = info.in_size;
     cli_note(verbosity, CLI_VERBOSE, "read %s (%s) and wrote %s in %.1f ms", p->in,
              info.in_archive ? "onnxz archive" : "onnx", p->out, cli_now_ms() - start);
@@ -404,7 +332,6 @@ static int run_convert(const cli_args *args) {
     if (rc != CLI_EXIT_OK) return rc;
     uint64_t in_size = size_of(plan.in);
     rc = cli_check_output("convert", plan.in, plan.out, plan.force);
-    if (rc == CLI_EXIT_OK && plan.save.external_data) rc = check_data_files(&plan);
     /* External data is read in, as onnx.load does, so OUT stands on its own wherever it
      * goes: references relative to IN's directory would break beside OUT. */
     if (rc == CLI_EXIT_OK) rc = convert(&plan, args->verbosity, &in_size);

@@ -382,6 +382,32 @@ static void test_failed_saves(void) {
         CHECK_EQ(td_count(dir, 0), before);
     }
     unlink(p);
+
+    /* Without overwrite, a save split over data files refuses while a part of its
+     * location's name is there (LOCATION.N, one another save left), naming it, before
+     * anything is written. */
+    char stale[4200], part[4300];
+    pathof(p, sizeof p, "split.onnx");
+    pathof(stale, sizeof stale, "split.data.7");
+    CHECK(td_write(stale, "old", 3) == 0);
+    before = td_count(dir, 0);
+    so.overwrite = 0;
+    so.external_data = "split.data";
+    so.max_external_file_size = 1u << 20;
+    CHECK_STATUS(oc_model_save_file(m, p, &so, &err), OC_ERR_EXISTS, &err);
+    CHECK(err.file_len == strlen(stale) &&
+          strncmp(err.message + err.file_at, stale, err.file_len) == 0);
+    CHECK_EQ(td_count(dir, 0), before);
+    CHECK(file_is(stale, "old", 3));
+    so.overwrite = 1;
+    CHECK_OK(oc_model_save_file(m, p, &so, &err), &err);
+    unlink(p);
+    unlink(stale);
+    for (int i = 0; i < 16; i++) {
+        pathof(part, sizeof part, "split.data");
+        if (i) snprintf(part + strlen(part), sizeof part - strlen(part), ".%d", i);
+        unlink(part);
+    }
     oc_model_free(m);
 }
 

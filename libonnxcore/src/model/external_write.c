@@ -7,6 +7,7 @@
  * entries. A multi-file save commits under the pair locks (E-25, pair_lock.c) and removes
  * the stale parts of the model it replaces (E-26).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -550,11 +551,50 @@ static void remove_stale_parts(const data_writer *w, const stale_parts *sp) {
     }
 }
 
+/* 1 when name is base + "." + decimal digits: a part of a save split over files. */
+static int is_part_name(const char *name, const char *base) {
+    size_t n = strlen(base);
+    const char *p = name + n + 1;
+    if (strncmp(name, base, n) != 0 || name[n] != '.' || *p == '\0') return 0;
+    for (; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+/* Without overwrite, a save split over files (max_external_file_size) refuses while a
+ * part of its location's name is there, "LOCATION.N" for any N: how many parts it writes
+ * depends on its tensors, and a part left by another save would sit beside the new ones
+ * as if it were theirs. (LOCATION and the parts it does write are refused as each is
+ * opened, and at commit.) */
+static oc_status check_no_parts(const data_writer *w, oc_error *err) {
+    if (w->opts->overwrite || !w->opts->max_external_file_size) return OC_OK;
+    char *first = part_path(w, w->location), *dir = first ? dir_prefix(first) : NULL;
+    DIR *d = dir ? opendir(dir[0] ? dir : ".") : NULL;
+    oc_status st = dir ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    struct dirent *e;
+    while (d && st == OC_OK && (e = readdir(d)) != NULL) {
+        if (!is_part_name(e->d_name, oc__path_base(first))) continue;
+        size_t n = strlen(dir) + strlen(e->d_name) + 1;
+        char *path = malloc(n);
+        if (path) snprintf(path, n, "%s%s", dir, e->d_name);
+        st = path ? oc_error_file(
+                        err, path,
+                        oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path))
+                  : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        free(path);
+    }
+    if (d) closedir(d);
+    free(dir);
+    free(first);
+    return st;
+}
+
 /* Without overwrite, fails if any file of the pair (a part or the model) already has its
  * name, before anything is renamed: a refused save leaves nothing. */
 static oc_status check_none_exists(const data_writer *w, const oc_atomic_file *model,
                                    oc_error *err) {
     struct stat st;
+    OC_FORWARD(check_no_parts(w, err));
     for (uint32_t i = 0; i < w->nparts; i++)
         if (lstat(w->parts[i].af.path, &st) == 0)
             return oc_error_file(err, w->parts[i].af.path,
@@ -670,6 +710,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     oc_atomic_file model;
     memset(&model, 0, sizeof model); /* oc_atomic_abort may see it before oc_atomic_open */
     model.fd = -1;
+    if (st == OC_OK) st = check_no_parts(&w, err); /* before anything is written */
     if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
     if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
     model.progress = &w.progress;
