@@ -1075,7 +1075,6 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     const char *name;
     size_t len;
     onnx_TensorProto *t;
-    oc_tensor_fetch fetch, *fetchp = NULL;
     oc_bytes bytes = {0};
     oc_error err;
     oc_status st = OC_OK;
@@ -1113,33 +1112,21 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
             PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
     }
     if (!dims) goto done;
-    /* W-40 first, as `onnxz verify` checks it: dims, and the bytes they make against the
-     * payload (an entry's or a data file's, asked of its fetch) */
     oc_error_clear(&err);
-    if (hold->archive) {
-        oz_archive_fetch(hold->archive, &fetch);
-        fetchp = &fetch;
-    } else if (hold->weights) {
-        oz_weights_fetch(hold->weights, &fetch);
-        fetchp = &fetch;
-    }
-    Py_BEGIN_ALLOW_THREADS
-        if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-        st = oc_tensor_check_size_fetched(t, fetchp, &err);
-        if (hold->weights) PyThread_release_lock(hold->fetch_lock);
-    Py_END_ALLOW_THREADS
-    if (st != OC_OK) goto fail;
     if (oc_tensor_is_typed(t)) {
-        /* typed fields (their counts checked, W-42): (the encoded tensor,), which the
-         * caller converts; its name need not be UTF-8 */
+        /* typed fields, checked as `onnxz verify` checks them (W-40, W-42): (the encoded
+         * tensor,), which the caller converts; its name need not be UTF-8 */
         void *enc = NULL;
         uint64_t n = 0;
-        if (oc_encode_to_memory(&onnx_TensorProto_desc, t, &enc, &n, &err) != OC_OK) goto fail;
+        if (oc_tensor_check_size(t, &err) != OC_OK ||
+            oc_encode_to_memory(&onnx_TensorProto_desc, t, &enc, &n, &err) != OC_OK)
+            goto fail;
         span = Py_BuildValue("(y#)", (const char *)enc, (Py_ssize_t)n);
         free(enc);
         if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
         goto done;
     }
+    /* raw bytes, W-40 checked first (oz_tensor_read) */
     oz_tensor_source from = {hold->archive, hold->weights, NULL, NULL};
     Py_BEGIN_ALLOW_THREADS
         if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);

@@ -393,7 +393,24 @@ static void test_tensor_read(void) {
     CHECK_OK(oz_tensor_read(t, NULL, &b, &err));
     CHECK(b.size == 8);
     oc_bytes_release(&b);
+    /* W-40 before any byte is read: raw_data of the wrong size, and an archive entry that
+     * its tensor's dims do not fit. */
+    add_tensor(a, mp->graph, "short", 10, 1);
+    t = oz_model_find_tensor(m, "short", 5);
+    t->dims.items[0] = 11;
+    CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_INCONSISTENT &&
+          strcmp(err.rule, "W-40") == 0);
     oc_model_free(m);
+    CHECK_OK(oz_archive_open(at("r.onnxz"), NULL, &ar, &err));
+    CHECK_OK(oz_archive_load_model(ar, &keep.parse, &m, &err));
+    t = oz_model_find_tensor(m, "w1", 2);
+    t->dims.items[0] = 70001;
+    src.archive = ar;
+    CHECK(oz_tensor_read(t, &src, &b, &err) == OC_ERR_INCONSISTENT &&
+          strcmp(err.rule, "W-40") == 0);
+    CHECK(strstr(err.message, "its data holds 70000") != NULL);
+    oc_model_free(m);
+    oz_archive_close(ar);
     unlink(at("r_n.onnx"));
     unlink(at("r.onnxz"));
 }

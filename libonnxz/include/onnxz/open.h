@@ -172,12 +172,24 @@ typedef struct oz_tensor_source {
  *   an EXTERNAL reference: from src: an archive's entry (a span of its mapping, or read
  *     whole from a URL), the weights' fetch (read whole), or a data file under data_dir
  *     (t itself is then resolved in place, as a load resolves it: not concurrently).
- * A tensor the model holds is checked first as oc_tensor_check_size checks it (W-40,
- * W-42: its error). Fails with OC_ERR_UNSUPPORTED for a tensor that keeps its values in
- * typed fields (oc_tensor_is_typed: float_data...) rather than raw bytes, and
- * OC_ERR_NOT_FOUND for a reference that src cannot resolve. src may be NULL (all zero). */
+ * First, before any byte is read, the tensor must hold the bytes its dims and data type
+ * make (oc_tensor_check_size_fetched, W-40, W-42: a reference's size asked of src, an
+ * archive's entry or the weights' fetch), as `onnxz verify` checks it. Fails with
+ * OC_ERR_UNSUPPORTED for a tensor that keeps its values in typed fields
+ * (oc_tensor_is_typed: float_data..., a 0-d tensor's one value too) rather than raw bytes,
+ * and OC_ERR_NOT_FOUND for a reference that src cannot resolve. src may be NULL (all
+ * zero). */
 OZ_API oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
                                 oc_error *err);
+
+/* As oz_tensor_read, with the same checks, but the bytes go to write (ctx), a piece at a
+ * time, as src's fetch streams them: a tensor of any size from an archive's entry or a
+ * data file, at a path or a URL, holds a few MiB at most. *size (may be NULL) receives the
+ * count of bytes; with write NULL only the count is found (a reference's from src's
+ * archive or weights: no byte of it is read). A failure of write ends the call with its
+ * status. */
+OZ_API oc_status oz_tensor_write(onnx_TensorProto *t, const oz_tensor_source *src,
+                                 oc_write_fn write, void *ctx, uint64_t *size, oc_error *err);
 
 #ifdef __cplusplus
 }

@@ -430,38 +430,61 @@ onnx_TensorProto *oz_model_find_tensor(oc_model *model, const char *name, size_t
     return t;
 }
 
-/* A buffer of the size a fetch announced, filled by its stream. */
-typedef struct fill_sink {
-    uint8_t *data;
-    uint64_t size, used;
-} fill_sink;
+/* The fetch of src's archive or weights: where its references' bytes are (all NULL: no
+ * fetch; a data_dir is read otherwise). */
+static void source_fetch(const oz_tensor_source *src, oc_tensor_fetch *fetch) {
+    *fetch = (oc_tensor_fetch){NULL, NULL, NULL};
+    if (src->archive)
+        oz_archive_fetch(src->archive, fetch);
+    else if (src->weights)
+        oz_weights_fetch(src->weights, fetch);
+}
 
-static oc_status fill_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    fill_sink *s = ctx;
+/* A stream held to the size its fetch announced. */
+typedef struct exact_sink {
+    oc_write_fn write;
+    void *ctx;
+    uint64_t size, used;
+} exact_sink;
+
+static oc_status exact_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    exact_sink *s = ctx;
     if (size > s->size - s->used)
         return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
                         "the tensor's source gave more bytes than it announced");
-    if (size) memcpy(s->data + s->used, data, (size_t)size);
     s->used += size;
+    return s->write(s->ctx, data, size, err);
+}
+
+/* t's n bytes, as fetch streams them, to write. */
+static oc_status stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t n,
+                              oc_write_fn write, void *ctx, oc_error *err) {
+    exact_sink sink = {write, ctx, n, 0};
+    OC_FORWARD(fetch->stream(fetch->ctx, t, exact_write, &sink, err));
+    if (sink.used != n)
+        return oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                        "the tensor's source gave %llu of %llu bytes",
+                        (unsigned long long)sink.used, (unsigned long long)n);
     return OC_OK;
 }
 
-/* The bytes w's fetch gives for t, into a new owned span. */
-static oc_status read_fetched(oz_weights *w, const onnx_TensorProto *t, oc_bytes *out,
-                              oc_error *err) {
-    oc_tensor_fetch fetch;
+static oc_status copy_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    uint8_t **p = ctx;
+    (void)err;
+    if (size) memcpy(*p, data, (size_t)size);
+    *p += size;
+    return OC_OK;
+}
+
+/* The bytes fetch gives for t, into a new owned span. */
+static oc_status read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t,
+                              oc_bytes *out, oc_error *err) {
     uint64_t n = 0;
-    oz_weights_fetch(w, &fetch);
-    OC_FORWARD(fetch.size(fetch.ctx, t, &n, err));
+    OC_FORWARD(fetch->size(fetch->ctx, t, &n, err));
     oc_bytes b = {0};
     uint8_t *p;
     OC_FORWARD(oc_bytes_set_alloc(&b, n, &p, err));
-    fill_sink sink = {p, n, 0};
-    oc_status st = fetch.stream(fetch.ctx, t, fill_write, &sink, err);
-    if (st == OC_OK && sink.used != n)
-        st = oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                      "the tensor's source gave %llu of %llu bytes", (unsigned long long)sink.used,
-                      (unsigned long long)n);
+    oc_status st = stream_exact(fetch, t, n, copy_write, &p, err);
     if (st == OC_OK)
         oc_bytes_move(out, &b);
     else
@@ -469,29 +492,63 @@ static oc_status read_fetched(oz_weights *w, const onnx_TensorProto *t, oc_bytes
     return st;
 }
 
-oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
-                         oc_error *err) {
-    static const oz_tensor_source none;
+/* t's bytes in t itself, once no fetch holds them: a reference resolved from src's
+ * data_dir (as a load resolves it, W-40 checked against what its file held); refused when
+ * nothing resolves it or its values are typed ones. */
+static oc_status resolve_in_place(onnx_TensorProto *t, const oz_tensor_source *src, oc_error *err) {
     char q[OC_QUOTE_SIZE];
-    if (!t || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_read: missing argument");
-    if (!src) src = &none;
     if (oc_tensor_is_external(t)) {
-        if (src->archive) return oz__archive_tensor_bytes(src->archive, t, out, err);
-        if (src->weights) return read_fetched(src->weights, t, out, err);
         if (!src->data_dir)
             return oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
                             oc_quote(t->name.data, t->name.size, q, sizeof q));
         oc_parse_options po = OC_PARSE_OPTIONS_INIT;
         OC_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
                                          src->parse ? src->parse : &po, err));
+        OC_FORWARD(oc_tensor_check_size(t, err));
     }
-    /* W-40, W-42: the values against dims and data_type, then where they are */
-    OC_FORWARD(oc_tensor_check_size(t, err));
     if (oc_tensor_is_typed(t))
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                         "tensor '%s' keeps its values in typed fields (float_data ...), not as "
                         "raw bytes: convert the model first",
                         oc_quote(t->name.data, t->name.size, q, sizeof q));
+    return OC_OK;
+}
+
+static const oz_tensor_source no_source;
+
+oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
+                         oc_error *err) {
+    oc_tensor_fetch fetch;
+    if (!t || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_read: missing argument");
+    if (!src) src = &no_source;
+    source_fetch(src, &fetch);
+    /* W-40 before any byte is read: dims, and the bytes they make against the payload */
+    OC_FORWARD(oc_tensor_check_size_fetched(t, fetch.size ? &fetch : NULL, err));
+    if (oc_tensor_is_external(t) && fetch.size) {
+        /* an archive's entry: a span of its mapping (read whole from a URL) */
+        const oz_archive *ar = src->archive ? src->archive : src->weights->archive;
+        return ar ? oz__archive_tensor_bytes(ar, t, out, err) : read_fetched(&fetch, t, out, err);
+    }
+    OC_FORWARD(resolve_in_place(t, src, err));
     return oc_bytes_copy(out, &t->raw_data, err);
+}
+
+oc_status oz_tensor_write(onnx_TensorProto *t, const oz_tensor_source *src, oc_write_fn write,
+                          void *ctx, uint64_t *size, oc_error *err) {
+    oc_tensor_fetch fetch;
+    uint64_t n = 0;
+    if (!t)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_write: missing argument");
+    if (!src) src = &no_source;
+    source_fetch(src, &fetch);
+    OC_FORWARD(oc_tensor_check_size_fetched(t, fetch.size ? &fetch : NULL, err));
+    if (oc_tensor_is_external(t) && fetch.size) {
+        OC_FORWARD(fetch.size(fetch.ctx, t, &n, err));
+        if (size) *size = n;
+        return write ? stream_exact(&fetch, t, n, write, ctx, err) : OC_OK;
+    }
+    OC_FORWARD(resolve_in_place(t, src, err));
+    if (size) *size = t->raw_data.size;
+    return write ? oc_bytes_write(&t->raw_data, write, ctx, err) : OC_OK;
 }
