@@ -1262,6 +1262,42 @@ def group_convert_external(ctx):
 
 # ---- ls, verify, unpack, info on archives -------------------------------------------
 
+def group_get(ctx):
+    """get: one call serves every form (a single .onnx, two-file, N-file, .onnxz), the bytes
+    python3-onnx reads and the count --json gives; W-40 is checked before any byte is
+    written; typed values (a 0-d tensor's one value too) are refused, not written empty."""
+    if onnx is None:
+        return SKIP
+    sample, src = ctx.sample, onnx.load(ctx.sample)
+    want = raw_by_name(src)
+    forms = {"single": sample, "archive": make_archive(ctx, sample, "g.onnxz")}
+    for name, flags in (("two", ["--external-data", "two.data"]),
+                        ("n", ["--external-data", "n.data", "--max-file-size", "64K"])):
+        forms[name] = ctx.path(f"{name}.onnx")
+        ctx.expect_exit(["convert", sample, forms[name], *flags], 0, f"convert to {name}")
+    for form, path in forms.items():
+        for tensor, data in want.items():
+            out = ctx.path(f"{form}.{tensor}.bin")
+            ctx.expect_exit(["get", path, tensor, "-o", out], 0, f"get {form} {tensor}")
+            ctx.check(os.path.exists(out) and read(out) == data, f"get {form} {tensor}: its bytes")
+            meta = json.loads(ctx.expect_exit(["get", "--json", path, tensor], 0, f"get --json {form}")[1])
+            ctx.equal(meta["bytes"], len(data), f"get --json {form} {tensor}: bytes")
+        ctx.expect_error(["get", path, "nothing"], path, f"get {form}: no such tensor", message="no tensor named")
+
+    short = helper.make_tensor("short", TensorProto.UINT8, [3], b"abc", raw=True)
+    short.dims[0] = 4  # 3 bytes where its dims make 4
+    odd = helper.make_model(helper.make_graph([], "odd", [], [], initializer=[
+        short, helper.make_tensor("scalar", TensorProto.FLOAT, [], [1.5]),
+        helper.make_tensor("typed", TensorProto.FLOAT, [2], [1.5, 2.5])]))
+    odd_path = ctx.path("odd.onnx")
+    write(odd_path, odd.SerializeToString())
+    for tensor, message in (("short", r"make 4 bytes, but its raw_data holds 3 \(W-40\)"),
+                            ("scalar", "typed fields"), ("typed", "typed fields")):
+        out = ctx.path(f"odd.{tensor}.bin")
+        ctx.expect_error(["get", odd_path, tensor, "-o", out], odd_path, f"get {tensor}", message=message)
+        ctx.check(not os.path.exists(out), f"get {tensor}: nothing written")
+
+
 def parse_ls_line(line):
     name, method, size, offset, align, tensors = line.split(None, 5)
     return name, method, int(size), int(offset), int(align), tensors
@@ -2375,6 +2411,7 @@ GROUPS = {
     "robust": group_robust,
     "convert_archive": group_convert_archive,
     "convert_external": group_convert_external,
+    "get": group_get,
     "ls": group_ls,
     "verify": group_verify,
     "unpack": group_unpack,
