@@ -38,11 +38,12 @@ def server(tmp_path_factory):
         yield srv
 
 
-# Passwords as users write them: plain, with '@', '/', '?' or '#', percent-encoded or
-# not (raw, libcurl refuses the URL, a '/', '?' or '#' ending the authority early; its
-# error must not show the password either). Each holds "Pw" and "Zq".
+# Passwords as users write them: plain, with '@', '/', '?', '#' or a blank, percent-encoded
+# or not (raw, libcurl refuses the URL, a '/', '?' or '#' ending the authority early and a
+# blank ending a URL in a message; its error must not show the password either). Each
+# holds "Pw" and "Zq".
 PASSWORDS = ["PwZq", "Pw@Zq", "Pw%40Zq", "Pw/Zq", "Pw%2FZq", "Pw?Zq", "Pw%3FZq", "Pw#Zq",
-             "Pw%23Zq", "Pw@/?#Zq"]
+             "Pw%23Zq", "Pw@/?#Zq", "Pw Zq", "Pw\tZq", "Pw%20Zq"]
 
 
 def shown(e):
@@ -60,7 +61,7 @@ def test_no_password_in_what_is_shown(server):
             onnxz.load(secret.replace("m.onnxz", "gone.onnxz"))
         text = shown(e.value)
         assert not any(s in text for s in ("alice", "Pw", "Zq")), (pw, text)
-        if any(c in pw for c in "@/?#"):  # raw: not a URL libcurl reads
+        if any(c in pw for c in "@/?# \t"):  # raw: not a URL libcurl reads
             with pytest.raises((onnxz.Error, OSError)) as e:
                 onnxz.open(secret)
             text = shown(e.value)

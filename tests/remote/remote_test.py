@@ -998,11 +998,12 @@ def shown_hostile(ctx, srv, f):
     srv.finish()
 
 
-# Passwords as users write them: with '@', '/', '?' or '#', percent-encoded or not (raw,
-# libcurl refuses the URL, a '/', '?' or '#' ending the authority early; its error must
-# not show the password either). Each holds "Pw" and "Zq".
+# Passwords as users write them: with '@', '/', '?', '#' or a blank, percent-encoded or
+# not (raw, libcurl refuses the URL, a '/', '?' or '#' ending the authority early and a
+# blank ending a URL in a message; its error must not show the password either). Each
+# holds "Pw" and "Zq".
 PASSWORDS = ["Pw@Zq", "Pw%40Zq", "Pw/Zq", "Pw%2FZq", "Pw?Zq", "Pw%3FZq", "Pw#Zq", "Pw%23Zq",
-             "Pw@/?#Zq"]
+             "Pw@/?#Zq", "Pw Zq", "Pw\tZq", "Pw%20Zq"]
 
 
 def passwords_hidden(ctx, srv):
@@ -1014,7 +1015,7 @@ def passwords_hidden(ctx, srv):
         f.write("a passphrase\n")
     for pw in PASSWORDS:
         secret = srv.url("model.onnxz").replace("http://", f"http://alice:{pw}@")
-        readable = not any(c in pw for c in "@/?#")  # raw: libcurl refuses the URL
+        readable = not any(c in pw for c in "@/?# \t")  # raw: libcurl refuses the URL
         runs = [["ls", secret.replace("model.onnxz", "gone.onnxz")],
                 ["encrypt", "--key-file", key, secret, ctx.path("pw.enc")]]
         if readable:  # the status lines of commands that read it

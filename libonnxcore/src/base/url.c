@@ -17,7 +17,9 @@ bool oc_is_url(const char *path) {
 /* An http(s) URL as RFC 3986 (section 3) splits it: after "scheme://" the authority runs
  * to the first '/', '?' or '#'; in it, the userinfo ends at its last '@', and a port
  * follows the host's last ':' (after the ']' of an IPv6 literal). The URL ends at a NUL
- * or a blank (a URL in a message). Offsets from the URL's first byte. */
+ * or a blank (a URL in a message), the authority at a blank only where no '@' follows
+ * before its end: a password holding a blank, which libcurl refuses, still ends at its
+ * '@'. Offsets from the URL's first byte. */
 typedef struct url_parts {
     size_t authority; /* after "://" */
     size_t host;      /* after the userinfo's '@', or = authority */
@@ -28,10 +30,15 @@ typedef struct url_parts {
 
 static int url_end(char c) { return c == '\0' || c == ' ' || c == '\t' || c == '\n'; }
 
+static int authority_end(const char *s) {
+    if (*s == '/' || *s == '?' || *s == '#' || *s == '\0') return 1;
+    return url_end(*s) && s[strcspn(s, "/?#@")] != '@';
+}
+
 static void url_split(const char *url, url_parts *p) {
     size_t i = (size_t)(strstr(url, "://") - url) + 3;
     p->authority = p->host = i;
-    for (; !url_end(url[i]) && url[i] != '/' && url[i] != '?' && url[i] != '#'; i++)
+    for (; !authority_end(url + i); i++)
         if (url[i] == '@') p->host = i + 1;
     p->rest = i;
     while (!url_end(url[i])) i++;
