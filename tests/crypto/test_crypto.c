@@ -935,11 +935,11 @@ static void test_archive(void) {
         }
         oz_archive_close(ar);
     }
-    int is_archive = -1;
+    bool is_archive = false;
     l = NULL;
     if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err),
                  &err)) {
-        CHECK_EQ(is_archive, 1);
+        CHECK(is_archive);
         CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_SHARED);
     }
     oc_model_free(l);
@@ -952,7 +952,7 @@ static void test_archive(void) {
                  OC_ERR_MALFORMED, &err);
     if (CHECK_OK(oz_encrypted_load(enc_path, PASS, PASSLEN, NULL, &po, &l, &is_archive, &err),
                  &err)) {
-        CHECK_EQ(is_archive, 0);
+        CHECK(!is_archive);
         CHECK_EQ(oc_model_proto(l)->graph->initializer.items[0]->raw_data.mode, OC_BYTES_SHARED);
     }
     oc_model_free(l);

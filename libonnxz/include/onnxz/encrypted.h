@@ -8,6 +8,7 @@
 
 #include "export.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,7 +42,7 @@ OZ_API oc_status oz_archive_open_encrypted(const char *path, const void *key, si
  * once. *is_archive (may be NULL) tells which it was. */
 OZ_API oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
                                    const oc_crypt_options *copts, const oc_parse_options *popts,
-                                   oc_model **out, int *is_archive, oc_error *err);
+                                   oc_model **out, bool *is_archive, oc_error *err);
 #endif
 
 #ifdef __cplusplus

@@ -52,7 +52,7 @@ oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t ke
 
 oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
                             const oc_crypt_options *copts, const oc_parse_options *popts,
-                            oc_model **out, int *is_archive, oc_error *err) {
+                            oc_model **out, bool *is_archive, oc_error *err) {
     if (!path || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_encrypted_load: missing argument");
@@ -62,7 +62,7 @@ oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
     OC_FORWARD(oc_crypt_detect_file(path, &format, err));
     oc_bytes plain = {0};
     OC_FORWARD(oc_crypt_decrypt_file_to_memory(path, key, key_len, copts, &plain, err));
-    int zip = oc_crypt_is_zip(plain.data, plain.size);
+    bool zip = oc_crypt_is_zip(plain.data, plain.size);
     if (is_archive) *is_archive = zip;
     oc_status st;
     if (zip) {

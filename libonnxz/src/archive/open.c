@@ -357,10 +357,8 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
                                  oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                           "%s is encrypted (%s): a key is needed", path,
                                           oc_crypt_format_name(format)));
-        int zip = 0;
-        st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out, &zip,
-                               err);
-        info->is_archive = zip != 0;
+        st = oz_encrypted_load(path, opts->key, opts->key_len, opts->crypt, &opts->parse, out,
+                               &info->is_archive, err);
         break;
     case OZ_KIND_MODEL:
     default:
