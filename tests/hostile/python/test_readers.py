@@ -426,7 +426,12 @@ def test_l4_readers_during_meta_edits(tmp_path):
         stop.set()
         t.join()
     assert opens[0] >= 20, (opens, edits)
-    assert not failures, f"{len(failures)} of {opens[0]} opens failed: {failures[:3]}"
+    # A reader fails only after its bounded wait, and then as "busy". On a machine loaded
+    # enough that one edit holds its lock past that wait (CI's -j2 beside builds), an open
+    # may say so: that is the rule working, as long as it stays rare.
+    other = [f for f in failures if f[0] != "busy"]
+    assert not other, f"{len(other)} of {opens[0]} opens failed: {other[:3]}"
+    assert len(failures) <= max(2, opens[0] // 10), f"{len(failures)} of {opens[0]} busy"
 
 
 def test_l4_busy_is_its_own_status(tmp_path):
