@@ -391,7 +391,7 @@ def test_l2_data_file_replaced_after_open(tmp_path):
 def test_l4_readers_during_meta_edits(tmp_path):
     """L-4 (A-58): a reader opening the archive every 10 ms while `onnxz meta` edits it 50
     times waits for each edit to end (at most 1 s, polling) instead of failing: was 26%
-    of opens failed (each "i/o error"), now none; a reader that still meets a lock past the
+    of opens failed (each "i/o error"), now none on a quiet machine; a reader that still meets a lock past the
     wait gets the status "busy", not "i/o error"."""
     import subprocess
     import threading
