@@ -249,48 +249,12 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
     _onnxz._save_check(path, opts)  # and R-14: a URL is read, never written
-    _release_replaced(path, external_data)
     if isinstance(model, (bytes, bytearray, memoryview)):
         _onnxz._save(model, path, opts)
         return
     split = _skeleton(model)
     if split is None or not _onnxz._save(split[0], path, opts, split[1], split[2]):
         _onnxz._save(model.SerializeToString(), path, opts)
-
-
-def _release_replaced(path, external_data):
-    """Drops the cached pages of the files a save is about to replace (the target, and
-    its data file when that is a plain name beside it), which stay whole on disk until the
-    new ones are renamed over them: onnx.save truncates its target and writes into the
-    memory that frees, while a save beside it would otherwise take as much again, memory
-    that is slow to touch first on a VM (save over a 1 GB archive: 3.0 s -> 1.1 s, medians
-    of 5) and that pushes other files out of the cache. Only a regular file with no other
-    link (another name keeps its bytes in use) is touched, and nothing else is opened: not
-    a FIFO (a writer waiting on it would be woken), nor a link. Only for save: convert's
-    input may be its output, and is read while it is written. Advice only (_save_check
-    has refused a URL already, R-14)."""
-    names = [_fspath(path)]
-    if external_data is not None:
-        loc = _fspath(external_data)
-        loc = os.path.basename(loc) if os.path.isabs(loc) else loc
-        if loc not in ("", os.curdir, os.pardir) and os.sep not in loc:
-            names.append(os.path.join(os.path.dirname(names[0]), loc))
-    for name in names:
-        try:
-            st = os.lstat(name)
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                continue
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            now = os.fstat(fd)
-            if (now.st_dev, now.st_ino, now.st_nlink) == (st.st_dev, st.st_ino, 1):
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
 
 
 # Initializers whose raw_data has at least this many bytes are streamed by save from the

@@ -178,8 +178,10 @@ OZ_API oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_
 
 /* Writes model to out in the form opts say (oz_save_check first): one .onnx, with data
  * files, an archive (whose tensors must be the size their shape makes, A-13), or an
- * encrypted model. Each file goes to a temporary beside it, renamed into place whole.
- * opts may be NULL (the defaults: the form by the name). */
+ * encrypted model. Each file goes to a temporary beside it, renamed into place whole;
+ * with overwrite, the cached pages of the files it replaces (OUT; the data file named
+ * external_data beside it) are dropped first, so the new files do not take their memory
+ * again beside them. opts may be NULL (the defaults: the form by the name). */
 OZ_API oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
                          oc_error *err);
 

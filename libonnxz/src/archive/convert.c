@@ -1,12 +1,15 @@
 /*
  * convert.c - any form to any form (onnxz/convert.h).
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <onnxcore/crypto_model.h>
 #include <onnxcore/external.h>
@@ -346,11 +349,49 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
     return st;
 }
 
+/* Drops the cached pages of path, a file a save is about to replace: it stays whole on
+ * disk until its successor is renamed over it, and its pages would stay cached beside the
+ * new file's, memory slow to touch first on a VM (a save over a 1 GB archive: 3.0 s ->
+ * 1.1 s) that pushes other files out of the cache. Only a regular file with no other
+ * link (another name keeps its bytes in use), opened without following a link or waking
+ * a FIFO's writer. Advice: nothing is reported. */
+static void release_cached(const char *path) {
+#ifdef POSIX_FADV_DONTNEED
+    struct stat st, now;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;
+    if (fstat(fd, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
+        now.st_nlink == 1)
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+#else
+    (void)path;
+#endif
+}
+
+/* The files a save to out replaces: out, and its data file when the location is a plain
+ * name beside it (an absolute one reduced to its name, as the save writes it). */
+static void release_replaced(const char *out, const char *external_data) {
+    char path[4096];
+    release_cached(out);
+    if (!external_data) return;
+    const char *loc = external_data[0] == '/' ? strrchr(external_data, '/') + 1 : external_data;
+    if (!loc[0] || strcmp(loc, ".") == 0 || strcmp(loc, "..") == 0 || strchr(loc, '/')) return;
+    const char *slash = strrchr(out, '/');
+    int dir = slash ? (int)(slash - out + 1) : 0;
+    int n = snprintf(path, sizeof path, "%.*s%s", dir, out, loc);
+    if (n > 0 && (size_t)n < sizeof path) release_cached(path);
+}
+
 oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
                   oc_error *err) {
     oz_save_options full;
     OC_FORWARD(save_opts(&opts, &full, err));
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
+    /* Not in oz_convert_file: its input may be its output, read while it is written. */
+    OC_FORWARD(oz_save_check(out, opts, NULL, NULL, err));
+    if (opts->overwrite) release_replaced(out, opts->external_data);
     return save_watched(model, out, opts, NULL, err);
 }
 
