@@ -30,7 +30,18 @@ typedef struct mapped_source {
     int counted; /* fd counts towards OC_KEEP_FD_MAX */
     dev_t dev;   /* the file fd named when the source was made */
     ino_t ino;
+    const oc_map_observer *observer; /* told of the mapping (oc__map_observe), or NULL */
+    void *token;                     /* what observer->on_map returned */
 } mapped_source;
+
+static _Atomic(const oc_map_observer *) map_observer;
+
+void oc__map_observe(const oc_map_observer *observer) { atomic_store(&map_observer, observer); }
+
+static void observe_map(mapped_source *m, const char *name) {
+    m->observer = atomic_load(&map_observer);
+    if (m->observer) m->token = m->observer->on_map(m->addr, m->len, name);
+}
 
 /* A mapping of at least OC_KEEP_FD_MIN bytes keeps a descriptor of its file, so that its
  * bytes can be copied file to file by the kernel instead of through the mapping's pages.
@@ -125,6 +136,7 @@ static oc_status mapped_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int ou
 
 static void mapped_destroy(oc_source *s) {
     mapped_source *m = (mapped_source *)s;
+    if (m->observer) m->observer->on_unmap(m->token); /* before the range can be reused */
     if (m->mapped)
         munmap(m->addr, m->len);
     else
@@ -179,6 +191,9 @@ static oc_status open_mapped(int fd, const char *name, const struct stat *st, in
             m->addr = addr;
             m->len = (size_t)size;
             m->mapped = 1;
+            observe_map(m, name);
+            /* where test_sigbus.py cuts the file, before anything reads it */
+            oc__test_point("file-mapped");
         } else { /* some filesystems cannot map: read instead */
             oc_status s = read_whole(fd, name, size, &m->addr, err);
             if (s != OC_OK) {
