@@ -87,7 +87,8 @@ def _compile_extension(tmp):
              "-DONNXZ_EXPERIMENTAL",  # built with the libraries of its own tree (docs/api.md)
              "-I" + sysconfig.get_paths()["include"],
              "-I" + os.path.join(ROOT, "libonnxcore", "include"),
-             "-I" + os.path.join(ROOT, "libonnxz", "include")]
+             "-I" + os.path.join(ROOT, "libonnxz", "include"),
+             "-I" + os.path.join(ROOT, "libonnxcore", "private")]  # fault.c: oc__map_observe
     sanitize = []
     if os.environ.get("ONNXZ_SANITIZE") == "1":
         sanitize = ["-fsanitize=address,undefined"]

@@ -8,7 +8,6 @@
 #include "onnxcore_private.h"
 
 #include <stdbool.h>
-#include <stddef.h>
 
 #include "internal/source.h"
 #include "onnxcore/file.h"
@@ -45,22 +44,5 @@ OC_PRIVATE oc_status oc__read_head(int fd, const char *path, void *buf, size_t n
  * locks held on fd's open file description last exactly as long as the mapping (the
  * ZIP reader's shared lock, spec/onnxz.md A-58). */
 OC_PRIVATE oc_status oc_map_fd_keep(int fd, const char *name, oc_mapped *out, oc_error *err);
-
-/* Who is told of each mapping a file source makes and drops: a client's SIGBUS handler
- * (the Python package's, spec/security.md S-42) keeps the ranges, so that it knows a fault
- * in a file cut under its mapping from any other without asking the kernel. on_map runs
- * right after a file is mapped (addr and len: the mapping; name: the file, for messages),
- * in the thread that maps it, possibly in several threads at once; what it returns is
- * handed to on_unmap, which runs right before that mapping goes. Neither may call into
- * the library. A mapping made while no observer was set is never reported; set it before
- * mapping anything, and never change it after. */
-typedef struct oc_map_observer {
-    void *(*on_map)(const void *addr, size_t len, const char *name);
-    void (*on_unmap)(void *token);
-} oc_map_observer;
-
-/* Sets the observer of every file mapping from now on (NULL: none, the default); it must
- * outlive every mapping it saw. Thread-safe. */
-OC_PRIVATE void oc__map_observe(const oc_map_observer *observer);
 
 #endif

@@ -1,11 +1,12 @@
 /*
- * onnxcore_private.h - what the project's own tool uses of libonnxcore beyond the public
- * API: the crash-safe file writer, the directory of a path, the test points; and
- * OC_PRIVATE, the mark of everything libonnxcore.so exports under its private symbol
- * version ONNXCORE_PRIVATE (libonnxcore/libonnxcore.map, ARCHITECTURE.md), as glibc's
- * GLIBC_PRIVATE. No promise holds for these between releases: the libraries and the tool
- * are built and shipped together. Not installed. The tool reaches this folder through
- * the onnxcore_private target and nothing of internal/ (scripts/layers.py checks); the
+ * onnxcore_private.h - what the project's own tool and Python extension use of libonnxcore
+ * beyond the public API: the crash-safe file writer, the directory of a path, the
+ * observer of file mappings, the test points; and OC_PRIVATE, the mark of everything
+ * libonnxcore.so exports under its private symbol version ONNXCORE_PRIVATE
+ * (libonnxcore/libonnxcore.map, ARCHITECTURE.md), as glibc's GLIBC_PRIVATE. No promise
+ * holds for these between releases: the libraries, the tool and the extension are built
+ * and shipped together. Not installed. The tool reaches this folder through the
+ * onnxcore_private target and nothing of internal/ (scripts/layers.py checks); the
  * libraries' internal headers build on it. Every name marked OC_PRIVATE is listed in the
  * map's private node, and the reverse (test arch.symbols).
  */
@@ -20,6 +21,7 @@
 #endif
 #endif
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <onnxcore/bytes.h>
@@ -107,6 +109,25 @@ OC_PRIVATE char *oc__path_dir(const char *path);
 
 /* The part of path after its last '/' (path itself when there is none); points into path. */
 OC_PRIVATE const char *oc__path_base(const char *path);
+
+/* ---- file mappings ------------------------------------------------------------------- */
+
+/* Who is told of each mapping a file source makes and drops: a client's SIGBUS handler
+ * (the Python package's, spec/security.md S-42) keeps the ranges, so that it knows a fault
+ * in a file cut under its mapping from any other without asking the kernel. on_map runs
+ * right after a file is mapped (addr and len: the mapping; name: the file, for messages),
+ * in the thread that maps it, possibly in several threads at once; what it returns is
+ * handed to on_unmap, which runs right before that mapping goes. Neither may call into
+ * the library. A mapping made while no observer was set is never reported; set it before
+ * mapping anything, and never change it after. */
+typedef struct oc_map_observer {
+    void *(*on_map)(const void *addr, size_t len, const char *name);
+    void (*on_unmap)(void *token);
+} oc_map_observer;
+
+/* Sets the observer of every file mapping from now on (NULL: none, the default); it must
+ * outlive every mapping it saw. Thread-safe. */
+OC_PRIVATE void oc__map_observe(const oc_map_observer *observer);
 
 /* ---- test points ---------------------------------------------------------------------
  *

@@ -98,7 +98,9 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
     reads them: never one save's model with another save's data files.
     The result equals onnx.load's for the same model (SerializeToString() identical), and
     for the forms onnx.load cannot read, onnx.load of the model converted to one .onnx.
-    Raises onnxz.Error for a file onnxz refuses, OSError when it cannot be read.
+    Raises onnxz.Error for a file onnxz refuses, OSError when it cannot be read, and
+    onnxz.Error (status "truncated", S-42) when another process cuts the file or a data
+    file in place while it is read: never SIGBUS, never a model of what the cut left.
     Other threads run while onnxz reads and checks the file; protobuf's own parse into
     the ModelProto (python3-protobuf) holds the GIL, as it does in onnx.load.
     """
@@ -158,9 +160,9 @@ def _load_mapped(path, load_external_data, budget):
     """A plain .onnx file whose bytes are the model onnx.load gives (no external data, or
     external data not asked for), parsed by protobuf straight from the file's mapping: no
     copy of the file into memory first, as onnx.load makes (f.read()); see _parse_checked.
-    None when the file is of another kind (the caller takes the general path). As every
-    mapped load, the file must not be cut short by another process meanwhile
-    (spec/security.md: out of scope)."""
+    None when the file is of another kind (the caller takes the general path). A file cut
+    short by another process meanwhile raises onnxz.Error (S-42): the mapping is watched
+    while protobuf and onnxz's check read it."""
     try:
         # O_NONBLOCK: a FIFO where the file was expected must not hang the open
         fd = os.open(_fspath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -179,7 +181,11 @@ def _load_mapped(path, load_external_data, budget):
         os.close(fd)
     try:
         with memoryview(mapping) as view:
-            model, external = _parse_checked(view, os.fsdecode(_fspath(path)), budget)
+            watch = _onnxz._watch(view, _fspath(path))
+            try:
+                model, external = _parse_checked(view, os.fsdecode(_fspath(path)), budget)
+            finally:
+                watch.close()  # the cut, if any, wins over what the zeros it left gave
         if external and load_external_data:
             return None  # its tensors' data files are read in by the general path
         return model
@@ -571,11 +577,13 @@ def open(path, *, key=None, max_memory=None):
     Files changed under an open File (spec/security.md S-42): the arrays point into a
     mapping of the file. A file replaced by a rename (as onnxz, onnx.save to a new name
     then mv, and most tools save) changes nothing for them: they keep the old bytes. A
-    file cut or rewritten in place by another process (truncate, `cp new.onnxz p`) would
-    kill Python with SIGBUS when an array touches a page past its new end; instead that
-    part of the mapping reads zeros and onnxz.Error (status "truncated") is raised at the
-    next Python statement. Bytes rewritten in place without a cut show through as they
-    are. For files that others may rewrite in place, copy what you keep
+    file (the model or any of its data files) cut or rewritten in place by another
+    process (truncate, `cp new.onnxz p`) would kill Python with SIGBUS when an array
+    touches a page past its new end; instead that part of the mapping reads zeros and
+    onnxz.Error (status "truncated") is raised: by open itself when the cut came while it
+    read the file, else in the main thread at its next Python statement. However many
+    files are open, each is watched as long as a File or an array maps it. Bytes rewritten
+    in place without a cut show through as they are. For files that others may rewrite in place, copy what you keep
     (numpy.array(f[name])) while the file is as you opened it.
 
     max_memory: the memory budget in bytes of what decoding the model and holding an

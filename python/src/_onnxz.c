@@ -220,6 +220,26 @@ static PyObject *model_to_bytes(const oc_model *model, const char *file) {
     return out;
 }
 
+/* fault.c's error (S-42): the file under a mapping was cut or rewritten in place. */
+static int raise_cut(const char *path) {
+    oc_error err;
+    oc_error_set(&err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
+                 "the file was cut or rewritten in place while mapped (S-42): arrays from it "
+                 "read zeros past its new end; replace files by a rename (as onnxz saves), "
+                 "or copy what you keep (numpy.array(f[name]))");
+    raise_error(path, &err);
+    return -1;
+}
+
+/* Leaves a fault scope (fault.h): 1 when a file the call read was cut meanwhile (S-42),
+ * the cut then raised in place of whatever the call raised from the zeros it read. */
+static int left_cut(onnxz_fault_scope *scope) {
+    if (!onnxz_fault_leave(scope)) return 0;
+    PyErr_Clear();
+    raise_cut(scope->path);
+    return 1;
+}
+
 /* ---- _load ------------------------------------------------------------------------ */
 
 static PyObject *model_split(oc_model *model, const char *file);
@@ -238,6 +258,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_http_options http = OC_HTTP_OPTIONS_INIT;
     oc_model *model = NULL;
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     (void)self;
@@ -262,6 +283,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
+    onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
         oz_kind kind = OZ_KIND_MODEL;
         if (oz_detect_path(PyBytes_AS_STRING(path), &http, &kind, NULL) != OC_OK)
@@ -272,6 +294,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     key_release(&key, &key_holder);
     out = st == OC_OK ? model_split(model, PyBytes_AS_STRING(path))
                       : raise_error(PyBytes_AS_STRING(path), &err);
+    if (left_cut(&scope)) Py_CLEAR(out);
     Py_BEGIN_ALLOW_THREADS
         oc_model_free(model);
     Py_END_ALLOW_THREADS
@@ -605,6 +628,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
     oc_http_options http = OC_HTTP_OPTIONS_INIT;
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     (void)self;
@@ -626,6 +650,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     o.key = key.buf;
     o.key_len = (size_t)key.len;
     oc_error_clear(&err);
+    onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
         st = oz_convert_file(PyBytes_AS_STRING(src), PyBytes_AS_STRING(dst), &o, &s.o, &info, &err);
     Py_END_ALLOW_THREADS
@@ -635,6 +660,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
         raise_error(PyBytes_AS_STRING(info.input_failed ? src : dst), &err);
     else
         out = Py_NewRef(Py_None);
+    if (left_cut(&scope)) Py_CLEAR(out);
 done:
     Py_XDECREF(src);
     Py_XDECREF(dst);
@@ -902,17 +928,6 @@ static void reader_dealloc(ReaderObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* fault.c's error (S-42): the file under a mapping was cut or rewritten in place. */
-static int raise_cut(const char *path) {
-    oc_error err;
-    oc_error_set(&err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                 "the file was cut or rewritten in place while mapped (S-42): arrays from it "
-                 "read zeros past its new end; replace files by a rename (as onnxz saves), "
-                 "or copy what you keep (numpy.array(f[name]))");
-    raise_error(path, &err);
-    return -1;
-}
-
 /* A local .onnx file (L-2): the model with its external data read in (arrays share the
  * mappings), and, decoded from the same bytes under the same pair lock, the model as the
  * file holds it, which .model, info() and verify() report; *o the files these came from
@@ -945,6 +960,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     Py_buffer key;
     oz_kind kind = OZ_KIND_MODEL;
     HoldObject *hold;
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OK", kwlist, &path_obj, &key_obj, &max_memory))
@@ -978,6 +994,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     oc_error_clear(&err);
+    onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
         st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);
         if (st == OC_OK && kind == OZ_KIND_ZIP) {
@@ -1015,20 +1032,17 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
                                      &hold->index, &err);
     Py_END_ALLOW_THREADS
     key_release(&key, &holder);
-    if (st == OC_OK && hold->weights && !(hold->fetch_lock = PyThread_allocate_lock())) {
-        PyErr_NoMemory();
-        Py_DECREF(hold);
-        Py_DECREF(path);
-        return -1;
-    }
-    if (st != OC_OK) {
+    if (st != OC_OK)
         raise_error(PyBytes_AS_STRING(path), &err);
+    else if (hold->weights && !(hold->fetch_lock = PyThread_allocate_lock()))
+        PyErr_NoMemory();
+    /* S-42: a fault in the mappings (a file cut in place) fails the open, never kills;
+     * faults in them later are raised at the next bytecode */
+    if (left_cut(&scope) || PyErr_Occurred()) {
         Py_DECREF(hold);
         Py_DECREF(path);
         return -1;
     }
-    /* S-42: a fault in its mapping (the file cut in place) raises, never kills */
-    if (!oc_is_url(PyBytes_AS_STRING(path))) onnxz_fault_watch(PyBytes_AS_STRING(path), raise_cut);
     self->path = path;
     self->hold = hold;
     self->max_memory = max_memory;
@@ -1486,6 +1500,77 @@ static oc_status note_external(void *ctx, onnx_TensorProto *t) {
     return OC_OK;
 }
 
+/* ---- _Watch: the Python layer's own mapping, watched for cuts (S-42) ----------------- */
+
+/* _Watch(buffer, name): a mapping of a plain .onnx that onnxz.load parses in place
+ * (_load_mapped), watched while protobuf and the check read it, in whatever thread: a
+ * fault in it is mended (zeros are read) and close() raises onnxz.Error for the cut. The
+ * buffer is held until close(), so that the mapping cannot go while it is watched. */
+typedef struct {
+    PyObject_HEAD Py_buffer view; /* view.obj NULL once closed */
+    void *token;                  /* fault.c's slot */
+    PyObject *name;               /* bytes, for the message */
+} WatchObject;
+
+/* Stops watching; 1 when a fault was mended meanwhile. */
+static int watch_end(WatchObject *w) {
+    if (!w->view.obj) return 0;
+    int cut = onnxz_fault_unwatch(w->token);
+    PyBuffer_Release(&w->view);
+    return cut;
+}
+
+static void watch_dealloc(WatchObject *self) {
+    watch_end(self);
+    Py_XDECREF(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *watch_close(WatchObject *self, PyObject *unused) {
+    (void)unused;
+    if (watch_end(self)) {
+        raise_cut(PyBytes_AS_STRING(self->name));
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef watch_methods[] = {
+    {"close", (PyCFunction)watch_close, METH_NOARGS,
+     "Stops watching; raises onnxz.Error when the file was cut meanwhile (S-42)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "onnxz._onnxz._Watch",
+    .tp_basicsize = sizeof(WatchObject),
+    .tp_dealloc = (destructor)watch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = watch_methods,
+};
+
+static PyObject *py_watch(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *name_obj;
+    WatchObject *w;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &data_obj, &name_obj)) return NULL;
+    w = PyObject_New(WatchObject, &WatchType);
+    if (!w) return NULL;
+    memset(&w->view, 0, sizeof w->view);
+    w->token = NULL;
+    w->name = NULL;
+    if (!path_arg(name_obj, &w->name) || PyObject_GetBuffer(data_obj, &w->view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    w->token = onnxz_fault_watch(w->view.buf, (size_t)w->view.len, PyBytes_AS_STRING(w->name));
+    if (!w->token) {
+        Py_DECREF(w);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)w;
+}
+
 /* ---- _Check: onnxz's decoder over a buffer, on a thread of its own ------------------ */
 
 /* The check load() runs while protobuf parses the same buffer (onnxz/__init__.py,
@@ -1617,6 +1702,7 @@ static PyMethodDef module_methods[] = {
     {"_load_memory", py_load_memory, METH_VARARGS,
      "(data, load_external_data, data_dir, max_memory) -> bytes"},
     {"_check_start", py_check_start, METH_VARARGS, "(data, name, max_memory) -> _Check."},
+    {"_watch", py_watch, METH_VARARGS, "(mapped buffer, name) -> _Watch (S-42)."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
     {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
@@ -1644,7 +1730,8 @@ PyMODINIT_FUNC PyInit__onnxz(void);
 PyMODINIT_FUNC PyInit__onnxz(void) {
     PyObject *m;
     if (PyType_Ready(&SpanType) < 0 || PyType_Ready(&HoldType) < 0 ||
-        PyType_Ready(&ReaderType) < 0 || PyType_Ready(&CheckType) < 0)
+        PyType_Ready(&ReaderType) < 0 || PyType_Ready(&CheckType) < 0 ||
+        PyType_Ready(&WatchType) < 0 || onnxz_fault_init(raise_cut) < 0)
         return NULL;
     m = PyModule_Create(&module_def);
     if (!m) return NULL;

@@ -6,16 +6,42 @@
 #ifndef ONNXZ_PY_FAULT_H
 #define ONNXZ_PY_FAULT_H
 
-/* Called in the main thread, with the GIL, after a fault in the mapping of path was
- * mended: sets the exception to raise and returns -1. */
+#include <stddef.h>
+
+#define ONNXZ_FAULT_PATH_MAX 1024 /* of a cut file's name, kept for the message */
+
+/* Called in the main thread, with the GIL, after a fault in a mapping of path was mended
+ * outside any scope: sets the exception to raise and returns -1. */
 typedef int (*onnxz_fault_raise_fn)(const char *path);
 
-/* Watches the file at path (a local file a _Reader opened and maps): a SIGBUS in a
- * mapping of it (the file cut or rewritten in place by another process) is mended and
- * raised through raise_fn instead of killing the process. Installs the handler on first
- * use, and again when someone replaced it since (faulthandler.enable, say), chaining to
- * whatever was there for faults that are not ours. With the GIL. Best effort: a file that
- * cannot be looked at is not watched. */
-void onnxz_fault_watch(const char *path, onnxz_fault_raise_fn raise_fn);
+/* At the module's import, before anything is mapped: every mapping the libraries make from
+ * now on is watched until it goes, whatever their number (a fault in one is mended: zeros
+ * over the rest of it), and a fault mended outside any scope is raised through raise_fn.
+ * Returns -1 (MemoryError set) when the page size cannot be known. */
+int onnxz_fault_init(onnxz_fault_raise_fn raise_fn);
+
+/* A library call that maps files and reads them (a load, an open, a convert), in the
+ * thread that runs it: a fault mended in that thread meanwhile is reported to the scope,
+ * which fails the call, instead of raised at a later bytecode. */
+typedef struct onnxz_fault_scope {
+    void *slot;                      /* NULL: not watched (out of memory) */
+    char path[ONNXZ_FAULT_PATH_MAX]; /* the cut file */
+} onnxz_fault_scope;
+
+/* Before the call, with the GIL: installs the handler (again, if someone replaced it since:
+ * faulthandler.enable, say; faults that are not ours go to whatever was there) and opens
+ * the scope. Out of memory: the scope reports nothing, faults are raised later. */
+void onnxz_fault_enter(onnxz_fault_scope *s);
+/* After the call, in the same thread: 1 when a fault was mended in the scope (s->path names
+ * the file), else 0. */
+int onnxz_fault_leave(onnxz_fault_scope *s);
+
+/* A mapping made outside the libraries (the Python layer's mmap of a plain .onnx) watched
+ * from addr for len bytes: a fault in it is mended and reported to onnxz_fault_unwatch
+ * only, whatever the thread. Installs the handler as onnxz_fault_enter. NULL when out of
+ * memory (not watched). */
+void *onnxz_fault_watch(const void *addr, size_t len, const char *name);
+/* Before that mapping goes: 1 when a fault in it was mended, else 0. NULL: 0. */
+int onnxz_fault_unwatch(void *token);
 
 #endif

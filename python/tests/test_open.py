@@ -599,3 +599,41 @@ def test_a_bad_http_setting_is_an_error_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("ONNXZ_HTTP_RETRIES", "0")
     with onnxz.open(path) as f:
         assert f.names
+
+
+def test_cut_files_raise_not_sigbus(tmp_path):
+    """S-42 in every build, ASan's included (its own SIGBUS handler stays for faults that
+    are not ours): a data file cut under an array, then a plain .onnx cut while load
+    parses it, each raise onnxz.Error in a child that SIGBUS would kill. The hostile cases
+    are in tests/hostile/python/test_sigbus.py."""
+    two, plain = str(tmp_path / "two.onnx"), str(tmp_path / "plain.onnx")
+    onnxz.save(make_model(n_weights=2), two, external_data="two.data")
+    onnxz.save(make_model(n_weights=2), plain)
+    code = r"""
+import os, sys, onnxz
+two, plain = sys.argv[1:]
+a = onnxz.open(two)["w1"]
+os.truncate(os.path.join(os.path.dirname(two), "two.data"), 0)
+try:
+    a.sum()
+    print("no error")
+except onnxz.Error as e:
+    print(e.status, "S-42" in str(e))
+parse = onnxz._parse_checked
+def cut_then_parse(view, name, budget):
+    os.truncate(plain, 100)
+    return parse(view, name, budget)
+onnxz._parse_checked = cut_then_parse
+try:
+    onnxz.load(plain)
+    print("no error")
+except onnxz.Error as e:
+    print(e.status, "S-42" in str(e))
+"""
+    env = dict(os.environ)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    r = subprocess.run([sys.executable, "-c", code, two, plain], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert r.stdout.splitlines() == ["truncated True", "truncated True"], r.stdout

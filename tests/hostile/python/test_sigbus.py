@@ -1,7 +1,12 @@
 """spec/security.md S-42: a file cut or rewritten in place under an open File's arrays
 raises onnxz.Error; it never kills Python with SIGBUS (issue 28, item 3). Before: the
 child below died of SIGBUS (exit status -7) at its first touch of the array. A file
-replaced by a rename keeps working as before: the arrays keep the old file's bytes."""
+replaced by a rename keeps working as before: the arrays keep the old file's bytes.
+Then the holes an attack on the first handler found, each of which killed the child: a
+data file of a two-file or N-file .onnx cut, the first of 70 open archives cut, a cut
+when no descriptor is free (the handler read /proc/self/maps), and a cut while
+onnxz.load parses the file."""
+import glob
 import os
 import shutil
 import signal
@@ -9,6 +14,7 @@ import subprocess
 import sys
 
 import onnx
+import onnxz
 import pytest
 from conftest import make_model, run
 
@@ -32,9 +38,9 @@ print("done", flush=True)
 """
 
 
-def child_after(path, change):
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def child_after(path, change, child=CHILD, args=()):
+    p = subprocess.Popen([sys.executable, "-c", child, str(path), *map(str, args)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"ready\n"
     change()
     out, err = p.communicate(b"go\n", timeout=60)
@@ -91,3 +97,124 @@ def test_other_faults_still_kill(tmp_path):
     p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x"),
                         str(tmp_path / "m.onnx")], capture_output=True)
     assert p.returncode == -signal.SIGBUS, (p.returncode, p.stderr)
+
+
+@pytest.mark.parametrize("split", [None, 300000])
+def test_data_file_cut_raises(tmp_path, split):
+    """A two-file .onnx (split None) or an N-file one (a data file per tensor): the arrays
+    lie in the data files' mappings, watched as the model's is."""
+    path = tmp_path / "two.onnx"
+    if split is None:
+        onnxz.save(make_model(), str(path), external_data="two.data")
+    else:
+        onnxz.save(make_model(), str(path), external_data="two.data", max_file_size=split)
+    data = sorted(glob.glob(str(tmp_path / "two.data*")))
+    assert len(data) == (1 if split is None else 4), data  # N files: one per tensor
+
+    def cut():
+        for d in data:
+            os.truncate(d, 0)
+    code, out, err = child_after(path, cut)
+    assert code != -signal.SIGBUS, f"killed by SIGBUS: {err}"
+    assert code == 3, (code, out, err)
+    assert "error " in out and "(S-42)" in out and "two.data" in out, out
+
+
+# The child opens every file named, keeps an array of each (the Files dropped: the arrays
+# alone keep the mappings), then touches the first one's after the parent's change. With
+# "nofile", it first takes every free descriptor, as a server at its limit may have.
+MANY = r"""
+import gc, os, resource, sys, numpy as np, onnxz
+arrays = [onnxz.open(p)["W3"] for p in sys.argv[1:] if p != "nofile"]
+gc.collect()
+held = []
+if "nofile" in sys.argv:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512), hard))
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    print("sum", float(arrays[0].sum()), flush=True)
+except onnxz.Error as e:
+    print("error", e, flush=True)
+    sys.exit(3)
+"""
+
+
+def test_first_of_many_archives_cut_raises(archive, tmp_path):
+    """70 archives open: the first is watched as long as its array lives, not forgotten
+    for newer ones (the handler remembered 64 files, the oldest dropped first)."""
+    paths = []
+    for i in range(70):
+        paths.append(tmp_path / f"a{i}.onnxz")
+        shutil.copy(archive, paths[-1])
+    code, out, err = child_after(paths[0], lambda: os.truncate(paths[0], 100), MANY, paths[1:])
+    assert code != -signal.SIGBUS, f"killed by SIGBUS: {err}"
+    assert code == 3, (code, out, err)
+    assert "(S-42)" in out and str(paths[0]) in out, out
+
+
+def test_cut_without_free_descriptor_raises(archive):
+    """No descriptor free (RLIMIT_NOFILE reached): the handler opens nothing."""
+    code, out, err = child_after(archive, lambda: os.truncate(archive, 100), MANY, ["nofile"])
+    assert code != -signal.SIGBUS, f"killed by SIGBUS: {err}"
+    assert code == 3, (code, out, err)
+    assert "(S-42)" in out and str(archive) in out, out
+
+
+# The child loads the file, having arranged for it to be cut once onnxz.load has mapped it
+# and before protobuf and onnxz's check read it (the Python layer's own mapping of a plain
+# .onnx, read on two threads).
+LOAD_CUT = r"""
+import os, sys, onnxz
+parse = onnxz._parse_checked
+def cut_then_parse(view, name, budget):
+    os.truncate(sys.argv[1], 100)
+    return parse(view, name, budget)
+onnxz._parse_checked = cut_then_parse
+try:
+    onnxz.load(sys.argv[1])
+except onnxz.Error as e:
+    print("error", e, flush=True)
+    sys.exit(3)
+print("loaded", flush=True)
+"""
+
+
+def test_cut_during_load_raises(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(make_model(), str(path))
+    p = run([sys.executable, "-c", LOAD_CUT, str(path)])
+    out, err = p.stdout.decode(), p.stderr.decode()
+    assert p.returncode != -signal.SIGBUS, f"killed by SIGBUS: {err}"
+    assert p.returncode == 3, (p.returncode, out, err)
+    assert "(S-42)" in out and str(path) in out, out
+
+
+def test_cut_during_library_load_raises(tmp_path):
+    """A two-file .onnx is loaded by the library (decoded in its mapping, the GIL
+    released): the .onnx cut once mapped (test point file-mapped), the decode reads zeros
+    and the load raises the cut, not what the zeros made."""
+    path = tmp_path / "two.onnx"
+    model = make_model()
+    onnx.save(model, str(path), save_as_external_data=True, location="two.data",
+              size_threshold=0)
+    env = dict(os.environ, ONNXZ_TEST_STOP="file-mapped")
+    code = "import sys, onnxz\ntry:\n    onnxz.load(sys.argv[1])\nexcept onnxz.Error as e:\n" \
+           "    print('error', e, flush=True)\n    sys.exit(3)\nprint('loaded')\n"
+    p = subprocess.Popen([sys.executable, "-c", code, str(path)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status = os.waitpid(p.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), status
+    os.truncate(path, 0)
+    os.truncate(tmp_path / "two.data", 0)
+    os.kill(p.pid, signal.SIGCONT)
+    out, err = (b.decode() for b in p.communicate(timeout=60))
+    assert p.returncode != -signal.SIGBUS, f"killed by SIGBUS: {err}"
+    assert p.returncode == 3, (p.returncode, out, err)
+    assert "(S-42)" in out and "two." in out, out
