@@ -290,6 +290,13 @@ int cli_fail(const char *file, const oc_error *err) {
     return CLI_EXIT_FAILURE;
 }
 
+int cli_fail_named(const char *otherwise, const oc_error *err) {
+    char file[OC_ERROR_MESSAGE_MAX];
+    if (!err->file_len) return cli_fail(otherwise, err);
+    snprintf(file, sizeof file, "%.*s", (int)err->file_len, err->message + err->file_at);
+    return cli_fail(file, err);
+}
+
 int cli_fail_msg(const char *file, const char *fmt, ...) {
     char msg[1024];
     va_list ap;

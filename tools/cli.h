@@ -102,6 +102,9 @@ int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
  * "FILE: why"), the repeated name is left out: "cannot open: why", "is not a regular
  * file", ... (cli.c lists the forms). */
 int cli_fail(const char *file, const oc_error *err);
+/* cli_fail naming the file the library's error is about (oc_error_file), or otherwise
+ * when it names none. */
+int cli_fail_named(const char *otherwise, const oc_error *err);
 /* The same for the tool's own errors (no offset). */
 int cli_fail_msg(const char *file, const char *fmt, ...) CLI_PRINTF(2, 3);
 

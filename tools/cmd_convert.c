@@ -109,11 +109,8 @@ static int check_save(const cli_args *args, convert_plan *p) {
     struct stat st;
     oc_error_clear(&err);
     if (oz_save_check(p->out, &p->save, &p->out_form, &bad, &err) == OC_OK) return CLI_EXIT_OK;
-    if (bad == OZ_SAVE_OPT_NONE) { /* not an option's value: OUT, or a URL it names */
-        char file[OC_ERROR_MESSAGE_MAX];
-        snprintf(file, sizeof file, "%.*s", (int)err.file_len, err.message + err.file_at);
-        return cli_fail(err.file_len ? file : p->out, &err);
-    }
+    if (bad == OZ_SAVE_OPT_NONE) /* not an option's value: OUT, or a URL it names */
+        return cli_fail_named(p->out, &err);
     if (bad != OZ_SAVE_OPT_FORM)
         return cli_usage_error("convert", "%s%s", flag_of(bad),
                                err.message + strlen(oz_save_option_name(bad)));

@@ -188,10 +188,8 @@ static int run_crypt(const cli_args *args, bool encrypting) {
              ? decrypt_cry1(in, out, &key, force, &err)
              : oc_crypt_decrypt_file(in, out, key.data, key.len, &o, &err);
     cli_key_free(&key);
-    if (st != OC_OK) {
-        /* Errors about the output name it; everything else is about the input. */
-        return cli_fail(st == OC_ERR_EXISTS ? out : in, &err);
-    }
+    if (st != OC_OK) /* about the file the error names (OUT refused, say), else IN */
+        return cli_fail_named(in, &err);
     cli_note(args->verbosity, CLI_VERBOSE, "%sed %s in %.1f ms", cmd, in, cli_now_ms() - start);
     if (cli_reports(args->verbosity, out)) {
         cli_put_text(stdout, in, strlen(in));

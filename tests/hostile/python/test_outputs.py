@@ -229,3 +229,25 @@ def test_unpack_never_writes_through(archive, tool):
     p = run([tool, "unpack", "-f", "m.onnxz", "out"], cwd=d, timeout=20)
     assert p.returncode == 1 and b"S-41" in p.stderr, p.stderr
     assert stat.S_ISFIFO(os.lstat(d / "out" / "W1").st_mode)
+
+
+def test_refused_output_is_the_file_named(archive, tool):
+    """An output refused (S-41) is the file its error line names, in every command that
+    writes one: before, encrypt and decrypt named IN ("onnxz: error: m.onnxz: sock is not
+    a regular file ...")."""
+    import socket
+    d = archive.parent
+    (d / "key").write_bytes(b"a passphrase\n")
+    run([tool, "-q", "encrypt", "--key-file", "key", "--iterations", "1000", "m.onnxz", "e.enc"],
+        cwd=d, check=True)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(d / "sock"))
+    try:
+        crypt = [[tool, "encrypt", "-f", "--key-file", "key", "--iterations", "1000", "m.onnxz",
+                  "sock"], [tool, "decrypt", "-f", "--key-file", "key", "e.enc", "sock"]]
+        for argv in tool_outputs(tool, archive, "sock") + crypt:
+            p = run(argv, cwd=d)
+            assert p.returncode == 1 and p.stderr.startswith(b"onnxz: error: sock: ") \
+                and b"S-41" in p.stderr, (argv, p.stderr)
+    finally:
+        s.close()
