@@ -1263,7 +1263,7 @@ def group_convert_external(ctx):
 # ---- ls, verify, unpack, info on archives -------------------------------------------
 
 def group_get(ctx):
-    """get: one call serves every form (a single .onnx, two-file, N-file, .onnxz), the bytes
+    """get: every form (a single .onnx, two-file, N-file, .onnxz) gives the bytes
     python3-onnx reads and the count --json gives; W-40 is checked before any byte is
     written; typed values (a 0-d tensor's one value too) are refused, not written empty."""
     if onnx is None:

@@ -182,15 +182,6 @@ typedef struct oz_tensor_source {
 OZ_API oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
                                 oc_error *err);
 
-/* As oz_tensor_read, with the same checks, but the bytes go to write (ctx), a piece at a
- * time, as src's fetch streams them: a tensor of any size from an archive's entry or a
- * data file, at a path or a URL, holds a few MiB at most. *size (may be NULL) receives the
- * count of bytes; with write NULL only the count is found (a reference's from src's
- * archive or weights: no byte of it is read). A failure of write ends the call with its
- * status. */
-OZ_API oc_status oz_tensor_write(onnx_TensorProto *t, const oz_tensor_source *src,
-                                 oc_write_fn write, void *ctx, uint64_t *size, oc_error *err);
-
 #ifdef __cplusplus
 }
 #endif

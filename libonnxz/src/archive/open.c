@@ -531,22 +531,3 @@ oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_by
     OC_FORWARD(resolve_in_place(t, src, err));
     return oc_bytes_copy(out, &t->raw_data, err);
 }
-
-oc_status oz_tensor_write(onnx_TensorProto *t, const oz_tensor_source *src, oc_write_fn write,
-                          void *ctx, uint64_t *size, oc_error *err) {
-    oc_tensor_fetch fetch;
-    uint64_t n = 0;
-    if (!t)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_tensor_write: missing argument");
-    if (!src) src = &no_source;
-    source_fetch(src, &fetch);
-    OC_FORWARD(oc_tensor_check_size_fetched(t, fetch.size ? &fetch : NULL, err));
-    if (oc_tensor_is_external(t) && fetch.size) {
-        OC_FORWARD(fetch.size(fetch.ctx, t, &n, err));
-        if (size) *size = n;
-        return write ? stream_exact(&fetch, t, n, write, ctx, err) : OC_OK;
-    }
-    OC_FORWARD(resolve_in_place(t, src, err));
-    if (size) *size = t->raw_data.size;
-    return write ? oc_bytes_write(&t->raw_data, write, ctx, err) : OC_OK;
-}
