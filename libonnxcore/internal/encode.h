@@ -55,8 +55,15 @@ static inline int64_t oc__subst_next(oc__subst_cursor *c, const oc_msgdesc *d, c
     return -1;
 }
 
-/* Encodes msg to fn with the substitutions of list (NULL: none). */
+/* Told the encoded size before the first byte goes to the writer: for a writer whose
+ * header holds the size (an archive entry streamed as it is encoded). A failure ends the
+ * encoding. */
+typedef oc_status (*oc__sized_fn)(void *ctx, uint64_t total, oc_error *err);
+
+/* Encodes msg to fn with the substitutions of list (NULL: none); sized (may be NULL) gets
+ * ctx and the total first. */
 oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst_list *list,
-                           const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx, oc_error *err);
+                           const oc_tensor_fetch *fetch, oc__sized_fn sized, oc_write_fn fn,
+                           void *ctx, oc_error *err);
 
 #endif

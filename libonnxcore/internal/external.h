@@ -9,11 +9,21 @@
 
 #include "onnxcore/codec.h"
 #include "onnxcore/external.h"
+#include "internal/encode.h"
 
 /* Writes msg to path with large tensors in opts->external_data (spec/external-data.md):
  * data files first, each atomically, then the model. */
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err);
+
+/* oc_encode_external_fetched, with sized (may be NULL) told the model's encoded size
+ * after every put and before the first write: libonnxz streams the model into an archive
+ * entry whose header holds its size, instead of gathering it in memory. */
+OC_PRIVATE oc_status oc__encode_external_sized(const oc_msgdesc *desc, const void *msg,
+                                               uint64_t threshold, const oc_tensor_fetch *fetch,
+                                               oc_external_put_fn put, void *put_ctx,
+                                               oc__sized_fn sized, oc_write_fn write,
+                                               void *write_ctx, oc_error *err);
 
 /* Receives a tensor that a save moves out, with its byte count; a failure ends the walk. */
 typedef oc_status (*oc__moved_fn)(void *ctx, const onnx_TensorProto *tensor, uint64_t n,

@@ -389,16 +389,22 @@ oc_status oc_encoded_size(const oc_msgdesc *desc, const void *msg, uint64_t *siz
 
 oc_status oc_encode(const oc_msgdesc *desc, const void *msg, oc_write_fn fn, void *ctx,
                     oc_error *err) {
-    return oc__encode_subst(desc, msg, NULL, NULL, fn, ctx, err);
+    return oc__encode_subst(desc, msg, NULL, NULL, NULL, fn, ctx, err);
 }
 
 oc_status oc__encode_subst(const oc_msgdesc *desc, const void *msg, const oc__subst_list *list,
-                           const oc_tensor_fetch *fetch, oc_write_fn fn, void *ctx, oc_error *err) {
+                           const oc_tensor_fetch *fetch, oc__sized_fn sized, oc_write_fn fn,
+                           void *ctx, oc_error *err) {
     if (!desc || !msg || !fn)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_encode: missing argument");
     sizes s;
     uint64_t total;
     OC_FORWARD(compute_sizes(desc, msg, list, &s, &total, err));
+    oc_status st = sized ? sized(ctx, total, err) : OC_OK;
+    if (st != OC_OK) {
+        free(s.v);
+        return st;
+    }
     uint64_t cap = total < OC_WRITE_BUFFER ? (total ? total : 1) : OC_WRITE_BUFFER;
     uint8_t *buf = malloc((size_t)cap);
     if (!buf) {

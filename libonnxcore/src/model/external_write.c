@@ -253,15 +253,15 @@ oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg, uint64_t t
     return oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, moved_one, &w);
 }
 
-oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
-                                     const oc_tensor_fetch *fetch, oc_external_put_fn put,
-                                     void *put_ctx, oc_write_fn write, void *write_ctx,
-                                     oc_error *err) {
+oc_status oc__encode_external_sized(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                                    const oc_tensor_fetch *fetch, oc_external_put_fn put,
+                                    void *put_ctx, oc__sized_fn sized, oc_write_fn write,
+                                    void *write_ctx, oc_error *err) {
     if (!desc || !msg || !write || (fetch && (!fetch->size || !fetch->stream)))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_encode_external: missing argument");
     if (!fetch && !put) /* nothing to substitute: skip the walk */
-        return oc__encode_subst(desc, msg, NULL, NULL, write, write_ctx, err);
+        return oc__encode_subst(desc, msg, NULL, NULL, sized, write, write_ctx, err);
     externalizer x;
     memset(&x, 0, sizeof x);
     x.threshold = threshold;
@@ -274,12 +274,20 @@ oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, ui
     /* The walk only reads: the cast lets it share oc_msg_visit_tensors with mutating users. */
     oc_status st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, externalize_one, &x);
     oc__subst_list list = {x.subs, x.nsubs, build, &x};
-    if (st == OC_OK) st = oc__encode_subst(desc, msg, &list, fetch, write, write_ctx, err);
+    if (st == OC_OK) st = oc__encode_subst(desc, msg, &list, fetch, sized, write, write_ctx, err);
     free(x.subs);
     free(x.refs);
     free(x.entries);
     oc_arena_free(x.strings);
     return st;
+}
+
+oc_status oc_encode_external_fetched(const oc_msgdesc *desc, const void *msg, uint64_t threshold,
+                                     const oc_tensor_fetch *fetch, oc_external_put_fn put,
+                                     void *put_ctx, oc_write_fn write, void *write_ctx,
+                                     oc_error *err) {
+    return oc__encode_external_sized(desc, msg, threshold, fetch, put, put_ctx, NULL, write,
+                                     write_ctx, err);
 }
 
 oc_status oc_encode_external(const oc_msgdesc *desc, const void *msg, uint64_t threshold,

@@ -66,8 +66,8 @@ OZ_API void oz_archive_options_init(oz_archive_options *opts);
 
 /* Writes msg (any message type; normally a ModelProto) as an archive at path, replacing
  * it atomically. Tensor bytes go from their spans to the file as they are met: nothing of
- * the weights is copied into memory (the serialized model without its weights is). The
- * model is not modified. */
+ * the weights is copied into memory, and the model is streamed into its entry as it is
+ * encoded (with deflate_model it is gathered in memory first). The model is not modified. */
 OZ_API oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
                                          const oz_archive_options *opts, oc_error *err);
 OZ_API oc_status oz_archive_save(const oc_model *model, const char *path,
