@@ -22,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,9 @@ static PyObject *raise_error(const char *file, const oc_error *err) {
     const char *msg;
     PyObject *exc, *val, *text;
     if (PyErr_Occurred()) return NULL; /* a signal handler's (http_cancelled): it stands */
+    /* A signal cut a system call short (a FIFO's open, Ctrl-C): what its handler raises
+     * (KeyboardInterrupt) is the error, as in Python's own calls (PEP 475) */
+    if (err->sys_errno == EINTR && PyErr_CheckSignals() != 0) return NULL;
     if (file) file = oc_path_shown(file, shown, sizeof shown); /* no password (N-2) */
     msg = oc_error_detail(err, file, buf, sizeof buf);         /* as the tool prints it */
     if (file)

@@ -251,3 +251,33 @@ def test_refused_output_is_the_file_named(archive, tool):
                 and b"S-41" in p.stderr, (argv, p.stderr)
     finally:
         s.close()
+
+
+
+class Interrupted(Exception):
+    """What the test's SIGINT handler raises (KeyboardInterrupt would end pytest)."""
+
+
+def test_interrupted_fifo_output_raises_the_handlers_exception(archive):
+    """Ctrl-C while a save waits for a FIFO's reader raises what the SIGINT handler raises
+    (KeyboardInterrupt by default), as Python's own calls do (PEP 475): before,
+    InterruptedError ("cannot open: Interrupted system call"), which an `except OSError`
+    took for a file that could not be written."""
+    import signal
+
+    def interrupted(signum, frame):
+        raise Interrupted()
+
+    fifo = archive.parent / "fifo"
+    os.mkfifo(fifo)
+    m = onnxz.load(str(archive))
+    old = signal.signal(signal.SIGINT, interrupted)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(Interrupted):
+            onnxz.save(m, str(fifo), to="onnx")
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
