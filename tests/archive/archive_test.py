@@ -31,7 +31,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 driver, work, manifest = sys.argv[1:4]
 shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
+os.makedirs(work)  # its own folder: the other archive tests work beside it, in parallel
 failures = []
 
 
