@@ -13,7 +13,6 @@
 #include "load.h"
 #include "json.h"
 #include "passphrase.h"
-#include "stub_record.h"
 
 enum {
     VERIFY_OPT_JSON = 0,
@@ -36,7 +35,6 @@ typedef struct verify_report {
     oz_form form;
     oz_archive_report *archive; /* archives (oz_archive_verify) */
     oz_model_report *model;     /* .onnx and encrypted files (oz_verify_model) */
-    uint64_t stub_references;   /* tensors checked against archive entries */
     /* encrypted files */
     oc_crypt_format crypt;
     oz_form payload;
@@ -56,14 +54,13 @@ static int verify_archive(verify_report *r) {
     return st == OC_OK ? CLI_EXIT_OK : cli_fail(r->path, &err);
 }
 
-/* A .onnx model or an encrypted file: the library's checks (onnxz/verify.h), with the
- * passphrase asked for when the file is encrypted; then, for a stub, every reference
- * into an archive is the entry it was made from (A-62). */
+/* A .onnx model or an encrypted file: the library's checks (onnxz/verify.h; a stub's
+ * references into an archive among them), with the passphrase asked for when the file
+ * is encrypted. */
 static int verify_model(const cli_args *args, verify_report *r) {
     oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
     cli_key key = {NULL, 0};
-    oc_model *model = NULL;
     oc_error err;
     oc_status st;
     int rc;
@@ -83,12 +80,7 @@ static int verify_model(const cli_args *args, verify_report *r) {
     cli_key_free(&key);
     if (st != OC_OK) return cli_fail(r->path, &err);
     r->payload = info.is_archive ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
-    if (r->crypt != OC_CRYPT_NONE) return CLI_EXIT_OK;
-    rc = cli_load_model(r->path, CLI_EXTERNAL_KEEP, CLI_QUIET, &model); /* the references */
-    if (rc == CLI_EXIT_OK)
-        rc = stub_check(r->path, opts.parse.data_dir, model, &r->stub_references);
-    oc_model_free(model);
-    return rc;
+    return CLI_EXIT_OK;
 }
 
 /* ---- output ---------------------------------------------------------------------- */
@@ -125,10 +117,10 @@ static void print_human(FILE *out, const verify_report *r) {
                     s->checksums == 1 ? "" : "s");
         else
             fputs(", no checksums to verify", out);
-        if (r->stub_references)
+        if (s->archive_references)
             fprintf(out, ", %" PRIu64 " reference%s into an archive match%s its entries",
-                    r->stub_references, r->stub_references == 1 ? "" : "s",
-                    r->stub_references == 1 ? "es" : "");
+                    s->archive_references, s->archive_references == 1 ? "" : "s",
+                    s->archive_references == 1 ? "es" : "");
     }
     fputc('\n', out);
 }
@@ -157,8 +149,8 @@ static void print_json(FILE *out, const verify_report *r) {
                 ", \"external_bytes\": %" PRIu64 ", \"checksums_verified\": %" PRIu64,
                 s->tensors, s->external_tensors, s->external_files, s->external_bytes,
                 s->checksums);
-        if (r->stub_references)
-            fprintf(out, ", \"archive_references\": %" PRIu64, r->stub_references);
+        if (s->archive_references)
+            fprintf(out, ", \"archive_references\": %" PRIu64, s->archive_references);
         fputs("}\n", out);
     }
 }

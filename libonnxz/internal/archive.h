@@ -17,6 +17,11 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
  * reader too (M-2), and use_pread reads the archive with pread instead of mapping it. */
 oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts);
 
+/* R-14: a URL is read, never written: "URL is a URL: ...", naming the URL as its file
+ * (shown without user:password@); OC_OK when path is no URL. Every output's first check
+ * (oz_save_check, oz_stub_file, oz_unpack_file). */
+oc_status oz__refuse_url_output(const char *path, oc_error *err);
+
 /* The path the archive was opened from (a file or a URL). */
 const char *oz__archive_path(const oz_archive *ar);
 

@@ -31,7 +31,7 @@ from . import _onnxz, _version
 from ._onnxz import Error
 
 __version__ = _version.__version__
-__all__ = ["Error", "File", "convert", "load", "open", "save"]
+__all__ = ["Error", "File", "convert", "load", "open", "save", "stub"]
 
 
 def __dir__():
@@ -380,6 +380,19 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 
 
+def stub(archive, out, *, force=False, sync=False, max_memory=None):
+    """Writes to out a small .onnx whose tensors are external data inside the .onnxz
+    archive itself (location: the archive's file name; offset, length: where its entry's
+    bytes are), as `onnxz stub ARCHIVE OUT` does, so that onnx.load, ONNX Runtime or any
+    reader of classic external data uses the archive's weights in place (spec/onnxz.md
+    A-60..A-63). out must be a .onnx name in the archive's directory; every tensor entry
+    must be stored, not deflated. The stub records the entries it reads, so that
+    File.verify() (and `onnxz verify`) of it fails once the archive was rebuilt.
+    force: replace an existing out (else onnxz.Error). sync: wait for the disk, as for
+    save. max_memory: the budget of the archive's model decode (default 1 GiB)."""
+    _onnxz._stub(archive, out, bool(force), bool(sync), _budget(max_memory))
+
+
 # ONNX TensorProto.DataType -> (the typed field that holds its values, the numpy dtype
 # each value is cast to, the dtype the result is viewed as), from onnx.proto: the
 # package's own table, since an installed onnx may predate a type (python3-onnx 1.12 has
@@ -541,11 +554,10 @@ class File(collections.abc.Mapping):
         every tensor resolving to its entry; .onnx: every external tensor resolved and its
         checksum verified; then ir_version, graph and every tensor's size; last, an
         archive's layout rules A-2..A-4: __MODEL_PROTO last, tensor entries stored, stored
-        data on 64-byte boundaries), except a stub's references into an archive (A-62:
-        run `onnxz verify` for those). Raises onnxz.Error with the tool's message. A .onnx
-        file is verified only while it and its data files are the files opened: one a save
-        replaced meanwhile raises onnxz.Error ("replaced since it was opened";
-        spec/security.md L-2)."""
+        data on 64-byte boundaries), and a stub's references into an archive (A-62).
+        Raises onnxz.Error with the tool's message. A .onnx file is verified only while it
+        and its data files are the files opened: one a save replaced meanwhile raises
+        onnxz.Error ("replaced since it was opened"; spec/security.md L-2)."""
         self._open_reader().verify(self._key)
 
     def info(self):

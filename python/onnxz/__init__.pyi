@@ -41,6 +41,10 @@ def convert(src: PathLike, dst: PathLike, *, external_data: Optional[PathLike] =
             max_memory: Optional[int] = ...) -> None:
     """`onnxz convert -f SRC DST` with the same options."""
 
+def stub(archive: PathLike, out: PathLike, *, force: bool = ..., sync: bool = ...,
+         max_memory: Optional[int] = ...) -> None:
+    """`onnxz stub ARCHIVE OUT`: a .onnx whose tensors read the archive in place."""
+
 class File(Mapping[str, np.ndarray]):
     """An open model file: tensors as zero-copy read-only numpy arrays, by name."""
     def __init__(self, path: PathLike, *, key: Optional[Key] = ...,

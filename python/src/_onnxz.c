@@ -672,6 +672,34 @@ done:
     return out;
 }
 
+/* _stub(archive, out, force, sync, max_memory): oz_stub_file (onnxz/stub.h). */
+static PyObject *py_stub(PyObject *self, PyObject *args) {
+    PyObject *archive_obj, *out_obj, *archive = NULL, *out = NULL, *result = NULL;
+    int force, sync;
+    unsigned long long max_memory;
+    oz_stub_options o = OZ_STUB_OPTIONS_INIT;
+    oz_stub_info info = OZ_STUB_INFO_INIT;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOppK", &archive_obj, &out_obj, &force, &sync, &max_memory))
+        return NULL;
+    if (!path_arg(archive_obj, &archive) || !path_arg(out_obj, &out)) goto done;
+    o.overwrite = force;
+    o.no_sync = !sync;
+    o.max_memory = max_memory;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS st =
+        oz_stub_file(PyBytes_AS_STRING(archive), PyBytes_AS_STRING(out), &o, &info, &err);
+    Py_END_ALLOW_THREADS if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(info.input_failed ? archive : out), &err);
+    else result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(archive);
+    Py_XDECREF(out);
+    return result;
+}
+
 /* ---- _Span: read-only bytes kept alive by an owner token ------------------------------ */
 
 typedef struct {
@@ -1709,6 +1737,7 @@ static PyMethodDef module_methods[] = {
     {"_watch", py_watch, METH_VARARGS, "(mapped buffer, name) -> _Watch (S-42)."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
+    {"_stub", py_stub, METH_VARARGS, "(archive, out, force, sync, max_memory): oz_stub_file"},
     {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},

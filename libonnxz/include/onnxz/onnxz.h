@@ -15,6 +15,7 @@
 #include "limits.h"
 #include "listing.h"
 #include "open.h"
+#include "stub.h"
 #include "verify.h"
 #include "zip.h"
 

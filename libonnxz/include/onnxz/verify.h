@@ -50,11 +50,12 @@ OZ_API void oz_archive_report_free(oz_archive_report *report);
 
 /* What oz_verify_model found in a file that passed every check. */
 typedef struct oz_model_report {
-    uint64_t tensors;          /* every TensorProto at any depth */
-    uint64_t external_tensors; /* of which data_location EXTERNAL (not for encrypted files) */
-    uint64_t external_files;   /* the distinct data files they name */
-    uint64_t external_bytes;   /* their `length` keys */
-    uint64_t checksums;        /* external tensors whose `checksum` key was verified */
+    uint64_t tensors;            /* every TensorProto at any depth */
+    uint64_t external_tensors;   /* of which data_location EXTERNAL (not for encrypted files) */
+    uint64_t external_files;     /* the distinct data files they name */
+    uint64_t external_bytes;     /* their `length` keys */
+    uint64_t checksums;          /* external tensors whose `checksum` key was verified */
+    uint64_t archive_references; /* external tensors into an archive, checked */
 } oz_model_report;
 
 /* Every check `onnxz verify` makes on a file that is not an unencrypted archive (a
@@ -63,10 +64,12 @@ typedef struct oz_model_report {
  * external tensor resolved under spec/external-data.md and every `checksum` key
  * verified (on every core unless opts->parse.num_threads says otherwise; encrypted
  * files: every ONNXZEC1 chunk authenticates), and the model passes oc_model_check
- * (W-41, W-40). On success a new *out (NULL after a failure; oz_model_report_free
- * releases it) holds the figures (oc_model_stats_collect's) of the model's tensors as
- * references to their data files (the model read again without its data), or, for an
- * encrypted file, of the model it decrypts to. info (may be NULL) as oz_open fills it. */
+ * (W-41, W-40); a tensor whose location is an .onnxz archive (a stub's, onnxz/stub.h)
+ * reads the very entry it was made from (oz_stub_check, A-62). On success a new *out
+ * (NULL after a failure; oz_model_report_free releases it) holds the figures
+ * (oc_model_stats_collect's) of the model's tensors as references to their data files
+ * (the model read again without its data), or, for an encrypted file, of the model it
+ * decrypts to. info (may be NULL) as oz_open fills it. */
 OZ_API oc_status oz_verify_model(const char *path, const oz_open_options *opts,
                                  oz_model_report **out, oz_open_info *info, oc_error *err);
 /* Frees what oz_verify_model returned. NULL is accepted. */

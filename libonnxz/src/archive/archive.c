@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <onnxcore/external.h>
+#include <onnxcore/http.h>
 
 #include "internal/external.h"
 #include "internal/nametab.h"
@@ -916,4 +917,15 @@ oc_status oz_archive_check_layout(const oz_archive *ar, const onnx_ModelProto *m
     free(w.first_tensor);
     free(w.has_tensor);
     return st;
+}
+
+/* ---- outputs ---------------------------------------------------------------------- */
+
+oc_status oz__refuse_url_output(const char *path, oc_error *err) {
+    char shown[OC_ERROR_MESSAGE_MAX];
+    if (!path || !oc_is_url(path)) return OC_OK;
+    oc_path_shown(path, shown, sizeof shown);
+    return oc_error_file(err, path,
+                         oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                  "%s is a URL: onnxz writes local files only", shown));
 }

@@ -18,6 +18,7 @@
 #include "onnxz/convert.h"
 #include "onnxcore/external.h"
 #include "onnxz/open.h"
+#include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
 
@@ -228,25 +229,14 @@ static oc_status check_values(const oz_save_options *o, oz_form form, oz_save_op
     return OC_OK;
 }
 
-/* R-14: a URL is read, never written: "URL is a URL: ...", naming the URL as its file
- * (shown without user:password@), OC_OK when path is no URL. */
-static oc_status refuse_url(const char *path, oc_error *err) {
-    char shown[OC_ERROR_MESSAGE_MAX];
-    if (!path || !oc_is_url(path)) return OC_OK;
-    oc_path_shown(path, shown, sizeof shown);
-    return oc_error_file(err, path,
-                         oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                                  "%s is a URL: onnxz writes local files only", shown));
-}
-
 oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
                         oz_save_option *bad, oc_error *err) {
     if (bad) *bad = OZ_SAVE_OPT_NONE;
     if (!out) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     oz_save_options full;
     OC_FORWARD(save_opts(&opts, &full, err));
-    OC_FORWARD(refuse_url(out, err));
-    OC_FORWARD(refuse_url(opts->external_data, err));
+    OC_FORWARD(oz__refuse_url_output(out, err));
+    OC_FORWARD(oz__refuse_url_output(opts->external_data, err));
     oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
     if (opts->form != OZ_FORM_AUTO && (opts->form < OZ_FORM_ONNX || opts->form > OZ_FORM_ONNXC))
         return refuse(OZ_SAVE_OPT_FORM, bad, err, "%d is not a form", (int)opts->form);

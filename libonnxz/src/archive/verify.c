@@ -10,6 +10,8 @@
 #include "internal/onnxcore_shared.h"
 #include "onnxcore/stats.h"
 #include "onnxz/listing.h"
+#include "onnxz/stub.h"
+#include "onnxcore_private.h"
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/options.h"
@@ -106,16 +108,33 @@ static oc_status model_report(oc_model *model, oz_model_report **out, oc_error *
     return r ? OC_OK : nomem(err);
 }
 
-/* The figures of the model at path with its tensors as references (not read again). */
+/* A stub's references into archives (oz_stub_check), locations relative to data_dir or
+ * else to path's directory; a model at a URL names no local archive. */
+static oc_status check_stub(oc_model *model, const char *path, const char *data_dir,
+                            uint64_t *checked, oc_error *err) {
+    char *dir = NULL;
+    *checked = 0;
+    if (oc_is_url(path)) return OC_OK;
+    if (!data_dir && !(dir = oc__path_dir(path))) return nomem(err);
+    oc_status st = oz_stub_check(model, data_dir ? data_dir : dir, checked, err);
+    free(dir);
+    return st;
+}
+
+/* The figures of the model at path with its tensors as references (not read again), and
+ * the check of those that point into archives. */
 static oc_status reference_report(const char *path, const oz_open_options *opts,
                                   oz_model_report **out, oc_error *err) {
     oz_open_options o = *opts;
     oc_model *model = NULL;
+    uint64_t references = 0;
     o.parse.no_copy = 1;
     o.parse.verify_checksums = 0;
     o.parse.skip_external_data = 1;
     oc_status st = oz_open(path, &o, &model, NULL, err);
+    if (st == OC_OK) st = check_stub(model, path, o.parse.data_dir, &references, err);
     if (st == OC_OK) st = model_report(model, out, err);
+    if (st == OC_OK) (*out)->archive_references = references;
     oc_model_free(model);
     return st;
 }
