@@ -31,7 +31,7 @@ from . import _onnxz, _version
 from ._onnxz import Error
 
 __version__ = _version.__version__
-__all__ = ["Error", "File", "convert", "load", "open", "save", "stub"]
+__all__ = ["Error", "File", "convert", "load", "open", "save", "stub", "unpack"]
 
 
 def __dir__():
@@ -393,6 +393,18 @@ def stub(archive, out, *, force=False, sync=False, max_memory=None):
     _onnxz._stub(archive, out, bool(force), bool(sync), _budget(max_memory))
 
 
+def unpack(archive, dir, *, force=False, sync=True, max_memory=None):
+    """Unpacks the .onnxz archive into the directory dir as a classic external-data model,
+    as `onnxz unpack ARCHIVE DIR` does (spec/onnxz.md A-30, A-31): dir/model.onnx is the
+    archive's model, byte for byte, and every other entry the file of the same name beside
+    it, so onnx.load(dir + "/model.onnx") gives the model. Every check comes first (the
+    archive's ZIP rules and CRC-32s, its model, its names; what dir holds); nothing is
+    written unless all pass, and a failure or Ctrl-C (KeyboardInterrupt) half-way removes
+    what was written. dir is made when missing; an existing one must be empty unless
+    force (then files there are replaced). sync: wait for the disk for each file (the
+    tool's default; False as its --no-sync). max_memory: the budget of the archive's
+    reader and model decode (default 1 GiB)."""
+    _onnxz._unpack(archive, dir, bool(force), bool(sync), _budget(max_memory))
 # ONNX TensorProto.DataType -> (the typed field that holds its values, the numpy dtype
 # each value is cast to, the dtype the result is viewed as), from onnx.proto: the
 # package's own table, since an installed onnx may predate a type (python3-onnx 1.12 has

@@ -45,6 +45,10 @@ def stub(archive: PathLike, out: PathLike, *, force: bool = ..., sync: bool = ..
          max_memory: Optional[int] = ...) -> None:
     """`onnxz stub ARCHIVE OUT`: a .onnx whose tensors read the archive in place."""
 
+def unpack(archive: PathLike, dir: PathLike, *, force: bool = ..., sync: bool = ...,
+           max_memory: Optional[int] = ...) -> None:
+    """`onnxz unpack ARCHIVE DIR`: dir/model.onnx and a file per entry beside it."""
+
 class File(Mapping[str, np.ndarray]):
     """An open model file: tensors as zero-copy read-only numpy arrays, by name."""
     def __init__(self, path: PathLike, *, key: Optional[Key] = ...,

@@ -131,10 +131,11 @@ static void key_release(Py_buffer *view, PyObject **holder) {
 
 /* ---- HTTP settings ----------------------------------------------------------------- */
 
-/* The library's cancel (oc_http_options.cancel), asked on the calling thread while a
- * request runs without the GIL: takes the GIL and runs Python's signal handlers, so that
- * Ctrl-C during a long network read raises KeyboardInterrupt (spec/security.md N-6). The
- * handler's exception stays set; the read then fails and raise_error passes it on. */
+/* The library's cancel (oc_http_options.cancel, oz_unpack_options.cancel), asked on the
+ * calling thread while a request or an unpack runs without the GIL: takes the GIL and runs
+ * Python's signal handlers, so that Ctrl-C during a long network read or unpack raises
+ * KeyboardInterrupt (spec/security.md N-6). The handler's exception stays set; the call
+ * then fails and raise_error passes it on. */
 static int http_cancelled(void *ctx) {
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = PyErr_CheckSignals() < 0;
@@ -689,14 +690,48 @@ static PyObject *py_stub(PyObject *self, PyObject *args) {
     o.no_sync = !sync;
     o.max_memory = max_memory;
     oc_error_clear(&err);
-    Py_BEGIN_ALLOW_THREADS st =
-        oz_stub_file(PyBytes_AS_STRING(archive), PyBytes_AS_STRING(out), &o, &info, &err);
-    Py_END_ALLOW_THREADS if (st != OC_OK)
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_stub_file(PyBytes_AS_STRING(archive), PyBytes_AS_STRING(out), &o, &info, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK)
         raise_error(PyBytes_AS_STRING(info.input_failed ? archive : out), &err);
-    else result = Py_NewRef(Py_None);
+    else
+        result = Py_NewRef(Py_None);
 done:
     Py_XDECREF(archive);
     Py_XDECREF(out);
+    return result;
+}
+
+/* _unpack(archive, dir, force, sync, max_memory): oz_unpack_file (onnxz/unpack.h); Ctrl-C
+ * ends it between files with KeyboardInterrupt, what it wrote removed. */
+static PyObject *py_unpack(PyObject *self, PyObject *args) {
+    PyObject *archive_obj, *dir_obj, *archive = NULL, *dir = NULL, *result = NULL;
+    int force, sync;
+    unsigned long long max_memory;
+    oz_unpack_options o = OZ_UNPACK_OPTIONS_INIT;
+    oz_unpack_info info = OZ_UNPACK_INFO_INIT;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOppK", &archive_obj, &dir_obj, &force, &sync, &max_memory))
+        return NULL;
+    if (!path_arg(archive_obj, &archive) || !path_arg(dir_obj, &dir)) goto done;
+    o.overwrite = force;
+    o.no_sync = !sync;
+    o.max_memory = max_memory;
+    o.cancel = http_cancelled;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_unpack_file(PyBytes_AS_STRING(archive), PyBytes_AS_STRING(dir), &o, &info, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(info.input_failed ? archive : dir), &err);
+    else
+        result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(archive);
+    Py_XDECREF(dir);
     return result;
 }
 
@@ -1737,6 +1772,7 @@ static PyMethodDef module_methods[] = {
     {"_watch", py_watch, METH_VARARGS, "(mapped buffer, name) -> _Watch (S-42)."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
+    {"_unpack", py_unpack, METH_VARARGS, "(archive, dir, force, sync, max_memory): oz_unpack_file"},
     {"_stub", py_stub, METH_VARARGS, "(archive, out, force, sync, max_memory): oz_stub_file"},
     {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},

@@ -69,3 +69,70 @@ def test_stub_refusals(tmp_path, archive):
     with pytest.raises(onnxz.Error, match="URL"):
         onnxz.stub(archive, "https://example.com/x.onnx")
     assert not os.path.exists(tmp_path / "y.onnx")
+
+
+def tree(root):
+    """Every file under root, by relative path, with its bytes."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            with open(os.path.join(d, f), "rb") as fh:
+                out[os.path.relpath(os.path.join(d, f), root)] = fh.read()
+    return out
+
+
+def test_unpack_writes_what_the_tool_writes(tmp_path, archive, tool):
+    out = tmp_path / "out"
+    assert onnxz.unpack(archive, out) is None
+    subprocess.run([tool, "-q", "unpack", archive, str(tmp_path / "ref")], check=True)
+    got = tree(out)
+    assert got == tree(tmp_path / "ref") and "model.onnx" in got and len(got) == 4
+    loaded, want = tensors(onnx.load(str(out / "model.onnx"))), tensors(onnxz.load(archive))
+    for name, value in want.items():
+        np.testing.assert_array_equal(loaded[name], value)
+
+
+def test_unpack_refusals(tmp_path, archive):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "mine.txt").write_bytes(b"mine")
+    with pytest.raises(onnxz.Error, match="not empty") as e:
+        onnxz.unpack(archive, busy)
+    assert e.value.file == str(busy)
+    onnxz.unpack(archive, busy, force=True, sync=False)
+    assert (busy / "mine.txt").read_bytes() == b"mine" and (busy / "model.onnx").exists()
+    bad = tmp_path / "bad.onnxz"
+    bad.write_bytes(b"PK\x03\x04 and then nothing that makes an archive")
+    with pytest.raises(onnxz.Error) as e:
+        onnxz.unpack(bad, tmp_path / "bad.dir")
+    assert e.value.file == str(bad)
+    assert not (tmp_path / "bad.dir").exists()
+    with pytest.raises(onnxz.Error, match="URL"):
+        onnxz.unpack(archive, "https://example.com/d")
+
+
+def test_unpack_interrupted_leaves_all_or_nothing(tmp_path):
+    """Ctrl-C at any moment: KeyboardInterrupt and nothing of the unpack left, or the
+    whole of it."""
+    import signal
+    arc = str(tmp_path / "many.onnxz")
+    onnxz.save(make_model(n_weights=64, size=32), arc)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        for i, delay in enumerate([0.0005, 0.002, 0.005, 0.02]):
+            d = tmp_path / f"d{i}"
+            try:
+                signal.setitimer(signal.ITIMER_REAL, delay)
+                onnxz.unpack(arc, d)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                assert len(tree(d)) == 65
+            except KeyboardInterrupt:  # in the unpack, or just before or after it
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                assert not d.exists() or len(tree(d)) == 65
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

@@ -16,6 +16,7 @@
 #include "listing.h"
 #include "open.h"
 #include "stub.h"
+#include "unpack.h"
 #include "verify.h"
 #include "zip.h"
 
