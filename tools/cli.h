@@ -158,12 +158,6 @@ int cli_parse_int(const char *command, const char *option, const char *text, lon
  * the exit status after printing the error. in may be NULL. */
 int cli_check_output(const char *command, const char *in, const char *out, bool force);
 
-/* Sets the model's metadata_props entry key (klen bytes) to value: the first entry with
- * the key gets it, later ones go; one is added when there is none (cmd_meta.c). OC_OK or
- * OC_ERR_NOMEM. */
-oc_status cli_metadata_set(oc_arena *arena, onnx_ModelProto *model, const char *key, size_t klen,
-                           const char *value);
-
 /* The commands (cmd_*.c). */
 extern const cli_command cmd_convert;
 extern const cli_command cmd_info;

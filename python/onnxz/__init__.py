@@ -31,7 +31,7 @@ from . import _onnxz, _version
 from ._onnxz import Error
 
 __version__ = _version.__version__
-__all__ = ["Error", "File", "convert", "load", "open", "save", "stub", "unpack"]
+__all__ = ["Error", "File", "convert", "load", "meta", "open", "save", "stub", "unpack"]
 
 
 def __dir__():
@@ -405,6 +405,8 @@ def unpack(archive, dir, *, force=False, sync=True, max_memory=None):
     tool's default; False as its --no-sync). max_memory: the budget of the archive's
     reader and model decode (default 1 GiB)."""
     _onnxz._unpack(archive, dir, bool(force), bool(sync), _budget(max_memory))
+
+
 # ONNX TensorProto.DataType -> (the typed field that holds its values, the numpy dtype
 # each value is cast to, the dtype the result is viewed as), from onnx.proto: the
 # package's own table, since an installed onnx may predate a type (python3-onnx 1.12 has
@@ -421,6 +423,40 @@ _TYPED = {
 }
 _FIELD_DTYPES = {"float_data": np.float32, "double_data": np.float64, "int64_data": np.int64,
                  "uint64_data": np.uint64, "int32_data": np.int32}
+
+
+def meta(path, *, producer=None, producer_version=None, doc_string=None, set=None,
+         remove=(), append_only=False, max_memory=None):
+    """Shows or edits the model's metadata, as `onnxz meta` does, and returns what
+    `onnxz meta --json PATH` prints, as a dict: file, format ('onnxz' or 'onnx'),
+    producer_name, producer_version, doc_string (None when absent) and metadata_props, a
+    list of {"key": ..., "value": ...} in the model's order.
+
+    Edits, applied in this order: producer, producer_version, doc_string (str: the new
+    value); set, a mapping of metadata_props keys to values (the first entry of a key gets
+    the value, later ones go; a new key is added at the end); remove, metadata_props keys
+    whose every entry goes (an absent key is no error). An .onnxz archive is edited in
+    place (only its model entry and central directory are rewritten; while another
+    process has it open the edit is onnxz.Error "busy", unless append_only, which only
+    appends, A-57); a .onnx file is written anew and renamed over the old one. Either way
+    another edit of the file meanwhile is "busy" (A-58). A symbolic link edits the file it
+    names; encrypted files are refused. Without edits path may be an http(s) URL.
+    max_memory: the budget of the model's decode (default 1 GiB)."""
+    for name, value in (("producer", producer), ("producer_version", producer_version),
+                        ("doc_string", doc_string)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"onnxz.meta: {name} must be a str, not {type(value).__name__}")
+    pairs = list((set or {}).items())
+    keys = [remove] if isinstance(remove, str) else list(remove)
+    for k in [k for k, _ in pairs] + keys:
+        if not isinstance(k, str) or not k:
+            raise ValueError(f"onnxz.meta: metadata_props key {k!r}: give a non-empty str")
+    is_archive, (name, version, doc, props) = _onnxz._meta(
+        path, producer, producer_version, doc_string, pairs, keys, bool(append_only),
+        _budget(max_memory))
+    return {"file": _onnxz._path_shown(_fspath(path)),
+            "format": "onnxz" if is_archive else "onnx", "producer_name": name, "producer_version": version, "doc_string": doc,
+            "metadata_props": [{"key": k, "value": v} for k, v in props]}
 
 
 def _typed_array(t, dims):

@@ -1,6 +1,6 @@
 """Type hints of the onnxz package (see onnxz/__init__.py for the full docstrings)."""
 import os
-from typing import IO, Any, Dict, Iterator, List, Literal, Mapping, Optional, Union
+from typing import IO, Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import onnx
@@ -48,6 +48,12 @@ def stub(archive: PathLike, out: PathLike, *, force: bool = ..., sync: bool = ..
 def unpack(archive: PathLike, dir: PathLike, *, force: bool = ..., sync: bool = ...,
            max_memory: Optional[int] = ...) -> None:
     """`onnxz unpack ARCHIVE DIR`: dir/model.onnx and a file per entry beside it."""
+
+def meta(path: PathLike, *, producer: Optional[str] = ..., producer_version: Optional[str] = ...,
+         doc_string: Optional[str] = ..., set: Optional[Mapping[str, str]] = ...,
+         remove: Union[str, Sequence[str]] = ..., append_only: bool = ...,
+         max_memory: Optional[int] = ...) -> Dict[str, Any]:
+    """`onnxz meta [edits] PATH --json`: the fields after the edits."""
 
 class File(Mapping[str, np.ndarray]):
     """An open model file: tensors as zero-copy read-only numpy arrays, by name."""

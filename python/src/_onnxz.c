@@ -735,6 +735,92 @@ done:
     return result;
 }
 
+/* A string field of a model as Python text (not UTF-8: its bytes as surrogates), or None. */
+static PyObject *model_text(int has, const oc_str *s) {
+    if (!has) return Py_NewRef(Py_None);
+    return PyUnicode_DecodeUTF8(s->data, (Py_ssize_t)s->size, "surrogateescape");
+}
+
+/* The fields onnxz.meta gives: (producer_name, producer_version, doc_string,
+ * [(key, value)...]). */
+static PyObject *metadata_fields(const onnx_ModelProto *m) {
+    PyObject *props = PyList_New((Py_ssize_t)m->metadata_props.count);
+    for (uint64_t i = 0; props && i < m->metadata_props.count; i++) {
+        const onnx_StringStringEntryProto *e = m->metadata_props.items[i];
+        PyObject *pair = Py_BuildValue("(NN)", model_text(1, &e->key), model_text(1, &e->value));
+        if (!pair)
+            Py_CLEAR(props);
+        else
+            PyList_SET_ITEM(props, (Py_ssize_t)i, pair);
+    }
+    if (!props) return NULL;
+    return Py_BuildValue("(NNNN)",
+                         model_text(OC_HAS(ModelProto, m, producer_name), &m->producer_name),
+                         model_text(OC_HAS(ModelProto, m, producer_version), &m->producer_version),
+                         model_text(OC_HAS(ModelProto, m, doc_string), &m->doc_string), props);
+}
+
+/* The edits of _meta in their order: the three fields (NULL: not edited), then each
+ * (key, value) of set, then each key of remove. The strings are the lists' own. */
+static int metadata_edits(const char *const fields[3], PyObject *set, PyObject *remove,
+                          oz_metadata_edit **out, size_t *n) {
+    static const oz_metadata_op field_ops[3] = {OZ_METADATA_PRODUCER, OZ_METADATA_PRODUCER_VERSION,
+                                                OZ_METADATA_DOC_STRING};
+    Py_ssize_t nset = PyList_GET_SIZE(set), nremove = PyList_GET_SIZE(remove);
+    oz_metadata_edit *e = PyMem_Calloc((size_t)(3 + nset + nremove), sizeof *e);
+    *out = e;
+    *n = 0;
+    if (!e) return PyErr_NoMemory(), -1;
+    for (int i = 0; i < 3; i++)
+        if (fields[i]) e[(*n)++] = (oz_metadata_edit){field_ops[i], NULL, fields[i]};
+    for (Py_ssize_t i = 0; i < nset; i++, (*n)++) {
+        e[*n].op = OZ_METADATA_SET;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(set, i), "ss", &e[*n].key, &e[*n].value)) return -1;
+    }
+    for (Py_ssize_t i = 0; i < nremove; i++, (*n)++) {
+        e[*n].op = OZ_METADATA_REMOVE;
+        if (!(e[*n].key = PyUnicode_AsUTF8(PyList_GET_ITEM(remove, i)))) return -1;
+    }
+    return 0;
+}
+
+/* _meta(path, producer, producer_version, doc_string, set, remove, append_only,
+ * max_memory) -> (is_archive, fields): oz_edit_metadata with metadata_edits' edits;
+ * the fields (metadata_fields) as they now are. */
+static PyObject *py_meta(PyObject *self, PyObject *args) {
+    PyObject *path_obj, *path = NULL, *set, *remove, *fields = NULL, *result = NULL;
+    const char *field[3];
+    int append_only;
+    unsigned long long max_memory;
+    oz_metadata_options o = OZ_METADATA_OPTIONS_INIT;
+    oz_metadata_info info = OZ_METADATA_INFO_INIT;
+    oz_metadata_edit *edits = NULL;
+    oc_model *model = NULL;
+    size_t n;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OzzzO!O!pK", &path_obj, &field[0], &field[1], &field[2],
+                          &PyList_Type, &set, &PyList_Type, &remove, &append_only, &max_memory))
+        return NULL;
+    if (!path_arg(path_obj, &path) || metadata_edits(field, set, remove, &edits, &n) < 0) goto done;
+    o.append_only = append_only;
+    o.max_memory = max_memory;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_edit_metadata(PyBytes_AS_STRING(path), edits, n, &o, &model, &info, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(path), &err);
+    else if ((fields = metadata_fields(oc_model_proto(model))) != NULL)
+        result = Py_BuildValue("(ON)", info.is_archive ? Py_True : Py_False, fields);
+    oc_model_free(model);
+done:
+    PyMem_Free(edits);
+    Py_XDECREF(path);
+    return result;
+}
+
 /* ---- _Span: read-only bytes kept alive by an owner token ------------------------------ */
 
 typedef struct {
@@ -1772,6 +1858,9 @@ static PyMethodDef module_methods[] = {
     {"_watch", py_watch, METH_VARARGS, "(mapped buffer, name) -> _Watch (S-42)."},
     {"_save", py_save, METH_VARARGS, "(model_bytes, path, opts[, tensors, sizes]) -> bool"},
     {"_convert", py_convert, METH_VARARGS, "(src, dst, opts, key, data_dir)"},
+    {"_meta", py_meta, METH_VARARGS,
+     "(path, producer, producer_version, doc_string, set, "
+     "remove, append_only, max_memory): oz_edit_metadata"},
     {"_unpack", py_unpack, METH_VARARGS, "(archive, dir, force, sync, max_memory): oz_unpack_file"},
     {"_stub", py_stub, METH_VARARGS, "(archive, out, force, sync, max_memory): oz_stub_file"},
     {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},

@@ -136,3 +136,37 @@ def test_unpack_interrupted_leaves_all_or_nothing(tmp_path):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_meta_edits_as_the_tool_does(tmp_path, archive, tool):
+    import json
+    got = onnxz.meta(archive, producer="me", doc_string="doc", set={"a": "1", "b": "2"},
+                     remove=["b"])
+    want = json.loads(subprocess.run([tool, "meta", "--json", archive], check=True,
+                                     capture_output=True, text=True).stdout)
+    assert got == want
+    assert got["format"] == "onnxz" and got["producer_name"] == "me"
+    assert got["metadata_props"] == [{"key": "a", "value": "1"}]
+    assert onnxz.meta(archive) == want  # no edits: a read
+    np.testing.assert_array_equal(onnxz.load(archive).graph.initializer[0].raw_data,
+                                  make_model(n_weights=3, size=64).graph.initializer[0].raw_data)
+
+
+def test_meta_of_a_onnx_file_and_its_lock(tmp_path):
+    import fcntl
+    path = str(tmp_path / "m.onnx")
+    onnxz.save(make_model(n_weights=2, size=8), path)
+    got = onnxz.meta(path, set={"k": "v"}, producer_version="2")
+    assert got["format"] == "onnx" and got["producer_version"] == "2"
+    m = onnx.load(path)
+    assert [(p.key, p.value) for p in m.metadata_props] == [("k", "v")]
+    with open(path, "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # another editor
+        with pytest.raises(onnxz.Error, match="busy") as e:
+            onnxz.meta(path, remove="k")
+        assert e.value.status == "busy" and e.value.rule == "A-58"
+    assert onnxz.meta(path, remove="k")["metadata_props"] == []
+    with pytest.raises(ValueError):
+        onnxz.meta(path, set={"": "x"})
+    with pytest.raises(onnxz.Error, match="URL"):
+        onnxz.meta("https://example.com/m.onnx", producer="x")

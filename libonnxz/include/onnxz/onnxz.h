@@ -14,6 +14,7 @@
 #include "export.h"
 #include "limits.h"
 #include "listing.h"
+#include "metadata.h"
 #include "open.h"
 #include "stub.h"
 #include "unpack.h"

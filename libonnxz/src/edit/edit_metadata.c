@@ -1,0 +1,227 @@
+/*
+ * edit_metadata.c - a model's metadata shown or edited in one call (onnxz/metadata.h):
+ * an archive in place (oz_archive_edit_*), a .onnx file rewritten whole, each under its
+ * lock (A-58).
+ */
+#define _DEFAULT_SOURCE /* flock, realpath */
+#include "onnxz/metadata.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal/metadata.h"
+#include "internal/onnxcore_shared.h"
+#include "internal/error.h"
+#include "onnxcore_private.h"
+#include "onnxcore/http.h"
+#include "onnxz/archive.h"
+#include "onnxz/open.h"
+
+void oz_metadata_options_init(oz_metadata_options *opts) {
+    static const oz_metadata_options defaults = OZ_METADATA_OPTIONS_INIT;
+    *opts = defaults;
+}
+
+/* The caller's options by their size: its own when of this version, else the defaults
+ * overlaid with the fields its (older, shorter) struct holds. */
+static oc_status metadata_opts(const oz_metadata_options **opts, oz_metadata_options *local,
+                               oc_error *err) {
+    const oz_metadata_options *in = *opts;
+    if (in && in->size == sizeof *in) return OC_OK;
+    oz_metadata_options_init(local);
+    *opts = local;
+    if (!in) return OC_OK;
+    OC_FORWARD(oc__opts_check(in, in->size, sizeof *in, "oz_metadata_options", err));
+    memcpy(local, in, in->size < sizeof *in ? in->size : sizeof *in);
+    local->size = sizeof *local;
+    return OC_OK;
+}
+
+/* The fields of found that the caller's info holds (by its size). */
+static void info_put(oz_metadata_info *info, const oz_metadata_info *found) {
+    if (info)
+        memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
+               (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
+}
+
+/* Every edit is well formed, before anything is read. */
+static oc_status check_edits(const oz_metadata_edit *edits, size_t n, oc_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        const oz_metadata_edit *e = &edits[i];
+        if (e->op < OZ_METADATA_PRODUCER || e->op > OZ_METADATA_REMOVE)
+            return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "edit %zu: %d is no edit", i,
+                            (int)e->op);
+        if ((e->op == OZ_METADATA_SET || e->op == OZ_METADATA_REMOVE) && (!e->key || !*e->key))
+            return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "edit %zu: a metadata_props key must not be empty", i);
+        if (e->op != OZ_METADATA_REMOVE && !e->value)
+            return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "edit %zu: no value", i);
+    }
+    return OC_OK;
+}
+
+static oc_status set_field(oc_arena *arena, oc_str *field, const char *value) {
+    return oc_str_set_cstr(arena, field, value);
+}
+
+static oc_status apply_edits(const oz_metadata_edit *edits, size_t n, oc_model *model,
+                             oc_error *err) {
+    onnx_ModelProto *m = oc_model_proto(model);
+    oc_arena *arena = oc_model_arena(model);
+    oc_status st = OC_OK;
+    for (size_t i = 0; i < n && st == OC_OK; i++) {
+        const oz_metadata_edit *e = &edits[i];
+        switch (e->op) {
+        case OZ_METADATA_PRODUCER:
+            st = set_field(arena, &m->producer_name, e->value);
+            OC_SET_HAS(ModelProto, m, producer_name);
+            break;
+        case OZ_METADATA_PRODUCER_VERSION:
+            st = set_field(arena, &m->producer_version, e->value);
+            OC_SET_HAS(ModelProto, m, producer_version);
+            break;
+        case OZ_METADATA_DOC_STRING:
+            st = set_field(arena, &m->doc_string, e->value);
+            OC_SET_HAS(ModelProto, m, doc_string);
+            break;
+        case OZ_METADATA_SET:
+            st = oz__metadata_set(arena, m, e->key, strlen(e->key), e->value);
+            break;
+        case OZ_METADATA_REMOVE:
+            oz__metadata_remove(m, e->key, strlen(e->key));
+            break;
+        }
+    }
+    return st == OC_OK ? OC_OK : oc__fail(err, st, OC_NO_OFFSET, "out of memory");
+}
+
+/* One editor of a .onnx file at a time (A-58), and no save of a pair over it meanwhile
+ * (E-25: a save takes the same lock): an exclusive flock on the file, taken before it is
+ * read and held until the new file has replaced it. Another editor's rename
+ * may have replaced the name between our open and our lock: then the lock is on a file
+ * nobody will read again, so it is taken again on the file the name now holds. */
+static oc_status lock_model_file(const char *path, int *fd_out, oc_error *err) {
+    for (int attempt = 0; attempt < 16; attempt++) {
+        struct stat a, b;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+            return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+            close(fd);
+            return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58",
+                                 "busy: another edit of it is in progress");
+        }
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            *fd_out = fd;
+            return OC_OK;
+        }
+        close(fd);
+    }
+    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58",
+                         "busy: it keeps being replaced while we lock it");
+}
+
+/* An archive edited in place: the model read, changed and committed under the edit. */
+static oc_status edit_archive(const char *path, const oz_metadata_edit *edits, size_t n,
+                              const oz_metadata_options *opts, const oc_parse_options *po,
+                              oc_model **model, oz_metadata_info *found, oc_error *err) {
+    oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+    oz_archive_edit *ed = NULL;
+    ao.append_only = opts->append_only;
+    oc_status st = oz_archive_edit_begin(path, &ao, &ed, err);
+    if (st == OC_OK)
+        found->rolled_back = oz_archive_edit_rolled_back(ed, &found->cut_from, &found->cut_to);
+    if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), po, model, err);
+    if (st == OC_OK) {
+        oc__test_point("meta-read");
+        st = apply_edits(edits, n, *model, err);
+    }
+    if (st == OC_OK)
+        st = oz_archive_edit_commit(ed, &onnx_ModelProto_desc, oc_model_proto(*model), err);
+    oz_archive_edit_end(ed);
+    return st;
+}
+
+/* A .onnx file written anew beside itself and renamed over the old one, under its lock;
+ * the mapping keeps the old bytes while the new file is written. */
+static oc_status edit_model_file(const char *path, const oz_metadata_edit *edits, size_t n,
+                                 const oc_parse_options *po, oc_model **model, oc_error *err) {
+    oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+    int lock_fd = -1;
+    OC_FORWARD(lock_model_file(path, &lock_fd, err));
+    oo.parse = *po;
+    oo.parse.no_copy = 1;
+    oc_status st = oz_open(path, &oo, model, NULL, err);
+    if (st == OC_OK) {
+        oc__test_point("meta-read");
+        st = apply_edits(edits, n, *model, err);
+    }
+    if (st == OC_OK) {
+        oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
+        so.overwrite = 1;
+        st = oc_model_save_file(*model, path, &so, err);
+    }
+    close(lock_fd);
+    return st;
+}
+
+/* The file's kind decides the edit: an archive in place, a .onnx rewritten; encrypted
+ * files are refused, and a file too short to tell is left to oz_open to report. */
+static oc_status edit_path(const char *path, const oz_metadata_edit *edits, size_t n,
+                           const oz_metadata_options *opts, oc_model **model,
+                           oz_metadata_info *found, oc_error *err) {
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+    oc_crypt_format crypt;
+    oz_kind kind = OZ_KIND_MODEL;
+    po.max_memory = opts->max_memory;
+    po.skip_external_data = 1; /* entries and data files stay references */
+    OC_FORWARD(oz_detect_path(path, NULL, &kind, err));
+    found->is_archive = kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT;
+    if (n && oz_kind_is_encrypted(kind, &crypt))
+        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "is encrypted (%s): decrypt it, edit, and encrypt it again",
+                        oc_crypt_format_name(crypt));
+    if (n && found->is_archive) return edit_archive(path, edits, n, opts, &po, model, found, err);
+    if (n && kind == OZ_KIND_MODEL) return edit_model_file(path, edits, n, &po, model, err);
+    oo.parse = po;
+    return oz_open(path, &oo, model, NULL, err);
+}
+
+oc_status oz_edit_metadata(const char *path, const oz_metadata_edit *edits, size_t n,
+                           const oz_metadata_options *opts, oc_model **out, oz_metadata_info *info,
+                           oc_error *err) {
+    oz_metadata_info found = OZ_METADATA_INFO_INIT;
+    oz_metadata_options full;
+    oc_model *model = NULL;
+    char *target = NULL;
+    struct stat st_link;
+    if (out) *out = NULL;
+    if (info) OC_FORWARD(oc__opts_check(info, info->size, sizeof *info, "oz_metadata_info", err));
+    oc_status st = !path || (n && !edits) ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                                     "oz_edit_metadata: missing argument")
+                                          : metadata_opts(&opts, &full, err);
+    if (st == OC_OK) st = check_edits(edits, n, err);
+    if (st == OC_OK && n && oc_is_url(path)) /* before any request: a URL is never written */
+        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "is a URL: onnxz edits local files only");
+    /* An edit changes the file a symbolic link names, archive and .onnx alike (W-32): the
+     * link is resolved once, for everything that follows. */
+    if (st == OC_OK && !oc_is_url(path) && lstat(path, &st_link) == 0 && S_ISLNK(st_link.st_mode) &&
+        !(target = realpath(path, NULL)))
+        st = oc__fail_errno(err, errno, "a symbolic link to nothing usable");
+    if (st == OC_OK) st = edit_path(target ? target : path, edits, n, opts, &model, &found, err);
+    free(target);
+    if (st == OC_OK && out)
+        *out = model;
+    else
+        oc_model_free(model);
+    info_put(info, &found);
+    return st;
+}
