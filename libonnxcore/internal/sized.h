@@ -16,7 +16,9 @@
 
 /* Fails with OC_ERR_INVALID_ARG for a caller's struct at opts whose size field (size)
  * was never set, and for one longer than the `known` bytes of this library's that sets a
- * byte past them. For every struct that begins with its size, options and outputs. */
+ * byte past them. For every struct that begins with its size; an output struct passes
+ * known = size (oc__output_check): the library fills the fields it knows and reads none,
+ * so a later caller's fields past them are its own business, whatever they hold. */
 static inline oc_status oc__opts_check(const void *opts, size_t size, size_t known,
                                        const char *what, oc_error *err) {
     if (size < OC_OPTS_MIN_SIZE)
@@ -31,6 +33,13 @@ static inline oc_status oc__opts_check(const void *opts, size_t size, size_t kno
                                 "is set, an option of a later version",
                                 what, size, known, i);
     return OC_OK;
+}
+
+/* The check of an output struct (oz_open_info, oz_convert_info): only that its size was
+ * set. */
+static inline oc_status oc__output_check(const void *out, size_t size, const char *what,
+                                         oc_error *err) {
+    return oc__opts_check(out, size, size, what, err);
 }
 
 #endif

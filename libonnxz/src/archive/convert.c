@@ -394,7 +394,7 @@ static void info_put(oz_convert_info *info, const oz_convert_info *found) {
 
 oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,
                           const oz_save_options *out_opts, oz_convert_info *info, oc_error *err) {
-    if (info) OC_FORWARD(oc__opts_check(info, info->size, sizeof *info, "oz_convert_info", err));
+    if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_convert_info", err));
     oz_convert_info found = OZ_CONVERT_INFO_INIT;
     oz_save_options so;
     oz_form form;

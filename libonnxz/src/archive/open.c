@@ -372,7 +372,7 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
 oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
                   oc_error *err) {
     if (out) *out = NULL;
-    if (info && oc__opts_check(info, info->size, sizeof *info, "oz_open_info", err) != OC_OK)
+    if (info && oc__output_check(info, info->size, "oz_open_info", err) != OC_OK)
         return OC_ERR_INVALID_ARG;
     oz_open_info found = OZ_OPEN_INFO_INIT;
     oc_status st = open_any(path, opts, out, &found, NULL, err);
@@ -387,7 +387,7 @@ oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_mod
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_open_deferred: missing argument");
     *weights = NULL;
-    if (info && oc__opts_check(info, info->size, sizeof *info, "oz_open_info", err) != OC_OK)
+    if (info && oc__output_check(info, info->size, "oz_open_info", err) != OC_OK)
         return OC_ERR_INVALID_ARG;
     oz_weights *w = calloc(1, sizeof *w);
     if (!w) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
