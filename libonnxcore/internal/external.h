@@ -46,11 +46,15 @@ OC_PRIVATE oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg,
  *                        open its data files, then unlock. Only a process that may write
  *                        the model can make it wait.
  *   oc__pair_write_lock  a save: the model it replaces, opened for writing and
- *                        write-locked, held while its files are renamed into place.
+ *                        write-locked, held while its files are renamed into place;
+ *                        OC__PAIR_DENIED when the saver may not open it for writing (a
+ *                        read-only model): the save is refused, since unlocked renames
+ *                        would let a reader mix the new data with the old model.
  *   oc__pair_dir_lock    a save: an exclusive flock on model_path's directory, held from
  *                        before it looks at what it replaces until its commit is done
  *                        (saves one after the other; readers never take it). */
 #define OC__PAIR_BUSY         (-2)
+#define OC__PAIR_DENIED       (-3)
 #define OC__PAIR_LOCK_WAIT_MS 2000
 int oc__pair_read_lock(const char *model_path);
 int oc__pair_write_lock(const char *model_path);

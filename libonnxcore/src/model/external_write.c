@@ -462,6 +462,15 @@ static oc_status model_busy(const char *model_path, oc_error *err) {
                          "busy: another process reads or edits '%s'; try again", model_path);
 }
 
+static oc_status model_denied(const char *model_path, oc_error *err) {
+    oc_status st = oc__fail_errno_rule(err, EACCES, "L-5",
+                                       "'%s' cannot be opened for writing, so a save cannot "
+                                       "lock it against readers while the pair is replaced; "
+                                       "make it writable or remove it first",
+                                       model_path);
+    return oc_error_file(err, model_path, st);
+}
+
 /* E-26: the numbered parts (`LOCATION.N`, N >= 1, as E-22 names them) that the model
  * being replaced references and this save does not write: only those, whatever else the
  * old model names (another location may be shared with other models). */
@@ -647,6 +656,7 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     }
     if (st == OC_OK) model_lock = oc__pair_write_lock(path);
     if (model_lock == OC__PAIR_BUSY) st = model_busy(path, err);
+    if (model_lock == OC__PAIR_DENIED) st = model_denied(path, err);
     oc__test_point("pair-locked");
     if (st == OC_OK && !w->opts->overwrite) st = check_none_exists(w, model, err);
     int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;

@@ -94,7 +94,7 @@ static int lock_model(const char *path, int write) {
         /* Not even opened unless a regular file: opening a FIFO or a device has effects. */
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
         int fd = open(path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0) return -1;
+        if (fd < 0) return write && (errno == EACCES || errno == EPERM) ? OC__PAIR_DENIED : -1;
         int held = take(fd, write);
         if (held == 0 && is_at(fd, path)) return fd;
         if (held == 0) replaced++;

@@ -322,6 +322,50 @@ def test_l5_readers_beside_foreign_locks(tmp_path):
         shutil.rmtree(d)
 
 
+def test_l5_save_over_a_read_only_pair_refused(tmp_path):
+    """L-5: a save replaces a pair only holding the write lock on its model, which needs
+    the model open for writing. Run as its owner (not root, whom no mode stops), a save
+    over a pair whose model is read-only (0444: kept by every later save, as a save keeps
+    the mode) is refused, naming the file and the rule, and the old pair stays whole.
+    Before, it renamed the pair with no lock, and a reader between the renames read the
+    new data with the old model."""
+    import pytest
+    import subprocess
+    import tempfile
+    prefix, why = as_nobody()
+    if prefix is None:
+        pytest.skip(why)
+    d = tempfile.mkdtemp(prefix="onnxz-l5ro-")
+    try:
+        os.chown(d, *nobody_ids())
+        for name, v in (("a.onnx", 1.0), ("b.onnx", 2.0)):
+            w = numpy_helper.from_array(np.full(4096, v, np.float32), "W")
+            onnx.save(helper.make_model(helper.make_graph([], name, [], [], initializer=[w])),
+                      os.path.join(d, name))
+        ext = ["--external-data", "t.data"]
+        subprocess.run(prefix + [TOOL, "-q", "convert", "a.onnx", "t.onnx"] + ext, cwd=d,
+                       check=True)
+        os.chmod(os.path.join(d, "t.onnx"), 0o444)
+        before = {n: open(os.path.join(d, n), "rb").read() for n in ("t.onnx", "t.data")}
+        r = subprocess.run(prefix + [TOOL, "-q", "convert", "-f", "b.onnx", "t.onnx"] + ext,
+                           cwd=d, capture_output=True, text=True)
+        assert r.returncode != 0, r
+        assert "t.onnx" in r.stderr and "L-5" in r.stderr and "writable" in r.stderr, r.stderr
+        after = {n: open(os.path.join(d, n), "rb").read() for n in ("t.onnx", "t.data")}
+        assert after == before
+        assert sorted(os.listdir(d)) == ["a.onnx", "b.onnx", "t.data", "t.onnx"]
+    finally:
+        import shutil
+        shutil.rmtree(d)
+
+
+def nobody_ids():
+    """(uid, gid) of nobody."""
+    import grp
+    import pwd
+    return pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid
+
+
 # ---- L-2: an open File describes what it opened ----------------------------------------
 
 def test_l2_open_file_describes_what_it_opened(tmp_path):
