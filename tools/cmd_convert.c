@@ -142,7 +142,7 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     p->force = args->seen[CONVERT_OPT_FORCE];
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
-    s->overwrite = p->force;
+    s->no_overwrite = !p->force;
     s->no_sync = args->seen[CONVERT_OPT_NO_SYNC];
     s->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
     s->checksum = args->seen[CONVERT_OPT_CHECKSUM];

@@ -168,7 +168,7 @@ static int run_crypt(const cli_args *args, bool encrypting) {
     rc = cli_key_get(cmd, args->value[CRYPT_OPT_KEY_FILE], encrypting ? out : in, encrypting,
                      args->verbosity, &key);
     if (rc != CLI_EXIT_OK) return rc;
-    o.no_overwrite = force ? 0 : 1;
+    o.no_overwrite = !force;
     start = cli_now_ms();
     if (encrypting && o.format == OC_CRYPT_ONNXCRY1) { /* C-56: only what decrypt accepts */
         oc_error why;

@@ -59,7 +59,7 @@ static inline void oc__parse_opts_copy(oc_parse_options *dst, const oc_parse_opt
 static inline void oc__serialize_opts_copy(oc_serialize_options *dst,
                                            const oc_serialize_options *src) {
     OC_OPTS_COPY(dst, src, oc_serialize_options, buffer);
-    OC_OPTS_COPY(dst, src, oc_serialize_options, overwrite);
+    OC_OPTS_COPY(dst, src, oc_serialize_options, no_overwrite);
     OC_OPTS_COPY(dst, src, oc_serialize_options, external_data);
     OC_OPTS_COPY(dst, src, oc_serialize_options, max_external_file_size);
     OC_OPTS_COPY(dst, src, oc_serialize_options, checksum);

@@ -548,7 +548,7 @@ static oc_status save_serialized(const Py_buffer *data, const char *path, save_o
             return OC_OK;
         }
     }
-    s->o.overwrite = 1; /* Python's save replaces, as onnx.save does */
+    s->o.no_overwrite = 0; /* Python's save replaces, as onnx.save does */
     s->o.fetch = w ? &fetch : NULL;
     if (st == OC_OK) st = oz_save(model, path, &s->o, err);
     oc_model_free(model);
@@ -649,7 +649,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
         key_release(&key, &holder);
         goto done;
     }
-    s.o.overwrite = 1;
+    s.o.no_overwrite = 0; /* as save: OUT is replaced */
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     o.parse.max_memory = s.max_memory;
     o.key = key.buf;

@@ -52,7 +52,7 @@ typedef struct old_parse_options {
 typedef struct old_serialize_options {
     size_t size;
     oc_tensor_buffer_options buffer;
-    int overwrite;
+    int no_overwrite;
     const char *external_data;
     uint64_t max_external_file_size;
     int checksum;
@@ -303,7 +303,6 @@ static old_serialize_options *old_serialize_at(slab *s, size_t at) {
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->buffer.raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT;
-    o->overwrite = 1;
     return o;
 }
 
@@ -318,8 +317,8 @@ static void test_serialize_old(void) {
     poison_at(&s, offsetof(oc_serialize_options, progress), &bad, sizeof bad);
     CHECK_OK(oc_model_save_file(model, copy_path, (const oc_serialize_options *)(void *)o, &err),
              &err);
-    /* overwrite, an old field, is read: 0 refuses the existing file. */
-    o->overwrite = 0;
+    /* no_overwrite, an old field, is read: it refuses the existing file. */
+    o->no_overwrite = 1;
     CHECK_STATUS(
         oc_model_save_file(model, copy_path, (const oc_serialize_options *)(void *)o, &err),
         OC_ERR_EXISTS, &err);
@@ -586,7 +585,7 @@ static void test_error_old(void) {
 typedef struct old_save_options {
     size_t size;
     oz_form form;
-    int overwrite;
+    int no_overwrite;
     int no_sync;
     const char *external_data;
     bool has_max_file_size;
@@ -658,20 +657,19 @@ static void test_save_old(void) {
     REQUIRE(oc_model_load_file(model_path, NULL, &model, &err) == OC_OK);
     /* An old struct, its unknown fields poisoned: a fetch that faults when used, a cancel
      * that is no function. Its own fields are honoured: the form, deflate_model,
-     * overwrite. */
+     * no_overwrite. */
     memset(s.bytes, 0xA5, sizeof s.bytes);
     old_save_options *o = (old_save_options *)(void *)s.bytes;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->form = OZ_FORM_ONNXZ;
-    o->overwrite = 1;
     o->deflate_model = 1;
     void *bad = (void *)(uintptr_t)8;
     poison_at(&s, offsetof(oz_save_options, fetch), &bad, sizeof bad);
     const oz_save_options *so = (const oz_save_options *)(void *)o;
     CHECK_OK(oz_save(model, save_path, so, &err), &err);
     CHECK_EQ(model_entry_method(save_path), OZ_ZIP_DEFLATED);
-    o->overwrite = 0;
+    o->no_overwrite = 1;
     CHECK_STATUS(oz_save(model, save_path, so, &err), OC_ERR_EXISTS, &err);
 
     /* A later caller's struct: zeros past today's fields are accepted. */

@@ -594,7 +594,7 @@ int main(int argc, char **argv) {
         rm_outputs();
     }
 
-    /* Onto its own input (overwrite is the default): the mapping keeps the old bytes. */
+    /* Onto its own input (replacing is the default): the mapping keeps the old bytes. */
     CHECK_OK(oz_convert(at("source.onnx"), at("d_self.onnxz"), NULL, &err));
     CHECK_OK(oz_convert(at("d_self.onnxz"), at("d_self.onnxz"), NULL, &err));
     CHECK_OK(oz_convert(at("d_self.onnxz"), at("d_self.onnx"), NULL, &err));
@@ -604,10 +604,10 @@ int main(int argc, char **argv) {
         CHECK(b && n == want_n && memcmp(b, want, n) == 0);
         free(b);
     }
-    /* Without overwrite an existing OUT stays, and the error says so. */
+    /* With no_overwrite an existing OUT stays, and the error says so. */
     {
         oz_convert_options o = OZ_CONVERT_OPTIONS_INIT;
-        o.save.serialize.overwrite = 0;
+        o.save.serialize.no_overwrite = 1;
         CHECK(oz_convert(at("source.onnx"), at("d_self.onnx"), &o, &err) == OC_ERR_EXISTS);
     }
     /* Errors: a missing input, external data asked of an archive. */

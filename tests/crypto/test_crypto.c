@@ -872,7 +872,7 @@ static void test_models(void) {
     CHECK_STATUS(oc_crypt_save_model_file(model, path, PASS, PASSLEN, NULL, &so, &err),
                  OC_ERR_INVALID_ARG, &err);
     so.external_data = NULL;
-    so.overwrite = 0;
+    so.no_overwrite = 1;
     CHECK_STATUS(oc_crypt_save_model_file(model, path, PASS, PASSLEN, NULL, &so, &err),
                  OC_ERR_EXISTS, &err);
     remove(path);

@@ -73,7 +73,7 @@ static void test_status(void) {
     oc_serialize_options_init(&so);
     CHECK_EQ(so.buffer.raw_data_threshold, 1024);
     CHECK_EQ(so.buffer.alignment, 0);
-    CHECK_EQ(so.overwrite, 1);
+    CHECK_EQ(so.no_overwrite, 0);
     CHECK(strcmp(oc_version(), ONNXCORE_VERSION_STRING) == 0);
 }
 

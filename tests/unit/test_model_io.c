@@ -254,7 +254,7 @@ static void test_file_roundtrip(void) {
     oc_model *m2 = oc_model_new();
     REQUIRE(m2 != NULL);
     SETS(ModelProto, oc_model_proto(m2), doc_string, oc_model_arena(m2), "replacement");
-    CHECK_OK(oc_model_save_file(m2, p, NULL, &err), &err); /* NULL options: overwrite */
+    CHECK_OK(oc_model_save_file(m2, p, NULL, &err), &err); /* NULL options: replaces */
     void *b3 = NULL;
     uint64_t n3 = 0;
     REQUIRE(save_mem(m2, &b3, &n3));
@@ -269,9 +269,9 @@ static void test_file_roundtrip(void) {
     }
     CHECK_EQ(td_count(dir, 0), 1);
 
-    /* overwrite = 0 onto an existing file: OC_ERR_EXISTS, the file untouched. */
+    /* no_overwrite onto an existing file: OC_ERR_EXISTS, the file untouched. */
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
-    so.overwrite = 0;
+    so.no_overwrite = 1;
     oc_error_clear(&err);
     CHECK_STATUS(oc_model_save_file(m, p, &so, &err), OC_ERR_EXISTS, &err);
     CHECK_EQ(err.code, OC_ERR_EXISTS);
@@ -281,7 +281,7 @@ static void test_file_roundtrip(void) {
         CHECK(!"leftovers after OC_ERR_EXISTS");
         td_count(dir, 1);
     }
-    /* overwrite = 0 onto a new name works. */
+    /* no_overwrite onto a new name works. */
     char p2[4200];
     pathof(p2, sizeof p2, "fresh.onnx");
     CHECK_OK(oc_model_save_file(m, p2, &so, &err), &err);
@@ -333,7 +333,7 @@ static void test_failed_saves(void) {
     CHECK_EQ(td_count(dir, 0), before);
     unlink(f);
 
-    /* A target that is a directory (overwrite on): the rename fails; the directory and its
+    /* A target that is a directory (no_overwrite off): the rename fails; the directory and its
      * contents stay, no temporary file is left beside it. */
     char d[4200], inner[4300];
     pathof(d, sizeof d, "a-directory");
@@ -348,9 +348,9 @@ static void test_failed_saves(void) {
     if (!CHECK_EQ(td_count(dir, 0), before)) td_count(dir, 1);
     CHECK_EQ(td_count(d, 0), 1);
     CHECK(file_is(inner, "keep", 4));
-    /* ... and without overwrite, it exists. */
+    /* ... and with no_overwrite, it exists. */
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
-    so.overwrite = 0;
+    so.no_overwrite = 1;
     CHECK_STATUS(oc_model_save_file(m, d, &so, &err), OC_ERR_EXISTS, &err);
     CHECK_EQ(td_count(dir, 0), before);
     unlink(inner);
@@ -383,7 +383,7 @@ static void test_failed_saves(void) {
     }
     unlink(p);
 
-    /* Without overwrite, a save split over data files refuses while a part of its
+    /* With no_overwrite, a save split over data files refuses while a part of its
      * location's name is there (LOCATION.N, one another save left), naming it, before
      * anything is written. */
     char stale[4200], part[4300];
@@ -391,7 +391,7 @@ static void test_failed_saves(void) {
     pathof(stale, sizeof stale, "split.data.7");
     CHECK(td_write(stale, "old", 3) == 0);
     before = td_count(dir, 0);
-    so.overwrite = 0;
+    so.no_overwrite = 1;
     so.external_data = "split.data";
     so.max_external_file_size = 1u << 20;
     CHECK_STATUS(oc_model_save_file(m, p, &so, &err), OC_ERR_EXISTS, &err);
@@ -399,7 +399,7 @@ static void test_failed_saves(void) {
           strncmp(err.message + err.file_at, stale, err.file_len) == 0);
     CHECK_EQ(td_count(dir, 0), before);
     CHECK(file_is(stale, "old", 3));
-    so.overwrite = 1;
+    so.no_overwrite = 0;
     CHECK_OK(oc_model_save_file(m, p, &so, &err), &err);
     unlink(p);
     unlink(stale);
@@ -603,7 +603,7 @@ static void test_message_files(void) {
     CHECK(file_is(p, b, n));
     CHECK_EQ(td_count(dir, 0), 1);
     oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
-    so.overwrite = 0;
+    so.no_overwrite = 1;
     CHECK_STATUS(oc_msg_save_file(&onnx_TensorProto_desc, t, p, &so, &err), OC_ERR_EXISTS, &err);
 
     oc_arena *a2 = oc_arena_new();

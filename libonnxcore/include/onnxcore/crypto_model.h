@@ -36,7 +36,7 @@ OC_API bool oc_crypt_is_zip(const void *data, uint64_t size);
 /* Serializes the model and encrypts it to path (atomically, streaming: the plaintext is
  * never whole in memory nor on disk) or into a new buffer (free()). sopts may be NULL;
  * external data is refused (OC_ERR_INVALID_ARG: it would be written in the clear);
- * sopts->overwrite == 0 or copts->no_overwrite refuses an existing path. */
+ * sopts->no_overwrite or copts->no_overwrite refuses an existing path. */
 OC_API oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, const void *key,
                                           size_t key_len, const oc_crypt_options *copts,
                                           const oc_serialize_options *sopts, oc_error *err);

@@ -75,7 +75,7 @@ OC_API oc_status oc_model_load_file_with_references(const char *path, const oc_p
 OC_API oc_status oc_model_save_memory(const oc_model *model, const oc_serialize_options *opts,
                                       void **out, uint64_t *size, oc_error *err);
 /* Writes the model to path through a temporary file in the same directory that is fsynced
- * and renamed over path: path is replaced whole or not at all. With opts->overwrite == 0 an
+ * and renamed over path: path is replaced whole or not at all. With opts->no_overwrite an
  * existing path gives OC_ERR_EXISTS. */
 OC_API oc_status oc_model_save_file(const oc_model *model, const char *path,
                                     const oc_serialize_options *opts, oc_error *err);

@@ -8,7 +8,9 @@
  *
  * Initialise with the *_INIT macros or the *_init functions: the documented defaults are
  * not all zero (raw_data_threshold is 1024 for parsing and for serialization, and 0 is a
- * meaningful threshold). A NULL options pointer always means "the defaults".
+ * meaningful threshold). A NULL options pointer always means "the defaults". Every flag
+ * (an int read as true or false) defaults to 0 and is named for what setting it does
+ * (no_overwrite, no_sync, skip_raw_data), so that a flag reads one way in every struct.
  *
  * Extending. Every options struct of both libraries (these, oc_crypt_options,
  * oc_http_options, oz_archive_options, oz_convert_options, oz_open_options,
@@ -109,7 +111,7 @@ typedef struct oc_serialize_options {
      * stay inside the model when tensor bytes are written elsewhere (external data,
      * archives); tensors with no raw_data bytes always do (spec/external-data.md E-27). */
     oc_tensor_buffer_options buffer;
-    int overwrite; /* save to a path: replace an existing file (default 1) */
+    int no_overwrite; /* save to a path: refuse an existing file (OC_ERR_EXISTS); 0 replaces it */
 
     /* External data: with external_data set, a save to a path writes every tensor whose
      * raw_data has at least buffer.raw_data_threshold bytes to that file (relative to the
@@ -154,10 +156,11 @@ typedef struct oc_serialize_options {
  * Expand, Tile...) only from bytes inside the model, and 1024 bytes hold any of them up
  * to rank 128; it is also onnx.save's default. */
 #define OC_EXTERNAL_THRESHOLD_DEFAULT 1024u
-#define OC_SERIALIZE_OPTIONS_INIT                                                       \
-    {                                                                                   \
-        .size = sizeof(oc_serialize_options),                                           \
-        .buffer = {.raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT}, .overwrite = 1 \
+#define OC_SERIALIZE_OPTIONS_INIT                               \
+    {                                                           \
+        .size = sizeof(oc_serialize_options), .buffer = {       \
+            .raw_data_threshold = OC_EXTERNAL_THRESHOLD_DEFAULT \
+        }                                                       \
     }
 
 /* Set *opts to the defaults (as the _INIT macros), size included. */

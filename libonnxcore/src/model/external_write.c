@@ -376,7 +376,7 @@ static oc_status open_part(data_writer *w, oc_error *err) {
             ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "external data file %s would be the model file %s itself", path,
                        w->model_path)
-            : oc_atomic_open_for(&np->af, path, w->opts->overwrite, OC_ATOMIC_NAMED, err);
+            : oc_atomic_open_for(&np->af, path, !w->opts->no_overwrite, OC_ATOMIC_NAMED, err);
     free(path);
     if (st != OC_OK) {
         free(np->location);
@@ -578,13 +578,13 @@ static int is_part_name(const char *name, const char *base) {
     return 1;
 }
 
-/* Without overwrite, a save split over files (max_external_file_size) refuses while a
+/* With no_overwrite, a save split over files (max_external_file_size) refuses while a
  * part of its location's name is there, "LOCATION.N" for any N: how many parts it writes
  * depends on its tensors, and a part left by another save would sit beside the new ones
  * as if it were theirs. (LOCATION and the parts it does write are refused as each is
  * opened, and at commit.) */
 static oc_status check_no_parts(const data_writer *w, oc_error *err) {
-    if (w->opts->overwrite || !w->opts->max_external_file_size) return OC_OK;
+    if (!w->opts->no_overwrite || !w->opts->max_external_file_size) return OC_OK;
     char *first = part_path(w, w->location), *dir = first ? dir_prefix(first) : NULL;
     DIR *d = dir ? opendir(dir[0] ? dir : ".") : NULL;
     oc_status st = dir ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -606,7 +606,7 @@ static oc_status check_no_parts(const data_writer *w, oc_error *err) {
     return st;
 }
 
-/* Without overwrite, fails if any file of the pair (a part or the model) already has its
+/* With no_overwrite, fails if any file of the pair (a part or the model) already has its
  * name, before anything is renamed: a refused save leaves nothing. */
 static oc_status check_none_exists(const data_writer *w, const oc_atomic_file *model,
                                    oc_error *err) {
@@ -650,7 +650,7 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     sigaddset(&fatal, SIGHUP);
     int dir_lock = oc__pair_dir_lock(path), model_lock = -1;
     oc_status st = dir_lock == OC__PAIR_BUSY ? dir_busy(path, err) : OC_OK;
-    if (st == OC_OK && w->opts->overwrite) {
+    if (st == OC_OK && !w->opts->no_overwrite) {
         sp.arena = oc_arena_new();
         find_stale_parts(path, &sp);
     }
@@ -658,7 +658,7 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     if (model_lock == OC__PAIR_BUSY) st = model_busy(path, err);
     if (model_lock == OC__PAIR_DENIED) st = model_denied(path, err);
     oc__test_point("pair-locked");
-    if (st == OC_OK && !w->opts->overwrite) st = check_none_exists(w, model, err);
+    if (st == OC_OK && w->opts->no_overwrite) st = check_none_exists(w, model, err);
     int masked = pthread_sigmask(SIG_BLOCK, &fatal, &saved) == 0;
     uint32_t renamed = 0;
     for (uint32_t i = 0; i < w->nparts; i++) {
@@ -730,7 +730,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     model.fd = -1;
     if (st == OC_OK) st = check_no_parts(&w, err); /* before anything is written */
     if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
-    if (st == OC_OK) st = oc_atomic_open(&model, path, opts->overwrite, err);
+    if (st == OC_OK) st = oc_atomic_open(&model, path, !opts->no_overwrite, err);
     model.progress = &w.progress;
     model.no_sync = opts->no_sync;
     if (st == OC_OK)

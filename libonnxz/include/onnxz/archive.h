@@ -44,7 +44,7 @@ typedef struct oz_archive_options {
      * least this many bytes (and at least one) become entries; smaller ones stay inside
      * the model (spec/onnxz.md A-11).
      * serialize.buffer.alignment: 0 for 64, else a power of two from 64 to 32768.
-     * serialize.overwrite: replace an existing file (default 1). */
+     * serialize.no_overwrite: refuse an existing file (default 0: replace it). */
     oc_serialize_options serialize;
     int deflate_model; /* store __MODEL_PROTO deflated (the tensors stay STORED) */
     /* oz_archive_replace_model: only append, never overwrite or shorten the file (A-57), so

@@ -74,7 +74,7 @@ typedef struct oz_convert_options {
     /* How IN is read: data_dir, location, verify_checksums, the size caps. no_copy is
      * always on (tensor bytes go from IN's mapping to OUT) and skip_external_data off. */
     oc_parse_options load;
-    /* How OUT is written: serialize.overwrite (default 1: replace an existing OUT; a
+    /* How OUT is written: serialize.no_overwrite (default 0: replace an existing OUT; a
      * conversion onto its own input is safe, the old bytes stay mapped until the end),
      * buffer.alignment and raw_data_threshold, external_data, max_external_file_size,
      * checksum, progress; deflate_model for archives. */
@@ -103,10 +103,10 @@ OZ_API oc_status oz_convert(const char *in, const char *out, const oz_convert_op
  * apply to the output's form are refused, not ignored. Initialise with
  * OZ_SAVE_OPTIONS_INIT or oz_save_options_init; the struct grows at its end. */
 typedef struct oz_save_options {
-    size_t size;   /* sizeof(oz_save_options), set by the initialisers */
-    oz_form form;  /* AUTO: by OUT's name (oz_form_named); a name of no form is refused */
-    int overwrite; /* replace an existing OUT (default 1); its data files as well */
-    int no_sync;   /* rename into place without waiting for the disk (no fsync) */
+    size_t size;      /* sizeof(oz_save_options), set by the initialisers */
+    oz_form form;     /* AUTO: by OUT's name (oz_form_named); a name of no form is refused */
+    int no_overwrite; /* refuse an existing OUT or data file; 0 replaces them */
+    int no_sync;      /* rename into place without waiting for the disk (no fsync) */
     /* .onnx output: tensors of at least `threshold` bytes go to the data file
      * external_data, relative to OUT's directory (an absolute path keeps its base name);
      * not empty. NULL: one .onnx file holding every tensor. */
@@ -144,7 +144,7 @@ typedef struct oz_save_options {
 } oz_save_options;
 
 #define OZ_SAVE_OPTIONS_INIT \
-    { .size = sizeof(oz_save_options), .form = OZ_FORM_AUTO, .overwrite = 1 }
+    { .size = sizeof(oz_save_options), .form = OZ_FORM_AUTO }
 /* Sets *opts to the defaults (as OZ_SAVE_OPTIONS_INIT). */
 OZ_API void oz_save_options_init(oz_save_options *opts);
 
@@ -179,7 +179,7 @@ OZ_API oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_
 /* Writes model to out in the form opts say (oz_save_check first): one .onnx, with data
  * files, an archive (whose tensors must be the size their shape makes, A-13), or an
  * encrypted model. Each file goes to a temporary beside it, renamed into place whole;
- * with overwrite, the cached pages of the files it replaces (OUT; the data file named
+ * without no_overwrite, the cached pages of the files it replaces (OUT; the data file named
  * external_data beside it) are dropped first, so the new files do not take their memory
  * again beside them. opts may be NULL (the defaults: the form by the name). */
 OZ_API oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
@@ -202,7 +202,7 @@ typedef struct oz_convert_info {
  * writes it with out_opts (out_opts->fetch is the conversion's own). The save options are
  * checked before IN is read; a URL's tensors are fetched as they are written, one at a
  * time (oz_open_deferred), so the conversion holds a few MiB, never the weights. Writing
- * OUT over IN is safe with overwrite (the old bytes stay mapped until the end). in_opts,
+ * OUT over IN is safe without no_overwrite (the old bytes stay mapped until the end). in_opts,
  * out_opts and info may be NULL. */
 OZ_API oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,
                                  const oz_save_options *out_opts, oz_convert_info *info,

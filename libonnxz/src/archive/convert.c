@@ -317,7 +317,7 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
     if (st == OC_OK && opts->cancel && opts->cancel(opts->cancel_ctx)) st = cancelled(err);
     if (st == OC_OK) {
         oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
-        ao.serialize.overwrite = opts->overwrite;
+        ao.serialize.no_overwrite = opts->no_overwrite;
         ao.serialize.no_sync = opts->no_sync;
         ao.serialize.progress = opts->progress;
         ao.serialize.progress_ctx = opts->progress_ctx;
@@ -381,7 +381,7 @@ oc_status oz_save(const oc_model *model, const char *out, const oz_save_options 
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     /* Not in oz_convert_file: its input may be its output, read while it is written. */
     OC_FORWARD(oz_save_check(out, opts, NULL, NULL, err));
-    if (opts->overwrite) release_replaced(out, opts->external_data);
+    if (!opts->no_overwrite) release_replaced(out, opts->external_data);
     return save_watched(model, out, opts, NULL, err);
 }
 

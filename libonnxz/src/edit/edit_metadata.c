@@ -163,8 +163,7 @@ static oc_status edit_model_file(const char *path, const oz_metadata_edit *edits
         st = apply_edits(edits, n, *model, err);
     }
     if (st == OC_OK) {
-        oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
-        so.overwrite = 1;
+        oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT; /* replaces the file it edits */
         st = oc_model_save_file(*model, path, &so, err);
     }
     close(lock_fd);
