@@ -8,6 +8,7 @@
 #define ONNXCORE_INTERNAL_SIZED_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include <onnxcore/status.h>
 
@@ -33,6 +34,35 @@ static inline oc_status oc__opts_check(const void *opts, size_t size, size_t kno
                                 "is set, an option of a later version",
                                 what, size, known, i);
     return OC_OK;
+}
+
+/* The options a call reads from the caller's struct in (NULL: the defaults), of `known`
+ * bytes in this library, whose defaults are at `defaults`: in itself when of this size;
+ * else local, the defaults overlaid with the fields in holds (an older, shorter struct) or
+ * checked to set nothing past them (a later, longer one). *use is what to read, also on
+ * failure (the defaults). */
+static inline oc_status oc__opts_adopt(const void *in, const void *defaults, void *local,
+                                       size_t known, const char *what, const void **use,
+                                       oc_error *err) {
+    size_t size = in ? *(const size_t *)in : 0;
+    *use = in;
+    if (in && size == known) return OC_OK;
+    memcpy(local, defaults, known);
+    *use = local;
+    if (!in) return OC_OK;
+    oc_status st = oc__opts_check(in, size, known, what, err);
+    if (st != OC_OK) return st;
+    memcpy(local, in, size < known ? size : known);
+    memcpy(local, &known, sizeof known);
+    return OC_OK;
+}
+
+/* The fields of found (of `known` bytes) that the caller's output struct out holds, by
+ * its size; its size field and anything past them are left as they are. */
+static inline void oc__output_put(void *out, const void *found, size_t known) {
+    size_t size = *(const size_t *)out;
+    memcpy((char *)out + sizeof(size_t), (const char *)found + sizeof(size_t),
+           (size < known ? size : known) - sizeof(size_t));
 }
 
 /* The check of an output struct (oz_open_info, oz_convert_info): only that its size was

@@ -138,18 +138,14 @@ void oz_save_options_init(oz_save_options *opts) {
     *opts = defaults;
 }
 
-/* The caller's options by their size: its own when of this version, else the defaults
- * overlaid with the fields its (older, shorter) struct holds. */
+/* The caller's options by their size (oc__opts_adopt). */
 static oc_status save_opts(const oz_save_options **opts, oz_save_options *local, oc_error *err) {
-    const oz_save_options *in = *opts;
-    if (in && in->size == sizeof *in) return OC_OK;
-    oz_save_options_init(local);
-    *opts = local;
-    if (!in) return OC_OK;
-    OC_FORWARD(oc__opts_check(in, in->size, sizeof *in, "oz_save_options", err));
-    memcpy(local, in, in->size < sizeof *in ? in->size : sizeof *in);
-    local->size = sizeof *local;
-    return OC_OK;
+    static const oz_save_options defaults = OZ_SAVE_OPTIONS_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_save_options", &use, err);
+    *opts = use;
+    return st;
 }
 
 static const char *const option_names[] = {"",      "form",      "external_data", "max_file_size",
@@ -387,9 +383,7 @@ oc_status oz_save(const oc_model *model, const char *out, const oz_save_options 
 
 /* The fields of found that the caller's info holds (by its size, checked on entry). */
 static void info_put(oz_convert_info *info, const oz_convert_info *found) {
-    if (info)
-        memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
-               (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
+    if (info) oc__output_put(info, found, sizeof *found);
 }
 
 oc_status oz_convert_file(const char *in, const char *out, const oz_open_options *in_opts,

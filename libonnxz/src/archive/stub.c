@@ -110,18 +110,14 @@ void oz_stub_options_init(oz_stub_options *opts) {
     *opts = defaults;
 }
 
-/* The caller's options by their size: its own when of this version, else the defaults
- * overlaid with the fields its (older, shorter) struct holds. */
+/* The caller's options by their size (oc__opts_adopt). */
 static oc_status stub_opts(const oz_stub_options **opts, oz_stub_options *local, oc_error *err) {
-    const oz_stub_options *in = *opts;
-    if (in && in->size == sizeof *in) return OC_OK;
-    oz_stub_options_init(local);
-    *opts = local;
-    if (!in) return OC_OK;
-    OC_FORWARD(oc__opts_check(in, in->size, sizeof *in, "oz_stub_options", err));
-    memcpy(local, in, in->size < sizeof *in ? in->size : sizeof *in);
-    local->size = sizeof *local;
-    return OC_OK;
+    static const oz_stub_options defaults = OZ_STUB_OPTIONS_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_stub_options", &use, err);
+    *opts = use;
+    return st;
 }
 
 typedef struct stub_ctx {
@@ -302,9 +298,7 @@ static oc_status stub_model(const char *archive, const oz_stub_options *opts, oz
 
 /* The fields of found that the caller's info holds (by its size). */
 static void info_put(oz_stub_info *info, const oz_stub_info *found) {
-    if (info)
-        memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
-               (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
+    if (info) oc__output_put(info, found, sizeof *found);
 }
 
 oc_status oz_stub_file(const char *archive, const char *out, const oz_stub_options *opts,
@@ -313,7 +307,7 @@ oc_status oz_stub_file(const char *archive, const char *out, const oz_stub_optio
     oz_stub_options full;
     oc_model *model = NULL;
     struct stat st_out;
-    if (info) OC_FORWARD(oc__opts_check(info, info->size, sizeof *info, "oz_stub_info", err));
+    if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_stub_info", err));
     oc_status st = !archive || !out ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                                "oz_stub_file: missing argument")
                                     : stub_opts(&opts, &full, err);

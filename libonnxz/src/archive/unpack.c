@@ -405,26 +405,20 @@ void oz_unpack_options_init(oz_unpack_options *opts) {
     *opts = defaults;
 }
 
-/* The caller's options by their size: its own when of this version, else the defaults
- * overlaid with the fields its (older, shorter) struct holds. */
+/* The caller's options by their size (oc__opts_adopt). */
 static oc_status unpack_opts(const oz_unpack_options **opts, oz_unpack_options *local,
                              oc_error *err) {
-    const oz_unpack_options *in = *opts;
-    if (in && in->size == sizeof *in) return OC_OK;
-    oz_unpack_options_init(local);
-    *opts = local;
-    if (!in) return OC_OK;
-    OC_FORWARD(oc__opts_check(in, in->size, sizeof *in, "oz_unpack_options", err));
-    memcpy(local, in, in->size < sizeof *in ? in->size : sizeof *in);
-    local->size = sizeof *local;
-    return OC_OK;
+    static const oz_unpack_options defaults = OZ_UNPACK_OPTIONS_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_unpack_options", &use, err);
+    *opts = use;
+    return st;
 }
 
 /* The fields of found that the caller's info holds (by its size). */
 static void info_put(oz_unpack_info *info, const oz_unpack_info *found) {
-    if (info)
-        memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
-               (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
+    if (info) oc__output_put(info, found, sizeof *found);
 }
 
 /* Checks everything that can be known before writing, then writes; a failure half-way
@@ -453,7 +447,7 @@ oc_status oz_unpack_file(const char *archive, const char *dir, const oz_unpack_o
                          oz_unpack_info *info, oc_error *err) {
     oz_unpack_info found = OZ_UNPACK_INFO_INIT;
     oz_unpack_options full;
-    if (info) OC_FORWARD(oc__opts_check(info, info->size, sizeof *info, "oz_unpack_info", err));
+    if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_unpack_info", err));
     oc_status st;
     if (!archive || !dir || !dir[0])
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_unpack_file: missing argument");

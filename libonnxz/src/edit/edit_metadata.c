@@ -27,26 +27,20 @@ void oz_metadata_options_init(oz_metadata_options *opts) {
     *opts = defaults;
 }
 
-/* The caller's options by their size: its own when of this version, else the defaults
- * overlaid with the fields its (older, shorter) struct holds. */
+/* The caller's options by their size (oc__opts_adopt). */
 static oc_status metadata_opts(const oz_metadata_options **opts, oz_metadata_options *local,
                                oc_error *err) {
-    const oz_metadata_options *in = *opts;
-    if (in && in->size == sizeof *in) return OC_OK;
-    oz_metadata_options_init(local);
-    *opts = local;
-    if (!in) return OC_OK;
-    OC_FORWARD(oc__opts_check(in, in->size, sizeof *in, "oz_metadata_options", err));
-    memcpy(local, in, in->size < sizeof *in ? in->size : sizeof *in);
-    local->size = sizeof *local;
-    return OC_OK;
+    static const oz_metadata_options defaults = OZ_METADATA_OPTIONS_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_metadata_options", &use, err);
+    *opts = use;
+    return st;
 }
 
 /* The fields of found that the caller's info holds (by its size). */
 static void info_put(oz_metadata_info *info, const oz_metadata_info *found) {
-    if (info)
-        memcpy((char *)info + sizeof(size_t), (const char *)found + sizeof(size_t),
-               (info->size < sizeof *found ? info->size : sizeof *found) - sizeof(size_t));
+    if (info) oc__output_put(info, found, sizeof *found);
 }
 
 /* Every edit is well formed, before anything is read. */
@@ -202,7 +196,7 @@ oc_status oz_edit_metadata(const char *path, const oz_metadata_edit *edits, size
     char *target = NULL;
     struct stat st_link;
     if (out) *out = NULL;
-    if (info) OC_FORWARD(oc__opts_check(info, info->size, sizeof *info, "oz_metadata_info", err));
+    if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_metadata_info", err));
     oc_status st = !path || (n && !edits) ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                                      "oz_edit_metadata: missing argument")
                                           : metadata_opts(&opts, &full, err);
