@@ -65,7 +65,7 @@ static int big(const char *path, uint64_t size) {
     uint64_t enc_n = 0;
     static unsigned char chunk[1 << 20];
     for (size_t i = 0; i < sizeof chunk; i++) chunk[i] = (unsigned char)(i % 251);
-    oc_status st = m ? oz_zip_writer_open(path, 0, 1, &w, &err) : OC_ERR_NOMEM;
+    oc_status st = m ? oz_zip_writer_open(path, 0, 0, &w, &err) : OC_ERR_NOMEM;
     if (st == OC_OK) st = oz_zip_writer_begin(w, "big", size, NULL, &err);
     for (uint64_t done = 0; st == OC_OK && done < size; done += sizeof chunk) {
         uint64_t n = size - done < sizeof chunk ? size - done : sizeof chunk;

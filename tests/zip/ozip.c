@@ -65,7 +65,7 @@ static int cmd_write(const char *out, const char *align, const char *manifest) {
     }
     oc_error err;
     oz_zip_writer *w;
-    if (oz_zip_writer_open(out, (uint32_t)strtoul(align, NULL, 0), 1, &w, &err) != OC_OK) {
+    if (oz_zip_writer_open(out, (uint32_t)strtoul(align, NULL, 0), 0, &w, &err) != OC_OK) {
         fclose(m);
         return report("open", &err);
     }
@@ -122,7 +122,7 @@ static int cmd_many(const char *out, const char *count) {
     unsigned long n = strtoul(count, NULL, 10);
     oc_error err;
     oz_zip_writer *w;
-    if (oz_zip_writer_open(out, 0, 1, &w, &err) != OC_OK) return report("open", &err);
+    if (oz_zip_writer_open(out, 0, 0, &w, &err) != OC_OK) return report("open", &err);
     int rc = 0;
     for (unsigned long i = 0; i < n && !rc; i++) {
         char name[64], data[32];
@@ -148,7 +148,7 @@ static int cmd_big(const char *out, const char *size_s) {
     uint64_t size = strtoull(size_s, NULL, 0);
     oc_error err;
     oz_zip_writer *w;
-    if (oz_zip_writer_open(out, 0, 1, &w, &err) != OC_OK) return report("open", &err);
+    if (oz_zip_writer_open(out, 0, 0, &w, &err) != OC_OK) return report("open", &err);
     size_t cap = (size_t)1 << 22;
     uint8_t *buf = malloc(cap);
     uint64_t off = 0;

@@ -88,14 +88,14 @@ static void test_alignment_args(void) {
     const char *p = in_dir("align.zip");
     static const uint32_t bad[] = {1, 4, 32, 63, 96, 65536, 100000};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) /* Z-10 */
-        CHECK_RULE(oz_zip_writer_open(p, bad[i], 1, &w, &err), OC_ERR_INVALID_ARG, &err, "Z-10");
+        CHECK_RULE(oz_zip_writer_open(p, bad[i], 0, &w, &err), OC_ERR_INVALID_ARG, &err, "Z-10");
     CHECK(w == NULL);
-    CHECK_OK(oz_zip_writer_open(p, 0, 1, &w, &err), &err);
+    CHECK_OK(oz_zip_writer_open(p, 0, 0, &w, &err), &err);
     CHECK_EQ(oz_zip_writer_alignment(w), 64);
     oz_zip_writer_free(w);
     static const uint32_t good[] = {64, 128, 4096, 32768};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        CHECK_OK(oz_zip_writer_open(p, good[i], 1, &w, &err), &err);
+        CHECK_OK(oz_zip_writer_open(p, good[i], 0, &w, &err), &err);
         CHECK_EQ(oz_zip_writer_alignment(w), good[i]);
         oz_zip_writer_free(w);
     }
@@ -108,7 +108,7 @@ static void test_name_rules(void) {
     oc_error err;
     oz_zip_writer *w;
     const char *p = in_dir("names.zip");
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     struct {
         const char *name;
         oc_status st;
@@ -186,7 +186,7 @@ static void test_padding_bytes(void) {
     oc_error err;
     oz_zip_writer *w;
     const char *p = in_dir("pad.zip");
-    REQUIRE(oz_zip_writer_open(p, 64, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 64, 0, &w, &err) == OC_OK);
     uint64_t off[4];
     char name30[31];
     memset(name30, 'b', 30);
@@ -252,7 +252,7 @@ static void test_roundtrip(uint32_t align) {
     oc_error err;
     oz_zip_writer *w;
     const char *p = in_dir("rt.zip");
-    REQUIRE(oz_zip_writer_open(p, align, 0, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, align, 1, &w, &err) == OC_OK);
     enum { N = 12 };
     static const size_t sizes[N] = {0, 1, 63, 64, 65, 1000, 4095, 4096, 4097, 100000, 777, 3};
     uint8_t *data[N];
@@ -351,7 +351,7 @@ static void test_roundtrip(uint32_t align) {
     for (int i = 0; i < N; i++) free(data[i]);
     oc_error e2;
     oz_zip_writer *w2;
-    CHECK_STATUS(oz_zip_writer_open(p, align, 0, &w2, &e2), OC_ERR_EXISTS, &e2);
+    CHECK_STATUS(oz_zip_writer_open(p, align, 1, &w2, &e2), OC_ERR_EXISTS, &e2);
     remove(p);
 }
 
@@ -362,7 +362,7 @@ static void test_zero_copy_lifetime(void) {
     const char *p = in_dir("zc.zip");
     uint8_t big[5000];
     fill(big, sizeof big, 7);
-    REQUIRE(oz_zip_writer_open(p, 4096, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 4096, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_add(w, "w.bin", big, sizeof big, NULL, &err), &err);
     CHECK_OK(oz_zip_writer_finish(w, &err), &err);
     oz_zip_writer_free(w);
@@ -390,7 +390,7 @@ static void test_streaming_errors(void) {
     oz_zip_writer *w;
     const char *p = in_dir("stream.zip");
     /* overrun: refused, and the writer is failed from then on */
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_STATUS(oz_zip_writer_write(w, "x", 1, &err), OC_ERR_INVALID_ARG, &err);
     CHECK_STATUS(oz_zip_writer_end(w, &err), OC_ERR_INVALID_ARG, &err);
     CHECK_OK(oz_zip_writer_begin(w, "s", 4, NULL, &err), &err);
@@ -404,7 +404,7 @@ static void test_streaming_errors(void) {
     oz_zip_writer_free(w);
     CHECK(!exists(p));
     /* short: end refuses, the writer is failed */
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_begin(w, "s", 4, NULL, &err), &err);
     CHECK_OK(oz_zip_writer_write(w, "abc", 3, &err), &err);
     CHECK_STATUS(oz_zip_writer_end(w, &err), OC_ERR_INVALID_ARG, &err);
@@ -413,7 +413,7 @@ static void test_streaming_errors(void) {
     CHECK(!exists(p));
     CHECK_EQ(count_files(".tmp-"), 0);
     /* an exact stream: the CRC is patched in (Z-6) and the reader agrees */
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_begin(w, "s", 5, NULL, &err), &err);
     CHECK_OK(oz_zip_writer_write(w, "hel", 3, &err), &err);
     CHECK_OK(oz_zip_writer_write(w, NULL, 0, &err), &err);
@@ -446,8 +446,8 @@ static void test_abort_keeps_target(void) {
     REQUIRE(f);
     fputs("previous contents", f);
     fclose(f);
-    CHECK_RULE(oz_zip_writer_open(p, 0, 0, &w, &err), OC_ERR_EXISTS, &err, NULL);
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    CHECK_RULE(oz_zip_writer_open(p, 0, 1, &w, &err), OC_ERR_EXISTS, &err, NULL);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_add(w, "a", "abc", 3, NULL, &err), &err);
     oz_zip_writer_free(w);
     size_t n;
@@ -468,7 +468,7 @@ static void test_deterministic(void) {
     for (int k = 0; k < 2; k++) {
         oz_zip_writer *w;
         const char *p = in_dir(k ? "det1.zip" : "det0.zip");
-        REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+        REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
         uint8_t d[3000];
         fill(d, sizeof d, 3);
         CHECK_OK(oz_zip_writer_add(w, "x/a", d, sizeof d, NULL, &err), &err);
@@ -488,7 +488,7 @@ static void test_empty_archive(void) {
     oc_error err;
     oz_zip_writer *w;
     const char *p = in_dir("empty.zip");
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_finish(w, &err), &err);
     oz_zip_writer_free(w);
     size_t n;
@@ -512,7 +512,7 @@ static void test_verify_on_demand(void) {
     const char *p = in_dir("crc.zip");
     uint8_t d[2000];
     fill(d, sizeof d, 11);
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     uint64_t off;
     CHECK_OK(oz_zip_writer_add(w, "s", d, sizeof d, &off, &err), &err);
     CHECK_OK(oz_zip_writer_add_deflated(w, "z", d, sizeof d, 0, &err), &err); /* level 0 */
@@ -552,7 +552,7 @@ static void test_reader_limits(void) {
     const char *p = in_dir("lim.zip");
     uint8_t d[10000];
     memset(d, 'a', sizeof d);
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_add(w, "a-rather-long-name", d, 10, NULL, &err), &err);
     CHECK_OK(oz_zip_writer_add(w, "b", d, 10, NULL, &err), &err);
     CHECK_OK(oz_zip_writer_add_deflated(w, "c", d, sizeof d, 9, &err), &err);
@@ -589,7 +589,7 @@ static void test_many_entries(void) {
     oz_zip_writer *w;
     const char *p = in_dir("many.zip");
     const unsigned n = 70000;
-    REQUIRE(oz_zip_writer_open(p, 0, 1, &w, &err) == OC_OK);
+    REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     for (unsigned i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "e/%u", i);
@@ -637,7 +637,7 @@ static void test_mutations(void) {
     uint8_t d[3000];
     fill(d, sizeof d, 5);
     for (int k = 0; k < 2; k++) {
-        REQUIRE(oz_zip_writer_open(p[k], 0, 1, &w, &err) == OC_OK);
+        REQUIRE(oz_zip_writer_open(p[k], 0, 0, &w, &err) == OC_OK);
         CHECK_OK(oz_zip_writer_add(w, "a.bin", d, 200, NULL, &err), &err);
         CHECK_OK(
             oz_zip_writer_add_deflated(w, "b.txt", "hello hello hello hello hello", 29, 9, &err),
@@ -723,7 +723,7 @@ static void test_crc_matches_zlib(void) {
     uint8_t *buf = malloc(BIG + 64);
     REQUIRE(buf);
     fill(buf, BIG + 64, 99);
-    if (!CHECK_OK(oz_zip_writer_open(p, 64, 0, &w, &err), &err)) {
+    if (!CHECK_OK(oz_zip_writer_open(p, 64, 1, &w, &err), &err)) {
         free(buf);
         return;
     }

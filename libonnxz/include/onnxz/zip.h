@@ -65,9 +65,9 @@ typedef struct oz_zip_writer oz_zip_writer;
 /* Starts an archive that will replace `path` when oz_zip_writer_finish succeeds (the bytes
  * go to a temporary file beside it; see onnxcore/file.h). alignment: 0 for the default
  * (64), else a power of two from OZ_ZIP_MIN_ALIGNMENT to OZ_ZIP_MAX_ALIGNMENT.
- * overwrite: 0 refuses an existing path with OC_ERR_EXISTS (now and at finish).
- * On success *out owns the writer; free it with oz_zip_writer_free. */
-OZ_API oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
+ * no_overwrite: refuses an existing path with OC_ERR_EXISTS (now and at finish); 0
+ * replaces it. On success *out owns the writer; free it with oz_zip_writer_free. */
+OZ_API oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int no_overwrite,
                                     oz_zip_writer **out, oc_error *err);
 
 /* Adds a STORED entry holding size bytes at data (data may be NULL when size is 0). Its

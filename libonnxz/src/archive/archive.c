@@ -279,8 +279,8 @@ static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t 
     oc_progress progress;
     oc_status st = oc_progress_start_save(&progress, desc, msg, so, err);
     if (st == OC_OK)
-        st = oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, !so->no_overwrite, &w.zip,
-                                err);
+        st =
+            oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->no_overwrite, &w.zip, err);
     if (st == OC_OK) oz__zip_writer_set_save(w.zip, &progress, so->no_sync);
     /* The model last: tools can rewrite it without moving a single weight. */
     if (st == OC_OK)

@@ -181,7 +181,7 @@ size_t oz__build_end(uint8_t *out, uint64_t n, uint64_t cd_size, uint64_t cd_off
 
 /* ---- opening and state ---- */
 
-oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite,
+oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int no_overwrite,
                              oz_zip_writer **out, oc_error *err) {
     OC_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
@@ -202,7 +202,7 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int overwrite
     }
     /* Streamed entries get their CRC patched in (oz_zip_writer_end): a pipe written
      * through (S-41) cannot take that, so it is refused before a byte goes out. */
-    oc_status st = oc_atomic_open_for(&w->af, path, overwrite, OC_ATOMIC_SEEKABLE, err);
+    oc_status st = oc_atomic_open_for(&w->af, path, !no_overwrite, OC_ATOMIC_SEEKABLE, err);
     if (st != OC_OK) {
         oc_nametab_free(w->tab);
         free(w);
