@@ -29,6 +29,9 @@ aimed at the ranges of one large read, whichever order they come in. Modes:
   interim           `HTTP/1.1 102 Processing` interim responses (each with `after` bytes of
                     header lines) one every `interval` seconds, never the final response,
                     until finish() or the end
+  drip_redirect     307 to the request's path with "/r" before it, each of its header
+                    lines (three) after `interval` seconds: a chain of redirects in which
+                    no response alone is slow
   etag              the ETag is `location` (a str of latin-1 code points: any bytes), so
                     that with start=1 the second request's "changed" error shows it
 """
@@ -183,6 +186,8 @@ class FaultServer:
             return self._small(h, rec, fault.status)
         if mode == "interim":
             return self._interim(h, rec, fault, unstall)
+        if mode == "drip_redirect":
+            return self._drip_redirect(h, rec, fault, unstall)
         if data is None:
             return self._small(h, rec, 404)
         size = len(data)
@@ -263,6 +268,19 @@ class FaultServer:
             h.wfile.write(f"HTTP/1.1 102 Processing\r\n{pad}\r\n".encode())
             h.wfile.flush()
         h.close_connection = True
+
+    @staticmethod
+    def _drip_redirect(h, rec, fault, unstall):
+        """A 307 whose lines come `interval` seconds apart, to a path that redirects again."""
+        rec["status"] = 307
+        lines = ["HTTP/1.1 307 Temporary Redirect\r\n", f"Location: /r{h.path}\r\n",
+                 "Content-Length: 0\r\n", "\r\n"]
+        for line in lines:
+            h.wfile.write(line.encode())
+            h.wfile.flush()
+            if unstall.wait(fault.interval):
+                h.close_connection = True
+                return
 
     @staticmethod
     def _send(h, rec, body, chunk=1 << 16):

@@ -931,6 +931,11 @@ def group_hostile(ctx):
                 r"headers took more than 3 s", env=env, secs=8)
         f.fails("102 Processing with 2 KB of headers each, every 20 ms", Fault("interim", interval=0.02, after=2048),
                 "ls", r"headers exceed 65536 bytes", env=env, secs=8)
+        # A chain of redirects is one request: its headers, every response's together,
+        # within the window of its first byte (before, each redirect restarted the window
+        # and 10 of them, each line 0.9 s apart, held `ls` for 39 s under a 3 s timeout).
+        f.fails("redirects, each line 0.9 s apart", Fault("drip_redirect", interval=0.9), "ls",
+                r"headers took more than 3 s", env=env, secs=8)
         f.succeeds("a fast server under the same bounds", None, "get", env=env)
         shown_hostile(ctx, srv, f)
         same_message(ctx, srv, d)

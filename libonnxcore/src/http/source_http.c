@@ -114,10 +114,11 @@ typedef struct xfer {
     char why[512];          /* why the body was refused, for the error */
     struct timespec last;   /* when a byte (of headers or body) last arrived */
     struct timespec start;  /* when this attempt started */
-    struct timespec phase;  /* when this response's headers began, or its body's window */
+    struct timespec phase;  /* when this request's headers began, or its body's window */
+    struct timespec headed; /* the first byte of the request's first response */
     int in_body;            /* the headers ended: phase is the rate's window */
     uint64_t window_got;    /* got when the window began */
-    uint64_t header_bytes;  /* of the current response */
+    uint64_t header_bytes;  /* of the request's responses so far */
     int gave_up;            /* why the progress callback ended the transfer (enum below) */
     struct timespec polled; /* when the caller's cancel was last asked */
     uint64_t ignored;       /* body bytes of an empty object's 416, thrown away */
@@ -196,13 +197,14 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
     xfer *x = ctx;
     size_t len = size * n;
     clock_gettime(CLOCK_MONOTONIC, &x->last);
-    /* A status line after a final response (a redirect's) starts a new response, with a
-     * header window and byte count of its own; after an interim one it does not, or a
-     * server sending 102 after 102 would restart both forever. */
+    /* The responses of one request (interim ones, redirects) share one header window,
+     * from the first byte of the first, and one byte count: else a server sending 102
+     * after 102, or redirecting to itself with each response just under the window,
+     * would hold a read far past its bounds (R-15). */
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0 && !interim(x->status)) {
-        x->phase = x->last;
+        if (x->status == 0) x->headed = x->last;
+        x->phase = x->headed;
         x->in_body = 0;
-        x->header_bytes = 0;
     }
     if ((x->header_bytes += len) > x->h->max_headers) {
         snprintf(x->why, sizeof x->why, "the response's headers exceed %" PRIu64 " bytes",
