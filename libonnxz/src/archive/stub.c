@@ -236,7 +236,7 @@ static oc_status check_files(const char *archive, const char *out, oz_stub_info 
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                         "is encrypted (%s): its weights cannot be referenced in place",
                         oc_crypt_format_name(crypt));
-    if (kind != OZ_KIND_ZIP && kind != OZ_KIND_ZIP_SHORT)
+    if (!oz_kind_is_archive(kind))
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "not an .onnxz archive");
     found->input_failed = false;
     char *da = oc__path_dir(archive), *dout = oc__path_dir(out);

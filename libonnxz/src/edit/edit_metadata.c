@@ -176,7 +176,7 @@ static oc_status edit_path(const char *path, const oz_metadata_edit *edits, size
     po.max_memory = opts->max_memory;
     po.skip_external_data = 1; /* entries and data files stay references */
     OC_FORWARD(oz_detect_path(path, NULL, &kind, err));
-    found->is_archive = kind == OZ_KIND_ZIP || kind == OZ_KIND_ZIP_SHORT;
+    found->is_archive = oz_kind_is_archive(kind);
     if (n && oz_kind_is_encrypted(kind, &crypt))
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                         "is encrypted (%s): decrypt it, edit, and encrypt it again",
