@@ -1,5 +1,5 @@
 /*
- * tests/unit/check.h - the tiny assertion kit of the unit tests.
+ * tests/unit/check.h - the tiny assertion kit of the C tests.
  *
  * CHECK(cond)              the condition holds
  * CHECK_EQ(a, b)           two integers (any width or signedness) are equal

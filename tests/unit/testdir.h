@@ -1,5 +1,5 @@
 /*
- * tests/unit/testdir.h - scratch directories and small file helpers for the unit tests.
+ * tests/unit/testdir.h - scratch directories and small file helpers for the C tests.
  */
 #ifndef ONNXZ_TESTS_TESTDIR_H
 #define ONNXZ_TESTS_TESTDIR_H
@@ -37,6 +37,26 @@ static inline int td_make(const char *base, const char *tag, char *out, size_t c
     if (td_mkdirs(base) != 0) return -1;
     if ((size_t)snprintf(out, cap, "%s/%s.XXXXXX", base, tag) >= cap) return -1;
     return mkdtemp(out) ? 0 : -1;
+}
+
+/* The scratch directory of a test that works in one, made by td_start. */
+static char td_dir[4096];
+
+/* Makes td_dir fresh under the work directory the test was given as its one argument
+ * (<WORKDIR>/<tag>.XXXXXX); prints the usage and returns -1 without one. */
+static inline int td_start(int argc, char **argv, const char *tag) {
+    if (argc == 2 && td_make(argv[1], tag, td_dir, sizeof td_dir) == 0) return 0;
+    fprintf(stderr, "usage: test_%s WORKDIR\n", tag);
+    return -1;
+}
+
+/* <td_dir>/<name>, in one of four buffers taken in turn: one call may name four files. */
+static inline const char *td_at(const char *name) {
+    static char buf[4][sizeof td_dir + 160];
+    static unsigned k;
+    k = (k + 1) & 3;
+    snprintf(buf[k], sizeof buf[k], "%.4095s/%.150s", td_dir, name);
+    return buf[k];
 }
 
 /* rm -r of a directory holding plain files and empty directories (one level deep). */
