@@ -7,7 +7,6 @@
  * usage: test_convert WORKDIR
  */
 #define _DEFAULT_SOURCE /* mincore */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,80 +19,25 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/convert.h>
 
-static int failures, checks;
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(c)) {                                                               \
-            failures++;                                                           \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
-        }                                                                         \
-    } while (0)
-#define CHECK_OK(expr)                                                                             \
-    do {                                                                                           \
-        oc_status st_ = (expr);                                                                    \
-        checks++;                                                                                  \
-        if (st_ != OC_OK) {                                                                        \
-            failures++;                                                                            \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr, oc_status_name(st_), \
-                    err.message);                                                                  \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
+#include "testdir.h"
+#include "testmodel.h"
 
-static char dir[4096];
 static oc_error err;
-
-static const char *at(const char *name) {
-    static char buf[4][4200];
-    static int k;
-    k = (k + 1) & 3;
-    snprintf(buf[k], sizeof buf[k], "%.4000s/%.150s", dir, name);
-    return buf[k];
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(size > 0 ? (size_t)size : 1);
-    *n = b && size >= 0 ? fread(b, 1, (size_t)size, f) : 0;
-    fclose(f);
-    return b;
-}
-
-static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n,
-                       unsigned seed) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    uint8_t *p;
-    oc_str_set_cstr(a, &t->name, name);
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
-    for (uint64_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + seed);
-    OC_SET_HAS(TensorProto, t, raw_data);
-}
 
 /* Tensors large and small (under the threshold they stay inline), one in a subgraph. */
 static oc_model *make_model(void) {
-    oc_model *m = oc_model_new();
+    oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
     onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
-    add_tensor(a, mp->graph, "w0", 300000, 1);
-    add_tensor(a, mp->graph, "w1", 70000, 2);
-    add_tensor(a, mp->graph, "tiny", 10, 3);
-    add_tensor(a, mp->graph, "w/with slash", 5000, 4);
+    tm_add_bytes(a, mp->graph, "w0", 300000, 1);
+    tm_add_bytes(a, mp->graph, "w1", 70000, 2);
+    tm_add_bytes(a, mp->graph, "tiny", 10, 3);
+    tm_add_bytes(a, mp->graph, "w/with slash", 5000, 4);
     onnx_NodeProto *n = OC_ADD(a, NodeProto, mp->graph->node);
     onnx_AttributeProto *at = OC_ADD(a, AttributeProto, n->attribute);
     at->g = OC_NEW(a, GraphProto);
-    add_tensor(a, at->g, "inner", 4096, 5);
+    tm_add_bytes(a, at->g, "inner", 4096, 5);
     return m;
 }
 
@@ -134,8 +78,8 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total) {
 
 static void rm_outputs(void) {
     char cmd[4300];
-    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f d_* e_* *.data *.data.*", dir);
-    if (system(cmd) != 0) failures++;
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f d_* e_* *.data *.data.*", td_dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* oz_save_check: each rule of the save options, with the option at fault named first. */
@@ -152,18 +96,18 @@ static void test_save_rules(void) {
     oz_save_options o;
     oz_form got = OZ_FORM_AUTO;
     oz_save_options_init(&o);
-    CHECK_OK(oz_save_check("m.ONNXZ", &o, &got, NULL, &err));
+    CHECK_OK(oz_save_check("m.ONNXZ", &o, &got, NULL, &err), &err);
     CHECK(got == OZ_FORM_ONNXZ);
     expect_refused("m.bin", &o, OZ_SAVE_OPT_FORM);
     o.form = OZ_FORM_ONNXZ;
-    CHECK_OK(oz_save_check("m.bin", &o, &got, NULL, &err));
+    CHECK_OK(oz_save_check("m.bin", &o, &got, NULL, &err), &err);
     o.form = (oz_form)7;
     expect_refused("m.onnx", &o, OZ_SAVE_OPT_FORM);
     oz_save_options_init(&o);
     expect_refused("m.onnxc", &o, OZ_SAVE_OPT_KEY);
     o.key = "k";
     o.key_len = 1;
-    CHECK_OK(oz_save_check("m.onnxc", &o, NULL, NULL, &err));
+    CHECK_OK(oz_save_check("m.onnxc", &o, NULL, NULL, &err), &err);
     o.external_data = "d";
     expect_refused("m.onnxc", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
     expect_refused("m.onnxz", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
@@ -185,7 +129,7 @@ static void test_save_rules(void) {
     o.align = 32;
     expect_refused("m.onnxz", &o, OZ_SAVE_OPT_ALIGN);
     o.external_data = "d";
-    CHECK_OK(oz_save_check("m.onnx", &o, NULL, NULL, &err)); /* data files: 1 to 1M */
+    CHECK_OK(oz_save_check("m.onnx", &o, NULL, NULL, &err), &err); /* data files: 1 to 1M */
     o.align = 2u << 20;
     expect_refused("m.onnx", &o, OZ_SAVE_OPT_ALIGN);
     oz_save_options_init(&o);
@@ -228,7 +172,7 @@ static void test_save_refuses_urls(void) {
     expect_url_refused("m.onnx", &o, "http://host/d");
     expect_url_refused("m.onnxz", &o, "http://host/d"); /* before "applies to .onnx" */
     o.external_data = "http:d";                         /* a local name: no scheme's "//" */
-    CHECK_OK(oz_save_check("m.onnx", &o, NULL, NULL, &err));
+    CHECK_OK(oz_save_check("m.onnx", &o, NULL, NULL, &err), &err);
 }
 
 static int cancel_always(void *ctx) {
@@ -245,21 +189,21 @@ static void test_cancel_streaming(void) {
     oc_model *m = NULL;
     oz_weights *w = NULL;
     oc_tensor_fetch fetch;
-    CHECK_OK(oz_convert(at("source.onnx"), at("c.onnxz"), NULL, &err));
-    CHECK_OK(oz_open_deferred(at("c.onnxz"), NULL, &m, &w, NULL, &err));
+    CHECK_OK(oz_convert(td_at("source.onnx"), td_at("c.onnxz"), NULL, &err), &err);
+    CHECK_OK(oz_open_deferred(td_at("c.onnxz"), NULL, &m, &w, NULL, &err), &err);
     oz_weights_fetch(w, &fetch);
     oz_save_options so = OZ_SAVE_OPTIONS_INIT;
     int asked = 0;
     so.fetch = &fetch;
     so.cancel = cancel_later;
     so.cancel_ctx = &asked;
-    CHECK(oz_save(m, at("c_out.onnx"), &so, &err) == OC_ERR_CANCELLED);
+    CHECK(oz_save(m, td_at("c_out.onnx"), &so, &err) == OC_ERR_CANCELLED);
     CHECK(asked > 1 && err.file_len == 0 && strstr(err.message, "cancelled") != NULL);
     CHECK(strcmp(oc_status_name(OC_ERR_CANCELLED), "cancelled") == 0);
-    CHECK(access(at("c_out.onnx"), F_OK) != 0);
+    CHECK(access(td_at("c_out.onnx"), F_OK) != 0);
     oc_model_free(m);
     oz_weights_close(w);
-    unlink(at("c.onnxz"));
+    unlink(td_at("c.onnxz"));
 }
 
 /* oz_convert_file: the job of `onnxz convert`, encryption and cancellation included. */
@@ -269,24 +213,24 @@ static void test_convert_file(const uint8_t *want, size_t want_n) {
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
     /* A bad option is OUT's fault, found before IN is read (IN is missing here). */
     so.deflate_model = 1;
-    CHECK(oz_convert_file(at("missing.onnx"), at("f.onnx"), NULL, &so, &info, &err) ==
+    CHECK(oz_convert_file(td_at("missing.onnx"), td_at("f.onnx"), NULL, &so, &info, &err) ==
           OC_ERR_INVALID_ARG);
     CHECK(!info.input_failed && strncmp(err.message, "deflate_model ", 14) == 0);
     so.deflate_model = 0;
-    CHECK(oz_convert_file(at("missing.onnx"), at("f.onnx"), NULL, &so, &info, &err) ==
+    CHECK(oz_convert_file(td_at("missing.onnx"), td_at("f.onnx"), NULL, &so, &info, &err) ==
           OC_ERR_NOT_FOUND);
     CHECK(info.input_failed);
     /* Cancelled: no file. */
     int asked = 0;
     so.cancel = cancel_always;
     so.cancel_ctx = &asked;
-    CHECK(oz_convert_file(at("source.onnx"), at("f.onnxz"), NULL, &so, &info, &err) ==
+    CHECK(oz_convert_file(td_at("source.onnx"), td_at("f.onnxz"), NULL, &so, &info, &err) ==
           OC_ERR_CANCELLED);
-    CHECK(asked >= 1 && !info.input_failed && access(at("f.onnxz"), F_OK) != 0);
+    CHECK(asked >= 1 && !info.input_failed && access(td_at("f.onnxz"), F_OK) != 0);
     CHECK(err.file_len == 0 && strstr(err.message, "cancelled") != NULL);
     so.cancel = NULL;
     /* Encrypted both ways, then back to the source's bytes. */
-    CHECK_OK(oz_convert_file(at("source.onnx"), at("f.onnxz"), NULL, &so, &info, &err));
+    CHECK_OK(oz_convert_file(td_at("source.onnx"), td_at("f.onnxz"), NULL, &so, &info, &err), &err);
     CHECK(info.in_kind == OZ_KIND_MODEL && !info.in_archive && info.in_size == want_n);
     if (!oc_crypt_available()) return;
     so.key = "pass";
@@ -294,51 +238,52 @@ static void test_convert_file(const uint8_t *want, size_t want_n) {
     oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
     co.iterations = 1000;
     so.crypt = &co;
-    CHECK_OK(oz_convert_file(at("f.onnxz"), at("f.onnxc"), NULL, &so, &info, &err));
+    CHECK_OK(oz_convert_file(td_at("f.onnxz"), td_at("f.onnxc"), NULL, &so, &info, &err), &err);
     CHECK(info.in_archive);
     oz_save_options back = OZ_SAVE_OPTIONS_INIT;
-    CHECK(oz_convert_file(at("f.onnxc"), at("f_back.onnx"), NULL, &back, &info, &err) ==
+    CHECK(oz_convert_file(td_at("f.onnxc"), td_at("f_back.onnx"), NULL, &back, &info, &err) ==
           OC_ERR_INVALID_ARG); /* no key for IN */
     CHECK(info.input_failed && info.in_kind == OZ_KIND_ONNXZEC1);
     oo.key = "pass";
     oo.key_len = 4;
-    CHECK_OK(oz_convert_file(at("f.onnxc"), at("f_back.onnx"), &oo, &back, &info, &err));
+    CHECK_OK(oz_convert_file(td_at("f.onnxc"), td_at("f_back.onnx"), &oo, &back, &info, &err),
+             &err);
     size_t n = 0;
-    uint8_t *got = slurp(at("f_back.onnx"), &n);
+    uint8_t *got = td_read(td_at("f_back.onnx"), &n);
     CHECK(got && n == want_n && memcmp(got, want, n) == 0);
     free(got);
-    unlink(at("f.onnxz"));
-    unlink(at("f.onnxc"));
-    unlink(at("f_back.onnx"));
+    unlink(td_at("f.onnxz"));
+    unlink(td_at("f.onnxc"));
+    unlink(td_at("f_back.onnx"));
 }
 
-/* w1's bytes, as add_tensor made them. */
+/* w1's bytes, as make_model made them. */
 static int is_w1(const oc_bytes *b) {
     if (b->size != 70000) return 0;
     for (uint64_t i = 0; i < b->size; i++)
-        if (b->data[i] != (uint8_t)(i * 7 + 2)) return 0;
+        if (b->data[i] != tm_byte(i, 2)) return 0;
     return 1;
 }
 
 /* One tensor read from every form, with what the model was opened with as its source. */
 static void test_tensor_read(void) {
     oz_convert_options o = options_for(&forms[2]); /* N-file */
-    CHECK_OK(oz_convert(at("source.onnx"), at("r_n.onnx"), &o, &err));
-    CHECK_OK(oz_convert(at("source.onnx"), at("r.onnxz"), NULL, &err));
+    CHECK_OK(oz_convert(td_at("source.onnx"), td_at("r_n.onnx"), &o, &err), &err);
+    CHECK_OK(oz_convert(td_at("source.onnx"), td_at("r.onnxz"), NULL, &err), &err);
     oz_open_options keep = OZ_OPEN_OPTIONS_INIT;
     keep.parse.skip_external_data = 1;
     oc_bytes b = {0};
     for (int i = 0; i < 2; i++) { /* a single .onnx (the tensor inline), then N-file */
         oc_model *m = NULL;
-        CHECK_OK(oz_open(at(i ? "r_n.onnx" : "source.onnx"), &keep, &m, NULL, &err));
+        CHECK_OK(oz_open(td_at(i ? "r_n.onnx" : "source.onnx"), &keep, &m, NULL, &err), &err);
         onnx_TensorProto *t = oz_model_find_tensor(m, "w1", 2);
         CHECK(t && oz_model_find_tensor(m, "inner", 5) != NULL); /* in a subgraph */
         CHECK(oz_model_find_tensor(m, "w", 1) == NULL &&
               oz_model_find_tensor(m, "w1\0", 3) == NULL);
         if (i) /* a reference, and nowhere to read it from */
             CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_NOT_FOUND);
-        oz_tensor_source src = {NULL, NULL, dir, NULL};
-        CHECK_OK(oz_tensor_read(t, &src, &b, &err));
+        oz_tensor_source src = {NULL, NULL, td_dir, NULL};
+        CHECK_OK(oz_tensor_read(t, &src, &b, &err), &err);
         CHECK(is_w1(&b));
         oc_bytes_release(&b);
         oc_model_free(m);
@@ -347,21 +292,22 @@ static void test_tensor_read(void) {
     oc_model *m = NULL;
     oz_weights *w = NULL;
     for (int i = 0; i < 2; i++) {
-        CHECK_OK(oz_open_deferred(at(i ? "r.onnxz" : "r_n.onnx"), NULL, &m, &w, NULL, &err));
+        CHECK_OK(oz_open_deferred(td_at(i ? "r.onnxz" : "r_n.onnx"), NULL, &m, &w, NULL, &err),
+                 &err);
         onnx_TensorProto *t = oz_model_find_tensor(m, "w1", 2);
         oz_tensor_source src = {NULL, w, NULL, NULL};
         CHECK(t && oc_tensor_is_external(t));
-        CHECK_OK(oz_tensor_read(t, &src, &b, &err));
+        CHECK_OK(oz_tensor_read(t, &src, &b, &err), &err);
         CHECK(is_w1(&b));
         oc_bytes_release(&b);
         oc_model_free(m);
         oz_weights_close(w);
     }
     oz_archive *ar = NULL;
-    CHECK_OK(oz_archive_open(at("r.onnxz"), NULL, &ar, &err));
-    CHECK_OK(oz_archive_load_model(ar, &keep.parse, &m, &err));
+    CHECK_OK(oz_archive_open(td_at("r.onnxz"), NULL, &ar, &err), &err);
+    CHECK_OK(oz_archive_load_model(ar, &keep.parse, &m, &err), &err);
     oz_tensor_source src = {ar, NULL, NULL, NULL};
-    CHECK_OK(oz_tensor_read(oz_model_find_tensor(m, "w1", 2), &src, &b, &err));
+    CHECK_OK(oz_tensor_read(oz_model_find_tensor(m, "w1", 2), &src, &b, &err), &err);
     oc_model_free(m); /* the span holds the archive's mapping */
     oz_archive_close(ar);
     CHECK(is_w1(&b));
@@ -393,19 +339,19 @@ static void test_tensor_read(void) {
     oc_bytes_set_borrowed(&t->raw_data, "12345678", 8);
     OC_SET_HAS(TensorProto, t, raw_data);
     CHECK(!oc_tensor_is_typed(t));
-    CHECK_OK(oz_tensor_read(t, NULL, &b, &err));
+    CHECK_OK(oz_tensor_read(t, NULL, &b, &err), &err);
     CHECK(b.size == 8);
     oc_bytes_release(&b);
     /* W-40 before any byte is read: raw_data of the wrong size, and an archive entry that
      * its tensor's dims do not fit. */
-    add_tensor(a, mp->graph, "short", 10, 1);
+    tm_add_bytes(a, mp->graph, "short", 10, 1);
     t = oz_model_find_tensor(m, "short", 5);
     t->dims.items[0] = 11;
     CHECK(oz_tensor_read(t, NULL, &b, &err) == OC_ERR_INCONSISTENT &&
           strcmp(err.rule, "W-40") == 0);
     oc_model_free(m);
-    CHECK_OK(oz_archive_open(at("r.onnxz"), NULL, &ar, &err));
-    CHECK_OK(oz_archive_load_model(ar, &keep.parse, &m, &err));
+    CHECK_OK(oz_archive_open(td_at("r.onnxz"), NULL, &ar, &err), &err);
+    CHECK_OK(oz_archive_load_model(ar, &keep.parse, &m, &err), &err);
     t = oz_model_find_tensor(m, "w1", 2);
     t->dims.items[0] = 70001;
     src.archive = ar;
@@ -414,18 +360,8 @@ static void test_tensor_read(void) {
     CHECK(strstr(err.message, "its data holds 70000") != NULL);
     oc_model_free(m);
     oz_archive_close(ar);
-    unlink(at("r_n.onnx"));
-    unlink(at("r.onnxz"));
-}
-
-/* Entries of directory d (0 when it cannot be read). */
-static int entries_in(const char *d) {
-    DIR *dp = opendir(d);
-    int n = 0;
-    for (struct dirent *e; dp && (e = readdir(dp));)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    if (dp) closedir(dp);
-    return n;
+    unlink(td_at("r_n.onnx"));
+    unlink(td_at("r.onnxz"));
 }
 
 /* M-5: the writer's tables, estimated from the entries it will make, count against
@@ -441,9 +377,9 @@ static void test_save_budget(void) {
     char name[32];
     for (int i = 0; i < 20000; i++) {
         snprintf(name, sizeof name, "t%d", i);
-        add_tensor(a, mp->graph, name, 4, (unsigned)i);
+        tm_add_bytes(a, mp->graph, name, 4, (unsigned)i);
     }
-    const char *sub = at("budget");
+    const char *sub = td_at("budget");
     CHECK(mkdir(sub, 0755) == 0);
     char out[4300];
     snprintf(out, sizeof out, "%s/m.onnxz", sub);
@@ -454,19 +390,19 @@ static void test_save_budget(void) {
     CHECK(oz_save(m, out, &so, &err) == OC_ERR_LIMIT);
     CHECK(strcmp(err.rule, "M-5") == 0 && strstr(err.message, "20000 tensors") &&
           strstr(err.message, "budget of 8388608 bytes (max_memory, M-5)"));
-    CHECK(entries_in(sub) == 0);
+    CHECK(td_count(sub, 0) == 0);
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
-    CHECK_OK(oc_model_save_file(m, at("budget.onnx"), NULL, &err));
-    CHECK(oz_convert_file(at("budget.onnx"), out, NULL, &so, &info, &err) == OC_ERR_LIMIT);
-    CHECK(!info.input_failed && strcmp(err.rule, "M-5") == 0 && entries_in(sub) == 0);
+    CHECK_OK(oc_model_save_file(m, td_at("budget.onnx"), NULL, &err), &err);
+    CHECK(oz_convert_file(td_at("budget.onnx"), out, NULL, &so, &info, &err) == OC_ERR_LIMIT);
+    CHECK(!info.input_failed && strcmp(err.rule, "M-5") == 0 && td_count(sub, 0) == 0);
     so.max_memory = 64u << 20;
-    CHECK_OK(oz_convert_file(at("budget.onnx"), out, NULL, &so, &info, &err));
+    CHECK_OK(oz_convert_file(td_at("budget.onnx"), out, NULL, &so, &info, &err), &err);
     so.max_memory = 0;
-    CHECK_OK(oz_save(m, out, &so, &err));
+    CHECK_OK(oz_save(m, out, &so, &err), &err);
     so.max_memory = 1;
     so.size = offsetof(oz_save_options, max_memory);
-    CHECK_OK(oz_save(m, out, &so, &err));
-    CHECK(entries_in(sub) == 1);
+    CHECK_OK(oz_save(m, out, &so, &err), &err);
+    CHECK(td_count(sub, 0) == 1);
     oc_model_free(m);
 }
 
@@ -505,17 +441,18 @@ static int cached_file(const char *path) {
  * old .onnx beside data files is read again for the parts it named, E-25.) */
 static void test_save_releases_replaced(const oc_model *model) {
     size_t pages = (1 << 20) / (size_t)sysconf(_SC_PAGESIZE);
-    int archive = cached_file(at("g.onnxz")), data = cached_file(at("g.data"));
-    int other = cached_file(at("g_other"));
-    CHECK(link(at("g_other"), at("h.onnxz")) == 0);
-    CHECK_OK(oz_save(model, at("g.onnxz"), NULL, &err));
+    int archive = cached_file(td_at("g.onnxz")), data = cached_file(td_at("g.data"));
+    int other = cached_file(td_at("g_other"));
+    CHECK(link(td_at("g_other"), td_at("h.onnxz")) == 0);
+    CHECK_OK(oz_save(model, td_at("g.onnxz"), NULL, &err), &err);
     CHECK(resident_pages(archive) == 0);
     oz_save_options o;
     oz_save_options_init(&o);
-    o.external_data = at("g.data"); /* absolute: its name beside OUT */
-    CHECK_OK(oz_save(model, at("g.onnx"), &o, &err));
+    o.external_data = td_at("g.data"); /* absolute: its name beside OUT */
+    CHECK_OK(oz_save(model, td_at("g.onnx"), &o, &err), &err);
     CHECK(resident_pages(data) == 0);
-    CHECK_OK(oz_save(model, at("h.onnxz"), NULL, &err)); /* the name replaced, not g_other */
+    CHECK_OK(oz_save(model, td_at("h.onnxz"), NULL, &err),
+             &err); /* the name replaced, not g_other */
     CHECK(resident_pages(other) == pages);
     close(archive);
     close(data);
@@ -523,15 +460,12 @@ static void test_save_releases_replaced(const oc_model *model) {
 }
 
 int main(int argc, char **argv) {
-    snprintf(dir, sizeof dir, "%s/test_convert", argc > 1 ? argv[1] : "/tmp");
-    char cmd[2 * sizeof dir + 64];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-    if (system(cmd) != 0) return 2;
+    if (td_start(argc, argv, "convert") != 0) return 2;
     oc_model *src = make_model();
     oz_convert_options single = OZ_CONVERT_OPTIONS_INIT;
-    CHECK_OK(oc_model_save_file(src, at("source.onnx"), NULL, &err));
+    CHECK_OK(oc_model_save_file(src, td_at("source.onnx"), NULL, &err), &err);
     size_t want_n = 0;
-    uint8_t *want = slurp(at("source.onnx"), &want_n);
+    uint8_t *want = td_read(td_at("source.onnx"), &want_n);
     CHECK(want && want_n > 370000);
 
     CHECK(oz_form_of_name("x.ONNXZ") == OZ_FORM_ONNXZ &&
@@ -539,9 +473,10 @@ int main(int argc, char **argv) {
           oz_form_of_name("x.onnxc") == OZ_FORM_ONNXC);
     /* A .onnxc name asks for an encrypted model, from every save: the calls that take no
      * key refuse it rather than write the model in the clear. */
-    CHECK(oz_convert(at("source.onnx"), at("d_plain.onnxc"), NULL, &err) == OC_ERR_INVALID_ARG);
-    CHECK(oz_save_any(src, at("d_plain.onnxc"), OZ_FORM_AUTO, NULL, &err) == OC_ERR_INVALID_ARG);
-    CHECK(access(at("d_plain.onnxc"), F_OK) != 0);
+    CHECK(oz_convert(td_at("source.onnx"), td_at("d_plain.onnxc"), NULL, &err) ==
+          OC_ERR_INVALID_ARG);
+    CHECK(oz_save_any(src, td_at("d_plain.onnxc"), OZ_FORM_AUTO, NULL, &err) == OC_ERR_INVALID_ARG);
+    CHECK(access(td_at("d_plain.onnxc"), F_OK) != 0);
     /* The one rule of a form by name: the extension in any case, nothing for another name. */
     CHECK(oz_form_named("d/x.ONNXZ") == OZ_FORM_ONNXZ &&
           oz_form_named("x.Onnxc") == OZ_FORM_ONNXC && oz_form_named("x.onnx") == OZ_FORM_ONNX &&
@@ -569,13 +504,13 @@ int main(int argc, char **argv) {
             progress pr = {0, 0, 0, 0};
             oy.save.serialize.progress = on_progress;
             oy.save.serialize.progress_ctx = &pr;
-            CHECK_OK(oz_convert(at("source.onnx"), at(xn), &ox, &err));
-            CHECK_OK(oz_convert(at(xn), at(yn), &oy, &err));
+            CHECK_OK(oz_convert(td_at("source.onnx"), td_at(xn), &ox, &err), &err);
+            CHECK_OK(oz_convert(td_at(xn), td_at(yn), &oy, &err), &err);
             CHECK(pr.calls >= 2 && pr.backwards == 0 && pr.last_done == pr.total &&
                   pr.total > 370000);
-            CHECK_OK(oz_convert(at(yn), at("d_back.onnx"), &single, &err));
+            CHECK_OK(oz_convert(td_at(yn), td_at("d_back.onnx"), &single, &err), &err);
             size_t got_n = 0;
-            uint8_t *got = slurp(at("d_back.onnx"), &got_n);
+            uint8_t *got = td_read(td_at("d_back.onnx"), &got_n);
             CHECK(got && got_n == want_n && memcmp(got, want, want_n) == 0);
             if (!(got && got_n == want_n && memcmp(got, want, want_n) == 0))
                 fprintf(stderr, "  direction %s -> %s differs\n", fx.name, fy.name);
@@ -589,18 +524,18 @@ int main(int argc, char **argv) {
     {
         oz_convert_options o = options_for(&forms[2]);
         struct stat st;
-        CHECK_OK(oz_convert(at("source.onnx"), at("d_n.onnx"), &o, &err));
-        CHECK(stat(at("n.data"), &st) == 0 && stat(at("n.data.1"), &st) == 0);
+        CHECK_OK(oz_convert(td_at("source.onnx"), td_at("d_n.onnx"), &o, &err), &err);
+        CHECK(stat(td_at("n.data"), &st) == 0 && stat(td_at("n.data.1"), &st) == 0);
         rm_outputs();
     }
 
     /* Onto its own input (replacing is the default): the mapping keeps the old bytes. */
-    CHECK_OK(oz_convert(at("source.onnx"), at("d_self.onnxz"), NULL, &err));
-    CHECK_OK(oz_convert(at("d_self.onnxz"), at("d_self.onnxz"), NULL, &err));
-    CHECK_OK(oz_convert(at("d_self.onnxz"), at("d_self.onnx"), NULL, &err));
+    CHECK_OK(oz_convert(td_at("source.onnx"), td_at("d_self.onnxz"), NULL, &err), &err);
+    CHECK_OK(oz_convert(td_at("d_self.onnxz"), td_at("d_self.onnxz"), NULL, &err), &err);
+    CHECK_OK(oz_convert(td_at("d_self.onnxz"), td_at("d_self.onnx"), NULL, &err), &err);
     {
         size_t n = 0;
-        uint8_t *b = slurp(at("d_self.onnx"), &n);
+        uint8_t *b = td_read(td_at("d_self.onnx"), &n);
         CHECK(b && n == want_n && memcmp(b, want, n) == 0);
         free(b);
     }
@@ -608,16 +543,17 @@ int main(int argc, char **argv) {
     {
         oz_convert_options o = OZ_CONVERT_OPTIONS_INIT;
         o.save.serialize.no_overwrite = 1;
-        CHECK(oz_convert(at("source.onnx"), at("d_self.onnx"), &o, &err) == OC_ERR_EXISTS);
+        CHECK(oz_convert(td_at("source.onnx"), td_at("d_self.onnx"), &o, &err) == OC_ERR_EXISTS);
     }
     /* Errors: a missing input, external data asked of an archive. */
-    CHECK(oz_convert(at("missing.onnx"), at("d_m.onnxz"), NULL, &err) == OC_ERR_NOT_FOUND);
+    CHECK(oz_convert(td_at("missing.onnx"), td_at("d_m.onnxz"), NULL, &err) == OC_ERR_NOT_FOUND);
     CHECK(strstr(err.message, "missing.onnx") != NULL);
     {
         oz_convert_options o = OZ_CONVERT_OPTIONS_INIT;
         o.save.serialize.external_data = "x.data";
-        CHECK(oz_convert(at("source.onnx"), at("d_bad.onnxz"), &o, &err) == OC_ERR_INVALID_ARG);
-        CHECK(access(at("d_bad.onnxz"), F_OK) != 0);
+        CHECK(oz_convert(td_at("source.onnx"), td_at("d_bad.onnxz"), &o, &err) ==
+              OC_ERR_INVALID_ARG);
+        CHECK(access(td_at("d_bad.onnxz"), F_OK) != 0);
     }
     test_save_rules();
     test_save_refuses_urls();
@@ -629,10 +565,6 @@ int main(int argc, char **argv) {
     rm_outputs();
     free(want);
     oc_model_free(src);
-    printf("test_convert: %d of %d checks failed\n", failures, checks);
-    if (!failures) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) return 1;
-    }
-    return failures ? 1 : 0;
+    td_remove(td_dir);
+    return check_report("test_convert");
 }

@@ -18,43 +18,20 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 
 enum { BIG = 3000, SMALL = 16 };
-
-static void add_raw(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    uint8_t *p;
-    oc_str_set_cstr(a, &t->name, name);
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
-    for (uint64_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + n);
-    OC_SET_HAS(TensorProto, t, raw_data);
-}
-
-static onnx_NodeProto *add_node(oc_arena *a, onnx_GraphProto *g, const char *op) {
-    onnx_NodeProto *nd = OC_ADD(a, NodeProto, g->node);
-    oc_str_set_cstr(a, &nd->op_type, op);
-    OC_SET_HAS(NodeProto, nd, op_type);
-    return nd;
-}
 
 /* Two big tensors ("a", "b": entries / external data), one small ("s": stays inside),
  * one typed (3 floats); a main graph of 2 nodes, one holding a 2-node subgraph; a
  * function of 1 node. Nodes in total: 2 + 2 + 1. */
 static oc_model *make_model(void) {
-    oc_model *m = oc_model_new();
+    oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
     onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
-    add_raw(a, mp->graph, "a", BIG);
-    add_raw(a, mp->graph, "b", BIG + 1);
-    add_raw(a, mp->graph, "s", SMALL);
+    tm_add_bytes(a, mp->graph, "a", BIG, BIG);
+    tm_add_bytes(a, mp->graph, "b", BIG + 1, BIG + 1);
+    tm_add_bytes(a, mp->graph, "s", SMALL, SMALL);
     onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
     oc_str_set_cstr(a, &t->name, "f");
     OC_SET_HAS(TensorProto, t, name);
@@ -66,12 +43,12 @@ static oc_model *make_model(void) {
         float *f = oc_array_push(a, &t->float_data, sizeof(float));
         if (f) *f = (float)i;
     }
-    add_node(a, mp->graph, "Relu");
-    onnx_NodeProto *ifn = add_node(a, mp->graph, "If");
+    tm_add_node(a, mp->graph, "Relu");
+    onnx_NodeProto *ifn = tm_add_node(a, mp->graph, "If");
     onnx_AttributeProto *attr = OC_ADD(a, AttributeProto, ifn->attribute);
     attr->g = OC_NEW(a, GraphProto);
-    add_node(a, attr->g, "Relu");
-    add_node(a, attr->g, "Relu");
+    tm_add_node(a, attr->g, "Relu");
+    tm_add_node(a, attr->g, "Relu");
     onnx_FunctionProto *fn = OC_ADD(a, FunctionProto, mp->functions);
     onnx_NodeProto *fnode = OC_ADD(a, NodeProto, fn->node);
     oc_str_set_cstr(a, &fnode->op_type, "Relu");
@@ -233,15 +210,11 @@ static void test_model(const oc_model *m, const char *dir) {
 }
 
 int main(int argc, char **argv) {
-    char dir[4096];
-    if (argc != 2 || td_make(argv[1], "inspect", dir, sizeof dir) != 0) {
-        fprintf(stderr, "usage: test_inspect WORKDIR\n");
-        return 2;
-    }
+    if (td_start(argc, argv, "inspect") != 0) return 2;
     oc_model *m = make_model();
-    test_archive(m, dir);
-    test_model(m, dir);
+    test_archive(m, td_dir);
+    test_model(m, td_dir);
     oc_model_free(m);
-    td_remove(dir);
+    td_remove(td_dir);
     return check_report("test_inspect");
 }

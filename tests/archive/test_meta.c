@@ -19,39 +19,14 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 
 enum { BIG = 3000 };
 
 static oc_model *make_model(void) {
-    oc_model *m = oc_model_new();
-    oc_arena *a = oc_model_arena(m);
-    onnx_ModelProto *mp = oc_model_proto(m);
-    uint8_t *p;
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
-    oc_str_set_cstr(a, &t->name, "w");
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = BIG;
-    if (oc_bytes_set_alloc(&t->raw_data, BIG, &p, NULL) == OC_OK) {
-        for (uint64_t i = 0; i < BIG; i++) p[i] = (uint8_t)(i * 7);
-        OC_SET_HAS(TensorProto, t, raw_data);
-    }
+    oc_model *m = tm_model_new();
+    tm_add_bytes(oc_model_arena(m), oc_model_proto(m)->graph, "w", BIG, 0);
     return m;
-}
-
-static char dir[4096];
-
-static const char *at(const char *name) {
-    static char buf[4][4200];
-    static int k;
-    k = (k + 1) & 3;
-    snprintf(buf[k], sizeof buf[k], "%.4000s/%.150s", dir, name);
-    return buf[k];
 }
 
 static const oz_metadata_edit edits[] = {
@@ -106,26 +81,26 @@ static void test_refusals(void) {
     oz_metadata_options opts = OZ_METADATA_OPTIONS_INIT;
     oc_error err;
     size_t before;
-    free(td_read(at("m.onnx"), &before));
-    CHECK_STATUS(oz_edit_metadata(at("m.onnx"), bad, 1, NULL, NULL, NULL, &err), OC_ERR_INVALID_ARG,
-                 &err);
+    free(td_read(td_at("m.onnx"), &before));
+    CHECK_STATUS(oz_edit_metadata(td_at("m.onnx"), bad, 1, NULL, NULL, NULL, &err),
+                 OC_ERR_INVALID_ARG, &err);
     bad[0].op = (oz_metadata_op)9;
-    CHECK_STATUS(oz_edit_metadata(at("m.onnx"), bad, 1, NULL, NULL, NULL, &err), OC_ERR_INVALID_ARG,
-                 &err);
+    CHECK_STATUS(oz_edit_metadata(td_at("m.onnx"), bad, 1, NULL, NULL, NULL, &err),
+                 OC_ERR_INVALID_ARG, &err);
     CHECK_STATUS(oz_edit_metadata("https://example.com/m.onnx", edits, 1, NULL, NULL, NULL, &err),
                  OC_ERR_INVALID_ARG, &err);
     opts.size = 0;
-    CHECK_STATUS(oz_edit_metadata(at("m.onnx"), edits, 1, &opts, NULL, NULL, &err),
+    CHECK_STATUS(oz_edit_metadata(td_at("m.onnx"), edits, 1, &opts, NULL, NULL, &err),
                  OC_ERR_INVALID_ARG, &err);
     /* Another editor holds the file. */
-    int fd = open(at("m.onnx"), O_RDONLY);
+    int fd = open(td_at("m.onnx"), O_RDONLY);
     CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0);
-    CHECK_STATUS(oz_edit_metadata(at("m.onnx"), edits, 1, NULL, NULL, NULL, &err), OC_ERR_BUSY,
+    CHECK_STATUS(oz_edit_metadata(td_at("m.onnx"), edits, 1, NULL, NULL, NULL, &err), OC_ERR_BUSY,
                  &err);
     CHECK(strcmp(err.rule, "A-58") == 0);
     close(fd);
     size_t after;
-    free(td_read(at("m.onnx"), &after));
+    free(td_read(td_at("m.onnx"), &after));
     CHECK_EQ(after, before);
 }
 
@@ -135,29 +110,26 @@ static void test_encrypted(const oc_model *src) {
     if (!oc_crypt_available()) return;
     so.key = "pw";
     so.key_len = 2;
-    CHECK_OK(oz_save(src, at("m.onnxc"), &so, &err), &err);
-    CHECK_STATUS(oz_edit_metadata(at("m.onnxc"), edits, 1, NULL, NULL, NULL, &err),
+    CHECK_OK(oz_save(src, td_at("m.onnxc"), &so, &err), &err);
+    CHECK_STATUS(oz_edit_metadata(td_at("m.onnxc"), edits, 1, NULL, NULL, NULL, &err),
                  OC_ERR_UNSUPPORTED, &err);
     CHECK(strstr(err.message, "encrypted") != NULL);
 }
 
 int main(int argc, char **argv) {
     oc_error err;
-    if (argc != 2 || td_make(argv[1], "meta", dir, sizeof dir) != 0) {
-        fprintf(stderr, "usage: test_meta WORKDIR\n");
-        return 2;
-    }
+    if (td_start(argc, argv, "meta") != 0) return 2;
     oc_model *m = make_model();
-    CHECK_OK(oz_archive_save(m, at("m.onnxz"), NULL, &err), &err);
-    CHECK_OK(oz_save(m, at("m.onnx"), NULL, &err), &err);
-    test_edit(at("m.onnxz"), true);
-    CHECK(symlink("m.onnx", at("link.onnx")) == 0);
-    test_edit(at("link.onnx"), false);
+    CHECK_OK(oz_archive_save(m, td_at("m.onnxz"), NULL, &err), &err);
+    CHECK_OK(oz_save(m, td_at("m.onnx"), NULL, &err), &err);
+    test_edit(td_at("m.onnxz"), true);
+    CHECK(symlink("m.onnx", td_at("link.onnx")) == 0);
+    test_edit(td_at("link.onnx"), false);
     struct stat st;
-    CHECK(lstat(at("link.onnx"), &st) == 0 && S_ISLNK(st.st_mode)); /* the target was edited */
+    CHECK(lstat(td_at("link.onnx"), &st) == 0 && S_ISLNK(st.st_mode)); /* the target was edited */
     test_refusals();
     test_encrypted(m);
     oc_model_free(m);
-    td_remove(dir);
+    td_remove(td_dir);
     return check_report("test_meta");
 }

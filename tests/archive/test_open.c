@@ -21,72 +21,25 @@
 #include "onnxcore_private.h"
 #include "internal/source.h"
 
-static int failures, checks;
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(c)) {                                                               \
-            failures++;                                                           \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
-        }                                                                         \
-    } while (0)
-#define CHECK_STATUS(expr, want)                                                        \
-    do {                                                                                \
-        oc_status st_ = (expr);                                                         \
-        checks++;                                                                       \
-        if (st_ != (want)) {                                                            \
-            failures++;                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s (want %s): %s\n", __FILE__, __LINE__, #expr, \
-                    oc_status_name(st_), oc_status_name(want), err.message);            \
-        }                                                                               \
-    } while (0)
+#include "check.h"
+#include "testdir.h"
+#include "testmodel.h"
 
-static char dir[4096];
 static oc_error err;
 static const char pass[] = "open sesame";
 
-static const char *at(const char *name) {
-    static char buf[4][4200];
-    static int k;
-    k = (k + 1) & 3;
-    snprintf(buf[k], sizeof buf[k], "%.4000s/%.150s", dir, name);
-    return buf[k];
-}
-
 static void put(const char *name, const void *data, size_t n) {
-    FILE *f = fopen(at(name), "wb");
-    if (!f || fwrite(data, 1, n, f) != n) failures++;
-    if (f) fclose(f);
-}
-
-static uint8_t pattern(uint64_t i, unsigned seed) { return (uint8_t)(i * 7 + seed); }
-
-static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n,
-                       unsigned seed) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    uint8_t *p;
-    oc_str_set_cstr(a, &t->name, name);
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
-    for (uint64_t i = 0; i < n; i++) p[i] = pattern(i, seed);
-    OC_SET_HAS(TensorProto, t, raw_data);
+    CHECK(td_write(td_at(name), data, n) == 0);
 }
 
 /* Two tensors over the external-data threshold and one inline. */
 static oc_model *make_model(void) {
-    oc_model *m = oc_model_new();
+    oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
-    onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
-    add_tensor(a, mp->graph, "w0", 300000, 1);
-    add_tensor(a, mp->graph, "w1", 70000, 2);
-    add_tensor(a, mp->graph, "tiny", 10, 3);
+    onnx_GraphProto *g = oc_model_proto(m)->graph;
+    tm_add_bytes(a, g, "w0", 300000, 1);
+    tm_add_bytes(a, g, "w1", 70000, 2);
+    tm_add_bytes(a, g, "tiny", 10, 3);
     return m;
 }
 
@@ -105,7 +58,7 @@ static int same_tensors(const oc_model *m) {
             memcmp(t->name.data, want[k].name, t->name.size) != 0 || t->raw_data.size != want[k].n)
             return 0;
         for (uint64_t i = 0; i < want[k].n; i++)
-            if (t->raw_data.data[i] != pattern(i, want[k].seed)) return 0;
+            if (t->raw_data.data[i] != tm_byte(i, want[k].seed)) return 0;
     }
     return 1;
 }
@@ -137,7 +90,7 @@ static void test_detect_memory(void) {
 
 static oz_kind detect_file(const char *name) {
     oz_kind k = OZ_KIND_EMPTY;
-    CHECK_STATUS(oz_detect_file(at(name), &k, &err), OC_OK);
+    CHECK_STATUS(oz_detect_file(td_at(name), &k, &err), OC_OK, &err);
     return k;
 }
 
@@ -154,11 +107,11 @@ static void test_detect_file(void) {
     CHECK(detect_file("magic.zec1") == OZ_KIND_ONNXZEC1);
     CHECK(detect_file("one.onnx") == OZ_KIND_MODEL);
     CHECK(detect_file("a.onnxz") == OZ_KIND_ZIP);
-    CHECK(oz_is_archive_file(at("a.onnxz")) && oz_is_archive_file(at("short.zip")) &&
-          !oz_is_archive_file(at("one.onnx")) && !oz_is_archive_file(at("missing")));
+    CHECK(oz_is_archive_file(td_at("a.onnxz")) && oz_is_archive_file(td_at("short.zip")) &&
+          !oz_is_archive_file(td_at("one.onnx")) && !oz_is_archive_file(td_at("missing")));
     oz_kind k;
-    CHECK_STATUS(oz_detect_file(at("missing"), &k, &err), OC_ERR_NOT_FOUND);
-    CHECK_STATUS(oz_detect_file(dir, &k, &err), OC_ERR_IO); /* a directory: not opened */
+    CHECK_STATUS(oz_detect_file(td_at("missing"), &k, &err), OC_ERR_NOT_FOUND, &err);
+    CHECK_STATUS(oz_detect_file(td_dir, &k, &err), OC_ERR_IO, &err); /* a directory: not opened */
     CHECK(strstr(err.message, "not a regular file") != NULL);
 }
 
@@ -169,7 +122,7 @@ static void open_ok(const char *name, const void *key, oz_kind kind, int archive
     oc_model *m = NULL;
     o.key = key;
     o.key_len = key ? strlen(key) : 0;
-    CHECK_STATUS(oz_open(at(name), &o, &m, &info, &err), OC_OK);
+    CHECK_STATUS(oz_open(td_at(name), &o, &m, &info, &err), OC_OK, &err);
     if (!m) {
         fprintf(stderr, "  (opening %s)\n", name);
         return;
@@ -181,7 +134,7 @@ static void open_ok(const char *name, const void *key, oz_kind kind, int archive
      * outlives the call. */
     o.parse.no_copy = 1;
     m = NULL;
-    CHECK_STATUS(oz_open(at(name), &o, &m, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_open(td_at(name), &o, &m, NULL, &err), OC_OK, &err);
     CHECK(m && same_tensors(m));
     oc_model_free(m);
 }
@@ -191,19 +144,17 @@ static void open_fails(const char *name, const void *key, oc_status want, const 
     oc_model *m = (oc_model *)&o; /* must come back NULL */
     o.key = key;
     o.key_len = key ? strlen(key) : 0;
-    CHECK_STATUS(oz_open(at(name), &o, &m, NULL, &err), want);
+    CHECK_STATUS(oz_open(td_at(name), &o, &m, NULL, &err), want, &err);
     CHECK(m == NULL);
-    if (says && !strstr(err.message, says)) {
-        failures++;
+    if (says && !CHECK(strstr(err.message, says) != NULL))
         fprintf(stderr, "%s: message '%s' lacks '%s'\n", name, err.message, says);
-    }
 }
 
 static void save(oc_model *m, const char *name, const char *data, uint64_t max_file) {
     oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
     o.serialize.external_data = data;
     o.serialize.max_external_file_size = max_file;
-    CHECK_STATUS(oz_save_any(m, at(name), OZ_FORM_AUTO, &o, &err), OC_OK);
+    CHECK_STATUS(oz_save_any(m, td_at(name), OZ_FORM_AUTO, &o, &err), OC_OK, &err);
 }
 
 static void encrypt(const char *in, const char *out, oc_crypt_format format) {
@@ -211,7 +162,8 @@ static void encrypt(const char *in, const char *out, oc_crypt_format format) {
     oc_crypt_options_init(&co);
     co.format = format;
     if (format != OC_CRYPT_ONNXCRY1) co.iterations = 1000;
-    CHECK_STATUS(oc_crypt_encrypt_file(at(in), at(out), pass, strlen(pass), &co, &err), OC_OK);
+    CHECK_STATUS(oc_crypt_encrypt_file(td_at(in), td_at(out), pass, strlen(pass), &co, &err), OC_OK,
+                 &err);
 }
 
 static void test_path(void) {
@@ -265,7 +217,7 @@ static oc_model *load_archive(const char *name, int use_pread, int no_copy, int 
     po.use_pread = use_pread;
     po.no_copy = no_copy;
     oc_model *m = NULL;
-    CHECK_STATUS(oz_archive_load(at(name), &po, &m, &err), OC_OK);
+    CHECK_STATUS(oz_archive_load(td_at(name), &po, &m, &err), OC_OK, &err);
     *mapped = 0;
     if (!m) return NULL;
     CHECK(same_tensors(m));
@@ -280,7 +232,7 @@ static oc_model *load_archive(const char *name, int use_pread, int no_copy, int 
     oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_model *m2 = NULL;
     o.parse = po;
-    CHECK_STATUS(oz_open(at(name), &o, &m2, &info, &err), OC_OK);
+    CHECK_STATUS(oz_open(td_at(name), &o, &m2, &info, &err), OC_OK, &err);
     CHECK(m2 && same_tensors(m2) && info.is_archive);
     g = m2 ? oc_model_proto(m2)->graph : NULL;
     for (size_t k = 0; use_pread && g && k < g->initializer.count; k++) {
@@ -341,7 +293,7 @@ static void test_external_pread(void) {
             po.num_threads = mode & 4 ? 2 : 1;
             po.verify_checksums = i == 2;
             oc_model *m = NULL;
-            CHECK_STATUS(oc_model_load_file(at(models[i]), &po, &m, &err), OC_OK);
+            CHECK_STATUS(oc_model_load_file(td_at(models[i]), &po, &m, &err), OC_OK, &err);
             CHECK(m && same_tensors(m));
             if (po.use_pread) CHECK(count_mapped(m) == 0);
             if (!po.use_pread && po.no_copy) CHECK(count_mapped(m) == 2); /* w0, w1 in place */
@@ -350,10 +302,10 @@ static void test_external_pread(void) {
     }
     if (!oc_crypt_available()) return;
     /* a checksum that does not match, read with pread: the same refusal as mapped */
-    char path[sizeof dir + 32], cmd[3 * sizeof dir + 64];
-    snprintf(cmd, sizeof cmd, "cp '%s/sum.data' '%s/sum.data.good'", dir, dir);
+    char path[sizeof td_dir + 32], cmd[3 * sizeof td_dir + 64];
+    snprintf(cmd, sizeof cmd, "cp '%s/sum.data' '%s/sum.data.good'", td_dir, td_dir);
     CHECK(system(cmd) == 0);
-    snprintf(path, sizeof path, "%s/sum.data", dir);
+    snprintf(path, sizeof path, "%s/sum.data", td_dir);
     FILE *f = fopen(path, "r+b");
     CHECK(f && fseek(f, 1000, SEEK_SET) == 0 && fputc(0x5a ^ fgetc(f), f) != EOF);
     if (f) fclose(f);
@@ -362,7 +314,7 @@ static void test_external_pread(void) {
         po.use_pread = pread_;
         po.verify_checksums = 1;
         oc_model *m = NULL;
-        CHECK_STATUS(oc_model_load_file(at("sum.onnx"), &po, &m, &err), OC_ERR_CHECKSUM);
+        CHECK_STATUS(oc_model_load_file(td_at("sum.onnx"), &po, &m, &err), OC_ERR_CHECKSUM, &err);
         CHECK(m == NULL && strstr(err.message, "checksum mismatch"));
     }
     /* cut short: past its end, mapped or read */
@@ -371,10 +323,10 @@ static void test_external_pread(void) {
         oc_parse_options po = OC_PARSE_OPTIONS_INIT;
         po.use_pread = pread_;
         oc_model *m = NULL;
-        CHECK_STATUS(oc_model_load_file(at("sum.onnx"), &po, &m, &err), OC_ERR_TRUNCATED);
+        CHECK_STATUS(oc_model_load_file(td_at("sum.onnx"), &po, &m, &err), OC_ERR_TRUNCATED, &err);
         CHECK(m == NULL && strstr(err.message, "past the end of 'sum.data'"));
     }
-    CHECK(rename(at("sum.data.good"), path) == 0);
+    CHECK(rename(td_at("sum.data.good"), path) == 0);
 }
 
 /* Many data files, read with pread: each is closed once its tensors are read, so a model
@@ -383,16 +335,11 @@ static void test_external_pread(void) {
  * them external). */
 static void test_external_pread_many_files(void) {
     enum { N = 600, BYTES = 2000 };
-    oc_model *m = oc_model_new();
-    oc_arena *a = oc_model_arena(m);
-    onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
+    oc_model *m = tm_model_new();
     char name[32];
     for (unsigned k = 0; k < N; k++) {
         snprintf(name, sizeof name, "t%u", k);
-        add_tensor(a, mp->graph, name, BYTES, k);
+        tm_add_bytes(oc_model_arena(m), oc_model_proto(m)->graph, name, BYTES, k);
     }
     save(m, "many.onnx", "many.data", BYTES);
     oc_model_free(m);
@@ -406,13 +353,13 @@ static void test_external_pread_many_files(void) {
         po.use_pread = mode & 1;
         po.num_threads = mode & 2 ? 2 : 1;
         m = NULL;
-        CHECK_STATUS(oc_model_load_file(at("many.onnx"), &po, &m, &err), OC_OK);
+        CHECK_STATUS(oc_model_load_file(td_at("many.onnx"), &po, &m, &err), OC_OK, &err);
         const onnx_GraphProto *g = m ? oc_model_proto(m)->graph : NULL;
         CHECK(g && g->initializer.count == N);
         for (unsigned k = 0; g && k < g->initializer.count; k++) {
             const oc_bytes *b = &g->initializer.items[k]->raw_data;
             int same = b->size == BYTES;
-            for (uint64_t i = 0; same && i < BYTES; i++) same = b->data[i] == pattern(i, k);
+            for (uint64_t i = 0; same && i < BYTES; i++) same = b->data[i] == tm_byte(i, k);
             CHECK(same);
         }
         oc_model_free(m);
@@ -466,10 +413,10 @@ static void deferred_forms(const char *in, const char *k, oc_model **lazy_out, o
     *lazy_out = NULL;
     *w_out = NULL;
     snprintf(path, sizeof path, "%s/sub", k);
-    mkdir(at(k), 0755);
-    mkdir(at(path), 0755);
-    CHECK_STATUS(oz_open_deferred(at(in), NULL, &lazy, &w, NULL, &err), OC_OK);
-    CHECK_STATUS(oz_open(at(in), NULL, &full, NULL, &err), OC_OK);
+    mkdir(td_at(k), 0755);
+    mkdir(td_at(path), 0755);
+    CHECK_STATUS(oz_open_deferred(td_at(in), NULL, &lazy, &w, NULL, &err), OC_OK, &err);
+    CHECK_STATUS(oz_open(td_at(in), NULL, &full, NULL, &err), OC_OK, &err);
     if (!lazy || !w || !full) return;
     const onnx_ModelProto *mp = oc_model_proto(lazy);
     CHECK(oc_tensor_is_external(mp->graph->initializer.items[0]) &&
@@ -484,18 +431,18 @@ static void deferred_forms(const char *in, const char *k, oc_model **lazy_out, o
         o.serialize.buffer.raw_data_threshold = outs[i].threshold;
         o.serialize.max_external_file_size = outs[i].max_file;
         o.serialize.external_data = outs[i].data; /* the same name in both directories */
-        CHECK_STATUS(oz_save_any(full, at(ref), OZ_FORM_AUTO, &o, &err), OC_OK);
+        CHECK_STATUS(oz_save_any(full, td_at(ref), OZ_FORM_AUTO, &o, &err), OC_OK, &err);
         o.serialize.fetch = &fetch;
-        CHECK_STATUS(oz_save_any(lazy, at(mine), OZ_FORM_AUTO, &o, &err), OC_OK);
-        CHECK(same_file(at(ref), at(mine)));
+        CHECK_STATUS(oz_save_any(lazy, td_at(mine), OZ_FORM_AUTO, &o, &err), OC_OK, &err);
+        CHECK(same_file(td_at(ref), td_at(mine)));
         if (outs[i].data) {
             char a[300], b[300];
             snprintf(a, sizeof a, "%s/sub/%s", k, outs[i].data);
             snprintf(b, sizeof b, "%s/%s", k, outs[i].data);
-            CHECK(same_file(at(a), at(b)));
+            CHECK(same_file(td_at(a), td_at(b)));
             snprintf(a, sizeof a, "%s/sub/%s.1", k, outs[i].data);
             snprintf(b, sizeof b, "%s/%s.1", k, outs[i].data);
-            CHECK(access(at(a), F_OK) != 0 || same_file(at(a), at(b)));
+            CHECK(access(td_at(a), F_OK) != 0 || same_file(td_at(a), td_at(b)));
         }
     }
     {
@@ -504,8 +451,8 @@ static void deferred_forms(const char *in, const char *k, oc_model **lazy_out, o
         void *a = NULL, *b = NULL;
         uint64_t na = 0, nb = 0;
         so.fetch = &fetch;
-        CHECK_STATUS(oc_model_save_memory(lazy, &so, &a, &na, &err), OC_OK);
-        CHECK_STATUS(oc_model_save_memory(full, NULL, &b, &nb, &err), OC_OK);
+        CHECK_STATUS(oc_model_save_memory(lazy, &so, &a, &na, &err), OC_OK, &err);
+        CHECK_STATUS(oc_model_save_memory(full, NULL, &b, &nb, &err), OC_OK, &err);
         CHECK(a && b && na == nb && memcmp(a, b, (size_t)na) == 0);
         free(a);
         free(b);
@@ -521,8 +468,8 @@ static void deferred_fails(const oc_model *lazy, oz_weights *w, const char *name
     oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
     oz_weights_fetch(w, &fetch);
     o.serialize.fetch = &fetch;
-    CHECK_STATUS(oz_save_any(lazy, at(name), OZ_FORM_AUTO, &o, &err), want);
-    CHECK(access(at(name), F_OK) != 0);
+    CHECK_STATUS(oz_save_any(lazy, td_at(name), OZ_FORM_AUTO, &o, &err), want, &err);
+    CHECK(access(td_at(name), F_OK) != 0);
 }
 
 /* oz_open_deferred + oz_weights_fetch, for an archive (its entries) and for models with
@@ -540,10 +487,12 @@ static void test_deferred(void) {
         oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
         oc_tensor_fetch liar = {short_size, short_stream, &fetch};
         o.serialize.fetch = &liar;
-        CHECK_STATUS(oz_save_any(lazy, at("liar.onnxz"), OZ_FORM_AUTO, &o, &err), OC_ERR_TRUNCATED);
-        CHECK(access(at("liar.onnxz"), F_OK) != 0);
-        CHECK_STATUS(oz_save_any(lazy, at("liar.onnx"), OZ_FORM_AUTO, &o, &err), OC_ERR_TRUNCATED);
-        CHECK(access(at("liar.onnx"), F_OK) != 0);
+        CHECK_STATUS(oz_save_any(lazy, td_at("liar.onnxz"), OZ_FORM_AUTO, &o, &err),
+                     OC_ERR_TRUNCATED, &err);
+        CHECK(access(td_at("liar.onnxz"), F_OK) != 0);
+        CHECK_STATUS(oz_save_any(lazy, td_at("liar.onnx"), OZ_FORM_AUTO, &o, &err),
+                     OC_ERR_TRUNCATED, &err);
+        CHECK(access(td_at("liar.onnx"), F_OK) != 0);
         /* A reference to an entry the archive does not have. */
         onnx_TensorProto *t = oc_model_proto(lazy)->graph->initializer.items[1];
         for (uint64_t k = 0; k < t->external_data.count; k++) {
@@ -557,10 +506,11 @@ static void test_deferred(void) {
          * too (verify of a remote archive); an empty fetch is no fetch. */
         t->data_type = 8; /* STRING */
         OC_SET_HAS(TensorProto, t, data_type);
-        CHECK_STATUS(oc_model_check_tensor_sizes_fetched(lazy, &fetch, &err), OC_ERR_NOT_FOUND);
+        CHECK_STATUS(oc_model_check_tensor_sizes_fetched(lazy, &fetch, &err), OC_ERR_NOT_FOUND,
+                     &err);
         CHECK(strstr(err.message, "no-such-entry") != NULL);
         oc_tensor_fetch none = {NULL, NULL, NULL};
-        CHECK_STATUS(oc_model_check_tensor_sizes_fetched(lazy, &none, &err), OC_OK);
+        CHECK_STATUS(oc_model_check_tensor_sizes_fetched(lazy, &none, &err), OC_OK, &err);
     }
     oc_model_free(lazy);
     oz_weights_close(w);
@@ -573,24 +523,24 @@ static void test_deferred(void) {
     oc_model_free(lazy);
     oz_weights_close(w);
     /* Copies to change under an open model (the originals serve later tests). */
-    char cmd[5 * sizeof dir + 100];
+    char cmd[5 * sizeof td_dir + 100];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/mut' && cp '%s'/n.onnx '%s'/n.data* %s%s%s '%s/mut/'",
-             dir, dir, dir, oc_crypt_available() ? "'" : "", oc_crypt_available() ? dir : "",
-             oc_crypt_available() ? "'/sum.*" : "", dir);
+             td_dir, td_dir, td_dir, oc_crypt_available() ? "'" : "",
+             oc_crypt_available() ? td_dir : "", oc_crypt_available() ? "'/sum.*" : "", td_dir);
     CHECK(system(cmd) == 0);
-    CHECK_STATUS(oz_open_deferred(at("mut/n.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_open_deferred(td_at("mut/n.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK, &err);
     if (lazy && w) {
         /* n.data is closed after the check and opened again for the save (n.data.1, the
          * last checked, stays open): another file under its name, of the same size, or
          * the same one grown, is refused, every time; nothing mixed, nothing written. */
         snprintf(cmd, sizeof cmd,
                  "cd '%s/mut' && head -c $(stat -c %%s n.data) /dev/urandom > x && mv x n.data",
-                 dir);
+                 td_dir);
         CHECK(system(cmd) == 0);
         deferred_fails(lazy, w, "swapped.onnx", OC_ERR_INCONSISTENT);
         CHECK(strstr(err.message, "'n.data'") && strstr(err.message, "changed"));
         deferred_fails(lazy, w, "swapped.onnx", OC_ERR_INCONSISTENT); /* and again */
-        FILE *f = fopen(at("mut/n.data"), "ab");
+        FILE *f = fopen(td_at("mut/n.data"), "ab");
         if (f) {
             fputc(0, f);
             fclose(f);
@@ -609,8 +559,9 @@ static void test_deferred(void) {
         deferred_forms("sum.onnx", "ds", &lazy, &w);
         oc_model_free(lazy);
         oz_weights_close(w);
-        CHECK_STATUS(oz_open_deferred(at("mut/sum.onnx"), &oo, &lazy, &w, NULL, &err), OC_OK);
-        FILE *f = fopen(at("mut/sum.data"), "r+b");
+        CHECK_STATUS(oz_open_deferred(td_at("mut/sum.onnx"), &oo, &lazy, &w, NULL, &err), OC_OK,
+                     &err);
+        FILE *f = fopen(td_at("mut/sum.data"), "r+b");
         if (f && fseek(f, 0, SEEK_END) == 0) {
             long end = ftell(f);
             fseek(f, end / 2, SEEK_SET);
@@ -628,24 +579,24 @@ static void test_deferred(void) {
     }
 
     /* No external data: loaded whole. */
-    CHECK_STATUS(oz_open_deferred(at("one.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_open_deferred(td_at("one.onnx"), NULL, &lazy, &w, NULL, &err), OC_OK, &err);
     CHECK(w && lazy && same_tensors(lazy));
     oc_model_free(lazy);
     oz_weights_close(w);
     /* A data file missing at the open: refused then, as a load refuses it. */
-    CHECK(rename(at("two.data"), at("two.data.away")) == 0);
-    CHECK_STATUS(oz_open_deferred(at("two.onnx"), NULL, &lazy, &w, NULL, &err), OC_ERR_NOT_FOUND);
+    CHECK(rename(td_at("two.data"), td_at("two.data.away")) == 0);
+    CHECK_STATUS(oz_open_deferred(td_at("two.onnx"), NULL, &lazy, &w, NULL, &err), OC_ERR_NOT_FOUND,
+                 &err);
     CHECK(w == NULL && lazy == NULL && strstr(err.message, "two.data"));
-    CHECK(rename(at("two.data.away"), at("two.data")) == 0);
-    CHECK_STATUS(oz_open_deferred(at("missing"), NULL, &lazy, &w, NULL, &err), OC_ERR_NOT_FOUND);
+    CHECK(rename(td_at("two.data.away"), td_at("two.data")) == 0);
+    CHECK_STATUS(oz_open_deferred(td_at("missing"), NULL, &lazy, &w, NULL, &err), OC_ERR_NOT_FOUND,
+                 &err);
     CHECK(w == NULL && lazy == NULL);
 }
 
 int main(int argc, char **argv) {
-    snprintf(dir, sizeof dir, "%s/test_open", argc > 1 ? argv[1] : "/tmp");
-    char cmd[2 * sizeof dir + 64];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s/sub'", dir, dir);
-    if (system(cmd) != 0) return 2;
+    if (td_start(argc, argv, "open") != 0 || mkdir(td_at("sub"), 0777) != 0) return 2;
+    char cmd[2 * sizeof td_dir + 64];
     test_detect_memory();
     test_path();
 
@@ -658,7 +609,7 @@ int main(int argc, char **argv) {
         oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
         o.serialize.external_data = "sum.data";
         o.serialize.checksum = 1;
-        CHECK_STATUS(oz_save_any(src, at("sum.onnx"), OZ_FORM_AUTO, &o, &err), OC_OK);
+        CHECK_STATUS(oz_save_any(src, td_at("sum.onnx"), OZ_FORM_AUTO, &o, &err), OC_OK, &err);
     }
     oc_model_free(src);
     test_detect_file();
@@ -675,21 +626,21 @@ int main(int argc, char **argv) {
     {
         /* oz_load_any is oz_open without a key. */
         oc_model *m = NULL;
-        CHECK_STATUS(oz_load_any(at("n.onnx"), NULL, &m, &err), OC_OK);
+        CHECK_STATUS(oz_load_any(td_at("n.onnx"), NULL, &m, &err), OC_OK, &err);
         CHECK(m && same_tensors(m));
         oc_model_free(m);
-        CHECK_STATUS(oz_load_any(at("empty"), NULL, &m, &err), OC_ERR_MALFORMED);
+        CHECK_STATUS(oz_load_any(td_at("empty"), NULL, &m, &err), OC_ERR_MALFORMED, &err);
     }
     {
         /* External data kept as references, the data files never opened. */
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         oc_model *m = NULL;
         o.parse.skip_external_data = 1;
-        CHECK(rename(at("two.data"), at("two.data.away")) == 0);
-        CHECK_STATUS(oz_open(at("two.onnx"), &o, &m, NULL, &err), OC_OK);
+        CHECK(rename(td_at("two.data"), td_at("two.data.away")) == 0);
+        CHECK_STATUS(oz_open(td_at("two.onnx"), &o, &m, NULL, &err), OC_OK, &err);
         oc_model_free(m);
         open_fails("two.onnx", NULL, OC_ERR_NOT_FOUND, "two.data");
-        CHECK(rename(at("two.data.away"), at("two.data")) == 0);
+        CHECK(rename(td_at("two.data.away"), td_at("two.data")) == 0);
     }
 
     open_fails("empty", NULL, OC_ERR_MALFORMED, "empty file, not an ONNX model");
@@ -718,12 +669,12 @@ int main(int argc, char **argv) {
             /* The encrypted two-file model finds its data in data_dir when told. */
             oz_open_options o = OZ_OPEN_OPTIONS_INIT;
             oc_model *m = NULL;
-            snprintf(cmd, sizeof cmd, "mv '%s/two.zec1' '%s/sub/'", dir, dir);
+            snprintf(cmd, sizeof cmd, "mv '%s/two.zec1' '%s/sub/'", td_dir, td_dir);
             CHECK(system(cmd) == 0);
             o.key = pass;
             o.key_len = strlen(pass);
-            o.parse.data_dir = dir;
-            CHECK_STATUS(oz_open(at("sub/two.zec1"), &o, &m, NULL, &err), OC_OK);
+            o.parse.data_dir = td_dir;
+            CHECK_STATUS(oz_open(td_at("sub/two.zec1"), &o, &m, NULL, &err), OC_OK, &err);
             CHECK(m && same_tensors(m));
             oc_model_free(m);
         }
@@ -734,6 +685,6 @@ int main(int argc, char **argv) {
         open_fails("one.zec1", pass, OC_ERR_UNSUPPORTED, NULL);
     }
 
-    printf("test_open: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    td_remove(td_dir);
+    return check_report("test_open");
 }

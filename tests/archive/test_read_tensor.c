@@ -19,50 +19,29 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/archive.h>
 
-static int failures, checks;
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(c)) {                                                               \
-            failures++;                                                           \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
-        }                                                                         \
-    } while (0)
+#include "check.h"
+#include "testdir.h"
+#include "testmodel.h"
 
 static size_t n_tensors = 2000, n_nodes = 20000;
 static const char nul_name[] = {'n', 'u', 'l', '\0', 'x'}; /* 5 bytes */
 
 /* Tensor k: external (1100 + k % 50 bytes) unless k % 10 == 9 (16 bytes, inline). */
 static uint64_t tensor_size(size_t k) { return k % 10 == 9 ? 16 : 1100 + k % 50; }
-static uint8_t pattern(uint64_t i, size_t k) { return (uint8_t)(i * 7 + k * 13); }
+static uint8_t pattern(uint64_t i, size_t k) { return tm_byte(i, k * 13); }
 
 static void tensor_name(size_t k, char *buf, size_t n) { snprintf(buf, n, "w.%zu", k); }
 
+/* Tensor k's size and bytes under a name of name_len bytes. */
 static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, size_t name_len,
                        size_t k) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    uint64_t n = tensor_size(k);
-    uint8_t *p;
-    char *s = oc_arena_alloc(a, name_len + 1);
-    memcpy(s, name, name_len);
-    t->name = (oc_str){s, name_len};
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
-    for (uint64_t i = 0; i < n; i++) p[i] = pattern(i, k);
-    OC_SET_HAS(TensorProto, t, raw_data);
+    tm_add_bytes_n(a, g, name, name_len, tensor_size(k), k * 13);
 }
 
 static oc_model *make_model(void) {
-    oc_model *m = oc_model_new();
+    oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
     onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
     char name[32];
     for (size_t k = 0; k < n_tensors; k++) {
         tensor_name(k, name, sizeof name);
@@ -72,9 +51,7 @@ static oc_model *make_model(void) {
     add_tensor(a, mp->graph, "w.0", 3, 1);
     add_tensor(a, mp->graph, nul_name, sizeof nul_name, n_tensors);
     for (size_t k = 0; k < n_nodes; k++) {
-        onnx_NodeProto *nd = OC_ADD(a, NodeProto, mp->graph->node);
-        oc_str_set_cstr(a, &nd->op_type, "Relu");
-        OC_SET_HAS(NodeProto, nd, op_type);
+        onnx_NodeProto *nd = tm_add_node(a, mp->graph, "Relu");
         snprintf(name, sizeof name, "n.%zu", k);
         oc_str_set_cstr(a, &nd->name, name);
         OC_SET_HAS(NodeProto, nd, name);
@@ -120,9 +97,8 @@ int main(int argc, char **argv) {
         n_nodes = strtoul(argv[2], NULL, 10);
         n_tensors = strtoul(argv[3], NULL, 10);
     }
-    char path[4200];
-    mkdir(argv[1], 0777); /* an existing one is fine */
-    snprintf(path, sizeof path, "%.4000s/read_tensor.onnxz", argv[1]);
+    if (td_make(argv[1], "read_tensor", td_dir, sizeof td_dir) != 0) return 2;
+    const char *path = td_at("read_tensor.onnxz"); /* the one file of the test */
     oc_error err;
     oc_model *m = make_model();
     CHECK(oz_archive_save(m, path, NULL, &err) == OC_OK);
@@ -205,7 +181,6 @@ int main(int argc, char **argv) {
         CHECK(bad[0] == NULL && bad[1] == NULL);
         oz_archive_close(ar);
     }
-    remove(path);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    td_remove(td_dir);
+    return check_report("test_read_tensor");
 }

@@ -18,45 +18,19 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 
 enum { BIG = 3000, SMALL = 16 };
 
-static void add_raw(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    uint8_t *p;
-    oc_str_set_cstr(a, &t->name, name);
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
-    for (uint64_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + n);
-    OC_SET_HAS(TensorProto, t, raw_data);
-}
-
 /* Two tensors that become entries ("a", "b") and one that stays inside ("s"). */
 static oc_model *make_model(void) {
-    oc_model *m = oc_model_new();
+    oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
-    onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
-    add_raw(a, mp->graph, "a", BIG);
-    add_raw(a, mp->graph, "b", BIG + 1);
-    add_raw(a, mp->graph, "s", SMALL);
+    onnx_GraphProto *g = oc_model_proto(m)->graph;
+    tm_add_bytes(a, g, "a", BIG, BIG);
+    tm_add_bytes(a, g, "b", BIG + 1, BIG + 1);
+    tm_add_bytes(a, g, "s", SMALL, SMALL);
     return m;
-}
-
-static char dir[4096];
-
-static const char *at(const char *name) {
-    static char buf[4][4200];
-    static int k;
-    k = (k + 1) & 3;
-    snprintf(buf[k], sizeof buf[k], "%.4000s/%.150s", dir, name);
-    return buf[k];
 }
 
 /* The stub loads (its data read from the archive) to the source's tensors, and carries one
@@ -91,30 +65,30 @@ static void test_stub_and_verify(const oc_model *src) {
     oz_stub_info info = OZ_STUB_INFO_INIT;
     oz_model_report *r = NULL;
     oc_error err;
-    CHECK_OK(oz_archive_save(src, at("m.onnxz"), NULL, &err), &err);
-    CHECK_OK(oz_stub_file(at("m.onnxz"), at("s.onnx"), NULL, &info, &err), &err);
+    CHECK_OK(oz_archive_save(src, td_at("m.onnxz"), NULL, &err), &err);
+    CHECK_OK(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), NULL, &info, &err), &err);
     CHECK_EQ(info.tensors, 2);
     CHECK_EQ(info.bytes, 2 * BIG + 1);
     CHECK(info.file_size > 0 && info.file_size < BIG);
-    check_stub_reads(src, at("s.onnx"));
-    CHECK_OK(oz_verify_model(at("s.onnx"), NULL, &r, NULL, &err), &err);
+    check_stub_reads(src, td_at("s.onnx"));
+    CHECK_OK(oz_verify_model(td_at("s.onnx"), NULL, &r, NULL, &err), &err);
     if (r) CHECK_EQ(r->archive_references, 2);
     oz_model_report_free(r);
 
     /* The archive rebuilt with another layout: the stub reads other bytes. */
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
     ao.serialize.buffer.alignment = 4096;
-    CHECK_OK(oz_archive_save(src, at("m.onnxz"), &ao, &err), &err);
+    CHECK_OK(oz_archive_save(src, td_at("m.onnxz"), &ao, &err), &err);
     r = NULL;
-    CHECK_STATUS(oz_verify_model(at("s.onnx"), NULL, &r, NULL, &err), OC_ERR_INCONSISTENT, &err);
+    CHECK_STATUS(oz_verify_model(td_at("s.onnx"), NULL, &r, NULL, &err), OC_ERR_INCONSISTENT, &err);
     CHECK(strcmp(err.rule, "A-62") == 0);
     CHECK(strstr(err.message, "tensor 'a'") != NULL);
     CHECK(r == NULL);
     /* Made again, it matches. */
     oz_stub_options opts = OZ_STUB_OPTIONS_INIT;
     opts.overwrite = 1;
-    CHECK_OK(oz_stub_file(at("m.onnxz"), at("s.onnx"), &opts, NULL, &err), &err);
-    CHECK_OK(oz_verify_model(at("s.onnx"), NULL, &r, NULL, &err), &err);
+    CHECK_OK(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), &opts, NULL, &err), &err);
+    CHECK_OK(oz_verify_model(td_at("s.onnx"), NULL, &r, NULL, &err), &err);
     oz_model_report_free(r);
 }
 
@@ -123,49 +97,47 @@ static void test_refusals(void) {
     oz_stub_info info = OZ_STUB_INFO_INIT;
     oz_stub_options opts = OZ_STUB_OPTIONS_INIT;
     oc_error err;
-    CHECK_STATUS(oz_stub_file(at("m.onnxz"), at("s.onnx"), NULL, &info, &err), OC_ERR_EXISTS, &err);
-    CHECK(!info.input_failed);
-    CHECK_STATUS(oz_stub_file(at("m.onnxz"), at("x.onnxz"), NULL, &info, &err), OC_ERR_INVALID_ARG,
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), NULL, &info, &err), OC_ERR_EXISTS,
                  &err);
+    CHECK(!info.input_failed);
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("x.onnxz"), NULL, &info, &err),
+                 OC_ERR_INVALID_ARG, &err);
     CHECK(info.out_misnamed);
-    CHECK(access(at("x.onnxz"), F_OK) != 0);
-    td_mkdirs(at("sub"));
-    CHECK_STATUS(oz_stub_file(at("m.onnxz"), at("sub/x.onnx"), NULL, &info, &err),
+    CHECK(access(td_at("x.onnxz"), F_OK) != 0);
+    td_mkdirs(td_at("sub"));
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("sub/x.onnx"), NULL, &info, &err),
                  OC_ERR_INVALID_ARG, &err);
     CHECK(strstr(err.message, "same directory") != NULL);
     CHECK(!info.out_misnamed && !info.input_failed);
-    CHECK(symlink("m.onnxz", at("link.onnx")) == 0);
+    CHECK(symlink("m.onnxz", td_at("link.onnx")) == 0);
     opts.overwrite = 1;
-    CHECK_STATUS(oz_stub_file(at("m.onnxz"), at("link.onnx"), &opts, &info, &err),
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("link.onnx"), &opts, &info, &err),
                  OC_ERR_INVALID_ARG, &err);
     CHECK(strstr(err.message, "archive itself") != NULL);
-    CHECK_STATUS(oz_stub_file(at("s.onnx"), at("y.onnx"), NULL, &info, &err), OC_ERR_UNSUPPORTED,
-                 &err);
+    CHECK_STATUS(oz_stub_file(td_at("s.onnx"), td_at("y.onnx"), NULL, &info, &err),
+                 OC_ERR_UNSUPPORTED, &err);
     CHECK(info.input_failed);
     CHECK(strstr(err.message, "not an .onnxz archive") != NULL);
-    CHECK(access(at("y.onnx"), F_OK) != 0);
-    CHECK_STATUS(oz_stub_file(at("none.onnxz"), at("y.onnx"), NULL, &info, &err), OC_ERR_NOT_FOUND,
-                 &err);
+    CHECK(access(td_at("y.onnx"), F_OK) != 0);
+    CHECK_STATUS(oz_stub_file(td_at("none.onnxz"), td_at("y.onnx"), NULL, &info, &err),
+                 OC_ERR_NOT_FOUND, &err);
     CHECK(info.input_failed);
     opts.size = 0;
-    CHECK_STATUS(oz_stub_file(at("m.onnxz"), at("y.onnx"), &opts, NULL, &err), OC_ERR_INVALID_ARG,
-                 &err);
-    CHECK_STATUS(oz_stub_file(NULL, at("y.onnx"), NULL, NULL, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("y.onnx"), &opts, NULL, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    CHECK_STATUS(oz_stub_file(NULL, td_at("y.onnx"), NULL, NULL, &err), OC_ERR_INVALID_ARG, &err);
     info.size = 0; /* never initialised */
-    CHECK_STATUS(oz_stub_file(at("m.onnxz"), at("y.onnx"), NULL, &info, &err), OC_ERR_INVALID_ARG,
-                 &err);
-    CHECK(access(at("y.onnx"), F_OK) != 0);
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("y.onnx"), NULL, &info, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    CHECK(access(td_at("y.onnx"), F_OK) != 0);
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2 || td_make(argv[1], "stub", dir, sizeof dir) != 0) {
-        fprintf(stderr, "usage: test_stub WORKDIR\n");
-        return 2;
-    }
+    if (td_start(argc, argv, "stub") != 0) return 2;
     oc_model *m = make_model();
     test_stub_and_verify(m);
     test_refusals();
     oc_model_free(m);
-    td_remove(dir);
+    td_remove(td_dir);
     return check_report("test_stub");
 }
