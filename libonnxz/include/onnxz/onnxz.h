@@ -16,6 +16,7 @@
 #include "listing.h"
 #include "metadata.h"
 #include "open.h"
+#include "reader.h"
 #include "stub.h"
 #include "unpack.h"
 #include "verify.h"

@@ -20,6 +20,7 @@
 #include "onnxz/open.h"
 #include "internal/archive.h"
 #include "internal/error.h"
+#include "internal/open.h"
 #include "internal/options.h"
 #include "onnxcore_private.h"
 #include "internal/source.h"
@@ -454,9 +455,8 @@ static oc_status exact_write(void *ctx, const void *data, uint64_t size, oc_erro
     return s->write(s->ctx, data, size, err);
 }
 
-/* t's n bytes, as fetch streams them, to write. */
-static oc_status stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t n,
-                              oc_write_fn write, void *ctx, oc_error *err) {
+oc_status oz__stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t n,
+                           oc_write_fn write, void *ctx, oc_error *err) {
     exact_sink sink = {write, ctx, n, 0};
     OC_FORWARD(fetch->stream(fetch->ctx, t, exact_write, &sink, err));
     if (sink.used != n)
@@ -482,7 +482,7 @@ static oc_status read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorPro
     oc_bytes b = {0};
     uint8_t *p;
     OC_FORWARD(oc_bytes_set_alloc(&b, n, &p, err));
-    oc_status st = stream_exact(fetch, t, n, copy_write, &p, err);
+    oc_status st = oz__stream_exact(fetch, t, n, copy_write, &p, err);
     if (st == OC_OK)
         oc_bytes_move(out, &b);
     else

@@ -1,0 +1,134 @@
+/*
+ * onnxz/reader.h - an open model file of any form, whose tensors are read one at a time
+ * (experimental: docs/api.md).
+ *
+ *   oz_reader_options o = OZ_READER_OPTIONS_INIT;
+ *   oz_reader *r = NULL;
+ *   oc_error err;
+ *   if (oz_reader_open("model.onnxz", &o, &r, NULL, &err) != OC_OK) ... err.message ...
+ *   const onnx_TensorProto *t = oz_reader_find(r, "fc1.weight", 10);
+ *   oc_bytes b = {0};
+ *   if (t && oz_reader_read(r, t, &b, &err) == OC_OK) ... b.data, b.size ...
+ *   oc_bytes_release(&b);
+ *   oz_reader_close(r);
+ *
+ * What each form costs at open, and for each tensor read:
+ *   an archive (a path or a URL)  its directory and model, as `onnxz ls` reads them; a
+ *                                 tensor is its one entry (from a URL: one request for
+ *                                 the entry's local header and data);
+ *   a .onnx file                  the model and its data files, decoded and mapped under
+ *                                 one pair lock (spec/security.md L-2); a tensor is a span
+ *                                 of the mapping, no copy;
+ *   a .onnx at a URL              the model; a tensor is one ranged read of its data file;
+ *   an encrypted file             decrypted once with the key, held in memory.
+ * Threads: the lookups and reads may run concurrently on one reader (fetches from a URL's
+ * data files are taken one at a time); close it when none runs.
+ */
+#ifndef ONNXZ_READER_H
+#define ONNXZ_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <onnxcore/crypto.h>
+#include <onnxcore/http.h>
+#include <onnxcore/model.h>
+#include <onnxz/archive.h>
+#include <onnxz/export.h>
+#include <onnxz/open.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+
+typedef struct oz_reader oz_reader;
+
+/* Options grow at their end: fill them with OZ_READER_OPTIONS_INIT or
+ * oz_reader_options_init (onnxcore/options.h, "Extending"). */
+typedef struct oz_reader_options {
+    size_t size; /* sizeof(oz_reader_options), set by the initialisers */
+    /* The memory budget of the model's decode and of an archive's directory (M-1, M-2;
+     * oc_parse_options.max_memory): 0 is the decoder's default. */
+    uint64_t max_memory;
+    /* A URL's settings (onnxcore/http.h), copied at open; the strings they point to must
+     * outlive the reader. NULL: the defaults. */
+    const oc_http_options *http;
+    /* The passphrase of an encrypted file (key_len bytes); NULL when there is none, and an
+     * encrypted input then fails with OC_ERR_INVALID_ARG before anything is decrypted
+     * (info->kind says which format, so that a caller can ask for one and open again). */
+    const void *key;
+    size_t key_len;
+    const oc_crypt_options *crypt; /* may be NULL: the defaults */
+} oz_reader_options;
+
+#define OZ_READER_OPTIONS_INIT \
+    { .size = sizeof(oz_reader_options), .max_memory = 0, .http = NULL, .key = NULL, .key_len = 0 }
+
+/* Fills *opts with the defaults (as OZ_READER_OPTIONS_INIT). */
+OZ_API void oz_reader_options_init(oz_reader_options *opts);
+
+/* Opens the file or URL at path in whichever form it is (oz_detect_path): an archive (a
+ * ZIP cut short: the ZIP reader's `truncated`), a .onnx with no, one or many data files, an
+ * encrypted file given opts->key (not from a URL). Errors as oz_open's. info (may be NULL)
+ * is filled as oz_open fills it, also on failure. *out is NULL after a failure. */
+OZ_API oc_status oz_reader_open(const char *path, const oz_reader_options *opts, oz_reader **out,
+                                oz_open_info *info, oc_error *err);
+
+/* Closes r; spans read from it stay valid (they hold what they share). NULL is accepted. */
+OZ_API void oz_reader_close(oz_reader *r);
+
+/* What oz_reader_open found (as its info). */
+OZ_API void oz_reader_info(const oz_reader *r, oz_open_info *info);
+
+/* The model as the file holds it, for its graph and figures: each tensor kept in an
+ * archive's entry or a data file is an EXTERNAL reference (an encrypted file's model holds
+ * every tensor's bytes). Borrowed from r. */
+OZ_API const oc_model *oz_reader_model(const oz_reader *r);
+
+/* An unencrypted archive's (for listings and verification); NULL for the other forms.
+ * Borrowed from r. */
+OZ_API const oz_archive *oz_reader_archive(const oz_reader *r);
+
+/* The model's tensors, each name once (spec K-1: the first of a name in the model's
+ * order, at any depth): their count, the i-th, the one named `name` (len bytes; a NUL is a
+ * byte like any other; NULL when none). The tensors are r's: pass them to the reads
+ * below, while r is open. */
+OZ_API uint64_t oz_reader_count(const oz_reader *r);
+OZ_API const onnx_TensorProto *oz_reader_at(const oz_reader *r, uint64_t i);
+OZ_API const onnx_TensorProto *oz_reader_find(const oz_reader *r, const char *name, size_t len);
+
+/* Tensor t's bytes into *out (released first), as oz_tensor_read gives them: a span of
+ * the mapping where the file is mapped (no copy), else read whole (an archive's entry at
+ * a URL: one request). W-40 is checked before any byte is read. */
+OZ_API oc_status oz_reader_read(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out,
+                                oc_error *err);
+
+/* The byte count oz_reader_read would give for t, W-40 checked, without reading a byte of
+ * an archive's entry or a data file. */
+OZ_API oc_status oz_reader_size(oz_reader *r, const onnx_TensorProto *t, uint64_t *size,
+                                oc_error *err);
+
+/* Tensor t's bytes passed to write in order, never more than a few MiB of them held at
+ * once whatever t's size (a large stored entry or data range is streamed through); a
+ * small one from a URL costs what oz_reader_read costs. A failure of write ends the read
+ * with its status. */
+OZ_API oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn write,
+                                   void *ctx, oc_error *err);
+
+/* spec/security.md L-2: OC_OK while each file a local .onnx was read from (the model and
+ * every data file its tensors name) is still the one at its path, as it was opened; else
+ * OC_ERR_INCONSISTENT ("replaced since it was opened", or "its data file 'X' was replaced
+ * since it was opened"). Always OC_OK for the other forms, which hold what they read or
+ * check it as they read it. For a caller about to read the files again by their names. */
+OZ_API oc_status oz_reader_unchanged(const oz_reader *r, oc_error *err);
+
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

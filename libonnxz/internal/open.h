@@ -1,0 +1,14 @@
+/*
+ * internal/open.h - what oz_reader (reader.c) needs from open.c.
+ */
+#ifndef ONNXZ_INTERNAL_OPEN_H
+#define ONNXZ_INTERNAL_OPEN_H
+
+#include <onnxcore/external.h>
+
+/* t's n bytes, as fetch streams them (onnxcore/external.h), to write: more or fewer than
+ * n is refused (OC_ERR_INCONSISTENT, OC_ERR_TRUNCATED). */
+oc_status oz__stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t n,
+                           oc_write_fn write, void *ctx, oc_error *err);
+
+#endif

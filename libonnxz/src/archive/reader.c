@@ -1,0 +1,396 @@
+/*
+ * reader.c - oz_reader (onnxz/reader.h): a model file of any form held open, its tensors
+ * looked up through one index and read one at a time.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <onnxcore/external.h>
+#include <onnxcore/http.h>
+#include <onnxcore/stats.h>
+#include <onnxcore/tensor.h>
+
+#include "onnxz/reader.h"
+#include "internal/archive.h"
+#include "internal/error.h"
+#include "internal/open.h"
+#include "internal/sized.h"
+#include "onnxcore_private.h"
+
+/* Entries up to this size are read whole by oz_reader_read_to (from a URL: one request
+ * with their local header); larger stored ones are streamed through. */
+#define READ_WHOLE_MAX ((uint64_t)64 << 20)
+
+/* What tells one file from another at a path: a save renames a new file over it. */
+typedef struct file_identity {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} file_identity;
+
+/* A data file a local .onnx was read with: its path (the model's directory, then its
+ * location, which starts at `location`) and its identity then. */
+typedef struct data_file {
+    char *path;
+    size_t location;
+    file_identity id;
+} data_file;
+
+struct oz_reader {
+    oz_open_info info;
+    oz_archive *archive;   /* an unencrypted archive, else NULL */
+    oc_model *model;       /* the tensors read: an archive's and a URL's .onnx's kept as
+                            * references (fetched when read), the others resolved */
+    oc_model *references;  /* a local .onnx with external data: the model as the file holds
+                            * it, decoded with model under one pair lock (L-2); else NULL */
+    oz_weights *weights;   /* a URL's .onnx: its data files, fetched one read at a time */
+    pthread_mutex_t fetch; /* with weights: one fetch at a time */
+    oc_http_options http;  /* a URL's settings: weights reads them */
+    oc_tensor_index *index;
+    /* a local .onnx (L-2): the files it was read from, as they were */
+    char *path;
+    file_identity model_id;
+    data_file *data;
+    size_t ndata;
+};
+
+void oz_reader_options_init(oz_reader_options *opts) {
+    static const oz_reader_options defaults = OZ_READER_OPTIONS_INIT;
+    *opts = defaults;
+}
+
+/* The caller's options by their size (oc__opts_adopt). */
+static oc_status reader_opts(const oz_reader_options **opts, oz_reader_options *local,
+                             oc_error *err) {
+    static const oz_reader_options defaults = OZ_READER_OPTIONS_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_reader_options", &use, err);
+    *opts = use;
+    return st;
+}
+
+/* ---- L-2: the files a local .onnx was read from ---- */
+
+static int identity_of(const char *path, file_identity *id) {
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    if (stat(path, &st) != 0) return -1;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->size = st.st_size;
+    id->mtime = st.st_mtim;
+    id->ctime = st.st_ctim;
+    return 0;
+}
+
+static bool same_file(const file_identity *a, const file_identity *b) {
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static void data_files_clear(oz_reader *r) {
+    for (size_t i = 0; i < r->ndata; i++) free(r->data[i].path);
+    free(r->data);
+    r->data = NULL;
+    r->ndata = 0;
+}
+
+/* The data files r->references names (the distinct `location`s of its EXTERNAL tensors,
+ * beside the model at r->path), with their identities now: taken at once after the load
+ * that opened them, each is the file it read, but for one renamed over its name in
+ * between (which the check of the model file's identity around the load catches). */
+static oc_status data_files_of(oz_reader *r, oc_error *err) {
+    oc_model_stats *stats = NULL;
+    if (!r->references) return OC_OK;
+    OC_FORWARD(oc_model_stats_collect(oc_model_proto(r->references), &stats, err));
+    const char *slash = strrchr(r->path, '/');
+    int dir_len = slash ? (int)(slash - r->path + 1) : 0;
+    r->data = calloc(stats->nlocations ? stats->nlocations : 1, sizeof *r->data);
+    for (uint64_t i = 0; r->data && i < stats->nlocations; i++) {
+        const oc_str *loc = &stats->locations[i].location;
+        size_t n = (size_t)dir_len + (size_t)loc->size + 1;
+        data_file *d = &r->data[r->ndata];
+        if (!(d->path = malloc(n))) break;
+        snprintf(d->path, n, "%.*s%.*s", dir_len, r->path, (int)loc->size, loc->data);
+        d->location = (size_t)dir_len;
+        identity_of(d->path, &d->id); /* none (all 0): no file, which a check reports */
+        r->ndata++;
+    }
+    bool whole = r->data && r->ndata == stats->nlocations;
+    oc_model_stats_free(stats);
+    if (whole) return OC_OK;
+    data_files_clear(r);
+    return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
+/* A local .onnx (L-2): the model with its external data mapped, and, decoded from the
+ * same bytes under the same pair lock, the model as the file holds it; the model file's
+ * identity taken before and after (a file replaced meanwhile is opened again, up to 3
+ * times), its data files' after. */
+static oc_status open_model_file(oz_reader *r, const oc_parse_options *po, oc_error *err) {
+    for (int tries = 0; tries < 3; tries++) {
+        file_identity after;
+        bool known = identity_of(r->path, &r->model_id) == 0;
+        oc_status st =
+            oc_model_load_file_with_references(r->path, po, &r->model, &r->references, err);
+        if (st == OC_OK) st = data_files_of(r, err);
+        if (st != OC_OK || !known ||
+            (identity_of(r->path, &after) == 0 && same_file(&r->model_id, &after)))
+            return st;
+        data_files_clear(r);
+        oc_model_free(r->model);
+        oc_model_free(r->references);
+        r->model = r->references = NULL;
+    }
+    return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                    "busy: the file was replaced while it was opened, again and again");
+}
+
+oc_status oz_reader_unchanged(const oz_reader *r, oc_error *err) {
+    file_identity now;
+    char shown[OC_QUOTE_SIZE]; /* a location is the file's text */
+    if (!r || !r->path) return OC_OK;
+    if (identity_of(r->path, &now) != 0 || !same_file(&r->model_id, &now))
+        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                        "replaced since it was opened: what was read from it is no longer "
+                        "there; open it again to read the new one");
+    for (size_t i = 0; i < r->ndata; i++) {
+        const data_file *d = &r->data[i];
+        const char *loc = d->path + d->location;
+        if (identity_of(d->path, &now) != 0 || !same_file(&d->id, &now))
+            return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                            "its data file '%s' was replaced since it was opened: what was "
+                            "read from it is no longer there; open it again to read the new one",
+                            oc_quote(loc, strlen(loc), shown, sizeof shown));
+    }
+    return OC_OK;
+}
+
+/* ---- open ---- */
+
+/* An archive at a path or URL: its directory and model (tensors as references to their
+ * entries), as `onnxz ls` reads them; nothing read ahead. */
+static oc_status open_archive(oz_reader *r, const char *path, const oc_parse_options *po,
+                              oc_error *err) {
+    oz_zip_reader_options zo = oz__zip_options_for(po);
+    OC_FORWARD(oz_archive_open(path, &zo, &r->archive, err));
+    r->info.is_archive = true;
+    r->info.file_size = oz_zip_reader_size(oz_archive_zip(r->archive));
+    oc_parse_options o = *po;
+    o.skip_external_data = 1;
+    return oz_archive_load_model(r->archive, &o, &r->model, err);
+}
+
+/* Every other form, by oz_open: a URL's .onnx deferred (its data files left where they
+ * are), the rest (empty, cut inside a magic, encrypted) as oz_open reports or loads it. */
+static oc_status open_other(oz_reader *r, const char *path, const oz_reader_options *opts,
+                            const oc_parse_options *po, oc_error *err) {
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    o.parse = *po;
+    o.key = opts->key;
+    o.key_len = opts->key_len;
+    o.crypt = opts->crypt;
+    oc_status st = oc_is_url(path) && r->info.kind == OZ_KIND_MODEL
+                       ? oz_open_deferred(path, &o, &r->model, &r->weights, &r->info, err)
+                       : oz_open(path, &o, &r->model, &r->info, err);
+    if (st == OC_OK && r->weights && pthread_mutex_init(&r->fetch, NULL) != 0) {
+        oz_weights_close(r->weights);
+        r->weights = NULL;
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    return st;
+}
+
+/* r opened from path, its form told by its first bytes. */
+static oc_status open_any(oz_reader *r, const char *path, const oz_reader_options *opts,
+                          oc_error *err) {
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    po.no_copy = 1;
+    po.max_memory = opts->max_memory;
+    po.http = &r->http;
+    /* a file that cannot be looked at is handed to the model loader, which says why */
+    if (oz_detect_path(path, &r->http, &r->info.kind, NULL) != OC_OK) r->info.kind = OZ_KIND_MODEL;
+    if (oz_kind_is_archive(r->info.kind)) return open_archive(r, path, &po, err);
+    if (r->info.kind != OZ_KIND_MODEL || oc_is_url(path))
+        return open_other(r, path, opts, &po, err);
+    if (!(r->path = strdup(path)))
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    OC_FORWARD(open_model_file(r, &po, err));
+    r->info.file_size = (uint64_t)r->model_id.size;
+    return OC_OK;
+}
+
+/* A copy of the caller's HTTP settings, by their size (oc__opts_adopt). */
+static oc_status http_adopt(oz_reader *r, const oc_http_options *http, oc_error *err) {
+    static const oc_http_options defaults = OC_HTTP_OPTIONS_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(http, &defaults, &r->http, sizeof r->http, "oc_http_options", &use, err);
+    if (st == OC_OK && use != &r->http) r->http = *(const oc_http_options *)use;
+    return st;
+}
+
+oc_status oz_reader_open(const char *path, const oz_reader_options *opts, oz_reader **out,
+                         oz_open_info *info, oc_error *err) {
+    oz_reader_options local;
+    if (out) *out = NULL;
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_reader_open: missing argument");
+    if (info && oc__output_check(info, info->size, "oz_open_info", err) != OC_OK)
+        return OC_ERR_INVALID_ARG;
+    OC_FORWARD(reader_opts(&opts, &local, err));
+    oz_reader *r = calloc(1, sizeof *r);
+    if (!r) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oz_open_info_init(&r->info);
+    oc_status st = http_adopt(r, opts->http, err);
+    if (st == OC_OK) st = open_any(r, path, opts, err);
+    if (st == OC_OK)
+        st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(r->model), &r->index, err);
+    if (info) oc__output_put(info, &r->info, sizeof r->info);
+    if (st != OC_OK) {
+        oz_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return OC_OK;
+}
+
+void oz_reader_close(oz_reader *r) {
+    if (!r) return;
+    oc_tensor_index_free(r->index);
+    if (r->weights) {
+        oz_weights_close(r->weights);
+        pthread_mutex_destroy(&r->fetch);
+    }
+    oc_model_free(r->model);
+    oc_model_free(r->references);
+    oz_archive_close(r->archive);
+    data_files_clear(r);
+    free(r->path);
+    free(r);
+}
+
+/* ---- what was opened ---- */
+
+void oz_reader_info(const oz_reader *r, oz_open_info *info) {
+    if (r && info && info->size >= OC_OPTS_MIN_SIZE) oc__output_put(info, &r->info, sizeof r->info);
+}
+
+const oc_model *oz_reader_model(const oz_reader *r) {
+    return !r ? NULL : r->references ? r->references : r->model;
+}
+
+const oz_archive *oz_reader_archive(const oz_reader *r) { return r ? r->archive : NULL; }
+
+uint64_t oz_reader_count(const oz_reader *r) { return r ? oc_tensor_index_count(r->index) : 0; }
+
+const onnx_TensorProto *oz_reader_at(const oz_reader *r, uint64_t i) {
+    return r && i < oc_tensor_index_count(r->index) ? oc_tensor_index_at(r->index, i) : NULL;
+}
+
+const onnx_TensorProto *oz_reader_find(const oz_reader *r, const char *name, size_t len) {
+    return r && (name || !len) ? oc_tensor_index_find(r->index, name ? name : "", len) : NULL;
+}
+
+/* ---- reads ---- */
+
+/* Where r's references' bytes are. */
+static oz_tensor_source source_of(const oz_reader *r) {
+    return (oz_tensor_source){r->archive, r->weights, NULL, NULL};
+}
+
+static void fetch_begin(oz_reader *r) {
+    if (r->weights) pthread_mutex_lock(&r->fetch);
+}
+
+static void fetch_end(oz_reader *r) {
+    if (r->weights) pthread_mutex_unlock(&r->fetch);
+}
+
+static oc_status check_args(const oz_reader *r, const onnx_TensorProto *t, const void *out,
+                            const char *what, oc_error *err) {
+    return r && t && out
+               ? OC_OK
+               : oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: missing argument", what);
+}
+
+/* t's bytes, as oz_tensor_read gives them. t is r's: every tensor of r's model is either
+ * resolved or a reference that source_of(r) fetches, so the read never changes t. */
+static oc_status read_bytes(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
+    oz_tensor_source src = source_of(r);
+    fetch_begin(r);
+    oc_status st = oz_tensor_read((onnx_TensorProto *)(uintptr_t)t, &src, out, err);
+    fetch_end(r);
+    return st;
+}
+
+oc_status oz_reader_read(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
+    OC_FORWARD(check_args(r, t, out, "oz_reader_read", err));
+    return read_bytes(r, t, out, err);
+}
+
+/* The fetch of t's bytes when they lie in an archive's entry or a URL's data file;
+ * fetch->size is NULL otherwise. */
+static void fetch_of(const oz_reader *r, const onnx_TensorProto *t, oc_tensor_fetch *fetch) {
+    *fetch = (oc_tensor_fetch){NULL, NULL, NULL};
+    if (!oc_tensor_is_external(t)) return;
+    if (r->archive)
+        oz_archive_fetch(r->archive, fetch);
+    else if (r->weights)
+        oz_weights_fetch(r->weights, fetch);
+}
+
+oc_status oz_reader_size(oz_reader *r, const onnx_TensorProto *t, uint64_t *size, oc_error *err) {
+    oc_tensor_fetch fetch;
+    OC_FORWARD(check_args(r, t, size, "oz_reader_size", err));
+    fetch_of(r, t, &fetch);
+    if (!fetch.size) { /* held in memory or a mapping: a span shares it */
+        oc_bytes b = {0};
+        OC_FORWARD(read_bytes(r, t, &b, err));
+        *size = b.size;
+        oc_bytes_release(&b);
+        return OC_OK;
+    }
+    fetch_begin(r);
+    oc_status st = oc_tensor_check_size_fetched(t, &fetch, err);
+    if (st == OC_OK) st = fetch.size(fetch.ctx, t, size, err);
+    fetch_end(r);
+    return st;
+}
+
+/* Whether t's entry in r's archive is one to stream: stored and large. */
+static bool entry_streams(const oz_reader *r, const onnx_TensorProto *t) {
+    const oz_zip_reader *zip = oz_archive_zip(r->archive);
+    uint64_t index;
+    oz_zip_entry e;
+    return oz_archive_tensor_entry(zip, t, &index) &&
+           oz_zip_reader_entry(zip, index, &e, NULL) == OC_OK && e.method == OZ_ZIP_STORED &&
+           e.uncompressed_size > READ_WHOLE_MAX;
+}
+
+oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn write, void *ctx,
+                            oc_error *err) {
+    oc_tensor_fetch fetch;
+    OC_FORWARD(check_args(r, t, (const void *)(uintptr_t)write, "oz_reader_read_to", err));
+    fetch_of(r, t, &fetch);
+    if (fetch.stream && (r->weights || entry_streams(r, t))) {
+        uint64_t n = 0;
+        fetch_begin(r);
+        oc_status st = oc_tensor_check_size_fetched(t, &fetch, err);
+        if (st == OC_OK) st = fetch.size(fetch.ctx, t, &n, err);
+        if (st == OC_OK) st = oz__stream_exact(&fetch, t, n, write, ctx, err);
+        fetch_end(r);
+        return st;
+    }
+    oc_bytes b = {0};
+    OC_FORWARD(read_bytes(r, t, &b, err));
+    oc_status st = oc_bytes_write(&b, write, ctx, err);
+    oc_bytes_release(&b);
+    return st;
+}
