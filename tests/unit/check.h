@@ -7,6 +7,7 @@
  * CHECK_MEM_EQ(a, b, n)    n bytes at a and b are equal (prints the first difference)
  * CHECK_STR_EQ(s, cstr)    an oc_str holds exactly the NUL-terminated cstr
  * CHECK_STATUS(expr, code, err)  expr returns code (prints the status names and err)
+ * CHECK_RULE(expr, code, err, rule)  ... and err's message cites the spec rule (e.g. "Z-12")
  * CHECK_OK(expr, err)      expr returns OC_OK
  *
  * A failed check prints file:line, the expression and the values, and counts a failure;
@@ -87,13 +88,14 @@ static inline int check_str_eq_(const char *file, int line, oc_str s, const char
     return 0;
 }
 
+/* expr returned want, and (when rule is not NULL) err's message cites that rule. */
 static inline int check_status_(const char *file, int line, oc_status got, oc_status want,
-                                const oc_error *err, const char *expr) {
+                                const oc_error *err, const char *rule, const char *expr) {
     check_count_++;
-    if (got == want) return 1;
+    if (got == want && (!rule || (err && strstr(err->message, rule)))) return 1;
     check_fail_(file, line);
-    fprintf(stderr, "%s returned %s (%d), expected %s (%d)", expr, oc_status_name(got), (int)got,
-            oc_status_name(want), (int)want);
+    fprintf(stderr, "%s returned %s (%d), expected %s (%d)%s%s", expr, oc_status_name(got),
+            (int)got, oc_status_name(want), (int)want, rule ? " citing " : "", rule ? rule : "");
     if (err)
         fprintf(stderr, "; err: code=%s errno=%d offset=%lld message=\"%s\"",
                 oc_status_name(err->code), err->sys_errno,
@@ -111,7 +113,9 @@ static inline int check_status_(const char *file, int line, oc_status got, oc_st
     check_mem_eq_(__FILE__, __LINE__, (a), (b), (unsigned long long)(n), #a, #b)
 #define CHECK_STR_EQ(s, cstr) check_str_eq_(__FILE__, __LINE__, (s), (cstr), #s)
 #define CHECK_STATUS(expr, code, err) \
-    check_status_(__FILE__, __LINE__, (expr), (code), (err), #expr)
+    check_status_(__FILE__, __LINE__, (expr), (code), (err), NULL, #expr)
+#define CHECK_RULE(expr, code, err, rule) \
+    check_status_(__FILE__, __LINE__, (expr), (code), (err), (rule), #expr)
 #define CHECK_OK(expr, err) CHECK_STATUS(expr, OC_OK, err)
 
 /* Stops the current test function when cond fails (for preconditions without which the

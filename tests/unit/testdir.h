@@ -93,8 +93,9 @@ static inline int td_count(const char *dir, int list) {
     return n;
 }
 
-/* Reads a whole file (malloc'ed; NULL on error). */
+/* Reads a whole file (malloc'ed; NULL and a size of 0 on error). */
 static inline uint8_t *td_read(const char *path, size_t *size) {
+    *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;

@@ -28,33 +28,13 @@
 
 #include <onnxz/zip.h>
 
+#include "testdir.h"
+
 static int report(const char *what, const oc_error *err) {
     printf("error %d %s offset=%lld: %s%s%s\n", (int)err->code, oc_status_name(err->code),
            err->offset == OC_NO_OFFSET ? -1LL : (long long)err->offset, what ? what : "",
            what ? ": " : "", err->message);
     return 1;
-}
-
-static uint8_t *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        uint8_t *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    if (buf) *size = n;
-    return buf;
 }
 
 static int cmd_write(const char *out, const char *align, const char *manifest) {
@@ -81,7 +61,7 @@ static int cmd_write(const char *out, const char *align, const char *manifest) {
         if (!name) return 2;
         *name++ = 0;
         size_t size = 0;
-        uint8_t *data = slurp(path, &size);
+        uint8_t *data = td_read(path, &size);
         if (!data) {
             perror(path);
             return 2;
@@ -193,7 +173,7 @@ static oc_status open_mode(const char *path, const char *mode, oz_zip_reader **r
         return st;
     }
     size_t size = 0;
-    *mem = slurp(path, &size);
+    *mem = td_read(path, &size);
     if (!*mem) {
         perror(path);
         exit(2);

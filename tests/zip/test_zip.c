@@ -6,7 +6,7 @@
  * verification on demand, limits, and a zip64 archive by entry count. Rule ids refer to
  * spec/onnxz-zip.md. Hostile archives and the real ZIP clients are in zip_driver.py.
  *
- * Usage: test_zip SCRATCH_DIR
+ * Usage: test_zip WORKDIR
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,33 +22,8 @@
 #include <onnxcore/bytes.h>
 #include <onnxz/zip.h>
 
-#include "zcheck.h"
-
-static char g_dir[4096];
-
-static const char *in_dir(const char *name) {
-    static char buf[2][4200];
-    static int k;
-    k ^= 1;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static uint8_t *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = n > 0 ? (size_t)n : 0;
-    return buf;
-}
+#include "check.h"
+#include "testdir.h"
 
 static int exists(const char *path) {
     struct stat st;
@@ -57,7 +32,7 @@ static int exists(const char *path) {
 
 /* Files in the scratch directory whose names contain `needle`. */
 static int count_files(const char *needle) {
-    DIR *d = opendir(g_dir);
+    DIR *d = opendir(td_dir);
     if (!d) return -1;
     int n = 0;
     struct dirent *e;
@@ -85,7 +60,7 @@ static uint32_t le32(const uint8_t *p) {
 static void test_alignment_args(void) {
     oc_error err;
     oz_zip_writer *w = NULL;
-    const char *p = in_dir("align.zip");
+    const char *p = td_at("align.zip");
     static const uint32_t bad[] = {1, 4, 32, 63, 96, 65536, 100000};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) /* Z-10 */
         CHECK_RULE(oz_zip_writer_open(p, bad[i], 0, &w, &err), OC_ERR_INVALID_ARG, &err, "Z-10");
@@ -107,7 +82,7 @@ static void test_alignment_args(void) {
 static void test_name_rules(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("names.zip");
+    const char *p = td_at("names.zip");
     REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     struct {
         const char *name;
@@ -185,7 +160,7 @@ static void test_name_rules(void) {
 static void test_padding_bytes(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("pad.zip");
+    const char *p = td_at("pad.zip");
     REQUIRE(oz_zip_writer_open(p, 64, 0, &w, &err) == OC_OK);
     uint64_t off[4];
     char name30[31];
@@ -203,7 +178,7 @@ static void test_padding_bytes(void) {
     CHECK_EQ(off[1], 192);
     CHECK_EQ(off[2], 320);
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = td_read(p, &n);
     REQUIRE(b && n > 400);
     /* entry "a": header 0..30, name 30, extra 31..63 = one record of 33 bytes */
     static const uint8_t head[] = {0x50, 0x4b, 0x03, 0x04, 10, 0, 0x00, 0x08, 0, 0, 0, 0, 0x21, 0};
@@ -251,7 +226,7 @@ static void test_padding_bytes(void) {
 static void test_roundtrip(uint32_t align) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("rt.zip");
+    const char *p = td_at("rt.zip");
     REQUIRE(oz_zip_writer_open(p, align, 1, &w, &err) == OC_OK);
     enum { N = 12 };
     static const size_t sizes[N] = {0, 1, 63, 64, 65, 1000, 4095, 4096, 4097, 100000, 777, 3};
@@ -287,7 +262,7 @@ static void test_roundtrip(uint32_t align) {
     CHECK_EQ(count_files(".tmp-"), 0);
 
     size_t fsize;
-    uint8_t *file = slurp(p, &fsize);
+    uint8_t *file = td_read(p, &fsize);
     REQUIRE(file);
     int fd = open(p, O_RDONLY);
     for (int mode = 0; mode < 5; mode++) {
@@ -359,7 +334,7 @@ static void test_roundtrip(uint32_t align) {
 static void test_zero_copy_lifetime(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("zc.zip");
+    const char *p = td_at("zc.zip");
     uint8_t big[5000];
     fill(big, sizeof big, 7);
     REQUIRE(oz_zip_writer_open(p, 4096, 0, &w, &err) == OC_OK);
@@ -388,7 +363,7 @@ static void test_zero_copy_lifetime(void) {
 static void test_streaming_errors(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("stream.zip");
+    const char *p = td_at("stream.zip");
     /* overrun: refused, and the writer is failed from then on */
     REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_STATUS(oz_zip_writer_write(w, "x", 1, &err), OC_ERR_INVALID_ARG, &err);
@@ -424,7 +399,7 @@ static void test_streaming_errors(void) {
     CHECK_OK(oz_zip_writer_finish(w, &err), &err);
     oz_zip_writer_free(w);
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = td_read(p, &n);
     REQUIRE(b);
     CHECK_EQ(le32(b + 14), 0x3610a686u); /* crc32("hello") in the local header */
     free(b);
@@ -441,7 +416,7 @@ static void test_streaming_errors(void) {
 static void test_abort_keeps_target(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("keep.zip");
+    const char *p = td_at("keep.zip");
     FILE *f = fopen(p, "wb");
     REQUIRE(f);
     fputs("previous contents", f);
@@ -451,7 +426,7 @@ static void test_abort_keeps_target(void) {
     CHECK_OK(oz_zip_writer_add(w, "a", "abc", 3, NULL, &err), &err);
     oz_zip_writer_free(w);
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = td_read(p, &n);
     CHECK(b && n == 17 && memcmp(b, "previous contents", 17) == 0);
     free(b);
     CHECK_EQ(count_files(".tmp-"), 0);
@@ -467,7 +442,7 @@ static void test_deterministic(void) {
     size_t sizes[2];
     for (int k = 0; k < 2; k++) {
         oz_zip_writer *w;
-        const char *p = in_dir(k ? "det1.zip" : "det0.zip");
+        const char *p = td_at(k ? "det1.zip" : "det0.zip");
         REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
         uint8_t d[3000];
         fill(d, sizeof d, 3);
@@ -475,7 +450,7 @@ static void test_deterministic(void) {
         CHECK_OK(oz_zip_writer_add_deflated(w, "x/b", d, sizeof d, 6, &err), &err);
         CHECK_OK(oz_zip_writer_finish(w, &err), &err);
         oz_zip_writer_free(w);
-        files[k] = slurp(p, &sizes[k]);
+        files[k] = td_read(p, &sizes[k]);
     }
     CHECK(files[0] && files[1] && sizes[0] == sizes[1] &&
           memcmp(files[0], files[1], sizes[0]) == 0);
@@ -487,12 +462,12 @@ static void test_deterministic(void) {
 static void test_empty_archive(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("empty.zip");
+    const char *p = td_at("empty.zip");
     REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     CHECK_OK(oz_zip_writer_finish(w, &err), &err);
     oz_zip_writer_free(w);
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = td_read(p, &n);
     CHECK_EQ(n, 22);
     free(b);
     oz_zip_reader *r;
@@ -509,7 +484,7 @@ static void test_empty_archive(void) {
 static void test_verify_on_demand(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("crc.zip");
+    const char *p = td_at("crc.zip");
     uint8_t d[2000];
     fill(d, sizeof d, 11);
     REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
@@ -519,7 +494,7 @@ static void test_verify_on_demand(void) {
     CHECK_OK(oz_zip_writer_finish(w, &err), &err);
     oz_zip_entry ze;
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = td_read(p, &n);
     REQUIRE(b);
     b[off + 100] ^= 1;
     oz_zip_reader *r;
@@ -549,7 +524,7 @@ static void test_verify_on_demand(void) {
 static void test_reader_limits(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("lim.zip");
+    const char *p = td_at("lim.zip");
     uint8_t d[10000];
     memset(d, 'a', sizeof d);
     REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
@@ -575,11 +550,11 @@ static void test_reader_limits(void) {
     CHECK_RULE(oz_zip_reader_read(r, 2, &b, &err), OC_ERR_LIMIT, &err, "Z-66");
     CHECK_OK(oz_zip_reader_verify(r, 2, &err), &err); /* streaming: no limit needed */
     oz_zip_reader_close(r);
-    CHECK_STATUS(oz_zip_reader_open(in_dir("missing.zip"), NULL, &r, &err), OC_ERR_NOT_FOUND, &err);
+    CHECK_STATUS(oz_zip_reader_open(td_at("missing.zip"), NULL, &r, &err), OC_ERR_NOT_FOUND, &err);
     o.max_inflated = 0;
     o.use_pread = 1;
-    CHECK_STATUS(oz_zip_reader_open(in_dir("missing.zip"), &o, &r, &err), OC_ERR_NOT_FOUND, &err);
-    CHECK_STATUS(oz_zip_reader_open(g_dir, &o, &r, &err), OC_ERR_IO, &err);
+    CHECK_STATUS(oz_zip_reader_open(td_at("missing.zip"), &o, &r, &err), OC_ERR_NOT_FOUND, &err);
+    CHECK_STATUS(oz_zip_reader_open(td_dir, &o, &r, &err), OC_ERR_IO, &err);
 }
 
 /* Z-23, Z-24: more than 65,535 entries need the zip64 end records; the reader takes the
@@ -587,7 +562,7 @@ static void test_reader_limits(void) {
 static void test_many_entries(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("many.zip");
+    const char *p = td_at("many.zip");
     const unsigned n = 70000;
     REQUIRE(oz_zip_writer_open(p, 0, 0, &w, &err) == OC_OK);
     for (unsigned i = 0; i < n; i++) {
@@ -598,7 +573,7 @@ static void test_many_entries(void) {
     CHECK_OK(oz_zip_writer_finish(w, &err), &err);
     oz_zip_writer_free(w);
     size_t size;
-    uint8_t *b = slurp(p, &size);
+    uint8_t *b = td_read(p, &size);
     REQUIRE(b && size > 98);
     const uint8_t *eocd = b + size - 22;
     CHECK_EQ(le16(eocd + 8), 0xffff);
@@ -633,7 +608,7 @@ static void test_many_entries(void) {
 static void test_mutations(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p[2] = {in_dir("mut0.zip"), in_dir("mut1.zip")};
+    const char *p[2] = {td_at("mut0.zip"), td_at("mut1.zip")};
     uint8_t d[3000];
     fill(d, sizeof d, 5);
     for (int k = 0; k < 2; k++) {
@@ -656,7 +631,7 @@ static void test_mutations(void) {
     long opened = 0, refused = 0;
     for (int k = 0; k < 2; k++) {
         size_t n;
-        uint8_t *orig = slurp(p[k], &n);
+        uint8_t *orig = td_read(p[k], &n);
         REQUIRE(orig);
         uint8_t *b = malloc(n);
         int rounds = k ? 300 : 20000;
@@ -718,7 +693,7 @@ static void test_mutations(void) {
 static void test_crc_matches_zlib(void) {
     oc_error err;
     oz_zip_writer *w;
-    const char *p = in_dir("crc_zlib.zip");
+    const char *p = td_at("crc_zlib.zip");
     enum { BIG = (1 << 20) + 77, N = 320 };
     uint8_t *buf = malloc(BIG + 64);
     REQUIRE(buf);
@@ -758,15 +733,7 @@ static void test_crc_matches_zlib(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *base = argc > 1 ? argv[1] : "/tmp";
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", base);
-    if (system(cmd) != 0) return 2;
-    snprintf(g_dir, sizeof g_dir, "%s/test_zip.XXXXXX", base);
-    if (!mkdtemp(g_dir)) {
-        perror(g_dir);
-        return 2;
-    }
+    if (td_start(argc, argv, "zip") != 0) return 2;
     test_alignment_args();
     test_name_rules();
     test_padding_bytes();
@@ -783,10 +750,6 @@ int main(int argc, char **argv) {
     test_many_entries();
     test_mutations();
     test_crc_matches_zlib();
-    int rc = zcheck_report("test_zip");
-    if (rc == 0) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-        if (system(cmd) != 0) rc = 1;
-    }
-    return rc;
+    td_remove(td_dir);
+    return check_report("test_zip");
 }
