@@ -12,7 +12,7 @@
  *
  * A failed check prints file:line, the expression and the values, and counts a failure;
  * the test goes on. main ends with `return check_report("name");`, which is nonzero when
- * anything failed.
+ * anything failed. Checks may run on several threads at once: the counts are atomic.
  */
 #ifndef ONNXZ_TESTS_CHECK_H
 #define ONNXZ_TESTS_CHECK_H
@@ -23,8 +23,8 @@
 
 #include <onnxcore/onnxcore.h>
 
-static int check_failures_;
-static long check_count_;
+static _Atomic int check_failures_;
+static _Atomic long check_count_;
 
 static inline int check_fail_(const char *file, int line) {
     check_failures_++;
