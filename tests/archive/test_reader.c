@@ -16,45 +16,16 @@
 #include <onnxz/convert.h>
 #include <onnxz/reader.h>
 
-static int failures, checks;
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(c)) {                                                               \
-            failures++;                                                           \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
-        }                                                                         \
-    } while (0)
-#define CHECK_STATUS(expr, want)                                                        \
-    do {                                                                                \
-        oc_status st_ = (expr);                                                         \
-        checks++;                                                                       \
-        if (st_ != (want)) {                                                            \
-            failures++;                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s (want %s): %s\n", __FILE__, __LINE__, #expr, \
-                    oc_status_name(st_), oc_status_name(want), err.message);            \
-        }                                                                               \
-    } while (0)
+#include "check.h"
+#include "testdir.h"
+#include "testmodel.h"
 
-static char dir[4096];
 static oc_error err;
 static const char pass[] = "open sesame";
 
-static const char *at(const char *name) {
-    static char buf[4][4200];
-    static int k;
-    k = (k + 1) & 3;
-    snprintf(buf[k], sizeof buf[k], "%.4000s/%.150s", dir, name);
-    return buf[k];
-}
-
 static void put(const char *name, const void *data, size_t n) {
-    FILE *f = fopen(at(name), "wb");
-    if (!f || fwrite(data, 1, n, f) != n) failures++;
-    if (f) fclose(f);
+    CHECK(td_write(td_at(name), data, n) == 0);
 }
-
-static uint8_t pattern(uint64_t i, unsigned seed) { return (uint8_t)(i * 7 + seed); }
 
 /* The model's tensors: two over the external-data threshold and one inline. */
 static const struct {
@@ -64,41 +35,22 @@ static const struct {
 } want[] = {{"w0", 300000, 1}, {"w1", 70000, 2}, {"tiny", 10, 3}};
 #define NWANT (sizeof want / sizeof want[0])
 
-static void add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name, uint64_t n,
-                       unsigned seed) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    uint8_t *p;
-    oc_str_set_cstr(a, &t->name, name);
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return;
-    for (uint64_t i = 0; i < n; i++) p[i] = pattern(i, seed);
-    OC_SET_HAS(TensorProto, t, raw_data);
-}
-
 static void save(const char *name, const char *data, uint64_t max_file) {
-    oc_model *m = oc_model_new();
-    oc_arena *a = oc_model_arena(m);
-    onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
+    oc_model *m = tm_model_new();
     for (size_t k = 0; k < NWANT; k++)
-        add_tensor(a, mp->graph, want[k].name, want[k].n, want[k].seed);
+        tm_add_bytes(oc_model_arena(m), oc_model_proto(m)->graph, want[k].name, want[k].n,
+                     want[k].seed);
     oz_archive_options o = OZ_ARCHIVE_OPTIONS_INIT;
     o.serialize.external_data = data;
     o.serialize.max_external_file_size = max_file;
-    CHECK_STATUS(oz_save_any(m, at(name), OZ_FORM_AUTO, &o, &err), OC_OK);
+    CHECK_STATUS(oz_save_any(m, td_at(name), OZ_FORM_AUTO, &o, &err), OC_OK, &err);
     oc_model_free(m);
 }
 
 static bool is_pattern(const uint8_t *p, uint64_t n, size_t k) {
     if (n != want[k].n) return false;
     for (uint64_t i = 0; i < n; i++)
-        if (p[i] != pattern(i, want[k].seed)) return false;
+        if (p[i] != tm_byte(i, want[k].seed)) return false;
     return true;
 }
 
@@ -113,7 +65,7 @@ static oc_status sink_write(void *ctx, const void *data, uint64_t size, oc_error
     sink *s = ctx;
     (void)e;
     for (uint64_t i = 0; i < size; i++)
-        if (((const uint8_t *)data)[i] != pattern(s->got + i, want[s->k].seed)) s->same = false;
+        if (((const uint8_t *)data)[i] != tm_byte(s->got + i, want[s->k].seed)) s->same = false;
     s->got += size;
     return OC_OK;
 }
@@ -133,14 +85,14 @@ static void check_tensors(oz_reader *r, const char *what) {
         CHECK(listed);
         oc_bytes b = {0}, again = {0};
         uint64_t n = 0;
-        CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_OK);
+        CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_OK, &err);
         CHECK(is_pattern(b.data, b.size, k));
-        CHECK_STATUS(oz_reader_read(r, t, &again, &err), OC_OK);
+        CHECK_STATUS(oz_reader_read(r, t, &again, &err), OC_OK, &err);
         CHECK(again.size == b.size);
-        CHECK_STATUS(oz_reader_size(r, t, &n, &err), OC_OK);
+        CHECK_STATUS(oz_reader_size(r, t, &n, &err), OC_OK, &err);
         CHECK(n == want[k].n);
         sink s = {k, 0, true};
-        CHECK_STATUS(oz_reader_read_to(r, t, sink_write, &s, &err), OC_OK);
+        CHECK_STATUS(oz_reader_read_to(r, t, sink_write, &s, &err), OC_OK, &err);
         CHECK(s.same && s.got == want[k].n);
         oc_bytes_release(&b);
         oc_bytes_release(&again);
@@ -156,7 +108,7 @@ static oz_reader *open_ok(const char *name, const void *key, oz_kind kind, bool 
     oz_reader *r = NULL;
     o.key = key;
     o.key_len = key ? strlen(key) : 0;
-    CHECK_STATUS(oz_reader_open(at(name), &o, &r, &info, &err), OC_OK);
+    CHECK_STATUS(oz_reader_open(td_at(name), &o, &r, &info, &err), OC_OK, &err);
     if (!r) {
         fprintf(stderr, "  (opening %s)\n", name);
         return NULL;
@@ -168,7 +120,7 @@ static oz_reader *open_ok(const char *name, const void *key, oz_kind kind, bool 
     CHECK(oz_reader_model(r) != NULL);
     CHECK((oz_reader_archive(r) != NULL) == (kind == OZ_KIND_ZIP));
     check_tensors(r, name);
-    CHECK_STATUS(oz_reader_unchanged(r, &err), OC_OK);
+    CHECK_STATUS(oz_reader_unchanged(r, &err), OC_OK, &err);
     return r;
 }
 
@@ -179,19 +131,17 @@ static void open_fails(const char *name, const void *key, oc_status status, cons
     oz_reader *r = (oz_reader *)&o; /* must come back NULL */
     o.key = key;
     o.key_len = key ? strlen(key) : 0;
-    CHECK_STATUS(oz_reader_open(at(name), &o, &r, &info, &err), status);
+    CHECK_STATUS(oz_reader_open(td_at(name), &o, &r, &info, &err), status, &err);
     CHECK(r == NULL);
     CHECK(info.kind == kind);
-    if (says && !strstr(err.message, says)) {
-        failures++;
+    if (says && !CHECK(strstr(err.message, says) != NULL))
         fprintf(stderr, "%s: message '%s' lacks '%s'\n", name, err.message, says);
-    }
 }
 
 /* The model as the file holds it: its large tensors references, the small one inline. */
 static void check_references(const char *name) {
     oz_reader *r = NULL;
-    CHECK_STATUS(oz_reader_open(at(name), NULL, &r, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_reader_open(td_at(name), NULL, &r, NULL, &err), OC_OK, &err);
     if (!r) return;
     const onnx_GraphProto *g = oc_model_proto((oc_model *)oz_reader_model(r))->graph;
     CHECK(g && g->initializer.count == NWANT);
@@ -203,12 +153,12 @@ static void check_references(const char *name) {
 /* A mapped file's tensor is a span of the mapping: two reads share its bytes. */
 static void check_zero_copy(const char *name) {
     oz_reader *r = NULL;
-    CHECK_STATUS(oz_reader_open(at(name), NULL, &r, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_reader_open(td_at(name), NULL, &r, NULL, &err), OC_OK, &err);
     if (!r) return;
     oc_bytes a = {0}, b = {0};
     const onnx_TensorProto *t = oz_reader_find(r, "w0", 2);
-    CHECK_STATUS(oz_reader_read(r, t, &a, &err), OC_OK);
-    CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_OK);
+    CHECK_STATUS(oz_reader_read(r, t, &a, &err), OC_OK, &err);
+    CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_OK, &err);
     CHECK(a.data && a.data == b.data);
     oz_reader_close(r);
     CHECK(is_pattern(a.data, a.size, 0)); /* the span outlives the reader */
@@ -224,7 +174,7 @@ static void *read_all(void *arg) {
 static void check_threads(const char *name) {
     oz_reader *r = NULL;
     pthread_t th[2];
-    CHECK_STATUS(oz_reader_open(at(name), NULL, &r, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_reader_open(td_at(name), NULL, &r, NULL, &err), OC_OK, &err);
     if (!r) return;
     for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, read_all, r) == 0);
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
@@ -236,14 +186,14 @@ static void check_unchanged(void) {
     oz_reader *r = open_ok("n.onnx", NULL, OZ_KIND_MODEL, false);
     if (!r) return;
     save("n2.onnx", "n.data", 100000);
-    CHECK_STATUS(oz_reader_unchanged(r, &err), OC_ERR_INCONSISTENT);
+    CHECK_STATUS(oz_reader_unchanged(r, &err), OC_ERR_INCONSISTENT, &err);
     CHECK(strstr(err.message, "its data file 'n.data") != NULL);
     check_tensors(r, "n.onnx after a data file was replaced"); /* the mapping stays */
     oz_reader_close(r);
     r = open_ok("two.onnx", NULL, OZ_KIND_MODEL, false);
     if (!r) return;
-    CHECK(rename(at("one.onnx"), at("two.onnx")) == 0);
-    CHECK_STATUS(oz_reader_unchanged(r, &err), OC_ERR_INCONSISTENT);
+    CHECK(rename(td_at("one.onnx"), td_at("two.onnx")) == 0);
+    CHECK_STATUS(oz_reader_unchanged(r, &err), OC_ERR_INCONSISTENT, &err);
     CHECK(strstr(err.message, "replaced since it was opened") != NULL);
     oz_reader_close(r);
 }
@@ -257,20 +207,23 @@ static void check_options(void) {
     oz_reader *r = NULL;
     oz_reader_options_init(&big.o);
     big.o.size = 0;
-    CHECK_STATUS(oz_reader_open(at("one.onnx"), &big.o, &r, NULL, &err), OC_ERR_INVALID_ARG);
+    CHECK_STATUS(oz_reader_open(td_at("one.onnx"), &big.o, &r, NULL, &err), OC_ERR_INVALID_ARG,
+                 &err);
     big.o.size = sizeof big;
     big.later = 0;
-    CHECK_STATUS(oz_reader_open(at("one.onnx"), &big.o, &r, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_reader_open(td_at("one.onnx"), &big.o, &r, NULL, &err), OC_OK, &err);
     oz_reader_close(r);
     big.later = 1;
-    CHECK_STATUS(oz_reader_open(at("one.onnx"), &big.o, &r, NULL, &err), OC_ERR_INVALID_ARG);
+    CHECK_STATUS(oz_reader_open(td_at("one.onnx"), &big.o, &r, NULL, &err), OC_ERR_INVALID_ARG,
+                 &err);
     oz_reader_options older = OZ_READER_OPTIONS_INIT; /* as a caller before key existed */
     older.size = offsetof(oz_reader_options, key);
-    CHECK_STATUS(oz_reader_open(at("two.onnx"), &older, &r, NULL, &err), OC_OK);
+    CHECK_STATUS(oz_reader_open(td_at("two.onnx"), &older, &r, NULL, &err), OC_OK, &err);
     oz_reader_close(r);
     oz_open_info info = {0};
-    CHECK_STATUS(oz_reader_open(at("one.onnx"), NULL, &r, &info, &err), OC_ERR_INVALID_ARG);
-    CHECK_STATUS(oz_reader_open(NULL, NULL, &r, NULL, &err), OC_ERR_INVALID_ARG);
+    CHECK_STATUS(oz_reader_open(td_at("one.onnx"), NULL, &r, &info, &err), OC_ERR_INVALID_ARG,
+                 &err);
+    CHECK_STATUS(oz_reader_open(NULL, NULL, &r, NULL, &err), OC_ERR_INVALID_ARG, &err);
     oz_reader_close(NULL);
 }
 
@@ -279,7 +232,8 @@ static void encrypt(const char *in, const char *out, oc_crypt_format format) {
     oc_crypt_options_init(&co);
     co.format = format;
     if (format != OC_CRYPT_ONNXCRY1) co.iterations = 1000;
-    CHECK_STATUS(oc_crypt_encrypt_file(at(in), at(out), pass, strlen(pass), &co, &err), OC_OK);
+    CHECK_STATUS(oc_crypt_encrypt_file(td_at(in), td_at(out), pass, strlen(pass), &co, &err), OC_OK,
+                 &err);
 }
 
 static void check_encrypted(void) {
@@ -293,10 +247,7 @@ static void check_encrypted(void) {
 }
 
 int main(int argc, char **argv) {
-    snprintf(dir, sizeof dir, "%s/test_reader", argc > 1 ? argv[1] : "/tmp");
-    char cmd[2 * sizeof dir + 64];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-    if (system(cmd) != 0) return 2;
+    if (td_start(argc, argv, "reader") != 0) return 2;
 
     save("one.onnx", NULL, 0);
     save("two.onnx", "two.data", 0);
@@ -324,6 +275,6 @@ int main(int argc, char **argv) {
     check_options();
     check_unchanged();
 
-    printf("test_reader: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    td_remove(td_dir);
+    return check_report("test_reader");
 }
