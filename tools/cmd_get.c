@@ -135,6 +135,24 @@ static int write_entry(const cli_args *args, const char *src, const oz_zip_reade
     return output_close(&o, oz_zip_reader_read_to(zip, index, fn, ctx, &err), src, &err);
 }
 
+/* A tensor's bytes (or what it is) read whole through oz_tensor_read: held by its model
+ * (raw_data, typed fields: their bytes) or resolved from `from`. */
+static int get_held(const cli_args *args, const char *src, onnx_TensorProto *t,
+                    const oz_tensor_source *from) {
+    oc_bytes bytes = {0};
+    oc_error err;
+    oc_error_clear(&err);
+    int rc = CLI_EXIT_OK;
+    if (oz_tensor_read(t, from, &bytes, &err) != OC_OK)
+        rc = cli_fail(src, &err);
+    else if (args->seen[GET_OPT_JSON])
+        print_json(src, t, bytes.size);
+    else
+        rc = write_span(args, src, &bytes);
+    oc_bytes_release(&bytes);
+    return rc;
+}
+
 /* From an archive: the tensor's metadata from its model, its bytes from its entry. */
 static int get_from_archive(const cli_args *args, const char *src, const char *name, size_t len) {
     archive_listing l;
@@ -146,12 +164,10 @@ static int get_from_archive(const cli_args *args, const char *src, const char *n
     uint64_t index;
     if (!t) {
         rc = cli_fail_msg(src, "no tensor named '%s'", name);
-    } else if (args->seen[GET_OPT_JSON] && !oc_tensor_is_external(t)) {
-        print_json(src, t, t->raw_data.size);
+    } else if (!oc_tensor_is_external(t)) {
+        rc = get_held(args, src, t, NULL);
     } else if (!oz_archive_tensor_entry(oz_archive_zip(l.archive), t, &index)) {
-        rc = !oc_tensor_is_external(t)
-                 ? write_span(args, src, &t->raw_data)
-                 : cli_fail_msg(src, "tensor '%s' names no entry of the archive", name);
+        rc = cli_fail_msg(src, "tensor '%s' names no entry of the archive", name);
     } else if (args->seen[GET_OPT_JSON]) {
         oz_zip_entry e;
         if (oz_zip_reader_entry(oz_archive_zip(l.archive), index, &e, &err) != OC_OK)
@@ -168,27 +184,19 @@ static int get_from_archive(const cli_args *args, const char *src, const char *n
 /* From a model: loaded with external tensors as references, then only this one read. */
 static int get_from_model(const cli_args *args, const char *src, const char *name, size_t len) {
     oc_model *model = NULL;
-    oc_error err;
-    oc_error_clear(&err);
     int rc = cli_load_model(src, CLI_EXTERNAL_KEEP, args->verbosity, &model);
     if (rc != CLI_EXIT_OK) return rc;
     onnx_TensorProto *t = oz_model_find_tensor(model, name, len);
     char *dir = oc__path_dir(src); /* a URL's too */
     oc_parse_options po;
     oz_tensor_source from = {NULL, NULL, dir, &po};
-    oc_bytes bytes = {0};
     cli_parse_options_init(&po);
     if (!t)
         rc = cli_fail_msg(src, "no tensor named '%s'", name);
     else if (!dir)
         rc = cli_fail_msg(src, "out of memory");
-    else if (oz_tensor_read(t, &from, &bytes, &err) != OC_OK)
-        rc = cli_fail(src, &err);
-    else if (args->seen[GET_OPT_JSON])
-        print_json(src, t, bytes.size);
     else
-        rc = write_span(args, src, &bytes);
-    oc_bytes_release(&bytes);
+        rc = get_held(args, src, t, &from);
     free(dir);
     oc_model_free(model);
     return rc;
@@ -207,7 +215,8 @@ static const char get_help[] =
     "https:// URL of either) as stored: raw_data, little-endian, no header. No other\n"
     "tensor is read: from a URL an archive costs its directory and model (as `ls`) and one\n"
     "request for the tensor; a model's external tensor costs one ranged read of its file.\n"
-    "Tensors that keep their values in typed fields (float_data ...) are refused.\n"
+    "A tensor that keeps its values in typed fields (float_data, int32_data ...) gives\n"
+    "the bytes raw_data would hold for them; one of STRING values is refused.\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE  write to FILE (a temporary file beside it, renamed into place\n"

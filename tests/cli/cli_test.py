@@ -1265,7 +1265,8 @@ def group_convert_external(ctx):
 def group_get(ctx):
     """get: every form (a single .onnx, two-file, N-file, .onnxz) gives the bytes
     python3-onnx reads and the count --json gives; W-40 is checked before any byte is
-    written; typed values (a 0-d tensor's one value too) are refused, not written empty."""
+    written; typed values (a 0-d tensor's one value too) give the bytes python3-onnx's
+    array of them holds, STRING ones are refused, not written empty."""
     if onnx is None:
         return SKIP
     sample, src = ctx.sample, onnx.load(ctx.sample)
@@ -1286,13 +1287,20 @@ def group_get(ctx):
 
     short = helper.make_tensor("short", TensorProto.UINT8, [3], b"abc", raw=True)
     short.dims[0] = 4  # 3 bytes where its dims make 4
+    typed = [helper.make_tensor("scalar", TensorProto.FLOAT, [], [1.5]),
+             helper.make_tensor("typed", TensorProto.INT16, [2], [-2, 300])]
     odd = helper.make_model(helper.make_graph([], "odd", [], [], initializer=[
-        short, helper.make_tensor("scalar", TensorProto.FLOAT, [], [1.5]),
-        helper.make_tensor("typed", TensorProto.FLOAT, [2], [1.5, 2.5])]))
+        short, *typed, helper.make_tensor("strings", TensorProto.STRING, [1], [b"a"])]))
     odd_path = ctx.path("odd.onnx")
     write(odd_path, odd.SerializeToString())
+    for t in typed:
+        out = ctx.path(f"odd.{t.name}.bin")
+        a = numpy_helper.to_array(t)
+        ctx.expect_exit(["get", odd_path, t.name, "-o", out], 0, f"get {t.name}")
+        ctx.check(os.path.exists(out) and read(out) == a.astype(a.dtype.newbyteorder("<")).tobytes(),
+                  f"get {t.name}: the bytes of python3-onnx's array")
     for tensor, message in (("short", r"make 4 bytes, but its raw_data holds 3 \(W-40\)"),
-                            ("scalar", "typed fields"), ("typed", "typed fields")):
+                            ("strings", "holds STRING values, which have no raw bytes")):
         out = ctx.path(f"odd.{tensor}.bin")
         ctx.expect_error(["get", odd_path, tensor, "-o", out], odd_path, f"get {tensor}", message=message)
         ctx.check(not os.path.exists(out), f"get {tensor}: nothing written")

@@ -1,7 +1,7 @@
 /*
  * test_tensor.c - oc_msg_consolidate_tensors (onnxcore/tensor.h; seed 000's
  * ConsolidateTensorsToBuffer): which tensors move, alignment, ownership, bytes unchanged.
- * oc_tensor_check_size (W-40), and oc_quote, with which its messages name tensors.
+ * oc_tensor_check_size (W-40), oc_tensor_typed_bytes, and oc_quote, with which its messages name tensors.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -536,11 +536,113 @@ static void test_check_size(void) {
     oc_arena_free(a);
 }
 
+/* t's typed bytes equal the n bytes at want. */
+static int typed_bytes_are(const onnx_TensorProto *t, const char *want, uint64_t n) {
+    oc_bytes b = {0};
+    oc_error err;
+    int same = oc_tensor_typed_bytes(t, &b, &err) == OC_OK && b.size == n &&
+               (n == 0 || memcmp(b.data, want, (size_t)n) == 0);
+    oc_bytes_release(&b);
+    return same;
+}
+
+#define PUSH(a, field, type, v) (*(type *)oc_array_push((a), &(field), sizeof(type)) = (v))
+
+/* oc_tensor_typed_bytes: each typed field as the little-endian bytes raw_data would hold
+ * (written out here byte by byte, whatever the host's order); the python hostile suite
+ * checks every type against python3-onnx. Counts, types and segments are refused with
+ * oc_tensor_check_size's errors; STRING and UNDEFINED have no bytes; oc_tensor_strings. */
+static void test_typed_bytes(void) {
+    oc_arena *a = oc_arena_new();
+    oc_error err;
+    oc_bytes b = {0};
+    const int64_t d2[] = {2}, d3[] = {3}, d0[] = {0};
+    onnx_TensorProto *t = sized(a, "F", 1, d2, 1, UINT64_MAX);
+    PUSH(a, t->float_data, float, 1.5f);
+    PUSH(a, t->float_data, float, -2.0f);
+    CHECK(typed_bytes_are(t, "\x00\x00\xc0\x3f\x00\x00\x00\xc0", 8));
+    t = sized(a, "S", 1, NULL, 0, UINT64_MAX); /* 0-d: one element */
+    PUSH(a, t->float_data, float, 1.5f);
+    CHECK(typed_bytes_are(t, "\x00\x00\xc0\x3f", 4));
+    t = sized(a, "D", 15, NULL, 0, UINT64_MAX); /* COMPLEX128: a pair, real part first */
+    PUSH(a, t->double_data, double, 1.0);
+    PUSH(a, t->double_data, double, -2.0);
+    CHECK(typed_bytes_are(t, "\0\0\0\0\0\0\xf0\x3f\0\0\0\0\0\0\0\xc0", 16));
+    t = sized(a, "I16", 5, d3, 1, UINT64_MAX); /* the low 16 bits of each value */
+    PUSH(a, t->int32_data, int32_t, -2);
+    PUSH(a, t->int32_data, int32_t, 0x12345);
+    PUSH(a, t->int32_data, int32_t, 7);
+    CHECK(typed_bytes_are(t, "\xfe\xff\x45\x23\x07\x00", 6));
+    t = sized(a, "B", 9, d3, 1, UINT64_MAX); /* BOOL: 0 or 1 */
+    PUSH(a, t->int32_data, int32_t, 2);
+    PUSH(a, t->int32_data, int32_t, 0);
+    PUSH(a, t->int32_data, int32_t, -1);
+    CHECK(typed_bytes_are(t, "\x01\x00\x01", 3));
+    t = sized(a, "H", 10, NULL, 0, UINT64_MAX); /* FLOAT16: its bit pattern */
+    PUSH(a, t->int32_data, int32_t, 0x3e00);
+    CHECK(typed_bytes_are(t, "\x00\x3e", 2));
+    t = sized(a, "U4", 21, d3, 1, UINT64_MAX); /* three 4-bit elements: two bytes */
+    PUSH(a, t->int32_data, int32_t, 0x21);
+    PUSH(a, t->int32_data, int32_t, 0x103);
+    CHECK(typed_bytes_are(t, "\x21\x03", 2));
+    t = sized(a, "U32", 12, d2, 1, UINT64_MAX);
+    PUSH(a, t->uint64_data, uint64_t, UINT64_C(0x1ffffffff));
+    PUSH(a, t->uint64_data, uint64_t, 5);
+    CHECK(typed_bytes_are(t, "\xff\xff\xff\xff\x05\x00\x00\x00", 8));
+    t = sized(a, "I64", 7, NULL, 0, UINT64_MAX);
+    PUSH(a, t->int64_data, int64_t, -2);
+    CHECK(typed_bytes_are(t, "\xfe\xff\xff\xff\xff\xff\xff\xff", 8));
+    CHECK(typed_bytes_are(sized(a, "E", 1, d0, 1, UINT64_MAX), "", 0)); /* no element */
+    /* refused: W-42's count, no data, an unknown type; a segment (W-40); raw_data */
+    t = sized(a, "N", 1, d3, 1, UINT64_MAX);
+    PUSH(a, t->float_data, float, 1.0f);
+    CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_INCONSISTENT, &err);
+    CHECK(strcmp(err.rule, "W-42") == 0 && b.size == 0);
+    CHECK_STATUS(oc_tensor_typed_bytes(sized(a, "N", 1, d3, 1, UINT64_MAX), &b, &err),
+                 OC_ERR_INCONSISTENT, &err);
+    CHECK(strstr(err.message, "has no data") != NULL);
+    t = sized(a, "X", 99, NULL, 0, UINT64_MAX);
+    PUSH(a, t->int32_data, int32_t, 1);
+    CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK(strcmp(err.rule, "W-42") == 0);
+    t = sized(a, "P", 1, NULL, 0, UINT64_MAX);
+    PUSH(a, t->float_data, float, 1.0f);
+    t->segment = OC_NEW(a, TensorProto_Segment);
+    CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK(strstr(err.message, "segment") && strcmp(err.rule, "W-40") == 0);
+    CHECK_STATUS(oc_tensor_typed_bytes(sized(a, "R", 1, NULL, 0, 4), &b, &err), OC_ERR_INVALID_ARG,
+                 &err);
+    CHECK_STATUS(oc_tensor_typed_bytes(NULL, &b, &err), OC_ERR_INVALID_ARG, &err);
+    /* UNDEFINED and STRING have no raw bytes; oc_tensor_strings gives STRING's values */
+    t = sized(a, "U", 0, NULL, 0, UINT64_MAX);
+    PUSH(a, t->int32_data, int32_t, 1);
+    CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK(strstr(err.message, "UNDEFINED") != NULL);
+    t = sized(a, "Str", 8, d2, 1, UINT64_MAX);
+    oc_str_set_cstr(a, oc_array_push(a, &t->string_data, sizeof(oc_str)), "ab");
+    oc_str_set_cstr(a, oc_array_push(a, &t->string_data, sizeof(oc_str)), "");
+    CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_UNSUPPORTED, &err);
+    CHECK(strstr(err.message, "tensor 'Str' holds STRING values") != NULL);
+    const oc_str *items;
+    uint64_t count;
+    CHECK_OK(oc_tensor_strings(t, &items, &count, &err), &err);
+    CHECK(count == 2 && items[0].size == 2 && memcmp(items[0].data, "ab", 2) == 0 &&
+          items[1].size == 0);
+    t = sized(a, "Str", 8, d3, 1, UINT64_MAX);
+    oc_str_set_cstr(a, oc_array_push(a, &t->string_data, sizeof(oc_str)), "ab");
+    CHECK_STATUS(oc_tensor_strings(t, &items, &count, &err), OC_ERR_INCONSISTENT, &err);
+    CHECK(items == NULL && count == 0 && strcmp(err.rule, "W-42") == 0);
+    CHECK_STATUS(oc_tensor_strings(sized(a, "F", 1, d0, 1, UINT64_MAX), &items, &count, &err),
+                 OC_ERR_INVALID_ARG, &err);
+    oc_arena_free(a);
+}
+
 int main(void) {
     RUN(test_quote);
     RUN(test_error_detail);
     RUN(test_error_message);
     RUN(test_check_size);
+    RUN(test_typed_bytes);
     RUN(test_consolidate);
     RUN(test_consolidate_errors);
     RUN(test_pool_storage);

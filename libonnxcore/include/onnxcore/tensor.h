@@ -61,9 +61,31 @@ struct oc_tensor_fetch;
 #ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 /* True when the tensor keeps its values in the typed fields (float_data, int32_data,
  * int64_data, double_data, uint64_data, string_data; onnx.proto), whether they hold any or
- * not: it is neither EXTERNAL nor has raw_data. Such a tensor has no raw bytes to read;
- * oc_tensor_check_size checks its values' count (W-42, spec/onnx-wire.md). */
+ * not: it is neither EXTERNAL nor has raw_data. oc_tensor_check_size checks its values'
+ * count (W-42, spec/onnx-wire.md); oc_tensor_typed_bytes gives them as raw bytes. */
 OC_API bool oc_tensor_is_typed(const onnx_TensorProto *tensor);
+/* The values of a tensor in typed fields (oc_tensor_is_typed) as the bytes raw_data would
+ * hold for them (onnx.proto), into *out (released first, unchanged on failure): each element
+ * little-endian; FLOAT from float_data, DOUBLE from double_data, COMPLEX64 and COMPLEX128
+ * from their pairs there (real part first); INT64 from int64_data; UINT32 and UINT64 from
+ * uint64_data (the low 32 bits for UINT32); every other type from int32_data, one value
+ * an element (INT32, and the low bits for INT16, UINT16, INT8, UINT8, BOOL as 0 or 1, the
+ * bit patterns of FLOAT16, BFLOAT16 and the FLOAT8 types) or one byte of packed elements
+ * a value (INT4, UINT4, FLOAT4E2M1 two, INT2, UINT2 four: its low 8 bits). A 0-d tensor is
+ * one element. First the tensor is checked as oc_tensor_check_size checks it (W-40, W-42,
+ * a `segment`: its errors), so the output is exactly the bytes W-40 makes of its dims.
+ * OC_ERR_INVALID_ARG for a tensor not in typed fields; OC_ERR_UNSUPPORTED for one whose
+ * values have no raw bytes: UNDEFINED, STRING (oc_tensor_strings); OC_ERR_NOMEM. The
+ * tensor is not changed. */
+OC_API oc_status oc_tensor_typed_bytes(const onnx_TensorProto *tensor, oc_bytes *out,
+                                       oc_error *err);
+/* The values of a STRING tensor in typed fields (string_data; each any bytes, which
+ * onnx.proto says are UTF-8): *items, borrowed from the tensor, and *count, the elements
+ * its dims make (a 0-d tensor: one), once checked as oc_tensor_typed_bytes checks
+ * (W-40, W-42). OC_ERR_INVALID_ARG for a tensor not in typed fields or not STRING; on
+ * failure *items is NULL and *count 0. */
+OC_API oc_status oc_tensor_strings(const onnx_TensorProto *tensor, const oc_str **items,
+                                   uint64_t *count, oc_error *err);
 /* As oc_tensor_check_size, with an EXTERNAL tensor's payload size asked of fetch
  * (external.h; NULL, or one without a size function: as oc_tensor_check_size): every
  * reference is resolved first, whatever the tensor's type, and one the fetch cannot

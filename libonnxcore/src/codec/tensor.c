@@ -159,43 +159,69 @@ static const char *format_dims(const onnx_TensorProto *t, char *buf, size_t size
     return buf;
 }
 
-/* W-42: the typed field a data_type keeps its values in (NULL: none, UNDEFINED), *have
- * the values it holds and *want the count the elements make there: two a complex
- * element, two 4-bit elements a value, four 2-bit ones. */
-static const char *typed_field(const onnx_TensorProto *t, int32_t type, uint64_t elements,
-                               uint64_t *want, uint64_t *have) {
-    unsigned bits = oc_tensor_element_bits(type);
-    *want = elements;
+/* The typed field that holds a data_type's values (onnx.proto; W-42). */
+typedef enum typed_field {
+    TYPED_NONE, /* UNDEFINED: no field */
+    TYPED_FLOAT,
+    TYPED_DOUBLE,
+    TYPED_INT64,
+    TYPED_UINT64,
+    TYPED_STRING,
+    TYPED_INT32
+} typed_field;
+
+static const char *const typed_field_names[] = {
+    NULL, "float_data", "double_data", "int64_data", "uint64_data", "string_data", "int32_data"};
+
+static typed_field typed_field_of(int32_t type) {
     switch (type) {
     case 0:
-        return NULL;
-    case 14:                  /* COMPLEX64 */
-        *want = elements * 2; /* its bytes, 8 an element, fit in 64 bits (W-40) */
-        /* fall through */
-    case 1: /* FLOAT */
-        *have = t->float_data.count;
-        return "float_data";
-    case 15: /* COMPLEX128 */
-        *want = elements * 2;
-        /* fall through */
+        return TYPED_NONE;
+    case 1:  /* FLOAT */
+    case 14: /* COMPLEX64: two values an element */
+        return TYPED_FLOAT;
     case 11: /* DOUBLE */
-        *have = t->double_data.count;
-        return "double_data";
+    case 15: /* COMPLEX128: two values an element */
+        return TYPED_DOUBLE;
     case 7: /* INT64 */
-        *have = t->int64_data.count;
-        return "int64_data";
+        return TYPED_INT64;
     case 12: /* UINT32 */
     case 13: /* UINT64 */
-        *have = t->uint64_data.count;
-        return "uint64_data";
+        return TYPED_UINT64;
     case 8: /* STRING */
-        *have = t->string_data.count;
-        return "string_data";
-    default:
-        if (bits && bits < 8) *want = elements / (8 / bits) + (elements % (8 / bits) != 0);
-        *have = t->int32_data.count;
-        return "int32_data";
+        return TYPED_STRING;
+    default: /* every other type, as bit patterns; two 4-bit elements a value, four 2-bit */
+        return TYPED_INT32;
     }
+}
+
+/* The values field f holds. */
+static uint64_t typed_count(const onnx_TensorProto *t, typed_field f) {
+    switch (f) {
+    case TYPED_FLOAT:
+        return t->float_data.count;
+    case TYPED_DOUBLE:
+        return t->double_data.count;
+    case TYPED_INT64:
+        return t->int64_data.count;
+    case TYPED_UINT64:
+        return t->uint64_data.count;
+    case TYPED_STRING:
+        return t->string_data.count;
+    case TYPED_INT32:
+        return t->int32_data.count;
+    default:
+        return 0;
+    }
+}
+
+/* The values elements of type make in its typed field: two a complex element, one a
+ * byte of packed 4-bit or 2-bit elements, one an element otherwise. */
+static uint64_t typed_want(int32_t type, uint64_t elements) {
+    unsigned bits = oc_tensor_element_bits(type);
+    if (type == 14 || type == 15) return elements * 2; /* fits: 8 bytes an element (W-40) */
+    if (bits && bits < 8) return elements / (8 / bits) + (elements % (8 / bits) != 0);
+    return elements;
 }
 
 bool oc_tensor_is_typed(const onnx_TensorProto *t) {
@@ -206,12 +232,12 @@ bool oc_tensor_is_typed(const onnx_TensorProto *t) {
  * type holds the count its dims make; no data at all for elements is a fault too. */
 static oc_status check_typed(const onnx_TensorProto *t, int32_t type, uint64_t elements,
                              oc_error *err) {
-    uint64_t want, have;
     char name[OC_QUOTE_SIZE], dims[96];
-    const char *field = typed_field(t, type, elements, &want, &have);
+    typed_field field = typed_field_of(type);
+    uint64_t want = typed_want(type, elements), have = typed_count(t, field);
     uint64_t any = t->float_data.count + t->int32_data.count + t->string_data.count +
                    t->int64_data.count + t->double_data.count + t->uint64_data.count;
-    if (!field || (want == 0 && any == 0)) return OC_OK;
+    if (field == TYPED_NONE || (want == 0 && any == 0)) return OC_OK;
     if (any == 0)
         return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "W-42",
                              "tensor '%s': dims %s of %s make %llu elements, but it has no data",
@@ -223,7 +249,8 @@ static oc_status check_typed(const onnx_TensorProto *t, int32_t type, uint64_t e
                              "tensor '%s': dims %s of %s make %llu values in %s, but it holds %llu",
                              oc_quote(t->name.data, t->name.size, name, sizeof name),
                              format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
-                             (unsigned long long)want, field, (unsigned long long)have);
+                             (unsigned long long)want, typed_field_names[field],
+                             (unsigned long long)have);
     return OC_OK;
 }
 
@@ -314,5 +341,88 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
                              oc_quote(t->name.data, t->name.size, name, sizeof name),
                              format_dims(t, dims, sizeof dims), oc_tensor_type_name(type),
                              (unsigned long long)need, what, (unsigned long long)have);
+    return OC_OK;
+}
+
+/* ---- typed fields as raw bytes ---- */
+
+/* Typed fields, checked (W-40, W-42); fails for a tensor whose values have no bytes of
+ * fixed-size elements: UNDEFINED, and STRING unless strings is set. */
+static oc_status check_typed_read(const onnx_TensorProto *t, bool strings, oc_error *err) {
+    char name[OC_QUOTE_SIZE];
+    if (!oc_tensor_is_typed(t))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "tensor '%s' does not keep its values in typed fields",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name));
+    OC_FORWARD(oc_tensor_check_size(t, err));
+    int32_t type = OC_HAS(TensorProto, t, data_type) ? t->data_type : 0;
+    if (type == 0)
+        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "tensor '%s' has no data_type (UNDEFINED): its values have no bytes",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name));
+    if ((type == 8) != strings)
+        return oc__fail(err, type == 8 ? OC_ERR_UNSUPPORTED : OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        type == 8 ? "tensor '%s' holds STRING values, which have no raw bytes"
+                                  : "tensor '%s' does not hold STRING values",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name));
+    return OC_OK;
+}
+
+/* Value i of field f as the unsigned number whose low bytes raw_data holds: a float's or
+ * a double's IEEE 754 bits, an integer's two's complement, a BOOL's 0 or 1. */
+static uint64_t typed_value(const onnx_TensorProto *t, typed_field f, int32_t type, uint64_t i) {
+    uint32_t u32;
+    uint64_t u64;
+    switch (f) {
+    case TYPED_FLOAT:
+        memcpy(&u32, &t->float_data.items[i], sizeof u32);
+        return u32;
+    case TYPED_DOUBLE:
+        memcpy(&u64, &t->double_data.items[i], sizeof u64);
+        return u64;
+    case TYPED_INT64:
+        return (uint64_t)t->int64_data.items[i];
+    case TYPED_UINT64:
+        return t->uint64_data.items[i];
+    default:
+        return type == 9 ? t->int32_data.items[i] != 0 /* BOOL */
+                         : (uint64_t)(uint32_t)t->int32_data.items[i];
+    }
+}
+
+oc_status oc_tensor_typed_bytes(const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
+    if (!t || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_tensor_typed_bytes: missing argument");
+    OC_FORWARD(check_typed_read(t, false, err));
+    int32_t type = t->data_type;
+    typed_field f = typed_field_of(type);
+    unsigned bits = oc_tensor_element_bits(type);
+    /* bytes a value: a complex element's parts are a float's or a double's; a sub-byte
+     * type's value is one byte of packed elements. Checked counts times this width are
+     * the bytes W-40 gives the dims, no more. */
+    unsigned width = f == TYPED_FLOAT ? 4 : f == TYPED_DOUBLE ? 8 : bits >= 8 ? bits / 8 : 1;
+    uint64_t n = typed_count(t, f);
+    oc_bytes b = {0};
+    uint8_t *p;
+    OC_FORWARD(oc_bytes_set_alloc(&b, n * width, &p, err));
+    for (uint64_t i = 0; i < n; i++, p += width) {
+        uint64_t v = typed_value(t, f, type, i);
+        for (unsigned k = 0; k < width; k++) p[k] = (uint8_t)(v >> (8 * k)); /* little-endian */
+    }
+    oc_bytes_move(out, &b);
+    return OC_OK;
+}
+
+oc_status oc_tensor_strings(const onnx_TensorProto *t, const oc_str **items, uint64_t *count,
+                            oc_error *err) {
+    if (!t || !items || !count)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_tensor_strings: missing argument");
+    *items = NULL;
+    *count = 0;
+    OC_FORWARD(check_typed_read(t, true, err));
+    *items = t->string_data.items;
+    *count = t->string_data.count;
     return OC_OK;
 }

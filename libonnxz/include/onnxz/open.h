@@ -171,13 +171,14 @@ typedef struct oz_tensor_source {
  *     of the bytes; a span the model borrows stays valid while the model lives);
  *   an EXTERNAL reference: from src: an archive's entry (a span of its mapping, or read
  *     whole from a URL), the weights' fetch (read whole), or a data file under data_dir
- *     (t itself is then resolved in place, as a load resolves it: not concurrently).
+ *     (t itself is then resolved in place, as a load resolves it: not concurrently);
+ *   values in typed fields (oc_tensor_is_typed: float_data ..., a 0-d tensor's one value
+ *     too): the bytes raw_data would hold for them, in a new buffer
+ *     (oc_tensor_typed_bytes); STRING values have none: OC_ERR_UNSUPPORTED.
  * First, before any byte is read, the tensor must hold the bytes its dims and data type
  * make (oc_tensor_check_size_fetched, W-40, W-42: a reference's size asked of src, an
  * archive's entry or the weights' fetch), as `onnxz verify` checks it. Fails with
- * OC_ERR_UNSUPPORTED for a tensor that keeps its values in typed fields
- * (oc_tensor_is_typed: float_data..., a 0-d tensor's one value too) rather than raw bytes,
- * and OC_ERR_NOT_FOUND for a reference that src cannot resolve. src may be NULL (all
+ * OC_ERR_NOT_FOUND for a reference that src cannot resolve. src may be NULL (all
  * zero). */
 OZ_API oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_bytes *out,
                                 oc_error *err);

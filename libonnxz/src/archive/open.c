@@ -492,24 +492,17 @@ static oc_status read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorPro
 
 /* t's bytes in t itself, once no fetch holds them: a reference resolved from src's
  * data_dir (as a load resolves it, W-40 checked against what its file held); refused when
- * nothing resolves it or its values are typed ones. */
+ * nothing resolves it. */
 static oc_status resolve_in_place(onnx_TensorProto *t, const oz_tensor_source *src, oc_error *err) {
     char q[OC_QUOTE_SIZE];
-    if (oc_tensor_is_external(t)) {
-        if (!src->data_dir)
-            return oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
-                            oc_quote(t->name.data, t->name.size, q, sizeof q));
-        oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-        OC_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
-                                         src->parse ? src->parse : &po, err));
-        OC_FORWARD(oc_tensor_check_size(t, err));
-    }
-    if (oc_tensor_is_typed(t))
-        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                        "tensor '%s' keeps its values in typed fields (float_data ...), not as "
-                        "raw bytes: convert the model first",
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    if (!src->data_dir)
+        return oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET, "tensor '%s' was not loaded",
                         oc_quote(t->name.data, t->name.size, q, sizeof q));
-    return OC_OK;
+    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+    OC_FORWARD(oc_external_data_load(&onnx_TensorProto_desc, t, src->data_dir,
+                                     src->parse ? src->parse : &po, err));
+    return oc_tensor_check_size(t, err);
 }
 
 static const oz_tensor_source no_source;
@@ -529,5 +522,6 @@ oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_by
         return ar ? oz__archive_tensor_bytes(ar, t, out, err) : read_fetched(&fetch, t, out, err);
     }
     OC_FORWARD(resolve_in_place(t, src, err));
+    if (oc_tensor_is_typed(t)) return oc_tensor_typed_bytes(t, out, err); /* float_data ... */
     return oc_bytes_copy(out, &t->raw_data, err);
 }
