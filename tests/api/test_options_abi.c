@@ -27,6 +27,7 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 
 /* ---- the layouts of the "old" header ---- */
 
@@ -113,28 +114,12 @@ static char dir[4096], model_path[4200], archive_path[4200], copy_path[4200], co
     save_path[4200];
 
 static int make_model_file(void) {
-    oc_model *model = oc_model_new();
-    if (!model) return 0;
-    oc_arena *a = oc_model_arena(model);
-    onnx_ModelProto *m = oc_model_proto(model);
-    m->ir_version = 10;
-    OC_SET_HAS(ModelProto, m, ir_version);
-    onnx_GraphProto *g = m->graph = OC_NEW(a, GraphProto);
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    if (!g || !t) return 0;
-    oc_str_set_cstr(a, &t->name, "W");
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (!d) return 0;
-    *d = TENSOR_BYTES;
-    uint8_t *w = NULL;
-    if (oc_bytes_set_alloc(&t->raw_data, TENSOR_BYTES, &w, NULL) != OC_OK) return 0;
-    for (uint64_t i = 0; i < TENSOR_BYTES; i++) w[i] = (uint8_t)(i * 7u + 1u);
-    OC_SET_HAS(TensorProto, t, raw_data);
+    oc_model *model = tm_model_new();
     oc_error err;
-    oc_status st = oc_model_save_file(model, model_path, NULL, &err);
+    oc_status st = OC_ERR_NOMEM;
+    if (model &&
+        tm_add_bytes(oc_model_arena(model), oc_model_proto(model)->graph, "W", TENSOR_BYTES, 1))
+        st = oc_model_save_file(model, model_path, NULL, &err);
     oc_model_free(model);
     return st == OC_OK;
 }
@@ -149,7 +134,7 @@ static int tensor_intact(const oc_model *model) {
     const onnx_TensorProto *t = tensor_w(model);
     if (!t || t->raw_data.size != TENSOR_BYTES) return 0;
     for (uint64_t i = 0; i < TENSOR_BYTES; i++)
-        if (t->raw_data.data[i] != (uint8_t)(i * 7u + 1u)) return 0;
+        if (t->raw_data.data[i] != tm_byte(i, 1)) return 0;
     return 1;
 }
 

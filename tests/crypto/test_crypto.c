@@ -24,6 +24,7 @@
 #include <onnxz/encrypted.h> /* the proposed libonnxz glue */
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 #include "internal/onnxcore_atomic.h" /* internal: the static library's */
 
 #ifdef ONNXZ_HAVE_OPENSSL
@@ -779,13 +780,11 @@ static void test_files(void) {
     } while (0)
 
 static oc_model *make_model(void) {
-    oc_model *model = oc_model_new();
+    oc_model *model = tm_model_new();
     oc_arena *a = oc_model_arena(model);
     onnx_ModelProto *m = oc_model_proto(model);
-    m->ir_version = 10;
-    OC_SET_HAS(ModelProto, m, ir_version);
     SETS(ModelProto, m, producer_name, a, "test_crypto");
-    onnx_GraphProto *g = m->graph = OC_NEW(a, GraphProto);
+    onnx_GraphProto *g = m->graph;
     SETS(GraphProto, g, name, a, "encrypted graph");
     onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
     SETS(TensorProto, t, name, a, "W");

@@ -30,6 +30,7 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 
 static const char *work_dir = "/tmp";
 static char victim[PATH_MAX]; /* the data file */
@@ -65,6 +66,24 @@ static void add_entry(oc_arena *a, onnx_TensorProto *t, const char *key, const c
     OC_SET_HAS(StringStringEntryProto, e, value);
 }
 
+/* A UINT8 tensor whose length bytes at offset of the data file loc hold its data. */
+static onnx_TensorProto *add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name,
+                                    const char *loc, const char *offset, const char *length,
+                                    const char *checksum) {
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    oc_str_set_cstr(a, &t->name, name);
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 2; /* UINT8 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    t->data_location = 1; /* EXTERNAL */
+    OC_SET_HAS(TensorProto, t, data_location);
+    add_entry(a, t, "location", loc);
+    add_entry(a, t, "offset", offset);
+    add_entry(a, t, "length", length);
+    if (checksum) add_entry(a, t, "checksum", checksum);
+    return t;
+}
+
 static void test_cut_and_failed_reads(void) {
     char dir[PATH_MAX], model[PATH_MAX + 16];
     REQUIRE(td_make(work_dir, "external_read", dir, sizeof dir) == 0);
@@ -75,23 +94,9 @@ static void test_cut_and_failed_reads(void) {
 
     /* one tensor, bytes [4096, +4096) of w.bin (with a checksum that the cut decides
      * before it is compared) */
-    oc_model *m = oc_model_new();
-    oc_arena *a = oc_model_arena(m);
-    onnx_ModelProto *mp = oc_model_proto(m);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
-    oc_str_set_cstr(a, &t->name, "w");
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    t->data_location = 1; /* EXTERNAL */
-    OC_SET_HAS(TensorProto, t, data_location);
-    add_entry(a, t, "location", "w.bin");
-    add_entry(a, t, "offset", "4096");
-    add_entry(a, t, "length", "4096");
-    add_entry(a, t, "checksum", "0000000000000000000000000000000000000000");
+    oc_model *m = tm_model_new();
+    add_tensor(oc_model_arena(m), oc_model_proto(m)->graph, "w", "w.bin", "4096", "4096",
+               "0000000000000000000000000000000000000000");
     oc_error err;
     CHECK_OK(oc_model_save_file(m, model, NULL, &err), &err);
     oc_model_free(m);
@@ -118,22 +123,6 @@ static void test_cut_and_failed_reads(void) {
     td_remove(dir);
 }
 
-static onnx_TensorProto *add_tensor(oc_arena *a, onnx_GraphProto *g, const char *name,
-                                    const char *loc, const char *offset, const char *checksum) {
-    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
-    oc_str_set_cstr(a, &t->name, name);
-    OC_SET_HAS(TensorProto, t, name);
-    t->data_type = 2; /* UINT8 */
-    OC_SET_HAS(TensorProto, t, data_type);
-    t->data_location = 1; /* EXTERNAL */
-    OC_SET_HAS(TensorProto, t, data_location);
-    add_entry(a, t, "location", loc);
-    add_entry(a, t, "offset", offset);
-    add_entry(a, t, "length", "100");
-    if (checksum) add_entry(a, t, "checksum", checksum);
-    return t;
-}
-
 /* A failed read is no earlier than the mapped load's errors (E-13, E-15): a later
  * tensor's bad reference is reported first (references are all checked before any read
  * can fail the load), and an earlier tensor's checksum mismatch too (the first failure in
@@ -152,15 +141,12 @@ static void test_read_failure_order(void) {
     for (int kind = 0; kind < 2; kind++) {
         /* 0: w (its read fails), then x past the end of x.bin; 1: c (a checksum that does
          * not match), then w */
-        oc_model *m = oc_model_new();
+        oc_model *m = tm_model_new();
         oc_arena *a = oc_model_arena(m);
-        onnx_ModelProto *mp = oc_model_proto(m);
-        mp->ir_version = 10;
-        OC_SET_HAS(ModelProto, mp, ir_version);
-        mp->graph = OC_NEW(a, GraphProto);
-        if (kind == 1) add_tensor(a, mp->graph, "c", "c.bin", "0", zeros);
-        add_tensor(a, mp->graph, "w", "w.bin", "4096", NULL);
-        if (kind == 0) add_tensor(a, mp->graph, "x", "x.bin", "200", NULL);
+        onnx_GraphProto *g = oc_model_proto(m)->graph;
+        if (kind == 1) add_tensor(a, g, "c", "c.bin", "0", "100", zeros);
+        add_tensor(a, g, "w", "w.bin", "4096", "100", NULL);
+        if (kind == 0) add_tensor(a, g, "x", "x.bin", "200", "100", NULL);
         snprintf(model, sizeof model, "%s/m%d.onnx", dir, kind);
         oc_error err;
         CHECK_OK(oc_model_save_file(m, model, NULL, &err), &err);
@@ -201,7 +187,7 @@ static void test_rules(void) {
         oc_model *m = oc_model_new();
         onnx_ModelProto *mp = oc_model_proto(m);
         mp->graph = OC_NEW(oc_model_arena(m), GraphProto);
-        add_tensor(oc_model_arena(m), mp->graph, "c", "c.bin", "0", sums[k][0]);
+        add_tensor(oc_model_arena(m), mp->graph, "c", "c.bin", "0", "100", sums[k][0]);
         snprintf(model, sizeof model, "%s/m%d.onnx", dir, k);
         CHECK_OK(oc_model_save_file(m, model, NULL, &err), &err);
         oc_model_free(m);

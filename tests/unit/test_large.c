@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 #include "wire.h"
 
 enum { NT = 3 };
@@ -146,15 +147,12 @@ int main(int argc, char **argv) {
     double t0 = now();
 
     /* Build. */
-    oc_model *m = oc_model_new();
+    oc_model *m = tm_model_new();
     if (!CHECK(m != NULL)) return check_report("test_large");
     oc_arena *a = oc_model_arena(m);
     onnx_ModelProto *mp = oc_model_proto(m);
     oc_str_set_cstr(a, &mp->producer_name, "test_large");
     OC_SET_HAS(ModelProto, mp, producer_name);
-    mp->ir_version = 10;
-    OC_SET_HAS(ModelProto, mp, ir_version);
-    mp->graph = OC_NEW(a, GraphProto);
     for (unsigned k = 0; k < NT; k++) {
         onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer);
         char name[16];

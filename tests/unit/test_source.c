@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 
 static const char *work_dir = "/tmp";
 
@@ -293,13 +294,11 @@ static void set_pattern(onnx_TensorProto *t, uint64_t n, uint64_t seed) {
 /* A model whose fields cross any window: payloads larger than the default window, a long
  * packed run, a long unknown field, nested graphs, thousands of small nodes. */
 static int make_model_bytes(void **out, uint64_t *size) {
-    oc_model *model = oc_model_new();
+    oc_model *model = tm_model_new();
     if (!model) return 0;
     oc_arena *a = oc_model_arena(model);
     onnx_ModelProto *m = oc_model_proto(model);
-    m->ir_version = 10;
-    OC_SET_HAS(ModelProto, m, ir_version);
-    onnx_GraphProto *g = m->graph = OC_NEW(a, GraphProto);
+    onnx_GraphProto *g = m->graph;
     set_str(a, &g->name, "g");
     OC_SET_HAS(GraphProto, g, name);
     for (int i = 0; i < 3000; i++) {

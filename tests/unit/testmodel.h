@@ -2,7 +2,9 @@
  * tests/unit/testmodel.h - the small models the tests build in memory.
  *
  * tm_model_new()                     a model of IR version 10 with an empty main graph
+ *                                    (NULL when memory ran out)
  * tm_add_bytes(a, g, name, n, seed)  a UINT8 tensor [n] in g, byte i = tm_byte(i, seed)
+ *                                    (NULL when memory ran out)
  * tm_add_node(a, g, op)              a node of type op in g
  *
  * The byte pattern depends on the seed, so tensors of one model differ and a test can
@@ -25,7 +27,9 @@ static inline oc_model *tm_model_new(void) {
     mp->ir_version = 10;
     OC_SET_HAS(ModelProto, mp, ir_version);
     mp->graph = OC_NEW(oc_model_arena(m), GraphProto);
-    return m;
+    if (mp->graph) return m;
+    oc_model_free(m);
+    return NULL;
 }
 
 /* The tensor named by name_len bytes (a NUL among them is part of the name). */
@@ -42,8 +46,8 @@ static inline onnx_TensorProto *tm_add_bytes_n(oc_arena *a, onnx_GraphProto *g, 
     t->data_type = 2; /* UINT8 */
     OC_SET_HAS(TensorProto, t, data_type);
     int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-    if (d) *d = (int64_t)n;
-    if (oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return t;
+    if (!d || oc_bytes_set_alloc(&t->raw_data, n, &p, NULL) != OC_OK) return NULL;
+    *d = (int64_t)n;
     for (uint64_t i = 0; i < n; i++) p[i] = tm_byte(i, seed);
     OC_SET_HAS(TensorProto, t, raw_data);
     return t;
