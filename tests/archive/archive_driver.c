@@ -16,17 +16,7 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/archive.h>
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(size > 0 ? (size_t)size : 1);
-    *n = b ? fread(b, 1, (size_t)size, f) : 0;
-    fclose(f);
-    return b;
-}
+#include "testdir.h"
 
 static int report(oc_status st, const oc_error *err) {
     if (st == OC_OK) {
@@ -74,7 +64,7 @@ static int roundtrip(int argc, char **argv) {
             continue;
         }
         size_t a, b;
-        unsigned char *x = slurp(line, &a), *y = slurp(back, &b);
+        uint8_t *x = td_read(line, &a), *y = td_read(back, &b);
         if (!x || !y || a != b || memcmp(x, y, a) != 0) {
             printf("FAIL %s: .onnx -> .onnxz -> .onnx differs from the source\n", line);
             failed++;

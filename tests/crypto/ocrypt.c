@@ -32,6 +32,8 @@
 #include <onnxcore/crypto_model.h>
 #include <onnxcore/onnxcore.h>
 
+#include "testdir.h"
+
 static uint8_t pass[4096];
 static size_t pass_len;
 static oc_crypt_options copts;
@@ -47,29 +49,6 @@ static int usage(void) {
     fprintf(stderr, "usage: ocrypt [--pass S|--pass-hex H] [--format zec1|cry1] [--iterations N] "
                     "[--chunk N] [--max-iterations N] [--mem] [--no-copy] COMMAND ARGS...\n");
     return 2;
-}
-
-static uint8_t *read_all(const char *path, uint64_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (uint64_t)(n > 0 ? n : 0);
-    return buf;
-}
-
-static int write_all(const char *path, const void *data, uint64_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = size ? fwrite(data, 1, (size_t)size, f) : 0;
-    return (fclose(f) == 0 && w == size) ? 0 : -1;
 }
 
 /* Peak resident memory of this process image: VmHWM (ru_maxrss would include the parent's
@@ -97,14 +76,15 @@ static int cmd_encrypt(const char *in, const char *out) {
         st = oc_crypt_encrypt_file(in, out, pass, pass_len, &copts, &err);
         return st == OC_OK ? 0 : fail(st, &err);
     }
-    uint64_t n = 0, esize = 0;
-    uint8_t *plain = read_all(in, &n);
+    size_t n = 0;
+    uint64_t esize = 0;
+    uint8_t *plain = td_read(in, &n);
     void *enc = NULL;
     if (!plain) return fprintf(stderr, "ocrypt: cannot read %s\n", in), 2;
     st = oc_crypt_encrypt_memory(plain, n, pass, pass_len, &copts, &enc, &esize, &err);
     free(plain);
     if (st != OC_OK) return fail(st, &err);
-    int rc = write_all(out, enc, esize);
+    int rc = td_write(out, enc, esize);
     free(enc);
     return rc ? 2 : 0;
 }
@@ -117,14 +97,14 @@ static int cmd_decrypt(const char *in, const char *out) {
         st = oc_crypt_decrypt_file(in, out, pass, pass_len, &copts, &err);
         return st == OC_OK ? 0 : fail(st, &err);
     }
-    uint64_t n = 0;
-    uint8_t *enc = read_all(in, &n);
+    size_t n = 0;
+    uint8_t *enc = td_read(in, &n);
     oc_bytes b = {0};
     if (!enc) return fprintf(stderr, "ocrypt: cannot read %s\n", in), 2;
     st = oc_crypt_decrypt_memory(enc, n, pass, pass_len, &copts, &b, &err);
     free(enc);
     if (st != OC_OK) return fail(st, &err);
-    int rc = write_all(out, b.data, b.size);
+    int rc = td_write(out, b.data, b.size);
     oc_bytes_release(&b);
     return rc ? 2 : 0;
 }
@@ -137,8 +117,8 @@ static int cmd_load(const char *in) {
     oc_model *m = NULL;
     oc_status st;
     if (use_mem) {
-        uint64_t n = 0;
-        uint8_t *enc = read_all(in, &n);
+        size_t n = 0;
+        uint8_t *enc = td_read(in, &n);
         if (!enc) return fprintf(stderr, "ocrypt: cannot read %s\n", in), 2;
         st = oc_crypt_load_model_memory(enc, n, pass, pass_len, &copts, &po, &m, &err);
         free(enc);
@@ -167,7 +147,7 @@ static int cmd_save_model(const char *in, const char *out) {
         void *enc = NULL;
         uint64_t n = 0;
         st = oc_crypt_save_model_memory(m, pass, pass_len, &copts, &enc, &n, &err);
-        if (st == OC_OK && write_all(out, enc, n) != 0) st = OC_ERR_IO;
+        if (st == OC_OK && td_write(out, enc, n) != 0) st = OC_ERR_IO;
         free(enc);
     } else {
         st = oc_crypt_save_model_file(m, out, pass, pass_len, &copts, NULL, &err);
@@ -177,8 +157,8 @@ static int cmd_save_model(const char *in, const char *out) {
 }
 
 static int cmd_sweep(const char *in) {
-    uint64_t n = 0;
-    uint8_t *f = read_all(in, &n);
+    size_t n = 0;
+    uint8_t *f = td_read(in, &n);
     if (!f) return fprintf(stderr, "ocrypt: cannot read %s\n", in), 2;
     uint8_t *g = malloc(n ? (size_t)n : 1);
     static const char hex[] = "0123456789abcdef";
