@@ -96,12 +96,13 @@ join() { # name: waits for a background stage, prints its output and records its
   record "$name (background)" "$secs" "$([ "$status" = 0 ] && echo passed || echo "FAILED ($status)")"
   return $rc
 }
-wait_for() { # marker file written by the background builds; fails if they failed first
+wait_for() { # stage: waits for the marker of its background build; fails if it failed
   while [ ! -e "$logs/$1.built" ]; do
     if ! kill -0 "${bg_pid[builds]}" 2>/dev/null; then
       [ -e "$logs/$1.built" ] && return 0
-      echo "== the background builds stopped before $1 was built:" >&2
       join builds || true
+      record "$1: build" 0 "FAILED (build-logs/builds.log)"
+      echo "== the $1 build failed: its output is above and in build-logs/builds.log" >&2
       return 1
     fi
     sleep 2
@@ -127,9 +128,8 @@ configure() { # dir, extra cmake args... (with the test points the hostile and e
   shift
   cmake -S "$root" -B "$dir" -DONNXZ_TEST_POINTS=ON "$@" >/dev/null
 }
-build() { # dir, extra cmake args...
-  configure "$@"
-  cmake --build "$1" -j"$jobs"
+build() { # dir, extra cmake args... (callers test its status: `set -e` does not hold there)
+  configure "$@" && cmake --build "$1" -j"$jobs"
 }
 space() { # the free space where a stage writes its test files: tests need a few GiB
   df -h --output=avail,target "$1" | awk -v d="$1" 'NR == 2 {print "== free space for " d ": " $1 " on " $2}' || true
@@ -148,15 +148,27 @@ vg_args=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g"
          "-DONNXZ_TEST_WRAPPER=$root/tests/valgrind/memcheck.sh;$vg/memcheck")
 fuzz_args=(-DCMAKE_C_COMPILER=clang -DONNXZ_FUZZ=ON)
 
-later_builds() { # the later stages' builds, in the order they are needed; a marker each
-  if ! skip ONNXZ_SKIP_FUZZ; then
-    configure "$root/build-fuzz" "${fuzz_args[@]}"
+fuzz_build() {
+  configure "$root/build-fuzz" "${fuzz_args[@]}" &&
     cmake --build "$root/build-fuzz" -j"$jobs" --target fuzzers
-    touch "$logs/fuzz.built"
+}
+later_build() { # stage, command...: the build a later stage needs; its marker if it built
+  local stage=$1
+  shift
+  if ! "$@"; then
+    echo "== the $stage build FAILED (build-logs/builds.log)"
+    return 1
   fi
-  if ! skip ONNXZ_SKIP_SANITIZE; then build "$root/build-asan" "${asan_args[@]}"; touch "$logs/asan.built"; fi
-  if ! skip ONNXZ_SKIP_NOSSL; then build "$root/build-nossl" "${nossl_args[@]}"; touch "$logs/nossl.built"; fi
-  if ! skip ONNXZ_SKIP_VALGRIND; then build "$vg" "${vg_args[@]}"; touch "$logs/valgrind.built"; fi
+  touch "$logs/$stage.built"
+}
+# The later stages' builds, in the order they are needed. It runs in the background, where
+# `set -e` does not hold (it is tested), so each step's status is tested here: the first
+# that fails ends it, and the stage waiting for that build fails (wait_for).
+later_builds() {
+  skip ONNXZ_SKIP_FUZZ || later_build fuzz fuzz_build || return 1
+  skip ONNXZ_SKIP_SANITIZE || later_build asan build "$root/build-asan" "${asan_args[@]}" || return 1
+  skip ONNXZ_SKIP_NOSSL || later_build nossl build "$root/build-nossl" "${nossl_args[@]}" || return 1
+  skip ONNXZ_SKIP_VALGRIND || later_build valgrind build "$vg" "${vg_args[@]}" || return 1
 }
 
 fuzzers() {
