@@ -600,7 +600,7 @@ typedef struct old_convert_info {
 SAME_AT(oz_convert_info, old_convert_info, in_archive);
 _Static_assert(sizeof(old_convert_info) <= offsetof(oz_convert_info, in_size), "");
 
-/* oc_http_options before cancel. */
+/* oc_http_options as it ended at parallel: 44 bytes of fields in 48. */
 typedef struct old_http_options {
     size_t size;
     const char *auth;
@@ -610,12 +610,10 @@ typedef struct old_http_options {
     uint32_t connect_ms;
     int retries;
     int parallel;
-    uint32_t min_rate;
-    uint32_t max_header_bytes;
-    uint32_t deadline_ms;
 } old_http_options;
-SAME_AT(oc_http_options, old_http_options, deadline_ms);
-_Static_assert(sizeof(old_http_options) <= offsetof(oc_http_options, cancel), "");
+SAME_AT(oc_http_options, old_http_options, parallel);
+_Static_assert(sizeof(old_http_options) == 48, "");
+_Static_assert(sizeof(old_http_options) <= offsetof(oc_http_options, min_rate), "");
 
 /* Refused before anything is read or written: a struct whose size is 0, and today's
  * struct followed by 16 bytes of a later version's fields, one of them set. s holds
@@ -704,6 +702,75 @@ static void test_convert_info_old(void) {
     CHECK(strstr(err.message, "oz_convert_info: size is 0") != NULL);
 }
 
+/* ---- where each struct grew ---- */
+
+/* A field appended to a struct starts at or past the sizeof the struct had before it
+ * (onnxcore/options.h, "Extending"): between its last field's end and that sizeof lies
+ * tail padding, which a caller built against the older header passes within its size
+ * holding anything. Each row is a size a struct has had (the older layouts above and in
+ * the headers' history, with today's embedded structs), and the first field appended
+ * after it; members lie in declaration order (C11 6.7.2.1), so every later field starts
+ * past that one. Each struct's last row is its sizeof today: a struct that grows fails
+ * here until its new size and the field after the old one are recorded. */
+typedef struct layout_row {
+    const char *what;
+    size_t size;   /* a size the struct has had */
+    size_t offset; /* where the first field appended after it starts; today's sizeof */
+} layout_row;
+#define GREW(T, size, f) \
+    { #T " after " #size " bytes: " #f, size, offsetof(T, f) }
+#define NOW(T, size) \
+    { #T " today", size, sizeof(T) }
+
+static const layout_row layouts[] = {
+    GREW(oc_parse_options, 104, storage_pool),
+    GREW(oc_parse_options, 120, http),
+    GREW(oc_parse_options, 128, loaded_location_default),
+    NOW(oc_parse_options, 136),
+    GREW(oc_serialize_options, 56, progress),
+    GREW(oc_serialize_options, 72, fetch),
+    GREW(oc_serialize_options, 80, no_sync),
+    NOW(oc_serialize_options, 88),
+    GREW(oc_crypt_options, 24, no_overwrite),
+    NOW(oc_crypt_options, 32),
+    GREW(oc_http_options, 40, parallel),
+    GREW(oc_http_options, 48, min_rate), /* after padding_48 */
+    NOW(oc_http_options, 80),
+    GREW(oz_zip_reader_options, 48, max_memory),
+    GREW(oz_zip_reader_options, 56, http),
+    NOW(oz_zip_reader_options, 64),
+    GREW(oz_archive_options, 104, max_memory),
+    NOW(oz_archive_options, 112),
+    NOW(oz_convert_options, 264),
+    NOW(oz_open_options, 168),
+    GREW(oz_open_info, 8, kind),
+    GREW(oz_open_info, 16, file_size),
+    NOW(oz_open_info, 24),
+    GREW(oz_save_options, 128, cancel),
+    GREW(oz_save_options, 152, max_memory),
+    NOW(oz_save_options, 160),
+    GREW(oz_convert_info, 24, in_size),
+    NOW(oz_convert_info, 32),
+    NOW(oz_stub_options, 24),
+    NOW(oz_stub_info, 40),
+    NOW(oz_unpack_options, 40),
+    NOW(oz_unpack_info, 32),
+    NOW(oz_metadata_options, 24),
+    NOW(oz_metadata_info, 32),
+};
+
+static void test_layouts(void) {
+    if (sizeof(void *) != 8 || sizeof(size_t) != 8) return; /* the sizes recorded are LP64's */
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
+        const layout_row *r = &layouts[i];
+        bool now = strstr(r->what, " today") != NULL;
+        if (now ? r->offset == r->size : r->offset >= r->size) continue;
+        fprintf(stderr, "%s: at %zu, %s %zu\n", r->what, r->offset,
+                now ? "recorded as" : "inside the padding of the struct of", r->size);
+        CHECK(!"a struct's layout");
+    }
+}
+
 /* Through a URL nothing listens at: the options pass their check (the call fails to
  * connect, OC_ERR_IO), or are refused (OC_ERR_INVALID_ARG). */
 static void test_http_old(void) {
@@ -712,11 +779,15 @@ static void test_http_old(void) {
     slab s;
     oc_error err;
     oz_kind kind;
+    /* Its fields set one by one: its tail padding holds poison, as an old caller's may. */
     memset(s.bytes, 0xA5, sizeof s.bytes);
     old_http_options *o = (old_http_options *)(void *)s.bytes;
-    memset(o, 0, sizeof *o);
     o->size = sizeof *o;
+    o->auth = o->ca_file = NULL;
+    o->insecure = 0;
+    o->timeout_ms = o->connect_ms = 0;
     o->retries = -1; /* none: fail at once */
+    o->parallel = 0;
     void *bad = (void *)(uintptr_t)8;
     poison_at(&s, offsetof(oc_http_options, cancel), &bad, sizeof bad);
     const oc_http_options *h = (const oc_http_options *)(void *)o;
@@ -762,5 +833,6 @@ int main(int argc, char **argv) {
     test_save_old();
     test_convert_info_old();
     test_http_old();
+    test_layouts();
     return check_report("test_options_abi");
 }

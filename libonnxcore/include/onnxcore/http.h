@@ -46,6 +46,10 @@ typedef struct oc_http_options {
                             the bytes stopped; < 0: none; 0: 3 */
     int parallel;        /* connections a large read (16 MiB or more) is split across, in
                             4 MiB ranges passed on in order (1..16); 0: 4 */
+    /* Never read: the tail padding of this struct when it ended at `parallel` (48 bytes),
+     * which a caller built against that header passes holding anything (onnxcore/options.h,
+     * "Extending"). */
+    uint32_t padding_48;
     /* Bounds no server can defeat by dripping bytes (spec/remote.md R-15): each response's
      * headers must arrive within the stall timeout, and its body at min_rate bytes per
      * second averaged over each window of that timeout (or what was left of it); slower

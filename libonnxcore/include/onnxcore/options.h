@@ -20,7 +20,14 @@
  * meaning when one is added. New fields are only ever appended, and a library reads (or
  * writes) only the fields that lie within the `size` the caller's struct has: a program
  * compiled against an older, shorter struct gets the defaults for the fields it does not
- * know. A struct whose size is 0 (never initialised) is refused with OC_ERR_INVALID_ARG,
+ * know. An appended field starts at or past the struct's sizeof before it, not merely
+ * after its last field: the bytes between the two are tail padding, which an older
+ * caller passes within its size holding anything, so a field placed there would read
+ * garbage. Where alignment would put the new field inside that padding (a uint32_t after
+ * a struct of 8-byte alignment that ends 4 bytes short of its sizeof), an explicit
+ * padding member that is never read fills it first (oc_http_options.padding_48); test
+ * api.options_abi records each struct's sizes and checks that every later field starts
+ * at or past them. A struct whose size is 0 (never initialised) is refused with OC_ERR_INVALID_ARG,
  * and so is one longer than this library knows (from a program compiled against a later
  * header) that sets anything past the fields it knows, an option it cannot honour; zeros
  * there are accepted (test api.options_abi). Set fields by name after initialising;
