@@ -4,6 +4,7 @@
 #ifndef ONNXCORE_INTERNAL_PARALLEL_H
 #define ONNXCORE_INTERNAL_PARALLEL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "onnxcore/arena.h"
@@ -46,6 +47,13 @@ void oc__copy_run(const oc__copy_list *list, int threads);
  * threads (the caller's included; never more than n). Falls back to fewer threads, down
  * to the calling thread alone, when threads cannot be started. */
 void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i), void *ctx);
+
+/* Every thread the library creates starts here: pthread_create(thread, NULL, fn, arg) with
+ * every signal blocked in the new thread. A program's handler (which may call
+ * oc_cleanup_run, or end the process) then runs on one of the program's threads, never on
+ * ours; and a thread that holds signals back (a commit between its renames) holds them
+ * back for the whole process. Returns pthread_create's result. */
+int oc__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* The thread count an option value asks for: <= 1 -> 1, negative -> online cores. */
 int oc__resolve_threads(int requested);

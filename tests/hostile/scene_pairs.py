@@ -17,7 +17,10 @@ find the pair lock taken (it stops there: ONNXZ_TEST_STOP=pair-busy) rather than
 between renames, and succeed once A has finished.
   4. re-converting to the same --external-data LOCATION with fewer parts
      removes the parts the replaced model used, and nothing else.
-  5. a data file named as the model, a model appearing during the save, an old model
+  5. a signal while the data files' writeback threads run (files of 64 MiB and more get
+     one): a commit holds signals back on every thread of the process, so the pair
+     is the old one or the new one, whole.
+  6. a data file named as the model, a model appearing during the save, an old model
      naming itself as a stale part, a replaced model too large to scan, a lock held by
      another process (review_defects below): the directory's, which makes a writer
      fail busy and which readers do not take; an edit (meta) of the model meanwhile.
@@ -32,7 +35,7 @@ import sys
 import fcntl
 import time
 
-from scenelib import check, finish, resume, start_stopped
+from scenelib import check, diff, finish, resume, snapshot, start_stopped
 
 try:
     import numpy as np
@@ -78,6 +81,48 @@ def model_naming(location, empties=0):
     t = b"\x08\x01\x10\x01" + pb_field(8, b"w") + ext + b"\x70\x01"  # dims 1, FLOAT, EXTERNAL
     graph = pb_field(2, b"g") + pb_field(5, t) + b"\x2a\x00" * empties
     return b"\x08\x08" + pb_field(8, b"\x10\x0d") + pb_field(7, graph)  # ir 8, opset 13
+
+
+def signal_with_writeback(exe, work):
+    """5. Two 64 MiB weights saved as two data files over a small pair, stopped after the
+    first rename (the second file's writeback thread running), sent SIGTERM: the signal
+    waits for the commit's end on every thread, so the process dies with the pair whole."""
+    if os.environ.get("ONNXZ_TEST_REDUCED") == "1":
+        return  # 200 MiB written: minutes under valgrind
+    d = os.path.join(work, "writeback")
+    os.makedirs(d)
+
+    def model(doc, value, n, path):
+        g = onnx.helper.make_graph([], "g", [], [], initializer=[
+            numpy_helper.from_array(np.full(n, value, np.float32), w) for w in ("w1", "w2")])
+        m = onnx.helper.make_model(g)
+        m.doc_string = doc
+        onnx.save(m, path)
+
+    model("O", 3.0, 4096, os.path.join(d, "O.onnx"))
+    model("A", 1.0, 16 << 20, os.path.join(d, "A.onnx"))
+    ext = ["--external-data", "t.data", "--max-file-size", "64M"]
+    subprocess.run([exe, "-q", "convert", "O.onnx", "t.onnx"] + ext, cwd=d, check=True)
+    os.unlink(os.path.join(d, "O.onnx"))
+
+    def pair():
+        return {k: v for k, v in snapshot(d).items() if k.startswith("t.")}
+
+    old = pair()
+    a = start_stopped([exe, "-q", "convert", "-f", "A.onnx", "t.onnx"] + ext, "atomic-renamed:1", d)
+    if check(a is not None, "writeback: A stops between its renames"):
+        sa, ea = resume(a, signal.SIGTERM)
+        check(sa == -signal.SIGTERM, f"writeback: A dies of SIGTERM ({sa} {ea})")
+        os.unlink(os.path.join(d, "A.onnx"))
+        try:
+            doc, same, vals = which(os.path.join(d, "t.onnx"))
+        except Exception as e:  # a model beside another's data may not even load
+            doc, same, vals = "?", False, str(e)
+        check(same and doc == "A" or pair() == old,
+              f"writeback: the pair old or new, whole (doc {doc}, weights {vals}) [{diff(old, pair())}]")
+        left = [f for f in os.listdir(d) if ".tmp-" in f]
+        check(not left, f"writeback: no temporary file left ({left})")
+    shutil.rmtree(d)
 
 
 def review_defects(exe, work):
@@ -282,6 +327,7 @@ def main():
     check(os.path.exists(os.path.join(d, "other.bin")), "fewer parts: other files kept")
     doc, same, vals = which(os.path.join(d, "t.onnx"))
     check(same and doc == "B", f"fewer parts: the result is B whole (doc {doc})")
+    signal_with_writeback(exe, work)
     review_defects(exe, work)
     finish()
 

@@ -43,6 +43,7 @@
 
 #include "onnxcore/http.h"
 #include "internal/error.h"
+#include "internal/parallel.h"
 #include "internal/sized.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
@@ -783,7 +784,7 @@ static int par_fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc_w
     if (p->nslots >= 2 && pthread_mutex_init(&p->mu, NULL) == 0) {
         if (pthread_cond_init(&p->cv, NULL) == 0) {
             for (size_t t = 0; t < p->nslots; t++)
-                if (pthread_create(&tid[nthreads], NULL, par_worker, p) == 0) nthreads++;
+                if (oc__thread_start(&tid[nthreads], par_worker, p) == 0) nthreads++;
             if (nthreads == 0) pthread_cond_destroy(&p->cv);
         }
         if (nthreads == 0) pthread_mutex_destroy(&p->mu);

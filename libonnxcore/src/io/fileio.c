@@ -28,6 +28,7 @@
 #include "onnxcore_private.h"
 #include "internal/cleanup.h"
 #include "internal/onnxcore_atomic.h"
+#include "internal/parallel.h"
 
 /* ---- atomic writing ---- */
 
@@ -303,7 +304,7 @@ static struct oc__writeback *writeback_start(int fd) {
     wb->fd = fd;
     pthread_mutex_init(&wb->lock, NULL);
     pthread_cond_init(&wb->wake, NULL);
-    if (pthread_create(&wb->thread, NULL, writeback_run, wb) != 0) {
+    if (oc__thread_start(&wb->thread, writeback_run, wb) != 0) {
         pthread_cond_destroy(&wb->wake);
         pthread_mutex_destroy(&wb->lock);
         free(wb);

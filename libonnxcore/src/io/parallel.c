@@ -75,6 +75,17 @@ int oc__resolve_threads(int requested) {
     return requested > OC_MAX_THREADS ? OC_MAX_THREADS : requested;
 }
 
+int oc__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg) {
+    /* A new thread inherits its creator's mask: block all, create, restore. */
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (masked != 0) return masked; /* never a thread that could take a signal */
+    int rc = pthread_create(thread, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 typedef struct pfor {
     void (*fn)(void *ctx, uint64_t i);
     void *ctx;
@@ -96,14 +107,8 @@ void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i)
     atomic_init(&p.next, 0);
     pthread_t tids[OC_MAX_THREADS];
     int started = 0;
-    /* Workers start with every signal blocked, so a program's handler (which may call
-     * oc_cleanup_run) runs on one of its own threads, never on ours. */
-    sigset_t all, old;
-    sigfillset(&all);
-    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
     for (int i = 1; i < threads && (uint64_t)i < n && i < OC_MAX_THREADS; i++, started++)
-        if (pthread_create(&tids[started], NULL, pfor_worker, &p) != 0) break;
-    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (oc__thread_start(&tids[started], pfor_worker, &p) != 0) break;
     pfor_worker(&p); /* the calling thread works too; indices left by failed starts get done */
     for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
 }
