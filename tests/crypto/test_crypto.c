@@ -773,12 +773,6 @@ static void test_files(void) {
 
 /* ---- models ---- */
 
-#define SETS(M, msg, field, a, s)                 \
-    do {                                          \
-        oc_str_set_cstr((a), &(msg)->field, (s)); \
-        OC_SET_HAS(M, msg, field);                \
-    } while (0)
-
 static oc_model *make_model(void) {
     oc_model *model = tm_model_new();
     oc_arena *a = oc_model_arena(model);

@@ -16,6 +16,7 @@
 #include <onnxcore/onnxcore.h>
 
 #include "check.h"
+#include "testmodel.h"
 #include "wire.h"
 
 /* ---------------------------------------------------------------------------------- */
@@ -168,18 +169,6 @@ static uint64_t dbits(const double *f) {
     memcpy(&b, f, 8);
     return b;
 }
-
-/* Building messages through the API. */
-#define SETS(M, msg, field, a, s)                 \
-    do {                                          \
-        oc_str_set_cstr((a), &(msg)->field, (s)); \
-        OC_SET_HAS(M, msg, field);                \
-    } while (0)
-#define SETV(M, msg, field, v)     \
-    do {                           \
-        (msg)->field = (v);        \
-        OC_SET_HAS(M, msg, field); \
-    } while (0)
 
 static void push_i64(oc_arena *a, void *arr, int64_t v) {
     int64_t *p = oc_array_push(a, arr, sizeof v);

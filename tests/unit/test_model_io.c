@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "testdir.h"
+#include "testmodel.h"
 #include "wire.h"
 
 static char dir[4096];
@@ -25,17 +26,6 @@ static char dir[4096];
 static void pathof(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/%s", dir, name);
 }
-
-#define SETS(M, msg, field, a, s)                 \
-    do {                                          \
-        oc_str_set_cstr((a), &(msg)->field, (s)); \
-        OC_SET_HAS(M, msg, field);                \
-    } while (0)
-#define SETV(M, msg, field, v)     \
-    do {                           \
-        (msg)->field = (v);        \
-        OC_SET_HAS(M, msg, field); \
-    } while (0)
 
 static uint8_t pattern(uint64_t i, unsigned seed) { return (uint8_t)(i * 131u + seed + (i >> 12)); }
 

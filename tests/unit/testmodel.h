@@ -6,6 +6,8 @@
  * tm_add_bytes(a, g, name, n, seed)  a UINT8 tensor [n] in g, byte i = tm_byte(i, seed)
  *                                    (NULL when memory ran out)
  * tm_add_node(a, g, op)              a node of type op in g
+ * SETS(M, msg, field, a, s)          msg's string field set to s, marked present
+ * SETV(M, msg, field, v)             msg's scalar field set to v, marked present
  *
  * The byte pattern depends on the seed, so tensors of one model differ and a test can
  * check any byte it reads without keeping the source.
@@ -17,6 +19,18 @@
 #include <string.h>
 
 #include <onnxcore/onnxcore.h>
+
+/* M names msg's type (ModelProto, TensorProto...); a is the model's arena. */
+#define SETS(M, msg, field, a, s)                 \
+    do {                                          \
+        oc_str_set_cstr((a), &(msg)->field, (s)); \
+        OC_SET_HAS(M, msg, field);                \
+    } while (0)
+#define SETV(M, msg, field, v)     \
+    do {                           \
+        (msg)->field = (v);        \
+        OC_SET_HAS(M, msg, field); \
+    } while (0)
 
 static inline uint8_t tm_byte(uint64_t i, uint64_t seed) { return (uint8_t)(i * 7 + seed); }
 
