@@ -19,6 +19,9 @@ typedef struct archive_listing {
  * skip_external_data and lists it into *out. Prints the error and returns
  * CLI_EXIT_FAILURE on failure (*out is then empty and needs no close). */
 int archive_listing_open(const char *path, int verbosity, archive_listing *out);
+/* The same without the listing (out->list stays NULL), for a caller that lists the
+ * archive itself (oz_info_collect). */
+int archive_listing_open_unlisted(const char *path, int verbosity, archive_listing *out);
 void archive_listing_close(archive_listing *listing);
 
 #endif

@@ -20,7 +20,7 @@
 
 #include "archive_listing.h"
 #include "cli.h"
-#include "json.h"
+#include <onnxcore/json.h>
 #include "load.h"
 #include "onnxcore_private.h"
 
@@ -35,11 +35,11 @@ static const char *const get_arg_names[] = {"SRC", "TENSOR"};
 
 static void print_json(const char *src, const onnx_TensorProto *t, uint64_t bytes) {
     fputs("{\"file\": ", stdout);
-    json_put_cstring(stdout, cli_shown(src));
+    oc_json_put_cstring(stdout, cli_shown(src));
     fputs(", \"name\": ", stdout);
-    json_put_string(stdout, t->name.data, t->name.size);
+    oc_json_put_string(stdout, t->name.data, t->name.size);
     fputs(", \"data_type\": ", stdout);
-    json_put_cstring(stdout, oc_tensor_type_name(t->data_type));
+    oc_json_put_cstring(stdout, oc_tensor_type_name(t->data_type));
     fputs(", \"dims\": [", stdout);
     for (uint64_t i = 0; i < t->dims.count; i++)
         printf("%s%" PRId64, i ? ", " : "", t->dims.items[i]);

@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 
 #include <onnxcore/http.h>
+#include <onnxz/info.h>
 
 #include "archive_listing.h"
 #include "cli.h"
 #include "load.h"
-#include "json.h"
 #include "passphrase.h"
 
 enum { INFO_OPT_JSON = 0, INFO_OPT_KEY_FILE, INFO_OPT_KEY, INFO_OPT_PASSPHRASE };
@@ -23,33 +23,12 @@ static const cli_option info_options[] = {
 
 static const char *const info_arg_names[] = {"FILE"};
 
-/* Everything one report needs, gathered before anything is printed. */
-typedef struct info_report {
-    const char *path;
-    uint64_t file_size;
-    oz_form form;
-    const onnx_ModelProto *model;
-    oc_model_stats *stats;
-    archive_listing archive; /* OZ_FORM_ONNXZ only, unless encrypted */
-    oc_crypt_format crypt;   /* an encrypted file: form is what it holds */
-} info_report;
-
-/* The ONNX default operator set has the empty domain; show it by its name. */
-static oc_str opset_domain(const onnx_OperatorSetIdProto *opset) {
-    static const char default_domain[] = "ai.onnx";
-    oc_str name = {default_domain, sizeof default_domain - 1};
-    return opset->domain.size ? opset->domain : name;
-}
-
-/* Whether the model has a graph with a name, and the name (a model may have no graph). */
-static int graph_name(const onnx_GraphProto *graph, oc_str *name) {
-    static const char empty[] = "";
-    name->data = empty;
-    name->size = 0;
-    if (!graph || !OC_HAS(GraphProto, graph, name)) return 0;
-    *name = graph->name;
-    return 1;
-}
+/* The file as `info` opened it, kept open while its report is printed. */
+typedef struct info_input {
+    oz_info_source src;
+    oc_model *model;         /* a .onnx file or an encrypted one */
+    archive_listing archive; /* an unencrypted archive */
+} info_input;
 
 /* ---- human output: aligned "key: value" lines ------------------------------------ */
 
@@ -74,7 +53,7 @@ static void put_share_value(FILE *out, uint64_t tensors, uint64_t bytes) {
     put_bytes(out, bytes);
 }
 
-static void human_str(FILE *out, const char *key, int present, oc_str value) {
+static void human_str(FILE *out, const char *key, bool present, oc_str value) {
     put_key(out, key);
     if (present)
         cli_put_text(out, value.data, value.size);
@@ -83,7 +62,7 @@ static void human_str(FILE *out, const char *key, int present, oc_str value) {
     fputc('\n', out);
 }
 
-static void human_int(FILE *out, const char *key, int present, int64_t value) {
+static void human_int(FILE *out, const char *key, bool present, int64_t value) {
     put_key(out, key);
     if (present)
         fprintf(out, "%" PRId64 "\n", value);
@@ -96,22 +75,18 @@ static void human_count(FILE *out, const char *key, uint64_t value) {
     fprintf(out, "%" PRIu64 "\n", value);
 }
 
-static void human_opsets(FILE *out, const onnx_ModelProto *m) {
+static void human_opsets(FILE *out, const oz_info *r) {
     put_key(out, "opset imports");
-    if (m->opset_import.count == 0) fputs("(none)", out);
-    for (uint64_t i = 0; i < m->opset_import.count; i++) {
-        const onnx_OperatorSetIdProto *op = m->opset_import.items[i];
-        oc_str domain;
-        if (!op) continue;
-        domain = opset_domain(op);
+    if (r->nopsets == 0) fputs("(none)", out);
+    for (uint64_t i = 0; i < r->nopsets; i++) {
         if (i) fputs(", ", out);
-        cli_put_text(out, domain.data, domain.size);
-        fprintf(out, ":%" PRId64, op->version);
+        cli_put_text(out, r->opsets[i].domain.data, r->opsets[i].domain.size);
+        fprintf(out, ":%" PRId64, r->opsets[i].version);
     }
     fputc('\n', out);
 }
 
-static void human_tensors(FILE *out, const oc_model_stats *s, int archive) {
+static void human_tensors(FILE *out, const oc_model_stats *s, bool archive) {
     put_key(out, "tensors");
     put_share_value(out, s->tensors, s->tensor_bytes);
     fputc('\n', out);
@@ -151,7 +126,8 @@ static void human_tensors(FILE *out, const oc_model_stats *s, int archive) {
 }
 
 /* Where an archive's bytes are: its entries, stored (mapped in place) or deflated. */
-static void human_archive(FILE *out, const oz_archive_listing *a) {
+static void human_archive(FILE *out, const oz_info *r) {
+    const oz_archive_listing *a = r->listing;
     const oz_listed_entry *model = &a->entries[a->model_index];
     char buf[32];
     human_count(out, "archive entries", a->count);
@@ -174,7 +150,7 @@ static void human_archive(FILE *out, const oz_archive_listing *a) {
     if (a->deflated_tensor_entries)
         fprintf(out, ", %" PRIu64 " deflated: not zero-copy, loading inflates them into memory",
                 a->deflated_tensor_entries);
-    else if (a->tensor_entries && !a->min_tensor_alignment) /* a URL's: not read */
+    else if (a->tensor_entries && !r->alignment_known)
         fputs(", stored (their alignment is known once each is read)", out);
     else if (a->tensor_entries)
         fprintf(out, ", stored, aligned to %" PRIu64 "%s: zero-copy", a->min_tensor_alignment,
@@ -187,31 +163,25 @@ static void human_archive(FILE *out, const oz_archive_listing *a) {
     fputc('\n', out);
 }
 
-static void print_human(FILE *out, const info_report *r) {
-    const onnx_ModelProto *m = r->model;
+static void print_human(FILE *out, const oz_info *r) {
     const oc_model_stats *s = r->stats;
-    oc_str name;
-    int has_name;
     put_key(out, "file");
-    const char *shown = cli_shown(r->path);
-    cli_put_text(out, shown, strlen(shown));
+    cli_put_text(out, r->file, strlen(r->file));
     fputc('\n', out);
     put_key(out, "file size");
     put_bytes(out, r->file_size);
     fputc('\n', out);
     put_key(out, "format");
-    fputs(r->form == OZ_FORM_ONNXZ ? "onnxz archive" : "onnx", out);
+    fputs(r->archive ? "onnxz archive" : "onnx", out);
     if (r->crypt != OC_CRYPT_NONE) fprintf(out, " (encrypted: %s)", oc_crypt_format_name(r->crypt));
     fputc('\n', out);
-    human_int(out, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
-    human_str(out, "producer name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
-    human_str(out, "producer version", OC_HAS(ModelProto, m, producer_version),
-              m->producer_version);
-    human_str(out, "domain", OC_HAS(ModelProto, m, domain), m->domain);
-    human_int(out, "model_version", OC_HAS(ModelProto, m, model_version), m->model_version);
-    human_opsets(out, m);
-    has_name = graph_name(m->graph, &name); /* before the call: argument order is unspecified */
-    human_str(out, "graph name", has_name, name);
+    human_int(out, "ir_version", r->has_ir_version, r->ir_version);
+    human_str(out, "producer name", r->has_producer_name, r->producer_name);
+    human_str(out, "producer version", r->has_producer_version, r->producer_version);
+    human_str(out, "domain", r->has_domain, r->domain);
+    human_int(out, "model_version", r->has_model_version, r->model_version);
+    human_opsets(out, r);
+    human_str(out, "graph name", r->has_graph_name, r->graph_name);
     human_count(out, "nodes", s->nodes);
     human_count(out, "nodes (total)", s->nodes_total);
     human_count(out, "initializers", s->initializers);
@@ -222,149 +192,8 @@ static void print_human(FILE *out, const info_report *r) {
     human_count(out, "functions", s->functions);
     human_count(out, "training infos", s->training_infos);
     human_count(out, "metadata_props", s->metadata_props);
-    human_tensors(out, s, r->form == OZ_FORM_ONNXZ);
-    if (r->form == OZ_FORM_ONNXZ && r->crypt == OC_CRYPT_NONE) human_archive(out, r->archive.list);
-}
-
-/* ---- JSON output: one object, keys documented in the help text ------------------- */
-
-/* Starts the next member of an object: the separator, indentation and "key": . */
-static void json_key(FILE *out, int *first, const char *key) {
-    fputs(*first ? "\n  " : ",\n  ", out);
-    *first = 0;
-    json_put_cstring(out, key);
-    fputs(": ", out);
-}
-
-static void json_str(FILE *out, int *first, const char *key, int present, oc_str value) {
-    json_key(out, first, key);
-    if (present)
-        json_put_string(out, value.data, value.size);
-    else
-        fputs("null", out);
-}
-
-static void json_int(FILE *out, int *first, const char *key, int present, int64_t value) {
-    json_key(out, first, key);
-    if (present)
-        fprintf(out, "%" PRId64, value);
-    else
-        fputs("null", out);
-}
-
-static void json_count(FILE *out, int *first, const char *key, uint64_t value) {
-    json_key(out, first, key);
-    fprintf(out, "%" PRIu64, value);
-}
-
-static void json_share(FILE *out, int *first, const char *key, const oc_tensor_share *share) {
-    json_key(out, first, key);
-    fprintf(out, "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", share->tensors,
-            share->bytes);
-}
-
-static void json_opsets(FILE *out, int *first, const onnx_ModelProto *m) {
-    json_key(out, first, "opset_import");
-    fputc('[', out);
-    for (uint64_t i = 0; i < m->opset_import.count; i++) {
-        const onnx_OperatorSetIdProto *op = m->opset_import.items[i];
-        oc_str domain;
-        if (!op) continue;
-        domain = opset_domain(op);
-        fputs(i ? ", {\"domain\": " : "{\"domain\": ", out);
-        json_put_string(out, domain.data, domain.size);
-        fprintf(out, ", \"version\": %" PRId64 "}", op->version);
-    }
-    fputc(']', out);
-}
-
-static void json_external(FILE *out, int *first, const oc_model_stats *s) {
-    json_key(out, first, "external_data");
-    fprintf(out,
-            "{\"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"unknown_length\": %" PRIu64
-            ", \"locations\": [",
-            s->external.tensors, s->external.bytes, s->external_unknown_length);
-    for (uint64_t i = 0; i < s->nlocations; i++) {
-        const oc_external_location *loc = &s->locations[i];
-        fputs(i ? ",\n    {\"location\": " : "\n    {\"location\": ", out);
-        json_put_string(out, loc->location.data, loc->location.size);
-        fprintf(out, ", \"tensors\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", loc->tensors,
-                loc->bytes);
-    }
-    fputs(s->nlocations ? "\n  ]}" : "]}", out);
-}
-
-static void json_archive(FILE *out, int *first, const info_report *r) {
-    const oz_archive_listing *a = r->archive.list;
-    const oz_listed_entry *model;
-    char buf[32];
-    json_key(out, first, "archive");
-    if (r->form != OZ_FORM_ONNXZ || r->crypt != OC_CRYPT_NONE) {
-        fputs("null", out);
-        return;
-    }
-    model = &a->entries[a->model_index];
-    fprintf(out,
-            "{\"entries\": %" PRIu64 ", \"stored\": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
-            "}, \"deflated\": {\"entries\": %" PRIu64 ", \"bytes\": %" PRIu64
-            ", \"compressed_bytes\": %" PRIu64 "},\n    \"tensor_entries\": %" PRIu64
-            ", \"deflated_tensor_entries\": %" PRIu64 ", \"min_tensor_alignment\": ",
-            a->count, a->stored_entries, a->stored_bytes, a->deflated_entries, a->deflated_bytes,
-            a->deflated_compressed, a->tensor_entries, a->deflated_tensor_entries);
-    if (a->min_tensor_alignment || a->deflated_tensor_entries == a->tensor_entries)
-        fprintf(out, "%" PRIu64, a->min_tensor_alignment);
-    else
-        fputs("null", out); /* a URL's archive: local headers not read */
-    fprintf(out, ", \"zero_copy\": %s,\n    \"model_entry\": {\"method\": ",
-            a->deflated_tensor_entries ? "false" : "true");
-    json_put_cstring(out, oz_zip_method_name(model->zip.method, buf, sizeof buf));
-    fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64 ", \"last\": %s}}",
-            model->zip.uncompressed_size, model->zip.compressed_size,
-            oz_archive_listing_model_last(a) ? "true" : "false");
-}
-
-static void print_json(FILE *out, const info_report *r) {
-    const onnx_ModelProto *m = r->model;
-    const oc_model_stats *s = r->stats;
-    oc_str name;
-    int has_name;
-    int first = 1;
-    fputc('{', out);
-    json_key(out, &first, "file");
-    json_put_cstring(out, cli_shown(r->path));
-    json_count(out, &first, "file_size", r->file_size);
-    json_key(out, &first, "format");
-    json_put_cstring(out, r->form == OZ_FORM_ONNXZ ? "onnxz" : "onnx");
-    if (r->crypt != OC_CRYPT_NONE) {
-        json_key(out, &first, "encrypted");
-        json_put_cstring(out, oc_crypt_format_name(r->crypt));
-    }
-    json_int(out, &first, "ir_version", OC_HAS(ModelProto, m, ir_version), m->ir_version);
-    json_str(out, &first, "producer_name", OC_HAS(ModelProto, m, producer_name), m->producer_name);
-    json_str(out, &first, "producer_version", OC_HAS(ModelProto, m, producer_version),
-             m->producer_version);
-    json_str(out, &first, "domain", OC_HAS(ModelProto, m, domain), m->domain);
-    json_int(out, &first, "model_version", OC_HAS(ModelProto, m, model_version), m->model_version);
-    json_opsets(out, &first, m);
-    has_name = graph_name(m->graph, &name);
-    json_str(out, &first, "graph_name", has_name, name);
-    json_count(out, &first, "nodes", s->nodes);
-    json_count(out, &first, "nodes_total", s->nodes_total);
-    json_count(out, &first, "initializers", s->initializers);
-    json_count(out, &first, "sparse_initializers", s->sparse_initializers);
-    json_count(out, &first, "inputs", s->inputs);
-    json_count(out, &first, "outputs", s->outputs);
-    json_count(out, &first, "value_infos", s->value_infos);
-    json_count(out, &first, "functions", s->functions);
-    json_count(out, &first, "training_infos", s->training_infos);
-    json_count(out, &first, "metadata_props", s->metadata_props);
-    json_count(out, &first, "tensors", s->tensors);
-    json_count(out, &first, "tensor_bytes", s->tensor_bytes);
-    json_share(out, &first, "raw_data", &s->raw);
-    json_share(out, &first, "typed_data", &s->typed);
-    json_external(out, &first, s);
-    json_archive(out, &first, r);
-    fputs("\n}\n", out);
+    human_tensors(out, s, r->archive);
+    if (r->listing) human_archive(out, r);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -376,55 +205,63 @@ static int file_size(const char *path, uint64_t *size) {
     return CLI_EXIT_OK;
 }
 
-static int run_info(const cli_args *args) {
-    info_report report;
-    oc_model *model = NULL;
-    onnx_ModelProto *proto = NULL;
-    oc_error err;
+/* Opens path as info reports it: tensors kept as references (missing data files are no
+ * obstacle), an archive's entries listed, not read. Prints the error on failure. */
+static int open_input(const char *path, const cli_args *args, info_input *in) {
+    oz_info_source *src = &in->src;
+    oz_form form;
     int rc;
-    memset(&report, 0, sizeof report);
-    report.path = args->positional[0];
-    report.form = oz_kind_is_archive(cli_input_kind(report.path)) ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
-    rc = cli_refuse_argv_key("info", args->seen, INFO_OPT_KEY, INFO_OPT_PASSPHRASE);
-    if (rc != CLI_EXIT_OK) return rc;
-    /* info reports where tensor bytes live, so external tensors stay references (and
-     * missing data files are no obstacle); an archive's entries are listed, not read. */
-    if (report.form == OZ_FORM_ONNXZ) {
-        rc = archive_listing_open(report.path, args->verbosity, &report.archive);
-        if (rc == CLI_EXIT_OK) proto = oc_model_proto(report.archive.model);
+    src->path = path;
+    if (oz_kind_is_archive(cli_input_kind(path))) {
+        rc = archive_listing_open_unlisted(path, args->verbosity, &in->archive);
+        if (rc != CLI_EXIT_OK) return rc;
+        src->payload_archive = true;
+        src->model = oc_model_proto(in->archive.model);
+        src->archive = in->archive.archive;
     } else {
         cli_load_options lo;
         memset(&lo, 0, sizeof lo);
         lo.external = CLI_EXTERNAL_KEEP;
         lo.command = "info";
         lo.key_file = args->value[INFO_OPT_KEY_FILE];
-        lo.crypt_out = &report.crypt;
-        lo.size_out = &report.file_size;
+        lo.crypt_out = &src->crypt;
+        lo.size_out = &src->file_size;
         /* An encrypted file holding an archive comes back as OZ_FORM_ONNXZ, unlisted. */
-        rc = cli_load_input(report.path, &lo, args->verbosity, &model, &report.form);
-        if (rc == CLI_EXIT_OK) proto = oc_model_proto(model);
+        rc = cli_load_input(path, &lo, args->verbosity, &in->model, &form);
+        if (rc != CLI_EXIT_OK) return rc;
+        src->payload_archive = form == OZ_FORM_ONNXZ;
+        src->model = oc_model_proto(in->model);
     }
-    report.model = proto;
-    /* A URL's size is what its load found (no request of its own); a file's, stat's. */
-    if (rc == CLI_EXIT_OK && oc_is_url(report.path) && report.archive.archive)
-        report.file_size = oz_zip_reader_size(oz_archive_zip(report.archive.archive));
-    else if (rc == CLI_EXIT_OK && !oc_is_url(report.path))
-        rc = file_size(report.path, &report.file_size);
-    if (rc == CLI_EXIT_OK) {
-        oc_error_clear(&err);
-        if (oc_model_stats_collect(proto, &report.stats, &err) != OC_OK)
-            rc = cli_fail(report.path, &err);
-    }
-    if (rc == CLI_EXIT_OK) {
-        if (args->seen[INFO_OPT_JSON])
-            print_json(stdout, &report);
-        else
-            print_human(stdout, &report);
-    }
-    oc_model_stats_free(report.stats);
-    oc_model_free(model);
-    if (report.form == OZ_FORM_ONNXZ && report.crypt == OC_CRYPT_NONE)
-        archive_listing_close(&report.archive);
+    /* A URL's size is what its open found (no request of its own); a file's, stat's. */
+    if (oc_is_url(path) && src->archive)
+        src->file_size = oz_zip_reader_size(oz_archive_zip(src->archive));
+    else if (!oc_is_url(path))
+        rc = file_size(path, &src->file_size);
+    return rc;
+}
+
+static void close_input(info_input *in) {
+    oc_model_free(in->model);
+    if (in->src.archive) archive_listing_close(&in->archive);
+}
+
+static int run_info(const cli_args *args) {
+    info_input in;
+    oz_info *report = NULL;
+    oc_error err;
+    int rc = cli_refuse_argv_key("info", args->seen, INFO_OPT_KEY, INFO_OPT_PASSPHRASE);
+    if (rc != CLI_EXIT_OK) return rc;
+    memset(&in, 0, sizeof in);
+    rc = open_input(args->positional[0], args, &in);
+    oc_error_clear(&err);
+    if (rc == CLI_EXIT_OK && oz_info_collect(&in.src, &report, &err) != OC_OK)
+        rc = cli_fail(in.src.path, &err);
+    if (rc == CLI_EXIT_OK && args->seen[INFO_OPT_JSON])
+        oz_info_write_json(report, stdout);
+    else if (rc == CLI_EXIT_OK)
+        print_human(stdout, report);
+    oz_info_free(report);
+    close_input(&in);
     return rc;
 }
 

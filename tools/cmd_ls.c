@@ -7,7 +7,7 @@
 
 #include "archive_listing.h"
 #include "cli.h"
-#include "json.h"
+#include <onnxcore/json.h>
 
 enum { LS_OPT_JSON = 0 };
 
@@ -67,15 +67,15 @@ static void print_json(FILE *out, const char *path, const oz_archive *ar,
                        const oz_archive_listing *l) {
     char buf[32];
     fputs("{\"file\": ", out);
-    json_put_cstring(out, cli_shown(path));
+    oc_json_put_cstring(out, cli_shown(path));
     fprintf(out, ", \"file_size\": %" PRIu64 ", \"entries\": [",
             oz_zip_reader_size(oz_archive_zip(ar)));
     for (uint64_t i = 0; i < l->count; i++) {
         const oz_listed_entry *e = &l->entries[i];
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", out);
-        json_put_string(out, e->zip.name, e->zip.name_len);
+        oc_json_put_string(out, e->zip.name, e->zip.name_len);
         fputs(", \"method\": ", out);
-        json_put_cstring(out, oz_zip_method_name(e->zip.method, buf, sizeof buf));
+        oc_json_put_cstring(out, oz_zip_method_name(e->zip.method, buf, sizeof buf));
         fprintf(out, ", \"size\": %" PRIu64 ", \"compressed_size\": %" PRIu64,
                 e->zip.uncompressed_size, e->zip.compressed_size);
         if (e->zip.data_offset)
@@ -88,7 +88,7 @@ static void print_json(FILE *out, const char *path, const oz_archive *ar,
         for (uint64_t k = 0; k < e->ntensors; k++) {
             const oc_str *name = &l->names[e->first_name + k];
             if (k) fputs(", ", out);
-            json_put_string(out, name->data, name->size);
+            oc_json_put_string(out, name->data, name->size);
         }
         fputs("]}", out);
     }

@@ -10,7 +10,7 @@
 #include <onnxz/metadata.h>
 
 #include "cli.h"
-#include "json.h"
+#include <onnxcore/json.h>
 
 enum {
     META_OPT_PRODUCER = 0,
@@ -108,14 +108,14 @@ static void print_human(FILE *out, const onnx_ModelProto *m) {
 static void json_field(FILE *out, const char *key, int has, const oc_str *v) {
     fprintf(out, ", \"%s\": ", key);
     if (has)
-        json_put_string(out, v->data, v->size);
+        oc_json_put_string(out, v->data, v->size);
     else
         fputs("null", out);
 }
 
 static void print_json(FILE *out, const char *path, bool is_archive, const onnx_ModelProto *m) {
     fputs("{\"file\": ", out);
-    json_put_cstring(out, path);
+    oc_json_put_cstring(out, path);
     fprintf(out, ", \"format\": \"%s\"", is_archive ? "onnxz" : "onnx");
     json_field(out, "producer_name", OC_HAS(ModelProto, m, producer_name), &m->producer_name);
     json_field(out, "producer_version", OC_HAS(ModelProto, m, producer_version),
@@ -125,9 +125,9 @@ static void print_json(FILE *out, const char *path, bool is_archive, const onnx_
     for (uint64_t i = 0; i < m->metadata_props.count; i++) {
         const onnx_StringStringEntryProto *e = m->metadata_props.items[i];
         fputs(i ? ", {\"key\": " : "{\"key\": ", out);
-        json_put_string(out, e->key.data, e->key.size);
+        oc_json_put_string(out, e->key.data, e->key.size);
         fputs(", \"value\": ", out);
-        json_put_string(out, e->value.data, e->value.size);
+        oc_json_put_string(out, e->value.data, e->value.size);
         fputc('}', out);
     }
     fputs("]}\n", out);

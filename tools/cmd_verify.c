@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "load.h"
-#include "json.h"
+#include <onnxcore/json.h>
 #include "passphrase.h"
 
 enum {
@@ -129,7 +129,7 @@ static void print_json(FILE *out, const verify_report *r) {
     const oz_archive_report *a = r->archive;
     const oz_model_report *s = r->model;
     fputs("{\"file\": ", out);
-    json_put_cstring(out, cli_shown(r->path));
+    oc_json_put_cstring(out, cli_shown(r->path));
     if (r->crypt != OC_CRYPT_NONE)
         fprintf(out,
                 ", \"format\": \"encrypted\", \"ok\": true, \"encryption\": \"%s\", "

@@ -16,6 +16,7 @@
 #include "external.h"
 #include "file.h"
 #include "http.h"
+#include "json.h"
 #include "limits.h"
 #include "messages.h"
 #include "model.h"

@@ -12,6 +12,7 @@
 #include "convert.h"
 #include "encrypted.h"
 #include "export.h"
+#include "info.h"
 #include "limits.h"
 #include "listing.h"
 #include "metadata.h"

@@ -1,12 +1,10 @@
 /*
- * tools/json.c - JSON string escaping.
+ * json.c - JSON string quoting (onnxcore/json.h).
  */
-#include "json.h"
-
 #include <string.h>
 
-#include <onnxcore/status.h>
-
+#include "onnxcore/json.h"
+#include "onnxcore/status.h"
 static void put_ascii(FILE *out, unsigned char c) {
     switch (c) {
     case '"':
@@ -38,7 +36,7 @@ static void put_ascii(FILE *out, unsigned char c) {
     }
 }
 
-void json_put_string(FILE *out, const char *data, uint64_t size) {
+void oc_json_put_string(FILE *out, const void *data, uint64_t size) {
     const unsigned char *p = (const unsigned char *)data;
     fputc('"', out);
     for (uint64_t i = 0; i < size;) {
@@ -63,4 +61,4 @@ void json_put_string(FILE *out, const char *data, uint64_t size) {
     fputc('"', out);
 }
 
-void json_put_cstring(FILE *out, const char *s) { json_put_string(out, s, strlen(s)); }
+void oc_json_put_cstring(FILE *out, const char *s) { oc_json_put_string(out, s, strlen(s)); }
