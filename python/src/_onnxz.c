@@ -1346,85 +1346,13 @@ static PyObject *reader_kind(ReaderObject *self, PyObject *unused) {
                          self->payload_archive ? Py_True : Py_False);
 }
 
-/* ---- the figures of `onnxz info --json`: the library's (oc_model_stats_collect,
- * oz_archive_list), with the same keys and values ------------------------------------ */
-
-static PyObject *share(uint64_t tensors, uint64_t bytes) {
-    return Py_BuildValue("{sKsK}", "tensors", (unsigned long long)tensors, "bytes",
-                         (unsigned long long)bytes);
-}
-
-static PyObject *archive_dict(const oz_archive_listing *l) {
-    const oz_zip_entry *m = &l->entries[l->model_index].zip;
-    char buf[32];
-    /* None: stored tensor entries whose data offsets are not known yet (R-10), as the
-     * tool's JSON says it (tools/cmd_info.c) */
-    PyObject *align = l->min_tensor_alignment || l->deflated_tensor_entries == l->tensor_entries
-                          ? PyLong_FromUnsignedLongLong(l->min_tensor_alignment)
-                          : Py_NewRef(Py_None);
-    if (!align) return NULL;
-    return Py_BuildValue(
-        "{sKs{sKsK}s{sKsKsK}sKsKsNsOs{sssKsKsO}}", "entries", (unsigned long long)l->count,
-        "stored", "entries", (unsigned long long)l->stored_entries, "bytes",
-        (unsigned long long)l->stored_bytes, "deflated", "entries",
-        (unsigned long long)l->deflated_entries, "bytes", (unsigned long long)l->deflated_bytes,
-        "compressed_bytes", (unsigned long long)l->deflated_compressed, "tensor_entries",
-        (unsigned long long)l->tensor_entries, "deflated_tensor_entries",
-        (unsigned long long)l->deflated_tensor_entries, "min_tensor_alignment", align, "zero_copy",
-        l->deflated_tensor_entries ? Py_False : Py_True, "model_entry", "method",
-        oz_zip_method_name(m->method, buf, sizeof buf), "size",
-        (unsigned long long)m->uncompressed_size, "compressed_size",
-        (unsigned long long)m->compressed_size, "last",
-        oz_archive_listing_model_last(l) ? Py_True : Py_False);
-}
-
-/* The model's figures as the keys of `onnxz info --json`. */
-static PyObject *stats_dict(const oc_model_stats *st, const oz_archive_listing *scan) {
-    PyObject *locs = PyList_New(0), *out = NULL;
-    if (!locs) return NULL;
-    for (uint64_t i = 0; i < st->nlocations; i++) {
-        const oc_external_location *l = &st->locations[i];
-        PyObject *name =
-            PyUnicode_DecodeUTF8(l->location.data, (Py_ssize_t)l->location.size, "surrogateescape");
-        PyObject *d = name ? Py_BuildValue("{sNsKsK}", "location", name, "tensors",
-                                           (unsigned long long)l->tensors, "bytes",
-                                           (unsigned long long)l->bytes)
-                           : NULL;
-        if (!d || PyList_Append(locs, d) < 0) {
-            Py_XDECREF(d);
-            Py_DECREF(locs);
-            return NULL;
-        }
-        Py_DECREF(d);
-    }
-    out = Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsNsNs{sKsKsKsO}sN}", "nodes", (unsigned long long)st->nodes,
-        "nodes_total", (unsigned long long)st->nodes_total, "initializers",
-        (unsigned long long)st->initializers, "sparse_initializers",
-        (unsigned long long)st->sparse_initializers, "inputs", (unsigned long long)st->inputs,
-        "outputs", (unsigned long long)st->outputs, "value_infos",
-        (unsigned long long)st->value_infos, "functions", (unsigned long long)st->functions,
-        "training_infos", (unsigned long long)st->training_infos, "metadata_props",
-        (unsigned long long)st->metadata_props, "tensors", (unsigned long long)st->tensors,
-        "tensor_bytes", (unsigned long long)st->tensor_bytes, "raw_data",
-        share(st->raw.tensors, st->raw.bytes), "typed_data",
-        share(st->typed.tensors, st->typed.bytes), "external_data", "tensors",
-        (unsigned long long)st->external.tensors, "bytes", (unsigned long long)st->external.bytes,
-        "unknown_length", (unsigned long long)st->external_unknown_length, "locations", locs,
-        "archive", scan ? archive_dict(scan) : Py_NewRef(Py_None));
-    Py_DECREF(locs);
-    return out;
-}
-
-/* stats(key) -> dict: the figures of `onnxz info --json` on the model with its tensors'
- * references (external data is not read) and, for an archive, its entries. */
 /* The model as the file holds it (tensors in entries or data files as references), as it
  * was opened (L-2). */
 static oc_model *held_form(const HoldObject *hold) {
     return hold->references ? hold->references : hold->model;
 }
 
-/* What stats(key) and verify(key) begin with: the key's bytes (key_release them) and the
+/* What info(key) and verify(key) begin with: the key's bytes (key_release them) and the
  * open file's hold, a new reference (a close() from another thread meanwhile leaves it).
  * NULL with an exception set. */
 static HoldObject *reader_enter(ReaderObject *self, PyObject *args, Py_buffer *key,
@@ -1437,40 +1365,70 @@ static HoldObject *reader_enter(ReaderObject *self, PyObject *args, Py_buffer *k
     return self->hold;
 }
 
-static PyObject *reader_stats(ReaderObject *self, PyObject *args) {
+/* The report of `onnxz info --json` (oz_info_write_json) into *json, a new buffer of
+ * *len bytes for free(), on the model as the file holds it: references kept, or decoded
+ * at open (L-2), not read again; an encrypted file's model, decrypted at open with its
+ * tensors read in, is decrypted again without them. Call without the GIL. */
+static oc_status info_json(const ReaderObject *self, const HoldObject *hold, const Py_buffer *key,
+                           char **json, size_t *len, oc_error *err) {
+    const char *path = PyBytes_AS_STRING(self->path);
+    oz_info_source src = {.path = path,
+                          .file_size = self->file_size,
+                          .payload_archive = self->payload_archive,
+                          .archive = hold->archive};
+    oc_model *model = NULL;
+    oz_info *info = NULL;
+    struct stat sb;
+    FILE *out;
+    bool written = false;
+    oc_status st = OC_OK;
+    oz_kind_is_encrypted((oz_kind)self->kind, &src.crypt);
+    if (!src.file_size && !oc_is_url(path) && stat(path, &sb) == 0)
+        src.file_size = (uint64_t)sb.st_size;
+    if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
+        src.model = oc_model_proto(held_form(hold));
+    } else {
+        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+        o.parse.no_copy = 1;
+        o.parse.skip_external_data = 1;
+        o.parse.http = &hold->http;
+        o.parse.max_memory = self->max_memory;
+        o.key = key->buf;
+        o.key_len = (size_t)key->len;
+        st = oz_open(path, &o, &model, NULL, err);
+        if (st == OC_OK) src.model = oc_model_proto(model);
+    }
+    if (st == OC_OK) st = oz_info_collect(&src, &info, err);
+    if (st == OC_OK && (out = open_memstream(json, len)) != NULL) {
+        oz_info_write_json(info, out);
+        written = !ferror(out);
+        written = fclose(out) == 0 && written; /* a memory stream fails for want of memory */
+    }
+    if (st == OC_OK && !written)
+        st = oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oz_info_free(info);
+    oc_model_free(model);
+    return st;
+}
+
+/* info(key) -> str: the report of `onnxz info --json`, as the tool prints it. */
+static PyObject *reader_info(ReaderObject *self, PyObject *args) {
     PyObject *holder = NULL, *out;
     Py_buffer key;
-    oc_model *model = NULL;
-    oc_model_stats *stats = NULL;
-    oz_archive_listing *scan = NULL;
+    char *json = NULL;
+    size_t len = 0;
     oc_error err;
     oc_status st;
     HoldObject *hold = reader_enter(self, args, &key, &holder);
     if (!hold) return NULL;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
-        if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
-            /* references kept, or decoded at open (L-2): what was opened, not read again */
-            st = oc_model_stats_collect(oc_model_proto(held_form(hold)), &stats, &err);
-            if (st == OC_OK && hold->archive)
-                st = oz_archive_list(hold->archive, oc_model_proto(hold->model), &scan, &err);
-        } else {
-            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-            o.parse.no_copy = 1;
-            o.parse.skip_external_data = 1;
-            o.parse.http = &hold->http;
-            o.parse.max_memory = self->max_memory;
-            o.key = key.buf;
-            o.key_len = (size_t)key.len;
-            st = oz_open(PyBytes_AS_STRING(self->path), &o, &model, NULL, &err);
-            if (st == OC_OK) st = oc_model_stats_collect(oc_model_proto(model), &stats, &err);
-        }
+        st = info_json(self, hold, &key, &json, &len, &err);
     Py_END_ALLOW_THREADS
     key_release(&key, &holder);
-    out = st == OC_OK ? stats_dict(stats, scan) : raise_error(PyBytes_AS_STRING(self->path), &err);
-    oc_model_stats_free(stats);
-    oz_archive_listing_free(scan);
-    oc_model_free(model);
+    out = st == OC_OK ? PyUnicode_DecodeUTF8(json, (Py_ssize_t)len, "strict")
+                      : raise_error(PyBytes_AS_STRING(self->path), &err);
+    free(json);
     Py_DECREF(hold);
     return out;
 }
@@ -1573,7 +1531,7 @@ static PyMethodDef reader_methods[] = {
      "Bytes of the file or of the object at a URL, as opened; 0 when not known."},
     {"verify", (PyCFunction)reader_verify, METH_VARARGS,
      "Every check onnxz verify makes but stubs."},
-    {"stats", (PyCFunction)reader_stats, METH_VARARGS, "The figures of onnxz info --json."},
+    {"info", (PyCFunction)reader_info, METH_VARARGS, "The report of onnxz info --json."},
     {"model_split", (PyCFunction)reader_model_split, METH_NOARGS,
      "(skeleton, pieces) of the model as opened."},
     {NULL, NULL, 0, NULL},
