@@ -1,11 +1,8 @@
 /*
  * tools/cmd_get.c - `onnxz get SRC TENSOR [-o OUT] [--json]`: one tensor's bytes, or what
  * it is, from a model or archive on disk or at a URL, without reading any other tensor.
- *
- * An archive costs its directory and model (the same as `ls`), then one read of the
- * tensor's entry: over HTTP, one request for the entry's local header and data. A model
- * is loaded with its external tensors kept as references, and only the one asked for is
- * resolved (a ranged read of its data file, under the usual location rules).
+ * The library's reader (onnxz/reader.h) opens every form and says what one tensor costs:
+ * from a URL, an archive's directory and model (as `ls`) and one request for the tensor.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,12 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <onnxcore/external.h>
-#include <onnxcore/http.h>
 #include <onnxcore/tensor.h>
-#include <onnxz/open.h>
+#include <onnxz/reader.h>
 
-#include "archive_listing.h"
 #include "cli.h"
 #include <onnxcore/json.h>
 #include "load.h"
@@ -96,8 +90,9 @@ static int output_close(output *o, oc_status st, const char *src, oc_error *err)
     return cli_fail(src, err);
 }
 
-/* A span's bytes to the output (file to file by the kernel where the span is a file's). */
-static int write_span(const cli_args *args, const char *src, const oc_bytes *bytes) {
+/* The tensor's bytes to the output, streamed as the reader gives them. */
+static int write_tensor(const cli_args *args, const char *src, oz_reader *r,
+                        const onnx_TensorProto *t) {
     output o;
     oc_error err;
     oc_error_clear(&err);
@@ -105,109 +100,33 @@ static int write_span(const cli_args *args, const char *src, const oc_bytes *byt
     if (rc != CLI_EXIT_OK) return rc;
     void *ctx;
     oc_write_fn fn = output_fn(&o, &ctx);
-    oc_status st = o.path ? oc_atomic_write_bytes(&o.af, bytes, &err)
-                          : (bytes->size ? fn(ctx, bytes->data, bytes->size, &err) : OC_OK);
-    return output_close(&o, st, src, &err);
+    return output_close(&o, oz_reader_read_to(r, t, fn, ctx, &err), src, &err);
 }
 
-/* An archive entry's bytes to the output: small ones read whole (from a URL, one request
- * with the local header), large ones streamed through (never all in memory). */
-#define GET_WHOLE_MAX ((uint64_t)64 << 20)
-
-static int write_entry(const cli_args *args, const char *src, const oz_zip_reader *zip,
-                       uint64_t index) {
-    oz_zip_entry e;
+/* --json: what the tensor is, and the bytes it would write (none of them read). */
+static int describe_tensor(const char *src, oz_reader *r, const onnx_TensorProto *t) {
+    uint64_t bytes;
     oc_error err;
     oc_error_clear(&err);
-    if (oz_zip_reader_entry(zip, index, &e, &err) != OC_OK) return cli_fail(src, &err);
-    if (e.uncompressed_size <= GET_WHOLE_MAX || e.method != OZ_ZIP_STORED) {
-        oc_bytes bytes = {0};
-        if (oz_zip_reader_read(zip, index, &bytes, &err) != OC_OK) return cli_fail(src, &err);
-        int rc = write_span(args, src, &bytes);
-        oc_bytes_release(&bytes);
-        return rc;
-    }
-    output o;
-    int rc = output_open(&o, args);
-    if (rc != CLI_EXIT_OK) return rc;
-    void *ctx;
-    oc_write_fn fn = output_fn(&o, &ctx);
-    return output_close(&o, oz_zip_reader_read_to(zip, index, fn, ctx, &err), src, &err);
-}
-
-/* A tensor's bytes (or what it is) read whole through oz_tensor_read: held by its model
- * (raw_data, typed fields: their bytes) or resolved from `from`. */
-static int get_held(const cli_args *args, const char *src, onnx_TensorProto *t,
-                    const oz_tensor_source *from) {
-    oc_bytes bytes = {0};
-    oc_error err;
-    oc_error_clear(&err);
-    int rc = CLI_EXIT_OK;
-    if (oz_tensor_read(t, from, &bytes, &err) != OC_OK)
-        rc = cli_fail(src, &err);
-    else if (args->seen[GET_OPT_JSON])
-        print_json(src, t, bytes.size);
-    else
-        rc = write_span(args, src, &bytes);
-    oc_bytes_release(&bytes);
-    return rc;
-}
-
-/* From an archive: the tensor's metadata from its model, its bytes from its entry. */
-static int get_from_archive(const cli_args *args, const char *src, const char *name, size_t len) {
-    archive_listing l;
-    oc_error err;
-    oc_error_clear(&err);
-    int rc = archive_listing_open(src, args->verbosity, &l);
-    if (rc != CLI_EXIT_OK) return rc;
-    onnx_TensorProto *t = oz_model_find_tensor(l.model, name, len);
-    uint64_t index;
-    if (!t) {
-        rc = cli_fail_msg(src, "no tensor named '%s'", name);
-    } else if (!oc_tensor_is_external(t)) {
-        rc = get_held(args, src, t, NULL);
-    } else if (!oz_archive_tensor_entry(oz_archive_zip(l.archive), t, &index)) {
-        rc = cli_fail_msg(src, "tensor '%s' names no entry of the archive", name);
-    } else if (args->seen[GET_OPT_JSON]) {
-        oz_zip_entry e;
-        if (oz_zip_reader_entry(oz_archive_zip(l.archive), index, &e, &err) != OC_OK)
-            rc = cli_fail(src, &err);
-        else
-            print_json(src, t, e.uncompressed_size);
-    } else {
-        rc = write_entry(args, src, oz_archive_zip(l.archive), index);
-    }
-    archive_listing_close(&l);
-    return rc;
-}
-
-/* From a model: loaded with external tensors as references, then only this one read. */
-static int get_from_model(const cli_args *args, const char *src, const char *name, size_t len) {
-    oc_model *model = NULL;
-    int rc = cli_load_model(src, CLI_EXTERNAL_KEEP, args->verbosity, &model);
-    if (rc != CLI_EXIT_OK) return rc;
-    onnx_TensorProto *t = oz_model_find_tensor(model, name, len);
-    char *dir = oc__path_dir(src); /* a URL's too */
-    oc_parse_options po;
-    oz_tensor_source from = {NULL, NULL, dir, &po};
-    cli_parse_options_init(&po);
-    if (!t)
-        rc = cli_fail_msg(src, "no tensor named '%s'", name);
-    else if (!dir)
-        rc = cli_fail_msg(src, "out of memory");
-    else
-        rc = get_held(args, src, t, &from);
-    free(dir);
-    oc_model_free(model);
-    return rc;
+    if (oz_reader_size(r, t, &bytes, &err) != OC_OK) return cli_fail(src, &err);
+    print_json(src, t, bytes);
+    return CLI_EXIT_OK;
 }
 
 static int run_get(const cli_args *args) {
     const char *src = args->positional[0];
     const char *name = args->positional[1];
+    oz_reader *r;
     if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    return oz_kind_is_archive(cli_input_kind(src)) ? get_from_archive(args, src, name, strlen(name))
-                                                   : get_from_model(args, src, name, strlen(name));
+    int rc = cli_reader_open(src, "get", args->verbosity, &r);
+    if (rc != CLI_EXIT_OK) return rc;
+    const onnx_TensorProto *t = oz_reader_find(r, name, strlen(name));
+    if (!t)
+        rc = cli_fail_msg(src, "no tensor named '%s'", name);
+    else
+        rc = args->seen[GET_OPT_JSON] ? describe_tensor(src, r, t) : write_tensor(args, src, r, t);
+    oz_reader_close(r);
+    return rc;
 }
 
 static const char get_help[] =

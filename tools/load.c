@@ -109,6 +109,35 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     return CLI_EXIT_OK;
 }
 
+int cli_reader_open(const char *path, const char *command, int verbosity, oz_reader **out) {
+    oz_reader_options opts = OZ_READER_OPTIONS_INIT;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    oc_parse_options po;
+    cli_key key = {NULL, 0};
+    oc_error err;
+    double start = cli_now_ms();
+    cli_parse_options_init(&po);
+    opts.max_memory = po.max_memory;
+    opts.http = po.http;
+    oc_error_clear(&err);
+    oc_status st = oz_reader_open(path, &opts, out, &info, &err);
+    if (oz_kind_is_encrypted(info.kind, NULL)) { /* refused at once: a key is needed */
+        int rc = cli_require_crypto(path);
+        if (rc == CLI_EXIT_OK) rc = cli_key_get(command, NULL, path, false, verbosity, &key);
+        if (rc != CLI_EXIT_OK) return rc;
+        opts.key = key.data;
+        opts.key_len = key.len;
+        oc_error_clear(&err);
+        st = oz_reader_open(path, &opts, out, &info, &err);
+        cli_key_free(&key);
+    }
+    if (st != OC_OK) return cli_fail(path, &err);
+    cli_note(verbosity, CLI_VERBOSE, "opened %s (%s, %s) in %.1f ms", cli_shown(path),
+             oz_kind_name(info.kind), info.is_archive ? "onnxz archive" : "onnx",
+             cli_now_ms() - start);
+    return CLI_EXIT_OK;
+}
+
 int cli_load_model(const char *path, cli_external external, int verbosity, oc_model **out) {
     cli_load_options opts;
     memset(&opts, 0, sizeof opts);

@@ -11,6 +11,7 @@
 #include <onnxcore/onnxcore.h>
 #include <onnxz/convert.h>
 #include <onnxz/open.h>
+#include <onnxz/reader.h>
 
 /* How a command wants the tensors of EXTERNAL data_location. */
 typedef enum cli_external {
@@ -61,6 +62,12 @@ typedef struct cli_load_options {
  * known to be encrypted. On failure prints the error and returns CLI_EXIT_FAILURE. */
 int cli_load_input(const char *path, const cli_load_options *opts, int verbosity, oc_model **out,
                    oz_form *form);
+
+/* Opens a file or URL in any form for reading its tensors one at a time (onnxz/reader.h),
+ * with the tool's memory budget and HTTP settings, and the passphrase asked for (for
+ * `command`) only once the file is known to be encrypted. On failure prints the error and
+ * returns CLI_EXIT_FAILURE. */
+int cli_reader_open(const char *path, const char *command, int verbosity, oz_reader **out);
 
 /* An empty regular file is no model, though it decodes as one with nothing set: prints
  * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK
