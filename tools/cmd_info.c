@@ -252,6 +252,7 @@ static int run_info(const cli_args *args) {
     int rc = cli_refuse_argv_key("info", args->seen, INFO_OPT_KEY, INFO_OPT_PASSPHRASE);
     if (rc != CLI_EXIT_OK) return rc;
     memset(&in, 0, sizeof in);
+    in.src = (oz_info_source)OZ_INFO_SOURCE_INIT;
     rc = open_input(args->positional[0], args, &in);
     oc_error_clear(&err);
     if (rc == CLI_EXIT_OK && oz_info_collect(&in.src, &report, &err) != OC_OK)

@@ -1372,16 +1372,17 @@ static HoldObject *reader_enter(ReaderObject *self, PyObject *args, Py_buffer *k
 static oc_status info_json(const ReaderObject *self, const HoldObject *hold, const Py_buffer *key,
                            char **json, size_t *len, oc_error *err) {
     const char *path = PyBytes_AS_STRING(self->path);
-    oz_info_source src = {.path = path,
-                          .file_size = self->file_size,
-                          .payload_archive = self->payload_archive,
-                          .archive = hold->archive};
+    oz_info_source src = OZ_INFO_SOURCE_INIT;
     oc_model *model = NULL;
     oz_info *info = NULL;
     struct stat sb;
     FILE *out;
     bool written = false;
     oc_status st = OC_OK;
+    src.path = path;
+    src.file_size = self->file_size;
+    src.payload_archive = self->payload_archive;
+    src.archive = hold->archive;
     oz_kind_is_encrypted((oz_kind)self->kind, &src.crypt);
     if (!src.file_size && !oc_is_url(path) && stat(path, &sb) == 0)
         src.file_size = (uint64_t)sb.st_size;

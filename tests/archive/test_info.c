@@ -3,9 +3,10 @@
  * a bare model: the path shown without a URL's password (N-2), the default operator set's
  * name, absent header fields as null, strings that are not UTF-8 or act on the line
  * quoted by the one JSON rule, the archive's listing and its alignment, the encryption
- * key present only for an encrypted file. The whole document is compared with the tool's
+ * key present only for an encrypted file, the source's size rules. The whole document is compared with the tool's
  * by the cli and Python tests; here its parts, under valgrind.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,8 @@ static void check_archive(void) {
     REQUIRE(oz_archive_open(path, NULL, &ar, &err) == OC_OK);
     CHECK_OK(oz_archive_load_model(ar, &po, &m, &err), &err);
     /* the report shows the path it is given: a URL's password never */
-    oz_info_source src = {.path = "https://someone:secret@example.com/a.onnxz",
+    oz_info_source src = {.size = sizeof src,
+                          .path = "https://someone:secret@example.com/a.onnxz",
                           .file_size = 1234,
                           .payload_archive = true,
                           .model = oc_model_proto(m),
@@ -114,7 +116,8 @@ static void check_bare(void) {
     onnx_ModelProto *mp = oc_model_proto(m);
     mp->producer_name = (oc_str){odd, sizeof odd - 1};
     OC_SET_HAS(ModelProto, mp, producer_name);
-    oz_info_source src = {.path = "m.onnxc", .crypt = OC_CRYPT_ONNXCRY1, .model = mp};
+    oz_info_source src = {
+        .size = sizeof src, .path = "m.onnxc", .crypt = OC_CRYPT_ONNXCRY1, .model = mp};
     CHECK_OK(oz_info_collect(&src, &r, &err), &err);
     if (r) {
         CHECK(!r->archive && !r->listing && !r->has_graph_name && r->nopsets == 0);
@@ -132,9 +135,42 @@ static void check_bare(void) {
     oz_info_free(NULL);
 }
 
+/* The source's size rules (onnxcore/options.h, "Extending") and what it must name. */
+static void check_source_rules(void) {
+    oc_model *m = oc_model_new();
+    oz_info *r = NULL;
+    struct {
+        oz_info_source src;
+        int later; /* a field of a later version */
+    } big;
+    REQUIRE(m);
+    oz_info_source src = OZ_INFO_SOURCE_INIT;
+    src.path = "m.onnx";
+    CHECK_STATUS(oz_info_collect(&src, &r, &err), OC_ERR_INVALID_ARG, &err); /* no model */
+    CHECK(r == NULL);
+    src.model = oc_model_proto(m);
+    src.size = 0;
+    CHECK_STATUS(oz_info_collect(&src, &r, &err), OC_ERR_INVALID_ARG, &err);
+    memset(&big, 0, sizeof big);
+    big.src = src;
+    big.src.size = sizeof big;
+    big.later = 1;
+    CHECK_STATUS(oz_info_collect(&big.src, &r, &err), OC_ERR_INVALID_ARG, &err);
+    big.later = 0;
+    CHECK_OK(oz_info_collect(&big.src, &r, &err), &err);
+    oz_info_free(r);
+    r = NULL;
+    src.size = offsetof(oz_info_source, model) + sizeof src.model; /* an older, shorter one */
+    CHECK_OK(oz_info_collect(&src, &r, &err), &err);
+    CHECK(r && r->listing == NULL);
+    oz_info_free(r);
+    oc_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (td_start(argc, argv, "info") != 0) return 2;
     RUN(check_archive);
     RUN(check_bare);
+    RUN(check_source_rules);
     return check_report("test_info");
 }

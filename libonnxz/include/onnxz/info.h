@@ -14,6 +14,7 @@
 #include "export.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,8 +31,10 @@ extern "C" {
 #ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
 
 /* What the caller opened, as it opened it (spec/security.md L-2: the report is of these,
- * the path is not opened again). */
+ * the path is not opened again). Grows at its end: fill it with OZ_INFO_SOURCE_INIT
+ * (onnxcore/options.h, "Extending"); path and model are required. */
 typedef struct oz_info_source {
+    size_t size;               /* sizeof(oz_info_source), set by OZ_INFO_SOURCE_INIT */
     const char *path;          /* as given (a URL is shown without its user:password@, N-2) */
     uint64_t file_size;        /* bytes of the file, or of the object at the URL */
     bool payload_archive;      /* the model came from an archive (an encrypted one too) */
@@ -39,6 +42,9 @@ typedef struct oz_info_source {
     onnx_ModelProto *model;    /* as the file holds it: tensors as references */
     const oz_archive *archive; /* the unencrypted archive model came from, else NULL */
 } oz_info_source;
+
+#define OZ_INFO_SOURCE_INIT \
+    { .size = sizeof(oz_info_source) }
 
 typedef struct oz_info_opset {
     oc_str domain; /* the default (empty) domain as "ai.onnx" */
@@ -69,7 +75,8 @@ typedef struct oz_info {
 } oz_info;
 
 /* Gathers the report of src into a new *out (NULL after a failure), which oz_info_free
- * releases. Fails only when out of memory, or when src->archive cannot be listed. */
+ * releases. Fails with OC_ERR_INVALID_ARG for a src without its size, path or model,
+ * else only when out of memory. */
 OZ_API oc_status oz_info_collect(const oz_info_source *src, oz_info **out, oc_error *err);
 
 /* Writes info to out as `onnxz info --json` prints it: one object, two-space indented,

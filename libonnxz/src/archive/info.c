@@ -10,6 +10,8 @@
 #include <onnxcore/http.h>
 #include <onnxcore/json.h>
 
+#include "internal/sized.h"
+
 /* ---- gathering ------------------------------------------------------------------- */
 
 static oc_status nomem(oc_error *err) {
@@ -55,11 +57,28 @@ static bool alignment_known(const oz_archive_listing *l) {
     return l->min_tensor_alignment || l->deflated_tensor_entries == l->tensor_entries;
 }
 
+/* The caller's source by its size (oc__opts_adopt), with what it must name. */
+static oc_status source_of(const oz_info_source **src, oz_info_source *local, oc_error *err) {
+    static const oz_info_source defaults = OZ_INFO_SOURCE_INIT;
+    const void *use;
+    oc_status st =
+        oc__opts_adopt(*src, &defaults, local, sizeof *local, "oz_info_source", &use, err);
+    *src = use;
+    if (st == OC_OK && (!(*src)->path || !(*src)->model))
+        st = oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                          "oz_info_source: the path and the model are required");
+    return st;
+}
+
 oc_status oz_info_collect(const oz_info_source *src, oz_info **out, oc_error *err) {
-    size_t len = strlen(src->path);
-    oc_status st;
-    oz_info *r = calloc(1, sizeof *r);
+    oz_info_source local;
+    oc_status st = source_of(&src, &local, err);
+    oz_info *r;
+    size_t len;
     *out = NULL;
+    if (st != OC_OK) return st;
+    len = strlen(src->path);
+    r = calloc(1, sizeof *r);
     if (!r || !(r->file = malloc(len + 1))) {
         free(r);
         return nomem(err);
