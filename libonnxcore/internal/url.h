@@ -5,10 +5,17 @@
 #ifndef ONNXCORE_INTERNAL_URL_H
 #define ONNXCORE_INTERNAL_URL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* dir + '/' + the rel_len bytes of rel, percent-encoded but for unreserved bytes and
  * '/' (rel is a location already checked by oc__location_problem). Caller frees. */
 char *oc__url_join(const char *dir, const char *rel, size_t rel_len);
+
+/* True when url holds an '@' past the user:password@ that RFC 3986 splits from it, after
+ * a ':' that may begin a password (oc_path_shown hides up to that '@', spec/security.md
+ * N-2): a password holding a '/', '?', '#', '@' or blank not percent-encoded, which the
+ * URL byte source refuses rather than send a part of it as a host, port or path. */
+bool oc__url_ambiguous(const char *url);
 
 #endif

@@ -43,7 +43,7 @@ def server(tmp_path_factory):
 # blank ending a URL in a message; its error must not show the password either). Each
 # holds "Pw" and "Zq".
 PASSWORDS = ["PwZq", "Pw@Zq", "Pw%40Zq", "Pw/Zq", "Pw%2FZq", "Pw?Zq", "Pw%3FZq", "Pw#Zq",
-             "Pw%23Zq", "Pw@/?#Zq", "Pw Zq", "Pw\tZq", "Pw%20Zq"]
+             "Pw%23Zq", "Pw@/?#Zq", "Pw Zq", "Pw\tZq", "Pw%20Zq", "Pw Zq/x", "Pw/ Zq@x"]
 
 
 def shown(e):

@@ -1008,7 +1008,7 @@ def shown_hostile(ctx, srv, f):
 # blank ending a URL in a message; its error must not show the password either). Each
 # holds "Pw" and "Zq".
 PASSWORDS = ["Pw@Zq", "Pw%40Zq", "Pw/Zq", "Pw%2FZq", "Pw?Zq", "Pw%3FZq", "Pw#Zq", "Pw%23Zq",
-             "Pw@/?#Zq", "Pw Zq", "Pw\tZq", "Pw%20Zq"]
+             "Pw@/?#Zq", "Pw Zq", "Pw\tZq", "Pw%20Zq", "Pw Zq/x", "Pw/ Zq@x"]
 
 
 def passwords_hidden(ctx, srv):

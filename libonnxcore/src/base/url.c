@@ -15,17 +15,13 @@ bool oc_is_url(const char *path) {
 }
 
 /* An http(s) URL as RFC 3986 (section 3) splits it: after "scheme://" the authority runs
- * to the first '/', '?' or '#'; in it, the userinfo ends at its last '@', and a port
- * follows the host's last ':' (after the ']' of an IPv6 literal). The URL ends at a NUL
- * or a blank (a URL in a message), the authority at a blank only where no '@' follows
- * before its end: a password holding a blank, which libcurl refuses, still ends at its
- * '@'. Offsets from the URL's first byte. */
+ * to the first '/', '?' or '#'; in it, the userinfo ends at its last '@'. The URL ends at
+ * a NUL or a blank (a URL in a message), the authority at a blank only where no '@'
+ * follows before its end. Offsets from the URL's first byte. */
 typedef struct url_parts {
     size_t authority; /* after "://" */
     size_t host;      /* after the userinfo's '@', or = authority */
     size_t rest;      /* the path, query or fragment: the authority's end */
-    size_t end;       /* the URL's end */
-    int has_port;     /* a ':' after the host */
 } url_parts;
 
 static int url_end(char c) { return c == '\0' || c == ' ' || c == '\t' || c == '\n'; }
@@ -41,26 +37,44 @@ static void url_split(const char *url, url_parts *p) {
     for (; !authority_end(url + i); i++)
         if (url[i] == '@') p->host = i + 1;
     p->rest = i;
-    while (!url_end(url[i])) i++;
-    p->end = i;
+}
+
+/* Whether a password may lie where the split did not find it: the authority holds a ':'
+ * outside an IPv6 literal (a port, or a password that a '/', '?', '#' or blank cut short: "http://alice:pa/ss@h"
+ * reads as host "alice", port "pa"), or a ':' not followed by a blank comes before the
+ * URL's first blank (a user's name holding a '/': "http://al/ice:pw@h"). A ':' that ends
+ * a URL in a message ("URL: why") is neither. */
+static int may_hide_password(const char *url, const url_parts *p) {
     size_t h = p->host;
-    if (url[h] == '[') /* [IPv6]:port */
+    if (url[h] == '[') /* an IPv6 literal's ':' are its own */
         while (h < p->rest && url[h] != ']') h++;
-    p->has_port = 0;
-    for (; h < p->rest; h++) p->has_port |= url[h] == ':';
+    if (memchr(url + p->authority, ':', p->host - p->authority) ||
+        memchr(url + h, ':', p->rest - h))
+        return 1;
+    for (size_t i = p->authority; !url_end(url[i]); i++)
+        if (url[i] == ':' && !url_end(url[i + 1]) && (i < p->host || i >= h)) return 1;
+    return 0;
 }
 
 /* Where the bytes of a URL that may hold a password end (spec/security.md N-2): after the
- * last '@' of its authority; or, when an '@' follows in the path, query or fragment of a
- * URL with userinfo or a port, after the URL's last '@': a password holding a '/', '?' or
- * '#' that is not percent-encoded ends the authority early, leaving the user's name as
- * the host and the password's start as the port ("http://alice:pa/ss@host/m"). */
+ * last '@' of its authority; or, for a URL where a password may lie unsplit, after the
+ * last '@' of its line (the text up to a newline or its end). A user who typed a password
+ * holding '@', '/', '?', '#', blanks or several of them never sees any of it: the URL's
+ * end in a message cannot be told from a blank in its password, so everything up to the
+ * line's last '@' may be the password. */
 static size_t credentials_end(const char *url, const url_parts *p) {
-    size_t last_at = 0;
-    for (size_t i = p->rest; i < p->end; i++)
+    if (!may_hide_password(url, p)) return p->host;
+    size_t last_at = p->host;
+    for (size_t i = p->authority; url[i] && url[i] != '\n'; i++)
         if (url[i] == '@') last_at = i + 1;
-    if (last_at && (p->host > p->authority || p->has_port)) return last_at;
-    return p->host;
+    return last_at;
+}
+
+bool oc__url_ambiguous(const char *url) {
+    if (!oc_is_url(url)) return false;
+    url_parts p;
+    url_split(url, &p);
+    return credentials_end(url, &p) != p.host;
 }
 
 const char *oc_path_shown(const char *path, char *out, size_t cap) {

@@ -47,6 +47,7 @@
 #include "internal/sized.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
+#include "internal/url.h"
 
 #define POOL_MAX     16          /* idle handles kept (each with its connection) */
 #define AHEAD_WINDOW (8u << 20)  /* the read-ahead window (announced reads only) */
@@ -1039,6 +1040,16 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
                           oc_error *err) {
     *out = NULL;
+    /* A password that RFC 3986 would cut short is never sent in parts: libcurl would
+     * take its tail for a host or a path, and name it ("Could not resolve host: ..."). */
+    if (oc__url_ambiguous(url))
+        return oc_error_file(
+            err, url,
+            oc__fail_rule(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "R-8",
+                          "%s: a user:password in a URL is percent-encoded where it "
+                          "holds an at sign (%%40), '/', '?', '#' or a blank, and so is an "
+                          "at sign in the path of a URL with a port",
+                          url));
     pthread_once(&global_once, global_init);
     if (global_rc != CURLE_OK)
         return oc_error_file(err, url,
