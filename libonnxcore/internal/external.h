@@ -35,6 +35,18 @@ OC_PRIVATE oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg,
                                         const oc_tensor_fetch *fetch, oc__moved_fn fn, void *ctx,
                                         oc_error *err);
 
+/* M-5 (spec/security.md): the verdict on a writer's tables. OC_OK when `need` bytes for the
+ * n tensors it moves out `how` ("as entries", "to data files"), beside the `held` bytes
+ * of the model's arena, fit max_memory; else OC_ERR_LIMIT naming max_memory and M-5. */
+OC_PRIVATE oc_status oc__write_budget(uint64_t n, const char *how, uint64_t need, uint64_t held,
+                                      uint64_t max_memory, oc_error *err);
+/* M-5 for oc__save_external with opts: the records it keeps per tensor it moves to the
+ * data files (counted as it will move them), beside `held`, fit max_memory. Called
+ * before a file is made; writes nothing. */
+OC_PRIVATE oc_status oc__external_save_budget(const oc_msgdesc *desc, const void *msg,
+                                              const oc_serialize_options *opts, uint64_t held,
+                                              uint64_t max_memory, oc_error *err);
+
 /* E-25, L-5: the locks that keep a model and its data files one pair (pair_lock.c). Each
  * returns a descriptor to give oc__pair_unlock; OC__PAIR_BUSY when another process held
  * the lock for all of about OC__PAIR_LOCK_WAIT_MS (tried again and again, never a blocking

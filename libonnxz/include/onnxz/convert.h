@@ -137,8 +137,9 @@ typedef struct oz_save_options {
      * caller's own), each streamed as it is written; NULL: none (references are written
      * as they are). */
     const struct oc_tensor_fetch *fetch;
-    /* .onnxz output: the most memory the model and the writer's tables may take together
-     * (oz_archive_options.max_memory, spec/security.md M-5); 0: no cap. The tool and the
+    /* .onnxz output, and .onnx output with external_data: the most memory the model and
+     * the writer's tables may take together (oz_archive_options.max_memory, spec/security.md
+     * M-5); over it, OC_ERR_LIMIT before any file is made. 0: no cap. The tool and the
      * Python package pass their budget (OC_RECOMMENDED_MAX_MEMORY unless raised). */
     uint64_t max_memory;
 } oz_save_options;

@@ -244,14 +244,7 @@ static oc_status check_budget(const oc_msgdesc *desc, const void *msg, uint64_t 
     OC_FORWARD(oc__external_moved(desc, msg, so->buffer.raw_data_threshold, so->fetch, plan_entry,
                                   &plan, err));
     uint64_t need = plan.entries * WRITE_ENTRY_BYTES + plan.names * WRITE_NAME_COPIES;
-    if (need <= opts->max_memory && held <= opts->max_memory - need) return OC_OK;
-    return oc__error_rule(err, "M-5",
-                          oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                                   "writing %llu tensors as entries needs about %llu bytes of "
-                                   "memory beside the model's %llu, more than the budget of %llu "
-                                   "bytes (max_memory, M-5)",
-                                   (unsigned long long)plan.entries, (unsigned long long)need,
-                                   (unsigned long long)held, (unsigned long long)opts->max_memory));
+    return oc__write_budget(plan.entries, "as entries", need, held, opts->max_memory, err);
 }
 
 /* oz_archive_save_message, with `held` bytes of the budget taken by the model's arena. */

@@ -20,6 +20,7 @@
 #include "onnxz/open.h"
 #include "internal/archive.h"
 #include "internal/error.h"
+#include "internal/external.h"
 #include "internal/options.h"
 
 /* The forms by name, indexed by oz_form; each name is also the form's extension. */
@@ -76,6 +77,12 @@ oc_status oz_load_any(const char *path, const oc_parse_options *opts, oc_model *
 /* The one home of a save, whatever asked for it (oz_save_any, oz_save, oz_convert,
  * oz_convert_file): model to path in `form` (not AUTO), with ao's layout and files; key
  * and crypt for OZ_FORM_ONNXC. */
+/* The bytes the model's arena holds, which a save's budget counts (M-5). */
+static uint64_t model_held(const oc_model *model) {
+    /* The arena is only measured: the cast is for an accessor that also serves writers. */
+    return oc_arena_bytes_used(oc_model_arena((oc_model *)(uintptr_t)model));
+}
+
 static oc_status save_as(const oc_model *model, const char *path, oz_form form,
                          const oz_archive_options *ao, const void *key, size_t key_len,
                          const oc_crypt_options *crypt, oc_error *err) {
@@ -91,6 +98,10 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
                             "tensors itself");
         return oz_archive_save(model, path, ao, err);
     case OZ_FORM_ONNX:
+        if (ao->max_memory && ao->serialize.external_data) /* M-5, as an archive's */
+            OC_FORWARD(oc__external_save_budget(&onnx_ModelProto_desc, oc_model_proto_const(model),
+                                                &ao->serialize, model_held(model), ao->max_memory,
+                                                err));
         return oc_model_save_file(model, path, &ao->serialize, err);
     case OZ_FORM_ONNXC:
         return oc_crypt_save_model_file(model, path, key, key_len, crypt, &ao->serialize, err);

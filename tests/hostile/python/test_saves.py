@@ -1,7 +1,8 @@
 """spec/security.md S-40: a save never writes a reference it cannot vouch for (issue 28,
 item 1). Before: `onnxz.save(onnxz.open(p).model, p)` replaced an 8 MB archive with a
 607-byte one holding only __MODEL_PROTO; every form of output lost the weights alike.
-M-5: what writing an archive holds counts against the memory budget, as in the tool."""
+M-5: what writing an archive, or a model with its data files, holds counts against the
+memory budget, as in the tool."""
 import os
 import re
 import subprocess
@@ -141,3 +142,37 @@ def test_m5_tool_and_python_refuse_alike(tmp_path, tool):
     onnxz.convert(tmp_path / "many.onnx", tmp_path / "py.onnxz", threshold=0,
                   max_memory=2 * budget)
     assert (tmp_path / "tool.onnxz").read_bytes() == (tmp_path / "py.onnxz").read_bytes()
+
+
+def test_m5_external_data_budgeted(tmp_path, tool):
+    """M-5 for a save with external data: 100,000 tensors decode into some 44 MB and the
+    records the save keeps per tensor it moves to the data file need some 19 MB: under a
+    56 MiB budget the decode passes and the save is refused before it writes a byte, by the
+    tool and by the package alike (no model, no data file, no temporary); under 64 MiB both
+    write the same pair. Before, both wrote it under 56 MiB, peaking past the budget."""
+    data = many_tensors(100_000)
+    (tmp_path / "many.onnx").write_bytes(data)
+    budget = 56 << 20
+    r = run([tool, "convert", "--threshold", "0", "many.onnx", "out.onnx", "--external-data",
+             "out.data", "--max-memory", str(budget)], cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert re.search(rb"writing 100000 tensors to data files needs about \d+ bytes of memory "
+                     rb"beside the model's \d+, more than the budget of %d bytes "
+                     rb"\(max_memory, M-5\); --max-memory raises the budget" % budget,
+                     r.stderr), r.stderr
+    out = dict(external_data="out.data", threshold=0, max_memory=budget)
+    calls = (lambda: onnxz.convert(tmp_path / "many.onnx", tmp_path / "out.onnx", **out),
+             lambda: onnxz.save(data, tmp_path / "out.onnx", **out))
+    for call in calls:
+        with pytest.raises(onnxz.Error) as e:
+            call()
+        assert e.value.rule == "M-5" and "max_memory" in str(e.value), e.value
+    assert os.listdir(tmp_path) == ["many.onnx"]
+    (tmp_path / "tool").mkdir()
+    (tmp_path / "py").mkdir()
+    run([tool, "-q", "convert", "--threshold", "0", "../many.onnx", "out.onnx",
+         "--external-data", "out.data", "--max-memory", str(64 << 20)], cwd=tmp_path / "tool",
+        check=True)
+    onnxz.save(data, tmp_path / "py" / "out.onnx", **dict(out, max_memory=64 << 20))
+    for name in ("out.onnx", "out.data"):
+        assert (tmp_path / "tool" / name).read_bytes() == (tmp_path / "py" / name).read_bytes()
