@@ -10,14 +10,15 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <onnxcore/limits.h>
 #include <onnxcore/status.h>
 
 /* The bytes of the size field: a struct of fewer bytes was never initialised. */
 #define OC_OPTS_MIN_SIZE sizeof(size_t)
 
 /* Fails with OC_ERR_INVALID_ARG for a caller's struct at opts whose size field (size)
- * was never set, and for one longer than the `known` bytes of this library's that sets a
- * byte past them. For every struct that begins with its size; an output struct passes
+ * was never set or is past OC_OPTIONS_MAX_SIZE (limits.h; nothing else is read then), and
+ * for one longer than the `known` bytes of this library's that sets a byte past them. For every struct that begins with its size; an output struct passes
  * known = size (oc__output_check): the library fills the fields it knows and reads none,
  * so a later caller's fields past them are its own business, whatever they hold. */
 static inline oc_status oc__opts_check(const void *opts, size_t size, size_t known,
@@ -27,6 +28,12 @@ static inline oc_status oc__opts_check(const void *opts, size_t size, size_t kno
                             "%s: size is %zu: initialise the options with their _INIT macro or "
                             "_init function",
                             what, size);
+    if (size > OC_OPTIONS_MAX_SIZE)
+        return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "%s: size is %zu, more than any struct of a later version "
+                            "(OC_OPTIONS_MAX_SIZE, %u): initialise the options with their "
+                            "_INIT macro or _init function",
+                            what, size, OC_OPTIONS_MAX_SIZE);
     for (size_t i = known; i < size; i++)
         if (((const unsigned char *)opts)[i])
             return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,

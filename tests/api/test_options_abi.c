@@ -15,12 +15,14 @@
  *
  * usage: test_options_abi SCRATCH_DIR
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <onnxz/onnxz.h>
@@ -702,6 +704,68 @@ static void test_convert_info_old(void) {
     CHECK(strstr(err.message, "oz_convert_info: size is 0") != NULL);
 }
 
+/* ---- a size past OC_OPTIONS_MAX_SIZE ---- */
+
+/* n bytes, zero, that end where a page no access is allowed to begins: a read past them
+ * faults. */
+static unsigned char *guarded(size_t n, void **map, size_t *map_len) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (n + page - 1) / page * page + page;
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (mprotect(m + len - page, page, PROT_NONE) != 0) {
+        munmap(m, len);
+        return NULL;
+    }
+    *map = m;
+    *map_len = len;
+    return m + len - page - n;
+}
+
+/* A size that was never set (garbage) is refused before a byte past the size field is
+ * read: the structs below end at a page no access is allowed to, and their sizes claim
+ * far more. OC_OPTIONS_MAX_SIZE itself is a size a later version may have. */
+static void test_size_capped(void) {
+    static const size_t sizes[] = {OC_OPTIONS_MAX_SIZE + 1u, (size_t)1 << 40, SIZE_MAX};
+    void *map;
+    size_t map_len;
+    oc_error err;
+    oc_model *model = NULL;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        oc_parse_options *p = (oc_parse_options *)(void *)guarded(sizeof *p, &map, &map_len);
+        REQUIRE(p != NULL);
+        oc_parse_options_init(p);
+        p->size = sizes[i];
+        CHECK_STATUS(oc_model_load_file(model_path, p, &model, &err), OC_ERR_INVALID_ARG, &err);
+        CHECK(strstr(err.message, "OC_OPTIONS_MAX_SIZE") != NULL && model == NULL);
+        munmap(map, map_len);
+        /* The same for a struct inside another (oz_open_options.parse), and an output. */
+        oz_open_options *o = (oz_open_options *)(void *)guarded(sizeof *o, &map, &map_len);
+        REQUIRE(o != NULL);
+        oz_open_options_init(o);
+        o->parse.size = sizes[i];
+        CHECK_STATUS(oz_open(model_path, o, &model, NULL, &err), OC_ERR_INVALID_ARG, &err);
+        CHECK(strstr(err.message, "oz_open_options.parse") != NULL && model == NULL);
+        munmap(map, map_len);
+        oz_convert_info *info = (oz_convert_info *)(void *)guarded(sizeof *info, &map, &map_len);
+        REQUIRE(info != NULL);
+        info->size = sizes[i];
+        CHECK_STATUS(oz_convert_file(model_path, convert_path, NULL, NULL, info, &err),
+                     OC_ERR_INVALID_ARG, &err);
+        CHECK(strstr(err.message, "OC_OPTIONS_MAX_SIZE") != NULL);
+        munmap(map, map_len);
+    }
+    /* The largest size accepted: zeros past today's fields. */
+    unsigned char *b = guarded(OC_OPTIONS_MAX_SIZE, &map, &map_len);
+    REQUIRE(b != NULL);
+    oc_parse_options *p = (oc_parse_options *)(void *)b;
+    oc_parse_options_init(p);
+    p->size = OC_OPTIONS_MAX_SIZE;
+    CHECK_OK(oc_model_load_file(model_path, p, &model, &err), &err);
+    CHECK(model && tensor_intact(model));
+    oc_model_free(model);
+    munmap(map, map_len);
+}
+
 /* ---- where each struct grew ---- */
 
 /* A field appended to a struct starts at or past the sizeof the struct had before it
@@ -834,5 +898,6 @@ int main(int argc, char **argv) {
     test_convert_info_old();
     test_http_old();
     test_layouts();
+    test_size_capped();
     return check_report("test_options_abi");
 }

@@ -15,6 +15,14 @@
  * even in sanitizer builds. Real models nest a few dozen levels (subgraphs in subgraphs). */
 #define OC_MAX_DEPTH_HARD 1000u
 
+/* The largest size a struct that begins with its size (the options and infos of both
+ * libraries: onnxcore/options.h, "Extending") may claim. A larger one is refused with
+ * OC_ERR_INVALID_ARG before any byte past its size field is read: the bytes a caller's
+ * struct has past what the library knows are checked to be zeros, and a size never set
+ * (stack garbage) must not send that check reading far past the caller's struct. Today's
+ * largest such struct is a few hundred bytes. */
+#define OC_OPTIONS_MAX_SIZE 4096u
+
 /* Sizes a load accepts, each adjustable in oc_parse_options (0 there means the default
  * here). By default there is no cap beyond the format's own: models of any size load, and
  * the memory a load takes follows from the sizes of the files it is given (a copying load

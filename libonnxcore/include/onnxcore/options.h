@@ -27,12 +27,13 @@
  * a struct of 8-byte alignment that ends 4 bytes short of its sizeof), an explicit
  * padding member that is never read fills it first (oc_http_options.padding_48); test
  * api.options_abi records each struct's sizes and checks that every later field starts
- * at or past them. A struct whose size is 0 (never initialised) is refused with OC_ERR_INVALID_ARG,
- * and so is one longer than this library knows (from a program compiled against a later
- * header) that sets anything past the fields it knows, an option it cannot honour; zeros
- * there are accepted (test api.options_abi). Set fields by name after initialising;
- * do not fill these structs positionally. oc_tensor_buffer_options, embedded in both, is
- * fixed: it never grows, and has no size of its own. It sits inside oc_parse_options and
+ * at or past them. A struct whose size is 0 (never initialised) or past
+ * OC_OPTIONS_MAX_SIZE (limits.h: garbage, refused before another byte is read) is refused
+ * with OC_ERR_INVALID_ARG, and so is one longer than this library knows (from a program
+ * compiled against a later header) that sets anything past the fields it knows, an option
+ * it cannot honour; zeros there are accepted (test api.options_abi). Set fields by name
+ * after initialising; do not fill these structs positionally. oc_tensor_buffer_options,
+ * embedded in both, is fixed: it never grows, and has no size of its own. It sits inside oc_parse_options and
  * oc_serialize_options right after their size, so a field added to it would move every
  * field that follows in both (the break the size field exists to prevent), and the
  * enclosing struct's size already says whether it is there. A new buffer setting is a new

@@ -76,7 +76,7 @@ static int opts_embedded(size_t at, size_t src_size, const void *embedded, size_
     if (at + OC_OPTS_MIN_SIZE > src_size) return 0;
     size_t size;
     memcpy(&size, embedded, sizeof size);
-    if (at + size > src_size) {
+    if (size > src_size - at) {
         oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                      "%s of %zu bytes does not fit in the %zu bytes of the options holding it",
                      what, size, src_size - at);
