@@ -61,7 +61,7 @@ OC_API oc_status oc_external_data_load_with(const oc_msgdesc *desc, void *msg,
 typedef struct oc_external_ref {
     const char *location;
     uint64_t offset;
-    int has_offset; /* write an `offset` key */
+    bool has_offset; /* write an `offset` key */
     uint64_t length;
     const char *checksum; /* hex SHA-1 or NULL */
 } oc_external_ref;
@@ -153,13 +153,13 @@ OC_API bool oc_tensor_is_external(const onnx_TensorProto *tensor);
 /* The value of an external_data key, or NULL (the last entry wins, as in onnx). */
 OC_API const oc_str *oc_tensor_external_value(const onnx_TensorProto *tensor, const char *key);
 /* Reads a tensor's `offset` and `length` keys under spec E-12: each may be absent (then
- * *offset is 0, *length 0, and *has_offset / *has_length, when not NULL, are 0); present,
+ * *offset is 0, *length 0, and *has_offset / *has_length, when not NULL, are false); present,
  * it must be 1 to 19 decimal digits, at most 2^63 - 1. Anything else (a sign, a space,
  * hex, a NUL, ...) is OC_ERR_MALFORMED with "tensor 'NAME': external data offset 'VALUE'
  * is not a non-negative integer (E-12)", NAME and VALUE escaped by oc_quote. Archives
  * (libonnxz, spec onnxz.md A-21) read their tensors' keys with the same rule. */
 OC_API oc_status oc_tensor_external_range(const onnx_TensorProto *tensor, uint64_t *offset,
-                                          int *has_offset, uint64_t *length, int *has_length,
+                                          bool *has_offset, uint64_t *length, bool *has_length,
                                           oc_error *err);
 #endif
 

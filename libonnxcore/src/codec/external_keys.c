@@ -53,8 +53,8 @@ static int parse_u63(const oc_str *s, uint64_t *out) {
     return 1;
 }
 
-oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset, int *has_offset,
-                                   uint64_t *length, int *has_length, oc_error *err) {
+oc_status oc_tensor_external_range(const onnx_TensorProto *t, uint64_t *offset, bool *has_offset,
+                                   uint64_t *length, bool *has_length, oc_error *err) {
     if (!t || !offset || !length)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_tensor_external_range: missing argument");

@@ -324,7 +324,7 @@ oc_status oc_tensor_check_size_fetched(const onnx_TensorProto *t, const oc_tenso
         what = "its data holds"; /* from a file, or streamed from memory */
     } else if (oc_tensor_is_external(t)) {
         uint64_t offset, length;
-        int has_length;
+        bool has_length;
         OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, err));
         if (!has_length) return OC_OK;
         have = length;

@@ -493,7 +493,7 @@ static oc_status resolve_tensor(loader *l, onnx_TensorProto *t) {
                              "tensor '%s': external data has no location", oc__qname(t, name));
     /* E-12 first: a reference that cannot be read is refused before any file is opened. */
     uint64_t offset, length;
-    int has_length;
+    bool has_length;
     OC_FORWARD(oc_tensor_external_range(t, &offset, NULL, &length, &has_length, l->err));
     if (!l->first_location.size) l->first_location = *loc;
     uint32_t fi = 0;

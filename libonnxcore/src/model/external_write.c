@@ -443,7 +443,7 @@ static oc_status put_in_file(void *ctx, const onnx_TensorProto *t, oc_external_r
     p->size += n;
     ref->location = p->location;
     ref->offset = at;
-    ref->has_offset = 1;
+    ref->has_offset = true;
     ref->length = n;
     return OC_OK;
 }

@@ -172,7 +172,7 @@ static oc_status put_entry(void *ctx, const onnx_TensorProto *t, oc_external_ref
     OC_FORWARD(oc_tensor_write(w->fetch, t, ref->length, zip_sink, w->zip, err));
     OC_FORWARD(oz_zip_writer_end(w->zip, err));
     ref->location = name;
-    ref->has_offset = 0; /* the entry is the tensor: offset 0 */
+    ref->has_offset = false; /* the entry is the tensor: offset 0 */
     return OC_OK;
 }
 
@@ -468,7 +468,7 @@ static oc_status check_reference(const oz_archive *ar, const onnx_TensorProto *t
     oc_quote(loc->data, loc->size, qloc, sizeof qloc);
     /* E-12 applies: a value that is no number is named as such. */
     uint64_t offset, length;
-    int has_offset, has_length;
+    bool has_offset, has_length;
     OC_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, err));
     /* a `location` key without a value has no bytes at all (data NULL) */
     if (loc->size > OZ_ZIP_MAX_NAME_LEN_HARD ||

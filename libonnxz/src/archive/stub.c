@@ -551,7 +551,8 @@ static oc_status check_tensor(void *vctx, onnx_TensorProto *t) {
     stub_location *l = NULL;
     oz_zip_entry e;
     uint64_t offset, length, index = 0;
-    int has_offset, has_length, found;
+    bool has_offset, has_length;
+    int found;
     char qt[OC_QUOTE_SIZE], ql[OC_QUOTE_SIZE];
     oc_error local;
     if (!loc) return OC_OK;

@@ -306,7 +306,7 @@ typedef struct empty_refs {
 
 static bool refers_to_empty_entry(const oz_zip_reader *zip, const onnx_TensorProto *t) {
     uint64_t offset, length, index;
-    int has_offset, has_length;
+    bool has_offset, has_length;
     oz_zip_entry e;
     const oc_str *loc = oc_tensor_external_value(t, "location");
     if (!loc ||

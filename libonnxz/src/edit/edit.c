@@ -91,7 +91,7 @@ static oc_status check_ref(void *ctx, onnx_TensorProto *t) {
     oz_zip_entry e;
     OC_FORWARD(oz_zip_reader_entry(c->zip, index, &e, c->err));
     uint64_t offset, length;
-    int has_offset, has_length;
+    bool has_offset, has_length;
     OC_FORWARD(oc_tensor_external_range(t, &offset, &has_offset, &length, &has_length, c->err));
     OC_RETURN_RULE_IF((has_offset && offset != 0) || (has_length && length != e.uncompressed_size),
                       c->err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "A-51",
