@@ -821,6 +821,8 @@ static const layout_row layouts[] = {
     NOW(oz_unpack_info, 32),
     NOW(oz_metadata_options, 24),
     NOW(oz_metadata_info, 32),
+    NOW(oz_info_source, 48),
+    NOW(oz_reader_options, 48),
 };
 
 static void test_layouts(void) {
