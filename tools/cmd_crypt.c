@@ -54,11 +54,9 @@ static uint64_t size_of(const char *path) {
  * and a graph (random bytes from a wrong key are neither); else what it is not, with err
  * holding the reader's reason. */
 static const char *not_a_payload(const char *path, oc_error *err) {
-    oc_mapped map;
-    if (oc_map_file(path, &map, err) != OC_OK) return "cannot be read";
-    int zip = oz_detect(map.data, (size_t)map.size, map.size) == OZ_KIND_ZIP;
-    oc_owner_unref(map.owner);
-    if (zip) {
+    oz_kind kind;
+    if (oz_detect_path(path, NULL, &kind, err) != OC_OK) return "cannot be read";
+    if (oz_kind_is_archive(kind)) {
         oz_archive *ar = NULL;
         oc_status st = oz_archive_open(path, NULL, &ar, err);
         oz_archive_close(ar);
