@@ -26,7 +26,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
@@ -951,106 +950,15 @@ done:
 
 /* ---- _Reader: an open file ------------------------------------------------------------- */
 
-/* What tells one file from another at a path: a save renames a new file over it. */
-typedef struct file_identity {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
-} file_identity;
-
-static int identity_of(const char *path, file_identity *id) {
-    struct stat st;
-    memset(id, 0, sizeof *id);
-    if (stat(path, &st) != 0) return -1;
-    id->dev = st.st_dev;
-    id->ino = st.st_ino;
-    id->size = st.st_size;
-    id->mtime = st.st_mtim;
-    id->ctime = st.st_ctim;
-    return 0;
-}
-
-static int same_file(const file_identity *a, const file_identity *b) {
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
-           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
-/* The files a local .onnx was read from (L-2): the model file, and each data file its
- * tensors name, as they were when the File was opened. */
-typedef struct data_file {
-    char *path;      /* the model's directory, then location */
-    size_t location; /* where location begins in path */
-    file_identity id;
-} data_file;
-
-typedef struct opened_files {
-    file_identity model;
-    data_file *data;
-    size_t ndata;
-} opened_files;
-
-static void opened_clear(opened_files *o) {
-    for (size_t i = 0; i < o->ndata; i++) free(o->data[i].path);
-    free(o->data);
-    o->data = NULL;
-    o->ndata = 0;
-}
-
-/* o's data files: those references names (the distinct `location`s of its EXTERNAL
- * tensors, beside the model at path), with their identities now. Each was opened by the
- * load that just ended: taken at once after it, an identity is the file it read, but for
- * one renamed over its name in between. Without the GIL. */
-static oc_status data_files_of(const char *path, oc_model *references, opened_files *o,
-                               oc_error *err) {
-    oc_model_stats *stats = NULL;
-    if (!references) return OC_OK;
-    oc_status st = oc_model_stats_collect(oc_model_proto(references), &stats, err);
-    if (st != OC_OK) return st;
-    const char *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path + 1) : 0;
-    o->data = calloc(stats->nlocations ? stats->nlocations : 1, sizeof *o->data);
-    for (uint64_t i = 0; o->data && i < stats->nlocations; i++) {
-        const oc_str *loc = &stats->locations[i].location;
-        size_t n = (size_t)dir_len + (size_t)loc->size + 1;
-        data_file *d = &o->data[o->ndata];
-        if (!(d->path = malloc(n))) break;
-        snprintf(d->path, n, "%.*s%.*s", dir_len, path, (int)loc->size, loc->data);
-        d->location = (size_t)dir_len;
-        identity_of(d->path, &d->id); /* none (all 0): no file, which verify() reports */
-        o->ndata++;
-    }
-    int whole = o->data && o->ndata == stats->nlocations;
-    oc_model_stats_free(stats);
-    if (whole) return OC_OK;
-    opened_clear(o);
-    return oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-}
-
-/* The model and archive of a reader, freed when the reader and every span borrowing from
- * it are gone (a Python object, so that spans can hold it). */
+/* An open file (onnxz/reader.h), freed when the reader and every span borrowing from it
+ * are gone (a Python object, so that spans can hold it). */
 typedef struct {
-    PyObject_HEAD oz_archive *archive; /* an unencrypted archive, else NULL */
-    oc_model *model;      /* archives and a URL's .onnx: tensors in entries or data files kept as
-                      * references; else: every tensor resolved, in place (no_copy) */
-    oc_model *references; /* a .onnx file with external data: the model as the file holds
-                           * it, decoded with model under one pair lock (L-2); else NULL */
-    oz_weights *weights;  /* a URL's .onnx (oz_open_deferred, so model keeps references):
-                          * where its data files' tensors are, fetched one at a time when
-                          * asked for; else NULL */
-    PyThread_type_lock fetch_lock; /* with weights: one fetch at a time */
-    oc_http_options http;          /* a URL's settings, read at open: weights points to them */
-    oc_tensor_index *index;        /* model's tensors by name (K-1): one table per file */
+    PyObject_HEAD oz_reader *reader;
+    oc_http_options http; /* a URL's settings, read at open: stats and verify read them */
 } HoldObject;
 
 static void hold_dealloc(HoldObject *self) {
-    oc_tensor_index_free(self->index);
-    oz_weights_close(self->weights);
-    if (self->fetch_lock) PyThread_free_lock(self->fetch_lock);
-    oc_model_free(self->model);
-    oc_model_free(self->references);
-    oz_archive_close(self->archive);
+    oz_reader_close(self->reader);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1065,45 +973,16 @@ typedef struct {
     PyObject_HEAD PyObject *path;  /* bytes */
     HoldObject *hold;              /* NULL once closed */
     int busy;                      /* calls running without the GIL: close waits for none */
-    int kind;                      /* oz_kind */
-    int payload_archive;           /* the model came from an archive (encrypted or not) */
-    unsigned long long file_size;  /* bytes of the file or of the object at a URL; 0: unknown */
+    oz_open_info info;             /* the file's kind, form inside and size, as opened */
     unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
-    opened_files opened;           /* a local .onnx file: the files opened (L-2) */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
 
 static void reader_dealloc(ReaderObject *self) {
     reader_release(self);
-    opened_clear(&self->opened);
     Py_XDECREF(self->path);
     Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* A local .onnx file (L-2): the model with its external data read in (arrays share the
- * mappings), and, decoded from the same bytes under the same pair lock, the model as the
- * file holds it, which .model, info() and verify() report; *o the files these came from
- * (the model file's identity taken before and after: a file replaced meanwhile is opened
- * again, up to 3 times; its data files' after, data_files_of). Call without the GIL. */
-static oc_status open_model_file(const char *path, const oc_parse_options *po, HoldObject *hold,
-                                 opened_files *o, oc_error *err) {
-    oc_status st = OC_OK;
-    for (int tries = 0; tries < 3; tries++) {
-        file_identity after;
-        int known = identity_of(path, &o->model) == 0;
-        st = oc_model_load_file_with_references(path, po, &hold->model, &hold->references, err);
-        if (st == OC_OK) st = data_files_of(path, hold->references, o, err);
-        if (st != OC_OK || !known ||
-            (identity_of(path, &after) == 0 && same_file(&o->model, &after)))
-            return st;
-        opened_clear(o);
-        oc_model_free(hold->model);
-        oc_model_free(hold->references);
-        hold->model = hold->references = NULL;
-    }
-    return oc_error_set(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "busy: the file was replaced while it was opened, again and again");
 }
 
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
@@ -1111,7 +990,6 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     PyObject *path_obj, *key_obj = Py_None, *path = NULL, *holder = NULL;
     unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     Py_buffer key;
-    oz_kind kind = OZ_KIND_MODEL;
     HoldObject *hold;
     onnxz_fault_scope scope;
     oc_error err;
@@ -1128,67 +1006,29 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     hold = PyObject_New(HoldObject, &HoldType);
-    if (!hold) {
+    if (hold) {
+        hold->reader = NULL;
+        hold->http = (oc_http_options)OC_HTTP_OPTIONS_INIT;
+    }
+    if (!hold || http_settings(&hold->http) < 0) {
         key_release(&key, &holder);
+        Py_XDECREF(hold);
         Py_DECREF(path);
         return -1;
     }
-    hold->archive = NULL;
-    hold->model = NULL;
-    hold->references = NULL;
-    hold->weights = NULL;
-    hold->fetch_lock = NULL;
-    hold->index = NULL;
-    hold->http = (oc_http_options)OC_HTTP_OPTIONS_INIT;
-    if (http_settings(&hold->http) < 0) {
-        key_release(&key, &holder);
-        Py_DECREF(hold);
-        Py_DECREF(path);
-        return -1;
-    }
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    o.max_memory = max_memory;
+    o.http = &hold->http;
+    o.key = key.buf;
+    o.key_len = (size_t)key.len;
+    oz_open_info_init(&self->info);
     oc_error_clear(&err);
     onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
-        st = oz_detect_path(PyBytes_AS_STRING(path), &hold->http, &kind, &err);
-        if (st == OC_OK && kind == OZ_KIND_ZIP) {
-            oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-            oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
-            po.skip_external_data = 1;
-            po.http = zo.http = &hold->http;
-            po.max_memory = zo.max_memory = max_memory;
-            st = oz_archive_open(PyBytes_AS_STRING(path), &zo, &hold->archive, &err);
-            if (st == OC_OK) st = oz_archive_load_model(hold->archive, &po, &hold->model, &err);
-            if (st == OC_OK) self->file_size = oz_zip_reader_size(oz_archive_zip(hold->archive));
-        } else if (st == OC_OK) {
-            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-            o.parse.no_copy = 1;
-            o.parse.http = &hold->http;
-            o.parse.max_memory = max_memory;
-            o.key = key.buf;
-            o.key_len = (size_t)key.len;
-            oz_open_info info = OZ_OPEN_INFO_INIT;
-            /* A URL's .onnx: its data files are not downloaded whole, each tensor is fetched
-         * when asked for (an archive's entries are too, by oz_archive_read_tensor). */
-            if (oc_is_url(PyBytes_AS_STRING(path)) && kind == OZ_KIND_MODEL)
-                st = oz_open_deferred(PyBytes_AS_STRING(path), &o, &hold->model, &hold->weights,
-                                      &info, &err);
-            else if (kind == OZ_KIND_MODEL)
-                st = open_model_file(PyBytes_AS_STRING(path), &o.parse, hold, &self->opened, &err);
-            else
-                st = oz_open(PyBytes_AS_STRING(path), &o, &hold->model, &info, &err);
-            self->payload_archive = info.is_archive;
-            self->file_size =
-                info.file_size ? info.file_size : (unsigned long long)self->opened.model.size;
-        }
-        if (st == OC_OK)
-            st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(hold->model),
-                                     &hold->index, &err);
+        st = oz_reader_open(PyBytes_AS_STRING(path), &o, &hold->reader, &self->info, &err);
     Py_END_ALLOW_THREADS
     key_release(&key, &holder);
-    if (st != OC_OK)
-        raise_error(PyBytes_AS_STRING(path), &err);
-    else if (hold->weights && !(hold->fetch_lock = PyThread_allocate_lock()))
-        PyErr_NoMemory();
+    if (st != OC_OK) raise_error(PyBytes_AS_STRING(path), &err);
     /* S-42: a fault in the mappings (a file cut in place) fails the open, never kills;
      * faults in them later are raised at the next bytecode */
     if (left_cut(&scope) || PyErr_Occurred()) {
@@ -1199,8 +1039,6 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     self->path = path;
     self->hold = hold;
     self->max_memory = max_memory;
-    self->kind = (int)kind;
-    if (kind == OZ_KIND_ZIP) self->payload_archive = 1;
     return 0;
 }
 
@@ -1213,17 +1051,17 @@ static int reader_check(ReaderObject *self) {
 /* names() -> [str]: the model's tensor names, each once, in the index's order (bytes that
  * are not UTF-8 as surrogates, which tensor() turns back into them). */
 static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
-    const oc_tensor_index *x;
+    const oz_reader *r;
     PyObject *list;
     uint64_t n;
     (void)unused;
     if (reader_check(self) < 0) return NULL;
-    x = self->hold->index; /* nothing below lets the GIL go: close() cannot run */
-    n = oc_tensor_index_count(x);
+    r = self->hold->reader; /* nothing below lets the GIL go: close() cannot run */
+    n = oz_reader_count(r);
     if (n > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
     list = PyList_New((Py_ssize_t)n);
     for (uint64_t i = 0; list && i < n; i++) {
-        const onnx_TensorProto *t = oc_tensor_index_at(x, i);
+        const onnx_TensorProto *t = oz_reader_at(r, i);
         PyObject *name =
             PyUnicode_DecodeUTF8(t->name.data, (Py_ssize_t)t->name.size, "surrogateescape");
         if (!name)
@@ -1241,7 +1079,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     PyObject *name_obj, *name_bytes, *dims = NULL, *span = NULL, *out = NULL;
     const char *name;
     size_t len;
-    onnx_TensorProto *t;
+    const onnx_TensorProto *t;
     oc_bytes bytes = {0};
     oc_error err;
     oc_status st = OC_OK;
@@ -1265,7 +1103,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
      * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
     hold = self->hold;
     Py_INCREF(hold);
-    t = oc_tensor_index_find(hold->index, name, len);
+    t = oz_reader_find(hold->reader, name, len);
     if (!t) {
         PyErr_SetObject(PyExc_KeyError, name_obj);
         goto done;
@@ -1293,12 +1131,9 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
         if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
         goto done;
     }
-    /* raw bytes, W-40 checked first (oz_tensor_read) */
-    oz_tensor_source from = {hold->archive, hold->weights, NULL, NULL};
+    /* raw bytes, W-40 checked first */
     Py_BEGIN_ALLOW_THREADS
-        if (hold->weights) PyThread_acquire_lock(hold->fetch_lock, WAIT_LOCK);
-        st = oz_tensor_read(t, &from, &bytes, &err);
-        if (hold->weights) PyThread_release_lock(hold->fetch_lock);
+        st = oz_reader_read(hold->reader, t, &bytes, &err);
     Py_END_ALLOW_THREADS
     if (st != OC_OK) goto fail;
     span = span_new(&bytes, (PyObject *)hold);
@@ -1323,33 +1158,26 @@ static PyObject *reader_close(ReaderObject *self, PyObject *unused) {
 
 static PyObject *reader_file_size(ReaderObject *self, PyObject *unused) {
     (void)unused;
-    return PyLong_FromUnsignedLongLong(self->file_size);
+    return PyLong_FromUnsignedLongLong(self->info.file_size);
 }
 
 static PyObject *reader_keeps_references(ReaderObject *self, PyObject *unused) {
     (void)unused;
     if (reader_check(self) < 0) return NULL;
-    return PyBool_FromLong(self->hold->archive || self->hold->weights ||
-                           self->kind == OZ_KIND_MODEL);
+    return PyBool_FromLong(!oz_kind_is_encrypted(self->info.kind, NULL));
 }
 
 static PyObject *reader_is_archive(ReaderObject *self, PyObject *unused) {
     (void)unused;
-    return PyBool_FromLong(self->kind == OZ_KIND_ZIP);
+    return PyBool_FromLong(oz_kind_is_archive(self->info.kind));
 }
 
 /* kind() -> (the file's kind as oz_kind_name says it, whether the model came from an
  * archive: true for an encrypted archive too). */
 static PyObject *reader_kind(ReaderObject *self, PyObject *unused) {
     (void)unused;
-    return Py_BuildValue("(sO)", oz_kind_name((oz_kind)self->kind),
-                         self->payload_archive ? Py_True : Py_False);
-}
-
-/* The model as the file holds it (tensors in entries or data files as references), as it
- * was opened (L-2). */
-static oc_model *held_form(const HoldObject *hold) {
-    return hold->references ? hold->references : hold->model;
+    return Py_BuildValue("(sO)", oz_kind_name(self->info.kind),
+                         self->info.is_archive ? Py_True : Py_False);
 }
 
 /* What info(key) and verify(key) begin with: the key's bytes (key_release them) and the
@@ -1375,19 +1203,15 @@ static oc_status info_json(const ReaderObject *self, const HoldObject *hold, con
     oz_info_source src = OZ_INFO_SOURCE_INIT;
     oc_model *model = NULL;
     oz_info *info = NULL;
-    struct stat sb;
     FILE *out;
     bool written = false;
     oc_status st = OC_OK;
     src.path = path;
-    src.file_size = self->file_size;
-    src.payload_archive = self->payload_archive;
-    src.archive = hold->archive;
-    oz_kind_is_encrypted((oz_kind)self->kind, &src.crypt);
-    if (!src.file_size && !oc_is_url(path) && stat(path, &sb) == 0)
-        src.file_size = (uint64_t)sb.st_size;
-    if (hold->archive || hold->weights || self->kind == OZ_KIND_MODEL) {
-        src.model = oc_model_proto(held_form(hold));
+    src.file_size = self->info.file_size;
+    src.payload_archive = self->info.is_archive;
+    src.archive = oz_reader_archive(hold->reader);
+    if (!oz_kind_is_encrypted(self->info.kind, &src.crypt)) {
+        src.model = oc_model_proto(oz_reader_model(hold->reader));
     } else {
         oz_open_options o = OZ_OPEN_OPTIONS_INIT;
         o.parse.no_copy = 1;
@@ -1434,31 +1258,6 @@ static PyObject *reader_info(ReaderObject *self, PyObject *args) {
     return out;
 }
 
-/* L-2: verify() reads a .onnx file and its data files again (checksums, every
- * reference): only while each file at its path is the one opened; a replaced one is not
- * reported on as if it were. */
-static oc_status still_opened(const ReaderObject *self, oc_error *err) {
-    file_identity now;
-    const opened_files *o = &self->opened;
-    if (self->kind != OZ_KIND_MODEL || oc_is_url(PyBytes_AS_STRING(self->path))) return OC_OK;
-    if (identity_of(PyBytes_AS_STRING(self->path), &now) != 0 || !same_file(&o->model, &now))
-        return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                            "replaced since it was opened: verify() checks the file as opened, "
-                            "which is no longer there; open it again to verify the new one");
-    for (size_t i = 0; i < o->ndata; i++) {
-        const data_file *d = &o->data[i];
-        const char *loc = d->path + d->location;
-        char shown[OC_QUOTE_SIZE]; /* a location is the file's text */
-        if (identity_of(d->path, &now) != 0 || !same_file(&d->id, &now))
-            return oc_error_set(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                                "its data file '%s' was replaced since it was opened: verify() "
-                                "checks the files as opened, which are no longer there; open "
-                                "it again to verify the new ones",
-                                oc_quote(loc, strlen(loc), shown, sizeof shown));
-    }
-    return OC_OK;
-}
-
 /* verify(key): the checks of `onnxz verify` but stub references (onnxz/verify.h):
  * oz_archive_verify for an archive, oz_verify_model for the other forms. */
 static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
@@ -1472,18 +1271,21 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     if (!hold) return NULL;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
-        if (hold->archive) {
-            st = oz_archive_verify(hold->archive, NULL, &report, &err);
+        const oz_archive *ar = oz_reader_archive(hold->reader);
+        if (ar) {
+            st = oz_archive_verify(ar, NULL, &report, &err);
         } else {
             oz_open_options o = OZ_OPEN_OPTIONS_INIT;
             o.parse.http = &hold->http;
             o.parse.max_memory = self->max_memory;
             o.key = key.buf;
             o.key_len = (size_t)key.len;
-            st = still_opened(self, &err);
+            /* L-2: the files are read again by their names, only while they are the ones
+             * opened (and not replaced while verified) */
+            st = oz_reader_unchanged(hold->reader, &err);
             if (st == OC_OK)
                 st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
-            if (st == OC_OK) st = still_opened(self, &err); /* not replaced while verified */
+            if (st == OC_OK) st = oz_reader_unchanged(hold->reader, &err);
         }
     Py_END_ALLOW_THREADS
     Py_DECREF(hold);
@@ -1509,7 +1311,7 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
     Py_INCREF(hold);
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
-        st = oc_model_clone(held_form(hold), &copy, &err);
+        st = oc_model_clone(oz_reader_model(hold->reader), &copy, &err);
     Py_END_ALLOW_THREADS
     if (st == OC_OK)
         out = model_split(copy, PyBytes_AS_STRING(self->path));

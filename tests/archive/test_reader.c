@@ -143,7 +143,7 @@ static void check_references(const char *name) {
     oz_reader *r = NULL;
     CHECK_STATUS(oz_reader_open(td_at(name), NULL, &r, NULL, &err), OC_OK, &err);
     if (!r) return;
-    const onnx_GraphProto *g = oc_model_proto((oc_model *)oz_reader_model(r))->graph;
+    const onnx_GraphProto *g = oc_model_proto(oz_reader_model(r))->graph;
     CHECK(g && g->initializer.count == NWANT);
     for (size_t k = 0; g && k < g->initializer.count; k++)
         CHECK(oc_tensor_is_external(g->initializer.items[k]) == (want[k].n > 1024));

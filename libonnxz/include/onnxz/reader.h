@@ -85,8 +85,8 @@ OZ_API void oz_reader_info(const oz_reader *r, oz_open_info *info);
 
 /* The model as the file holds it, for its graph and figures: each tensor kept in an
  * archive's entry or a data file is an EXTERNAL reference (an encrypted file's model holds
- * every tensor's bytes). Borrowed from r. */
-OZ_API const oc_model *oz_reader_model(const oz_reader *r);
+ * every tensor's bytes). Borrowed from r, to read: not to change or free. */
+OZ_API oc_model *oz_reader_model(const oz_reader *r);
 
 /* An unencrypted archive's (for listings and verification); NULL for the other forms.
  * Borrowed from r. */

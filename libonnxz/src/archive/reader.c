@@ -282,7 +282,7 @@ void oz_reader_info(const oz_reader *r, oz_open_info *info) {
     if (r && info && info->size >= OC_OPTS_MIN_SIZE) oc__output_put(info, &r->info, sizeof r->info);
 }
 
-const oc_model *oz_reader_model(const oz_reader *r) {
+oc_model *oz_reader_model(const oz_reader *r) {
     return !r ? NULL : r->references ? r->references : r->model;
 }
 
