@@ -8,6 +8,8 @@
  * tm_add_node(a, g, op)              a node of type op in g
  * SETS(M, msg, field, a, s)          msg's string field set to s, marked present
  * SETV(M, msg, field, v)             msg's scalar field set to v, marked present
+ * tm_encrypt_file(in, out, pass, f)  the file in encrypted as out in format f, with few
+ *                                    KDF iterations (the KDF's strength is not tested)
  *
  * The byte pattern depends on the seed, so tensors of one model differ and a test can
  * check any byte it reads without keeping the source.
@@ -79,6 +81,15 @@ static inline onnx_NodeProto *tm_add_node(oc_arena *a, onnx_GraphProto *g, const
         OC_SET_HAS(NodeProto, nd, op_type);
     }
     return nd;
+}
+
+static inline oc_status tm_encrypt_file(const char *in, const char *out, const char *pass,
+                                        oc_crypt_format format, oc_error *err) {
+    oc_crypt_options co;
+    oc_crypt_options_init(&co);
+    co.format = format;
+    if (format != OC_CRYPT_ONNXCRY1) co.iterations = 1000;
+    return oc_crypt_encrypt_file(in, out, pass, strlen(pass), &co, err);
 }
 
 #endif
