@@ -24,7 +24,6 @@ import tempfile
 
 import numpy as np
 import onnx
-import onnx.numpy_helper  # File.tensor of typed fields; `import onnx` alone lacks it
 from google.protobuf.message import DecodeError
 
 from . import _onnxz, _version
@@ -407,24 +406,6 @@ def unpack(archive, dir, *, force=False, sync=True, max_memory=None):
     _onnxz._unpack(archive, dir, bool(force), bool(sync), _budget(max_memory))
 
 
-# ONNX TensorProto.DataType -> (the typed field that holds its values, the numpy dtype
-# each value is cast to, the dtype the result is viewed as), from onnx.proto: the
-# package's own table, since an installed onnx may predate a type (python3-onnx 1.12 has
-# no FLOAT8 and no INT4). FLOAT16 and BFLOAT16 values are bit patterns; the types numpy
-# lacks come as their raw unsigned type, the packed 4-bit and 2-bit ones as their bytes
-# (one a value), as _DTYPES gives them over raw bytes. STRING is onnx's to convert.
-_TYPED = {
-    1: ("float_data", np.float32, None), 11: ("double_data", np.float64, None),
-    14: ("float_data", np.float32, np.complex64), 15: ("double_data", np.float64, np.complex128),
-    7: ("int64_data", np.int64, None), 12: ("uint64_data", np.uint32, None),
-    13: ("uint64_data", np.uint64, None), 10: ("int32_data", np.uint16, np.float16),
-    **{k: ("int32_data", _DTYPES[k], None) for k in (2, 3, 4, 5, 6, 9, 16, 17, 18, 19, 20, 24)},
-    **{k: ("int32_data", np.uint8, None) for k in _PACKED},
-}
-_FIELD_DTYPES = {"float_data": np.float32, "double_data": np.float64, "int64_data": np.int64,
-                 "uint64_data": np.uint64, "int32_data": np.int32}
-
-
 def meta(path, *, producer=None, producer_version=None, doc_string=None, set=None,
          remove=(), append_only=False, max_memory=None):
     """Shows or edits the model's metadata, as `onnxz meta` does, and returns what
@@ -457,18 +438,6 @@ def meta(path, *, producer=None, producer_version=None, doc_string=None, set=Non
     return {"file": _onnxz._path_shown(_fspath(path)),
             "format": "onnxz" if is_archive else "onnx", "producer_name": name, "producer_version": version, "doc_string": doc,
             "metadata_props": [{"key": k, "value": v} for k, v in props]}
-
-
-def _typed_array(t, dims):
-    """The array of a tensor in typed fields (the library checked the count and the type,
-    W-42), in the dtype and shape f[name] gives the same tensor in raw_data."""
-    if t.data_type == 8:  # STRING
-        return onnx.numpy_helper.to_array(t)
-    field, cast, view = _TYPED[t.data_type]
-    a = np.array(getattr(t, field), dtype=_FIELD_DTYPES[field]).astype(cast)
-    if view is not None:
-        a = a.view(view)
-    return a if t.data_type in _PACKED else a.reshape(dims)
 
 
 class File(collections.abc.Mapping):
@@ -565,8 +534,10 @@ class File(collections.abc.Mapping):
         into the file's mapping (or the decrypted buffer): zero copy. Types numpy lacks come
         as their raw unsigned type (bfloat16: uint16, float8: uint8, same shape); the packed
         4-bit and 2-bit types as their bytes (uint8, one-dimensional). A tensor held in the
-        typed fields (float_data...) instead of raw bytes is converted (a copy), once its
-        count is checked (W-42). A tensor the tool refuses (dims against its data, a count
+        typed fields (float_data...) instead of raw bytes comes as the same array, read from
+        the bytes the library converts them to (a copy), once its count is checked (W-42);
+        STRING values as an object array of str (UTF-8; other bytes decoded with
+        surrogateescape). A tensor the tool refuses (dims against its data, a count
         that differs, no data, a data_type ONNX does not define) raises onnxz.Error with the
         tool's message. KeyError for an unknown name.
 
@@ -574,15 +545,15 @@ class File(collections.abc.Mapping):
         surrogateescape (os.fsdecode's rule), and such a str looks the tensor up as it
         was given; a bytes name (the name's bytes) does too."""
         span, data_type, dims = self._open_reader().tensor(name)  # dims and size checked
-        typed = isinstance(span, tuple)  # typed fields: (the encoded tensor,), counts checked
-        if typed and (data_type in _TYPED or data_type == 8):
-            a = _typed_array(onnx.TensorProto.FromString(span[0]), dims)
+        if isinstance(span, tuple):  # STRING values: their bytes, as onnx gives them (str)
+            a = np.array([s.decode("utf-8", "surrogateescape") for s in span],
+                         dtype=object).reshape(dims)
             a.setflags(write=False)
             return a
         if data_type in _PACKED:
             return np.frombuffer(span, dtype=np.uint8)
         dtype = _DTYPES.get(data_type)
-        if dtype is None or typed:
+        if dtype is None:
             _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
                           f"tensor {name!r} has data_type {data_type}, which has no numpy dtype")
         dtype = np.dtype(dtype).newbyteorder("<")

@@ -1072,9 +1072,26 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     return list;
 }
 
-/* tensor(name) -> (span or None, data_type, dims): the tensor's bytes in place (a URL's
- * archive entry or data file: fetched, a bytes object); None when it holds no raw bytes
- * (typed fields: float_data...; the caller converts those). */
+/* A STRING tensor's values (oc_tensor_strings, counts checked), as a tuple of bytes. */
+static PyObject *tensor_strings(const onnx_TensorProto *t, oc_error *err) {
+    const oc_str *items;
+    uint64_t n;
+    if (oc_tensor_strings(t, &items, &n, err) != OC_OK) return NULL;
+    if (n > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
+    PyObject *tuple = PyTuple_New((Py_ssize_t)n);
+    for (uint64_t i = 0; tuple && i < n; i++) {
+        PyObject *b = PyBytes_FromStringAndSize(items[i].data, (Py_ssize_t)items[i].size);
+        if (!b)
+            Py_CLEAR(tuple);
+        else
+            PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, b);
+    }
+    return tuple;
+}
+
+/* tensor(name) -> (span or strings, data_type, dims): the tensor's bytes in place (a URL's
+ * archive entry or data file: fetched, a bytes object; typed fields: the bytes raw_data
+ * would hold), or, for STRING values in typed fields, a tuple of their bytes. */
 static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     PyObject *name_obj, *name_bytes, *dims = NULL, *span = NULL, *out = NULL;
     const char *name;
@@ -1118,20 +1135,13 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     }
     if (!dims) goto done;
     oc_error_clear(&err);
-    if (oc_tensor_is_typed(t)) {
-        /* typed fields, checked as `onnxz verify` checks them (W-40, W-42): (the encoded
-         * tensor,), which the caller converts; its name need not be UTF-8 */
-        void *enc = NULL;
-        uint64_t n = 0;
-        if (oc_tensor_check_size(t, &err) != OC_OK ||
-            oc_encode_to_memory(&onnx_TensorProto_desc, t, &enc, &n, &err) != OC_OK)
-            goto fail;
-        span = Py_BuildValue("(y#)", (const char *)enc, (Py_ssize_t)n);
-        free(enc);
+    if (oc_tensor_is_typed(t) && t->data_type == 8) { /* STRING: W-40, W-42 checked */
+        span = tensor_strings(t, &err);
+        if (!span && !PyErr_Occurred()) goto fail;
         if (span) out = Py_BuildValue("(OiO)", span, (int)t->data_type, dims);
         goto done;
     }
-    /* raw bytes, W-40 checked first */
+    /* raw bytes (typed fields: theirs), W-40 checked first */
     Py_BEGIN_ALLOW_THREADS
         st = oz_reader_read(hold->reader, t, &bytes, &err);
     Py_END_ALLOW_THREADS

@@ -132,3 +132,110 @@ def test_segment_refused_everywhere_alike(tmp_path, tool):
         f.verify()
     v = run([tool, "verify", str(p)])
     assert v.returncode == 1 and v.stderr.decode().strip() == f"onnxz: error: {e.value}"
+
+
+F16 = [int(b) for b in np.array([1.5, -2.0, 65504.0, 0.0, -0.0, np.inf], np.float16)
+       .view(np.uint16)]
+VALUES = {  # six elements of each type in its typed field (two values a complex one)
+    1: ("float_data", [1.5, -2.0, 0.25, 3e38, -0.0, float("inf")]),
+    2: ("int32_data", [3, 0, 255, 128, 1, 7]),
+    3: ("int32_data", [-3, 0, 100, 127, -128, 7]),
+    4: ("int32_data", [3, 0, 65535, 40000, 1, 7]),
+    5: ("int32_data", [-3, 0, 30000, -32768, 32767, 5]),
+    6: ("int32_data", [-3, 0, 100, 2**31 - 1, -2**31, 7]),
+    7: ("int64_data", [-3, 0, 2**40, -2**63, 2**63 - 1, 7]),
+    8: ("string_data", [b"a", b"", "\u00e9".encode(), b"dd", b"e", b"f"]),
+    9: ("int32_data", [1, 0, 2, 1, 0, 0]),  # 2: true, as onnx casts it
+    10: ("int32_data", F16),
+    11: ("double_data", [1.5, -2.0, 1e300, 0.1, -0.0, 3.0]),
+    12: ("uint64_data", [3, 0, 2**32 - 1, 2**31, 1, 7]),
+    13: ("uint64_data", [3, 0, 2**64 - 1, 2**63, 1, 7]),
+    14: ("float_data", [1.0, 2.0, -3.0, 4.5, 0.0, -1.0, 7.0, 8.0, 1e-3, 2e-3, 5.0, 6.0]),
+    15: ("double_data", [1.0, 2.0, -3.0, 4.5, 0.0, -1.0, 7.0, 8.0, 1e-3, 2e-3, 5.0, 6.0]),
+    16: ("int32_data", [0x3fc0, 0xc000, 0x7f80, 0, 0x8000, 0x4049]),
+    **{k: ("int32_data", [0x38, 0, 0xff, 0x80, 1, 0x7f]) for k in (17, 18, 19, 20, 24)},
+    **{k: ("int32_data", [0x21, 0xf3, 0x80]) for k in (21, 22, 23)},  # two 4-bit a value
+    **{k: ("int32_data", [0xe4, 0x1b]) for k in (25, 26)},  # four 2-bit a value
+}
+# The types python3-onnx 1.12 does not know (17 on): f[name] as the package's own table
+# gave it before the library converted typed fields ({name: (dtype, shape, bytes)}).
+BEFORE = {
+    **{f"{p}{k}": v for k in (17, 18, 19, 20, 24) for p, v in (
+        ("t", ("uint8", (2, 3), "3800ff80017f")), ("s", ("uint8", (), "38")),
+        ("e", ("uint8", (2, 0), "")))},
+    **{f"{p}{k}": v for k in (21, 22, 23) for p, v in (
+        ("t", ("uint8", (3,), "21f380")), ("s", ("uint8", (1,), "07")),
+        ("e", ("uint8", (0,), "")))},
+    **{f"{p}{k}": v for k in (25, 26) for p, v in (
+        ("t", ("uint8", (2,), "e41b")), ("s", ("uint8", (1,), "03")),
+        ("e", ("uint8", (0,), "")))},
+}
+
+
+def every_typed():
+    """Each type in typed fields as a [2, 3] tensor (t), a 0-d one (s: one element) and
+    one without elements (e)."""
+    out = []
+    for k, (field, v) in VALUES.items():
+        per = 2 if k in (14, 15) else 1
+        one = [0x07] if k in (21, 22, 23) else [0x03] if k in (25, 26) else v[:per]
+        out += [tensor(f"t{k}", k, [2, 3], **{field: v}), tensor(f"s{k}", k, [], **{field: one}),
+                tensor(f"e{k}", k, [2, 0])]
+    return out
+
+
+def forms(tmp_path, tool, typed):
+    """The typed tensors in a .onnx, in a .onnx beside a data file (a raw tensor there),
+    and in an .onnxz archive; each keeps them in typed fields."""
+    big = onnx.numpy_helper.from_array(np.arange(4096, dtype=np.float32), "big")
+    p = tmp_path / "typed.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], typed + [big])), str(p))
+    out = {"onnx": p, "external": tmp_path / "x.onnx", "archive": tmp_path / "a.onnxz"}
+    for form, flags in (("external", ["--external-data", "x.data"]), ("archive", [])):
+        assert run([tool, "convert", str(p), str(out[form]), *flags]).returncode == 0
+    assert (tmp_path / "x.data").stat().st_size == 4096 * 4
+    return out
+
+
+def to_array(t):
+    """numpy_helper.to_array, whose 1.12 fails on typed COMPLEX64 and COMPLEX128 (it casts
+    the complex values its combine_pairs_to_complex made to float): those from their pairs
+    by that same helper."""
+    if t.data_type not in (14, 15):
+        return onnx.numpy_helper.to_array(t)
+    values = t.float_data if t.data_type == 14 else t.double_data
+    return np.array(onnx.numpy_helper.combine_pairs_to_complex(values),
+                    np.complex64 if t.data_type == 14 else np.complex128).reshape(t.dims)
+
+
+def test_typed_bytes_as_onnx_reads_them(tmp_path, tool):
+    """Every type ONNX defines, in typed fields, with and without dims, in every form:
+    `onnxz get` writes the bytes raw_data would hold, and f[name] is the array those bytes
+    make. The oracle: python3-onnx's numpy_helper.to_array of the typed tensor equals its
+    to_array of a raw_data tensor of those bytes (to_array below) (1.12 knows the types up to 16); for the
+    types from 17 on, what the package's own table gave before (BEFORE). STRING: the
+    strings to_array gives; `onnxz get` refuses it."""
+    typed = every_typed()
+    for form, path in forms(tmp_path, tool, typed).items():
+        f = onnxz.open(str(path))
+        f.verify()
+        for t in typed:
+            a, k = f[t.name], t.data_type
+            assert not a.flags.writeable, (form, t.name)
+            got = run([tool, "get", str(path), t.name])
+            if k == 8:
+                assert a.dtype == object and a.shape == tuple(t.dims)
+                assert a.tolist() == onnx.numpy_helper.to_array(t).tolist(), (form, t.name)
+                assert got.returncode == 1 and b"holds STRING values" in got.stderr
+                continue
+            assert got.returncode == 0, (form, t.name, got.stderr)
+            assert got.stdout == a.tobytes(), (form, t.name)
+            if k >= 17:
+                assert (str(a.dtype), a.shape, a.tobytes().hex()) == BEFORE[t.name], t.name
+                continue
+            raw = onnx.TensorProto(name=t.name, data_type=k, dims=t.dims, raw_data=got.stdout)
+            want = to_array(t)
+            assert onnx.numpy_helper.to_array(raw).tobytes() == want.tobytes(), (form, t.name)
+            assert a.shape == want.shape, (form, t.name)
+            if k != 16:  # BFLOAT16: onnx gives float32, f[name] the bits (uint16)
+                assert a.dtype == want.dtype, (form, t.name)
