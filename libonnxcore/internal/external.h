@@ -35,6 +35,15 @@ OC_PRIVATE oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg,
                                         const oc_tensor_fetch *fetch, oc__moved_fn fn, void *ctx,
                                         oc_error *err);
 
+/* Reads bytes [at, at + n) of external tensor t's bytes into dst, t one of the model
+ * oc_external_data_open checked for x: one read of its data file (from a URL one range
+ * request, or a few when large; nothing read ahead), the file opened again on the first
+ * such read as a stream opens it (the same file as when checked, else
+ * OC_ERR_INCONSISTENT) and kept open until oc_external_data_close. A range outside t's
+ * bytes: OC_ERR_INVALID_ARG. One call at a time on x. */
+OC_PRIVATE oc_status oc__external_data_read_at(oc_external_data *x, const onnx_TensorProto *t,
+                                               uint64_t at, void *dst, uint64_t n, oc_error *err);
+
 /* M-5 (spec/security.md): the verdict on a writer's tables. OC_OK when `need` bytes for the
  * n tensors it moves out `how` ("as entries", "to data files"), beside the `held` bytes
  * of the model's arena, fit max_memory; else OC_ERR_LIMIT naming max_memory and M-5. */

@@ -5,10 +5,16 @@
 #define ONNXZ_INTERNAL_OPEN_H
 
 #include <onnxcore/external.h>
+#include <onnxz/open.h>
 
 /* t's n bytes, as fetch streams them (onnxcore/external.h), to write: more or fewer than
  * n is refused (OC_ERR_INCONSISTENT, OC_ERR_TRUNCATED). */
 oc_status oz__stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t n,
                            oc_write_fn write, void *ctx, oc_error *err);
+
+/* Where w's tensors lie: an archive (then no data files), or data files (or neither).
+ * Borrowed from w. */
+const oz_archive *oz__weights_archive(const oz_weights *w);
+oc_external_data *oz__weights_files(const oz_weights *w);
 
 #endif

@@ -36,6 +36,7 @@
 #include "internal/decode.h"
 #include "internal/digest.h"
 #include "internal/error.h"
+#include "internal/external.h"
 #include "internal/external_keys.h"
 #include "internal/parallel.h"
 #include "internal/path_safety.h"
@@ -53,6 +54,9 @@ typedef struct datafile {
     uint64_t size;        /* its size when opened first (a deferred load opens it again) */
     char *id;             /* and its identity then (loader.opened_id), or NULL */
     int closed;
+    /* A deferred load's reads at offsets (oc__external_data_read_at): a source of its own,
+     * never announced, so that it fetches exactly the ranges asked; NULL until the first. */
+    oc_source *ranged;
 } datafile;
 
 #define NO_ITEM UINT64_MAX
@@ -688,6 +692,7 @@ static void loader_free(loader *l) {
     }
     for (uint32_t i = 0; i < l->nfiles; i++) { /* tensors hold their own references */
         oc_source_unref(l->files[i].src);
+        oc_source_unref(l->files[i].ranged);
         free(l->files[i].key);
         free(l->files[i].id);
     }
@@ -807,9 +812,9 @@ static void announce(const loader *l, uint32_t fi) {
     free(r);
 }
 
-/* Opens data file fi again for streaming: the same file as when it was checked (its
+/* Data file `it` names, opened again: the same file as when it was checked (its
  * identity, so its size too), or OC_ERR_INCONSISTENT and nothing of it is read. */
-static oc_status reopen(loader *l, const ext_item *it) {
+static oc_status open_again(loader *l, const ext_item *it, oc_source **out) {
     datafile *df = &l->files[it->file];
     oc_str loc = {df->key, df->key_len};
     oc_source *src = NULL;
@@ -823,7 +828,13 @@ static oc_status reopen(loader *l, const ext_item *it) {
         oc_source_unref(src);
         return st;
     }
-    df->src = src;
+    *out = src;
+    return OC_OK;
+}
+
+/* Opens data file fi again for streaming, its tensors announced (announce). */
+static oc_status reopen(loader *l, const ext_item *it) {
+    OC_FORWARD(open_again(l, it, &l->files[it->file].src));
     announce(l, it->file);
     return OC_OK;
 }
@@ -874,6 +885,22 @@ static oc_status fetch_stream(void *ctx, const onnx_TensorProto *t, oc_write_fn 
         df->src = NULL;
     }
     return st;
+}
+
+oc_status oc__external_data_read_at(oc_external_data *x, const onnx_TensorProto *t, uint64_t at,
+                                    void *dst, uint64_t n, oc_error *err) {
+    uint64_t i = 0;
+    OC_FORWARD(find_item(x, t, &i, err));
+    const ext_item *it = &x->l.items[i];
+    if (at > it->length || n > it->length - at)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc__external_data_read_at: bytes %llu..%llu are not in the tensor's %llu",
+                        (unsigned long long)at, (unsigned long long)(at + n),
+                        (unsigned long long)it->length);
+    datafile *df = &x->l.files[it->file];
+    x->l.err = err;
+    if (!df->ranged) OC_FORWARD(open_again(&x->l, it, &df->ranged));
+    return read_failed(it, oc_source_read(df->ranged, it->at + at, dst, n, err), err);
 }
 
 oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg, const char *base_dir,

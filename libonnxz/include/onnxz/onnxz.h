@@ -18,6 +18,7 @@
 #include "metadata.h"
 #include "open.h"
 #include "reader.h"
+#include "slice.h"
 #include "stub.h"
 #include "unpack.h"
 #include "verify.h"

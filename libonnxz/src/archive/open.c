@@ -410,6 +410,10 @@ void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch) {
         oc_external_data_fetch(w ? w->files : NULL, fetch);
 }
 
+const oz_archive *oz__weights_archive(const oz_weights *w) { return w ? w->archive : NULL; }
+
+oc_external_data *oz__weights_files(const oz_weights *w) { return w ? w->files : NULL; }
+
 void oz_weights_close(oz_weights *w) {
     if (!w) return;
     oz_archive_close(w->archive);

@@ -14,9 +14,13 @@
 #include <onnxcore/tensor.h>
 
 #include "onnxz/reader.h"
+#include "onnxz/slice.h"
 #include "internal/archive.h"
 #include "internal/error.h"
+#include "internal/external.h"
 #include "internal/open.h"
+#include "internal/slice.h"
+#include "internal/zipread.h"
 #include "internal/sized.h"
 #include "onnxcore_private.h"
 
@@ -393,4 +397,161 @@ oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn
     oc_status st = oc_bytes_write(&b, write, ctx, err);
     oc_bytes_release(&b);
     return st;
+}
+
+/* ---- slices (onnxz/slice.h) ---- */
+
+/* Where a tensor's bytes can be read at offsets without the rest of them: an archive's
+ * STORED entry (the archive's source, the entry's data at base) or a URL's data files;
+ * neither: the tensor is read whole. */
+typedef struct ranged {
+    oc_source *src;
+    uint64_t base;
+    oc_external_data *files;
+} ranged;
+
+static oc_status ranged_of(const oz_reader *r, const onnx_TensorProto *t, ranged *out,
+                           oc_error *err) {
+    const oz_zip_reader *zip = r->archive ? oz_archive_zip(r->archive) : NULL;
+    uint64_t index;
+    oz_zip_entry e;
+    *out = (ranged){NULL, 0, NULL};
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    if (r->weights) out->files = oz__weights_files(r->weights);
+    if (!zip || !oz_archive_tensor_entry(zip, t, &index)) return OC_OK;
+    OC_FORWARD(oz_zip_reader_local(zip, index, err)); /* from a URL: its data_offset */
+    OC_FORWARD(oz_zip_reader_entry(zip, index, &e, err));
+    if (e.method == OZ_ZIP_STORED) *out = (ranged){oz__zip_reader_source(zip), e.data_offset, NULL};
+    return OC_OK;
+}
+
+/* The tensor's byte count, as oz_reader_size checks it, is the one its dims make. */
+static oc_status check_whole(oz_reader *r, const oz_slice *s, oc_error *err) {
+    const onnx_TensorProto *t = oz__slice_tensor(s);
+    uint64_t have = 0;
+    OC_FORWARD(oz_reader_size(r, t, &have, err));
+    if (have == oz__slice_whole(s)) return OC_OK;
+    char name[OC_QUOTE_SIZE];
+    return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "W-40",
+                         "tensor '%s': its data holds %llu bytes, its dims make %llu",
+                         oc_quote(t->name.data, t->name.size, name, sizeof name),
+                         (unsigned long long)have, (unsigned long long)oz__slice_whole(s));
+}
+
+/* Where the runs of a slice are gathered: from rg, or from the whole tensor's bytes. */
+typedef struct gather {
+    const onnx_TensorProto *t;
+    const ranged *rg;
+    const oc_bytes *whole; /* NULL: read from rg */
+    uint8_t *dst;
+    uint64_t done;
+} gather;
+
+static oc_status gather_run(gather *g, uint64_t at, uint64_t n, oc_error *err) {
+    uint8_t *to = g->dst + g->done;
+    g->done += n;
+    if (g->whole) {
+        memcpy(to, g->whole->data + at, (size_t)n);
+        return OC_OK;
+    }
+    if (g->rg->src) return oc_source_read(g->rg->src, g->rg->base + at, to, n, err);
+    return oc__external_data_read_at(g->rg->files, g->t, at, to, n, err);
+}
+
+/* Each run of s in order, adjacent ones joined (from a URL: one request each). */
+static oc_status gather_runs(const oz_slice *s, gather *g, oc_error *err) {
+    uint64_t at = 0, n = 0;
+    for (uint64_t i = 0; i < oz_slice_runs(s); i++) {
+        uint64_t a, m;
+        oz_slice_run(s, i, &a, &m);
+        if (n && a == at + n) {
+            n += m;
+            continue;
+        }
+        if (n) OC_FORWARD(gather_run(g, at, n, err));
+        at = a;
+        n = m;
+    }
+    return n ? gather_run(g, at, n, err) : OC_OK;
+}
+
+/* s's bytes into dst (oz_slice_size(s) of them), its tensor's size checked already. */
+static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_error *err) {
+    const onnx_TensorProto *t = oz__slice_tensor(s);
+    ranged rg;
+    gather g = {t, &rg, NULL, dst, 0};
+    OC_FORWARD(ranged_of(r, t, &rg, err));
+    if (rg.src || rg.files) {
+        fetch_begin(r);
+        oc_status st = gather_runs(s, &g, err);
+        fetch_end(r);
+        return st;
+    }
+    oc_bytes whole = {0};
+    OC_FORWARD(read_bytes(r, t, &whole, err));
+    g.whole = &whole;
+    oc_status st = gather_runs(s, &g, err);
+    oc_bytes_release(&whole);
+    return st;
+}
+
+/* A slice of one run, where it can share what holds it: a span of the archive's source
+ * (a mapping) or of the tensor's bytes as read (a mapping, the decrypted file); true
+ * when *out is set (or st failed). */
+static bool one_run(oz_reader *r, const oz_slice *s, oc_bytes *out, oc_status *st, oc_error *err) {
+    const onnx_TensorProto *t = oz__slice_tensor(s);
+    uint64_t at, n;
+    ranged rg;
+    if (oz_slice_runs(s) != 1) return false;
+    oz_slice_run(s, 0, &at, &n);
+    if ((*st = ranged_of(r, t, &rg, err)) != OC_OK) return true;
+    if (rg.src) {
+        *st = oc_source_map(rg.src, rg.base + at, n, out, err); /* a mapping, else a read */
+        return true;
+    }
+    if (rg.files) return false;
+    oc_bytes whole = {0};
+    if ((*st = read_bytes(r, t, &whole, err)) != OC_OK) return true;
+    if (whole.mode == OC_BYTES_SHARED)
+        oc_bytes_set_shared(out, whole.data + at, n, whole.owner);
+    else if (whole.mode == OC_BYTES_BORROWED)
+        oc_bytes_set_borrowed(out, whole.data + at, n);
+    else if (n == whole.size)
+        oc_bytes_move(out, &whole);
+    else
+        *st = oc_bytes_set_copy(out, whole.data + at, n, err);
+    oc_bytes_release(&whole);
+    return true;
+}
+
+oc_status oz_reader_read_slice(oz_reader *r, const oz_slice *s, oc_bytes *out, oc_error *err) {
+    if (!r || !s || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_reader_read_slice: missing argument");
+    OC_FORWARD(check_whole(r, s, err));
+    oc_bytes_release(out);
+    oc_status st = OC_OK;
+    if (oz_slice_size(s) == 0 || one_run(r, s, out, &st, err)) return st;
+    uint8_t *dst;
+    oc_bytes b = {0};
+    OC_FORWARD(oc_bytes_set_alloc(&b, oz_slice_size(s), &dst, err));
+    st = slice_into(r, s, dst, err);
+    if (st == OC_OK)
+        oc_bytes_move(out, &b);
+    else
+        oc_bytes_release(&b);
+    return st;
+}
+
+oc_status oz_reader_read_slice_into(oz_reader *r, const oz_slice *s, void *buf, uint64_t cap,
+                                    oc_error *err) {
+    if (!r || !s || (!buf && cap))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_reader_read_slice_into: missing argument");
+    if (cap < oz_slice_size(s))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_reader_read_slice_into: a buffer of %llu bytes for a slice of %llu",
+                        (unsigned long long)cap, (unsigned long long)oz_slice_size(s));
+    OC_FORWARD(check_whole(r, s, err));
+    return oz_slice_size(s) ? slice_into(r, s, buf, err) : OC_OK;
 }
