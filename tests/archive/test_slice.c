@@ -309,12 +309,7 @@ static void check_refusals(void) {
 }
 
 static void encrypt(const char *in, const char *out, oc_crypt_format format) {
-    oc_crypt_options co;
-    oc_crypt_options_init(&co);
-    co.format = format;
-    if (format != OC_CRYPT_ONNXCRY1) co.iterations = 1000;
-    CHECK_STATUS(oc_crypt_encrypt_file(td_at(in), td_at(out), pass, strlen(pass), &co, &err), OC_OK,
-                 &err);
+    CHECK_OK(tm_encrypt_file(td_at(in), td_at(out), pass, format, &err), &err);
 }
 
 int main(int argc, char **argv) {
