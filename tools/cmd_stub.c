@@ -31,14 +31,15 @@ static int run_stub(const cli_args *args) {
     oz_stub_info info = OZ_STUB_INFO_INIT;
     oc_parse_options budget;
     oc_error err;
+    bool force = args->seen[STUB_OPT_FORCE];
     int rc;
     if (out[0] == '\0') return cli_check_output("stub", archive, out, false); /* usage */
     if (cli_refuse_url_output(out) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    opts.overwrite = args->seen[STUB_OPT_FORCE];
+    opts.no_overwrite = !force;
     cli_parse_options_init(&budget); /* --max-memory */
     opts.max_memory = budget.max_memory;
     rc = oz_form_named(out) == OZ_FORM_ONNX || oz_form_named(out) == OZ_FORM_AUTO
-             ? cli_check_output("stub", archive, out, opts.overwrite)
+             ? cli_check_output("stub", archive, out, force)
              : CLI_EXIT_OK;
     if (rc != CLI_EXIT_OK) return rc;
     oc_error_clear(&err);

@@ -45,7 +45,7 @@ static int run_unpack(const cli_args *args) {
     if (rc != CLI_EXIT_OK) return rc;
     cli_parse_options_init(&budget); /* --max-memory */
     opts.max_memory = budget.max_memory;
-    opts.overwrite = args->seen[UNPACK_OPT_FORCE];
+    opts.no_overwrite = !args->seen[UNPACK_OPT_FORCE];
     opts.no_sync = args->seen[UNPACK_OPT_NO_SYNC];
     double start = cli_now_ms();
     oc_error_clear(&err);

@@ -685,7 +685,7 @@ static PyObject *py_stub(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOppK", &archive_obj, &out_obj, &force, &sync, &max_memory))
         return NULL;
     if (!path_arg(archive_obj, &archive) || !path_arg(out_obj, &out)) goto done;
-    o.overwrite = force;
+    o.no_overwrite = !force;
     o.no_sync = !sync;
     o.max_memory = max_memory;
     oc_error_clear(&err);
@@ -716,7 +716,7 @@ static PyObject *py_unpack(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOppK", &archive_obj, &dir_obj, &force, &sync, &max_memory))
         return NULL;
     if (!path_arg(archive_obj, &archive) || !path_arg(dir_obj, &dir)) goto done;
-    o.overwrite = force;
+    o.no_overwrite = !force;
     o.no_sync = !sync;
     o.max_memory = max_memory;
     o.cancel = http_cancelled;

@@ -84,10 +84,8 @@ static void test_stub_and_verify(const oc_model *src) {
     CHECK(strcmp(err.rule, "A-62") == 0);
     CHECK(strstr(err.message, "tensor 'a'") != NULL);
     CHECK(r == NULL);
-    /* Made again, it matches. */
-    oz_stub_options opts = OZ_STUB_OPTIONS_INIT;
-    opts.overwrite = 1;
-    CHECK_OK(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), &opts, NULL, &err), &err);
+    /* Made again over the old stub (all-zero options replace), it matches. */
+    CHECK_OK(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), NULL, NULL, &err), &err);
     CHECK_OK(oz_verify_model(td_at("s.onnx"), NULL, &r, NULL, &err), &err);
     oz_model_report_free(r);
 }
@@ -97,7 +95,8 @@ static void test_refusals(void) {
     oz_stub_info info = OZ_STUB_INFO_INIT;
     oz_stub_options opts = OZ_STUB_OPTIONS_INIT;
     oc_error err;
-    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), NULL, &info, &err), OC_ERR_EXISTS,
+    opts.no_overwrite = 1;
+    CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), &opts, &info, &err), OC_ERR_EXISTS,
                  &err);
     CHECK(!info.input_failed);
     CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("x.onnxz"), NULL, &info, &err),
@@ -110,7 +109,7 @@ static void test_refusals(void) {
     CHECK(strstr(err.message, "same directory") != NULL);
     CHECK(!info.out_misnamed && !info.input_failed);
     CHECK(symlink("m.onnxz", td_at("link.onnx")) == 0);
-    opts.overwrite = 1;
+    opts.no_overwrite = 0;
     CHECK_STATUS(oz_stub_file(td_at("m.onnxz"), td_at("link.onnx"), &opts, &info, &err),
                  OC_ERR_INVALID_ARG, &err);
     CHECK(strstr(err.message, "archive itself") != NULL);

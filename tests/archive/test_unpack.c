@@ -58,11 +58,12 @@ static void test_unpack(const oc_model *src) {
     CHECK_EQ(info.bytes, TENSORS * BIG + TENSORS * (TENSORS - 1) / 2);
     CHECK_EQ(td_count(td_at("out"), 0), TENSORS + 1);
     check_loads(src, td_at("out/model.onnx"));
-    /* Not empty: refused, unless overwrite, which writes over its own files. */
+    /* Not empty: refused with no_overwrite; by default written over, files and all. */
+    opts.no_overwrite = 1;
     CHECK_STATUS(oz_unpack_file(td_at("m.onnxz"), td_at("out"), &opts, &info, &err), OC_ERR_EXISTS,
                  &err);
     CHECK(!info.input_failed);
-    opts.overwrite = 1;
+    opts.no_overwrite = 0;
     CHECK_OK(oz_unpack_file(td_at("m.onnxz"), td_at("out"), &opts, NULL, &err), &err);
     check_loads(src, td_at("out/model.onnx"));
 }
@@ -107,7 +108,6 @@ static void test_cancel(void) {
     td_mkdirs(td_at("kept"));
     CHECK(td_write(td_at("kept/mine.txt"), "mine", 4) == 0);
     left = TENSORS; /* the model's turn */
-    opts.overwrite = 1;
     CHECK_STATUS(oz_unpack_file(td_at("m.onnxz"), td_at("kept"), &opts, NULL, &err),
                  OC_ERR_CANCELLED, &err);
     CHECK_EQ(td_count(td_at("kept"), 0), 1);

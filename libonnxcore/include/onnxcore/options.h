@@ -11,6 +11,9 @@
  * meaningful threshold). A NULL options pointer always means "the defaults". Every flag
  * (an int read as true or false) defaults to 0 and is named for what setting it does
  * (no_overwrite, no_sync, skip_raw_data), so that a flag reads one way in every struct.
+ * Every job that writes a target (a save, a conversion, encryption and decryption, a
+ * stub, an unpack into a directory) replaces it by default, as onnx.save does, and
+ * refuses an existing one (OC_ERR_EXISTS) with no_overwrite (spec/onnx-wire.md W-30).
  *
  * Extending. Every options struct of both libraries (these, oc_crypt_options,
  * oc_http_options, oz_archive_options, oz_convert_options, oz_open_options,

@@ -31,7 +31,7 @@ extern "C" {
  * OZ_STUB_OPTIONS_INIT or oz_stub_options_init; the struct grows at its end. */
 typedef struct oz_stub_options {
     size_t size;         /* sizeof(oz_stub_options), set by the initialisers */
-    int overwrite;       /* replace an existing OUT (default 0: OC_ERR_EXISTS) */
+    int no_overwrite;    /* refuse an existing OUT (OC_ERR_EXISTS); 0 replaces it */
     int no_sync;         /* rename into place without waiting for the disk (no fsync) */
     uint64_t max_memory; /* the archive's model decoded within this budget; 0: the default */
 } oz_stub_options;
@@ -64,7 +64,7 @@ typedef struct oz_stub_info {
  * through. Errors: OC_ERR_INVALID_ARG for a misnamed OUT (info->out_misnamed), OUT in
  * another directory or OUT the archive; an encrypted or non-archive input is
  * OC_ERR_UNSUPPORTED; a deflated entry OC_ERR_UNSUPPORTED; a location naming no entry
- * OC_ERR_NOT_FOUND; an existing OUT without overwrite OC_ERR_EXISTS; and the errors of
+ * OC_ERR_NOT_FOUND; an existing OUT with no_overwrite OC_ERR_EXISTS; and the errors of
  * oz_archive_open and of the save. opts and info may be NULL. Thread-safe on distinct
  * files. */
 OZ_API oc_status oz_stub_file(const char *archive, const char *out, const oz_stub_options *opts,

@@ -33,7 +33,8 @@ extern "C" {
  * OZ_UNPACK_OPTIONS_INIT or oz_unpack_options_init; the struct grows at its end. */
 typedef struct oz_unpack_options {
     size_t size;         /* sizeof(oz_unpack_options), set by the initialisers */
-    int overwrite;       /* write into a DIR that is not empty, replacing files there */
+    int no_overwrite;    /* refuse a DIR that is not empty (OC_ERR_EXISTS); 0 writes into
+                          * it, replacing the files of the same names */
     int no_sync;         /* rename each file into place without waiting for the disk */
     uint64_t max_memory; /* the budget of the archive's reader and model decode; 0: none */
     /* Asked before each file is written: nonzero ends the unpack with OC_ERR_CANCELLED
@@ -60,7 +61,7 @@ typedef struct oz_unpack_info {
     { .size = sizeof(oz_unpack_info) }
 
 /* Unpacks the archive at `archive` into the directory `dir` (created when missing; its
- * parent must exist; an existing one must be empty unless opts->overwrite). Everything
+ * parent must exist; with opts->no_overwrite, an existing one must be empty). Everything
  * is checked before anything is written: the ZIP rules, every CRC-32, no name both a
  * file and a directory (Z-36), the model decodes with every tensor resolving to its
  * entry; no entry named model.onnx or model.onnx/...; no name nested more than
@@ -70,7 +71,7 @@ typedef struct oz_unpack_info {
  * entry is empty is written inside model.onnx (A-31). What the call creates (new files,
  * new directories) is registered with the signal cleanup (onnxcore/cleanup.h) while it
  * runs and removed again when it fails or is cancelled; files that were there before
- * are only ever replaced whole. Errors: an existing DIR not empty OC_ERR_EXISTS; DIR not
+ * are only ever replaced whole. Errors: with no_overwrite, a DIR not empty OC_ERR_EXISTS; DIR not
  * a directory OC_ERR_INVALID_ARG; the archive's as oz_archive_open and the checks report
  * them (info->input_failed); the system's. opts and info may be NULL. */
 OZ_API oc_status oz_unpack_file(const char *archive, const char *dir, const oz_unpack_options *opts,

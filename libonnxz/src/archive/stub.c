@@ -321,7 +321,7 @@ oc_status oz_stub_file(const char *archive, const char *out, const oz_stub_optio
         /* The crash-safe writer of every .onnx save (S-41), without oz_save's S-40 check:
          * these references are the stub's point, not bytes a save has lost. */
         oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT;
-        so.no_overwrite = !opts->overwrite;
+        so.no_overwrite = opts->no_overwrite;
         so.no_sync = opts->no_sync;
         st = oc_model_save_file(model, out, &so, err);
     }

@@ -88,8 +88,8 @@ static void made_end(made_list *l, bool undo) {
 /* ---- the checks before anything is written ---------------------------------------- */
 
 /* *exists: DIR is there (a directory: anything else is refused, and so is one that has
- * anything in it unless overwrite). */
-static oc_status check_dir(const char *dir, int overwrite, bool *exists, oc_error *err) {
+ * anything in it with no_overwrite). */
+static oc_status check_dir(const char *dir, int no_overwrite, bool *exists, oc_error *err) {
     struct stat st;
     struct dirent *ent;
     bool empty = true;
@@ -99,7 +99,7 @@ static oc_status check_dir(const char *dir, int overwrite, bool *exists, oc_erro
     if (!S_ISDIR(st.st_mode))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "not a directory");
     *exists = true;
-    if (overwrite) return OC_OK;
+    if (!no_overwrite) return OC_OK;
     DIR *d = opendir(dir);
     if (!d) return oc__fail_errno(err, errno, "cannot read the directory");
     while (empty && (ent = readdir(d)) != NULL)
@@ -428,7 +428,7 @@ static oc_status unpack(const char *archive, const char *dir, const oz_unpack_op
     unpacker u = {dir, NULL, opts, {NULL, 0, 0}, found, err};
     oz_archive *ar = NULL;
     bool exists;
-    OC_FORWARD(check_dir(dir, opts->overwrite, &exists, err));
+    OC_FORWARD(check_dir(dir, opts->no_overwrite, &exists, err));
     found->input_failed = true;
     OC_FORWARD(open_checked(archive, opts->max_memory, &ar, err));
     u.zip = oz_archive_zip(ar);
