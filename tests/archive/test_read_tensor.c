@@ -1,6 +1,7 @@
 /*
  * test_read_tensor.c - oz_archive_read_tensor and oz_archive_read_tensor_n on an archive of
- * many tensors: every tensor reads back its bytes (external entries and inline ones), the
+ * many tensors: every tensor reads back its bytes (external entries, inline ones, typed
+ * fields as the bytes raw_data would hold), the
  * first of two tensors of one name wins, a name holding a NUL byte is found by its length
  * only, unknown names are OC_ERR_NOT_FOUND; two threads read every tensor at once from one
  * freshly opened archive (the lazy index is built under their race). Prints the time of one
@@ -50,6 +51,14 @@ static oc_model *make_model(void) {
     /* a second "w.0" (ignored: the first wins) and a name with a NUL byte */
     add_tensor(a, mp->graph, "w.0", 3, 1);
     add_tensor(a, mp->graph, nul_name, sizeof nul_name, n_tensors);
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, mp->graph->initializer); /* typed fields */
+    oc_str_set_cstr(a, &t->name, "typed");
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = 5; /* INT16 */
+    OC_SET_HAS(TensorProto, t, data_type);
+    *(int64_t *)oc_array_push(a, &t->dims, sizeof(int64_t)) = 2;
+    *(int32_t *)oc_array_push(a, &t->int32_data, sizeof(int32_t)) = -2;
+    *(int32_t *)oc_array_push(a, &t->int32_data, sizeof(int32_t)) = 300;
     for (size_t k = 0; k < n_nodes; k++) {
         onnx_NodeProto *nd = tm_add_node(a, mp->graph, "Relu");
         snprintf(name, sizeof name, "n.%zu", k);
@@ -128,6 +137,10 @@ int main(int argc, char **argv) {
     CHECK(oz_archive_read_tensor_n(ar, nul_name, 4, &b, &err) == OC_ERR_NOT_FOUND);
     CHECK(oz_archive_read_tensor_n(ar, "w.1x", 3, &b, &err) == OC_OK && same_bytes(&b, 1));
     oc_bytes_release(&b);
+    /* typed fields: the bytes raw_data would hold, not an empty span */
+    CHECK(oz_archive_read_tensor_n(ar, "typed", 5, &b, &err) == OC_OK && b.size == 4 &&
+          memcmp(b.data, "\xfe\xff\x2c\x01", 4) == 0);
+    oc_bytes_release(&b);
     CHECK(oz_archive_read_tensor(ar, "w.", &b, &err) == OC_ERR_NOT_FOUND);
     CHECK(oz_archive_read_tensor(ar, "zzz", &b, &err) == OC_ERR_NOT_FOUND);
     CHECK(oz_archive_read_tensor_n(ar, NULL, 0, &b, &err) == OC_ERR_NOT_FOUND);
@@ -165,8 +178,8 @@ int main(int argc, char **argv) {
             *(oc_str *)loc = keep;
         }
     }
-    /* k % 10 == 9 inline; the second "w.0" and the NUL-named tensor external */
-    CHECK(external == n_tensors - n_tensors / 10 + 2 && inline_ == n_tensors / 10);
+    /* k % 10 == 9 and "typed" inline; the second "w.0" and the NUL-named tensor external */
+    CHECK(external == n_tensors - n_tensors / 10 + 2 && inline_ == n_tensors / 10 + 1);
     CHECK(!oz_archive_tensor_entry(NULL, g ? g->initializer.items[0] : NULL, &external));
     oc_model_free(refs);
     oz_archive_close(ar);

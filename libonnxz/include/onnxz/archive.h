@@ -113,7 +113,9 @@ OZ_API void oz_archive_fetch(const oz_archive *ar, oc_tensor_fetch *out);
 
 /* Random access: the bytes of the tensor named `tensor_name` (the TensorProto's name, not
  * the entry's), found through the model without reading any other tensor. The span shares
- * the mapping (or is an owned copy for pread and deflated entries). The first call decodes
+ * the mapping (or is an owned copy for pread and deflated entries); a tensor the model
+ * keeps in typed fields gives the bytes raw_data would hold (oc_tensor_typed_bytes: W-40
+ * and W-42 checked; STRING values have none). The first call decodes
  * __MODEL_PROTO (without weights) and indexes its tensors by name, once for the archive:
  * later calls only look the name up and read the one entry. Safe to call from several
  * threads on one archive. Several tensors of one name: the first in the model's order. */

@@ -16,6 +16,7 @@
 
 #include <onnxcore/external.h>
 #include <onnxcore/http.h>
+#include <onnxcore/tensor.h>
 
 #include "internal/external.h"
 #include "internal/nametab.h"
@@ -776,6 +777,7 @@ static oc_status read_tensor(const oz_archive *ar, const char *tensor_name, size
 
 oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto *t, oc_bytes *out,
                                    oc_error *err) {
+    if (oc_tensor_is_typed(t)) return oc_tensor_typed_bytes(t, out, err); /* float_data ... */
     if (!oc_tensor_is_external(t)) return oc_bytes_copy(out, &t->raw_data, err); /* inline */
     oc_mapped mp;
     const oc_str *loc = oc_tensor_external_value(t, "location");
