@@ -601,6 +601,12 @@ static void test_typed_bytes(void) {
     CHECK_STATUS(oc_tensor_typed_bytes(sized(a, "N", 1, d3, 1, UINT64_MAX), &b, &err),
                  OC_ERR_INCONSISTENT, &err);
     CHECK(strstr(err.message, "has no data") != NULL);
+    /* COMPLEX64 of 2^63 + 2 elements: twice as many values wraps to 4 */
+    const int64_t dhuge[] = {(INT64_C(1) << 62) + 1, 2};
+    t = sized(a, "C", 14, dhuge, 2, UINT64_MAX);
+    for (int i = 0; i < 4; i++) PUSH(a, t->float_data, float, 1.0f);
+    CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_MALFORMED, &err);
+    CHECK(strcmp(err.rule, "W-40") == 0 && b.size == 0);
     t = sized(a, "X", 99, NULL, 0, UINT64_MAX);
     PUSH(a, t->int32_data, int32_t, 1);
     CHECK_STATUS(oc_tensor_typed_bytes(t, &b, &err), OC_ERR_UNSUPPORTED, &err);

@@ -219,7 +219,8 @@ static uint64_t typed_count(const onnx_TensorProto *t, typed_field f) {
  * byte of packed 4-bit or 2-bit elements, one an element otherwise. */
 static uint64_t typed_want(int32_t type, uint64_t elements) {
     unsigned bits = oc_tensor_element_bits(type);
-    if (type == 14 || type == 15) return elements * 2; /* fits: 8 bytes an element (W-40) */
+    /* wraps only past 2^63 elements, whose 8 or 16 bytes each W-40 refuses anyway */
+    if (type == 14 || type == 15) return elements * 2;
     if (bits && bits < 8) return elements / (8 / bits) + (elements % (8 / bits) != 0);
     return elements;
 }
