@@ -73,13 +73,27 @@ OC_PRIVATE oc_status oc__external_save_budget(const oc_msgdesc *desc, const void
  *                        would let a reader mix the new data with the old model.
  *   oc__pair_dir_lock    a save: an exclusive flock on model_path's directory, held from
  *                        before it looks at what it replaces until its commit is done
- *                        (saves one after the other; readers never take it). */
+ *                        (saves one after the other; readers never take it).
+ * A save's lock held by a lock that onnxz never takes (a shared flock; a POSIX lock, or an
+ * open-file-description lock on other bytes than a reader's) is OC__PAIR_BUSY at once:
+ * only onnxz's own readers and saves, which hold theirs briefly, are waited for
+ * (spec/security.md L-5). With holder set, a save is told who held it. */
 #define OC__PAIR_BUSY         (-2)
 #define OC__PAIR_DENIED       (-3)
 #define OC__PAIR_LOCK_WAIT_MS 2000
+
+/* A lock that kept a save waiting, as /proc/locks and /proc/PID/fdinfo tell it. */
+typedef struct oc__lock_holder {
+    long pid;         /* 0: not known (no /proc, or another user's process) */
+    long uid;         /* -1: not known */
+    int foreign;      /* a lock onnxz never takes: the save did not wait for it */
+    const char *role; /* who takes such a lock in onnxz: "a reader", "a save"; or NULL */
+    char what[80];    /* "a shared flock on", "a read lock on byte 2 of", ... */
+} oc__lock_holder;
+
 int oc__pair_read_lock(const char *model_path);
-int oc__pair_write_lock(const char *model_path);
-int oc__pair_dir_lock(const char *model_path);
+int oc__pair_write_lock(const char *model_path, oc__lock_holder *holder);
+int oc__pair_dir_lock(const char *model_path, oc__lock_holder *holder);
 void oc__pair_unlock(int fd);
 /* A reader's error for OC__PAIR_BUSY: a save of model_path holds the pair. */
 oc_status oc__pair_busy(const char *model_path, oc_error *err);

@@ -492,20 +492,35 @@ oc_status oc__external_save_budget(const oc_msgdesc *desc, const void *msg,
 
 /* ---- one pair: the commit of a multi-file save (E-25, E-26) ---- */
 
-/* The errors of a save that found a pair lock taken (OC__PAIR_BUSY). */
-static oc_status dir_busy(const char *model_path, oc_error *err) {
-    char *dir = oc__path_dir(model_path);
-    oc_status st = oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
-                                 "busy: another process holds the lock of directory '%s'; try "
-                                 "again",
-                                 dir ? dir : ".");
-    free(dir);
-    return st;
+/* The error of a save that found a pair lock taken (OC__PAIR_BUSY): what held it and who,
+ * where /proc told; at once for a lock onnxz never takes (L-5), else after the wait
+ * (E-25). */
+static oc_status pair_busy(const char *what, const char *name, const oc__lock_holder *h,
+                           oc_error *err) {
+    char who[48] = "another process";
+    if (h->pid && h->uid >= 0)
+        snprintf(who, sizeof who, "process %ld (uid %ld)", h->pid, h->uid);
+    else if (h->pid)
+        snprintf(who, sizeof who, "process %ld", h->pid);
+    if (!h->what[0])
+        return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
+                             "busy: another process reads, edits or saves %s '%s'; try again", what,
+                             name);
+    if (h->foreign)
+        return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "L-5",
+                             "busy: %s holds %s %s '%s', a lock onnxz never takes, so the save "
+                             "did not wait for it",
+                             who, h->what, what, name);
+    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
+                         "busy: %s held %s %s '%s' for %d s, as %s does; try again", who, h->what,
+                         what, name, OC__PAIR_LOCK_WAIT_MS / 1000, h->role);
 }
 
-static oc_status model_busy(const char *model_path, oc_error *err) {
-    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
-                         "busy: another process reads or edits '%s'; try again", model_path);
+static oc_status dir_busy(const char *model_path, const oc__lock_holder *h, oc_error *err) {
+    char *dir = oc__path_dir(model_path);
+    oc_status st = pair_busy("directory", dir ? dir : ".", h, err);
+    free(dir);
+    return st;
 }
 
 static oc_status model_denied(const char *model_path, oc_error *err) {
@@ -694,14 +709,15 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     sigaddset(&fatal, SIGINT);
     sigaddset(&fatal, SIGTERM);
     sigaddset(&fatal, SIGHUP);
-    int dir_lock = oc__pair_dir_lock(path), model_lock = -1;
-    oc_status st = dir_lock == OC__PAIR_BUSY ? dir_busy(path, err) : OC_OK;
+    oc__lock_holder holder = {0, -1, 0, NULL, ""};
+    int dir_lock = oc__pair_dir_lock(path, &holder), model_lock = -1;
+    oc_status st = dir_lock == OC__PAIR_BUSY ? dir_busy(path, &holder, err) : OC_OK;
     if (st == OC_OK && !w->opts->no_overwrite) {
         sp.arena = oc_arena_new();
         find_stale_parts(path, &sp);
     }
-    if (st == OC_OK) model_lock = oc__pair_write_lock(path);
-    if (model_lock == OC__PAIR_BUSY) st = model_busy(path, err);
+    if (st == OC_OK) model_lock = oc__pair_write_lock(path, &holder);
+    if (model_lock == OC__PAIR_BUSY) st = pair_busy("model", path, &holder, err);
     if (model_lock == OC__PAIR_DENIED) st = model_denied(path, err);
     oc__test_point("pair-locked");
     if (st == OC_OK && w->opts->no_overwrite) st = check_none_exists(w, model, err);

@@ -359,6 +359,111 @@ def test_l5_save_over_a_read_only_pair_refused(tmp_path):
         shutil.rmtree(d)
 
 
+# A lock nobody takes and holds (kind, on the directory or on the model), as a user who
+# may only read them: flocks and record locks of every kind a reader's descriptor allows.
+HOLD_ONE = r"""
+import fcntl, os, struct, sys
+kind, path = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if os.path.isdir(path) else 0))
+def ofd(start, length):
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_RDLCK, 0, start, length, 0))
+{"flock_sh": lambda: fcntl.flock(fd, fcntl.LOCK_SH), "flock_ex": lambda: fcntl.flock(fd, fcntl.LOCK_EX),
+ "posix": lambda: fcntl.lockf(fd, fcntl.LOCK_SH), "ofd_all": lambda: ofd(0, 0),
+ "ofd_byte2": lambda: ofd(2, 1)}[kind]()
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+SAVE_PY = "import sys, onnxz\ntry:\n    onnxz.save(open(sys.argv[1], 'rb').read(), sys.argv[2], " \
+          "external_data='t.data')\nexcept onnxz.Error as e:\n    print(e.status, e, file=sys.stderr)\n" \
+          "    sys.exit(1)\n"
+
+
+def save_beside(prefix, d, kind, target, save):
+    """Runs save (argv) in d while nobody holds lock `kind` on target, with the test point
+    pair-busy, which stops a save at its first pause for a lock: returns (whether it
+    paused, exit status, stderr, the holder's pid)."""
+    import subprocess
+    import signal
+    holder = subprocess.Popen(prefix + ["/usr/bin/python3", "-c", HOLD_ONE, kind, target],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        p = subprocess.Popen(save, cwd=d, env=dict(os.environ, ONNXZ_TEST_STOP="pair-busy"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, status = os.waitpid(p.pid, os.WUNTRACED)
+        paused = os.WIFSTOPPED(status)
+        if paused:
+            os.kill(p.pid, signal.SIGCONT)
+            _, status = os.waitpid(p.pid, 0)
+        err = p.stderr.read().decode()
+        p.stdout.close()
+        p.stderr.close()
+        p.returncode = 0  # reaped above
+        return paused, os.waitstatus_to_exitcode(status), err, holder.pid
+    finally:
+        holder.stdin.close()
+        holder.wait()
+
+
+def test_l5_save_refused_at_once_naming_the_holder(tmp_path):
+    """L-5: a save cannot be protected from a user who may read the model or list its
+    directory (no lock that orders saves is denied to readers), so it waits only for the
+    locks onnxz's own readers and saves take, which they hold briefly, and names the
+    holder. nobody holds, in turn, a shared flock on the directory, a shared flock, a POSIX
+    read lock and an open-file-description read lock over the whole model: root's save
+    (the tool and the package) fails "busy" at once, without a pause (test point
+    pair-busy), naming nobody's pid and uid and the lock; the old pair stays whole. A lock
+    as onnxz's reader takes (byte 2) or its saves (an exclusive flock) is waited for, and
+    the refusal after the wait names the holder too. Before: every one was waited for 2 s
+    and refused as "another process holds the lock", with no process named."""
+    import pytest
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    prefix, why = as_nobody()
+    if prefix is None:
+        pytest.skip(why)
+    d = tempfile.mkdtemp(prefix="onnxz-l5busy-")
+    try:
+        os.chmod(d, 0o755)
+        for name, v in (("a.onnx", 1.0), ("b.onnx", 2.0)):
+            w = numpy_helper.from_array(np.full(4096, v, np.float32), "W")
+            onnx.save(helper.make_model(helper.make_graph([], name, [], [], initializer=[w])),
+                      os.path.join(d, name))
+        subprocess.run([TOOL, "-q", "convert", "a.onnx", "t.onnx", "--external-data", "t.data"],
+                       cwd=d, check=True)
+        for name in os.listdir(d):
+            os.chmod(os.path.join(d, name), 0o644)
+        before = {n: open(os.path.join(d, n), "rb").read() for n in ("t.onnx", "t.data")}
+        model = os.path.join(d, "t.onnx")
+        saves = ([TOOL, "-q", "convert", "-f", "b.onnx", "t.onnx", "--external-data", "t.data"],
+                 [sys.executable, "-c", SAVE_PY, "b.onnx", "t.onnx"])
+        cases = [("flock_sh", d, False, "a shared flock on directory"),
+                 ("flock_sh", model, False, "a shared flock on model 't.onnx'"),
+                 ("posix", model, False, "a POSIX read lock on bytes 0 to EOF of model"),
+                 ("ofd_all", model, False, "an open-file-description read lock on bytes 0 to "
+                                           "EOF of model"),
+                 ("ofd_byte2", model, True, "a read lock on byte 2 of model 't.onnx' for 2 s, "
+                                            "as a reader does"),
+                 ("flock_ex", d, True, "an exclusive flock on directory")]
+        for kind, target, waits, what in cases:
+            for save in saves:
+                paused, rc, err, pid = save_beside(prefix, d, kind, target, save)
+                case = (kind, target, save[0], err)
+                assert rc == 1 and paused == waits, case
+                assert "busy" in err and what in err, case
+                assert f"process {pid} (uid {nobody_ids()[0]})" in err, case
+                assert ("(E-25)" if waits else "a lock onnxz never takes") in err, case
+                assert waits or "(L-5)" in err, case
+        after = {n: open(os.path.join(d, n), "rb").read() for n in ("t.onnx", "t.data")}
+        assert after == before
+        assert sorted(os.listdir(d)) == ["a.onnx", "b.onnx", "t.data", "t.onnx"]
+    finally:
+        shutil.rmtree(d)
+
+
 def nobody_ids():
     """(uid, gid) of nobody."""
     import grp
