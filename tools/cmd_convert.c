@@ -108,7 +108,14 @@ static int check_save(const cli_args *args, convert_plan *p) {
     oc_error err;
     struct stat st;
     oc_error_clear(&err);
-    if (oz_save_check(p->out, &p->save, &p->out_form, &bad, &err) == OC_OK) return CLI_EXIT_OK;
+    oc_status checked = oz_save_check(p->out, &p->save, &p->out_form, &bad, &err);
+    if (checked != OC_OK && bad == OZ_SAVE_OPT_KEY && !p->save.key) {
+        /* a .onnxc OUT: its passphrase is asked for later (get_keys), not a usage error */
+        p->save.key = "";
+        checked = oz_save_check(p->out, &p->save, &p->out_form, &bad, &err);
+        p->save.key = NULL;
+    }
+    if (checked == OC_OK) return CLI_EXIT_OK;
     if (bad == OZ_SAVE_OPT_NONE) /* not an option's value: OUT, or a URL it names */
         return cli_fail_named(p->out, &err);
     if (bad != OZ_SAVE_OPT_FORM)
@@ -166,10 +173,7 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     if (rc == CLI_EXIT_OK)
         rc = size_option(args, CONVERT_OPT_MAX_FILE_SIZE, "max-file-size", &s->has_max_file_size,
                          &s->max_file_size);
-    /* The passphrase is asked for later: its absence is not a usage error here. */
-    if (rc == CLI_EXIT_OK) s->key = "";
     if (rc == CLI_EXIT_OK) rc = check_save(args, p);
-    s->key = NULL;
     if (rc == CLI_EXIT_OK && p->data_dir && oz_kind_is_archive(cli_input_kind(p->in)))
         rc = cli_usage_error("convert", "--data-dir applies to .onnx input; IN is an archive");
     return rc;

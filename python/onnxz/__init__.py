@@ -375,7 +375,7 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     as for load and save (default 1 GiB)."""
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
-    _onnxz._save_check(dst, opts)  # before src is read (a URL as dst: R-14), no request
+    _onnxz._save_check(dst, opts, True)  # before src is read (a URL as dst: R-14), no request
     _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
 
 

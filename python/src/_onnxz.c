@@ -412,16 +412,31 @@ static void save_opts_release(save_opts *s) {
     Py_CLEAR(s->external_holder);
 }
 
-/* _save_check(path, opts): raises onnxz.Error as the save would for its options, before
- * anything is done: .file is path, or the URL the library refuses to write (R-14). */
+/* convert's one passphrase is IN's, and OUT's only where the library asks OUT for one
+ * (a .onnxc OUT): elsewhere it refuses a key, which would not encrypt. */
+static void convert_out_key(const char *out, save_opts *s) {
+    oz_save_option bad = OZ_SAVE_OPT_NONE;
+    const void *key = s->o.key;
+    s->o.key = NULL;
+    if (oz_save_check(out, &s->o, NULL, &bad, NULL) != OC_OK && bad == OZ_SAVE_OPT_KEY)
+        s->o.key = key;
+    if (!s->o.key) s->o.key_len = 0;
+}
+
+/* _save_check(path, opts[, convert]): raises onnxz.Error as the save (or with convert, the
+ * conversion) would for its options, before anything is done: .file is path, or the URL
+ * the library refuses to write (R-14). */
 static PyObject *py_save_check(PyObject *self, PyObject *args) {
     PyObject *path_obj, *opts_obj, *path = NULL, *out = NULL;
+    int convert = 0;
     save_opts s;
     oc_error err;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO", &path_obj, &opts_obj) || !path_arg(path_obj, &path))
+    if (!PyArg_ParseTuple(args, "OO|p", &path_obj, &opts_obj, &convert) ||
+        !path_arg(path_obj, &path))
         return NULL;
     if (save_opts_parse(opts_obj, &s) == 0) {
+        if (convert) convert_out_key(PyBytes_AS_STRING(path), &s);
         oc_error_clear(&err);
         if (oz_save_check(PyBytes_AS_STRING(path), &s.o, NULL, NULL, &err) != OC_OK) {
             char file[OC_ERROR_MESSAGE_MAX];
@@ -649,6 +664,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
         goto done;
     }
     s.o.no_overwrite = 0; /* as save: OUT is replaced */
+    convert_out_key(PyBytes_AS_STRING(dst), &s);
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     o.parse.max_memory = s.max_memory;
     o.key = key.buf;
@@ -1634,7 +1650,8 @@ static PyMethodDef module_methods[] = {
      "remove, append_only, max_memory): oz_edit_metadata"},
     {"_unpack", py_unpack, METH_VARARGS, "(archive, dir, force, sync, max_memory): oz_unpack_file"},
     {"_stub", py_stub, METH_VARARGS, "(archive, out, force, sync, max_memory): oz_stub_file"},
-    {"_save_check", py_save_check, METH_VARARGS, "(path, opts): raises what a save would"},
+    {"_save_check", py_save_check, METH_VARARGS,
+     "(path, opts[, convert]): raises what a save (a conversion) would"},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
     {"_path_shown", py_path_shown, METH_O, "The path as shown: a URL without user:password@."},

@@ -298,6 +298,16 @@ def test_encrypted_save_and_load(tmp_path, model, tool):
     subprocess.run([tool, "convert", "-q", "--key-file", str(tmp_path / "k"), p, out],
                    check=True)
     assert ser(onnx.load(out)) == ser(model)
+    # a key is the output's only for an encrypted output: never a model written plain
+    for name in ("plain.onnx", "plain.onnxz"):
+        with pytest.raises(ValueError, match="key"):
+            onnxz.save(model, str(tmp_path / name), key="pass word")
+        assert not os.path.exists(tmp_path / name)
+    # convert's one key opens an encrypted src and encrypts a .onnxc dst
+    onnxz.convert(p, str(tmp_path / "dec.onnx"), key="pass word")
+    assert ser(onnx.load(str(tmp_path / "dec.onnx"))) == ser(model)
+    onnxz.convert(p, str(tmp_path / "re.onnxc"), key="pass word")
+    assert ser(onnxz.load(str(tmp_path / "re.onnxc"), key="pass word")) == ser(model)
 
 
 @pytest.fixture(scope="module")

@@ -108,9 +108,15 @@ static void test_save_rules(void) {
     o.key = "k";
     o.key_len = 1;
     CHECK_OK(oz_save_check("m.onnxc", &o, NULL, NULL, &err), &err);
+    expect_refused("m.onnx", &o, OZ_SAVE_OPT_KEY); /* not written plain */
+    expect_refused("m.onnxz", &o, OZ_SAVE_OPT_KEY);
+    o.form = OZ_FORM_ONNX;
+    expect_refused("m.onnxc", &o, OZ_SAVE_OPT_KEY);
+    o.form = OZ_FORM_AUTO;
     o.external_data = "d";
     expect_refused("m.onnxc", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
     expect_refused("m.onnxz", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
+    oz_save_options_init(&o);
     o.external_data = "";
     expect_refused("m.onnx", &o, OZ_SAVE_OPT_EXTERNAL_DATA);
     oz_save_options_init(&o);

@@ -120,8 +120,8 @@ typedef struct oz_save_options {
     uint64_t threshold;     /* stay inside the model; default 1024 */
     int checksum;           /* with external_data: record each tensor's SHA-1 */
     int deflate_model;      /* .onnxz output: store the model entry deflated */
-    /* .onnxc output: the passphrase (needed) and the format (NULL: the defaults; given
-     * for another form: refused). */
+    /* .onnxc output: the passphrase (needed) and the format (NULL: the defaults). Either
+     * given for another form is refused: a model meant encrypted is never written plain. */
     const void *key;
     size_t key_len;
     const oc_crypt_options *crypt;

@@ -212,6 +212,8 @@ static oc_status check_applies(const oz_save_options *o, oz_form form, oz_save_o
         return refuse(OZ_SAVE_OPT_MAX_FILE_SIZE, bad, err, "applies with external_data only");
     if (o->checksum && !external)
         return refuse(OZ_SAVE_OPT_CHECKSUM, bad, err, "applies with external_data only");
+    if (o->key && form != OZ_FORM_ONNXC) /* else a model meant encrypted is written plain */
+        return refuse(OZ_SAVE_OPT_KEY, bad, err, "applies to .onnxc output only");
     return OC_OK;
 }
 
