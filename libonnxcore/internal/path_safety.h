@@ -10,13 +10,14 @@
 #include <sys/stat.h>
 
 #include "onnxcore/arena.h"
+#include "onnxcore_private.h"
 
 /* How a data file is opened for reading: never blocking (a FIFO), never a terminal. */
 #define OC__READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
 
 /* E-10: NULL when loc names a file beneath a directory (relative, non-empty, no NUL, no
  * `..` component, not a directory); else why not ("is an absolute path", ...). */
-const char *oc__location_problem(const oc_str *loc);
+OC_PRIVATE const char *oc__location_problem(const oc_str *loc);
 
 /* E-11: opens rel beneath dirfd following no symbolic link (openat2, else one openat per
  * component with O_NOFOLLOW), or returns -1 with errno (ELOOP or EXDEV: a link or an
@@ -29,5 +30,12 @@ int oc__open_beneath(int dirfd, const char *rel, int flags);
  * or -1 with *why set ("is not a regular file", "changed while it was opened"). */
 int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path, struct stat *st,
                        const char **why);
+
+/* E-11 and E-18 in one call: the regular file rel beneath dir_fd (or, when path is not
+ * NULL, the caller's own path standing for it), opened with OC__READ_FLAGS following no
+ * symbolic link. Returns the descriptor, its stat in *st; -1 with errno (ELOOP or EXDEV:
+ * a link or an escape); or -1 with *why set. rel must have passed E-10 first. */
+OC_PRIVATE int oc__open_location(int dir_fd, const char *rel, const char *path, struct stat *st,
+                                 const char **why);
 
 #endif

@@ -11,6 +11,12 @@
 
 #include "internal/source.h" /* libonnxcore/src: compiled into libonnxz as oz__source_* */
 
+/* As oz_zip_reader_open for fd, the file at path already opened (read-only, non-blocking):
+ * with the same shared locks (A-58). fd is duplicated, not taken; path names it in
+ * messages. */
+oc_status oz__zip_reader_open_file(int fd, const char *path, const oz_zip_reader_options *options,
+                                   oz_zip_reader **out, oc_error *err);
+
 /* As oz_zip_reader_open_fd (fd is duplicated, not taken; no lock is taken), taking only
  * the first `size` bytes of the file as the archive (what follows is not looked at): the
  * editor uses it to check that an interrupted edit's old archive is whole before it rolls

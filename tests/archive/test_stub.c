@@ -4,7 +4,8 @@
  * place (a load gives the archive's bytes), with its entry records; oz_verify_model
  * checks those references and fails once the archive is rebuilt with another layout;
  * the refusals (OUT misnamed, elsewhere, the archive itself, existing; an input that is
- * no archive), each naming the right file.
+ * no archive), each naming the right file; oz_stub_check opening nothing outside its
+ * directory.
  *
  * usage: test_stub WORKDIR
  */
@@ -131,11 +132,39 @@ static void test_refusals(void) {
     CHECK(access(td_at("y.onnx"), F_OK) != 0);
 }
 
+/* oz_stub_check opens each location as a load opens data files: beneath data_dir, no
+ * `..`, no symbolic link (E-10, E-11), however the model was loaded. */
+static void test_check_stays_beneath(void) {
+    oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+    oc_model *m = NULL;
+    oc_error err;
+    oo.parse.skip_external_data = 1;
+    CHECK_OK(oz_open(td_at("s.onnx"), &oo, &m, NULL, &err), &err);
+    if (!m) return;
+    td_mkdirs(td_at("d"));
+    CHECK(symlink("../m.onnxz", td_at("d/l.onnxz")) == 0);
+    CHECK_OK(oz_stub_check(m, td_dir, NULL, &err), &err);
+    static const char *const places[] = {"../m.onnxz", "l.onnxz"}; /* out; through a link */
+    static const char *const rules[] = {"E-10", "E-11"};
+    for (int k = 0; k < 2; k++) {
+        const onnx_GraphProto *g = oc_model_proto(m)->graph;
+        for (uint64_t i = 0; i < g->initializer.count; i++) {
+            oc_str *loc = (oc_str *)oc_tensor_external_value(g->initializer.items[i], "location");
+            if (!loc) continue;
+            loc->data = places[k];
+            loc->size = strlen(places[k]);
+        }
+        CHECK_RULE(oz_stub_check(m, td_at("d"), NULL, &err), OC_ERR_UNSAFE_PATH, &err, rules[k]);
+    }
+    oc_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (td_start(argc, argv, "stub") != 0) return 2;
     oc_model *m = make_model();
     test_stub_and_verify(m);
     test_refusals();
+    test_check_stays_beneath();
     oc_model_free(m);
     td_remove(td_dir);
     return check_report("test_stub");

@@ -135,3 +135,16 @@ int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path
     }
     return fd;
 }
+
+int oc__open_location(int dir_fd, const char *rel, const char *path, struct stat *st,
+                      const char **why) {
+    *why = NULL;
+    int pathfd =
+        path ? open(path, O_PATH | O_CLOEXEC) : oc__open_beneath(dir_fd, rel, O_PATH | O_CLOEXEC);
+    if (pathfd < 0) return -1;
+    int fd = oc__reopen_regular(pathfd, dir_fd, rel, path, st, why);
+    int e = errno;
+    close(pathfd);
+    errno = e;
+    return fd;
+}

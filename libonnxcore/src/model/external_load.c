@@ -142,18 +142,11 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
     char *rel = strndup(loc->data, (size_t)loc->size);
     char *ov = rel ? override_path(l, loc) : NULL;
     if (!rel) return oc__fail(l->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    int pathfd =
-        ov ? open(ov, O_PATH | O_CLOEXEC) : oc__open_beneath(l->dirfd, rel, O_PATH | O_CLOEXEC);
     if (ov) oc_quote(ov, strlen(ov), shown, sizeof shown); /* the caller's path, shown too */
     oc_status s = OC_OK;
     struct stat st;
     const char *odd = NULL;
-    int fd = pathfd < 0 ? -1 : oc__reopen_regular(pathfd, l->dirfd, rel, ov, &st, &odd);
-    if (pathfd >= 0) {
-        int e = errno;
-        close(pathfd);
-        errno = e;
-    }
+    int fd = oc__open_location(l->dirfd, rel, ov, &st, &odd);
     if (odd) {
         s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                      "tensor '%s': external data file '%s' %s", name, shown, odd);

@@ -5,15 +5,19 @@
 #include "onnxz/stub.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal/onnxcore_shared.h"
 #include "internal/metadata.h"
 #include "internal/archive.h"
+#include "internal/path_safety.h"
+#include "internal/zipread.h"
 #include "internal/error.h"
 #include "onnxcore_private.h"
 #include "onnxz/archive.h"
@@ -356,6 +360,7 @@ typedef struct stub_location {
 
 typedef struct stub_checker {
     const char *dir;      /* locations are relative to this directory */
+    int dirfd;            /* dir, opened on first need; -1 until then */
     stub_records records; /* parsed from the model's OZ_STUB_RECORD_KEY, by offset */
     int has_records;      /* the model has the key */
     stub_location *locations;
@@ -419,14 +424,47 @@ static const stub_record *find_record(const stub_checker *c, uint64_t offset) {
     return bsearch(&key, c->records.items, (size_t)c->records.count, sizeof key, by_offset);
 }
 
-/* Opens the archive at file for the location; *archive stays NULL when it is not one. */
-static oc_status open_location(stub_checker *c, const char *file, oz_archive **archive) {
+/* The file loc names beneath data_dir, opened as a model's data files are (E-10, E-11,
+ * E-18) into *fd: never outside the directory, through a link, or anything but a regular
+ * file. */
+static oc_status open_beneath_dir(stub_checker *c, const oc_str *loc, const char *rel,
+                                  struct stat *st, int *fd) {
+    char ql[OC_QUOTE_SIZE];
+    const char *why = oc__location_problem(loc);
+    oc_quote(loc->data, loc->size, ql, sizeof ql);
+    *fd = -1;
+    if (why)
+        return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-10",
+                             "external data location %s: '%s'", why, ql);
+    if (c->dirfd < 0 && (c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return oc__fail_errno(c->err, errno, "cannot open directory %s", c->dir);
+    *fd = oc__open_location(c->dirfd, rel, NULL, st, &why);
+    if (why)
+        return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-18",
+                             "external data file '%s' %s", ql, why);
+    if (*fd < 0 && (errno == ELOOP || errno == EXDEV))
+        return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-11",
+                             "external data file '%s' is or passes through a symbolic link", ql);
+    if (*fd < 0) return oc__fail_errno(c->err, errno, "cannot open external data file '%s'", ql);
+    return OC_OK;
+}
+
+/* The archive the location's file (fd, named file) is; *archive stays NULL when it is not
+ * one. */
+static oc_status open_archive(stub_checker *c, int fd, uint64_t size, const char *file,
+                              oz_archive **archive) {
+    uint8_t head[OZ_DETECT_HEAD];
+    oz_zip_reader *zip = NULL;
     oc_error local;
     char buf[OC_ERROR_MESSAGE_MAX];
     *archive = NULL;
+    ssize_t n = pread(fd, head, sizeof head, 0);
+    if (n < 0) return oc__fail_errno(c->err, errno, "cannot read %s", file);
+    if (!oz_kind_is_archive(oz_detect(head, (size_t)n, size))) return OC_OK;
     oc_error_clear(&local);
-    if (!oz_is_archive_file(file) || oz_archive_open(file, NULL, archive, &local) == OC_OK)
-        return OC_OK;
+    oc_status st = oz__zip_reader_open_file(fd, file, NULL, &zip, &local);
+    if (st == OC_OK) st = oz__archive_wrap(zip, file, archive, &local);
+    if (st == OC_OK) return OC_OK;
     *archive = NULL;
     /* Without records, a data file that only starts like a ZIP (a tensor's first bytes)
      * is ordinary data; a stub's archive must open (A-62). */
@@ -440,7 +478,7 @@ static oc_status open_location(stub_checker *c, const char *file, oz_archive **a
 static oc_status location_archive(stub_checker *c, const oc_str *loc, stub_location **where) {
     stub_location *grown;
     oz_archive *archive = NULL;
-    char *file;
+    struct stat st;
     for (uint64_t i = 0; i < c->nlocations; i++) {
         if (c->locations[i].location->size == loc->size &&
             memcmp(c->locations[i].location->data, loc->data, loc->size) == 0) {
@@ -449,17 +487,22 @@ static oc_status location_archive(stub_checker *c, const oc_str *loc, stub_locat
         }
     }
     grown = realloc(c->locations, (size_t)(c->nlocations + 1) * sizeof *grown);
-    file = malloc(strlen(c->dir) + loc->size + 2);
+    char *rel = strndup(loc->data, (size_t)loc->size);
+    char *file = malloc(strlen(c->dir) + loc->size + 2);
     if (grown) c->locations = grown;
-    if (!grown || !file) {
+    if (!grown || !rel || !file) {
+        free(rel);
         free(file);
         return nomem(c->err);
     }
-    /* The load before this one resolved every location safely (E-10, E-11). */
-    sprintf(file, "%s/%.*s", c->dir, (int)loc->size, loc->data);
-    oc_status st = open_location(c, file, &archive);
+    sprintf(file, "%s/%s", c->dir, rel);
+    int fd;
+    oc_status opened = open_beneath_dir(c, loc, rel, &st, &fd);
+    if (opened == OC_OK) opened = open_archive(c, fd, (uint64_t)st.st_size, file, &archive);
+    if (fd >= 0) close(fd);
+    free(rel);
     free(file);
-    if (st != OC_OK) return st;
+    if (opened != OC_OK) return opened;
     memset(&c->locations[c->nlocations], 0, sizeof c->locations[c->nlocations]);
     c->locations[c->nlocations].location = loc;
     c->locations[c->nlocations].archive = archive;
@@ -598,6 +641,7 @@ oc_status oz_stub_check(oc_model *model, const char *data_dir, uint64_t *checked
     m = oc_model_proto(model);
     memset(&c, 0, sizeof c);
     c.dir = data_dir;
+    c.dirfd = -1;
     c.err = err;
     value = oz__metadata_get(m, OZ_STUB_RECORD_KEY, strlen(OZ_STUB_RECORD_KEY));
     c.has_records = value != NULL;
@@ -609,6 +653,7 @@ oc_status oz_stub_check(oc_model *model, const char *data_dir, uint64_t *checked
         free(c.locations[i].crc_ok);
     }
     free(c.locations);
+    if (c.dirfd >= 0) close(c.dirfd);
     records_free(&c.records);
     if (checked) *checked = c.checked;
     return st;

@@ -889,6 +889,15 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never hang on a FIFO */
     if (fd < 0) return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
+    oc_status st = oz__zip_reader_open_file(fd, path, options, out, err);
+    close(fd); /* the source keeps a duplicate, and with it the content lock */
+    return st;
+}
+
+oc_status oz__zip_reader_open_file(int fd, const char *path, const oz_zip_reader_options *options,
+                                   oz_zip_reader **out, oc_error *err) {
+    OZ_ZIP_OPTS(options, err);
+    oc_source *src = NULL;
     oc_status st = oz__lock(fd, OZ_LOCK_EDIT, OZ_LOCK_CONTENT, F_RDLCK, OZ_LOCK_WAIT_MS, path,
                             "is being edited in place; try again once the edit is done", err);
     if (st == OC_OK && options->use_pread) {
@@ -908,7 +917,6 @@ oc_status oz_zip_reader_open(const char *path, const oz_zip_reader_options *opti
         }
         if (st == OC_OK) st = open_taking(src, UINT64_MAX, options, out, err);
     }
-    close(fd); /* the source keeps a duplicate, and with it the content lock */
     OC_FORWARD(st);
     oc__test_point("reader-open");
     return OC_OK;
