@@ -611,8 +611,10 @@ def open(path, *, key=None, max_memory=None):
     file (the model or any of its data files) cut or rewritten in place by another
     process (truncate, `cp new.onnxz p`) would kill Python with SIGBUS when an array
     touches a page past its new end; instead that part of the mapping reads zeros and
-    onnxz.Error (status "truncated") is raised: by open itself when the cut came while it
-    read the file, else in the main thread at its next Python statement. However many
+    onnxz.Error (status "truncated") is raised: by the call that read the file when the
+    cut came (open, a tensor read, names, model, info(), verify()), else (an array
+    touched) in the main thread at its next Python statement, through the Python handler
+    of SIGBUS, which is onnxz's (signal.getsignal shows it). However many
     files are open, each is watched as long as a File or an array maps it. Bytes rewritten
     in place without a cut show through as they are. For files that others may rewrite in place, copy what you keep
     (numpy.array(f[name])) while the file is as you opened it.

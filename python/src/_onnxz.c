@@ -1069,12 +1069,14 @@ static int reader_check(ReaderObject *self) {
 static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     const oz_reader *r;
     PyObject *list;
+    onnxz_fault_scope scope;
     uint64_t n;
     (void)unused;
     if (reader_check(self) < 0) return NULL;
     r = self->hold->reader; /* nothing below lets the GIL go: close() cannot run */
     n = oz_reader_count(r);
     if (n > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
+    onnxz_fault_enter(&scope); /* S-42: the names may lie in the file's mapping */
     list = PyList_New((Py_ssize_t)n);
     for (uint64_t i = 0; list && i < n; i++) {
         const onnx_TensorProto *t = oz_reader_at(r, i);
@@ -1085,6 +1087,7 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
         else
             PyList_SET_ITEM(list, (Py_ssize_t)i, name);
     }
+    if (left_cut(&scope)) Py_CLEAR(list);
     return list;
 }
 
@@ -1114,6 +1117,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     size_t len;
     const onnx_TensorProto *t;
     oc_bytes bytes = {0};
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st = OC_OK;
     HoldObject *hold;
@@ -1136,6 +1140,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
      * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
     hold = self->hold;
     Py_INCREF(hold);
+    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its bytes lie in mappings */
     t = oz_reader_find(hold->reader, name, len);
     if (!t) {
         PyErr_SetObject(PyExc_KeyError, name_obj);
@@ -1168,6 +1173,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
 fail:
     raise_error(PyBytes_AS_STRING(self->path), &err);
 done:
+    if (left_cut(&scope)) Py_CLEAR(out);
     oc_bytes_release(&bytes);
     Py_XDECREF(span);
     Py_XDECREF(dims);
@@ -1268,17 +1274,20 @@ static PyObject *reader_info(ReaderObject *self, PyObject *args) {
     Py_buffer key;
     char *json = NULL;
     size_t len = 0;
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     HoldObject *hold = reader_enter(self, args, &key, &holder);
     if (!hold) return NULL;
     oc_error_clear(&err);
+    onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
         st = info_json(self, hold, &key, &json, &len, &err);
     Py_END_ALLOW_THREADS
     key_release(&key, &holder);
     out = st == OC_OK ? PyUnicode_DecodeUTF8(json, (Py_ssize_t)len, "strict")
                       : raise_error(PyBytes_AS_STRING(self->path), &err);
+    if (left_cut(&scope)) Py_CLEAR(out);
     free(json);
     Py_DECREF(hold);
     return out;
@@ -1291,11 +1300,13 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     Py_buffer key;
     oz_archive_report *report = NULL;
     oz_model_report *model_report = NULL;
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     HoldObject *hold = reader_enter(self, args, &key, &holder);
     if (!hold) return NULL;
     oc_error_clear(&err);
+    onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
         const oz_archive *ar = oz_reader_archive(hold->reader);
         if (ar) {
@@ -1318,6 +1329,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     key_release(&key, &holder);
     oz_archive_report_free(report);
     oz_model_report_free(model_report);
+    if (left_cut(&scope)) return NULL; /* the cut, whatever the zeros made the checks say */
     if (st != OC_OK) return raise_error(PyBytes_AS_STRING(self->path), &err);
     Py_RETURN_NONE;
 }
@@ -1329,6 +1341,7 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
     HoldObject *hold;
     PyObject *out = NULL;
     oc_model *copy = NULL;
+    onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     (void)unused;
@@ -1336,6 +1349,7 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
     hold = self->hold; /* a close() from another thread while the model is encoded */
     Py_INCREF(hold);
     oc_error_clear(&err);
+    onnxz_fault_enter(&scope); /* S-42: the model's bytes may lie in mappings */
     Py_BEGIN_ALLOW_THREADS
         st = oc_model_clone(oz_reader_model(hold->reader), &copy, &err);
     Py_END_ALLOW_THREADS
@@ -1343,6 +1357,7 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
         out = model_split(copy, PyBytes_AS_STRING(self->path));
     else
         raise_error(PyBytes_AS_STRING(self->path), &err);
+    if (left_cut(&scope)) Py_CLEAR(out);
     oc_model_free(copy);
     Py_DECREF(hold);
     return out;

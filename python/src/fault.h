@@ -17,12 +17,16 @@ typedef int (*onnxz_fault_raise_fn)(const char *path);
 /* At the module's import, before anything is mapped: every mapping the libraries make from
  * now on is watched until it goes, whatever their number (a fault in one is mended: zeros
  * over the rest of it), and a fault mended outside any scope is raised through raise_fn.
- * Returns -1 (MemoryError set) when the page size cannot be known. */
+ * Imported in the main thread, this also makes a function of the package the Python
+ * handler of SIGBUS (signal.getsignal shows it), through which the main thread is told;
+ * else that is done at the first scope the main thread enters. Returns -1 (MemoryError
+ * set) when the page size cannot be known. */
 int onnxz_fault_init(onnxz_fault_raise_fn raise_fn);
 
-/* A library call that maps files and reads them (a load, an open, a convert), in the
- * thread that runs it: a fault mended in that thread meanwhile is reported to the scope,
- * which fails the call, instead of raised at a later bytecode. */
+/* A library call that maps files or reads mapped bytes (a load, an open, a convert, a
+ * tensor read, info, verify), in the thread that runs it: a fault mended in that thread
+ * meanwhile is reported to the scope, which fails the call, instead of raised at a later
+ * bytecode. */
 typedef struct onnxz_fault_scope {
     void *slot;                      /* NULL: not watched (out of memory) */
     char path[ONNXZ_FAULT_PATH_MAX]; /* the cut file */
