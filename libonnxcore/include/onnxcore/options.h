@@ -16,9 +16,9 @@
  * refuses an existing one (OC_ERR_EXISTS) with no_overwrite (spec/onnx-wire.md W-30).
  *
  * Extending. Every options struct of both libraries (these, oc_crypt_options,
- * oc_http_options, oz_archive_options, oz_convert_options, oz_open_options,
- * oz_save_options, oz_zip_reader_options) and the outputs oz_open_info and oz_convert_info
- * begin with `size_t size`, which the *_INIT macro or *_init function sets to sizeof the
+ * oc_http_options, oz_*_options) and every struct a call fills or reads as a record
+ * (oz_open_info, oz_convert_info, oz_stub_info, oz_unpack_info, oz_metadata_info,
+ * oz_info_source) begin with `size_t size`, which the *_INIT macro or *_init function sets to sizeof the
  * struct; the macros name their fields (designated initialisers), so the fields keep their
  * meaning when one is added. New fields are only ever appended, and a library reads (or
  * writes) only the fields that lie within the `size` the caller's struct has: a program
