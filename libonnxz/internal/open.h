@@ -12,9 +12,8 @@
 oc_status oz__stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, uint64_t n,
                            oc_write_fn write, void *ctx, oc_error *err);
 
-/* Where w's tensors lie: an archive (then no data files), or data files (or neither).
- * Borrowed from w. */
-const oz_archive *oz__weights_archive(const oz_weights *w);
-oc_external_data *oz__weights_files(const oz_weights *w);
+/* The bytes fetch gives for t, into a new owned span (*out released first). */
+oc_status oz__read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, oc_bytes *out,
+                           oc_error *err);
 
 #endif

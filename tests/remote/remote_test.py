@@ -424,6 +424,24 @@ def check_external(ctx, ng, d, env, https, what):
                           "from converting the local files")
 
 
+def check_get_external(ctx, ng, d, env, https, what):
+    """get of each tensor of the two-file and the split model by URL: the local get's bytes,
+    for the model's tail, then the tail and one range of the data file the tensor is in:
+    no other data file is asked for (the split model has several)."""
+    for name in ("two.onnx", "split.onnx"):
+        url, local = ng.url(name, https=https), os.path.join(d, name)
+        for t in model_tensors():
+            w = f"{what}: get {name} {t.name}"
+            mark = ng.mark()
+            got = ctx.ok(["get", url, t.name], w, env)
+            reqs = ng.requests_since(mark)
+            check_requests(ctx, reqs, env, w)
+            paths = [r["request"].split()[1] for r in reqs]
+            ctx.check(len({p for p in paths if not p.endswith(".onnx")}) <= 1 and len(reqs) <= 3,
+                      f"{w}: {paths}: the model, then one data file's tail and range")
+            ctx.check(got is not None and got == ctx.ok(["get", local, t.name], f"{w} (local)"),
+                      f"{w}: by URL = local")
+
 def build_big(ctx, d):
     """big.onnx and big.onnxz in d: one tensor of BIG random bytes (a STORED entry that a
     convert by URL reads in parallel ranges). Returns the tensor's bytes."""
@@ -522,6 +540,7 @@ def group_nginx(ctx):
                                  what, tensors[tensor].raw_data)
                 check_get_meta(ctx, meta, tensors[tensor], what)
             check_external(ctx, ng, d, env, https, scheme)
+            check_get_external(ctx, ng, d, env, https, scheme)
 
         url = ng.url("model.onnxz", https=True)
         ctx.error(["info", url], url, "https without ONNXZ_CA_FILE (a private CA)", message="certificate")

@@ -19,10 +19,12 @@
  *   a .onnx file                  the model and its data files, decoded and mapped under
  *                                 one pair lock (spec/security.md L-2); a tensor is a span
  *                                 of the mapping, no copy;
- *   a .onnx at a URL              the model; a tensor is one ranged read of its data file;
+ *   a .onnx at a URL              the model; a tensor is its one data file, opened (its
+ *                                 tail) and read (one ranged request): the other data
+ *                                 files cost nothing;
  *   an encrypted file             decrypted once with the key, held in memory.
- * Threads: the lookups and reads may run concurrently on one reader (fetches from a URL's
- * data files are taken one at a time); close it when none runs.
+ * Threads: the lookups and reads may run concurrently on one reader (each read opens what
+ * it fetches from); close it when none runs.
  */
 #ifndef ONNXZ_READER_H
 #define ONNXZ_READER_H

@@ -410,10 +410,6 @@ void oz_weights_fetch(oz_weights *w, oc_tensor_fetch *fetch) {
         oc_external_data_fetch(w ? w->files : NULL, fetch);
 }
 
-const oz_archive *oz__weights_archive(const oz_weights *w) { return w ? w->archive : NULL; }
-
-oc_external_data *oz__weights_files(const oz_weights *w) { return w ? w->files : NULL; }
-
 void oz_weights_close(oz_weights *w) {
     if (!w) return;
     oz_archive_close(w->archive);
@@ -478,9 +474,8 @@ static oc_status copy_write(void *ctx, const void *data, uint64_t size, oc_error
     return OC_OK;
 }
 
-/* The bytes fetch gives for t, into a new owned span. */
-static oc_status read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t,
-                              oc_bytes *out, oc_error *err) {
+oc_status oz__read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, oc_bytes *out,
+                           oc_error *err) {
     uint64_t n = 0;
     OC_FORWARD(fetch->size(fetch->ctx, t, &n, err));
     oc_bytes b = {0};
@@ -523,7 +518,8 @@ oc_status oz_tensor_read(onnx_TensorProto *t, const oz_tensor_source *src, oc_by
     if (oc_tensor_is_external(t) && fetch.size) {
         /* an archive's entry: a span of its mapping (read whole from a URL) */
         const oz_archive *ar = src->archive ? src->archive : src->weights->archive;
-        return ar ? oz__archive_tensor_bytes(ar, t, out, err) : read_fetched(&fetch, t, out, err);
+        return ar ? oz__archive_tensor_bytes(ar, t, out, err)
+                  : oz__read_fetched(&fetch, t, out, err);
     }
     OC_FORWARD(resolve_in_place(t, src, err));
     if (oc_tensor_is_typed(t)) return oc_tensor_typed_bytes(t, out, err); /* float_data ... */

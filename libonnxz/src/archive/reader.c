@@ -2,7 +2,6 @@
  * reader.c - oz_reader (onnxz/reader.h): a model file of any form held open, its tensors
  * looked up through one index and read one at a time.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +45,15 @@ typedef struct data_file {
 
 struct oz_reader {
     oz_open_info info;
-    oz_archive *archive;   /* an unencrypted archive, else NULL */
-    oc_model *model;       /* the tensors read: an archive's and a URL's .onnx's kept as
+    oz_archive *archive;    /* an unencrypted archive, else NULL */
+    oc_model *model;        /* the tensors read: an archive's and a URL's .onnx's kept as
                             * references (fetched when read), the others resolved */
-    oc_model *references;  /* a local .onnx with external data: the model as the file holds
+    oc_model *references;   /* a local .onnx with external data: the model as the file holds
                             * it, decoded with model under one pair lock (L-2); else NULL */
-    oz_weights *weights;   /* a URL's .onnx: its data files, fetched one read at a time */
-    pthread_mutex_t fetch; /* with weights: one fetch at a time */
-    oc_http_options http;  /* a URL's settings: weights reads them */
+    char *data_dir;         /* a URL's .onnx: where its data files are (beside it); each
+                            * read opens the one its tensor names */
+    oc_http_options http;   /* a URL's settings */
+    oc_parse_options parse; /* how the model was decoded, and a URL's data files are read */
     oc_tensor_index *index;
     /* a local .onnx (L-2): the files it was read from, as they were */
     char *path;
@@ -191,41 +191,39 @@ static oc_status open_archive(oz_reader *r, const char *path, const oc_parse_opt
     return oz_archive_load_model(r->archive, &o, &r->model, err);
 }
 
-/* Every other form, by oz_open: a URL's .onnx deferred (its data files left where they
- * are), the rest (empty, cut inside a magic, encrypted) as oz_open reports or loads it. */
+/* Every other form, by oz_open: a URL's .onnx with its tensors kept as references (its
+ * data files are opened by the reads, each the one its tensor names: no request for the
+ * others), the rest (empty, cut inside a magic, encrypted) as oz_open reports or loads
+ * it. */
 static oc_status open_other(oz_reader *r, const char *path, const oz_reader_options *opts,
-                            const oc_parse_options *po, oc_error *err) {
+                            oc_error *err) {
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-    o.parse = *po;
+    o.parse = r->parse;
     o.key = opts->key;
     o.key_len = opts->key_len;
     o.crypt = opts->crypt;
-    oc_status st = oc_is_url(path) && r->info.kind == OZ_KIND_MODEL
-                       ? oz_open_deferred(path, &o, &r->model, &r->weights, &r->info, err)
-                       : oz_open(path, &o, &r->model, &r->info, err);
-    if (st == OC_OK && r->weights && pthread_mutex_init(&r->fetch, NULL) != 0) {
-        oz_weights_close(r->weights);
-        r->weights = NULL;
-        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (oc_is_url(path) && r->info.kind == OZ_KIND_MODEL) {
+        o.parse.skip_external_data = 1;
+        if (!(r->data_dir = oc__path_dir(path)))
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    return st;
+    return oz_open(path, &o, &r->model, &r->info, err);
 }
 
 /* r opened from path, its form told by its first bytes. */
 static oc_status open_any(oz_reader *r, const char *path, const oz_reader_options *opts,
                           oc_error *err) {
-    oc_parse_options po = OC_PARSE_OPTIONS_INIT;
-    po.no_copy = 1;
-    po.max_memory = opts->max_memory;
-    po.http = &r->http;
+    oc_parse_options_init(&r->parse);
+    r->parse.no_copy = 1;
+    r->parse.max_memory = opts->max_memory;
+    r->parse.http = &r->http;
     /* a file that cannot be looked at is handed to the model loader, which says why */
     if (oz_detect_path(path, &r->http, &r->info.kind, NULL) != OC_OK) r->info.kind = OZ_KIND_MODEL;
-    if (oz_kind_is_archive(r->info.kind)) return open_archive(r, path, &po, err);
-    if (r->info.kind != OZ_KIND_MODEL || oc_is_url(path))
-        return open_other(r, path, opts, &po, err);
+    if (oz_kind_is_archive(r->info.kind)) return open_archive(r, path, &r->parse, err);
+    if (r->info.kind != OZ_KIND_MODEL || oc_is_url(path)) return open_other(r, path, opts, err);
     if (!(r->path = strdup(path)))
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    OC_FORWARD(open_model_file(r, &po, err));
+    OC_FORWARD(open_model_file(r, &r->parse, err));
     r->info.file_size = (uint64_t)r->model_id.size;
     return OC_OK;
 }
@@ -268,10 +266,7 @@ oc_status oz_reader_open(const char *path, const oz_reader_options *opts, oz_rea
 void oz_reader_close(oz_reader *r) {
     if (!r) return;
     oc_tensor_index_free(r->index);
-    if (r->weights) {
-        oz_weights_close(r->weights);
-        pthread_mutex_destroy(&r->fetch);
-    }
+    free(r->data_dir);
     oc_model_free(r->model);
     oc_model_free(r->references);
     oz_archive_close(r->archive);
@@ -304,18 +299,32 @@ const onnx_TensorProto *oz_reader_find(const oz_reader *r, const char *name, siz
 
 /* ---- reads ---- */
 
-/* Where r's references' bytes are. */
-static oz_tensor_source source_of(const oz_reader *r) {
-    return (oz_tensor_source){r->archive, r->weights, NULL, NULL};
+/* Where t's bytes are fetched from, while a read runs: an archive's entry, or a URL's data
+ * file opened for this read (own). fetch.size is NULL for a tensor r holds (resolved, or
+ * inline). */
+typedef struct tensor_fetch {
+    oc_tensor_fetch fetch;
+    oc_external_data *own;
+} tensor_fetch;
+
+/* The one data file t names, checked as a load checks it (E-10..E-18), opened: from a URL
+ * its tail, then t's range when read. Each read has its own: reads run side by side. */
+static oc_status fetch_open(const oz_reader *r, const onnx_TensorProto *t, tensor_fetch *f,
+                            oc_error *err) {
+    f->fetch = (oc_tensor_fetch){NULL, NULL, NULL};
+    f->own = NULL;
+    if (!oc_tensor_is_external(t)) return OC_OK;
+    if (r->archive) {
+        oz_archive_fetch(r->archive, &f->fetch);
+    } else if (r->data_dir) {
+        OC_FORWARD(
+            oc_external_data_open(&onnx_TensorProto_desc, t, r->data_dir, &r->parse, &f->own, err));
+        oc_external_data_fetch(f->own, &f->fetch);
+    }
+    return OC_OK;
 }
 
-static void fetch_begin(oz_reader *r) {
-    if (r->weights) pthread_mutex_lock(&r->fetch);
-}
-
-static void fetch_end(oz_reader *r) {
-    if (r->weights) pthread_mutex_unlock(&r->fetch);
-}
+static void fetch_close(tensor_fetch *f) { oc_external_data_close(f->own); }
 
 static oc_status check_args(const oz_reader *r, const onnx_TensorProto *t, const void *out,
                             const char *what, oc_error *err) {
@@ -324,14 +333,21 @@ static oc_status check_args(const oz_reader *r, const onnx_TensorProto *t, const
                : oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: missing argument", what);
 }
 
-/* t's bytes, as oz_tensor_read gives them. t is r's: every tensor of r's model is either
- * resolved or a reference that source_of(r) fetches, so the read never changes t. */
-static oc_status read_bytes(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
-    oz_tensor_source src = source_of(r);
-    fetch_begin(r);
-    oc_status st = oz_tensor_read((onnx_TensorProto *)(uintptr_t)t, &src, out, err);
-    fetch_end(r);
-    return st;
+/* t's bytes, whole, W-40 checked first. t is r's: every tensor of r's model is resolved,
+ * inline, or a reference to an archive's entry or a URL's data file, so no read changes
+ * it. */
+static oc_status read_bytes(const oz_reader *r, const onnx_TensorProto *t, oc_bytes *out,
+                            oc_error *err) {
+    if (r->data_dir && oc_tensor_is_external(t)) {
+        tensor_fetch f;
+        OC_FORWARD(fetch_open(r, t, &f, err));
+        oc_status st = oc_tensor_check_size_fetched(t, &f.fetch, err);
+        if (st == OC_OK) st = oz__read_fetched(&f.fetch, t, out, err);
+        fetch_close(&f);
+        return st;
+    }
+    oz_tensor_source src = {r->archive, NULL, NULL, NULL}; /* an entry: a span of the mapping */
+    return oz_tensor_read((onnx_TensorProto *)(uintptr_t)t, &src, out, err);
 }
 
 oc_status oz_reader_read(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
@@ -339,32 +355,21 @@ oc_status oz_reader_read(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out,
     return read_bytes(r, t, out, err);
 }
 
-/* The fetch of t's bytes when they lie in an archive's entry or a URL's data file;
- * fetch->size is NULL otherwise. */
-static void fetch_of(const oz_reader *r, const onnx_TensorProto *t, oc_tensor_fetch *fetch) {
-    *fetch = (oc_tensor_fetch){NULL, NULL, NULL};
-    if (!oc_tensor_is_external(t)) return;
-    if (r->archive)
-        oz_archive_fetch(r->archive, fetch);
-    else if (r->weights)
-        oz_weights_fetch(r->weights, fetch);
-}
-
 oc_status oz_reader_size(oz_reader *r, const onnx_TensorProto *t, uint64_t *size, oc_error *err) {
-    oc_tensor_fetch fetch;
+    tensor_fetch f;
     OC_FORWARD(check_args(r, t, size, "oz_reader_size", err));
-    fetch_of(r, t, &fetch);
-    if (!fetch.size) { /* held in memory or a mapping: a span shares it */
+    OC_FORWARD(fetch_open(r, t, &f, err));
+    oc_status st;
+    if (f.fetch.size) {
+        st = oc_tensor_check_size_fetched(t, &f.fetch, err);
+        if (st == OC_OK) st = f.fetch.size(f.fetch.ctx, t, size, err);
+    } else { /* held in memory or a mapping: a span shares it */
         oc_bytes b = {0};
-        OC_FORWARD(read_bytes(r, t, &b, err));
+        st = read_bytes(r, t, &b, err);
         *size = b.size;
         oc_bytes_release(&b);
-        return OC_OK;
     }
-    fetch_begin(r);
-    oc_status st = oc_tensor_check_size_fetched(t, &fetch, err);
-    if (st == OC_OK) st = fetch.size(fetch.ctx, t, size, err);
-    fetch_end(r);
+    fetch_close(&f);
     return st;
 }
 
@@ -378,32 +383,38 @@ static bool entry_streams(const oz_reader *r, const onnx_TensorProto *t) {
            e.uncompressed_size > READ_WHOLE_MAX;
 }
 
+/* t's bytes streamed from where f fetches them, W-40 checked first. */
+static oc_status stream_fetched(const tensor_fetch *f, const onnx_TensorProto *t, oc_write_fn write,
+                                void *ctx, oc_error *err) {
+    uint64_t n = 0;
+    OC_FORWARD(oc_tensor_check_size_fetched(t, &f->fetch, err));
+    OC_FORWARD(f->fetch.size(f->fetch.ctx, t, &n, err));
+    return oz__stream_exact(&f->fetch, t, n, write, ctx, err);
+}
+
 oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn write, void *ctx,
                             oc_error *err) {
-    oc_tensor_fetch fetch;
+    tensor_fetch f;
     OC_FORWARD(check_args(r, t, (const void *)(uintptr_t)write, "oz_reader_read_to", err));
-    fetch_of(r, t, &fetch);
-    if (fetch.stream && (r->weights || entry_streams(r, t))) {
-        uint64_t n = 0;
-        fetch_begin(r);
-        oc_status st = oc_tensor_check_size_fetched(t, &fetch, err);
-        if (st == OC_OK) st = fetch.size(fetch.ctx, t, &n, err);
-        if (st == OC_OK) st = oz__stream_exact(&fetch, t, n, write, ctx, err);
-        fetch_end(r);
-        return st;
+    OC_FORWARD(fetch_open(r, t, &f, err));
+    oc_status st;
+    if (f.fetch.stream && (f.own || entry_streams(r, t))) {
+        st = stream_fetched(&f, t, write, ctx, err);
+    } else {
+        oc_bytes b = {0};
+        st = read_bytes(r, t, &b, err);
+        if (st == OC_OK) st = oc_bytes_write(&b, write, ctx, err);
+        oc_bytes_release(&b);
     }
-    oc_bytes b = {0};
-    OC_FORWARD(read_bytes(r, t, &b, err));
-    oc_status st = oc_bytes_write(&b, write, ctx, err);
-    oc_bytes_release(&b);
+    fetch_close(&f);
     return st;
 }
 
 /* ---- slices (onnxz/slice.h) ---- */
 
 /* Where a tensor's bytes can be read at offsets without the rest of them: an archive's
- * STORED entry (the archive's source, the entry's data at base) or a URL's data files;
- * neither: the tensor is read whole. */
+ * STORED entry (the archive's source, the entry's data at base) or a URL's data file
+ * (opened for this read: ranged_close); neither: the tensor is read whole. */
 typedef struct ranged {
     oc_source *src;
     uint64_t base;
@@ -417,13 +428,17 @@ static oc_status ranged_of(const oz_reader *r, const onnx_TensorProto *t, ranged
     oz_zip_entry e;
     *out = (ranged){NULL, 0, NULL};
     if (!oc_tensor_is_external(t)) return OC_OK;
-    if (r->weights) out->files = oz__weights_files(r->weights);
+    if (r->data_dir)
+        return oc_external_data_open(&onnx_TensorProto_desc, t, r->data_dir, &r->parse, &out->files,
+                                     err);
     if (!zip || !oz_archive_tensor_entry(zip, t, &index)) return OC_OK;
     OC_FORWARD(oz_zip_reader_local(zip, index, err)); /* from a URL: its data_offset */
     OC_FORWARD(oz_zip_reader_entry(zip, index, &e, err));
     if (e.method == OZ_ZIP_STORED) *out = (ranged){oz__zip_reader_source(zip), e.data_offset, NULL};
     return OC_OK;
 }
+
+static void ranged_close(ranged *rg) { oc_external_data_close(rg->files); }
 
 /* The tensor's byte count, as oz_reader_size checks it, is the one its dims make. */
 static oc_status check_whole(oz_reader *r, const oz_slice *s, oc_error *err) {
@@ -482,9 +497,8 @@ static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_er
     gather g = {t, &rg, NULL, dst, 0};
     OC_FORWARD(ranged_of(r, t, &rg, err));
     if (rg.src || rg.files) {
-        fetch_begin(r);
         oc_status st = gather_runs(s, &g, err);
-        fetch_end(r);
+        ranged_close(&rg);
         return st;
     }
     oc_bytes whole = {0};
@@ -502,14 +516,13 @@ static bool one_run(oz_reader *r, const oz_slice *s, oc_bytes *out, oc_status *s
     const onnx_TensorProto *t = oz__slice_tensor(s);
     uint64_t at, n;
     ranged rg;
-    if (oz_slice_runs(s) != 1) return false;
+    if (oz_slice_runs(s) != 1 || (r->data_dir && oc_tensor_is_external(t))) return false;
     oz_slice_run(s, 0, &at, &n);
     if ((*st = ranged_of(r, t, &rg, err)) != OC_OK) return true;
     if (rg.src) {
         *st = oc_source_map(rg.src, rg.base + at, n, out, err); /* a mapping, else a read */
         return true;
     }
-    if (rg.files) return false;
     oc_bytes whole = {0};
     if ((*st = read_bytes(r, t, &whole, err)) != OC_OK) return true;
     if (whole.mode == OC_BYTES_SHARED)
