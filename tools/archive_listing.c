@@ -1,5 +1,5 @@
 /*
- * tools/archive_listing.c - an archive opened and listed for `onnxz ls`, `info` and `get`
+ * tools/archive_listing.c - an archive opened and listed for `onnxz ls` and `info`
  * (archive_listing.h), with their errors printed.
  */
 #include "archive_listing.h"

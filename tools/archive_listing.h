@@ -1,6 +1,6 @@
 /*
  * tools/archive_listing.h - an archive opened and listed (oz_archive_list, onnxz/listing.h)
- * for `onnxz ls`, `info` and `get`, with the errors printed the tool's way.
+ * for `onnxz ls` and `info`, with the errors printed the tool's way.
  */
 #ifndef ONNXZ_TOOLS_ARCHIVE_LISTING_H
 #define ONNXZ_TOOLS_ARCHIVE_LISTING_H
