@@ -49,6 +49,14 @@ size_t oz__build_end(uint8_t *out, uint64_t count, uint64_t cd_size, uint64_t cd
 oc_status oz__deflate(const uint8_t *src, uint64_t n, int level, uint8_t **out, uint64_t *out_n,
                       oc_error *err);
 
+/* As oz_zip_writer_begin, for an entry stored DEFLATED (zlib's default level): each
+ * oz_zip_writer_write compresses its bytes on the way to the file, and
+ * oz_zip_writer_end patches CRC-32 and compressed size into the local header. Memory
+ * use does not depend on size. A size whose compressed bound needs zip64: OC_ERR_LIMIT. */
+struct oz_zip_writer;
+oc_status oz__zip_writer_begin_deflated(struct oz_zip_writer *w, const char *name, uint64_t size,
+                                        oc_error *err);
+
 /* How a save writes through the ZIP writer: every byte written is counted in progress
  * (NULL: not counted), and no_sync leaves out the fsyncs of the file and its directory
  * (oc_serialize_options.no_sync). The counter is libonnxcore's internal one

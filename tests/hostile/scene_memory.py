@@ -184,7 +184,45 @@ def case_zip_tables():
     print("  %d entries: refused under %d bytes, listed under the default" % (n, budget))
 
 
-CASES = [case_bomb_archive, case_bomb_plain, case_raise_budget, case_zip_tables]
+def case_deflated_model():
+    """M-5: an archive's model entry deflated (--deflate-model) is compressed as it is
+    encoded, never gathered whole with a compressed copy beside it: a 64 MiB model, its
+    weights kept inside (--threshold 1G), converts under --max-memory 16M with RSS near
+    that budget (the input's pages aside); zipfile, the oracle, inflates the entry to the
+    model's own bytes."""
+    n = (4 if REDUCED else 64) << 20
+    # Written a MiB at a time: the child's peak RSS (wait4) counts the pages this process
+    # ever held, so the model is never built here whole.
+    head = b"\x08" + varint(n) + b"\x10\x02" + b"\x42\x01w" + b"\x4a" + varint(n)
+    tensor_len = len(head) + n
+    graph_head = b"\x2a" + varint(tensor_len)
+    graph_len = len(graph_head) + tensor_len
+    chunk = os.urandom(1 << 20)  # incompressible: deflate touches all it writes
+    with open(os.path.join(WORK, "big.onnx"), "wb") as f:
+        f.write(b"\x08\x08" + b"\x3a" + varint(graph_len) + graph_head + head)
+        for _ in range(n // len(chunk)):
+            f.write(chunk)
+    args = ["--max-memory", "16M", "convert", "-f", "big.onnx", "big.onnxz", "--threshold", "1G",
+            "--deflate-model"]
+    status, out, err, rss = run(args)
+    print("  %-40s exit %d, peak RSS %d MiB" % ("convert --deflate-model (16M)", status,
+                                                 rss >> 20))
+    if status != 0:
+        raise AssertionError("convert --deflate-model: exit %d, %r" % (status, err[:500]))
+    with zipfile.ZipFile(os.path.join(WORK, "big.onnxz")) as z:
+        info = z.getinfo("__MODEL_PROTO")
+        with z.open("__MODEL_PROTO") as e, open(os.path.join(WORK, "big.onnx"), "rb") as f:
+            same = all(e.read(1 << 20) == f.read(1 << 20) for _ in range(n // (1 << 20) + 2))
+        if info.compress_type != zipfile.ZIP_DEFLATED or not same:
+            raise AssertionError("__MODEL_PROTO is not the model deflated")
+    slack = RSS_SLACK + ((16 << 20) // 8 if SANITIZED else 0)
+    if not REDUCED and rss > (16 << 20) + slack:
+        raise AssertionError("convert --deflate-model: peak RSS %d MiB, over the budget of "
+                             "16 MiB plus %d MiB" % (rss >> 20, slack >> 20))
+
+
+CASES = [case_bomb_archive, case_bomb_plain, case_raise_budget, case_zip_tables,
+         case_deflated_model]
 
 
 def configure(exe, work):

@@ -152,9 +152,7 @@ typedef struct writer_ctx {
     name_set taken;
     oc_arena *names;                   /* taken's lower-cased names */
     char name[OZ_ENTRY_NAME_MAX + 24]; /* the last entry's (oc_external_put_fn copies it) */
-    int deflate; /* the model is deflated: gathered in `model`, else streamed as it is encoded */
-    uint8_t *model;
-    uint64_t model_size, model_cap;
+    int deflate; /* the model entry is deflated as it is encoded, else stored */
 } writer_ctx;
 
 static oc_status zip_sink(void *ctx, const void *data, uint64_t size, oc_error *err) {
@@ -185,27 +183,17 @@ static void names_free(writer_ctx *w) {
 }
 
 /* The model's encoded size, after every put and before its first byte (A-2: the model
- * entry comes last). */
+ * entry comes last). Its bytes stream into the entry, deflated on the way or stored. */
 static oc_status model_sized(void *ctx, uint64_t total, oc_error *err) {
     writer_ctx *w = ctx;
     names_free(w); /* the entries are written: their names are done with */
-    if (!w->deflate) return oz_zip_writer_begin(w->zip, OZ_MODEL_ENTRY, total, NULL, err);
-    w->model = total <= SIZE_MAX ? malloc(total ? (size_t)total : 1) : NULL;
-    if (!w->model) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory for the model");
-    w->model_cap = total;
-    return OC_OK;
+    if (w->deflate) return oz__zip_writer_begin_deflated(w->zip, OZ_MODEL_ENTRY, total, err);
+    return oz_zip_writer_begin(w->zip, OZ_MODEL_ENTRY, total, NULL, err);
 }
 
-/* A piece of the model: into its entry, or gathered for deflate. */
 static oc_status write_model(void *ctx, const void *data, uint64_t size, oc_error *err) {
     writer_ctx *w = ctx;
-    if (!w->deflate) return oz_zip_writer_write(w->zip, data, size, err);
-    if (size > w->model_cap - w->model_size)
-        return oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
-                        "internal error: the model is larger than its encoded size");
-    memcpy(w->model + w->model_size, data, (size_t)size);
-    w->model_size += size;
-    return OC_OK;
+    return oz_zip_writer_write(w->zip, data, size, err);
 }
 
 /* ---- the memory budget of a save (spec/security.md M-5) ---- */
@@ -280,14 +268,10 @@ static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t 
     if (st == OC_OK)
         st = oc__encode_external_sized(desc, msg, so->buffer.raw_data_threshold, so->fetch,
                                        put_entry, &w, model_sized, write_model, &w, err);
-    if (st == OC_OK && w.deflate)
-        st = oz_zip_writer_add_deflated(w.zip, OZ_MODEL_ENTRY, w.model, w.model_size, -1, err);
-    else if (st == OC_OK)
-        st = oz_zip_writer_end(w.zip, err);
+    if (st == OC_OK) st = oz_zip_writer_end(w.zip, err);
     if (st == OC_OK) st = oz_zip_writer_finish(w.zip, err);
     if (st == OC_OK) oc_progress_finish(&progress);
     oz_zip_writer_free(w.zip); /* abandons the temporary file unless finished */
-    free(w.model);
     names_free(&w);
     return st;
 }

@@ -45,7 +45,12 @@ struct oz_zip_writer {
     int streaming;
     uint64_t s_written;
     uint32_t s_crc;
+    z_stream *zs;  /* a DEFLATED one: its compressor (oz__zip_writer_begin_deflated) */
+    uint8_t *zbuf; /* and the ZBUF_SIZE bytes it compresses into */
 };
+
+/* The compressed bytes a streamed DEFLATED entry holds in memory before they are written. */
+#define ZBUF_SIZE (64u << 10)
 
 static void name_of(const void *ctx, uint64_t i, const void **name, size_t *len) {
     const oz_zip_writer *w = ctx;
@@ -213,8 +218,18 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int no_overwr
     return OC_OK;
 }
 
+/* Ends the compressor of a streamed DEFLATED entry, if any. */
+static void deflate_free(oz_zip_writer *w) {
+    if (w->zs) deflateEnd(w->zs);
+    free(w->zs);
+    free(w->zbuf);
+    w->zs = NULL;
+    w->zbuf = NULL;
+}
+
 void oz_zip_writer_free(oz_zip_writer *w) {
     if (!w) return;
+    deflate_free(w);
     if (w->af_live) oc_atomic_abort(&w->af);
     oc_nametab_free(w->tab);
     free(w->e);
@@ -437,16 +452,18 @@ oc_status oz_zip_writer_add_deflated(oz_zip_writer *w, const char *name, const v
     return st;
 }
 
-oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
-                              uint64_t *data_offset, oc_error *err) {
+/* The local header of a streamed entry of `size` bytes, csize of them in the file. */
+static oc_status begin_entry(oz_zip_writer *w, const char *name, uint16_t method, uint64_t size,
+                             uint64_t csize, uint64_t *data_offset, oc_error *err) {
     size_t n;
     uint64_t hash;
     OC_FORWARD(prepare(w, name, &n, &hash, err));
     oz__entry e = {0};
     e.name_len = (uint32_t)n;
-    e.method = OZ_ZIP_STORED;
+    e.method = method;
     e.crc = 0; /* patched by end */
-    e.csize = e.usize = size;
+    e.csize = csize;
+    e.usize = size;
     size_t hlen = 0;
     OC_FORWARD(build_local(w, &e, name, &hlen, err));
     oc_status st = oc_atomic_write(&w->af, w->hdr, hlen, err);
@@ -457,6 +474,63 @@ oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
     w->s_crc = 0;
     if (data_offset) *data_offset = e.data_off;
     return OC_OK;
+}
+
+oc_status oz_zip_writer_begin(oz_zip_writer *w, const char *name, uint64_t size,
+                              uint64_t *data_offset, oc_error *err) {
+    return begin_entry(w, name, OZ_ZIP_STORED, size, size, data_offset, err);
+}
+
+/* The header's compressed size is a placeholder patched by end; it is zlib's bound, so
+ * that the header's layout (zip64 or not, Z-21) is decided before the first byte. */
+oc_status oz__zip_writer_begin_deflated(oz_zip_writer *w, const char *name, uint64_t size,
+                                        oc_error *err) {
+    OC_FORWARD(usable(w, err));
+    OC_RETURN_ERROR_IF(w->streaming, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "an entry is being streamed");
+    w->zs = calloc(1, sizeof *w->zs);
+    w->zbuf = malloc(ZBUF_SIZE);
+    if (!w->zs || !w->zbuf ||
+        deflateInit2(w->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
+            Z_OK) {
+        free(w->zs);
+        w->zs = NULL;
+        deflate_free(w);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    uint64_t bound = size <= OZ_ZIP_DEFAULT_MAX_INFLATED ? deflateBound(w->zs, (uLong)size) : 0;
+    oc_status st =
+        size > OZ_ZIP_DEFAULT_MAX_INFLATED || is_zip64_local(bound, size)
+            ? oc__fail_rule(err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
+                            "a streamed DEFLATED entry of %llu bytes is over the %llu-byte limit",
+                            (unsigned long long)size, (unsigned long long)OZ_MAX32 - 1)
+            : begin_entry(w, name, OZ_ZIP_DEFLATED, size, bound, NULL, err);
+    if (st != OC_OK) deflate_free(w);
+    return st;
+}
+
+/* Compresses data (flush: the last of it) and appends what comes out. */
+static oc_status deflate_out(oz_zip_writer *w, const void *data, uint64_t size, int flush,
+                             oc_error *err) {
+    z_stream *zs = w->zs;
+    const uint8_t *in = data;
+    for (;;) {
+        uInt step = size < (1u << 30) ? (uInt)size : (1u << 30);
+        zs->next_in = (Bytef *)(uintptr_t)in;
+        zs->avail_in = step;
+        zs->next_out = w->zbuf;
+        zs->avail_out = ZBUF_SIZE;
+        int last = flush && step == size;
+        int rc = deflate(zs, last ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_STREAM_ERROR)
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "deflate failed (zlib code %d)", rc);
+        uInt used = step - zs->avail_in;
+        in += used;
+        size -= used;
+        if (zs->avail_out < ZBUF_SIZE)
+            OC_FORWARD(oc_atomic_write(&w->af, w->zbuf, ZBUF_SIZE - zs->avail_out, err));
+        if (last ? rc == Z_STREAM_END : size == 0 && zs->avail_out > 0) return OC_OK;
+    }
 }
 
 oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size, oc_error *err) {
@@ -473,7 +547,8 @@ oc_status oz_zip_writer_write(oz_zip_writer *w, const void *data, uint64_t size,
                                   oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
                                   (unsigned long long)e->usize, (unsigned long long)size,
                                   (unsigned long long)w->s_written));
-    oc_status st = oc_atomic_write(&w->af, data, size, err);
+    oc_status st =
+        w->zs ? deflate_out(w, data, size, 0, err) : oc_atomic_write(&w->af, data, size, err);
     if (st != OC_OK) return poison(w, st);
     w->s_crc = oz__crc32(w->s_crc, data, size);
     w->s_written += size;
@@ -491,9 +566,19 @@ oc_status oz_zip_writer_end(oz_zip_writer *w, oc_error *err) {
                                   "entry '%s' was declared as %llu bytes but %llu were written",
                                   oc_quote(w->names + e->name_off, e->name_len, q, sizeof q),
                                   (unsigned long long)e->usize, (unsigned long long)w->s_written));
-    uint8_t crc[4];
-    oz__put32(crc, w->s_crc);
-    oc_status st = oc_atomic_pwrite(&w->af, crc, 4, e->lho + OZ_LOCAL_CRC_AT, err);
+    /* CRC-32, then for a DEFLATED entry its compressed size: the next field (Z-4) */
+    uint8_t fields[8];
+    size_t nfields = 4;
+    oz__put32(fields, w->s_crc);
+    oc_status st = OC_OK;
+    if (w->zs) {
+        st = deflate_out(w, NULL, 0, 1, err);
+        e->csize = w->af.written - e->data_off;
+        oz__put32(fields + 4, (uint32_t)e->csize);
+        nfields = 8;
+        deflate_free(w);
+    }
+    if (st == OC_OK) st = oc_atomic_pwrite(&w->af, fields, nfields, e->lho + OZ_LOCAL_CRC_AT, err);
     if (st != OC_OK) return poison(w, st);
     e->crc = w->s_crc;
     w->streaming = 0;
