@@ -17,6 +17,7 @@ Errors: onnxz.Error (a ValueError) for a file onnxz refuses, with .status, .code
 call.
 """
 import collections.abc
+import operator
 import mmap
 import os
 import stat
@@ -568,6 +569,18 @@ class File(collections.abc.Mapping):
             return a
         return np.frombuffer(span, dtype=dtype).reshape(dims)
 
+    def get_slice(self, name):
+        """The tensor `name` to be read in parts, as safetensors' get_slice: an object with
+        .shape, .dtype (numpy's, as tensor() gives it) and [index], where index is what
+        numpy takes for a basic slice: ints, slices with a step of 1 or more, an Ellipsis,
+        fewer indices than dimensions. [index] reads only that part (from a URL: one range
+        request per contiguous run of it) and gives a read-only numpy array, equal to
+        f[name][index]: a view of the file's mapping, no copy, where the part is one run
+        of a mapped file. Sub-byte types slice along whole bytes only, STRING not at all
+        (onnxz.Error). KeyError for an unknown name; nothing is read here."""
+        data_type, dims = self._open_reader().describe(name)
+        return _Slice(self, name, data_type, dims)
+
     def verify(self):
         """Checks the file as `onnxz verify` does (archives: every ZIP check and CRC-32 and
         every tensor resolving to its entry; .onnx: every external tensor resolved and its
@@ -586,6 +599,73 @@ class File(collections.abc.Mapping):
         .onnxz archive, its entries (archive; None for the other forms)."""
         from ._info import info
         return info(self)
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _clamp64(v):
+    """An int as the library takes it: beyond any dimension either way, the same."""
+    return max(-_INT64_MAX, min(_INT64_MAX, operator.index(v)))
+
+
+def _range_of(index):
+    """One index of a basic numpy slice as (start, stop, step, is_index) for the library,
+    which applies Python's rules (negative from the end, clamping, an index inside its
+    dimension, a step of 1 or more)."""
+    if isinstance(index, slice):
+        return (0 if index.start is None else _clamp64(index.start),
+                _INT64_MAX if index.stop is None else _clamp64(index.stop),
+                1 if index.step is None else _clamp64(index.step), False)
+    try:
+        return (_clamp64(index), 0, 1, True)
+    except TypeError:
+        raise TypeError(f"onnxz: a slice takes ints, slices and ..., not "
+                        f"{type(index).__name__}") from None
+
+
+class _Slice:
+    """A tensor of an open File read in parts (File.get_slice)."""
+
+    def __init__(self, file, name, data_type, dims):
+        self._file, self._name, self._data_type = file, name, data_type
+        self.shape = tuple(dims)
+        packed = data_type in _PACKED
+        dtype = np.uint8 if packed else _DTYPES.get(data_type)
+        self.dtype = None if dtype is None else np.dtype(dtype).newbyteorder("<")
+
+    def get_shape(self):
+        return list(self.shape)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __getitem__(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        if sum(i is Ellipsis for i in index) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if Ellipsis in index:
+            at = next(k for k, i in enumerate(index) if i is Ellipsis)
+            whole = (slice(None),) * (len(self.shape) - len(index) + 1)
+            index = index[:at] + whole + index[at + 1:]
+        if len(index) > len(self.shape):
+            raise IndexError(f"too many indices: {len(index)} for a tensor of "
+                             f"{len(self.shape)} dimensions")
+        ranges = [_range_of(i) for i in index]
+        span, dims = self._file._open_reader().slice(self._name, ranges)
+        if self._data_type in _PACKED:
+            return np.frombuffer(span, dtype=np.uint8)
+        if self.dtype is None:
+            _onnxz._error(self._file._path, _onnxz._ERR_UNSUPPORTED,
+                          f"tensor {self._name!r} has data_type {self._data_type}, which has "
+                          f"no numpy dtype")
+        if 0 in dims:
+            a = np.empty(dims, dtype=self.dtype)
+            a.setflags(write=False)
+            return a
+        return np.frombuffer(span, dtype=self.dtype).reshape(dims)
 
 
 def open(path, *, key=None, max_memory=None):

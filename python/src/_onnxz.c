@@ -1108,13 +1108,54 @@ static PyObject *tensor_strings(const onnx_TensorProto *t, oc_error *err) {
     return tuple;
 }
 
+/* The tensor name_obj names (a str, or bytes: the name's bytes) in self's file, with
+ * *hold a new reference to what holds it: t lives in hold's model, held from here to the
+ * last use of t, since a close() from another thread can run whenever the GIL is let go.
+ * NULL with an exception (KeyError for an unknown name), *hold then NULL. */
+static const onnx_TensorProto *reader_find(ReaderObject *self, PyObject *name_obj,
+                                           HoldObject **hold) {
+    PyObject *name_bytes = NULL;
+    const onnx_TensorProto *t = NULL;
+    *hold = NULL;
+    if (PyUnicode_Check(name_obj)) /* names() gives bytes that are not UTF-8 as surrogates */
+        name_bytes = PyUnicode_AsEncodedString(name_obj, "utf-8", "surrogateescape");
+    else if (PyBytes_Check(name_obj))
+        name_bytes = Py_NewRef(name_obj);
+    else
+        PyErr_Format(PyExc_TypeError, "a tensor name is a str, not %.100s",
+                     Py_TYPE(name_obj)->tp_name);
+    if (!name_bytes || reader_check(self) < 0) {
+        Py_XDECREF(name_bytes);
+        return NULL;
+    }
+    t = oz_reader_find(self->hold->reader, PyBytes_AS_STRING(name_bytes),
+                       (size_t)PyBytes_GET_SIZE(name_bytes));
+    if (t)
+        *hold = (HoldObject *)Py_NewRef(self->hold);
+    else
+        PyErr_SetObject(PyExc_KeyError, name_obj);
+    Py_DECREF(name_bytes);
+    return t;
+}
+
+/* dims as a tuple of ints. */
+static PyObject *dims_tuple(const int64_t *dims, size_t n) {
+    PyObject *tuple = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; tuple && i < n; i++) {
+        PyObject *d = PyLong_FromLongLong(dims[i]);
+        if (!d)
+            Py_CLEAR(tuple);
+        else
+            PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, d);
+    }
+    return tuple;
+}
+
 /* tensor(name) -> (span or strings, data_type, dims): the tensor's bytes in place (a URL's
  * archive entry or data file: fetched, a bytes object; typed fields: the bytes raw_data
  * would hold), or, for STRING values in typed fields, a tuple of their bytes. */
 static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
-    PyObject *name_obj, *name_bytes, *dims = NULL, *span = NULL, *out = NULL;
-    const char *name;
-    size_t len;
+    PyObject *name_obj, *dims = NULL, *span = NULL, *out = NULL;
     const onnx_TensorProto *t;
     oc_bytes bytes = {0};
     onnxz_fault_scope scope;
@@ -1122,38 +1163,12 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     oc_status st = OC_OK;
     HoldObject *hold;
     if (!PyArg_ParseTuple(args, "O", &name_obj)) return NULL;
-    if (PyUnicode_Check(name_obj)) /* names() gives bytes that are not UTF-8 as surrogates */
-        name_bytes = PyUnicode_AsEncodedString(name_obj, "utf-8", "surrogateescape");
-    else if (PyBytes_Check(name_obj))
-        name_bytes = Py_NewRef(name_obj);
-    else
-        return PyErr_Format(PyExc_TypeError, "a tensor name is a str, not %.100s",
-                            Py_TYPE(name_obj)->tp_name);
-    if (!name_bytes) return NULL;
-    if (reader_check(self) < 0) {
-        Py_DECREF(name_bytes);
+    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its bytes lie in mappings */
+    if (!(t = reader_find(self, name_obj, &hold))) {
+        left_cut(&scope);
         return NULL;
     }
-    name = PyBytes_AS_STRING(name_bytes);
-    len = (size_t)PyBytes_GET_SIZE(name_bytes);
-    /* t lives in hold's model: held from here to the last use of t, since a close() from
-     * another thread can run whenever the GIL is let go (below, or by an allocation's GC) */
-    hold = self->hold;
-    Py_INCREF(hold);
-    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its bytes lie in mappings */
-    t = oz_reader_find(hold->reader, name, len);
-    if (!t) {
-        PyErr_SetObject(PyExc_KeyError, name_obj);
-        goto done;
-    }
-    dims = PyTuple_New((Py_ssize_t)t->dims.count);
-    for (uint64_t i = 0; dims && i < t->dims.count; i++) {
-        PyObject *d = PyLong_FromLongLong(t->dims.items[i]);
-        if (!d)
-            Py_CLEAR(dims);
-        else
-            PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
-    }
+    dims = dims_tuple(t->dims.items, (size_t)t->dims.count);
     if (!dims) goto done;
     oc_error_clear(&err);
     if (oc_tensor_is_typed(t) && t->data_type == 8) { /* STRING: W-40, W-42 checked */
@@ -1178,7 +1193,86 @@ done:
     Py_XDECREF(span);
     Py_XDECREF(dims);
     Py_DECREF(hold);
-    Py_DECREF(name_bytes);
+    return out;
+}
+
+/* describe(name) -> (data_type, dims), nothing read. */
+static PyObject *reader_describe(ReaderObject *self, PyObject *args) {
+    PyObject *name_obj, *dims, *out = NULL;
+    HoldObject *hold;
+    const onnx_TensorProto *t;
+    onnxz_fault_scope scope;
+    if (!PyArg_ParseTuple(args, "O", &name_obj)) return NULL;
+    onnxz_fault_enter(&scope); /* S-42: the name and the tensor lie in mappings */
+    if ((t = reader_find(self, name_obj, &hold)) != NULL) {
+        if ((dims = dims_tuple(t->dims.items, (size_t)t->dims.count)) != NULL)
+            out = Py_BuildValue("(iN)", (int)t->data_type, dims);
+        Py_DECREF(hold);
+    }
+    if (left_cut(&scope)) Py_CLEAR(out);
+    return out;
+}
+
+/* ranges (a sequence of (start, stop, step, is_index) tuples) as oz_slice_range[]: a new
+ * array (PyMem_Free it), NULL with an exception. */
+static oz_slice_range *slice_ranges(PyObject *ranges, Py_ssize_t *count) {
+    PyObject *seq = PySequence_Fast(ranges, "slice ranges are a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    oz_slice_range *rs = PyMem_Calloc((size_t)n + 1, sizeof *rs);
+    for (Py_ssize_t i = 0; rs && i < n; i++) {
+        long long start, stop, step;
+        int index;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LLLp", &start, &stop, &step,
+                              &index)) {
+            PyMem_Free(rs);
+            rs = NULL;
+            break;
+        }
+        rs[i] = (oz_slice_range){start, stop, step, index != 0};
+    }
+    if (!rs && !PyErr_Occurred()) PyErr_NoMemory();
+    Py_DECREF(seq);
+    *count = n;
+    return rs;
+}
+
+/* slice(name, ranges) -> (span, dims): the part of the tensor ranges give (onnxz/slice.h),
+ * a span of the file's mapping where it is one run of it, else its own bytes. */
+static PyObject *reader_slice(ReaderObject *self, PyObject *args) {
+    PyObject *name_obj, *ranges, *span = NULL, *out = NULL;
+    Py_ssize_t count = 0;
+    HoldObject *hold = NULL;
+    const onnx_TensorProto *t;
+    oz_slice *s = NULL;
+    oc_bytes bytes = {0};
+    oc_error err;
+    oc_status st;
+    onnxz_fault_scope scope;
+    if (!PyArg_ParseTuple(args, "OO", &name_obj, &ranges)) return NULL;
+    oz_slice_range *rs = slice_ranges(ranges, &count);
+    if (!rs) return NULL;
+    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its runs lie in mappings */
+    if (!(t = reader_find(self, name_obj, &hold))) goto done;
+    oc_error_clear(&err);
+    st = oz_slice_new(t, rs, (size_t)count, &s, &err);
+    if (st == OC_OK) {
+        Py_BEGIN_ALLOW_THREADS
+            st = oz_reader_read_slice(hold->reader, s, &bytes, &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (st != OC_OK) {
+        raise_error(PyBytes_AS_STRING(self->path), &err);
+        goto done;
+    }
+    span = span_new(&bytes, (PyObject *)hold);
+    if (span) out = Py_BuildValue("(NN)", span, dims_tuple(oz_slice_dims(s), oz_slice_rank(s)));
+done:
+    if (left_cut(&scope)) Py_CLEAR(out);
+    oc_bytes_release(&bytes);
+    oz_slice_free(s);
+    PyMem_Free(rs);
+    Py_XDECREF(hold);
     return out;
 }
 
@@ -1366,6 +1460,9 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
 static PyMethodDef reader_methods[] = {
     {"names", (PyCFunction)reader_names, METH_NOARGS, "Names of the model's tensors."},
     {"tensor", (PyCFunction)reader_tensor, METH_VARARGS, "(span or None, data_type, dims)."},
+    {"describe", (PyCFunction)reader_describe, METH_VARARGS, "(data_type, dims), nothing read."},
+    {"slice", (PyCFunction)reader_slice, METH_VARARGS,
+     "(name, [(start, stop, step, is_index)...]) -> (span, dims): a part of a tensor."},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},

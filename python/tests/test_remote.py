@@ -132,6 +132,31 @@ def test_a_remote_onnx_leaves_its_data_files_where_they_are(served):
             assert np.array_equal(f[t.name], onnx.numpy_helper.to_array(t))
 
 
+def test_a_slice_reads_its_runs_alone(served):
+    """get_slice from a URL reads each contiguous run of the slice with one range request,
+    never the whole tensor: from a data file of 4 MiB tensors, and from an archive's
+    entries (after the entry's local header); what it gives is numpy's indexing of the
+    local file."""
+    ng, root = served
+    with onnxz.open(str(root / "big.onnx")) as g, onnxz.open(str(root / "m.onnx")) as h:
+        b2, w1 = g["b2"], h["w1"]
+    with onnxz.open(ng.url("big.onnx")) as f:
+        mark = ng.mark()
+        part = f.get_slice("b2")[1000:3000]
+        reqs = [r for r in ng.requests_since(mark) if "/big.data" in r["request"]]
+    assert np.array_equal(part, b2[1000:3000])
+    ranged = [r for r in reqs if r["body_bytes_sent"] == part.nbytes]
+    assert len(ranged) == 1 and sum(r["body_bytes_sent"] for r in reqs) <= part.nbytes + 66560
+    with onnxz.open(ng.url("m.onnxz")) as f:
+        mark = ng.mark()
+        part = f.get_slice("w1")[10:20, 0:64]
+        reqs = ng.requests_since(mark)
+    assert np.array_equal(part, w1[10:20, 0:64])
+    runs = [r for r in reqs if r["body_bytes_sent"] == 64 * 4]
+    assert len(runs) == 10 and len(reqs) <= 11  # 10 rows, and the entry's local header
+    assert sum(r["body_bytes_sent"] for r in reqs) <= part.nbytes + 4096
+
+
 def test_a_remote_file_is_read_from_several_threads(served):
     ng, root = served
     for name in ("m.onnxz", "two.onnx"):
