@@ -1,6 +1,7 @@
 /*
- * tools/cmd_get.c - `onnxz get SRC TENSOR [-o OUT] [--json]`: one tensor's bytes, or what
- * it is, from a model or archive on disk or at a URL, without reading any other tensor.
+ * tools/cmd_get.c - `onnxz get SRC TENSOR [-o OUT] [--json] [--slice SPEC]`: one tensor's
+ * bytes (or a slice of them, onnxz/slice.h), or what it is, from a model or archive on disk
+ * or at a URL, without reading any other tensor.
  * The library's reader (onnxz/reader.h) opens every form and says what one tensor costs:
  * from a URL, an archive's directory and model (as `ls`) and one request for the tensor.
  */
@@ -11,23 +12,30 @@
 #include <unistd.h>
 
 #include <onnxcore/tensor.h>
+#include <errno.h>
 #include <onnxz/reader.h>
+#include <onnxz/slice.h>
 
 #include "cli.h"
 #include <onnxcore/json.h>
 #include "load.h"
 #include "onnxcore_private.h"
 
-enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE, GET_OPT_NO_SYNC };
+enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE, GET_OPT_NO_SYNC, GET_OPT_SLICE };
 
 static const cli_option get_options[] = {
     {'o', "output", true},    {'\0', "json", false}, {'f', "force", false},
-    {'\0', "no-sync", false}, {'\0', NULL, false},
+    {'\0', "no-sync", false}, {'\0', "slice", true}, {'\0', NULL, false},
 };
+
+/* The most indices --slice takes (a tensor of more dimensions is sliced along its first
+ * ones). */
+#define SLICE_MAX 64
 
 static const char *const get_arg_names[] = {"SRC", "TENSOR"};
 
-static void print_json(const char *src, const onnx_TensorProto *t, uint64_t bytes) {
+static void print_json(const char *src, const onnx_TensorProto *t, const int64_t *dims, size_t rank,
+                       uint64_t bytes) {
     fputs("{\"file\": ", stdout);
     oc_json_put_cstring(stdout, cli_shown(src));
     fputs(", \"name\": ", stdout);
@@ -35,8 +43,7 @@ static void print_json(const char *src, const onnx_TensorProto *t, uint64_t byte
     fputs(", \"data_type\": ", stdout);
     oc_json_put_cstring(stdout, oc_tensor_type_name(t->data_type));
     fputs(", \"dims\": [", stdout);
-    for (uint64_t i = 0; i < t->dims.count; i++)
-        printf("%s%" PRId64, i ? ", " : "", t->dims.items[i]);
+    for (size_t i = 0; i < rank; i++) printf("%s%" PRId64, i ? ", " : "", dims[i]);
     printf("], \"bytes\": %" PRIu64 "}\n", bytes);
 }
 
@@ -90,9 +97,61 @@ static int output_close(output *o, oc_status st, const char *src, oc_error *err)
     return cli_fail(src, err);
 }
 
-/* The tensor's bytes to the output, streamed as the reader gives them. */
+/* One number of a --slice item, from *p to the next ':' or the item's end; empty: dflt. */
+static bool slice_number(const char **p, int64_t dflt, int64_t *out) {
+    if (**p == ':' || **p == ',' || **p == '\0') {
+        *out = dflt;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(*p, &end, 10);
+    if (end == *p || errno == ERANGE) return false;
+    *p = end;
+    *out = v;
+    return true;
+}
+
+/* --slice SPEC as ranges: items separated by ',', each an index (an integer) or
+ * START:STOP[:STEP] with any part left out (Python's, numpy's): "0:128,:", "3", "::2,-1".
+ * Python's rules on them are the library's (oz_slice_new). */
+static bool parse_slice(const char *spec, oz_slice_range *rs, size_t *count) {
+    const char *p = spec;
+    for (*count = 0; *count < SLICE_MAX; (*count)++) {
+        oz_slice_range *rg = &rs[*count];
+        *rg = (oz_slice_range)OZ_SLICE_ALL;
+        if (!slice_number(&p, 0, &rg->start)) return false;
+        rg->index = *p != ':';
+        if (!rg->index && (++p, !slice_number(&p, INT64_MAX, &rg->stop))) return false;
+        if (!rg->index && *p == ':' && (++p, !slice_number(&p, 1, &rg->step))) return false;
+        if (rg->index && (p == spec || p[-1] == ',')) return false; /* an empty item */
+        if (*p == '\0') return ++*count, true;
+        if (*p++ != ',') return false;
+    }
+    return false;
+}
+
+/* The slice --slice names of t, or NULL after a message. */
+static oz_slice *slice_of(const char *src, const char *spec, const onnx_TensorProto *t, int *rc) {
+    oz_slice_range rs[SLICE_MAX];
+    size_t count;
+    oz_slice *s = NULL;
+    oc_error err;
+    oc_error_clear(&err);
+    if (!parse_slice(spec, rs, &count))
+        *rc = cli_usage_error("get",
+                              "--slice '%s': give INDEX or START:STOP[:STEP] per "
+                              "dimension, separated by commas (as 0:128,:)",
+                              spec);
+    else if (oz_slice_new(t, rs, count, &s, &err) != OC_OK)
+        *rc = cli_fail(src, &err);
+    return s;
+}
+
+/* The tensor's bytes to the output, streamed as the reader gives them; or the slice's,
+ * read whole (only its runs: onnxz/slice.h). */
 static int write_tensor(const cli_args *args, const char *src, oz_reader *r,
-                        const onnx_TensorProto *t) {
+                        const onnx_TensorProto *t, const oz_slice *s) {
     output o;
     oc_error err;
     oc_error_clear(&err);
@@ -100,31 +159,45 @@ static int write_tensor(const cli_args *args, const char *src, oz_reader *r,
     if (rc != CLI_EXIT_OK) return rc;
     void *ctx;
     oc_write_fn fn = output_fn(&o, &ctx);
-    return output_close(&o, oz_reader_read_to(r, t, fn, ctx, &err), src, &err);
+    if (!s) return output_close(&o, oz_reader_read_to(r, t, fn, ctx, &err), src, &err);
+    oc_bytes b = {0};
+    oc_status st = oz_reader_read_slice(r, s, &b, &err);
+    if (st == OC_OK) st = oc_bytes_write(&b, fn, ctx, &err);
+    oc_bytes_release(&b);
+    return output_close(&o, st, src, &err);
 }
 
-/* --json: what the tensor is, and the bytes it would write (none of them read). */
-static int describe_tensor(const char *src, oz_reader *r, const onnx_TensorProto *t) {
+/* --json: what the tensor (or its slice) is, and the bytes it would write (none of them
+ * read). */
+static int describe_tensor(const char *src, oz_reader *r, const onnx_TensorProto *t,
+                           const oz_slice *s) {
     uint64_t bytes;
     oc_error err;
     oc_error_clear(&err);
     if (oz_reader_size(r, t, &bytes, &err) != OC_OK) return cli_fail(src, &err);
-    print_json(src, t, bytes);
+    if (s)
+        print_json(src, t, oz_slice_dims(s), oz_slice_rank(s), oz_slice_size(s));
+    else
+        print_json(src, t, t->dims.items, (size_t)t->dims.count, bytes);
     return CLI_EXIT_OK;
 }
 
 static int run_get(const cli_args *args) {
     const char *src = args->positional[0];
     const char *name = args->positional[1];
+    const char *spec = args->value[GET_OPT_SLICE];
     oz_reader *r;
+    oz_slice *s = NULL;
     if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
     int rc = cli_reader_open(src, "get", args->verbosity, &r);
     if (rc != CLI_EXIT_OK) return rc;
     const onnx_TensorProto *t = oz_reader_find(r, name, strlen(name));
     if (!t)
         rc = cli_fail_msg(src, "no tensor named '%s'", name);
-    else
-        rc = args->seen[GET_OPT_JSON] ? describe_tensor(src, r, t) : write_tensor(args, src, r, t);
+    else if (!spec || (s = slice_of(src, spec, t, &rc)) != NULL)
+        rc = args->seen[GET_OPT_JSON] ? describe_tensor(src, r, t, s)
+                                      : write_tensor(args, src, r, t, s);
+    oz_slice_free(s);
     oz_reader_close(r);
     return rc;
 }
@@ -136,6 +209,8 @@ static const char get_help[] =
     "request for the tensor; a model's external tensor costs one ranged read of its file.\n"
     "A tensor that keeps its values in typed fields (float_data, int32_data ...) gives\n"
     "the bytes raw_data would hold for them; one of STRING values is refused.\n"
+    "With --slice, only the part of the tensor it names is read and written, as numpy's\n"
+    "t[SPEC] in row-major order (from a URL one request per contiguous run of it).\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE  write to FILE (a temporary file beside it, renamed into place\n"
@@ -146,6 +221,10 @@ static const char get_help[] =
     "      --no-sync      with -o: rename FILE into place without fsync (a power loss\n"
     "                     soon after may leave it empty or short)\n"
     "      --json         print the tensor's name, data_type, dims and bytes instead\n"
+    "      --slice SPEC   a part of the tensor: per dimension INDEX or START:STOP[:STEP]\n"
+    "                     (Python's rules: negative from the end, clamped, STEP 1 or\n"
+    "                     more), separated by commas; dimensions left out are whole\n"
+    "                     (0:128,: or -1 or ::2); 4-bit types split on bytes only\n"
     "  -q, --quiet        print nothing but errors\n"
     "  -v, --verbose      also print what was loaded, with timings\n"
     "  -h, --help         show this help\n"
@@ -155,7 +234,8 @@ static const char get_help[] =
     "\n"
     "Examples:\n"
     "  onnxz get model.onnxz fc1.weight -o fc1.bin\n"
-    "  onnxz get --json https://example.com/models/model.onnxz fc1.weight\n";
+    "  onnxz get --json https://example.com/models/model.onnxz fc1.weight\n"
+    "  onnxz get model.onnxz fc1.weight --slice 0:128,: -o rows.bin\n";
 
 const cli_command cmd_get = {
     "get",

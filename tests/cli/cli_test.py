@@ -1284,6 +1284,21 @@ def group_get(ctx):
             meta = json.loads(ctx.expect_exit(["get", "--json", path, tensor], 0, f"get --json {form}")[1])
             ctx.equal(meta["bytes"], len(data), f"get --json {form} {tensor}: bytes")
         ctx.expect_error(["get", path, "nothing"], path, f"get {form}: no such tensor", message="no tensor named")
+        for t in src.graph.initializer:  # --slice: numpy's indexing of the array
+            a = numpy_helper.to_array(t)
+            for spec, index in (("1:3", numpy.s_[1:3]), ("::5,-1", numpy.s_[::5, -1]),
+                                ("-2", numpy.s_[-2])):
+                if a.ndim < spec.count(",") + 1:
+                    continue
+                out = ctx.path(f"{form}.{t.name}.slice.bin")
+                ctx.expect_exit(["get", path, t.name, "--slice", spec, "-o", out, "-f"], 0,
+                                f"get --slice {spec} {form} {t.name}")
+                ctx.check(os.path.exists(out) and read(out) == a[index].astype(
+                    a.dtype.newbyteorder("<")).tobytes(), f"get --slice {spec} {form} {t.name}")
+        tensor = src.graph.initializer[0].name
+        ctx.expect_usage(["get", path, tensor, "--slice", "1,,2"], f"get --slice 1,,2 {form}")
+        ctx.expect_error(["get", path, tensor, "--slice", "::-1"], path, f"get --slice ::-1 {form}",
+                         message="step -1")
 
     short = helper.make_tensor("short", TensorProto.UINT8, [3], b"abc", raw=True)
     short.dims[0] = 4  # 3 bytes where its dims make 4
