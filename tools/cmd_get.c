@@ -21,11 +21,18 @@
 #include "load.h"
 #include "onnxcore_private.h"
 
-enum { GET_OPT_OUTPUT = 0, GET_OPT_JSON, GET_OPT_FORCE, GET_OPT_NO_SYNC, GET_OPT_SLICE };
+enum {
+    GET_OPT_OUTPUT = 0,
+    GET_OPT_JSON,
+    GET_OPT_FORCE,
+    GET_OPT_NO_SYNC,
+    GET_OPT_SLICE,
+    GET_OPT_NPY
+};
 
 static const cli_option get_options[] = {
-    {'o', "output", true},    {'\0', "json", false}, {'f', "force", false},
-    {'\0', "no-sync", false}, {'\0', "slice", true}, {'\0', NULL, false},
+    {'o', "output", true}, {'\0', "json", false}, {'f', "force", false}, {'\0', "no-sync", false},
+    {'\0', "slice", true}, {'\0', "npy", false},  {'\0', NULL, false},
 };
 
 /* The most indices --slice takes (a tensor of more dimensions is sliced along its first
@@ -148,6 +155,70 @@ static oz_slice *slice_of(const char *src, const char *spec, const onnx_TensorPr
     return s;
 }
 
+/* ---- --npy: numpy's .npy format (version 1.0) ---- */
+
+/* The numpy dtype of an ONNX data type's bytes, as the Python package views them: types
+ * numpy lacks as their raw unsigned integer (bfloat16 <u2, the float8 types |u1), the
+ * packed 4-bit and 2-bit types as their bytes (|u1, one dimension); NULL: none. */
+static const char *npy_descr(int32_t type, bool *packed) {
+    static const char *const descr[] = {
+        [1] = "<f4",  [2] = "|u1",  [3] = "|i1",  [4] = "<u2",   [5] = "<i2",
+        [6] = "<i4",  [7] = "<i8",  [9] = "|b1",  [10] = "<f2",  [11] = "<f8",
+        [12] = "<u4", [13] = "<u8", [14] = "<c8", [15] = "<c16", [16] = "<u2",
+        [17] = "|u1", [18] = "|u1", [19] = "|u1", [20] = "|u1",  [21] = "|u1",
+        [22] = "|u1", [23] = "|u1", [24] = "|u1", [25] = "|u1",  [26] = "|u1",
+    };
+    *packed = type == 21 || type == 22 || type == 23 || type == 25 || type == 26;
+    return type > 0 && (size_t)type < sizeof descr / sizeof descr[0] ? descr[type] : NULL;
+}
+
+/* The .npy header of an array of descr and dims, padded with spaces to a multiple of 64
+ * bytes with its newline; 0 when it does not fit cap (or .npy 1.0's 65535 bytes). */
+static size_t npy_header(const char *descr, const int64_t *dims, size_t rank, char *out,
+                         size_t cap) {
+    size_t n = 10; /* magic, version, header length */
+    n += (size_t)snprintf(out + n, cap - n, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                          descr);
+    for (size_t i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%" PRId64, i ? ", " : "", dims[i]);
+    if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s), }", rank == 1 ? "," : "");
+    size_t total = (n + 1 + 63) / 64 * 64; /* with its newline */
+    if (n >= cap || total > cap || total - 10 > 65535) return 0;
+    memset(out + n, ' ', total - 1 - n);
+    out[total - 1] = '\n';
+    memcpy(out, "\x93NUMPY\x01\x00", 8);
+    out[8] = (char)((total - 10) & 0xff);
+    out[9] = (char)((total - 10) >> 8);
+    return total;
+}
+
+/* The .npy header of t (or its slice s) into out; 0 after a message. */
+static size_t npy_header_of(const char *src, oz_reader *r, const onnx_TensorProto *t,
+                            const oz_slice *s, char *out, size_t cap) {
+    bool packed;
+    const char *descr = npy_descr(t->data_type, &packed);
+    uint64_t bytes = 0;
+    char name[OC_QUOTE_SIZE];
+    oc_error err;
+    oc_error_clear(&err);
+    oc_quote(t->name.data, t->name.size, name, sizeof name);
+    if (!descr) {
+        cli_fail_msg(src, "tensor '%s' is %s, which has no numpy dtype for --npy", name,
+                     oc_tensor_type_name(t->data_type));
+        return 0;
+    }
+    if (packed && !s && oz_reader_size(r, t, &bytes, &err) != OC_OK) {
+        cli_fail(src, &err);
+        return 0;
+    }
+    int64_t flat = (int64_t)(s ? oz_slice_size(s) : bytes);
+    size_t n = packed ? npy_header(descr, &flat, 1, out, cap)
+               : s    ? npy_header(descr, oz_slice_dims(s), oz_slice_rank(s), out, cap)
+                      : npy_header(descr, t->dims.items, (size_t)t->dims.count, out, cap);
+    if (!n) cli_fail_msg(src, "tensor '%s' has too many dims for a .npy header", name);
+    return n;
+}
+
 /* The tensor's bytes to the output, streamed as the reader gives them; or the slice's,
  * read whole (only its runs: onnxz/slice.h). */
 static int write_tensor(const cli_args *args, const char *src, oz_reader *r,
@@ -155,13 +226,22 @@ static int write_tensor(const cli_args *args, const char *src, oz_reader *r,
     output o;
     oc_error err;
     oc_error_clear(&err);
+    char header[4096];
+    size_t header_len = 0;
+    if (args->seen[GET_OPT_NPY] &&
+        !(header_len = npy_header_of(src, r, t, s, header, sizeof header)))
+        return CLI_EXIT_FAILURE;
     int rc = output_open(&o, args);
     if (rc != CLI_EXIT_OK) return rc;
     void *ctx;
     oc_write_fn fn = output_fn(&o, &ctx);
-    if (!s) return output_close(&o, oz_reader_read_to(r, t, fn, ctx, &err), src, &err);
+    oc_status st = header_len ? fn(ctx, header, header_len, &err) : OC_OK;
+    if (!s) {
+        if (st == OC_OK) st = oz_reader_read_to(r, t, fn, ctx, &err);
+        return output_close(&o, st, src, &err);
+    }
     oc_bytes b = {0};
-    oc_status st = oz_reader_read_slice(r, s, &b, &err);
+    if (st == OC_OK) st = oz_reader_read_slice(r, s, &b, &err);
     if (st == OC_OK) st = oc_bytes_write(&b, fn, ctx, &err);
     oc_bytes_release(&b);
     return output_close(&o, st, src, &err);
@@ -225,6 +305,9 @@ static const char get_help[] =
     "                     (Python's rules: negative from the end, clamped, STEP 1 or\n"
     "                     more), separated by commas; dimensions left out are whole\n"
     "                     (0:128,: or -1 or ::2); 4-bit types split on bytes only\n"
+    "      --npy          write a .npy file (numpy.load reads it): the bytes after a\n"
+    "                     header of their dtype and shape (bfloat16 as uint16, float8 as\n"
+    "                     uint8, 4-bit and 2-bit types as their packed bytes, 1-D)\n"
     "  -q, --quiet        print nothing but errors\n"
     "  -v, --verbose      also print what was loaded, with timings\n"
     "  -h, --help         show this help\n"
@@ -235,7 +318,7 @@ static const char get_help[] =
     "Examples:\n"
     "  onnxz get model.onnxz fc1.weight -o fc1.bin\n"
     "  onnxz get --json https://example.com/models/model.onnxz fc1.weight\n"
-    "  onnxz get model.onnxz fc1.weight --slice 0:128,: -o rows.bin\n";
+    "  onnxz get model.onnxz fc1.weight --slice 0:128,: --npy -o rows.npy\n";
 
 const cli_command cmd_get = {
     "get",

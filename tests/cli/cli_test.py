@@ -1295,6 +1295,17 @@ def group_get(ctx):
                                 f"get --slice {spec} {form} {t.name}")
                 ctx.check(os.path.exists(out) and read(out) == a[index].astype(
                     a.dtype.newbyteorder("<")).tobytes(), f"get --slice {spec} {form} {t.name}")
+                npy = ctx.path(f"{form}.{t.name}.slice.npy")
+                ctx.expect_exit(["get", path, t.name, "--slice", spec, "--npy", "-o", npy, "-f"],
+                                0, f"get --slice {spec} --npy {form} {t.name}")
+                ctx.check(os.path.exists(npy) and numpy.array_equal(numpy.load(npy), a[index]),
+                          f"get --slice {spec} --npy {form} {t.name}: numpy.load of it")
+            npy = ctx.path(f"{form}.{t.name}.npy")
+            ctx.expect_exit(["get", path, t.name, "--npy", "-o", npy, "-f"], 0,
+                            f"get --npy {form} {t.name}")
+            got = numpy.load(npy) if os.path.exists(npy) else None
+            ctx.check(got is not None and got.dtype == a.dtype and numpy.array_equal(got, a),
+                      f"get --npy {form} {t.name}: numpy.load of it")
         tensor = src.graph.initializer[0].name
         ctx.expect_usage(["get", path, tensor, "--slice", "1,,2"], f"get --slice 1,,2 {form}")
         ctx.expect_error(["get", path, tensor, "--slice", "::-1"], path, f"get --slice ::-1 {form}",
@@ -1314,6 +1325,14 @@ def group_get(ctx):
         ctx.expect_exit(["get", odd_path, t.name, "-o", out], 0, f"get {t.name}")
         ctx.check(os.path.exists(out) and read(out) == a.astype(a.dtype.newbyteorder("<")).tobytes(),
                   f"get {t.name}: the bytes of python3-onnx's array")
+        npy = ctx.path(f"odd.{t.name}.npy")
+        ctx.expect_exit(["get", odd_path, t.name, "--npy", "-o", npy], 0, f"get --npy {t.name}")
+        ctx.check(os.path.exists(npy) and numpy.array_equal(numpy.load(npy), a),
+                  f"get --npy {t.name}: numpy.load of it")
+    npy = ctx.path("odd.strings.npy")
+    ctx.expect_error(["get", odd_path, "strings", "--npy", "-o", npy], odd_path, "get --npy strings",
+                     message="no numpy dtype")
+    ctx.check(not os.path.exists(npy), "get --npy strings: nothing written")
     for tensor, message in (("short", r"make 4 bytes, but its raw_data holds 3 \(W-40\)"),
                             ("strings", "holds STRING values, which have no raw bytes")):
         out = ctx.path(f"odd.{tensor}.bin")
