@@ -9,6 +9,7 @@
  *
  * usage: test_stub WORKDIR
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,29 @@ static void test_stub_and_verify(const oc_model *src) {
     CHECK_OK(oz_stub_file(td_at("m.onnxz"), td_at("s.onnx"), NULL, NULL, &err), &err);
     CHECK_OK(oz_verify_model(td_at("s.onnx"), NULL, &r, NULL, &err), &err);
     oz_model_report_free(r);
+    /* an info never initialised is refused, as oz_open refuses it */
+    oz_open_info oi = OZ_OPEN_INFO_INIT;
+    oi.size = 0;
+    r = NULL;
+    CHECK_STATUS(oz_verify_model(td_at("s.onnx"), NULL, &r, &oi, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(r == NULL);
+}
+
+/* OUT "-" is written through (stub.h), wherever the archive is: standard output here goes
+ * to a file, which then reads as the stub beside the archive. */
+static void test_stub_to_stdout(const oc_model *src) {
+    oc_error err;
+    fflush(stdout);
+    int saved = dup(1), fd = open(td_at("stdout.bin"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(saved >= 0 && fd >= 0);
+    REQUIRE(dup2(fd, 1) == 1);
+    close(fd);
+    oc_status st = oz_stub_file(td_at("m.onnxz"), "-", NULL, NULL, &err);
+    dup2(saved, 1);
+    close(saved);
+    CHECK_OK(st, &err);
+    CHECK(rename(td_at("stdout.bin"), td_at("piped.onnx")) == 0);
+    check_stub_reads(src, td_at("piped.onnx"));
 }
 
 /* Each refusal names its file (input_failed: the archive's) and writes nothing. */
@@ -163,6 +187,7 @@ int main(int argc, char **argv) {
     if (td_start(argc, argv, "stub") != 0) return 2;
     oc_model *m = make_model();
     test_stub_and_verify(m);
+    test_stub_to_stdout(m);
     test_refusals();
     test_check_stays_beneath();
     oc_model_free(m);

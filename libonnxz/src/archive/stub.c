@@ -243,6 +243,9 @@ static oc_status check_files(const char *archive, const char *out, oz_stub_info 
     if (!oz_kind_is_archive(kind))
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "not an .onnxz archive");
     found->input_failed = false;
+    /* A stream ("-", a FIFO) is written through: it has no directory to share (A-60 is then
+     * the reader's business) and cannot be the archive. */
+    if (oc_atomic_through(out)) return OC_OK;
     char *da = oc__path_dir(archive), *dout = oc__path_dir(out);
     if (!da || !dout) {
         free(da);

@@ -145,6 +145,7 @@ oc_status oz_verify_model(const char *path, const oz_open_options *opts, oz_mode
     oc_model *model = NULL;
     oc_crypt_format crypt;
     OZ_OPEN_OPTS(opts, err);
+    if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_open_info", err));
     oz_open_options o = *opts;
     *out = NULL;
     o.parse.no_copy = 1;
