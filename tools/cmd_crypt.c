@@ -101,7 +101,7 @@ static oc_status decrypt_cry1(const char *in, const char *out, const cli_key *ke
     if (src.fd < 0)
         return oc_error_file(err, in, oc_error_set_errno(err, errno, "cannot open %s", in));
     oc_atomic_file af;
-    oc_status st = oc_atomic_open(&af, out, force, err);
+    oc_status st = oc_atomic_open(&af, out, !force, err);
     if (st == OC_OK)
         st = oc_crypt_decrypt_stream(read_fd, &src, oc_atomic_write, &af, key->data, key->len, NULL,
                                      err);

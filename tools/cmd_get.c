@@ -77,7 +77,7 @@ static int output_open(output *o, const cli_args *args) {
                    ? cli_usage_error("get", "standard output is a terminal: give -o FILE or "
                                             "pipe the bytes elsewhere")
                    : CLI_EXIT_OK;
-    if (oc_atomic_open(&o->af, o->path, args->seen[GET_OPT_FORCE], &err) != OC_OK)
+    if (oc_atomic_open(&o->af, o->path, !args->seen[GET_OPT_FORCE], &err) != OC_OK)
         return cli_fail(o->path, &err);
     o->af.no_sync = args->seen[GET_OPT_NO_SYNC];
     return CLI_EXIT_OK;

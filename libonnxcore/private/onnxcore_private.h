@@ -21,6 +21,7 @@
 #endif
 #endif
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,7 +44,7 @@ struct oc__writeback;
 /* A file written under a temporary name beside its target and renamed into place. */
 typedef struct oc_atomic_file {
     int fd;
-    int overwrite;
+    bool no_overwrite;
     char *path;
     char *tmp_path;
     uint64_t written;                 /* bytes appended so far */
@@ -57,14 +58,14 @@ typedef struct oc_atomic_file {
     int through;                      /* written through (S-41): fd is the output itself */
 } oc_atomic_file;
 
-/* Creates the temporary file for path. Without overwrite, an existing path fails now with
+/* Creates the temporary file for path. With no_overwrite, an existing path fails now with
  * OC_ERR_EXISTS (and again at commit if one appeared meanwhile).
  * spec/security.md S-41: only a regular file (or a name not there yet) is replaced. The
  * path "-" is standard output; a FIFO or a character device (named, or the target of a
- * symbolic link named) is written through, opened as it is, `overwrite` or not: nothing
+ * symbolic link named) is written through, opened as it is, no_overwrite or not: nothing
  * is renamed, and what was written before a failure stays written. Anything else that
  * is not a regular file (a directory, a block device, a socket) is refused. */
-OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite,
+OC_PRIVATE oc_status oc_atomic_open(oc_atomic_file *af, const char *path, bool no_overwrite,
                                     oc_error *err);
 /* What an output is, for what may stand in its place instead of a regular file (S-41). */
 typedef enum oc_atomic_use {
@@ -77,11 +78,11 @@ typedef enum oc_atomic_use {
                          * only; "-" and anything else refused */
 } oc_atomic_use;
 /* oc_atomic_open for an output of that use. */
-OC_PRIVATE oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, int overwrite,
+OC_PRIVATE oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, bool no_overwrite,
                                         oc_atomic_use use, oc_error *err);
 /* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
  * that is not a regular file, a directory, nor a link to one or to nothing), which needs
- * no `overwrite`: what is there is not replaced. */
+ * no leave to replace: what is there is not replaced. */
 OC_PRIVATE int oc_atomic_through(const char *path);
 /* An oc_write_fn appending to the temporary file; ctx is the oc_atomic_file. */
 OC_PRIVATE oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err);

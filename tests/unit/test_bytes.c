@@ -701,7 +701,7 @@ static void test_atomic_write_bytes(void) {
             memset(&span, 0, sizeof span);
             oc_bytes_set_shared(&span, m.data + off, len, m.owner);
             oc_atomic_file af;
-            CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
+            CHECK_OK(oc_atomic_open(&af, dst, false, &err), &err);
             CHECK_OK(oc_atomic_write(&af, "head", 4, &err), &err); /* a position to append at */
             CHECK_OK(oc_atomic_write_bytes(&af, &span, &err), &err);
             CHECK_OK(oc_atomic_write_bytes(&af, &owned, &err), &err);
@@ -730,7 +730,7 @@ static void test_atomic_write_bytes(void) {
         oc_bytes_set_shared(&span, m.data, size, m.owner);
         CHECK_EQ(truncate(src, 1u << 20), 0);
         oc_atomic_file af;
-        CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
+        CHECK_OK(oc_atomic_open(&af, dst, false, &err), &err);
         CHECK_STATUS(oc_atomic_write_bytes(&af, &span, &err), OC_ERR_TRUNCATED, &err);
         CHECK(strstr(err.message, "cut short at offset 1048576") != NULL);
         oc_atomic_abort(&af);
@@ -765,7 +765,7 @@ static void test_atomic_write_bytes(void) {
         memset(&span, 0, sizeof span);
         oc_bytes_set_shared(&span, mm.data, size, mm.owner);
         oc_atomic_file af;
-        CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
+        CHECK_OK(oc_atomic_open(&af, dst, false, &err), &err);
         CHECK_OK(oc_atomic_write_bytes(&af, &span, &err), &err);
         CHECK_OK(oc_atomic_commit(&af, &err), &err);
         oc_atomic_abort(&af);
@@ -789,7 +789,7 @@ static void test_atomic_write_bytes(void) {
         }
         CHECK_EQ(open_fds(), fds + 64);
         oc_atomic_file af;
-        CHECK_OK(oc_atomic_open(&af, dst, 1, &err), &err);
+        CHECK_OK(oc_atomic_open(&af, dst, false, &err), &err);
         for (int i = 0; i < N; i++) {
             oc_bytes span;
             memset(&span, 0, sizeof span);

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     if (child == 0) {
         oc_atomic_file af;
         oc_error err;
-        if (oc_atomic_open(&af, p, 1, &err) != OC_OK || !exists(af.tmp_path)) _exit(2);
+        if (oc_atomic_open(&af, p, false, &err) != OC_OK || !exists(af.tmp_path)) _exit(2);
         oc_cleanup_run();
         _exit(exists(af.tmp_path) ? 1 : 0);
     }

@@ -405,7 +405,7 @@ oc_status oc_crypt_encrypt_file(const char *in_path, const char *out_path, const
     int fd;
     OC_FORWARD(open_input(in_path, &fd, err));
     oc_atomic_file af;
-    oc_status st = oc_atomic_open(&af, out_path, !(opts && opts->no_overwrite), err);
+    oc_status st = oc_atomic_open(&af, out_path, opts && opts->no_overwrite, err);
     if (st == OC_OK) {
         st = encrypt_fd(fd, in_path, oc_atomic_write, &af, key, key_len, &p, err);
         if (st == OC_OK)
@@ -428,7 +428,7 @@ oc_status oc_crypt_decrypt_file(const char *in_path, const char *out_path, const
     int fd;
     OC_FORWARD(open_input(in_path, &fd, err));
     oc_atomic_file af;
-    oc_status st = oc_atomic_open(&af, out_path, !(opts && opts->no_overwrite), err);
+    oc_status st = oc_atomic_open(&af, out_path, opts && opts->no_overwrite, err);
     if (st == OC_OK) {
         oc__crypt_fd_reader fr = {fd, in_path};
         oc__crypt_source s = {oc__crypt_fd_read, &fr, 0};

@@ -184,15 +184,15 @@ static oc_status open_through(oc_atomic_file *af, const struct stat *st, oc_atom
     return OC_OK;
 }
 
-oc_status oc_atomic_open(oc_atomic_file *af, const char *path, int overwrite, oc_error *err) {
-    return oc_atomic_open_for(af, path, overwrite, OC_ATOMIC_STREAM, err);
+oc_status oc_atomic_open(oc_atomic_file *af, const char *path, bool no_overwrite, oc_error *err) {
+    return oc_atomic_open_for(af, path, no_overwrite, OC_ATOMIC_STREAM, err);
 }
 
-oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, int overwrite, oc_atomic_use use,
-                             oc_error *err) {
+oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, bool no_overwrite,
+                             oc_atomic_use use, oc_error *err) {
     memset(af, 0, sizeof *af);
     af->fd = -1;
-    af->overwrite = overwrite;
+    af->no_overwrite = no_overwrite;
     /* Read from, never written to: not a local path that happens to look like one */
     if (oc_is_url(path))
         return oc_error_file(err, path,
@@ -213,7 +213,7 @@ oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, int overwrite
         return failed;
     }
     if (exists) {
-        if (!overwrite)
+        if (no_overwrite)
             return oc_error_file(
                 err, path, oc__fail(err, OC_ERR_EXISTS, OC_NO_OFFSET, "%s already exists", path));
         if (S_ISDIR(st.st_mode))
@@ -423,7 +423,7 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     if (st == OC_OK) {
         int r;
 #ifdef RENAME_NOREPLACE
-        if (!af->overwrite) {
+        if (af->no_overwrite) {
             r = renameat2(AT_FDCWD, af->tmp_path, AT_FDCWD, af->path, RENAME_NOREPLACE);
             if (r != 0 && (errno == EINVAL || errno == ENOSYS)) { /* fs without the flag */
                 r = link(af->tmp_path, af->path);

@@ -380,7 +380,7 @@ static oc_status open_part(data_writer *w, oc_error *err) {
             ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "external data file %s would be the model file %s itself", path,
                        w->model_path)
-            : oc_atomic_open_for(&np->af, path, !w->opts->no_overwrite, OC_ATOMIC_NAMED, err);
+            : oc_atomic_open_for(&np->af, path, w->opts->no_overwrite, OC_ATOMIC_NAMED, err);
     free(path);
     if (st != OC_OK) {
         free(np->location);
@@ -792,7 +792,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     model.fd = -1;
     if (st == OC_OK) st = check_no_parts(&w, err); /* before anything is written */
     if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
-    if (st == OC_OK) st = oc_atomic_open(&model, path, !opts->no_overwrite, err);
+    if (st == OC_OK) st = oc_atomic_open(&model, path, opts->no_overwrite, err);
     model.progress = &w.progress;
     model.no_sync = opts->no_sync;
     if (st == OC_OK)

@@ -235,7 +235,7 @@ oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *
     oc_atomic_file af;
     oc_progress progress;
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
-    OC_FORWARD(oc_atomic_open(&af, path, !opts->no_overwrite, err));
+    OC_FORWARD(oc_atomic_open(&af, path, opts->no_overwrite, err));
     af.progress = &progress;
     af.no_sync = opts->no_sync;
     /* spans: file to file; fetched tensors: streamed in, nothing moves out */

@@ -39,9 +39,8 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
                                             sopts->fetch, err)); /* S-40 */
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(copts, key, key_len, &p, err));
-    int overwrite = !sopts->no_overwrite && !copts->no_overwrite;
     oc_atomic_file af;
-    OC_FORWARD(oc_atomic_open(&af, path, overwrite, err));
+    OC_FORWARD(oc_atomic_open(&af, path, sopts->no_overwrite || copts->no_overwrite, err));
     af.no_sync = sopts->no_sync;
     oc_crypt_writer *w = NULL;
     oc_status st = oc__crypt_writer_open(oc_atomic_write, &af, key, key_len, &p, &w, err);

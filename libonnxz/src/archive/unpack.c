@@ -273,7 +273,7 @@ static oc_status write_file(unpacker *u, const char *path, const oc_bytes *bytes
         return oc__fail(u->err, OC_ERR_CANCELLED, OC_NO_OFFSET, "cancelled");
     if (lstat(path, &old) != 0 && !made_add(&u->made, path, false)) return nomem(u->err);
     /* A file the model names: never standard output nor a stream (S-41). */
-    OC_FORWARD(oc_atomic_open_for(&af, path, 1, OC_ATOMIC_NAMED, u->err));
+    OC_FORWARD(oc_atomic_open_for(&af, path, false, OC_ATOMIC_NAMED, u->err));
     af.no_sync = u->opts->no_sync;
     oc_status st = oc_atomic_write_bytes(&af, bytes, u->err);
     if (st == OC_OK) st = oc_atomic_commit(&af, u->err);

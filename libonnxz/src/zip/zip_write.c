@@ -207,7 +207,7 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int no_overwr
     }
     /* Streamed entries get their CRC patched in (oz_zip_writer_end): a pipe written
      * through (S-41) cannot take that, so it is refused before a byte goes out. */
-    oc_status st = oc_atomic_open_for(&w->af, path, !no_overwrite, OC_ATOMIC_SEEKABLE, err);
+    oc_status st = oc_atomic_open_for(&w->af, path, no_overwrite, OC_ATOMIC_SEEKABLE, err);
     if (st != OC_OK) {
         oc_nametab_free(w->tab);
         free(w);
