@@ -49,7 +49,8 @@ void oc__copy_run(const oc__copy_list *list, int threads);
 void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i), void *ctx);
 
 /* Every thread the library creates starts here: pthread_create(thread, NULL, fn, arg) with
- * every signal blocked in the new thread. A program's handler (which may call
+ * every signal blocked in the new thread but the faults (SIGBUS, SIGSEGV, SIGILL, SIGFPE),
+ * which a mask cannot hold back. A program's handler (which may call
  * oc_cleanup_run, or end the process) then runs on one of the program's threads, never on
  * ours; and a thread that holds signals back (a commit between its renames) holds them
  * back for the whole process. Returns pthread_create's result. */

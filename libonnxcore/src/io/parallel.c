@@ -76,9 +76,17 @@ int oc__resolve_threads(int requested) {
 }
 
 int oc__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg) {
-    /* A new thread inherits its creator's mask: block all, create, restore. */
+    /* A new thread inherits its creator's mask: block all, create, restore. Not the
+     * faults: blocking one does not hold it back (POSIX leaves a SIGBUS, SIGSEGV, SIGILL or
+     * SIGFPE raised while blocked undefined; Linux kills the process), and a program's
+     * handler for them (the Python package's for its mappings, spec/security.md S-42)
+     * must run on our threads too. */
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGFPE);
     int masked = pthread_sigmask(SIG_SETMASK, &all, &old);
     if (masked != 0) return masked; /* never a thread that could take a signal */
     int rc = pthread_create(thread, NULL, fn, arg);
