@@ -72,6 +72,8 @@ static oc_status sink_write(void *ctx, const void *data, uint64_t size, oc_error
 
 /* Every tensor of r by its name, by read, size and read_to; found again through at. */
 static void check_tensors(oz_reader *r, const char *what) {
+    oc_error e; /* its own: two threads run this at once */
+    oc_error_clear(&e);
     CHECK(oz_reader_count(r) == NWANT);
     for (size_t k = 0; k < NWANT; k++) {
         const onnx_TensorProto *t = oz_reader_find(r, want[k].name, strlen(want[k].name));
@@ -85,14 +87,14 @@ static void check_tensors(oz_reader *r, const char *what) {
         CHECK(listed);
         oc_bytes b = {0}, again = {0};
         uint64_t n = 0;
-        CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_OK, &err);
+        CHECK_STATUS(oz_reader_read(r, t, &b, &e), OC_OK, &e);
         CHECK(is_pattern(b.data, b.size, k));
-        CHECK_STATUS(oz_reader_read(r, t, &again, &err), OC_OK, &err);
+        CHECK_STATUS(oz_reader_read(r, t, &again, &e), OC_OK, &e);
         CHECK(again.size == b.size);
-        CHECK_STATUS(oz_reader_size(r, t, &n, &err), OC_OK, &err);
+        CHECK_STATUS(oz_reader_size(r, t, &n, &e), OC_OK, &e);
         CHECK(n == want[k].n);
         sink s = {k, 0, true};
-        CHECK_STATUS(oz_reader_read_to(r, t, sink_write, &s, &err), OC_OK, &err);
+        CHECK_STATUS(oz_reader_read_to(r, t, sink_write, &s, &e), OC_OK, &e);
         CHECK(s.same && s.got == want[k].n);
         oc_bytes_release(&b);
         oc_bytes_release(&again);
