@@ -581,6 +581,15 @@ class File(collections.abc.Mapping):
         data_type, dims = self._open_reader().describe(name)
         return _Slice(self, name, data_type, dims)
 
+    def read_into(self, name, out, index=()):
+        """Reads the tensor `name` (or the part of it `index` names, as get_slice's [index])
+        into out, a writable C-contiguous buffer (a numpy array, a bytearray, ...) of at
+        least its bytes, as they are stored (little-endian, row-major; out's dtype is not
+        looked at); returns the count of bytes written. A buffer too small raises
+        onnxz.Error before anything is read."""
+        ranges = _ranges_of(index, len(self.get_slice(name).shape))
+        return self._open_reader().read_into(name, ranges, out)
+
     def verify(self):
         """Checks the file as `onnxz verify` does (archives: every ZIP check and CRC-32 and
         every tensor resolving to its entry; .onnx: every external tensor resolved and its
@@ -624,6 +633,19 @@ def _range_of(index):
                         f"{type(index).__name__}") from None
 
 
+def _ranges_of(index, rank):
+    """A basic numpy index of a tensor of rank dims as the library's ranges."""
+    index = index if isinstance(index, tuple) else (index,)
+    if sum(i is Ellipsis for i in index) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if any(i is Ellipsis for i in index):
+        at = next(k for k, i in enumerate(index) if i is Ellipsis)
+        index = index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
+    if len(index) > rank:
+        raise IndexError(f"too many indices: {len(index)} for a tensor of {rank} dimensions")
+    return [_range_of(i) for i in index]
+
+
 class _Slice:
     """A tensor of an open File read in parts (File.get_slice)."""
 
@@ -643,17 +665,7 @@ class _Slice:
         return self.shape[0]
 
     def __getitem__(self, index):
-        index = index if isinstance(index, tuple) else (index,)
-        if sum(i is Ellipsis for i in index) > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
-        if Ellipsis in index:
-            at = next(k for k, i in enumerate(index) if i is Ellipsis)
-            whole = (slice(None),) * (len(self.shape) - len(index) + 1)
-            index = index[:at] + whole + index[at + 1:]
-        if len(index) > len(self.shape):
-            raise IndexError(f"too many indices: {len(index)} for a tensor of "
-                             f"{len(self.shape)} dimensions")
-        ranges = [_range_of(i) for i in index]
+        ranges = _ranges_of(index, len(self.shape))
         span, dims = self._file._open_reader().slice(self._name, ranges)
         if self._data_type in _PACKED:
             return np.frombuffer(span, dtype=np.uint8)

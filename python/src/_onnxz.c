@@ -1237,30 +1237,42 @@ static oz_slice_range *slice_ranges(PyObject *ranges, Py_ssize_t *count) {
     return rs;
 }
 
+/* The slice of tensor name_obj that ranges give, planned into *s, with *hold a new
+ * reference to what holds the tensor (as reader_find); -1 with an exception. In a fault
+ * scope (S-42: the name and the tensor lie in mappings). */
+static int slice_plan(ReaderObject *self, PyObject *name_obj, PyObject *ranges, HoldObject **hold,
+                      oz_slice **s) {
+    Py_ssize_t count = 0;
+    oc_error err;
+    *s = NULL;
+    *hold = NULL;
+    oz_slice_range *rs = slice_ranges(ranges, &count);
+    if (!rs) return -1;
+    const onnx_TensorProto *t = reader_find(self, name_obj, hold);
+    oc_error_clear(&err);
+    if (t && oz_slice_new(t, rs, (size_t)count, s, &err) != OC_OK)
+        raise_error(PyBytes_AS_STRING(self->path), &err);
+    PyMem_Free(rs);
+    return *s ? 0 : -1;
+}
+
 /* slice(name, ranges) -> (span, dims): the part of the tensor ranges give (onnxz/slice.h),
  * a span of the file's mapping where it is one run of it, else its own bytes. */
 static PyObject *reader_slice(ReaderObject *self, PyObject *args) {
     PyObject *name_obj, *ranges, *span = NULL, *out = NULL;
-    Py_ssize_t count = 0;
-    HoldObject *hold = NULL;
-    const onnx_TensorProto *t;
-    oz_slice *s = NULL;
+    HoldObject *hold;
+    oz_slice *s;
     oc_bytes bytes = {0};
     oc_error err;
     oc_status st;
     onnxz_fault_scope scope;
     if (!PyArg_ParseTuple(args, "OO", &name_obj, &ranges)) return NULL;
-    oz_slice_range *rs = slice_ranges(ranges, &count);
-    if (!rs) return NULL;
     onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its runs lie in mappings */
-    if (!(t = reader_find(self, name_obj, &hold))) goto done;
+    if (slice_plan(self, name_obj, ranges, &hold, &s) < 0) goto done;
     oc_error_clear(&err);
-    st = oz_slice_new(t, rs, (size_t)count, &s, &err);
-    if (st == OC_OK) {
-        Py_BEGIN_ALLOW_THREADS
-            st = oz_reader_read_slice(hold->reader, s, &bytes, &err);
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_reader_read_slice(hold->reader, s, &bytes, &err);
+    Py_END_ALLOW_THREADS
     if (st != OC_OK) {
         raise_error(PyBytes_AS_STRING(self->path), &err);
         goto done;
@@ -1271,8 +1283,37 @@ done:
     if (left_cut(&scope)) Py_CLEAR(out);
     oc_bytes_release(&bytes);
     oz_slice_free(s);
-    PyMem_Free(rs);
     Py_XDECREF(hold);
+    return out;
+}
+
+/* read_into(name, ranges, buffer) -> int: the part of the tensor ranges give (all of it
+ * for no ranges) into a writable C-contiguous buffer of at least its bytes; their count. */
+static PyObject *reader_read_into(ReaderObject *self, PyObject *args) {
+    PyObject *name_obj, *ranges, *target, *out = NULL;
+    HoldObject *hold;
+    oz_slice *s;
+    Py_buffer view;
+    oc_error err;
+    oc_status st;
+    onnxz_fault_scope scope;
+    if (!PyArg_ParseTuple(args, "OOO", &name_obj, &ranges, &target)) return NULL;
+    if (PyObject_GetBuffer(target, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its runs lie in mappings */
+    if (slice_plan(self, name_obj, ranges, &hold, &s) < 0) goto done;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_reader_read_slice_into(hold->reader, s, view.buf, (uint64_t)view.len, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(self->path), &err);
+    else
+        out = PyLong_FromUnsignedLongLong(oz_slice_size(s));
+done:
+    if (left_cut(&scope)) Py_CLEAR(out);
+    oz_slice_free(s);
+    Py_XDECREF(hold);
+    PyBuffer_Release(&view);
     return out;
 }
 
@@ -1463,6 +1504,8 @@ static PyMethodDef reader_methods[] = {
     {"describe", (PyCFunction)reader_describe, METH_VARARGS, "(data_type, dims), nothing read."},
     {"slice", (PyCFunction)reader_slice, METH_VARARGS,
      "(name, [(start, stop, step, is_index)...]) -> (span, dims): a part of a tensor."},
+    {"read_into", (PyCFunction)reader_read_into, METH_VARARGS,
+     "(name, ranges, buffer) -> bytes written: a tensor or a part of it into a buffer."},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},

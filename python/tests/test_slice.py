@@ -143,3 +143,21 @@ def test_string_tensor_is_refused(tmp_path):
     with onnxz.open(str(tmp_path / "s.onnx")) as f:
         with pytest.raises(onnxz.Error, match="STRING"):
             f.get_slice("s")[0]
+
+
+@pytest.mark.parametrize("form", ["archive", "external", "encrypted"])
+def test_read_into_a_buffer_of_the_caller(files, form):
+    forms, tensors = files
+    path, key = forms[form]
+    with onnxz.open(path, key=key) as f:
+        for name, want in tensors.items():
+            out = np.empty_like(want)
+            assert f.read_into(name, out) == want.nbytes
+            assert np.array_equal(out, want)
+        part = np.zeros((5, 33), dtype=np.float32)
+        assert f.read_into("big", part, (slice(3, 8), Ellipsis, 2)) == part.nbytes
+        assert np.array_equal(part, tensors["big"][3:8, :, 2])
+        with pytest.raises(onnxz.Error, match="a buffer of 16 bytes"):
+            f.read_into("big", bytearray(16))
+        with pytest.raises((TypeError, BufferError)):
+            f.read_into("big", bytes(100000))
