@@ -1,7 +1,7 @@
 /*
- * tools/cmd_get.c - `onnxz get SRC TENSOR [-o OUT] [--json] [--slice SPEC]`: one tensor's
- * bytes (or a slice of them, onnxz/slice.h), or what it is, from a model or archive on disk
- * or at a URL, without reading any other tensor.
+ * tools/cmd_get.c - `onnxz get SRC TENSOR [-o OUT] [--json] [--slice SPEC] [--npy]`: one
+ * tensor's bytes (or a slice of them, onnxz/slice.h; or a .npy file of either), or what it
+ * is, from a model or archive on disk or at a URL, without reading any other tensor.
  * The library's reader (onnxz/reader.h) opens every form and says what one tensor costs:
  * from a URL, an archive's directory and model (as `ls`) and one request for the tensor.
  */
@@ -155,7 +155,7 @@ static oz_slice *slice_of(const char *src, const char *spec, const onnx_TensorPr
     return s;
 }
 
-/* ---- --npy: numpy's .npy format (version 1.0) ---- */
+/* ---- --npy: numpy's .npy format ---- */
 
 /* The numpy dtype of an ONNX data type's bytes, as the Python package views them: types
  * numpy lacks as their raw unsigned integer (bfloat16 <u2, the float8 types |u1), the
@@ -172,29 +172,39 @@ static const char *npy_descr(int32_t type, bool *packed) {
     return type > 0 && (size_t)type < sizeof descr / sizeof descr[0] ? descr[type] : NULL;
 }
 
-/* The .npy header of an array of descr and dims, padded with spaces to a multiple of 64
- * bytes with its newline; 0 when it does not fit cap (or .npy 1.0's 65535 bytes). */
-static size_t npy_header(const char *descr, const int64_t *dims, size_t rank, char *out,
-                         size_t cap) {
-    size_t n = 10; /* magic, version, header length */
-    n += (size_t)snprintf(out + n, cap - n, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                          descr);
-    for (size_t i = 0; i < rank && n < cap; i++)
-        n += (size_t)snprintf(out + n, cap - n, "%s%" PRId64, i ? ", " : "", dims[i]);
-    if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%s), }", rank == 1 ? "," : "");
-    size_t total = (n + 1 + 63) / 64 * 64; /* with its newline */
-    if (n >= cap || total > cap || total - 10 > 65535) return 0;
-    memset(out + n, ' ', total - 1 - n);
+/* The .npy header of an array of descr and dims (malloc'd, *len bytes; NULL: out of
+ * memory): the magic, the version, the length of the dictionary that follows and the
+ * dictionary, padded with spaces and a newline to a multiple of 64 bytes so the data
+ * after it is aligned. Version 1.0 keeps that length in 16 bits; a longer dictionary (a
+ * tensor of thousands of dimensions) takes 2.0's 32 bits. 3.0 only allows UTF-8 in the
+ * dictionary, which a plain dtype never needs. */
+static char *npy_header(const char *descr, const int64_t *dims, size_t rank, size_t *len) {
+    enum { V1 = 10, V2 = 12 }; /* bytes before the dictionary */
+    /* the dictionary without its dims, each dim with ", ", the padding and newline */
+    char *out = malloc(V2 + 128 + rank * 22 + 64);
+    if (!out) return NULL;
+    char *dict = out + V2;
+    size_t n = (size_t)sprintf(dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (size_t i = 0; i < rank; i++)
+        n += (size_t)sprintf(dict + n, "%s%" PRId64, i ? ", " : "", dims[i]);
+    n += (size_t)sprintf(dict + n, "%s), }", rank == 1 ? "," : "");
+    size_t prefix = (V1 + n + 1 + 63) / 64 * 64 - V1 <= 65535 ? V1 : V2;
+    size_t total = (prefix + n + 1 + 63) / 64 * 64;
+    memmove(out + prefix, dict, n);
+    memset(out + prefix + n, ' ', total - 1 - prefix - n);
     out[total - 1] = '\n';
-    memcpy(out, "\x93NUMPY\x01\x00", 8);
-    out[8] = (char)((total - 10) & 0xff);
-    out[9] = (char)((total - 10) >> 8);
-    return total;
+    memcpy(out, "\x93NUMPY", 6);
+    out[6] = prefix == V1 ? 1 : 2;
+    out[7] = 0;
+    for (size_t i = 8, v = total - prefix; i < prefix; i++, v >>= 8)
+        out[i] = (char)(v & 0xff); /* little-endian */
+    *len = total;
+    return out;
 }
 
-/* The .npy header of t (or its slice s) into out; 0 after a message. */
-static size_t npy_header_of(const char *src, oz_reader *r, const onnx_TensorProto *t,
-                            const oz_slice *s, char *out, size_t cap) {
+/* The .npy header of t (or its slice s), malloc'd; NULL after a message. */
+static char *npy_header_of(const char *src, oz_reader *r, const onnx_TensorProto *t,
+                           const oz_slice *s, size_t *len) {
     bool packed;
     const char *descr = npy_descr(t->data_type, &packed);
     uint64_t bytes = 0;
@@ -205,18 +215,18 @@ static size_t npy_header_of(const char *src, oz_reader *r, const onnx_TensorProt
     if (!descr) {
         cli_fail_msg(src, "tensor '%s' is %s, which has no numpy dtype for --npy", name,
                      oc_tensor_type_name(t->data_type));
-        return 0;
+        return NULL;
     }
     if (packed && !s && oz_reader_size(r, t, &bytes, &err) != OC_OK) {
         cli_fail(src, &err);
-        return 0;
+        return NULL;
     }
     int64_t flat = (int64_t)(s ? oz_slice_size(s) : bytes);
-    size_t n = packed ? npy_header(descr, &flat, 1, out, cap)
-               : s    ? npy_header(descr, oz_slice_dims(s), oz_slice_rank(s), out, cap)
-                      : npy_header(descr, t->dims.items, (size_t)t->dims.count, out, cap);
-    if (!n) cli_fail_msg(src, "tensor '%s' has too many dims for a .npy header", name);
-    return n;
+    char *h = packed ? npy_header(descr, &flat, 1, len)
+              : s    ? npy_header(descr, oz_slice_dims(s), oz_slice_rank(s), len)
+                     : npy_header(descr, t->dims.items, (size_t)t->dims.count, len);
+    if (!h) cli_fail_msg(src, "out of memory for the .npy header of tensor '%s'", name);
+    return h;
 }
 
 /* The tensor's bytes to the output, streamed as the reader gives them; or the slice's,
@@ -226,16 +236,19 @@ static int write_tensor(const cli_args *args, const char *src, oz_reader *r,
     output o;
     oc_error err;
     oc_error_clear(&err);
-    char header[4096];
+    char *header = NULL;
     size_t header_len = 0;
-    if (args->seen[GET_OPT_NPY] &&
-        !(header_len = npy_header_of(src, r, t, s, header, sizeof header)))
+    if (args->seen[GET_OPT_NPY] && !(header = npy_header_of(src, r, t, s, &header_len)))
         return CLI_EXIT_FAILURE;
     int rc = output_open(&o, args);
-    if (rc != CLI_EXIT_OK) return rc;
+    if (rc != CLI_EXIT_OK) {
+        free(header);
+        return rc;
+    }
     void *ctx;
     oc_write_fn fn = output_fn(&o, &ctx);
-    oc_status st = header_len ? fn(ctx, header, header_len, &err) : OC_OK;
+    oc_status st = header ? fn(ctx, header, header_len, &err) : OC_OK;
+    free(header);
     if (!s) {
         if (st == OC_OK) st = oz_reader_read_to(r, t, fn, ctx, &err);
         return output_close(&o, st, src, &err);

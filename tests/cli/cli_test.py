@@ -1338,6 +1338,71 @@ def group_get(ctx):
         out = ctx.path(f"odd.{tensor}.bin")
         ctx.expect_error(["get", odd_path, tensor, "-o", out], odd_path, f"get {tensor}", message=message)
         ctx.check(not os.path.exists(out), f"get {tensor}: nothing written")
+    check_get_npy(ctx)
+
+
+def check_get_npy(ctx):
+    """get --npy of a tensor of each ONNX type numpy has a dtype for, in a .onnx, with
+    external data and in an archive: numpy.load reads python3-onnx's array (bfloat16 as
+    its uint16 bits), its slices numpy's indexing of that array; a header too long for
+    .npy 1.0 is 2.0, as numpy's own reader of the header sees it."""
+    rng = numpy.random.default_rng(30)
+    arrays = [rng.standard_normal((7, 6)).astype(d) for d in ("<f4", "<f2", "<f8")]
+    arrays += [rng.integers(-100, 100, (7, 6)).astype(d)
+               for d in ("|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8")]
+    arrays += [rng.integers(0, 2, (7, 6)).astype(bool),
+               (rng.standard_normal((7, 6)) + 1j * rng.standard_normal((7, 6))).astype("<c8"),
+               (rng.standard_normal((7, 6)) - 1j).astype("<c16")]
+    tensors = [numpy_helper.from_array(a, f"t_{a.dtype.name}") for a in arrays]
+    bits = (rng.standard_normal((7, 6)).astype("<f4").view("<u4") >> 16).astype("<u2")
+    tensors.append(helper.make_tensor("t_bfloat16", TensorProto.BFLOAT16, [7, 6],
+                                      bits.tobytes(), raw=True))
+    model = ctx.path("dtypes.onnx")
+    write(model, helper.make_model(helper.make_graph([], "dtypes", [], [],
+                                                     initializer=tensors)).SerializeToString())
+    forms = {"single": model, "archive": make_archive(ctx, model, "dtypes.onnxz", "--threshold", "0"),
+             "external": ctx.path("dtypes.ext.onnx")}
+    ctx.expect_exit(["convert", model, forms["external"], "--external-data", "dtypes.data",
+                     "--threshold", "0"], 0, "convert dtypes to external data")
+    slices = (("0:128,:", numpy.s_[0:128, :]), ("-3:-1,::2", numpy.s_[-3:-1, ::2]),
+              ("1,2", numpy.s_[1, 2]), ("5:2", numpy.s_[5:2]), (":,-1", numpy.s_[:, -1]),
+              ("1::3,4:", numpy.s_[1::3, 4:]), ("-9:", numpy.s_[-9:]))
+    for form, path in forms.items():
+        for t in tensors:
+            a = numpy_helper.to_array(t)
+            if t.data_type == TensorProto.BFLOAT16:  # python3-onnx widens it to float32
+                a = (a.astype("<f4").view("<u4") >> 16).astype("<u2")
+            for spec, index in (("", ()), *slices):
+                what = f"get --npy --slice {spec!r} {form} {t.name}"
+                out = ctx.path(f"dtypes.{form}.{t.name}.npy")
+                ctx.expect_exit(["get", path, t.name, "--npy", "-o", out, "-f",
+                                 *(["--slice", spec] if spec else [])], 0, what)
+                got = numpy.load(out) if os.path.exists(out) else None
+                ctx.check(got is not None and got.dtype == a.dtype and got.shape == a[index].shape
+                          and numpy.array_equal(got, a[index]), f"{what}: numpy.load of it")
+                if spec:
+                    meta = json.loads(ctx.expect_exit(
+                        ["get", path, t.name, "--json", "--slice", spec], 0, what + " --json")[1])
+                    ctx.equal(meta["dims"], list(a[index].shape), f"{what} --json: dims")
+                    ctx.equal(meta["bytes"], a[index].nbytes, f"{what} --json: bytes")
+
+    deep = [1] * 25000 + [3]  # a header of 75000 bytes: past .npy 1.0's 65535
+    path = ctx.path("deep.onnx")
+    write(path, helper.make_model(helper.make_graph([], "deep", [], [], initializer=[
+        helper.make_tensor("deep", TensorProto.INT16, deep, [1, -2, 3])])).SerializeToString())
+    out = ctx.path("deep.npy")
+    ctx.expect_exit(["get", path, "deep", "--npy", "-o", out], 0, "get --npy deep")
+    if ctx.check(os.path.exists(out), "get --npy deep: written"):
+        with open(out, "rb") as f:
+            version = numpy.lib.format.read_magic(f)
+            if not ctx.equal(version, (2, 0), "get --npy deep: .npy version"):
+                return
+            shape, fortran, dtype = numpy.lib.format.read_array_header_2_0(f, max_header_size=1 << 20)
+            start, data = f.tell(), f.read()
+        ctx.check(shape == tuple(deep) and not fortran and dtype == numpy.dtype("<i2"),
+                  f"get --npy deep: header ({len(shape)} dims, {dtype})")
+        ctx.equal(start % 64, 0, "get --npy deep: data aligned on 64 bytes")
+        ctx.equal(data, numpy.array([1, -2, 3], "<i2").tobytes(), "get --npy deep: data")
 
 
 def parse_ls_line(line):
