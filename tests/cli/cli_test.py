@@ -1386,6 +1386,27 @@ def check_get_npy(ctx):
                     ctx.equal(meta["dims"], list(a[index].shape), f"{what} --json: dims")
                     ctx.equal(meta["bytes"], a[index].nbytes, f"{what} --json: bytes")
 
+    # Types numpy lacks, as the Python package views them: float8 as uint8 in its shape,
+    # packed 4-bit ones as their bytes, one-dimensional (python3-onnx 1.12 knows neither,
+    # so the tensors are made with their type numbers).
+    raw = bytes(range(0x70, 0x7c))
+    for data_type, dims, spec, want in ((17, [3, 4], "", numpy.frombuffer(raw, "|u1").reshape(3, 4)),
+                                        (17, [3, 4], "-1,1:", numpy.frombuffer(raw[9:], "|u1")),
+                                        (22, [24], "", numpy.frombuffer(raw, "|u1")),
+                                        (22, [24], "4:12", numpy.frombuffer(raw[2:6], "|u1"))):
+        t = helper.make_tensor("odd", TensorProto.UINT8, [len(raw)], raw, raw=True)
+        t.data_type = data_type
+        t.dims[:] = dims
+        path, out = ctx.path(f"type{data_type}.onnx"), ctx.path(f"type{data_type}.npy")
+        write(path, helper.make_model(helper.make_graph([], "g", [], [], initializer=[t]))
+              .SerializeToString())
+        what = f"get --npy --slice {spec!r} of data_type {data_type}"
+        ctx.expect_exit(["get", path, "odd", "--npy", "-o", out, "-f",
+                         *(["--slice", spec] if spec else [])], 0, what)
+        got = numpy.load(out) if os.path.exists(out) else None
+        ctx.check(got is not None and got.dtype == want.dtype and got.shape == want.shape
+                  and numpy.array_equal(got, want), f"{what}: numpy.load of it ({got!r})")
+
     deep = [1] * 25000 + [3]  # a header of 75000 bytes: past .npy 1.0's 65535
     path = ctx.path("deep.onnx")
     write(path, helper.make_model(helper.make_graph([], "deep", [], [], initializer=[
