@@ -34,8 +34,7 @@ OC_PRIVATE oc_status oc_error_set_rule(oc_error *err, oc_status code, uint64_t o
     ;
 /* As oc_error_set_errno with a spec rule (oc_error_set_rule): the message ends
  * " (RULE): strerror(errnum)". */
-OC_PRIVATE oc_status oc_error_set_errno_rule(oc_error *err, int errnum, const char *rule,
-                                             const char *fmt, ...)
+oc_status oc_error_set_errno_rule(oc_error *err, int errnum, const char *rule, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif

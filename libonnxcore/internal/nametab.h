@@ -36,7 +36,7 @@ OC_PRIVATE oc_nametab *oc_nametab_new(uint64_t expected, oc_nametab_name_fn name
 /* Frees the table (not the names). NULL is accepted. */
 OC_PRIVATE void oc_nametab_free(oc_nametab *t);
 /* The number of names in the table. */
-OC_PRIVATE uint64_t oc_nametab_count(const oc_nametab *t);
+uint64_t oc_nametab_count(const oc_nametab *t);
 
 /* The keyed hash of a name, for find and insert (computed once, used for both). */
 OC_PRIVATE uint64_t oc_nametab_hash(const void *name, size_t len);
@@ -53,6 +53,6 @@ OC_PRIVATE void oc_nametab_insert(oc_nametab *t, uint64_t index, uint64_t hash);
 /* Find, and insert index when the name is not there yet: returns the index of the equal
  * name already in the table, or index when it was inserted; -1 when out of room (as
  * reserve). */
-OC_PRIVATE int64_t oc_nametab_add(oc_nametab *t, const void *name, size_t len, uint64_t index);
+int64_t oc_nametab_add(oc_nametab *t, const void *name, size_t len, uint64_t index);
 
 #endif

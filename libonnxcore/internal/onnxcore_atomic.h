@@ -19,6 +19,6 @@ OC_PRIVATE oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint
                                       uint64_t at, oc_error *err);
 
 /* Called by fileio.c and fileio_bytes.c only: counts n bytes appended by either. */
-OC_PRIVATE void oc__atomic_appended(oc_atomic_file *af, uint64_t n);
+void oc__atomic_appended(oc_atomic_file *af, uint64_t n);
 
 #endif

@@ -1,9 +1,9 @@
 /*
  * onnxcore_progress.h - counting the bytes of one save for an oc_progress_fn
  * (oc_serialize_options.progress), shared by libonnxcore and libonnxz without being public
- * API: libonnxcore.so exports them under ONNXCORE_PRIVATE. A counter started by either
- * library is advanced by oc_atomic_write, through the `progress` field of oc_atomic_file
- * (onnxcore_private.h).
+ * API: libonnxcore.so exports what libonnxz calls (marked OC_PRIVATE) under
+ * ONNXCORE_PRIVATE. A counter started by either library is advanced by oc_atomic_write,
+ * through the `progress` field of oc_atomic_file (onnxcore_private.h).
  */
 #ifndef ONNXCORE_PROGRESS_H
 #define ONNXCORE_PROGRESS_H
@@ -25,9 +25,9 @@ struct oc_progress {
 typedef struct oc_progress oc_progress;
 
 /* Starts counting towards total bytes for fn (which may be NULL). */
-OC_PRIVATE void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
+void oc_progress_start(oc_progress *p, oc_progress_fn fn, void *ctx, uint64_t total);
 /* Adds n bytes and reports (done never passes total). NULL p is accepted. */
-OC_PRIVATE void oc_progress_add(oc_progress *p, uint64_t n);
+void oc_progress_add(oc_progress *p, uint64_t n);
 /* Reports done == total: the work is complete. NULL p is accepted. */
 OC_PRIVATE void oc_progress_finish(oc_progress *p);
 

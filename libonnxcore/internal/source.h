@@ -94,9 +94,8 @@ struct oc_source {
 /* Fills the head of a freshly allocated implementation object `s` (of at least
  * sizeof(oc_source) bytes, allocated with malloc, its other fields set) and gives it one
  * reference. On failure (OC_ERR_NOMEM) vt->destroy(s) has run and s is freed. */
-OC_PRIVATE oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size,
-                                    unsigned caps, const uint8_t *data, const char *name,
-                                    oc_error *err);
+oc_status oc__source_new(oc_source *s, const oc_source_vtable *vt, uint64_t size, unsigned caps,
+                         const uint8_t *data, const char *name, oc_error *err);
 
 /* Takes another reference; NULL is accepted and returned. */
 OC_PRIVATE oc_source *oc_source_ref(oc_source *s);
@@ -123,13 +122,13 @@ OC_PRIVATE oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc
 OC_PRIVATE oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out,
                                    oc_error *err);
 /* Advice, passed on where the source takes it. */
-OC_PRIVATE void oc_source_drop(oc_source *s, uint64_t at, uint64_t n);
+void oc_source_drop(oc_source *s, uint64_t at, uint64_t n);
 OC_PRIVATE void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t count);
 /* Copies [at, at + n) to the end of the file open as fd where the source can have the
  * kernel do it; *done receives the bytes copied (0 where it cannot): the caller writes
  * the rest. */
-OC_PRIVATE oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd,
-                                          uint64_t *done, oc_error *err);
+oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, uint64_t *done,
+                               oc_error *err);
 
 /* When the span shares a source's owner and lies in its whole-source mapping (a source
  * made from one mapping), the source and the span's offset in it; else NULL. */

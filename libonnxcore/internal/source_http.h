@@ -28,6 +28,6 @@ OC_PRIVATE oc_status oc__source_http(const char *url, const oc_http_options *opt
 /* The identity fixed at the open of source s (made by oc__source_http): its ETag and
  * Last-Modified as one text ("" for a source of another kind), so that an object opened
  * again can be told to be the same one. */
-OC_PRIVATE void oc__source_http_identity(const oc_source *s, char *out, size_t cap);
+void oc__source_http_identity(const oc_source *s, char *out, size_t cap);
 
 #endif

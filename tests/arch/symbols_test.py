@@ -6,7 +6,8 @@ symbol version, and that no process-wide state of libonnxcore exists twice.
     stable and the experimental API, checked name by name by api.exports) or
     ONNXCORE_PRIVATE; the private node holds exactly the declarations marked OC_PRIVATE
     in libonnxcore/internal/*.h and private/*.h, and they are the names the version
-    script lists;
+    script lists; each is used outside libonnxcore (by libonnxz, the tool or the Python
+    extension): what only libonnxcore uses stays local;
   - libonnxz.so: every exported symbol is in ONNXZ_0 or ONNXZ_EXPERIMENTAL, none internal
     (no "__");
   - libonnxz.so's NEEDED has libonnxcore and no libcurl, and its symbol table (locals
@@ -98,6 +99,17 @@ def main():
     if mapped != listed:
         fails.append("libonnxcore.map's private node differs from the OC_PRIVATE marks: only "
                      "listed %s, only marked %s" % (sorted(mapped - listed), sorted(listed - mapped)))
+
+    # Used: what libonnxz.so links against, and what the tool and the Python extension name.
+    used = {w.partition("@")[0] for w in run([nm, "-D", "--undefined-only", z]).split()}
+    for d in ("tools", os.path.join("python", "src")):
+        for path in sorted(glob.glob(os.path.join(src, d, "**", "*.[ch]"), recursive=True)):
+            with open(path, errors="replace") as f:
+                used |= set(re.findall(r"\w+", f.read()))
+    unused = sorted(n for n in listed if n not in used)
+    if unused:
+        fails.append("private exports used by nothing outside libonnxcore (make them local): %s"
+                     % unused)
 
     z_syms = dynamic(nm, z)
     z_nodes = ("ONNXZ_0", "ONNXZ_EXPERIMENTAL")
