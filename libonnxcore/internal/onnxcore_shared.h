@@ -54,6 +54,7 @@ static inline void oc__parse_opts_copy(oc_parse_options *dst, const oc_parse_opt
     OC_OPTS_COPY(dst, src, oc_parse_options, max_memory);
     OC_OPTS_COPY(dst, src, oc_parse_options, http);
     OC_OPTS_COPY(dst, src, oc_parse_options, loaded_location_default);
+    OC_OPTS_COPY(dst, src, oc_parse_options, prefetch);
 }
 
 static inline void oc__serialize_opts_copy(oc_serialize_options *dst,

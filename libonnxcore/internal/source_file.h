@@ -11,12 +11,18 @@
 
 #include "internal/source.h"
 #include "onnxcore/file.h"
+#include "onnxcore/options.h"
 
 /* How a file source is opened. */
 typedef enum oc_file_source_kind {
-    OC_FILE_MAPPED = 0, /* mapped read-only (read where mapping is impossible) */
-    OC_FILE_PREAD = 1   /* read with pread; nothing is mapped */
+    OC_FILE_MAPPED = 0,         /* mapped read-only (read where mapping is impossible) */
+    OC_FILE_PREAD = 1,          /* read with pread; nothing is mapped */
+    OC_FILE_MAPPED_PREFETCH = 2 /* mapped, and the kernel asked to read it all ahead */
 } oc_file_source_kind;
+
+/* How a load given opts (NULL: the defaults) opens its files: use_pread, or mapped, with
+ * prefetch only where the tensors stay in the mapping (no_copy). */
+OC_PRIVATE oc_file_source_kind oc__file_kind(const struct oc_parse_options *opts);
 
 /* The regular file at path (opened O_NONBLOCK: a FIFO never hangs), or the open
  * descriptor fd (path NULL; fd is not closed and name is used in messages). Not a

@@ -790,7 +790,8 @@ static const layout_row layouts[] = {
     GREW(oc_parse_options, 104, storage_pool),
     GREW(oc_parse_options, 120, http),
     GREW(oc_parse_options, 128, loaded_location_default),
-    NOW(oc_parse_options, 136),
+    GREW(oc_parse_options, 136, prefetch), /* after padding_132 */
+    NOW(oc_parse_options, 144),
     GREW(oc_serialize_options, 56, progress),
     GREW(oc_serialize_options, 72, fetch),
     GREW(oc_serialize_options, 80, no_sync),
@@ -805,8 +806,8 @@ static const layout_row layouts[] = {
     NOW(oz_zip_reader_options, 64),
     GREW(oz_archive_options, 104, max_memory),
     NOW(oz_archive_options, 112),
-    NOW(oz_convert_options, 264),
-    NOW(oz_open_options, 168),
+    NOW(oz_convert_options, 272),
+    NOW(oz_open_options, 176),
     GREW(oz_open_info, 8, kind),
     GREW(oz_open_info, 16, file_size),
     NOW(oz_open_info, 24),
@@ -822,7 +823,8 @@ static const layout_row layouts[] = {
     NOW(oz_metadata_options, 24),
     NOW(oz_metadata_info, 32),
     NOW(oz_info_source, 48),
-    NOW(oz_reader_options, 48),
+    GREW(oz_reader_options, 48, prefetch),
+    NOW(oz_reader_options, 56),
 };
 
 static void test_layouts(void) {

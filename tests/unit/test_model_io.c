@@ -725,6 +725,55 @@ static void test_size_limits(void) {
     CHECK_EQ(remove(p), 0);
 }
 
+/* Loads p with po, and returns the model serialized (NULL on failure), checking W. */
+static void *load_saved(const char *p, const oc_parse_options *po, uint64_t *n) {
+    oc_error err;
+    oc_model *got = NULL;
+    void *out = NULL;
+    oc_error_clear(&err);
+    if (CHECK_OK(oc_model_load_file(p, po, &got, &err), &err) && got) {
+        CHECK(raw_ok(init(got, "W"), BIG, 1));
+        CHECK_EQ(oc_bytes_is_borrowed(&init(got, "W")->raw_data), po->no_copy && !po->use_pread);
+        if (!save_mem(got, &out, n)) out = NULL;
+    }
+    oc_model_free(got);
+    return out;
+}
+
+/* prefetch (oc_parse_options) is advice: with every way of reading (mapped no_copy, mapped
+ * copying, pread) and for the model's own tensors and a data file's, a load gives the same
+ * bytes as the same load without it, and the tensors are where the mode puts them. */
+static void test_prefetch(void) {
+    oc_model *m = make_model();
+    REQUIRE(m != NULL);
+    char p[4200], d[4200];
+    pathof(p, sizeof p, "prefetch.onnx");
+    pathof(d, sizeof d, "prefetch.data");
+    oc_error err;
+    oc_error_clear(&err);
+    oc_serialize_options so;
+    oc_serialize_options_init(&so);
+    for (int external = 0; external < 2; external++) {
+        so.external_data = external ? "prefetch.data" : NULL;
+        CHECK_OK(oc_model_save_file(m, p, &so, &err), &err);
+        for (int how = 0; how < 3; how++) {
+            oc_parse_options po = OC_PARSE_OPTIONS_INIT;
+            po.no_copy = how == 0;
+            po.use_pread = how == 2;
+            uint64_t n1 = 0, n2 = 0;
+            void *plain = load_saved(p, &po, &n1);
+            po.prefetch = 1;
+            void *ahead = load_saved(p, &po, &n2);
+            CHECK(plain && ahead && n1 == n2 && memcmp(plain, ahead, (size_t)n1) == 0);
+            free(plain);
+            free(ahead);
+        }
+    }
+    CHECK_EQ(remove(d), 0);
+    CHECK_EQ(remove(p), 0);
+    oc_model_free(m);
+}
+
 int main(int argc, char **argv) {
     const char *base = argc > 1 ? argv[1] : NULL;
     if (td_make(base, "model_io", dir, sizeof dir) != 0) {
@@ -738,6 +787,7 @@ int main(int argc, char **argv) {
     RUN(test_no_copy_file);
     RUN(test_message_files);
     RUN(test_size_limits);
+    RUN(test_prefetch);
     if (!CHECK_EQ(td_count(dir, 0), 0)) td_count(dir, 1);
     td_remove(dir);
     return check_report("test_model_io");

@@ -105,6 +105,14 @@ typedef struct oc_parse_options {
      * onnx.load leaves it (the Python package's load, whose result equals onnx.load's);
      * 0: the field is cleared, the form before the bytes were moved out (E-16). */
     int loaded_location_default;
+
+    uint32_t padding_132; /* never read: the tail padding of the struct before prefetch */
+    /* Mapped loads with no_copy (the tensors are spans of the file's mapping): ask the
+     * kernel to read each mapped file ahead (MADV_WILLNEED), so that a first pass over the
+     * tensors finds the pages read rather than faulting them in one readahead window at a
+     * time (docs/performance.md). Advice only: it never fails a load. Ignored by copying
+     * and use_pread loads, which read every byte during the load anyway. */
+    int prefetch;
 } oc_parse_options;
 
 /* The defaults; every field not named is 0 or NULL. */

@@ -174,8 +174,27 @@ static oc_status read_whole(int fd, const char *name, uint64_t size, void **out,
     return OC_OK;
 }
 
+/* Asks the kernel to read the whole mapping ahead, without waiting for it: the pages
+ * come in as large sequential reads while the load goes on, instead of one fault and one
+ * readahead window at a time when the tensors are first used. MADV_WILLNEED rather than
+ * MAP_POPULATE, which reads the file before mmap returns and maps every page (measured in
+ * docs/performance.md, "Prefetch"). The range is the mapping, so nothing past the file's
+ * last page is asked for. Advice only: a refusal changes nothing. */
+static void prefetch(void *addr, size_t len) {
+#ifdef MADV_WILLNEED
+    (void)madvise(addr, len, MADV_WILLNEED);
+#else
+    (void)addr, (void)len;
+#endif
+}
+
+oc_file_source_kind oc__file_kind(const oc_parse_options *opts) {
+    if (opts && opts->use_pread) return OC_FILE_PREAD;
+    return opts && opts->prefetch && opts->no_copy ? OC_FILE_MAPPED_PREFETCH : OC_FILE_MAPPED;
+}
+
 static oc_status open_mapped(int fd, const char *name, const struct stat *st, int always_keep,
-                             oc_source **out, oc_error *err) {
+                             int ahead, oc_source **out, oc_error *err) {
     uint64_t size = (uint64_t)st->st_size;
     if (size > (uint64_t)SIZE_MAX)
         return oc_error_file(
@@ -191,6 +210,7 @@ static oc_status open_mapped(int fd, const char *name, const struct stat *st, in
             m->addr = addr;
             m->len = (size_t)size;
             m->mapped = 1;
+            if (ahead) prefetch(addr, m->len);
             observe_map(m, name);
             /* where test_sigbus.py cuts the file, before anything reads it */
             oc__test_point("file-mapped");
@@ -309,7 +329,7 @@ oc_status oc_source_file(const char *path, int fd, const char *name, oc_file_sou
     else if (kind == OC_FILE_PREAD)
         r = open_pread(fd, name, &st, out, err);
     else
-        r = open_mapped(fd, name, &st, keep, out, err);
+        r = open_mapped(fd, name, &st, keep, kind == OC_FILE_MAPPED_PREFETCH, out, err);
     if (own >= 0) close(own); /* a source keeps its own duplicate when it needs one */
     return r;
 }

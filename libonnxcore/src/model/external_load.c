@@ -165,9 +165,7 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' has several hard links", name,
                          shown);
-        if (s == OC_OK)
-            s = oc_source_file(NULL, fd, shown, l->opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED,
-                               0, out, l->err);
+        if (s == OC_OK) s = oc_source_file(NULL, fd, shown, oc__file_kind(l->opts), 0, out, l->err);
         if (s == OC_OK && l->defer)
             snprintf(l->opened_id, sizeof l->opened_id,
                      "device %llu, inode %llu, %llu bytes, modified %lld.%09ld, changed %lld.%09ld",

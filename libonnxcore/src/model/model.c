@@ -98,7 +98,7 @@ oc_status oc_model_load_memory(const void *data, uint64_t size, const oc_parse_o
 static oc_status decode_file(const char *path, int fd, const oc_parse_options *opts,
                              const oc_msgdesc *desc, void *msg, oc_arena *arena, oc_error *err) {
     oc_source *src;
-    oc_file_source_kind kind = opts && opts->use_pread ? OC_FILE_PREAD : OC_FILE_MAPPED;
+    oc_file_source_kind kind = oc__file_kind(opts);
     if (oc_is_url(path))
         OC_FORWARD(oc__source_http(path, opts ? opts->http : NULL, &src, err));
     else
