@@ -78,7 +78,8 @@ def _save_opts(to, external_data, max_file_size, align, threshold, checksum, def
             threshold, bool(checksum), bool(deflate_model), key, bool(sync), _budget(max_memory))
 
 
-def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None):
+def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None,
+         prefetch=False):
     """Loads a model in any form and returns it as an onnx.ModelProto.
 
     f: a path (str, bytes, os.PathLike), an http:// or https:// URL (see open), the
@@ -93,6 +94,9 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
         not its tensors' bytes), as the tool's --max-memory: by default the tool's, 1 GiB.
         A model that needs more raises onnxz.Error (status "limit exceeded", naming max_memory)
         before it gets there (spec/security.md M-1..M-3).
+    prefetch: ask the kernel to read the mapped files ahead (oc_parse_options.prefetch):
+        a file not yet in the page cache is read in large sequential reads instead of page
+        fault by page fault (docs/performance.md). Advice only: the result is the same.
 
     A .onnx file and its data files are read under their pair lock (E-25), as the tool
     reads them: never one save's model with another save's data files.
@@ -133,11 +137,12 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
                                             None if data_dir is None else _fspath(data_dir),
                                             budget))
     if key is None and not _onnxz._is_url(f):
-        model = _load_mapped(f, load_external_data, budget)
+        model = _load_mapped(f, load_external_data, budget, prefetch)
         if model is not None:
             return model
     return _from_split(_onnxz._load(f, load_external_data, key,
-                                    None if data_dir is None else _fspath(data_dir), budget))
+                                    None if data_dir is None else _fspath(data_dir), budget,
+                                    bool(prefetch)))
 
 
 def _from_split(split):
@@ -156,13 +161,14 @@ def _from_split(split):
     return model
 
 
-def _load_mapped(path, load_external_data, budget):
+def _load_mapped(path, load_external_data, budget, prefetch):
     """A plain .onnx file whose bytes are the model onnx.load gives (no external data, or
     external data not asked for), parsed by protobuf straight from the file's mapping: no
     copy of the file into memory first, as onnx.load makes (f.read()); see _parse_checked.
     None when the file is of another kind (the caller takes the general path). A file cut
     short by another process meanwhile raises onnxz.Error (S-42): the mapping is watched
-    while protobuf and onnxz's check read it."""
+    while protobuf and onnxz's check read it. prefetch: the library's advice on its own
+    mappings (oc_parse_options.prefetch), given to this one."""
     try:
         # O_NONBLOCK: a FIFO where the file was expected must not hang the open
         fd = os.open(_fspath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -175,6 +181,8 @@ def _load_mapped(path, load_external_data, budget):
         if _onnxz._detect(os.pread(fd, 8, 0)) != "model":
             return None
         mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        if prefetch:
+            mapping.madvise(mmap.MADV_WILLNEED)  # advice only: never raises on Linux
     except (OSError, ValueError):
         return None
     finally:
@@ -453,11 +461,11 @@ class File(collections.abc.Mapping):
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
-    def __init__(self, path, *, key=None, max_memory=None):
+    def __init__(self, path, *, key=None, max_memory=None, prefetch=False):
         self._path = _fspath(path)
         self._key = key
         self._budget = _budget(max_memory)
-        self._reader = _onnxz._Reader(path, key, self._budget)
+        self._reader = _onnxz._Reader(path, key, self._budget, bool(prefetch))
         self._names = None
         self._model = None
 
@@ -680,7 +688,7 @@ class _Slice:
         return np.frombuffer(span, dtype=self.dtype).reshape(dims)
 
 
-def open(path, *, key=None, max_memory=None):
+def open(path, *, key=None, max_memory=None, prefetch=False):
     """Opens the model at path (any form) for reading its tensors as zero-copy numpy
     arrays; a context manager (File). key: the passphrase of an encrypted file.
 
@@ -713,5 +721,10 @@ def open(path, *, key=None, max_memory=None):
 
     max_memory: the memory budget in bytes of what decoding the model and holding an
     archive's directory take, as for load and the tool's --max-memory (default 1 GiB):
-    a 10 KB archive that would decode into gigabytes raises onnxz.Error instead."""
-    return File(path, key=key, max_memory=max_memory)
+    a 10 KB archive that would decode into gigabytes raises onnxz.Error instead.
+
+    prefetch: a .onnx file and its data files: ask the kernel to read their mappings
+    ahead (oz_reader_options.prefetch), so that a first pass over every tensor of a file
+    not yet in the page cache is not paid page fault by page fault (docs/performance.md).
+    Advice only: the arrays are the same. Archives are mapped as without it."""
+    return File(path, key=key, max_memory=max_memory, prefetch=prefetch)

@@ -22,7 +22,7 @@ class Error(ValueError):
 def load(f: Union[PathLike, bytes, bytearray, memoryview, IO[bytes]], *,
          load_external_data: bool = ..., key: Optional[Key] = ...,
          data_dir: Optional[PathLike] = ...,
-         max_memory: Optional[int] = ...) -> onnx.ModelProto:
+         max_memory: Optional[int] = ..., prefetch: bool = ...) -> onnx.ModelProto:
     """A model in any form as onnx.load gives it."""
 
 def save(model: Union[onnx.ModelProto, bytes], path: PathLike, *,
@@ -58,7 +58,7 @@ def meta(path: PathLike, *, producer: Optional[str] = ..., producer_version: Opt
 class File(Mapping[str, np.ndarray]):
     """An open model file: tensors as zero-copy read-only numpy arrays, by name."""
     def __init__(self, path: PathLike, *, key: Optional[Key] = ...,
-                 max_memory: Optional[int] = ...) -> None: ...
+                 max_memory: Optional[int] = ..., prefetch: bool = ...) -> None: ...
     def __enter__(self) -> "File": ...
     def __exit__(self, *exc: Any) -> None: ...
     def close(self) -> None: ...
@@ -79,5 +79,5 @@ class File(Mapping[str, np.ndarray]):
     def info(self) -> Dict[str, Any]: ...
 
 def open(path: PathLike, *, key: Optional[Key] = ...,
-         max_memory: Optional[int] = ...) -> File:
+         max_memory: Optional[int] = ..., prefetch: bool = ...) -> File:
     """Opens a model file for zero-copy reads of its tensors (a context manager)."""

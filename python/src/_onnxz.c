@@ -248,14 +248,15 @@ static int left_cut(onnxz_fault_scope *scope) {
 
 static PyObject *model_split(oc_model *model, const char *file);
 
-/* _load(path, load_external_data, key, data_dir, max_memory) -> (skeleton, pieces)
+/* _load(path, load_external_data, key, data_dir, max_memory, prefetch) -> (skeleton, pieces)
  * (model_split): the model of a file in any form (oz_open, which reads a .onnx file and
  * its data files under their pair lock, E-25), its external data read in unless
  * load_external_data is false: a .onnx file's tensors then say data_location DEFAULT, as
- * onnx.load leaves them. max_memory: the budget of the decode (M-1, M-2). */
+ * onnx.load leaves them. max_memory: the budget of the decode (M-1, M-2); prefetch:
+ * oc_parse_options.prefetch. */
 static PyObject *py_load(PyObject *self, PyObject *args) {
     PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
-    int external;
+    int external, prefetch = 0;
     unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
@@ -268,7 +269,8 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     (void)self;
     if (http_settings(&http) < 0) return NULL;
     o.parse.http = &http;
-    if (!PyArg_ParseTuple(args, "OpOO|K", &path_obj, &external, &key_obj, &dir_obj, &max_memory))
+    if (!PyArg_ParseTuple(args, "OpOO|Kp", &path_obj, &external, &key_obj, &dir_obj, &max_memory,
+                          &prefetch))
         return NULL;
     if (!path_arg(path_obj, &path)) return NULL;
     if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
@@ -283,6 +285,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     o.parse.no_copy = 1; /* the bytes go from the mapping to the serialized model once */
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     o.parse.max_memory = max_memory;
+    o.parse.prefetch = prefetch;
     o.parse.skip_external_data = !external;
     o.key = key.buf;
     o.key_len = (size_t)key.len;
@@ -1002,15 +1005,17 @@ static void reader_dealloc(ReaderObject *self) {
 }
 
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"path", "key", "max_memory", NULL};
+    static char *kwlist[] = {"path", "key", "max_memory", "prefetch", NULL};
     PyObject *path_obj, *key_obj = Py_None, *path = NULL, *holder = NULL;
     unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
+    int prefetch = 0;
     Py_buffer key;
     HoldObject *hold;
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OK", kwlist, &path_obj, &key_obj, &max_memory))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OKp", kwlist, &path_obj, &key_obj, &max_memory,
+                                     &prefetch))
         return -1;
     if (self->path) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
@@ -1034,6 +1039,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     }
     oz_reader_options o = OZ_READER_OPTIONS_INIT;
     o.max_memory = max_memory;
+    o.prefetch = prefetch;
     o.http = &hold->http;
     o.key = key.buf;
     o.key_len = (size_t)key.len;

@@ -84,6 +84,21 @@ def test_every_tensor_and_dtype(form, typed_model):
                 assert np.array_equal(got, a), name
 
 
+
+def test_prefetch_is_advice(form, typed_model):
+    """prefetch=True (the kernel asked to read the mapped files ahead) is accepted by open
+    and load in every form, and gives the same arrays and the same model."""
+    path, key, _ = form
+    with onnxz.open(path, key=key, prefetch=True) as f, onnxz.open(path, key=key) as g:
+        assert sorted(f.names) == sorted(expected_arrays(typed_model))
+        for name in g.names:
+            assert f[name].dtype == g[name].dtype and f[name].shape == g[name].shape
+            assert f[name].tobytes() == g[name].tobytes(), name
+    for external in (True, False):
+        plain = onnxz.load(path, key=key, load_external_data=external)
+        ahead = onnxz.load(path, key=key, load_external_data=external, prefetch=True)
+        assert ahead.SerializeToString() == plain.SerializeToString()
+
 def test_zero_copy_into_the_mapping(form, typed_model):
     path, key, weights_file = form
     with onnxz.open(path, key=key) as f:

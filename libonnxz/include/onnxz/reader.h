@@ -64,6 +64,9 @@ typedef struct oz_reader_options {
     const void *key;
     size_t key_len;
     const oc_crypt_options *crypt; /* may be NULL: the defaults */
+    /* A .onnx file and its data files: ask the kernel to read their mappings ahead
+     * (oc_parse_options.prefetch), for a first pass over every tensor. Advice only. */
+    int prefetch;
 } oz_reader_options;
 
 #define OZ_READER_OPTIONS_INIT \

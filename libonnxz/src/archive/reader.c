@@ -216,6 +216,7 @@ static oc_status open_any(oz_reader *r, const char *path, const oz_reader_option
     oc_parse_options_init(&r->parse);
     r->parse.no_copy = 1;
     r->parse.max_memory = opts->max_memory;
+    r->parse.prefetch = opts->prefetch;
     r->parse.http = &r->http;
     /* a file that cannot be looked at is handed to the model loader, which says why */
     if (oz_detect_path(path, &r->http, &r->info.kind, NULL) != OC_OK) r->info.kind = OZ_KIND_MODEL;
