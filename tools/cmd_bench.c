@@ -6,7 +6,8 @@
  *   read  malloc a fresh buffer of the file's size and read() the file into it: what any
  *         copying load must at least pay;
  *   map   mmap the file and touch one byte per 4 KiB page: what any in-place load pays
- *         once its bytes are used (--every-byte: read every byte, as load does);
+ *         once its bytes are used (--every-byte: read every byte, as load does;
+ *         --prefetch, --populate: the mapping read ahead, the two ways a kernel offers);
  *   copy  copy the file's bytes from memory into memory already faulted in, then read
  *         them: what a repeated load into pooled storage pays (memory bandwidth);
  *   load  load the model (a .onnx file with its external data, or an .onnxz archive),
@@ -18,6 +19,7 @@
  * the first byte decoded) to the last byte touched (decode: to the model built); tearing
  * down (free, munmap) is not timed.
  */
+#define _DEFAULT_SOURCE /* MAP_POPULATE, madvise */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,13 +41,16 @@ enum {
     BENCH_OPT_JSON,
     BENCH_OPT_TOUCH_PAGES,
     BENCH_OPT_POOL,
-    BENCH_OPT_EVERY_BYTE
+    BENCH_OPT_EVERY_BYTE,
+    BENCH_OPT_PREFETCH,
+    BENCH_OPT_POPULATE
 };
 
 static const cli_option bench_options[] = {
     {'\0', "threads", true},     {'\0', "no-copy", false},     {'\0', "repeat", true},
     {'\0', "json", false},       {'\0', "touch-pages", false}, {'\0', "pool", false},
-    {'\0', "every-byte", false}, {'\0', NULL, false},
+    {'\0', "every-byte", false}, {'\0', "prefetch", false},    {'\0', "populate", false},
+    {'\0', NULL, false},
 };
 
 static const char *const bench_arg_names[] = {"MODE (read, map, copy, load or decode)", "FILE"};
@@ -135,7 +140,11 @@ static uint64_t touch_bytes(const uint8_t *p, uint64_t n, int pages_only) {
 
 /* ---- map ------------------------------------------------------------------------- */
 
-static int run_map(const char *path, int every_byte, bench_run *run) {
+/* How bench map asks for the mapping's pages: not at all (faults), MADV_WILLNEED on the
+ * whole mapping once mapped (what oc_parse_options.prefetch does), or MAP_POPULATE. */
+typedef enum map_ahead { MAP_AHEAD_NONE, MAP_AHEAD_WILLNEED, MAP_AHEAD_POPULATE } map_ahead;
+
+static int run_map(const char *path, int every_byte, map_ahead ahead, bench_run *run) {
     struct stat st;
     void *addr = NULL;
     uint64_t size, sum = 0;
@@ -148,7 +157,8 @@ static int run_map(const char *path, int every_byte, bench_run *run) {
     }
     size = (uint64_t)st.st_size;
     if (size) {
-        addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        int flags = MAP_PRIVATE | (ahead == MAP_AHEAD_POPULATE ? MAP_POPULATE : 0);
+        addr = mmap(NULL, (size_t)size, PROT_READ, flags, fd, 0);
         if (addr == MAP_FAILED) {
             int e = errno;
             close(fd);
@@ -156,6 +166,7 @@ static int run_map(const char *path, int every_byte, bench_run *run) {
         }
     }
     close(fd);
+    if (size && ahead == MAP_AHEAD_WILLNEED) (void)madvise(addr, (size_t)size, MADV_WILLNEED);
     sum = touch_bytes(addr, size, !every_byte);
     run->seconds = now_s() - start;
     run->bytes = size;
@@ -338,8 +349,13 @@ static int run_bench(const cli_args *args) {
                                         "'bench load' only");
     if (!is_load && !is_copy && args->seen[BENCH_OPT_THREADS])
         return cli_usage_error("bench", "--threads applies to 'bench load' and 'bench copy' only");
-    if (args->seen[BENCH_OPT_EVERY_BYTE] && strcmp(mode, "map") != 0)
-        return cli_usage_error("bench", "--every-byte applies to 'bench map' only");
+    if ((args->seen[BENCH_OPT_EVERY_BYTE] || args->seen[BENCH_OPT_POPULATE]) &&
+        strcmp(mode, "map") != 0)
+        return cli_usage_error("bench", "--every-byte and --populate apply to 'bench map' only");
+    if (args->seen[BENCH_OPT_PREFETCH] && !is_load && strcmp(mode, "map") != 0)
+        return cli_usage_error("bench", "--prefetch applies to 'bench load' and 'bench map' only");
+    if (args->seen[BENCH_OPT_PREFETCH] && args->seen[BENCH_OPT_POPULATE])
+        return cli_usage_error("bench", "--prefetch and --populate are two ways: pick one");
     if (args->seen[BENCH_OPT_POOL] && args->seen[BENCH_OPT_NO_COPY])
         return cli_usage_error("bench", "--pool applies to copying loads, not --no-copy");
     if (args->seen[BENCH_OPT_REPEAT])
@@ -352,6 +368,7 @@ static int run_bench(const cli_args *args) {
     memset(&lo, 0, sizeof lo);
     lo.copy = !args->seen[BENCH_OPT_NO_COPY];
     lo.num_threads = (int)threads;
+    lo.prefetch = args->seen[BENCH_OPT_PREFETCH];
     if (args->seen[BENCH_OPT_POOL] && !(lo.storage_pool = oc_storage_pool_new(UINT64_MAX)))
         return cli_fail_msg(path, "out of memory");
     for (long i = 0; i < repeat && rc == CLI_EXIT_OK; i++) {
@@ -365,7 +382,11 @@ static int run_bench(const cli_args *args) {
         else if (mode[0] == 'r')
             rc = run_read(path, &run);
         else
-            rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE], &run);
+            rc = run_map(path, args->seen[BENCH_OPT_EVERY_BYTE],
+                         args->seen[BENCH_OPT_PREFETCH]   ? MAP_AHEAD_WILLNEED
+                         : args->seen[BENCH_OPT_POPULATE] ? MAP_AHEAD_POPULATE
+                                                          : MAP_AHEAD_NONE,
+                         &run);
         if (rc != CLI_EXIT_OK) break;
         times[i] = sorted[i] = run.seconds;
         bytes = run.bytes;
@@ -429,7 +450,7 @@ static const char bench_help[] =
     "process), the fastest and the median, in seconds; \"bytes\" is the file's size for\n"
     "read, map, copy and decode, and the tensor bytes touched for load.\n"
     "Run it on a warm page cache (cat FILE >/dev/null) to measure the loader rather\n"
-    "than the disk.\n"
+    "than the disk; on a cold one (bench/bench_prefetch.py) to measure --prefetch.\n"
     "\n"
     "Options:\n"
     "      --repeat N    runs to time (default 3, at most 1000)\n"
@@ -440,6 +461,11 @@ static const char bench_help[] =
     "      --no-copy     load only: tensors share the file's mapping instead of being\n"
     "                    copied (the mode every other onnxz command uses)\n"
     "      --every-byte  map only: read every byte of the mapping, not one per page\n"
+    "      --prefetch    load: ask the kernel to read the mapped files ahead\n"
+    "                    (oc_parse_options.prefetch; with --no-copy); map: the same\n"
+    "                    advice, MADV_WILLNEED on the whole mapping\n"
+    "      --populate    map only: map with MAP_POPULATE (the file read before mmap\n"
+    "                    returns), the other way to read a mapping ahead\n"
     "      --pool        load only, copying: take tensor storage from one storage pool\n"
     "                    kept across the runs (oc_parse_options.storage_pool), so runs\n"
     "                    after the first copy into memory already faulted in\n"

@@ -70,6 +70,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     cli_parse_options_init(&opts.parse);
     opts.parse.no_copy = !o->copy;
     opts.parse.num_threads = o->num_threads;
+    opts.parse.prefetch = o->prefetch;
     opts.parse.storage_pool = o->storage_pool;
     opts.parse.skip_external_data = o->external == CLI_EXTERNAL_KEEP;
     opts.parse.data_dir = o->data_dir;

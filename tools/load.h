@@ -40,6 +40,7 @@ typedef struct cli_load_options {
     int num_threads;               /* oc_parse_options.num_threads */
     int copy;                      /* copy tensor bytes instead of sharing the mapping */
     int verify_checksums;          /* check `checksum` keys of external data */
+    int prefetch;                  /* oc_parse_options.prefetch: read mappings ahead */
     oc_storage_pool *storage_pool; /* copy loads: tensor storage from here (may be NULL) */
     /* Encrypted inputs (ONNXZEC1, ONNXCRY1) are decrypted once, in memory, whether they
      * hold a model or an archive; the passphrase as passphrase.h says. */
