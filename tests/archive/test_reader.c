@@ -243,6 +243,16 @@ static void check_encrypted(void) {
     open_fails("a.cry1", "wrong", OC_ERR_BAD_KEY, NULL, OZ_KIND_ONNXCRY1);
 }
 
+/* prefetch (the mapped files read ahead) is advice: every form reads the same tensors. */
+static void check_prefetch(const char *name) {
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    oz_reader *r = NULL;
+    o.prefetch = 1;
+    CHECK_STATUS(oz_reader_open(td_at(name), &o, &r, NULL, &err), OC_OK, &err);
+    if (r) check_tensors(r, name);
+    oz_reader_close(r);
+}
+
 int main(int argc, char **argv) {
     if (td_start(argc, argv, "reader") != 0) return 2;
 
@@ -264,6 +274,10 @@ int main(int argc, char **argv) {
     check_zero_copy("a.onnxz");
     check_threads("a.onnxz");
     check_threads("n.onnx");
+    check_prefetch("one.onnx");
+    check_prefetch("two.onnx");
+    check_prefetch("n.onnx");
+    check_prefetch("a.onnxz");
     open_fails("empty", NULL, OC_ERR_MALFORMED, "empty file, not an ONNX model", OZ_KIND_EMPTY);
     open_fails("short.zip", NULL, OC_ERR_TRUNCATED, NULL, OZ_KIND_ZIP_SHORT);
     open_fails("short.enc", NULL, OC_ERR_TRUNCATED, "ends inside the magic", OZ_KIND_CRYPT_SHORT);
