@@ -22,7 +22,7 @@ typedef enum oc_file_source_kind {
 
 /* How a load given opts (NULL: the defaults) opens its files: use_pread, or mapped, with
  * prefetch only where the tensors stay in the mapping (no_copy). */
-OC_PRIVATE oc_file_source_kind oc__file_kind(const struct oc_parse_options *opts);
+oc_file_source_kind oc__file_kind(const struct oc_parse_options *opts);
 
 /* The regular file at path (opened O_NONBLOCK: a FIFO never hangs), or the open
  * descriptor fd (path NULL; fd is not closed and name is used in messages). Not a
