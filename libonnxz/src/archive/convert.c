@@ -301,11 +301,10 @@ static oc_status watched_stream(void *ctx, const onnx_TensorProto *t, oc_write_f
     return st;
 }
 
-/* oz_save, telling an input's failure (through opts->fetch) in *input_failed. */
+/* oz_save of options oz_save_check passed, telling `form`, and an input's failure (through
+ * opts->fetch) in *input_failed. */
 static oc_status save_watched(const oc_model *model, const char *out, const oz_save_options *opts,
-                              bool *input_failed, oc_error *err) {
-    oz_form form;
-    OC_FORWARD(oz_save_check(out, opts, &form, NULL, err));
+                              oz_form form, bool *input_failed, oc_error *err) {
     watched_fetch watched = {opts->fetch, opts, false};
     oc_tensor_fetch fetch = {watched_size, watched_stream, &watched};
     const oc_tensor_fetch *f = opts->fetch && opts->fetch->size ? &fetch : NULL;
@@ -389,9 +388,10 @@ oc_status oz_save(const oc_model *model, const char *out, const oz_save_options 
     OC_FORWARD(save_opts(&opts, &full, err));
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     /* Not in oz_convert_file: its input may be its output, read while it is written. */
-    OC_FORWARD(oz_save_check(out, opts, NULL, NULL, err));
+    oz_form form;
+    OC_FORWARD(oz_save_check(out, opts, &form, NULL, err));
     if (!opts->no_overwrite) release_replaced(out, opts->external_data);
-    return save_watched(model, out, opts, NULL, err);
+    return save_watched(model, out, opts, form, NULL, err);
 }
 
 /* The fields of found that the caller's info holds (by its size, checked on entry). */
@@ -439,7 +439,7 @@ oc_status oz_convert_file(const char *in, const char *out, const oz_open_options
     if (st == OC_OK) {
         oz_weights_fetch(weights, &fetch);
         so.fetch = fetch.size ? &fetch : NULL;
-        st = save_watched(model, out, &so, &found.input_failed, err);
+        st = save_watched(model, out, &so, form, &found.input_failed, err);
     }
     oc_model_free(model); /* last: the save streamed from the mapping the tensors hold */
     oz_weights_close(weights);
