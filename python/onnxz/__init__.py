@@ -94,9 +94,9 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
         not its tensors' bytes), as the tool's --max-memory: by default the tool's, 1 GiB.
         A model that needs more raises onnxz.Error (status "limit exceeded", naming max_memory)
         before it gets there (spec/security.md M-1..M-3).
-    prefetch: ask the kernel to read the mapped files ahead (oc_parse_options.prefetch):
-        a file not yet in the page cache is read in large sequential reads instead of page
-        fault by page fault (docs/performance.md). Advice only: the result is the same.
+    prefetch: tell the kernel the mapped files will be read (oc_parse_options.prefetch),
+        for a file not yet in the page cache; whether it pays depends on the disk
+        (docs/performance.md, "Prefetch"). Advice only: the result is the same.
 
     A .onnx file and its data files are read under their pair lock (E-25), as the tool
     reads them: never one save's model with another save's data files.
@@ -723,8 +723,8 @@ def open(path, *, key=None, max_memory=None, prefetch=False):
     archive's directory take, as for load and the tool's --max-memory (default 1 GiB):
     a 10 KB archive that would decode into gigabytes raises onnxz.Error instead.
 
-    prefetch: a .onnx file and its data files: ask the kernel to read their mappings
-    ahead (oz_reader_options.prefetch), so that a first pass over every tensor of a file
-    not yet in the page cache is not paid page fault by page fault (docs/performance.md).
-    Advice only: the arrays are the same. Archives are mapped as without it."""
+    prefetch: a .onnx file and its data files: tell the kernel their mappings will be
+    read (oz_reader_options.prefetch), for a first pass over the tensors of a file not
+    yet in the page cache; whether it pays depends on the disk (docs/performance.md,
+    "Prefetch"). Advice only: the arrays are the same. Archives are mapped as without it."""
     return File(path, key=key, max_memory=max_memory, prefetch=prefetch)

@@ -174,12 +174,12 @@ static oc_status read_whole(int fd, const char *name, uint64_t size, void **out,
     return OC_OK;
 }
 
-/* Asks the kernel to read the whole mapping ahead, without waiting for it: the pages
- * come in as large sequential reads while the load goes on, instead of one fault and one
- * readahead window at a time when the tensors are first used. MADV_WILLNEED rather than
- * MAP_POPULATE, which reads the file before mmap returns and maps every page (measured in
- * docs/performance.md, "Prefetch"). The range is the mapping, so nothing past the file's
- * last page is asked for. Advice only: a refusal changes nothing. */
+/* Tells the kernel the whole mapping will be read (MADV_WILLNEED), without waiting: Linux
+ * starts reading its first readahead window at once, and the faults that follow read
+ * ahead from there. Rather than MAP_POPULATE, which reads the whole file before mmap
+ * returns and maps every page whether it is used or not; the two measured alike
+ * (docs/performance.md, "Prefetch"). The range is the mapping, so nothing past the
+ * file's last page is asked for. Advice only: a refusal changes nothing. */
 static void prefetch(void *addr, size_t len) {
 #ifdef MADV_WILLNEED
     (void)madvise(addr, len, MADV_WILLNEED);

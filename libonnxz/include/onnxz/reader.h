@@ -64,8 +64,9 @@ typedef struct oz_reader_options {
     const void *key;
     size_t key_len;
     const oc_crypt_options *crypt; /* may be NULL: the defaults */
-    /* A .onnx file and its data files: ask the kernel to read their mappings ahead
-     * (oc_parse_options.prefetch), for a first pass over every tensor. Advice only. */
+    /* A .onnx file and its data files: tell the kernel their mappings will be read
+     * (oc_parse_options.prefetch), for a first pass over every tensor. Advice only;
+     * an archive is mapped as without it. */
     int prefetch;
 } oz_reader_options;
 
