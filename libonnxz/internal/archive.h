@@ -4,7 +4,10 @@
 #ifndef ONNXZ_INTERNAL_ARCHIVE_H
 #define ONNXZ_INTERNAL_ARCHIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <onnxcore/crypto.h>
 
 #include "onnxz/archive.h"
 
@@ -31,5 +34,12 @@ uint64_t oz__archive_model_index(const oz_archive *ar);
  * span of the mapping, or read from a URL), as oz_archive_read_tensor gives them. */
 oc_status oz__archive_tensor_bytes(const oz_archive *ar, const onnx_TensorProto *t, oc_bytes *out,
                                    oc_error *err);
+
+/* oz_encrypted_load's work, for checked arguments. With keep, an archive inside stays
+ * open, decrypted in memory, in *keep (NULL for a .onnx inside), its model decoded with
+ * popts (skip_external_data: its tensors as references to its entries). */
+oc_status oz__encrypted_open(const char *path, const void *key, size_t key_len,
+                             const oc_crypt_options *copts, const oc_parse_options *popts,
+                             oz_archive **keep, oc_model **out, bool *is_archive, oc_error *err);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * internal/open.h - what oz_reader (reader.c) needs from open.c.
+ * internal/open.h - what oz_reader (reader.c) needs from open.c, and what the report of
+ * info.c needs from an open reader.
  */
 #ifndef ONNXZ_INTERNAL_OPEN_H
 #define ONNXZ_INTERNAL_OPEN_H
@@ -15,5 +16,9 @@ oc_status oz__stream_exact(const oc_tensor_fetch *fetch, const onnx_TensorProto 
 /* The bytes fetch gives for t, into a new owned span (*out released first). */
 oc_status oz__read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto *t, oc_bytes *out,
                            oc_error *err);
+
+/* The path or URL r was opened from, as given. */
+struct oz_reader;
+const char *oz__reader_name(const struct oz_reader *r);
 
 #endif

@@ -824,7 +824,8 @@ static const layout_row layouts[] = {
     NOW(oz_metadata_info, 32),
     NOW(oz_info_source, 48),
     GREW(oz_reader_options, 48, prefetch),
-    NOW(oz_reader_options, 56),
+    GREW(oz_reader_options, 56, skip_data_files), /* after padding_52 */
+    NOW(oz_reader_options, 64),
 };
 
 static void test_layouts(void) {

@@ -3,7 +3,8 @@
  * a bare model: the path shown without a URL's password (N-2), the default operator set's
  * name, absent header fields as null, strings that are not UTF-8 or act on the line
  * quoted by the one JSON rule, the archive's listing and its alignment, the encryption
- * key present only for an encrypted file, the source's size rules. The whole document is compared with the tool's
+ * key present only for an encrypted file, the source's size rules, the report of an open
+ * reader. The whole document is compared with the tool's
  * by the cli and Python tests; here its parts, under valgrind.
  */
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include <onnxz/convert.h>
+#include <onnxcore/crypto.h>
 #include <onnxz/info.h>
 
 #include "check.h"
@@ -167,10 +169,80 @@ static void check_source_rules(void) {
     oc_model_free(m);
 }
 
+/* The report of an open reader, with skip_data_files (as `onnxz info` opens). */
+static oz_info *report_of(const char *path, const char *key) {
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    oz_reader *rd = NULL;
+    oz_info *r = NULL;
+    o.key = key;
+    o.key_len = key ? strlen(key) : 0;
+    o.skip_data_files = true;
+    CHECK_OK(oz_reader_open(path, &o, &rd, NULL, &err), &err);
+    if (rd) CHECK_OK(oz_info_collect_reader(rd, &r, &err), &err);
+    if (r) { /* what the report points into is the reader's: its JSON, before the close */
+        char *json = json_of(r);
+        CHECK(json && strstr(json, "\"file\": ") != NULL);
+        free(json);
+    }
+    oz_reader_close(rd);
+    return r;
+}
+
+/* oz_info_collect_reader: an archive's report is the one gathered from what a caller
+ * opened itself; an encrypted archive's model holds references, its entries unlisted; a
+ * .onnx whose data file is gone is reported. */
+static void check_reader(void) {
+    const char *path = td_at("r.onnxz");
+    save_archive(path);
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    oz_reader *rd = NULL;
+    oz_info *mine = NULL, *theirs = NULL;
+    o.skip_data_files = true;
+    REQUIRE(oz_reader_open(path, &o, &rd, NULL, &err) == OC_OK);
+    CHECK_OK(oz_info_collect_reader(rd, &mine, &err), &err);
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oz_reader_info(rd, &found);
+    oz_info_source src = {.size = sizeof src,
+                          .path = path,
+                          .file_size = found.file_size,
+                          .payload_archive = true,
+                          .model = oc_model_proto(oz_reader_model(rd)),
+                          .archive = oz_reader_archive(rd)};
+    CHECK_OK(oz_info_collect(&src, &theirs, &err), &err);
+    char *a = mine ? json_of(mine) : NULL, *b = theirs ? json_of(theirs) : NULL;
+    CHECK(a && b && strcmp(a, b) == 0 && strstr(a, "\"archive\": {") != NULL);
+    free(a);
+    free(b);
+    oz_info_free(mine);
+    oz_info_free(theirs);
+    oz_reader_close(rd);
+    CHECK_STATUS(oz_info_collect_reader(NULL, &mine, &err), OC_ERR_INVALID_ARG, &err);
+
+    if (oc_crypt_available()) {
+        CHECK_OK(tm_encrypt_file(path, td_at("r.onnxc"), "k", OC_CRYPT_ONNXZEC1, &err), &err);
+        oz_info *r = report_of(td_at("r.onnxc"), "k");
+        CHECK(r && r->archive && r->crypt == OC_CRYPT_ONNXZEC1 && !r->listing);
+        CHECK(r && r->stats->external.tensors == 1 && r->stats->raw.tensors == 1);
+        oz_info_free(r);
+    }
+
+    oc_model *m = tm_model_new();
+    tm_add_bytes(oc_model_arena(m), oc_model_proto(m)->graph, "w", 100000, 1);
+    oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
+    ao.serialize.external_data = "gone.data";
+    CHECK_OK(oz_save_any(m, td_at("gone.onnx"), OZ_FORM_AUTO, &ao, &err), &err);
+    oc_model_free(m);
+    CHECK(remove(td_at("gone.data")) == 0);
+    oz_info *r = report_of(td_at("gone.onnx"), NULL);
+    CHECK(r && !r->archive && r->stats->external.tensors == 1 && r->stats->nlocations == 1);
+    oz_info_free(r);
+}
+
 int main(int argc, char **argv) {
     if (td_start(argc, argv, "info") != 0) return 2;
     RUN(check_archive);
     RUN(check_bare);
     RUN(check_source_rules);
+    RUN(check_reader);
     return check_report("test_info");
 }

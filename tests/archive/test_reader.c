@@ -3,7 +3,8 @@
  * no, one and many data files, an archive, a ZIP cut short, an empty file, encrypted ones
  * with and without their key; the index (count, at, find), read, size and read_to giving
  * the same bytes, a mapping shared rather than copied, threads reading one reader, the
- * L-2 check after a data file or the model is replaced, and the options' size rules.
+ * L-2 check after a data file or the model is replaced, skip_data_files, and the options'
+ * size rules.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -120,7 +121,7 @@ static oz_reader *open_ok(const char *name, const void *key, oz_kind kind, bool 
     oz_reader_info(r, &again);
     CHECK(memcmp(&again, &info, sizeof info) == 0);
     CHECK(oz_reader_model(r) != NULL);
-    CHECK((oz_reader_archive(r) != NULL) == (kind == OZ_KIND_ZIP));
+    CHECK((oz_reader_archive(r) != NULL) == archive); /* an encrypted one's too */
     check_tensors(r, name);
     CHECK_STATUS(oz_reader_unchanged(r, &err), OC_OK, &err);
     return r;
@@ -141,9 +142,12 @@ static void open_fails(const char *name, const void *key, oc_status status, cons
 }
 
 /* The model as the file holds it: its large tensors references, the small one inline. */
-static void check_references(const char *name) {
+static void check_references(const char *name, const char *key) {
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
     oz_reader *r = NULL;
-    CHECK_STATUS(oz_reader_open(td_at(name), NULL, &r, NULL, &err), OC_OK, &err);
+    o.key = key;
+    o.key_len = key ? strlen(key) : 0;
+    CHECK_STATUS(oz_reader_open(td_at(name), &o, &r, NULL, &err), OC_OK, &err);
     if (!r) return;
     const onnx_GraphProto *g = oc_model_proto(oz_reader_model(r))->graph;
     CHECK(g && g->initializer.count == NWANT);
@@ -166,6 +170,60 @@ static void check_zero_copy(const char *name) {
     CHECK(is_pattern(a.data, a.size, 0)); /* the span outlives the reader */
     oc_bytes_release(&a);
     oc_bytes_release(&b);
+}
+
+/* skip_data_files: r's tensors in data files are references no read fetches (each read
+ * refused, naming the option); the inline one reads as ever. */
+static void check_skipped(oz_reader *r, const char *what) {
+    CHECK(oz_reader_count(r) == NWANT);
+    for (size_t k = 0; k < NWANT; k++) {
+        const onnx_TensorProto *t = oz_reader_find(r, want[k].name, strlen(want[k].name));
+        oc_bytes b = {0};
+        uint64_t n = 0;
+        sink s = {k, 0, true};
+        if (!CHECK(t != NULL)) continue;
+        if (want[k].n <= 1024) {
+            CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_OK, &err);
+            CHECK(is_pattern(b.data, b.size, k));
+            oc_bytes_release(&b);
+            continue;
+        }
+        CHECK(oc_tensor_is_external(t));
+        CHECK_STATUS(oz_reader_read(r, t, &b, &err), OC_ERR_UNSUPPORTED, &err);
+        if (!CHECK(strstr(err.message, "skip_data_files") != NULL))
+            fprintf(stderr, "%s: '%s'\n", what, err.message);
+        CHECK_STATUS(oz_reader_size(r, t, &n, &err), OC_ERR_UNSUPPORTED, &err);
+        CHECK_STATUS(oz_reader_read_to(r, t, sink_write, &s, &err), OC_ERR_UNSUPPORTED, &err);
+        CHECK(s.got == 0);
+    }
+}
+
+static oz_reader *open_skipping(const char *name, const char *key) {
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    oz_reader *r = NULL;
+    o.key = key;
+    o.key_len = key ? strlen(key) : 0;
+    o.skip_data_files = true;
+    CHECK_STATUS(oz_reader_open(td_at(name), &o, &r, NULL, &err), OC_OK, &err);
+    return r;
+}
+
+/* A .onnx whose data file is gone opens with skip_data_files (and not without); an
+ * archive's entries are read as ever. */
+static void check_skip_data_files(void) {
+    oz_reader *r = NULL;
+    save("lost.onnx", "lost.data", 0);
+    CHECK(unlink(td_at("lost.data")) == 0);
+    CHECK(oz_reader_open(td_at("lost.onnx"), NULL, &r, NULL, &err) != OC_OK && !r);
+    if ((r = open_skipping("lost.onnx", NULL)) != NULL) {
+        check_skipped(r, "lost.onnx");
+        CHECK_STATUS(oz_reader_unchanged(r, &err), OC_OK, &err);
+        oz_reader_close(r);
+    }
+    if ((r = open_skipping("a.onnxz", NULL)) != NULL) {
+        check_tensors(r, "a.onnxz, skip_data_files");
+        oz_reader_close(r);
+    }
 }
 
 static void *read_all(void *arg) {
@@ -239,6 +297,12 @@ static void check_encrypted(void) {
     encrypt("a.onnxz", "a.cry1", OC_CRYPT_ONNXCRY1);
     oz_reader_close(open_ok("two.zec1", pass, OZ_KIND_ONNXZEC1, false));
     oz_reader_close(open_ok("a.cry1", pass, OZ_KIND_ONNXCRY1, true));
+    /* the decrypted archive's model holds references to its entries, as a file's does */
+    check_references("a.cry1", pass);
+    check_references("two.zec1", pass);
+    oz_reader *r = open_skipping("two.zec1", pass);
+    if (r) check_skipped(r, "two.zec1");
+    oz_reader_close(r);
     open_fails("two.zec1", NULL, OC_ERR_INVALID_ARG, "a key is needed", OZ_KIND_ONNXZEC1);
     open_fails("a.cry1", "wrong", OC_ERR_BAD_KEY, NULL, OZ_KIND_ONNXCRY1);
 }
@@ -268,8 +332,8 @@ int main(int argc, char **argv) {
     oz_reader_close(open_ok("two.onnx", NULL, OZ_KIND_MODEL, false));
     oz_reader_close(open_ok("n.onnx", NULL, OZ_KIND_MODEL, false));
     oz_reader_close(open_ok("a.onnxz", NULL, OZ_KIND_ZIP, true));
-    check_references("two.onnx");
-    check_references("a.onnxz");
+    check_references("two.onnx", NULL);
+    check_references("a.onnxz", NULL);
     check_zero_copy("two.onnx");
     check_zero_copy("a.onnxz");
     check_threads("a.onnxz");
@@ -282,6 +346,7 @@ int main(int argc, char **argv) {
     open_fails("short.zip", NULL, OC_ERR_TRUNCATED, NULL, OZ_KIND_ZIP_SHORT);
     open_fails("short.enc", NULL, OC_ERR_TRUNCATED, "ends inside the magic", OZ_KIND_CRYPT_SHORT);
     open_fails("missing", NULL, OC_ERR_NOT_FOUND, NULL, OZ_KIND_MODEL);
+    check_skip_data_files();
     check_encrypted();
     check_options();
     check_unchanged();

@@ -23,6 +23,7 @@
 
 #include "archive.h"
 #include "listing.h"
+#include "reader.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +79,12 @@ typedef struct oz_info {
  * releases. Fails with OC_ERR_INVALID_ARG for a src without its size, path or model,
  * else only when out of memory. */
 OZ_API oc_status oz_info_collect(const oz_info_source *src, oz_info **out, oc_error *err);
+
+/* oz_info_collect of what r opened (onnxz/reader.h): its path as given, size, format,
+ * encryption and model, and an unencrypted archive's entries (an encrypted archive's are
+ * not listed). A reader opened with skip_data_files reports a .onnx whose data files are
+ * missing. r must outlive *out. Errors as oz_info_collect's. */
+OZ_API oc_status oz_info_collect_reader(const oz_reader *r, oz_info **out, oc_error *err);
 
 /* Writes info to out as `onnxz info --json` prints it: one object, two-space indented,
  * ending with a newline; absent model fields are null (the keys: `onnxz info --help`).

@@ -22,7 +22,12 @@
  *   a .onnx at a URL              the model; a tensor is its one data file, opened (its
  *                                 tail) and read (one ranged request): the other data
  *                                 files cost nothing;
- *   an encrypted file             decrypted once with the key, held in memory.
+ *   an encrypted file             decrypted once with the key, held in memory: the
+ *                                 archive in it read as an archive (a tensor is a span
+ *                                 of its entry); the .onnx in it as a URL's (a tensor in
+ *                                 a data file beside it is read from that one file);
+ *   skip_data_files               a .onnx's model alone, its data files neither opened nor
+ *                                 mapped (what `onnxz info` reads).
  * Threads: the lookups and reads may run concurrently on one reader (each read opens what
  * it fetches from); close it when none runs.
  */
@@ -68,10 +73,22 @@ typedef struct oz_reader_options {
      * (oc_parse_options.prefetch), for a first pass over every tensor. Advice only;
      * an archive is mapped as without it. */
     int prefetch;
+    /* Never read: the tail padding of this struct when it ended at `prefetch` (56 bytes),
+     * which a caller built against that header passes holding anything (onnxcore/options.h,
+     * "Extending"). */
+    uint32_t padding_52;
+    /* A .onnx's data files (at a path or a URL, or beside an encrypted file) are neither
+     * opened nor mapped: the tensors kept there stay EXTERNAL references, and a read of
+     * one fails with OC_ERR_UNSUPPORTED. A model whose data files are missing opens. An
+     * archive's entries are read as ever. prefetch then applies to the model file alone. */
+    bool skip_data_files;
 } oz_reader_options;
 
-#define OZ_READER_OPTIONS_INIT \
-    { .size = sizeof(oz_reader_options), .max_memory = 0, .http = NULL, .key = NULL, .key_len = 0 }
+#define OZ_READER_OPTIONS_INIT                                                         \
+    {                                                                                  \
+        .size = sizeof(oz_reader_options), .max_memory = 0, .http = NULL, .key = NULL, \
+        .key_len = 0, .crypt = NULL, .prefetch = 0, .skip_data_files = false           \
+    }
 
 /* Fills *opts with the defaults (as OZ_READER_OPTIONS_INIT). */
 OZ_API void oz_reader_options_init(oz_reader_options *opts);
@@ -90,11 +107,12 @@ OZ_API void oz_reader_close(oz_reader *r);
 OZ_API void oz_reader_info(const oz_reader *r, oz_open_info *info);
 
 /* The model as the file holds it, for its graph and figures: each tensor kept in an
- * archive's entry or a data file is an EXTERNAL reference (an encrypted file's model holds
- * every tensor's bytes). Borrowed from r, to read: not to change or free. */
+ * archive's entry (an encrypted archive's too) or a data file is an EXTERNAL reference.
+ * Borrowed from r, to read: not to change or free. */
 OZ_API oc_model *oz_reader_model(const oz_reader *r);
 
-/* An unencrypted archive's (for listings and verification); NULL for the other forms.
+/* The archive r's model came from (for listings and verification): a file's or a URL's,
+ * or the one an encrypted file holds, decrypted in memory; NULL for the other forms.
  * Borrowed from r. */
 OZ_API const oz_archive *oz_reader_archive(const oz_reader *r);
 

@@ -50,14 +50,10 @@ oc_status oz_archive_open_encrypted(const char *path, const void *key, size_t ke
     return st;
 }
 
-oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
-                            const oc_crypt_options *copts, const oc_parse_options *popts,
-                            oc_model **out, bool *is_archive, oc_error *err) {
-    if (!path || !out)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "oz_encrypted_load: missing argument");
-    *out = NULL; /* on any failure, an unset options struct too */
-    OC_PARSE_OPTS(popts, err);
+oc_status oz__encrypted_open(const char *path, const void *key, size_t key_len,
+                             const oc_crypt_options *copts, const oc_parse_options *popts,
+                             oz_archive **keep, oc_model **out, bool *is_archive, oc_error *err) {
+    if (keep) *keep = NULL;
     oc_crypt_format format = OC_CRYPT_NONE;
     OC_FORWARD(oc_crypt_detect_file(path, &format, err));
     oc_bytes plain = {0};
@@ -70,11 +66,25 @@ oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
         oz_zip_reader_options zo = oz__zip_options_for(popts);
         st = open_plain(&plain, path, &zo, &ar, err);
         if (st == OC_OK) st = oz_archive_load_model(ar, popts, out, err);
-        oz_archive_close(ar); /* no_copy tensors keep the buffer alive on their own */
+        if (st == OC_OK && keep)
+            *keep = ar;
+        else
+            oz_archive_close(ar); /* no_copy tensors keep the buffer alive on their own */
     } else {
         /* External data beside the encrypted file: oc_crypt_load_model_file's own path. */
         st = oc_crypt_decode_model_file(&plain, format, path, popts, out, err);
     }
     oc_bytes_release(&plain);
     return st;
+}
+
+oc_status oz_encrypted_load(const char *path, const void *key, size_t key_len,
+                            const oc_crypt_options *copts, const oc_parse_options *popts,
+                            oc_model **out, bool *is_archive, oc_error *err) {
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_encrypted_load: missing argument");
+    *out = NULL; /* on any failure, an unset options struct too */
+    OC_PARSE_OPTS(popts, err);
+    return oz__encrypted_open(path, key, key_len, copts, popts, NULL, out, is_archive, err);
 }

@@ -10,6 +10,7 @@
 #include <onnxcore/http.h>
 #include <onnxcore/json.h>
 
+#include "internal/open.h"
 #include "internal/sized.h"
 
 /* ---- gathering ------------------------------------------------------------------- */
@@ -99,6 +100,22 @@ oc_status oz_info_collect(const oz_info_source *src, oz_info **out, oc_error *er
     }
     *out = r;
     return OC_OK;
+}
+
+oc_status oz_info_collect_reader(const oz_reader *r, oz_info **out, oc_error *err) {
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oz_info_source src = OZ_INFO_SOURCE_INIT;
+    if (out) *out = NULL;
+    if (!r || !out)
+        return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "oz_info_collect_reader: missing argument");
+    oz_reader_info(r, &found);
+    src.path = oz__reader_name(r);
+    src.file_size = found.file_size;
+    src.payload_archive = found.is_archive;
+    src.model = oc_model_proto(oz_reader_model(r));
+    if (!oz_kind_is_encrypted(found.kind, &src.crypt)) src.archive = oz_reader_archive(r);
+    return oz_info_collect(&src, out, err);
 }
 
 void oz_info_free(oz_info *r) {

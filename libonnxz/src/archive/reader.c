@@ -45,16 +45,20 @@ typedef struct data_file {
 
 struct oz_reader {
     oz_open_info info;
-    oz_archive *archive;    /* an unencrypted archive, else NULL */
-    oc_model *model;        /* the tensors read: an archive's and a URL's .onnx's kept as
-                            * references (fetched when read), the others resolved */
+    char *name;             /* the path or URL as given */
+    oz_archive *archive;    /* an archive (an encrypted file's: decrypted), else NULL */
+    oc_model *model;        /* the tensors read: an archive's, a URL's or an encrypted
+                            * .onnx's kept as references (fetched when read), the others
+                            * resolved; all references with skip_data_files */
     oc_model *references;   /* a local .onnx with external data: the model as the file holds
                             * it, decoded with model under one pair lock (L-2); else NULL */
-    char *data_dir;         /* a URL's .onnx: where its data files are (beside it); each
-                            * read opens the one its tensor names */
+    char *data_dir;         /* a URL's or an encrypted .onnx: where its data files are
+                            * (beside it); each read opens the one its tensor names. NULL
+                            * with skip_data_files: none is read */
     oc_http_options http;   /* a URL's settings */
     oc_parse_options parse; /* how the model was decoded, and a URL's data files are read */
     oc_tensor_index *index;
+    bool skip_data_files; /* no data file is read */
     /* a local .onnx (L-2): the files it was read from, as they were */
     char *path;
     file_identity model_id;
@@ -133,17 +137,22 @@ static oc_status data_files_of(oz_reader *r, oc_error *err) {
     return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
 }
 
-/* A local .onnx (L-2): the model with its external data mapped, and, decoded from the
- * same bytes under the same pair lock, the model as the file holds it; the model file's
- * identity taken before and after (a file replaced meanwhile is opened again, up to 3
- * times), its data files' after. */
+/* The model of a local .onnx: with its external data mapped and, decoded from the same
+ * bytes under the same pair lock, the model as the file holds it (L-2), its data files'
+ * identities taken after; with skip_external_data, the model alone. */
+static oc_status load_model_file(oz_reader *r, const oc_parse_options *po, oc_error *err) {
+    if (po->skip_external_data) return oc_model_load_file(r->path, po, &r->model, err);
+    oc_status st = oc_model_load_file_with_references(r->path, po, &r->model, &r->references, err);
+    return st == OC_OK ? data_files_of(r, err) : st;
+}
+
+/* A local .onnx (load_model_file), the model file's identity taken before and after: a
+ * file replaced meanwhile is opened again, up to 3 times. */
 static oc_status open_model_file(oz_reader *r, const oc_parse_options *po, oc_error *err) {
     for (int tries = 0; tries < 3; tries++) {
         file_identity after;
         bool known = identity_of(r->path, &r->model_id) == 0;
-        oc_status st =
-            oc_model_load_file_with_references(r->path, po, &r->model, &r->references, err);
-        if (st == OC_OK) st = data_files_of(r, err);
+        oc_status st = load_model_file(r, po, err);
         if (st != OC_OK || !known ||
             (identity_of(r->path, &after) == 0 && same_file(&r->model_id, &after)))
             return st;
@@ -191,10 +200,32 @@ static oc_status open_archive(oz_reader *r, const char *path, const oc_parse_opt
     return oz_archive_load_model(r->archive, &o, &r->model, err);
 }
 
+/* Where the data files of a .onnx at path are read from when a tensor is (beside it),
+ * unless skip_data_files. */
+static oc_status data_dir_of(oz_reader *r, const char *path, const oz_reader_options *opts,
+                             oc_error *err) {
+    if (opts->skip_data_files || (r->data_dir = oc__path_dir(path))) return OC_OK;
+    return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
+
+/* An encrypted file at a path, decrypted once with opts->key: an archive inside kept open
+ * in memory, its model's tensors references to its entries; a .onnx's references to its
+ * data files beside it (each read opens the one its tensor names). */
+static oc_status open_encrypted(oz_reader *r, const char *path, const oz_reader_options *opts,
+                                oc_error *err) {
+    struct stat st;
+    oc_parse_options po = r->parse;
+    po.skip_external_data = 1;
+    r->info.file_size = stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    OC_FORWARD(oz__encrypted_open(path, opts->key, opts->key_len, opts->crypt, &po, &r->archive,
+                                  &r->model, &r->info.is_archive, err));
+    return r->archive ? OC_OK : data_dir_of(r, path, opts, err);
+}
+
 /* Every other form, by oz_open: a URL's .onnx with its tensors kept as references (its
  * data files are opened by the reads, each the one its tensor names: no request for the
- * others), the rest (empty, cut inside a magic, encrypted) as oz_open reports or loads
- * it. */
+ * others), the rest (empty, cut inside a magic, encrypted with no key or at a URL) as
+ * oz_open reports it. */
 static oc_status open_other(oz_reader *r, const char *path, const oz_reader_options *opts,
                             oc_error *err) {
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
@@ -204,8 +235,7 @@ static oc_status open_other(oz_reader *r, const char *path, const oz_reader_opti
     o.crypt = opts->crypt;
     if (oc_is_url(path) && r->info.kind == OZ_KIND_MODEL) {
         o.parse.skip_external_data = 1;
-        if (!(r->data_dir = oc__path_dir(path)))
-            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        OC_FORWARD(data_dir_of(r, path, opts, err));
     }
     return oz_open(path, &o, &r->model, &r->info, err);
 }
@@ -221,10 +251,14 @@ static oc_status open_any(oz_reader *r, const char *path, const oz_reader_option
     /* a file that cannot be looked at is handed to the model loader, which says why */
     if (oz_detect_path(path, &r->http, &r->info.kind, NULL) != OC_OK) r->info.kind = OZ_KIND_MODEL;
     if (oz_kind_is_archive(r->info.kind)) return open_archive(r, path, &r->parse, err);
+    if (oz_kind_is_encrypted(r->info.kind, NULL) && opts->key && !oc_is_url(path))
+        return open_encrypted(r, path, opts, err);
     if (r->info.kind != OZ_KIND_MODEL || oc_is_url(path)) return open_other(r, path, opts, err);
     if (!(r->path = strdup(path)))
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    OC_FORWARD(open_model_file(r, &r->parse, err));
+    oc_parse_options po = r->parse;
+    po.skip_external_data = opts->skip_data_files;
+    OC_FORWARD(open_model_file(r, &po, err));
     r->info.file_size = (uint64_t)r->model_id.size;
     return OC_OK;
 }
@@ -252,6 +286,9 @@ oc_status oz_reader_open(const char *path, const oz_reader_options *opts, oz_rea
     if (!r) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oz_open_info_init(&r->info);
     oc_status st = http_adopt(r, opts->http, err);
+    if (st == OC_OK && !(r->name = strdup(path)))
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    r->skip_data_files = opts->skip_data_files;
     if (st == OC_OK) st = open_any(r, path, opts, err);
     if (st == OC_OK)
         st = oc_tensor_index_new(&onnx_ModelProto_desc, oc_model_proto(r->model), &r->index, err);
@@ -273,6 +310,7 @@ void oz_reader_close(oz_reader *r) {
     oz_archive_close(r->archive);
     data_files_clear(r);
     free(r->path);
+    free(r->name);
     free(r);
 }
 
@@ -287,6 +325,8 @@ oc_model *oz_reader_model(const oz_reader *r) {
 }
 
 const oz_archive *oz_reader_archive(const oz_reader *r) { return r ? r->archive : NULL; }
+
+const char *oz__reader_name(const oz_reader *r) { return r->name; }
 
 uint64_t oz_reader_count(const oz_reader *r) { return r ? oc_tensor_index_count(r->index) : 0; }
 
@@ -327,11 +367,19 @@ static oc_status fetch_open(const oz_reader *r, const onnx_TensorProto *t, tenso
 
 static void fetch_close(tensor_fetch *f) { oc_external_data_close(f->own); }
 
+/* The arguments of a read, and a tensor it can read: not one in a data file that
+ * skip_data_files left unopened. */
 static oc_status check_args(const oz_reader *r, const onnx_TensorProto *t, const void *out,
                             const char *what, oc_error *err) {
-    return r && t && out
-               ? OC_OK
-               : oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: missing argument", what);
+    char name[OC_QUOTE_SIZE];
+    if (!r || !t || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: missing argument", what);
+    if (r->skip_data_files && !r->archive && oc_tensor_is_external(t))
+        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "tensor '%s' is in a data file, which this reader was opened without "
+                        "(skip_data_files)",
+                        oc_quote(t->name.data, t->name.size, name, sizeof name));
+    return OC_OK;
 }
 
 /* t's bytes, whole, W-40 checked first. t is r's: every tensor of r's model is resolved,
