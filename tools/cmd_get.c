@@ -282,7 +282,8 @@ static int run_get(const cli_args *args) {
     oz_reader *r;
     oz_slice *s = NULL;
     if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    int rc = cli_reader_open(src, "get", args->verbosity, &r);
+    const cli_reader_options ro = {"get", NULL, false};
+    int rc = cli_reader_open(src, &ro, args->verbosity, &r);
     if (rc != CLI_EXIT_OK) return rc;
     const onnx_TensorProto *t = oz_reader_find(r, name, strlen(name));
     if (!t)

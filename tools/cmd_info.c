@@ -1,15 +1,11 @@
 /*
  * tools/cmd_info.c - `onnxz info FILE [--json]`: what a model holds and where its bytes are.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include <onnxcore/http.h>
 #include <onnxz/info.h>
 
-#include "archive_listing.h"
 #include "cli.h"
 #include "load.h"
 #include "passphrase.h"
@@ -22,13 +18,6 @@ static const cli_option info_options[] = {
 };
 
 static const char *const info_arg_names[] = {"FILE"};
-
-/* The file as `info` opened it, kept open while its report is printed. */
-typedef struct info_input {
-    oz_info_source src;
-    oc_model *model;         /* a .onnx file or an encrypted one */
-    archive_listing archive; /* an unencrypted archive */
-} info_input;
 
 /* ---- human output: aligned "key: value" lines ------------------------------------ */
 
@@ -198,71 +187,24 @@ static void print_human(FILE *out, const oz_info *r) {
 
 /* ---- the command ------------------------------------------------------------------ */
 
-static int file_size(const char *path, uint64_t *size) {
-    struct stat st;
-    if (stat(path, &st) != 0) return cli_fail_msg(path, "%s", strerror(errno));
-    *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
-    return CLI_EXIT_OK;
-}
-
-/* Opens path as info reports it: tensors kept as references (missing data files are no
- * obstacle), an archive's entries listed, not read. Prints the error on failure. */
-static int open_input(const char *path, const cli_args *args, info_input *in) {
-    oz_info_source *src = &in->src;
-    oz_form form;
-    int rc;
-    src->path = path;
-    if (oz_kind_is_archive(cli_input_kind(path))) {
-        rc = archive_listing_open_unlisted(path, args->verbosity, &in->archive);
-        if (rc != CLI_EXIT_OK) return rc;
-        src->payload_archive = true;
-        src->model = oc_model_proto(in->archive.model);
-        src->archive = in->archive.archive;
-    } else {
-        cli_load_options lo;
-        memset(&lo, 0, sizeof lo);
-        lo.external = CLI_EXTERNAL_KEEP;
-        lo.command = "info";
-        lo.key_file = args->value[INFO_OPT_KEY_FILE];
-        lo.crypt_out = &src->crypt;
-        lo.size_out = &src->file_size;
-        /* An encrypted file holding an archive comes back as OZ_FORM_ONNXZ, unlisted. */
-        rc = cli_load_input(path, &lo, args->verbosity, &in->model, &form);
-        if (rc != CLI_EXIT_OK) return rc;
-        src->payload_archive = form == OZ_FORM_ONNXZ;
-        src->model = oc_model_proto(in->model);
-    }
-    /* A URL's size is what its open found (no request of its own); a file's, stat's. */
-    if (oc_is_url(path) && src->archive)
-        src->file_size = oz_zip_reader_size(oz_archive_zip(src->archive));
-    else if (!oc_is_url(path))
-        rc = file_size(path, &src->file_size);
-    return rc;
-}
-
-static void close_input(info_input *in) {
-    oc_model_free(in->model);
-    if (in->src.archive) archive_listing_close(&in->archive);
-}
-
 static int run_info(const cli_args *args) {
-    info_input in;
+    const char *path = args->positional[0];
+    /* tensors kept as references: missing data files are no obstacle */
+    const cli_reader_options ro = {"info", args->value[INFO_OPT_KEY_FILE], true};
+    oz_reader *r = NULL;
     oz_info *report = NULL;
     oc_error err;
     int rc = cli_refuse_argv_key("info", args->seen, INFO_OPT_KEY, INFO_OPT_PASSPHRASE);
-    if (rc != CLI_EXIT_OK) return rc;
-    memset(&in, 0, sizeof in);
-    in.src = (oz_info_source)OZ_INFO_SOURCE_INIT;
-    rc = open_input(args->positional[0], args, &in);
+    if (rc == CLI_EXIT_OK) rc = cli_reader_open(path, &ro, args->verbosity, &r);
     oc_error_clear(&err);
-    if (rc == CLI_EXIT_OK && oz_info_collect(&in.src, &report, &err) != OC_OK)
-        rc = cli_fail(in.src.path, &err);
+    if (rc == CLI_EXIT_OK && oz_info_collect_reader(r, &report, &err) != OC_OK)
+        rc = cli_fail(path, &err);
     if (rc == CLI_EXIT_OK && args->seen[INFO_OPT_JSON])
         oz_info_write_json(report, stdout);
     else if (rc == CLI_EXIT_OK)
         print_human(stdout, report);
     oz_info_free(report);
-    close_input(&in);
+    oz_reader_close(r);
     return rc;
 }
 

@@ -110,7 +110,7 @@ int cli_load_input(const char *path, const cli_load_options *o, int verbosity, o
     return CLI_EXIT_OK;
 }
 
-int cli_reader_open(const char *path, const char *command, int verbosity, oz_reader **out) {
+int cli_reader_open(const char *path, const cli_reader_options *o, int verbosity, oz_reader **out) {
     oz_reader_options opts = OZ_READER_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
     oc_parse_options po;
@@ -120,11 +120,13 @@ int cli_reader_open(const char *path, const char *command, int verbosity, oz_rea
     cli_parse_options_init(&po);
     opts.max_memory = po.max_memory;
     opts.http = po.http;
+    opts.skip_data_files = o->skip_data_files;
     oc_error_clear(&err);
     oc_status st = oz_reader_open(path, &opts, out, &info, &err);
     if (oz_kind_is_encrypted(info.kind, NULL)) { /* refused at once: a key is needed */
         int rc = cli_require_crypto(path);
-        if (rc == CLI_EXIT_OK) rc = cli_key_get(command, NULL, path, false, verbosity, &key);
+        if (rc == CLI_EXIT_OK)
+            rc = cli_key_get(o->command, o->key_file, path, false, verbosity, &key);
         if (rc != CLI_EXIT_OK) return rc;
         opts.key = key.data;
         opts.key_len = key.len;

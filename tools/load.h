@@ -64,11 +64,18 @@ typedef struct cli_load_options {
 int cli_load_input(const char *path, const cli_load_options *opts, int verbosity, oc_model **out,
                    oz_form *form);
 
+/* How a command opens a reader. */
+typedef struct cli_reader_options {
+    const char *command;  /* the command, for the passphrase prompt and its messages */
+    const char *key_file; /* --key-file, or NULL */
+    bool skip_data_files; /* oz_reader_options.skip_data_files */
+} cli_reader_options;
+
 /* Opens a file or URL in any form for reading its tensors one at a time (onnxz/reader.h),
  * with the tool's memory budget and HTTP settings, and the passphrase asked for (for
- * `command`) only once the file is known to be encrypted. On failure prints the error and
- * returns CLI_EXIT_FAILURE. */
-int cli_reader_open(const char *path, const char *command, int verbosity, oz_reader **out);
+ * o->command) only once the file is known to be encrypted. On failure prints the error
+ * and returns CLI_EXIT_FAILURE. */
+int cli_reader_open(const char *path, const cli_reader_options *o, int verbosity, oz_reader **out);
 
 /* An empty regular file is no model, though it decodes as one with nothing set: prints
  * "FILE: empty file, not an ONNX model" and returns CLI_EXIT_FAILURE; else CLI_EXIT_OK

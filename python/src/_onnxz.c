@@ -1367,36 +1367,13 @@ static HoldObject *reader_enter(ReaderObject *self, PyObject *args, Py_buffer *k
 }
 
 /* The report of `onnxz info --json` (oz_info_write_json) into *json, a new buffer of
- * *len bytes for free(), on the model as the file holds it: references kept, or decoded
- * at open (L-2), not read again; an encrypted file's model, decrypted at open with its
- * tensors read in, is decrypted again without them. Call without the GIL. */
-static oc_status info_json(const ReaderObject *self, const HoldObject *hold, const Py_buffer *key,
-                           char **json, size_t *len, oc_error *err) {
-    const char *path = PyBytes_AS_STRING(self->path);
-    oz_info_source src = OZ_INFO_SOURCE_INIT;
-    oc_model *model = NULL;
+ * *len bytes for free(), of what the reader opened (oz_info_collect_reader): its model as
+ * the file holds it, references kept, nothing read again. Call without the GIL. */
+static oc_status info_json(const HoldObject *hold, char **json, size_t *len, oc_error *err) {
     oz_info *info = NULL;
     FILE *out;
     bool written = false;
-    oc_status st = OC_OK;
-    src.path = path;
-    src.file_size = self->info.file_size;
-    src.payload_archive = self->info.is_archive;
-    src.archive = oz_reader_archive(hold->reader);
-    if (!oz_kind_is_encrypted(self->info.kind, &src.crypt)) {
-        src.model = oc_model_proto(oz_reader_model(hold->reader));
-    } else {
-        oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-        o.parse.no_copy = 1;
-        o.parse.skip_external_data = 1;
-        o.parse.http = &hold->http;
-        o.parse.max_memory = self->max_memory;
-        o.key = key->buf;
-        o.key_len = (size_t)key->len;
-        st = oz_open(path, &o, &model, NULL, err);
-        if (st == OC_OK) src.model = oc_model_proto(model);
-    }
-    if (st == OC_OK) st = oz_info_collect(&src, &info, err);
+    oc_status st = oz_info_collect_reader(hold->reader, &info, err);
     if (st == OC_OK && (out = open_memstream(json, len)) != NULL) {
         oz_info_write_json(info, out);
         written = !ferror(out);
@@ -1405,27 +1382,26 @@ static oc_status info_json(const ReaderObject *self, const HoldObject *hold, con
     if (st == OC_OK && !written)
         st = oc_error_set(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oz_info_free(info);
-    oc_model_free(model);
     return st;
 }
 
-/* info(key) -> str: the report of `onnxz info --json`, as the tool prints it. */
-static PyObject *reader_info(ReaderObject *self, PyObject *args) {
-    PyObject *holder = NULL, *out;
-    Py_buffer key;
+/* info() -> str: the report of `onnxz info --json`, as the tool prints it. */
+static PyObject *reader_info(ReaderObject *self, PyObject *unused) {
+    PyObject *out;
     char *json = NULL;
     size_t len = 0;
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
-    HoldObject *hold = reader_enter(self, args, &key, &holder);
-    if (!hold) return NULL;
+    (void)unused;
+    if (reader_check(self) < 0) return NULL;
+    HoldObject *hold = self->hold; /* a close() from another thread while it is written */
+    Py_INCREF(hold);
     oc_error_clear(&err);
     onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
-        st = info_json(self, hold, &key, &json, &len, &err);
+        st = info_json(hold, &json, &len, &err);
     Py_END_ALLOW_THREADS
-    key_release(&key, &holder);
     out = st == OC_OK ? PyUnicode_DecodeUTF8(json, (Py_ssize_t)len, "strict")
                       : raise_error(PyBytes_AS_STRING(self->path), &err);
     if (left_cut(&scope)) Py_CLEAR(out);
@@ -1521,7 +1497,7 @@ static PyMethodDef reader_methods[] = {
      "Bytes of the file or of the object at a URL, as opened; 0 when not known."},
     {"verify", (PyCFunction)reader_verify, METH_VARARGS,
      "Every check onnxz verify makes but stubs."},
-    {"info", (PyCFunction)reader_info, METH_VARARGS, "The report of onnxz info --json."},
+    {"info", (PyCFunction)reader_info, METH_NOARGS, "The report of onnxz info --json."},
     {"model_split", (PyCFunction)reader_model_split, METH_NOARGS,
      "(skeleton, pieces) of the model as opened."},
     {NULL, NULL, 0, NULL},
