@@ -192,8 +192,10 @@ static void name_holder(int fd, oc__lock_holder *h) {
 /* Whether fd is the file path names now. */
 static int is_at(int fd, const char *path) {
     struct stat a, b;
-    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino;
+    /* what was opened, too, is a regular file: one swapped in after lock_model's stat is
+     * not taken for the model */
+    return fstat(fd, &a) == 0 && S_ISREG(a.st_mode) && stat(path, &b) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* Takes the pair lock of fd: the read lock, or for a save the write lock and an exclusive
