@@ -43,6 +43,17 @@ OC_API unsigned oc_tensor_element_bits(int32_t data_type);
  * "INT4" ...), or "type ?" for a value this library does not know. */
 OC_API const char *oc_tensor_type_name(int32_t data_type);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* The dtype of a numpy array over a tensor's raw bytes, as numpy's array interface spells
+ * it: numpy's own where it has one ("<f4", "|b1", "<c8", ...); for a type numpy lacks, the
+ * unsigned integer of its width holding the bit patterns (BFLOAT16 "<u2", the FLOAT8 types
+ * "|u1"); for the packed types of fewer than 8 bits (oc_tensor_element_bits 4 or 2: UINT4,
+ * INT4, FLOAT4E2M1, UINT2, INT2) "|u1", an array of their bytes rather than of their
+ * elements, whose one dimension is the byte count. NULL for types without a fixed size
+ * (STRING, UNDEFINED) and values this library does not know. Static strings. */
+OC_API const char *oc_tensor_numpy_descr(int32_t data_type);
+#endif
+
 /* Checks one tensor's payload against its dims and data_type (spec onnx-wire.md W-40):
  * every dim must be 0 or more (a negative one: OC_ERR_MALFORMED), their product must fit
  * in 64 bits, as must the byte size it gives (elements x element bits / 8, rounded up for

@@ -142,6 +142,17 @@ const char *oc_tensor_type_name(int32_t t) {
     return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : "type ?";
 }
 
+const char *oc_tensor_numpy_descr(int32_t t) {
+    static const char *const descr[] = {
+        [1] = "<f4",  [2] = "|u1",  [3] = "|i1",  [4] = "<u2",   [5] = "<i2",
+        [6] = "<i4",  [7] = "<i8",  [9] = "|b1",  [10] = "<f2",  [11] = "<f8",
+        [12] = "<u4", [13] = "<u8", [14] = "<c8", [15] = "<c16", [16] = "<u2",
+        [17] = "|u1", [18] = "|u1", [19] = "|u1", [20] = "|u1",  [21] = "|u1",
+        [22] = "|u1", [23] = "|u1", [24] = "|u1", [25] = "|u1",  [26] = "|u1",
+    };
+    return t > 0 && (size_t)t < sizeof descr / sizeof descr[0] ? descr[t] : NULL;
+}
+
 /* "[3, 5]", at most the first 6 dims, then "...". */
 static const char *format_dims(const onnx_TensorProto *t, char *buf, size_t size) {
     size_t o = 0;
