@@ -157,21 +157,6 @@ static oz_slice *slice_of(const char *src, const char *spec, const onnx_TensorPr
 
 /* ---- --npy: numpy's .npy format ---- */
 
-/* The numpy dtype of an ONNX data type's bytes, as the Python package views them: types
- * numpy lacks as their raw unsigned integer (bfloat16 <u2, the float8 types |u1), the
- * packed 4-bit and 2-bit types as their bytes (|u1, one dimension); NULL: none. */
-static const char *npy_descr(int32_t type, bool *packed) {
-    static const char *const descr[] = {
-        [1] = "<f4",  [2] = "|u1",  [3] = "|i1",  [4] = "<u2",   [5] = "<i2",
-        [6] = "<i4",  [7] = "<i8",  [9] = "|b1",  [10] = "<f2",  [11] = "<f8",
-        [12] = "<u4", [13] = "<u8", [14] = "<c8", [15] = "<c16", [16] = "<u2",
-        [17] = "|u1", [18] = "|u1", [19] = "|u1", [20] = "|u1",  [21] = "|u1",
-        [22] = "|u1", [23] = "|u1", [24] = "|u1", [25] = "|u1",  [26] = "|u1",
-    };
-    *packed = type == 21 || type == 22 || type == 23 || type == 25 || type == 26;
-    return type > 0 && (size_t)type < sizeof descr / sizeof descr[0] ? descr[type] : NULL;
-}
-
 /* The .npy header of an array of descr and dims (malloc'd, *len bytes; NULL: out of
  * memory): the magic, the version, the length of the dictionary that follows and the
  * dictionary, padded with spaces and a newline to a multiple of 64 bytes so the data
@@ -205,8 +190,8 @@ static char *npy_header(const char *descr, const int64_t *dims, size_t rank, siz
 /* The .npy header of t (or its slice s), malloc'd; NULL after a message. */
 static char *npy_header_of(const char *src, oz_reader *r, const onnx_TensorProto *t,
                            const oz_slice *s, size_t *len) {
-    bool packed;
-    const char *descr = npy_descr(t->data_type, &packed);
+    const char *descr = oc_tensor_numpy_descr(t->data_type);
+    bool packed = oc_tensor_element_bits(t->data_type) < 8; /* its bytes, one dimension */
     uint64_t bytes = 0;
     char name[OC_QUOTE_SIZE];
     oc_error err;

@@ -41,19 +41,14 @@ def __dir__():
 
 _builtin_open = open
 
-# ONNX TensorProto.DataType -> the numpy dtype of an array over its raw bytes. Types numpy
-# lacks are given as their raw unsigned integer of the same width (bfloat16: uint16; the
-# float8 types: uint8), keeping the shape; the packed 4-bit and 2-bit types as their bytes,
-# uint8, one-dimensional (two or four elements a byte, as ONNX packs them).
-_DTYPES = {
-    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
-    7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
-    14: np.complex64, 15: np.complex128,
-    16: np.uint16,  # BFLOAT16
-    17: np.uint8, 18: np.uint8, 19: np.uint8, 20: np.uint8,  # FLOAT8E4M3FN ... E5M2FNUZ
-    24: np.uint8,  # FLOAT8E8M0
-}
-_PACKED = {21, 22, 23, 25, 26}  # UINT4, INT4, FLOAT4E2M1, UINT2, INT2
+
+def _dtype_of(data_type):
+    """(dtype, packed): the numpy dtype of an array over the raw bytes of a tensor of
+    data_type (None: there is none) and whether that array holds the bytes of packed
+    sub-byte elements, one-dimensional: the library's rule (oc_tensor_numpy_descr)."""
+    descr, packed = _onnxz._numpy_descr(data_type)
+    return None if descr is None else np.dtype(descr), packed
+
 
 def _fspath(path):
     return os.fsdecode(os.fspath(path))
@@ -559,13 +554,12 @@ class File(collections.abc.Mapping):
                          dtype=object).reshape(dims)
             a.setflags(write=False)
             return a
-        if data_type in _PACKED:
-            return np.frombuffer(span, dtype=np.uint8)
-        dtype = _DTYPES.get(data_type)
+        dtype, packed = _dtype_of(data_type)
+        if packed:
+            return np.frombuffer(span, dtype=dtype)
         if dtype is None:
             _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
                           f"tensor {name!r} has data_type {data_type}, which has no numpy dtype")
-        dtype = np.dtype(dtype).newbyteorder("<")
         if 0 in dims:
             try:
                 a = np.empty(dims, dtype=dtype)
@@ -660,9 +654,7 @@ class _Slice:
     def __init__(self, file, name, data_type, dims):
         self._file, self._name, self._data_type = file, name, data_type
         self.shape = tuple(dims)
-        packed = data_type in _PACKED
-        dtype = np.uint8 if packed else _DTYPES.get(data_type)
-        self.dtype = None if dtype is None else np.dtype(dtype).newbyteorder("<")
+        self.dtype, self._packed = _dtype_of(data_type)
 
     def get_shape(self):
         return list(self.shape)
@@ -675,8 +667,8 @@ class _Slice:
     def __getitem__(self, index):
         ranges = _ranges_of(index, len(self.shape))
         span, dims = self._file._open_reader().slice(self._name, ranges)
-        if self._data_type in _PACKED:
-            return np.frombuffer(span, dtype=np.uint8)
+        if self._packed:
+            return np.frombuffer(span, dtype=self.dtype)
         if self.dtype is None:
             _onnxz._error(self._file._path, _onnxz._ERR_UNSUPPORTED,
                           f"tensor {self._name!r} has data_type {self._data_type}, which has "

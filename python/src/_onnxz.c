@@ -1565,6 +1565,19 @@ static PyObject *py_path_shown(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* _numpy_descr(data_type) -> (descr, packed): the numpy dtype string of an array over a
+ * tensor's raw bytes (oc_tensor_numpy_descr; None: there is none) and whether that array
+ * holds packed sub-byte elements, one dimension of bytes. */
+static PyObject *py_numpy_descr(PyObject *self, PyObject *arg) {
+    long type = PyLong_AsLong(arg);
+    const char *descr;
+    (void)self;
+    if (type == -1 && PyErr_Occurred()) return NULL;
+    descr = type >= INT32_MIN && type <= INT32_MAX ? oc_tensor_numpy_descr((int32_t)type) : NULL;
+    return Py_BuildValue("(zN)", descr,
+                         PyBool_FromLong(descr && oc_tensor_element_bits((int32_t)type) < 8));
+}
+
 static PyObject *py_detect(PyObject *self, PyObject *arg) {
     Py_buffer b;
     oz_kind k;
@@ -1792,6 +1805,8 @@ static PyMethodDef module_methods[] = {
     {"_stub", py_stub, METH_VARARGS, "(archive, out, force, sync, max_memory): oz_stub_file"},
     {"_save_check", py_save_check, METH_VARARGS,
      "(path, opts[, convert]): raises what a save (a conversion) would"},
+    {"_numpy_descr", py_numpy_descr, METH_O,
+     "(data_type) -> (numpy dtype string or None, packed)."},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
     {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
     {"_path_shown", py_path_shown, METH_O, "The path as shown: a URL without user:password@."},
