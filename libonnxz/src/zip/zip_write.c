@@ -525,7 +525,7 @@ static oc_status deflate_out(oz_zip_writer *w, const void *data, uint64_t size, 
         if (rc == Z_STREAM_ERROR)
             return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "deflate failed (zlib code %d)", rc);
         uInt used = step - zs->avail_in;
-        in += used;
+        if (used) in += used; /* the final flush passes NULL, to which no offset applies */
         size -= used;
         if (zs->avail_out < ZBUF_SIZE)
             OC_FORWARD(oc_atomic_write(&w->af, w->zbuf, ZBUF_SIZE - zs->avail_out, err));
