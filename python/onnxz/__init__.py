@@ -550,26 +550,16 @@ class File(collections.abc.Mapping):
         was given; a bytes name (the name's bytes) does too."""
         span, data_type, dims = self._open_reader().tensor(name)  # dims and size checked
         if isinstance(span, tuple):  # STRING values: their bytes, as onnx gives them (str)
-            a = np.array([s.decode("utf-8", "surrogateescape") for s in span],
-                         dtype=object).reshape(dims)
-            a.setflags(write=False)
-            return a
+            values = np.array([s.decode("utf-8", "surrogateescape") for s in span],
+                              dtype=object)
+            return _shaped(self._path, name, values, dims)
         dtype, packed = _dtype_of(data_type)
         if packed:
             return np.frombuffer(span, dtype=dtype)
         if dtype is None:
             _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
                           f"tensor {name!r} has data_type {data_type}, which has no numpy dtype")
-        if 0 in dims:
-            try:
-                a = np.empty(dims, dtype=dtype)
-            except ValueError as e:  # dims numpy cannot hold, though they hold no element
-                _onnxz._error(self._path, _onnxz._ERR_UNSUPPORTED,
-                              f"tensor {name!r} has dims {list(dims)} that numpy cannot "
-                              f"represent ({e})")
-            a.setflags(write=False)
-            return a
-        return np.frombuffer(span, dtype=dtype).reshape(dims)
+        return _shaped(self._path, name, _values(span, dtype, dims), dims)
 
     def get_slice(self, name):
         """The tensor `name` to be read in parts, as safetensors' get_slice: an object with
@@ -610,6 +600,29 @@ class File(collections.abc.Mapping):
         .onnxz archive, its entries (archive; None for the other forms)."""
         from ._info import info
         return info(self)
+
+
+def _values(span, dtype, dims):
+    """The elements of span as a flat array of dtype (little-endian); none where dims
+    hold no element (span may then be empty, or absent)."""
+    dtype = np.dtype(dtype).newbyteorder("<")
+    if 0 in dims:
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(span, dtype=dtype)
+
+
+def _shaped(path, name, values, dims):
+    """values (flat, of dims' element count) as a read-only array of shape dims; dims numpy
+    cannot hold (more dimensions than it allows, or a size beyond its index) raise
+    onnxz.Error naming the tensor, as a tensor the library refuses does."""
+    try:
+        a = values.reshape(dims)
+    except ValueError as e:
+        _onnxz._error(path, _onnxz._ERR_UNSUPPORTED,  # dims last: a long list is cut short
+                      f"tensor {name!r}: numpy cannot represent its {len(dims)} dims ({e}): "
+                      f"{list(dims)}")
+    a.setflags(write=False)
+    return a
 
 
 _INT64_MAX = (1 << 63) - 1
@@ -673,11 +686,7 @@ class _Slice:
             _onnxz._error(self._file._path, _onnxz._ERR_UNSUPPORTED,
                           f"tensor {self._name!r} has data_type {self._data_type}, which has "
                           f"no numpy dtype")
-        if 0 in dims:
-            a = np.empty(dims, dtype=self.dtype)
-            a.setflags(write=False)
-            return a
-        return np.frombuffer(span, dtype=self.dtype).reshape(dims)
+        return _shaped(self._file._path, self._name, _values(span, self.dtype, dims), dims)
 
 
 def open(path, *, key=None, max_memory=None, prefetch=False):

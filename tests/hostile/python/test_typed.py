@@ -239,3 +239,30 @@ def test_typed_bytes_as_onnx_reads_them(tmp_path, tool):
             assert a.shape == want.shape, (form, t.name)
             if k != 16:  # BFLOAT16: onnx gives float32, f[name] the bits (uint16)
                 assert a.dtype == want.dtype, (form, t.name)
+
+
+def test_more_dims_than_numpy_holds(tmp_path):
+    """A tensor of 70 dims of 1 (numpy holds 32, or 64 in numpy 2) is valid ONNX; each path
+    that shapes it as an array (raw bytes, typed fields, STRING; f[name] and get_slice)
+    raises onnxz.Error naming it, never numpy's ValueError. read_into and load build no
+    numpy array of its shape: they read it."""
+    dims = [1] * 70
+    p = tmp_path / "manydims.onnx"
+    write(p, [onnx.TensorProto(name="raw", data_type=1, dims=dims,
+                               raw_data=np.float32(1.0).tobytes()),
+              tensor("typed", 1, dims, float_data=[2.0]),
+              tensor("s", 8, dims, string_data=[b"x"])])
+    f = onnxz.open(str(p))
+    for name in ("raw", "typed", "s"):
+        with pytest.raises(onnxz.Error, match=f"tensor '{name}': numpy cannot represent its "
+                                              f"70 dims \\(maximum supported dimension") as e:
+            f[name]
+        assert str(e.value).startswith(f"{p}: ")
+    for name in ("raw", "typed"):
+        with pytest.raises(onnxz.Error, match=f"tensor '{name}': numpy cannot"):
+            f.get_slice(name)[...]
+        out = np.zeros(1, np.float32)
+        assert f.read_into(name, out) == 4 and out[0] in (1.0, 2.0)
+    m = onnxz.load(str(p))
+    assert list(m.graph.initializer[0].dims) == dims
+
