@@ -35,8 +35,9 @@ static void set_dims(oc_arena *a, onnx_TensorProto *t, const int64_t *dims, size
     }
 }
 
-/* cube; "f32" FLOAT [30, 16]; "i4" INT4 [40, 64] (packed, 1280 bytes); "typed" FLOAT
- * [4, 3] in float_data. */
+/* cube; "f32" FLOAT [30, 16]; "i4" INT4 [40, 64] (packed, 1280 bytes); "i4odd" INT4
+ * [3, 3] (9 elements: 5 bytes, the last half padding, W-40); "typed" FLOAT [4, 3] in
+ * float_data. */
 static void save(const char *name, const char *data) {
     oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
@@ -48,6 +49,9 @@ static void save(const char *name, const char *data) {
     onnx_TensorProto *i4 = tm_add_bytes(a, g, "i4", 40 * 64 / 2, 3);
     i4->data_type = 22; /* INT4 */
     set_dims(a, i4, (const int64_t[]){40, 64}, 2);
+    onnx_TensorProto *odd = tm_add_bytes(a, g, "i4odd", 5, 5);
+    odd->data_type = 22;
+    set_dims(a, odd, (const int64_t[]){3, 3}, 2);
     onnx_TensorProto *ty = tm_add_bytes(a, g, "typed", 1, 4);
     ty->data_type = 1;
     set_dims(a, ty, (const int64_t[]){4, 3}, 2);
@@ -260,6 +264,53 @@ static void check_sub_byte(void) {
     oz_reader_close(r);
 }
 
+/* One slice of "i4odd" (INT4 [3, 3]): its bytes are want's first n, or it is refused
+ * (n < 0) as splitting bytes. */
+static void check_odd(oz_reader *r, const onnx_TensorProto *t, const oz_slice_range *rs,
+                      size_t count, const uint8_t *want, int n) {
+    oz_slice *s = NULL;
+    oc_status st = oz_slice_new(t, rs, count, &s, &err);
+    if (n < 0) {
+        CHECK(st == OC_ERR_UNSUPPORTED && s == NULL && strstr(err.message, "splits bytes"));
+        return;
+    }
+    CHECK_STATUS(st, OC_OK, &err);
+    if (!s) return;
+    oc_bytes b = {0};
+    uint8_t into[8];
+    CHECK(oz_slice_size(s) == (uint64_t)n);
+    CHECK_STATUS(oz_reader_read_slice(r, s, &b, &err), OC_OK, &err);
+    CHECK(b.size == (size_t)n && memcmp(b.data, want, (size_t)n) == 0);
+    CHECK_STATUS(oz_reader_read_slice_into(r, s, into, sizeof into, &err), OC_OK, &err);
+    CHECK(memcmp(into, want, (size_t)n) == 0);
+    oc_bytes_release(&b);
+    oz_slice_free(s);
+}
+
+/* INT4 of an odd element count: a part that ends at the tensor's end ends on its padded
+ * last byte, so it is read (the whole tensor too, as oz_reader_read gives it); a part
+ * that ends inside a byte elsewhere is refused. */
+static void check_sub_byte_end(const char *name) {
+    oz_reader *r = open_reader(name, NULL);
+    if (!r) return;
+    const onnx_TensorProto *t = find(r, "i4odd");
+    oc_bytes whole = {0};
+    CHECK_STATUS(oz_reader_read(r, t, &whole, &err), OC_OK, &err);
+    CHECK(whole.size == 5);
+    const oz_slice_range all = OZ_SLICE_ALL;
+    check_odd(r, t, NULL, 0, whole.data, 5);
+    check_odd(r, t, (const oz_slice_range[]){{0, 3, 1, false}, all}, 2, whole.data, 5);
+    check_odd(r, t, (const oz_slice_range[]){{-1, 0, 1, true}}, 1, whole.data + 3, 2);
+    check_odd(r, t, (const oz_slice_range[]){{0, 2, 1, false}}, 1, whole.data, 3);
+    check_odd(r, t, (const oz_slice_range[]){{2, 0, 1, true}, {2, 3, 1, false}}, 2, whole.data + 4,
+              1);
+    check_odd(r, t, (const oz_slice_range[]){{0, 1, 1, false}}, 1, NULL, -1); /* ends at 3 */
+    check_odd(r, t, (const oz_slice_range[]){{1, 3, 1, false}}, 1, NULL, -1); /* from 3 */
+    check_odd(r, t, (const oz_slice_range[]){all, {2, 3, 1, false}}, 2, NULL, -1);
+    oc_bytes_release(&whole);
+    oz_reader_close(r);
+}
+
 static void refuse(const onnx_TensorProto *t, const oz_slice_range *rs, size_t count,
                    oc_status status, const char *says) {
     oz_slice *s = (oz_slice *)&err; /* must come back NULL */
@@ -330,6 +381,8 @@ int main(int argc, char **argv) {
     check_zero_copy("two.onnx");
     check_zero_copy("a.onnxz");
     check_sub_byte();
+    check_sub_byte_end("one.onnx");
+    check_sub_byte_end("a.onnxz");
     check_refusals();
     td_remove(td_dir);
     return check_report("test_slice");

@@ -29,6 +29,7 @@ struct oz_slice {
     outer_dim *outer; /* [nouter] */
     uint64_t runs;    /* the product of their counts; 0: an empty slice */
     uint64_t size;    /* the result's bytes */
+    uint64_t count;   /* the tensor's elements */
     uint64_t whole;   /* the tensor's bytes (W-40) */
 };
 
@@ -38,8 +39,12 @@ typedef struct part {
     bool dropped;
 } part;
 
+/* The bytes of elements from a byte boundary on: a sub-byte type's last byte may be part
+ * full (W-40). */
 static uint64_t to_bytes(unsigned bits, uint64_t elements) {
-    return bits >= 8 ? elements * (bits / 8) : elements / (8 / bits);
+    if (bits >= 8) return elements * (bits / 8);
+    uint64_t per = 8 / bits;
+    return elements / per + (elements % per != 0);
 }
 
 /* Python's slice.indices for a step > 0: start and stop from the end when negative,
@@ -99,9 +104,8 @@ static void plan_runs(oz_slice *s, const part *parts, const int64_t *dims, size_
         }
         stride *= (uint64_t)dims[d];
     }
-    /* the tensor's elements; its bytes rounded up for sub-byte types (W-40) */
-    uint64_t per = s->bits < 8 ? 8 / s->bits : 1;
-    s->whole = s->bits >= 8 ? to_bytes(s->bits, stride) : stride / per + (stride % per != 0);
+    s->count = stride;
+    s->whole = to_bytes(s->bits, stride);
     /* outermost first */
     for (size_t i = 0; i < s->nouter / 2; i++) {
         outer_dim tmp = s->outer[i];
@@ -111,10 +115,12 @@ static void plan_runs(oz_slice *s, const part *parts, const int64_t *dims, size_
     if (s->runs == 0) s->block = 0;
 }
 
-/* A sub-byte type: every run starts and ends on a byte boundary. */
+/* A sub-byte type: every run starts and ends on a byte boundary. The tensor's end is
+ * one (its last byte is padded, W-40), so a single run may end there. */
 static oc_status check_bytes(const oz_slice *s, const char *name, oc_error *err) {
     uint64_t per = s->bits < 8 ? 8 / s->bits : 1;
-    bool aligned = s->runs == 0 || (s->base % per == 0 && s->block % per == 0);
+    bool ends = s->block % per == 0 || (s->runs == 1 && s->base + s->block == s->count);
+    bool aligned = s->runs == 0 || (s->base % per == 0 && ends);
     for (size_t i = 0; aligned && s->runs && i < s->nouter; i++)
         aligned = s->outer[i].stride % per == 0;
     if (aligned) return OC_OK;

@@ -266,3 +266,21 @@ def test_more_dims_than_numpy_holds(tmp_path):
     m = onnxz.load(str(p))
     assert list(m.graph.initializer[0].dims) == dims
 
+
+def test_int4_of_odd_count_sliced_to_its_end(tmp_path, tool):
+    """INT4 [3] is 2 bytes, the last half padding (W-40): a slice that ends at the
+    tensor's end ends on that byte and is read, by get_slice, read_into and the tool; one
+    that starts inside a byte is refused."""
+    p = tmp_path / "int4.onnx"
+    write(p, [onnx.TensorProto(name="q", data_type=22, dims=[3], raw_data=b"\x21\x03")])
+    f = onnxz.open(str(p))
+    assert bytes(f["q"]) == b"\x21\x03"
+    for index in ((), slice(0, 3), slice(None), Ellipsis):
+        assert bytes(f.get_slice("q")[index]) == b"\x21\x03"
+    assert bytes(f.get_slice("q")[2:]) == b"\x03"
+    out = bytearray(2)
+    assert f.read_into("q", out, slice(0, 3)) == 2 and bytes(out) == b"\x21\x03"
+    with pytest.raises(onnxz.Error, match="splits bytes"):
+        f.get_slice("q")[1:]
+    g = run([tool, "get", str(p), "q", "--slice", "0:3"])
+    assert g.returncode == 0 and g.stdout == b"\x21\x03", g.stderr
