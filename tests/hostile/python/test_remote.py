@@ -1,8 +1,9 @@
 """Servers that misbehave on purpose, as the Python package meets them (spec/security.md
-N-2, N-3), served by tests/remote/fault_server.py: no user:password@ in anything shown
-(str(e), e.file, File.path, File.info()["file"], for passwords holding '@', '/', '?' or
-'#', percent-encoded or not); a server's text (an ETag holding ESC, an OSC
-sequence, BEL and U+202E) reaches onnxz.Error quoted, never raw."""
+N-2, N-3, N-4, N-6, R-15), served by tests/remote/fault_server.py: no user:password@ in
+anything shown (str(e), e.file, File.path, File.info()["file"], for passwords holding '@',
+'/', '?' or '#', percent-encoded or not); a server's text (an ETag holding ESC, an OSC
+sequence, BEL and U+202E) reaches onnxz.Error quoted, never raw; forked children open
+their own connections; Ctrl-C ends a slow read; a dripping server is refused."""
 import os
 import signal
 import subprocess
@@ -13,10 +14,9 @@ import pytest
 
 import onnxz
 from onnxz import _onnxz
-from conftest import PRELOAD, make_model
+from conftest import make_model
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "tests",
-                                "remote"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "remote"))
 from fault_server import Fault, FaultServer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not _onnxz._http_supported(),
@@ -29,9 +29,9 @@ RAW = ("\x1b", "\x07", "\u202e")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("served")
-    onnxz.save(make_model(n_weights=3, size=64), str(d / "m.onnxz"))
+    onnxz.save(make_model(n=3, size=64), str(d / "m.onnxz"))
     # tensors past the tail the open keeps (64 KiB): each read is a request
-    onnxz.save(make_model(n_weights=8, size=128), str(d / "big.onnxz"))
+    onnxz.save(make_model(n=8, size=128), str(d / "big.onnxz"))
     with FaultServer() as srv:
         srv.put("m.onnxz", (d / "m.onnxz").read_bytes())
         srv.put("big.onnxz", (d / "big.onnxz").read_bytes())
@@ -86,12 +86,8 @@ def test_server_text_is_quoted(server):
 
 
 def python_env(**settings):
-    """The environment of a Python these tests start: ours, the settings, and under ASan its
-    runtime preloaded again (conftest takes it out for the tool's processes)."""
-    env = dict(os.environ, **settings)
-    if PRELOAD:
-        env["LD_PRELOAD"] = PRELOAD
-    return env
+    """The environment of a Python these tests start: ours and the settings."""
+    return dict(os.environ, **settings)
 
 
 FORK = """
