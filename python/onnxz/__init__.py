@@ -55,7 +55,7 @@ def _fspath(path):
 
 
 def _budget(max_memory):
-    """The memory budget of a call (spec/security.md M-3): max_memory bytes, or by default
+    """The memory budget of a call (spec/security.md M-4): max_memory bytes, or by default
     the one the onnxz tool applies (the library's OC_RECOMMENDED_MAX_MEMORY, 1 GiB)."""
     if max_memory is None:
         return _onnxz._DEFAULT_MAX_MEMORY
@@ -88,7 +88,7 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
     max_memory: the memory budget in bytes of what decoding the model builds (its graph;
         not its tensors' bytes), as the tool's --max-memory: by default the tool's, 1 GiB.
         A model that needs more raises onnxz.Error (status "limit exceeded", naming max_memory)
-        before it gets there (spec/security.md M-1..M-3).
+        before it gets there (spec/security.md M-1..M-4).
     prefetch: tell the kernel the mapped files will be read (oc_parse_options.prefetch),
         for a file not yet in the page cache; whether it pays depends on the disk
         (docs/performance.md, "Prefetch"). Advice only: the result is the same.

@@ -46,7 +46,7 @@ def test_k1_lookups_linear(tmp_path):
     assert costs[1] < 2.0 * costs[0], costs
 
 
-# ---- M-3: the package's memory budget --------------------------------------------------
+# ---- M-4: the package's memory budget --------------------------------------------------
 
 def varint(n):
     out = bytearray()
@@ -101,8 +101,8 @@ except onnxz.Error as e:
 """
 
 
-def test_m3_budget_by_default(tmp_path):
-    """M-3: onnxz.open and onnxz.load refuse the 9.9 KB archive that decodes into 1.9 GB at
+def test_m4_budget_by_default(tmp_path):
+    """M-4: onnxz.open and onnxz.load refuse the 9.9 KB archive that decodes into 1.9 GB at
     the tool's budget (1 GiB, the library's OC_RECOMMENDED_MAX_MEMORY) and stay near it:
     was 1.9 GB and success, now onnxz.Error ("limit exceeded") at about 1.05 GB."""
     write_bombs(tmp_path)
@@ -113,8 +113,8 @@ def test_m3_budget_by_default(tmp_path):
         assert rss < base + (1 << 30) + (64 << 20), (call, rss >> 20)
 
 
-def test_m3_max_memory_everywhere(tmp_path):
-    """M-3: max_memory= bounds every entry point that decodes (open, load from a path and
+def test_m4_max_memory_everywhere(tmp_path):
+    """M-4: max_memory= bounds every entry point that decodes (open, load from a path and
     from bytes, the mapped .onnx load, save of bytes, convert): each refuses the bomb
     under a 64 MiB budget within it (protobuf is not handed a model the check refuses),
     and a raised budget lets open and load through."""
