@@ -477,8 +477,11 @@ class File(collections.abc.Mapping):
             self._reader = None
 
     def _open_reader(self):
+        """The reader, open and with none of its files cut since (S-42): every call, those
+        answered from what was read before too, raises a cut once one was seen."""
         if self._reader is None:
             raise ValueError("onnxz: the file is closed")
+        self._reader.check()
         return self._reader
 
     @property
@@ -497,8 +500,8 @@ class File(collections.abc.Mapping):
         """The model as an onnx.ModelProto whose tensors in data files or archive entries keep
         their external references (data_location EXTERNAL): the weights are not copied.
         Tensors inside a .onnx file are part of it."""
+        r = self._open_reader()
         if self._model is None:
-            r = self._open_reader()
             if r.keeps_references():  # the model as opened, not read again (L-2)
                 self._model = _from_split(r.model_split())
             else:
@@ -715,7 +718,8 @@ def open(path, *, key=None, max_memory=None, prefetch=False):
     onnxz.Error (status "truncated") is raised: by the call that read the file when the
     cut came (open, a tensor read, names, model, info(), verify()), else (an array
     touched) in the main thread at its next Python statement, through the Python handler
-    of SIGBUS, which is onnxz's (signal.getsignal shows it). However many
+    of SIGBUS, which is onnxz's (signal.getsignal shows it). From then on, every call of
+    that File raises the cut too, never an answer read from the zeros. However many
     files are open, each is watched as long as a File or an array maps it. Bytes rewritten
     in place without a cut show through as they are. For files that others may rewrite in place, copy what you keep
     (numpy.array(f[name])) while the file is as you opened it.

@@ -994,6 +994,7 @@ typedef struct {
     int busy;                      /* calls running without the GIL: close waits for none */
     oz_open_info info;             /* the file's kind, form inside and size, as opened */
     unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
+    unsigned long cuts_seen;       /* fault.c's count of cuts, as last found none of ours */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
@@ -1002,6 +1003,12 @@ static void reader_dealloc(ReaderObject *self) {
     reader_release(self);
     Py_XDECREF(self->path);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A fault scope (fault.h) of a call on the reader hold: the mappings it makes are hold's. */
+static void reader_scope(HoldObject *hold, onnxz_fault_scope *scope) {
+    onnxz_fault_enter(scope);
+    onnxz_fault_own(hold);
 }
 
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
@@ -1045,7 +1052,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     o.key_len = (size_t)key.len;
     oz_open_info_init(&self->info);
     oc_error_clear(&err);
-    onnxz_fault_enter(&scope);
+    reader_scope(hold, &scope);
     Py_BEGIN_ALLOW_THREADS
         st = oz_reader_open(PyBytes_AS_STRING(path), &o, &hold->reader, &self->info, &err);
     Py_END_ALLOW_THREADS
@@ -1064,10 +1071,24 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* On entry to every call: the reader is open, and none of its mappings was cut (S-42). A
+ * cut mapping reads zeros from then on, so once one was, every call raises the cut. */
 static int reader_check(ReaderObject *self) {
-    if (self->hold) return 0;
-    PyErr_SetString(PyExc_ValueError, "onnxz: the file is closed");
+    char path[ONNXZ_FAULT_PATH_MAX];
+    if (!self->hold) {
+        PyErr_SetString(PyExc_ValueError, "onnxz: the file is closed");
+        return -1;
+    }
+    if (!onnxz_fault_cut(self->hold, &self->cuts_seen, path)) return 0;
+    raise_cut(path);
     return -1;
+}
+
+/* check(): raises what every call would (a closed reader, a cut file). */
+static PyObject *reader_check_py(ReaderObject *self, PyObject *unused) {
+    (void)unused;
+    if (reader_check(self) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* names() -> [str]: the model's tensor names, each once, in the index's order (bytes that
@@ -1082,7 +1103,7 @@ static PyObject *reader_names(ReaderObject *self, PyObject *unused) {
     r = self->hold->reader; /* nothing below lets the GIL go: close() cannot run */
     n = oz_reader_count(r);
     if (n > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
-    onnxz_fault_enter(&scope); /* S-42: the names may lie in the file's mapping */
+    reader_scope(self->hold, &scope); /* S-42: the names may lie in the file's mapping */
     list = PyList_New((Py_ssize_t)n);
     for (uint64_t i = 0; list && i < n; i++) {
         const onnx_TensorProto *t = oz_reader_at(r, i);
@@ -1169,7 +1190,7 @@ static PyObject *reader_tensor(ReaderObject *self, PyObject *args) {
     oc_status st = OC_OK;
     HoldObject *hold;
     if (!PyArg_ParseTuple(args, "O", &name_obj)) return NULL;
-    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its bytes lie in mappings */
+    reader_scope(self->hold, &scope); /* S-42: the name, the tensor and its bytes lie in mappings */
     if (!(t = reader_find(self, name_obj, &hold))) {
         left_cut(&scope);
         return NULL;
@@ -1209,7 +1230,7 @@ static PyObject *reader_describe(ReaderObject *self, PyObject *args) {
     const onnx_TensorProto *t;
     onnxz_fault_scope scope;
     if (!PyArg_ParseTuple(args, "O", &name_obj)) return NULL;
-    onnxz_fault_enter(&scope); /* S-42: the name and the tensor lie in mappings */
+    reader_scope(self->hold, &scope); /* S-42: the name and the tensor lie in mappings */
     if ((t = reader_find(self, name_obj, &hold)) != NULL) {
         if ((dims = dims_tuple(t->dims.items, (size_t)t->dims.count)) != NULL)
             out = Py_BuildValue("(iN)", (int)t->data_type, dims);
@@ -1273,7 +1294,7 @@ static PyObject *reader_slice(ReaderObject *self, PyObject *args) {
     oc_status st;
     onnxz_fault_scope scope;
     if (!PyArg_ParseTuple(args, "OO", &name_obj, &ranges)) return NULL;
-    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its runs lie in mappings */
+    reader_scope(self->hold, &scope); /* S-42: the name, the tensor and its runs lie in mappings */
     if (slice_plan(self, name_obj, ranges, &hold, &s) < 0) goto done;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
@@ -1305,7 +1326,7 @@ static PyObject *reader_read_into(ReaderObject *self, PyObject *args) {
     onnxz_fault_scope scope;
     if (!PyArg_ParseTuple(args, "OOO", &name_obj, &ranges, &target)) return NULL;
     if (PyObject_GetBuffer(target, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    onnxz_fault_enter(&scope); /* S-42: the name, the tensor and its runs lie in mappings */
+    reader_scope(self->hold, &scope); /* S-42: the name, the tensor and its runs lie in mappings */
     if (slice_plan(self, name_obj, ranges, &hold, &s) < 0) goto done;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
@@ -1398,7 +1419,7 @@ static PyObject *reader_info(ReaderObject *self, PyObject *unused) {
     HoldObject *hold = self->hold; /* a close() from another thread while it is written */
     Py_INCREF(hold);
     oc_error_clear(&err);
-    onnxz_fault_enter(&scope);
+    reader_scope(self->hold, &scope);
     Py_BEGIN_ALLOW_THREADS
         st = info_json(hold, &json, &len, &err);
     Py_END_ALLOW_THREADS
@@ -1423,7 +1444,7 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     HoldObject *hold = reader_enter(self, args, &key, &holder);
     if (!hold) return NULL;
     oc_error_clear(&err);
-    onnxz_fault_enter(&scope);
+    reader_scope(self->hold, &scope);
     Py_BEGIN_ALLOW_THREADS
         /* an encrypted archive as `onnxz verify` checks it: decrypted again, by
          * oz_verify_model */
@@ -1469,7 +1490,7 @@ static PyObject *reader_model_split(ReaderObject *self, PyObject *unused) {
     hold = self->hold; /* a close() from another thread while the model is encoded */
     Py_INCREF(hold);
     oc_error_clear(&err);
-    onnxz_fault_enter(&scope); /* S-42: the model's bytes may lie in mappings */
+    reader_scope(self->hold, &scope); /* S-42: the model's bytes may lie in mappings */
     Py_BEGIN_ALLOW_THREADS
         st = oc_model_clone(oz_reader_model(hold->reader), &copy, &err);
     Py_END_ALLOW_THREADS
@@ -1492,6 +1513,8 @@ static PyMethodDef reader_methods[] = {
     {"read_into", (PyCFunction)reader_read_into, METH_VARARGS,
      "(name, ranges, buffer) -> bytes written: a tensor or a part of it into a buffer."},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
+    {"check", (PyCFunction)reader_check_py, METH_NOARGS,
+     "Raises what every call would: the file closed, or cut while open (S-42)."},
     {"is_archive", (PyCFunction)reader_is_archive, METH_NOARGS, "True for an .onnxz archive."},
     {"kind", (PyCFunction)reader_kind, METH_NOARGS, "(kind name, payload is an archive)."},
     {"keeps_references", (PyCFunction)reader_keeps_references, METH_NOARGS,

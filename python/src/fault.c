@@ -45,6 +45,11 @@
  * for a cut outside any scope fills one static record and calls PyErr_SetInterruptEx
  * (SIGBUS); in the main thread the Python handler raises the cut.
  *
+ * Cuts stay seen. A mended mapping reads zeros from then on, so its slot keeps a mark of
+ * the cut until the mapping is dropped, and a count of every cut lets the common path
+ * skip the table: onnxz_fault_cut asks, for one owner (the reader whose calls made the
+ * mappings), whether any of its mappings was cut, and scans only when the count moved.
+ *
  * In the handler: atomics, gettid, getpid, mmap, sigaction and PyErr_SetInterruptEx only
  * (no allocation, no lock, no file).
  */
@@ -79,7 +84,8 @@ typedef struct slot {
     atomic_int kind;         /* SLOT_* */
     atomic_uintptr_t lo, hi; /* a mapping: its pages */
     atomic_long pid, tid;    /* a scope: its thread, in this process (not a parent's) */
-    atomic_int cut;          /* a watched mapping or a scope: a fault was mended (handlers) */
+    atomic_int cut;          /* a fault was mended in this mapping, or this scope's (handlers) */
+    atomic_uintptr_t owner;  /* a mapping: the owner of the scope it was made in (0: none) */
     _Atomic(char *) path;    /* a scope: the caller's buffer for the cut file */
     _Atomic(char) name[ONNXZ_FAULT_PATH_MAX]; /* a mapping: its file */
     size_t index;                             /* where it is in the table (set once) */
@@ -92,6 +98,8 @@ typedef struct slot {
 static _Atomic(slot *) chunks[CHUNKS];
 static atomic_size_t hint;  /* where claim starts: as a rule, no free slot lies below it */
 static uintptr_t page_mask; /* the page size less one, known before the handler runs */
+static atomic_ulong cuts;   /* the mappings mended, ever: onnxz_fault_cut's fast path */
+static _Thread_local uintptr_t owner_now; /* the owner of this thread's scope (0: none) */
 
 static size_t chunk_base(int k) { return FIRST_SLOTS * (((size_t)1 << k) - 1); }
 static size_t chunk_size(int k) { return (size_t)FIRST_SLOTS << k; }
@@ -164,6 +172,7 @@ static slot *add_mapping(int kind, const void *addr, size_t len, const char *nam
     for (; name && name[i] && i + 1 < ONNXZ_FAULT_PATH_MAX; i++)
         atomic_store_explicit(&s->name[i], name[i], memory_order_relaxed);
     atomic_store_explicit(&s->name[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&s->owner, owner_now, memory_order_relaxed);
     publish(s, kind);
     return s;
 }
@@ -186,6 +195,7 @@ typedef struct view {
     int kind;
     uintptr_t lo, hi;
     long pid, tid;
+    uintptr_t owner;
     char *path;
 } view;
 
@@ -199,6 +209,7 @@ static int read_slot(slot *s, view *v) {
     v->pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
     v->tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
     v->path = atomic_load_explicit(&s->path, memory_order_relaxed);
+    v->owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     return atomic_load_explicit(&s->state, memory_order_relaxed) == v->state;
 }
@@ -279,6 +290,8 @@ static void report(slot *m, const view *mv) {
     view want = {.pid = (long)getpid(), .tid = (long)gettid()}, sv;
     slot *scope = mv->kind == SLOT_WATCHED ? m : find(scope_of, &want, &sv);
     int none = PENDING_NONE;
+    atomic_store(&m->cut, 1); /* before the count: who sees the count sees the mark */
+    atomic_fetch_add(&cuts, 1);
     if (scope) {
         if (scope != m) copy_name(sv.path, m, mv);
         atomic_store(&scope->cut, 1);
@@ -378,6 +391,29 @@ int onnxz_fault_init(onnxz_fault_raise_fn raise_fn) {
     return 0;
 }
 
+/* A cut mapping of owner's (a live one, made in one of its scopes). */
+static int cut_of(const view *v, const view *want) {
+    return v->kind == SLOT_MAPPING && v->owner == want->owner;
+}
+
+int onnxz_fault_cut(const void *owner, unsigned long *seen, char *path) {
+    unsigned long now = atomic_load(&cuts);
+    if (now == *seen) return 0;
+    view want = {.owner = (uintptr_t)owner}, v;
+    for (int k = 0; k < CHUNKS; k++) {
+        slot *c = atomic_load_explicit(&chunks[k], memory_order_acquire);
+        for (size_t i = 0; c && i < chunk_size(k); i++)
+            if (read_slot(&c[i], &v) && cut_of(&v, &want) && atomic_load(&c[i].cut)) {
+                copy_name(path, &c[i], &v);
+                return 1;
+            }
+    }
+    *seen = now;
+    return 0;
+}
+
+void onnxz_fault_own(const void *owner) { owner_now = (uintptr_t)owner; }
+
 void onnxz_fault_enter(onnxz_fault_scope *s) {
     install();
     s->path[0] = 0;
@@ -390,7 +426,10 @@ void onnxz_fault_enter(onnxz_fault_scope *s) {
     publish(scope, SLOT_SCOPE);
 }
 
-int onnxz_fault_leave(onnxz_fault_scope *s) { return s->slot ? drop(s->slot) : 0; }
+int onnxz_fault_leave(onnxz_fault_scope *s) {
+    owner_now = 0;
+    return s->slot ? drop(s->slot) : 0;
+}
 
 void *onnxz_fault_watch(const void *addr, size_t len, const char *name) {
     install();

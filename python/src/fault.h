@@ -40,6 +40,14 @@ void onnxz_fault_enter(onnxz_fault_scope *s);
  * the file), else 0. */
 int onnxz_fault_leave(onnxz_fault_scope *s);
 
+/* Within a scope, before the call: the mappings the libraries make until the scope is
+ * left are owner's (a reader's), for onnxz_fault_cut. */
+void onnxz_fault_own(const void *owner);
+/* 1 when a fault was mended in a live mapping of owner's (path names its file), else 0.
+ * *seen: the count of cuts the caller last saw none of its own in (start at 0); unless it
+ * moved, nothing is scanned. A mapping once cut stays cut until it is dropped. */
+int onnxz_fault_cut(const void *owner, unsigned long *seen, char *path);
+
 /* A mapping made outside the libraries (the Python layer's mmap of a plain .onnx) watched
  * from addr for len bytes: a fault in it is mended and reported to onnxz_fault_unwatch
  * only, whatever the thread. Installs the handler as onnxz_fault_enter. NULL when out of

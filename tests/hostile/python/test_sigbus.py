@@ -378,3 +378,55 @@ def test_faults_while_threads_map_and_unmap(tmp_path):
     out, err = p.stdout.decode(), p.stderr.decode()
     assert p.returncode == 0, (p.returncode, out, err)
     assert out == f"bad [] raised {rounds}\n", (out, err)
+
+
+# The child takes an array, the file (or the data file) is cut, an array's touch raises
+# the cut; then it makes each call of the same File and prints what each gave. The cut
+# part of the mapping reads zeros from then on: a File that went on answering gave names
+# of zeros, a KeyError for a name it had, tensors and info() of zeros.
+AFTER_CUT = r"""
+import os, sys, onnxz
+path, cut = sys.argv[1], sys.argv[2]
+f = onnxz.open(path)
+a = f["W3"]
+os.truncate(cut, 0)
+try:
+    float(a.sum())
+    print("touch returned", flush=True)
+except onnxz.Error as e:
+    print("touch raised", flush=True)
+calls = {"names": lambda: f.names, "contains": lambda: "W0" in f, "tensor": lambda: f["W0"],
+         "tensor again": lambda: f["W3"], "info": f.info, "model": lambda: f.model,
+         "verify": f.verify, "get_slice": lambda: f.get_slice("W1")[0:2],
+         "read_into": lambda: f.read_into("W1", bytearray(1 << 20))}
+for name, call in calls.items():
+    try:
+        call()
+        print(name, "returned", flush=True)
+    except onnxz.Error as e:
+        print(name, "raised", e.status, str(e).replace(chr(10), " "), flush=True)
+    except Exception as e:
+        print(name, type(e).__name__, e, flush=True)
+"""
+
+
+@pytest.mark.parametrize("form", ["archive", "external"])
+def test_every_call_after_a_cut_raises(tmp_path, tool, form):
+    """Once a cut was seen in a mapping a File reads from, each of its calls raises it:
+    never the zeros the mended mapping reads, never a KeyError. (A data file is named as
+    the model names it.)"""
+    if form == "archive":
+        onnx.save(make_model(), str(tmp_path / "m.onnx"))
+        run([tool, "-q", "convert", "m.onnx", "m.onnxz"], cwd=tmp_path, check=True)
+        path = cut = tmp_path / "m.onnxz"
+    else:
+        path, cut = tmp_path / "two.onnx", tmp_path / "two.data"
+        onnxz.save(make_model(), str(path), external_data="two.data")
+    p = run([sys.executable, "-c", AFTER_CUT, str(path), str(cut)])
+    out, err = p.stdout.decode(), p.stderr.decode()
+    assert p.returncode == 0, (p.returncode, out, err)
+    lines = out.splitlines()
+    assert lines[0] == "touch raised", out
+    assert len(lines) == 10, out
+    for line in lines[1:]:
+        assert " raised truncated " in line and "(S-42)" in line and cut.name in line, out
