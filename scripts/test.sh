@@ -54,7 +54,7 @@ mkdir -p "$logs"
 skip() { [ "${!1:-0}" = 1 ]; }
 
 # The tests valgrind runs (see above): a ctest name regex.
-valgrind_tests='^(schema_|headers\.|unit\.|oracle_|external\.|zip\.|crypto\.|api\.|fuzz\.)|^archive\.(convert|open|read_tensor|reader|slice|info|inspect|stub|unpack|meta)$'
+valgrind_tests='^(schema_|headers\.|unit\.|oracle_|external\.|zip\.|crypto\.|api\.|fuzz\.)|^archive\.(convert|open|read_tensor|reader|slice|read_many|info|inspect|stub|unpack|meta)$'
 
 # ---- timing ------------------------------------------------------------------------
 t_all=$(date +%s)

@@ -4,6 +4,8 @@
 #ifndef ONNXCORE_INTERNAL_PARALLEL_H
 #define ONNXCORE_INTERNAL_PARALLEL_H
 
+#include "onnxcore_private.h"
+
 #include <pthread.h>
 #include <stdint.h>
 
@@ -46,7 +48,8 @@ void oc__copy_run(const oc__copy_list *list, int threads);
 /* Calls fn(ctx, i) once for every i in [0, n), in no set order, using up to `threads`
  * threads (the caller's included; never more than n). Falls back to fewer threads, down
  * to the calling thread alone, when threads cannot be started. */
-void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i), void *ctx);
+OC_PRIVATE void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i),
+                                 void *ctx);
 
 /* Every thread the library creates starts here: pthread_create(thread, NULL, fn, arg) with
  * every signal blocked in the new thread but the faults (SIGBUS, SIGSEGV, SIGILL, SIGFPE),
@@ -57,6 +60,6 @@ void oc__parallel_for(uint64_t n, int threads, void (*fn)(void *ctx, uint64_t i)
 int oc__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* The thread count an option value asks for: <= 1 -> 1, negative -> online cores. */
-int oc__resolve_threads(int requested);
+OC_PRIVATE int oc__resolve_threads(int requested);
 
 #endif

@@ -132,7 +132,7 @@ oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, ui
 
 /* When the span shares a source's owner and lies in its whole-source mapping (a source
  * made from one mapping), the source and the span's offset in it; else NULL. */
-oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at);
+OC_PRIVATE oc_source *oc__bytes_source(const oc_bytes *span, uint64_t *at);
 
 /* ---- implementations ---- */
 

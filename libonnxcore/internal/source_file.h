@@ -38,7 +38,7 @@ OC_PRIVATE oc_status oc_source_file(const char *path, int fd, const char *name,
  * while that descriptor still names the mapped file: sets *fd and *offset (the file
  * offset of the span's first byte) and returns true; else false. Implemented by the file
  * source (source_file.c). */
-bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
+OC_PRIVATE bool oc__bytes_file_source(const oc_bytes *span, int *fd, uint64_t *offset);
 
 /* Reads the first bytes of the file open at fd, from where it stands: n, or fewer (*got)
  * when it ends first; an interrupted read is retried. A failure names path. For the

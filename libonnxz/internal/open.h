@@ -5,6 +5,8 @@
 #ifndef ONNXZ_INTERNAL_OPEN_H
 #define ONNXZ_INTERNAL_OPEN_H
 
+#include <stdbool.h>
+
 #include <onnxcore/external.h>
 #include <onnxz/open.h>
 
@@ -20,5 +22,11 @@ oc_status oz__read_fetched(const oc_tensor_fetch *fetch, const onnx_TensorProto 
 /* The path or URL r was opened from, as given. */
 struct oz_reader;
 const char *oz__reader_name(const struct oz_reader *r);
+
+/* Whether a read of t fetches its bytes from where they lie, each time (a URL's archive
+ * entry, a data file of a URL's or an encrypted .onnx), rather than taking them from what
+ * r holds (a mapping, memory): oz_reader_read_slice_into then reads straight into the
+ * caller's buffer. */
+bool oz__reader_fetches(const struct oz_reader *r, const onnx_TensorProto *t);
 
 #endif

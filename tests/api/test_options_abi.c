@@ -826,6 +826,7 @@ static const layout_row layouts[] = {
     GREW(oz_reader_options, 48, prefetch),
     GREW(oz_reader_options, 56, skip_data_files), /* after padding_52 */
     NOW(oz_reader_options, 64),
+    NOW(oz_read_many_options, 32),
 };
 
 static void test_layouts(void) {

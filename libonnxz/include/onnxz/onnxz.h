@@ -17,6 +17,7 @@
 #include "listing.h"
 #include "metadata.h"
 #include "open.h"
+#include "read_many.h"
 #include "reader.h"
 #include "slice.h"
 #include "stub.h"

@@ -328,6 +328,10 @@ const oz_archive *oz_reader_archive(const oz_reader *r) { return r ? r->archive 
 
 const char *oz__reader_name(const oz_reader *r) { return r->name; }
 
+bool oz__reader_fetches(const oz_reader *r, const onnx_TensorProto *t) {
+    return oc_tensor_is_external(t) && (r->data_dir || (r->archive && oc_is_url(r->name)));
+}
+
 uint64_t oz_reader_count(const oz_reader *r) { return r ? oc_tensor_index_count(r->index) : 0; }
 
 const onnx_TensorProto *oz_reader_at(const oz_reader *r, uint64_t i) {
