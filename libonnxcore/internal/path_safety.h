@@ -38,4 +38,19 @@ int oc__reopen_regular(int pathfd, int dir_fd, const char *rel, const char *path
 OC_PRIVATE int oc__open_location(int dir_fd, const char *rel, const char *path, struct stat *st,
                                  const char **why);
 
+/* E-28: when the directory dirfd stands for lies, by its real path, in a snapshot of the
+ * Hugging Face hub's cache (".../models--ORG--NAME/snapshots/REV/..."; "datasets--" and
+ * "spaces--" too), a descriptor (O_PATH) of the repository's folder (models--ORG--NAME),
+ * found from dirfd by "..", and in prefix the path from there down to the directory
+ * ("snapshots/REV/", ending in '/'); else -1 (not in a cache, or no /proc to tell). */
+OC_PRIVATE int oc__hub_cache_root(int dirfd, char *prefix, size_t cap);
+
+/* E-28: the regular file prefix + rel beneath root_fd (from oc__hub_cache_root), its
+ * symbolic links followed only while each stays beneath root_fd (a relative target, no
+ * `..` above it, 40 links at most), then opened following none on the path they led to,
+ * as oc__open_location. -1 with errno EXDEV (a link out of the repository, or an
+ * absolute one) or ELOOP (too many links), or with *why set. rel must have passed E-10. */
+OC_PRIVATE int oc__open_in_hub_cache(int root_fd, const char *prefix, const char *rel,
+                                     struct stat *st, const char **why);
+
 #endif

@@ -76,6 +76,10 @@ typedef struct loader {
     void *resolve_ctx;
     int dirfd;
     const char *base_dir;
+    /* base_dir in a snapshot of the hub's cache (E-28): its repository's folder (or -1)
+     * and the path from there to base_dir */
+    int hub_fd;
+    char hub_prefix[1024];
     oc_error *err;
     datafile *files;
     uint32_t nfiles, capfiles;
@@ -138,6 +142,7 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
         l->dirfd = open(l->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (l->dirfd < 0)
             return oc__fail_errno(l->err, errno, "cannot open directory %s", l->base_dir);
+        l->hub_fd = oc__hub_cache_root(l->dirfd, l->hub_prefix, sizeof l->hub_prefix);
     }
     char *rel = strndup(loc->data, (size_t)loc->size);
     char *ov = rel ? override_path(l, loc) : NULL;
@@ -146,7 +151,8 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
     oc_status s = OC_OK;
     struct stat st;
     const char *odd = NULL;
-    int fd = oc__open_location(l->dirfd, rel, ov, &st, &odd);
+    int fd = !ov && l->hub_fd >= 0 ? oc__open_in_hub_cache(l->hub_fd, l->hub_prefix, rel, &st, &odd)
+                                   : oc__open_location(l->dirfd, rel, ov, &st, &odd);
     if (odd) {
         s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                      "tensor '%s': external data file '%s' %s", name, shown, odd);
@@ -155,8 +161,9 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
         if (e == ELOOP || e == EXDEV)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' is or passes through a symbolic "
-                         "link",
-                         name, shown);
+                         "link%s",
+                         name, shown,
+                         l->hub_fd >= 0 && !ov ? " that leaves its hub cache repository" : "");
         else
             s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'", name,
                                shown);
@@ -692,6 +699,7 @@ static void loader_free(loader *l) {
     free(l->items);
     free(l->ext);
     if (l->dirfd >= 0) close(l->dirfd);
+    if (l->hub_fd >= 0) close(l->hub_fd);
 }
 
 static oc_status load_with(loader *l, const oc_msgdesc *desc, void *msg) {
@@ -713,6 +721,7 @@ static void loader_init(loader *l, oc_external_resolve_fn resolve, void *resolve
     l->base_dir = base_dir;
     l->err = err;
     l->dirfd = -1;
+    l->hub_fd = -1;
     l->read_failed = NO_ITEM;
     l->held = UINT32_MAX;
 }

@@ -362,8 +362,10 @@ typedef struct stub_location {
 } stub_location;
 
 typedef struct stub_checker {
-    const char *dir;      /* locations are relative to this directory */
-    int dirfd;            /* dir, opened on first need; -1 until then */
+    const char *dir; /* locations are relative to this directory */
+    int dirfd;       /* dir, opened on first need; -1 until then */
+    int hub_fd;      /* dir in the hub's cache: its repository's folder (E-28), or -1 */
+    char hub_prefix[1024];
     stub_records records; /* parsed from the model's OZ_STUB_RECORD_KEY, by offset */
     int has_records;      /* the model has the key */
     stub_location *locations;
@@ -439,15 +441,20 @@ static oc_status open_beneath_dir(stub_checker *c, const oc_str *loc, const char
     if (why)
         return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-10",
                              "external data location %s: '%s'", why, ql);
-    if (c->dirfd < 0 && (c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return oc__fail_errno(c->err, errno, "cannot open directory %s", c->dir);
-    *fd = oc__open_location(c->dirfd, rel, NULL, st, &why);
+    if (c->dirfd < 0) {
+        if ((c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+            return oc__fail_errno(c->err, errno, "cannot open directory %s", c->dir);
+        c->hub_fd = oc__hub_cache_root(c->dirfd, c->hub_prefix, sizeof c->hub_prefix);
+    }
+    *fd = c->hub_fd >= 0 ? oc__open_in_hub_cache(c->hub_fd, c->hub_prefix, rel, st, &why)
+                         : oc__open_location(c->dirfd, rel, NULL, st, &why);
     if (why)
         return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-18",
                              "external data file '%s' %s", ql, why);
     if (*fd < 0 && (errno == ELOOP || errno == EXDEV))
         return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-11",
-                             "external data file '%s' is or passes through a symbolic link", ql);
+                             "external data file '%s' is or passes through a symbolic link%s", ql,
+                             c->hub_fd >= 0 ? " that leaves its hub cache repository" : "");
     if (*fd < 0) return oc__fail_errno(c->err, errno, "cannot open external data file '%s'", ql);
     return OC_OK;
 }
@@ -644,7 +651,7 @@ oc_status oz_stub_check(oc_model *model, const char *data_dir, uint64_t *checked
     m = oc_model_proto(model);
     memset(&c, 0, sizeof c);
     c.dir = data_dir;
-    c.dirfd = -1;
+    c.dirfd = c.hub_fd = -1;
     c.err = err;
     value = oz__metadata_get(m, OZ_STUB_RECORD_KEY, strlen(OZ_STUB_RECORD_KEY));
     c.has_records = value != NULL;
@@ -657,6 +664,7 @@ oc_status oz_stub_check(oc_model *model, const char *data_dir, uint64_t *checked
     }
     free(c.locations);
     if (c.dirfd >= 0) close(c.dirfd);
+    if (c.hub_fd >= 0) close(c.hub_fd);
     records_free(&c.records);
     if (checked) *checked = c.checked;
     return st;
