@@ -585,6 +585,29 @@ class File(collections.abc.Mapping):
         ranges = _ranges_of(index, len(self.get_slice(name).shape))
         return self._open_reader().read_into(name, ranges, out)
 
+    def read_into_many(self, outs, num_threads=1):
+        """Reads many tensors into buffers of the caller's in one library call
+        (oz_reader_read_many), the GIL released, on num_threads threads (< 0: one per
+        core): what a loader into pinned or staging memory wants. outs maps each name to
+        its buffer ({name: out, ...}), or is an iterable of (name, out) and (name, out,
+        index) tuples, index a part as get_slice's [index]. Each out is a writable
+        C-contiguous buffer of exactly the bytes it receives, as they are stored
+        (little-endian, row-major; its dtype is not looked at). From a local file the bytes
+        are read with pread, never through the mapping; large tensors are split between
+        the threads. Every request is checked before any buffer is written (a wrong size
+        raises onnxz.Error naming the tensor); Ctrl-C stops it. Returns the count of bytes
+        written."""
+        pairs = outs.items() if isinstance(outs, collections.abc.Mapping) else outs
+        items = []
+        for item in pairs:
+            if len(item) == 3:
+                name, out, index = item
+                ranges = _ranges_of(index, len(self.get_slice(name).shape))
+            else:
+                (name, out), ranges = item, None
+            items.append((name, ranges, out))
+        return self._open_reader().read_many(items, int(num_threads))
+
     def verify(self):
         """Checks the file as `onnxz verify` does (archives: every ZIP check and CRC-32 and
         every tensor resolving to its entry; .onnx: every external tensor resolved and its

@@ -1344,6 +1344,92 @@ done:
     return out;
 }
 
+/* read_many(items, num_threads) -> int: each (name, ranges or None, buffer) of the list
+ * items read into its buffer (writable, C-contiguous, exactly the bytes of the tensor or
+ * of the part ranges give) by one oz_reader_read_many on num_threads threads, the GIL
+ * released; the count of bytes read. Ctrl-C stops it (the cancel asks Python's signal
+ * handlers on this thread) and raises KeyboardInterrupt. */
+static PyObject *reader_read_many(ReaderObject *self, PyObject *args) {
+    PyObject *items, *seq = NULL, *out = NULL;
+    HoldObject *hold = NULL;
+    int num_threads = 1;
+    Py_ssize_t n = 0, got = 0;
+    oz_read_request *reqs = NULL;
+    oz_slice **slices = NULL;
+    Py_buffer *views = NULL;
+    oc_error err;
+    oc_status st;
+    onnxz_fault_scope scope;
+    if (!PyArg_ParseTuple(args, "Oi", &items, &num_threads) || reader_check(self) < 0) return NULL;
+    if (!(seq = PySequence_Fast(items, "read_many takes a list of (name, ranges, buffer)")))
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    reqs = PyMem_Calloc((size_t)n + 1, sizeof *reqs);
+    slices = PyMem_Calloc((size_t)n + 1, sizeof *slices);
+    views = PyMem_Calloc((size_t)n + 1, sizeof *views);
+    reader_scope(self->hold, &scope); /* S-42: names, tensors and runs lie in mappings */
+    if (!reqs || !slices || !views) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        PyObject *name_obj, *ranges, *target;
+        HoldObject *h = NULL;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, got), "OOO", &name_obj, &ranges,
+                              &target) ||
+            PyObject_GetBuffer(target, &views[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        reqs[got].dst = views[got].buf;
+        reqs[got].size = (uint64_t)views[got].len;
+        if (ranges == Py_None) {
+            reqs[got].tensor = reader_find(self, name_obj, &h);
+        } else if (slice_plan(self, name_obj, ranges, &h, &slices[got]) == 0) {
+            reqs[got].slice = slices[got];
+        }
+        if (!h) {
+            PyBuffer_Release(&views[got]);
+            goto done;
+        }
+        if (!hold)
+            hold = h; /* one reader: one hold */
+        else
+            Py_DECREF(h);
+        if (!reqs[got].tensor && !reqs[got].slice) {
+            PyBuffer_Release(&views[got]);
+            goto done;
+        }
+    }
+    if (!hold) { /* no item */
+        out = PyLong_FromLong(0);
+        goto done;
+    }
+    oz_read_many_options o = OZ_READ_MANY_OPTIONS_INIT;
+    o.num_threads = num_threads;
+    o.cancel = http_cancelled;
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) total += reqs[i].size;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+        st = oz_reader_read_many(hold ? hold->reader : NULL, reqs, (size_t)n, &o, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK)
+        raise_error(PyBytes_AS_STRING(self->path), &err);
+    else
+        out = PyLong_FromUnsignedLongLong(total);
+done:
+    if (left_cut(&scope)) Py_CLEAR(out);
+    for (Py_ssize_t i = 0; i < got; i++) {
+        PyBuffer_Release(&views[i]);
+        oz_slice_free(slices[i]);
+    }
+    PyMem_Free(reqs);
+    PyMem_Free(slices);
+    PyMem_Free(views);
+    Py_XDECREF(hold);
+    Py_DECREF(seq);
+    return out;
+}
+
 static PyObject *reader_close(ReaderObject *self, PyObject *unused) {
     (void)unused;
     reader_release(self);
@@ -1512,6 +1598,8 @@ static PyMethodDef reader_methods[] = {
      "(name, [(start, stop, step, is_index)...]) -> (span, dims): a part of a tensor."},
     {"read_into", (PyCFunction)reader_read_into, METH_VARARGS,
      "(name, ranges, buffer) -> bytes written: a tensor or a part of it into a buffer."},
+    {"read_many", (PyCFunction)reader_read_many, METH_VARARGS,
+     "read_many(items, num_threads) -> int: (name, ranges or None, buffer) each into its buffer"},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "Drops the file (live spans keep it)."},
     {"check", (PyCFunction)reader_check_py, METH_NOARGS,
      "Raises what every call would: the file closed, or cut while open (S-42)."},

@@ -161,3 +161,76 @@ def test_read_into_a_buffer_of_the_caller(files, form):
             f.read_into("big", bytearray(16))
         with pytest.raises((TypeError, BufferError)):
             f.read_into("big", bytes(100000))
+
+
+@pytest.mark.parametrize("form", ["archive", "external", "encrypted"])
+def test_read_into_many_equals_each_tensor(files, form):
+    """read_into_many (oz_reader_read_many) gives what f[name] and f[name][index] give,
+    on 1, 2 and all threads, from a dict and from a list with slices."""
+    forms, tensors = files
+    path, key = forms[form]
+    with onnxz.open(path, key=key) as f:
+        for threads in (1, 2, -1):
+            outs = {name: np.full_like(want, 7) for name, want in tensors.items()}
+            total = sum(a.nbytes for a in tensors.values())
+            assert f.read_into_many(outs, num_threads=threads) == total
+            for name, want in tensors.items():
+                assert np.array_equal(outs[name], want), (name, threads)
+            parts = [("big", np.zeros((5, 33), np.float32), (slice(3, 8), Ellipsis, 2)),
+                     ("big", np.zeros((64, 5), np.float32), (slice(None), 7)),
+                     ("t1", np.zeros_like(tensors["t1"]))]
+            assert f.read_into_many(parts, num_threads=threads) == sum(p[1].nbytes for p in parts)
+            assert np.array_equal(parts[0][1], tensors["big"][3:8, :, 2])
+            assert np.array_equal(parts[1][1], tensors["big"][:, 7])
+            assert np.array_equal(parts[2][1], tensors["t1"])
+        assert f.read_into_many({}) == 0
+
+
+def test_read_into_many_refusals(files):
+    """A wrong size, a bad name or a read-only buffer: nothing written into any buffer."""
+    forms, tensors = files
+    with onnxz.open(forms["external"][0]) as f:
+        good = np.zeros_like(tensors["big"])
+        for bad, exc, says in (
+                (bytearray(tensors["t1"].nbytes + 1), onnxz.Error, "'t1': a buffer of"),
+                (bytes(tensors["t1"].nbytes), (TypeError, BufferError), None)):
+            with pytest.raises(exc, match=says):
+                f.read_into_many([("big", good), ("t1", bad)], num_threads=2)
+            assert not good.any()
+        with pytest.raises(KeyError):
+            f.read_into_many({"big": good, "nothing": bytearray(4)})
+        with pytest.raises(onnxz.Error, match="for the 20 bytes of its slice"):
+            f.read_into_many([("big", bytearray(8), (0, 0))])
+    with pytest.raises(ValueError, match="closed"):
+        f.read_into_many({"big": good})
+
+
+def test_read_into_many_is_interrupted(tmp_path):
+    """Ctrl-C during a long read_into_many (the same 4 MiB read again and again) raises
+    KeyboardInterrupt at once, on one thread and on two."""
+    import signal
+    import time
+    big = np.arange(1 << 20, dtype=np.float32)
+    model = helper.make_model(helper.make_graph([], "g", [], [],
+                                                [numpy_helper.from_array(big, "w")]))
+    path = str(tmp_path / "m.onnx")
+    onnxz.save(model, path, external_data="m.data")
+    out = np.empty_like(big)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with onnxz.open(path) as f:
+            for threads in (1, 2):
+                start = time.monotonic()
+                with pytest.raises(KeyboardInterrupt):
+                    signal.setitimer(signal.ITIMER_REAL, 0.1)
+                    f.read_into_many([("w", out)] * 20000, num_threads=threads)  # 80 GiB
+                assert time.monotonic() - start < 5
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            assert f.read_into_many({"w": out}) == big.nbytes and np.array_equal(out, big)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
