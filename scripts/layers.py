@@ -64,7 +64,7 @@ GROUPS = [
 # one rank never use each other). ARCHITECTURE.md describes them.
 GROUP_RANK = {"libonnxcore": 0, "libonnxz": 1, "tool": 2, "python": 2}
 FLOORS = {
-    "libonnxcore": {"base": 0, "io": 1, "codec": 2, "crypto": 2, "http": 2, "model": 3},
+    "libonnxcore": {"base": 0, "io": 1, "codec": 2, "crypto": 2, "http": 3, "model": 4},
     "libonnxz": {"zip": 0, "archive": 1, "edit": 2},
 }
 

@@ -12,6 +12,10 @@
  * '/' (rel is a location already checked by oc__location_problem). Caller frees. */
 char *oc__url_join(const char *dir, const char *rel, size_t rel_len);
 
+/* True when path is an s3:// URL (the scheme in any case): its key is taken as its bytes,
+ * with no query, fragment or percent-decoding (internal/s3.h maps it onto its store). */
+int oc__is_s3_url(const char *path);
+
 /* True when url holds an '@' past the user:password@ that RFC 3986 splits from it, after
  * a ':' that may begin a password (oc_path_shown hides up to that '@', spec/security.md
  * N-2): a password holding a '/', '?', '#', '@' or blank not percent-encoded, which the

@@ -800,7 +800,9 @@ static const layout_row layouts[] = {
     NOW(oc_crypt_options, 32),
     GREW(oc_http_options, 40, parallel),
     GREW(oc_http_options, 48, min_rate), /* after padding_48 */
-    NOW(oc_http_options, 80),
+    GREW(oc_http_options, 80, s3),
+    NOW(oc_http_options, 88),
+    NOW(oc_s3_options, 56),
     GREW(oz_zip_reader_options, 48, max_memory),
     GREW(oz_zip_reader_options, 56, http),
     NOW(oz_zip_reader_options, 64),

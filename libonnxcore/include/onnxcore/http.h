@@ -63,6 +63,9 @@ typedef struct oc_http_options {
      * Ctrl-C). NULL: never cancelled. */
     int (*cancel)(void *ctx);
     void *cancel_ctx;
+    /* How s3://BUCKET/KEY URLs reach their store and sign their requests (experimental:
+     * oc_s3_options below); NULL: AWS itself, unsigned (public buckets only). */
+    const struct oc_s3_options *s3;
 } oc_http_options;
 
 #define OC_HTTP_MIN_RATE_DEFAULT    1024u       /* 1 KiB/s */
@@ -91,7 +94,7 @@ typedef const char *(*oc_http_lookup)(void *ctx, const char *name);
 OC_API oc_status oc_http_options_parse(oc_http_options *opts, oc_http_lookup get, void *ctx,
                                        oc_error *err);
 
-/* True when path is an http:// or https:// URL (the scheme in any case). */
+/* True when path is an http://, https:// or s3:// URL (the scheme in any case). */
 OC_API bool oc_is_url(const char *path);
 
 /* path as it may be shown (spec/security.md N-2): every http:// or https:// URL in it
@@ -104,6 +107,54 @@ OC_API const char *oc_path_shown(const char *path, char *out, size_t cap);
 
 /* True when this build reads URLs (it was built with libcurl). */
 OC_API bool oc_http_supported(void);
+
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+
+/* S3 and the stores that speak its API (spec/remote.md, "S3"). An s3://BUCKET/KEY URL is
+ * read as an https:// one is (the same requests, one per range), at the endpoint these
+ * settings name, every request signed with AWS Signature Version 4 when a key is given
+ * (the library's own signer, on OpenSSL: a build without OpenSSL reads public buckets
+ * only). The strings are borrowed: they must outlive every load that uses them. */
+typedef struct oc_s3_options {
+    size_t size;                   /* sizeof(oc_s3_options), set by OC_S3_OPTIONS_INIT */
+    const char *access_key_id;     /* NULL: requests are not signed */
+    const char *secret_access_key; /* with access_key_id; never shown, never sent */
+    const char *session_token;     /* temporary credentials' token (x-amz-security-token,
+                                      signed); NULL: none */
+    const char *region;            /* the bucket's region; NULL: us-east-1 */
+    const char *endpoint;          /* "http(s)://HOST[:PORT][/PREFIX]" of an S3-compatible
+                                      store; NULL: AWS (https://s3.REGION.amazonaws.com) */
+    int path_style;                /* 1: ENDPOINT/BUCKET/KEY; -1: BUCKET.HOST/KEY
+                                      (virtual-hosted); 0: path-style with an endpoint,
+                                      virtual-hosted on AWS (path-style there too for a
+                                      bucket name a host name cannot carry) */
+} oc_s3_options;
+
+#define OC_S3_OPTIONS_INIT \
+    { .size = sizeof(oc_s3_options) }
+
+/* Fills a new oc_s3_options (*out, freed with oc_s3_options_free) as AWS's own tools find
+ * their settings, from the settings `get` gives by name (a program's getenv) and the files
+ * they name; the library itself never reads the environment:
+ *   credentials: AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN);
+ *     else the profile (AWS_PROFILE, else "default") of the shared credentials file
+ *     (AWS_SHARED_CREDENTIALS_FILE, else $HOME/.aws/credentials: section "[NAME]"), else
+ *     of the config file (AWS_CONFIG_FILE, else $HOME/.aws/config: "[profile NAME]", or
+ *     "[default]"): aws_access_key_id, aws_secret_access_key, aws_session_token;
+ *     none found: NULL (unsigned requests);
+ *   region: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region` (config);
+ *   endpoint: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the profile's
+ *     `endpoint_url` (config); path_style 0 (path-style with an endpoint).
+ * A file that does not exist is no error; one that cannot be read, or an endpoint that is
+ * not an http(s) URL, fails with a message naming it (never a secret's value). The strings
+ * are copies: *out outlives get's. Thread-safe when get is. */
+OC_API oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
+                                    oc_error *err);
+/* Wipes the secret and the token and frees o (made by oc_s3_options_load); NULL is
+ * accepted. */
+OC_API void oc_s3_options_free(oc_s3_options *o);
+
+#endif
 
 #ifdef __cplusplus
 }

@@ -6,12 +6,14 @@
 
 #include "onnxcore/http.h"
 #include "onnxcore_private.h"
+#include "internal/url.h"
 
 /* A URL's directory: up to its path's last '/', query and fragment dropped (they belong
  * to the object named, not to its neighbours); the host's root when there is no path. */
 static char *url_dir(const char *url) {
     const char *host = strstr(url, "://") + 3; /* oc_is_url: the scheme is there */
-    size_t end = strcspn(url, "?#");
+    /* an s3:// key is its bytes: a '?' or '#' in it is part of the name */
+    size_t end = oc__is_s3_url(url) ? strlen(url) : strcspn(url, "?#");
     size_t path = (size_t)(host - url) + strcspn(host, "/?#");
     size_t n = path;
     for (size_t i = path; i < end; i++)

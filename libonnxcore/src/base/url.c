@@ -10,9 +10,14 @@
 #include "onnxcore/http.h"
 #include "internal/url.h"
 
-bool oc_is_url(const char *path) {
+/* http:// or https://: the URLs that RFC 3986 splits (and that may hold a password). */
+static bool is_http(const char *path) {
     return path && (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0);
 }
+
+int oc__is_s3_url(const char *path) { return path && strncasecmp(path, "s3://", 5) == 0; }
+
+bool oc_is_url(const char *path) { return is_http(path) || oc__is_s3_url(path); }
 
 /* An http(s) URL as RFC 3986 (section 3) splits it: after "scheme://" the authority runs
  * to the first '/', '?' or '#'; in it, the userinfo ends at its last '@'. The URL ends at
@@ -71,7 +76,7 @@ static size_t credentials_end(const char *url, const url_parts *p) {
 }
 
 bool oc__url_ambiguous(const char *url) {
-    if (!oc_is_url(url)) return false;
+    if (!is_http(url)) return false;
     url_parts p;
     url_split(url, &p);
     return credentials_end(url, &p) != p.host;
@@ -82,7 +87,7 @@ const char *oc_path_shown(const char *path, char *out, size_t cap) {
     size_t o = 0; /* never past s: out may be path */
     for (const char *s = path; *s && o + 1 < cap;) {
         size_t keep = 1, skip = 1;
-        if (oc_is_url(s)) { /* "scheme://", then on after what may hold a password */
+        if (is_http(s)) { /* "scheme://", then on after what may hold a password */
             url_parts p;
             url_split(s, &p);
             keep = p.authority;
@@ -104,7 +109,9 @@ bool oc_http_supported(void) {
 }
 
 /* dir + "/" + rel, with every byte of rel outside RFC 3986's unreserved set and '/'
- * percent-encoded: a location can never add a query, a fragment, a host or a scheme. */
+ * percent-encoded: a location can never add a query, a fragment, a host or a scheme. An
+ * s3:// URL's key is its bytes, encoded only when the request is made: rel is joined as
+ * it is (it holds no "..", no leading '/': oc__location_problem). */
 char *oc__url_join(const char *dir, const char *rel, size_t rel_len) {
     static const char hex[] = "0123456789ABCDEF";
     size_t dn = strlen(dir);
@@ -114,9 +121,10 @@ char *oc__url_join(const char *dir, const char *rel, size_t rel_len) {
     memcpy(out, dir, dn);
     size_t o = dn;
     out[o++] = '/';
+    int raw = oc__is_s3_url(dir);
     for (size_t i = 0; i < rel_len; i++) {
         unsigned char c = (unsigned char)rel[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        if (raw || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
             c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
             out[o++] = (char)c;
         } else {

@@ -44,10 +44,12 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/parallel.h"
+#include "internal/s3.h"
 #include "internal/sized.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
 #include "internal/url.h"
+#include "crypto/backend.h"
 
 #define POOL_MAX     16          /* idle handles kept (each with its connection) */
 #define AHEAD_WINDOW (8u << 20)  /* the read-ahead window (announced reads only) */
@@ -68,9 +70,15 @@ typedef struct window {
 
 typedef struct http_source {
     oc_source head;
-    char *url;     /* as given (redirects are followed again on every request) */
-    char *auth;    /* "Authorization: ..." or NULL */
-    char *ca_file; /* or NULL */
+    char *url;  /* as given (redirects are followed again on every request) */
+    char *auth; /* "Authorization: ..." or NULL */
+    /* An s3:// URL (internal/s3.h): url is the store's; every request carries these
+     * headers, signed afresh when a key is given (s3_key_id non-NULL). */
+    int s3;
+    char *s3_host, *s3_path, *s3_region;
+    char *s3_key_id, *s3_secret, *s3_token;
+    char *recall_key; /* who asks, for the recent opens: auth, or the S3 key's identity */
+    char *ca_file;    /* or NULL */
     int insecure;
     long timeout_s;       /* stall: no byte for this long; headers within it; the rate's window */
     uint64_t min_rate;    /* bytes per second of body, averaged over each window */
@@ -130,6 +138,9 @@ typedef struct xfer {
     oc_error *sink_err;
     oc_status sink_st;        /* what the sink said when it refused (not retried) */
     const atomic_int *cancel; /* a parallel read: set when another range failed, or NULL */
+    char errbody[4096];       /* an S3 error response's first bytes (its XML) */
+    size_t errlen;
+    char bucket_region[64]; /* x-amz-bucket-region */
 } xfer;
 
 /* The objects opened last (see the top of this file): a model and its data files. */
@@ -224,7 +235,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         const char *sp = memchr(line, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         x->has_range = x->unsatisfiable_total = 0;
-        x->etag[0] = x->modified[0] = '\0';
+        x->etag[0] = x->modified[0] = x->bucket_region[0] = '\0';
+        x->errlen = 0;
         return len;
     }
     const char *colon = memchr(line, ':', len);
@@ -238,6 +250,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         copy_value(x->etag, sizeof x->etag, v, vlen);
     else if (klen == 13 && strncasecmp(line, "Last-Modified", 13) == 0)
         copy_value(x->modified, sizeof x->modified, v, vlen);
+    else if (klen == 19 && strncasecmp(line, "x-amz-bucket-region", 19) == 0)
+        copy_value(x->bucket_region, sizeof x->bucket_region, v, vlen);
     return len;
 }
 
@@ -294,6 +308,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
         if ((x->ignored += len) <= 4096) return len; /* its text, not the object's */
         snprintf(x->why, sizeof x->why, "HTTP 416 with a body of more than 4096 bytes");
         return 0;
+    }
+    if (!x->checked && x->h->s3 && x->status >= 300) { /* the store's XML error */
+        size_t k = len < sizeof x->errbody - x->errlen ? len : sizeof x->errbody - x->errlen;
+        memcpy(x->errbody + x->errlen, data, k);
+        x->errlen += k;
+        return k == len ? len : 0; /* its first 4 KiB are enough */
     }
     if (!x->checked) {
         if (!response_ok(x)) return 0; /* CURLE_WRITE_ERROR: stops the transfer */
@@ -424,7 +444,9 @@ static void setup(http_source *h, CURL *c, struct curl_slist *hdrs, const char *
     /* never from https down to http, where anyone on the way could answer */
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
                      strncasecmp(h->url, "https:", 6) == 0 ? "https" : "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    /* An S3 store's redirect is a bucket in another region (reported as such, never
+     * followed): the signed headers and the session token go to the store's host only. */
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, h->s3 ? 0L : 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     /* libcurl sends a custom Authorization header to the first host only (and port and
      * scheme: CVE-2022-27776); never unrestricted. */
@@ -503,11 +525,71 @@ static oc_status gave_up(const http_source *h, const xfer *x, oc_error *err) {
     return oc_error_file(err, name, st);
 }
 
+/* The headers of one request to an S3 store (range: the Range header's value without its
+ * "bytes=", as CURLOPT_RANGE takes it): Host (the one signed, sent as it is), x-amz-date,
+ * x-amz-content-sha256 (the empty body's hash: every request here is a GET), the session
+ * token, and with a key the Authorization that signs them all and the Range too (so the
+ * bytes asked for cannot be changed on the way). */
+static oc_status s3_headers(const http_source *h, const char *range, struct curl_slist **out,
+                            oc_error *err) {
+    char date[17], bytes[80], line[512];
+    oc__s3_amz_date((int64_t)time(NULL), date);
+    snprintf(bytes, sizeof bytes, "bytes=%s", range);
+    oc__sigv4_pair hd[5] = {{"host", h->s3_host},
+                            {"range", bytes},
+                            {"x-amz-content-sha256", OC__S3_EMPTY_SHA256},
+                            {"x-amz-date", date},
+                            {"x-amz-security-token", h->s3_token}};
+    size_t nh = h->s3_token ? 5 : 4;
+    char *auth = NULL;
+    if (h->s3_key_id) {
+        oc__sigv4_request r = {.method = "GET",
+                               .path = h->s3_path,
+                               .headers = hd,
+                               .nheaders = nh,
+                               .payload_hash = OC__S3_EMPTY_SHA256,
+                               .amz_date = date,
+                               .region = h->s3_region,
+                               .service = "s3",
+                               .access_key_id = h->s3_key_id,
+                               .secret_access_key = h->s3_secret};
+        OC_FORWARD(oc__sigv4_authorization(&r, &auth, err));
+    }
+    struct curl_slist *l = NULL;
+    int ok = 1;
+    for (size_t i = 0; i < nh && ok; i++) {
+        if (i == 1) continue; /* Range: CURLOPT_RANGE sends it */
+        snprintf(line, sizeof line, "%s: %s", hd[i].name, hd[i].value);
+        struct curl_slist *n = curl_slist_append(l, line);
+        ok = n != NULL;
+        if (n) l = n;
+    }
+    if (ok && auth) {
+        size_t n = strlen(auth) + 16;
+        char *a = malloc(n);
+        struct curl_slist *m = NULL;
+        if (a) {
+            snprintf(a, n, "Authorization: %s", auth);
+            m = curl_slist_append(l, a);
+            free(a);
+        }
+        ok = m != NULL;
+        if (m) l = m;
+    }
+    free(auth);
+    if (!ok) {
+        curl_slist_free_all(l);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    *out = l;
+    return OC_OK;
+}
+
 /* Runs x's request (resuming after x->got on a retry) until it has every byte or fails. */
 static oc_status request(http_source *h, xfer *x, oc_error *err) {
     CURL *c = handle_take(h);
     if (!c) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    struct curl_slist *hdrs = NULL;
+    struct curl_slist *hdrs = NULL; /* (an S3 request's: made again at each attempt) */
     if (h->auth && !(hdrs = curl_slist_append(NULL, h->auth))) {
         curl_easy_cleanup(c);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
@@ -528,6 +610,12 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         x->gave_up = GAVE_NONE;
         x->in_body = 0;
         x->header_bytes = 0;
+        x->errlen = 0;
+        if (h->s3) { /* a signature per request: each attempt is signed afresh */
+            curl_slist_free_all(hdrs);
+            hdrs = NULL;
+            if ((st = s3_headers(h, range, &hdrs, err)) != OC_OK) break;
+        }
         clock_gettime(CLOCK_MONOTONIC, &x->last); /* connecting counts as waiting */
         x->start = x->phase = x->last;
         setup(h, c, hdrs, range, x, errbuf);
@@ -537,6 +625,12 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
             ((status == 416 && x->unsatisfiable_total && x->r_total == 0) || status == 200))
             break; /* an empty object (no body came, or on_body refuses a 200): no range of
                     * it exists, and servers answer 416 or a 200 without a body */
+        oc_status s3_st = OC_ERR_IO;
+        if (h->s3 && !x->checked && status >= 300 && (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)) {
+            s3_st = oc__s3_explain(status, x->errbody, x->errlen, x->bucket_region, x->why,
+                                   sizeof x->why);
+            rc = CURLE_WRITE_ERROR;
+        }
         if (rc == CURLE_OK && !x->checked && !response_ok(x)) /* no body: judged now */
             rc = CURLE_WRITE_ERROR;
         if (rc == CURLE_OK && x->want && x->got == x->want) break;
@@ -556,9 +650,10 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
         if (rc == CURLE_WRITE_ERROR && x->why[0])
             st = oc_error_file(err, h->head.name,
                                oc__fail(err,
-                                        strstr(x->why, "changed")        ? OC_ERR_INCONSISTENT
-                                        : status == 404 || status == 410 ? OC_ERR_NOT_FOUND
-                                                                         : OC_ERR_IO,
+                                        h->s3 && !x->checked && status >= 300 ? s3_st
+                                        : strstr(x->why, "changed")           ? OC_ERR_INCONSISTENT
+                                        : status == 404 || status == 410      ? OC_ERR_NOT_FOUND
+                                                                              : OC_ERR_IO,
                                         OC_NO_OFFSET, "%s: %s", h->head.name, x->why));
         else if (rc == CURLE_OK)
             st = oc_error_file(err, h->head.name,
@@ -600,7 +695,7 @@ static int recall(http_source *h) {
     pthread_mutex_lock(&recent_lock);
     for (int i = 0; i < RECENT_MAX && !hit; i++) {
         recent_open *r = &recent[i];
-        if (!r->url || strcmp(r->url, h->url) != 0 || !same_text(r->auth, h->auth) ||
+        if (!r->url || strcmp(r->url, h->url) != 0 || !same_text(r->auth, h->recall_key) ||
             !same_text(r->ca_file, h->ca_file) || seconds_since(&r->at) >= RECENT_SECONDS)
             continue;
         if (!(h->tail = malloc(r->tail_len ? (size_t)r->tail_len : 1))) break;
@@ -617,10 +712,10 @@ static int recall(http_source *h) {
 
 /* Takes the slot of the same URL, else an empty one, else the oldest. */
 static void remember(const http_source *h) {
-    char *url = strdup(h->url), *auth = h->auth ? strdup(h->auth) : NULL;
+    char *url = strdup(h->url), *auth = h->recall_key ? strdup(h->recall_key) : NULL;
     char *ca = h->ca_file ? strdup(h->ca_file) : NULL;
     uint8_t *tail = malloc(h->tail_len ? (size_t)h->tail_len : 1);
-    if (!url || (h->auth && !auth) || (h->ca_file && !ca) || !tail) {
+    if (!url || (h->recall_key && !auth) || (h->ca_file && !ca) || !tail) {
         free(ca);
         free(url);
         free(auth);
@@ -1009,6 +1104,15 @@ static void http_destroy(oc_source *s) {
     free(h->auth);
     free(h->ca_file);
     free(h->tail);
+    free(h->s3_host);
+    free(h->s3_path);
+    free(h->s3_region);
+    free(h->s3_key_id);
+    if (h->s3_secret) oc__cb_cleanse(h->s3_secret, strlen(h->s3_secret));
+    if (h->s3_token) oc__cb_cleanse(h->s3_token, strlen(h->s3_token));
+    free(h->s3_secret);
+    free(h->s3_token);
+    if (h->recall_key != h->auth) free(h->recall_key);
 }
 
 static const oc_source_vtable http_vtable = {
@@ -1036,6 +1140,64 @@ static char *display_name(const char *url) {
 }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* h for an s3:// URL: the store's URL and the signing settings (copies). The recent opens
+ * are keyed by the key id and a hash of the secret and token, never by the secret. */
+static oc_status s3_setup(http_source *h, const char *url, const oc_s3_options *s3in,
+                          oc_error *err) {
+    oc_s3_options s3 = OC_S3_OPTIONS_INIT;
+    if (s3in) {
+        OC_FORWARD(oc__opts_check(s3in, s3in->size, sizeof s3, "oc_s3_options", err));
+        memcpy(&s3, s3in, s3in->size < sizeof s3 ? s3in->size : sizeof s3);
+    }
+    int keyed = s3.access_key_id && *s3.access_key_id;
+    if (keyed && !(s3.secret_access_key && *s3.secret_access_key))
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "%s: the S3 settings give an access key id without its secret", url);
+    if (keyed && !oc__cb_available())
+        return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                        "%s: signed S3 requests need OpenSSL, and onnxz was built without it "
+                        "(without credentials, public buckets can be read)",
+                        url);
+    oc__s3_target t;
+    OC_FORWARD(oc__s3_target_make(url, &s3, &t, err));
+    h->s3 = 1;
+    h->url = t.url;
+    h->s3_host = t.host;
+    h->s3_path = t.path;
+    t.url = t.host = t.path = NULL;
+    oc__s3_target_free(&t);
+    h->s3_region = strdup(oc__s3_region(&s3));
+    int ok = h->url && h->s3_host && h->s3_path && h->s3_region;
+    if (keyed && ok) {
+        h->s3_key_id = strdup(s3.access_key_id);
+        h->s3_secret = strdup(s3.secret_access_key);
+        h->s3_token = s3.session_token && *s3.session_token ? strdup(s3.session_token) : NULL;
+        ok = h->s3_key_id && h->s3_secret &&
+             (h->s3_token || !(s3.session_token && *s3.session_token));
+        uint8_t md[OC__CB_SHA256_SIZE];
+        size_t sn = ok ? strlen(h->s3_secret) : 0, tn = h->s3_token ? strlen(h->s3_token) : 0;
+        char *both = ok ? malloc(sn + tn + 2) : NULL;
+        ok = both != NULL;
+        if (ok) {
+            memcpy(both, h->s3_secret, sn);
+            both[sn] = '\n';
+            memcpy(both + sn + 1, h->s3_token ? h->s3_token : "", tn + 1);
+            oc_status st = oc__cb_sha256(both, sn + tn + 1, md, err);
+            oc__cb_cleanse(both, sn + tn + 1);
+            free(both);
+            if (st != OC_OK) return st;
+            size_t kn = strlen(h->s3_key_id) + 2 * sizeof md + 8;
+            if ((h->recall_key = malloc(kn))) {
+                int o = snprintf(h->recall_key, kn, "s3 %s ", h->s3_key_id);
+                for (size_t i = 0; i < sizeof md; i++)
+                    o += snprintf(h->recall_key + o, kn - (size_t)o, "%02x", md[i]);
+            }
+            ok = h->recall_key != NULL;
+        }
+    }
+    return ok ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
 
 oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_source **out,
                           oc_error *err) {
@@ -1066,7 +1228,17 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     pthread_mutex_init(&h->ahead_lock, NULL);
     h->pid = getpid();
     const char *auth = o.auth;
-    h->url = strdup(url);
+    if (oc__is_s3_url(url)) {
+        oc_status s3st = s3_setup(h, url, o.s3, err);
+        if (s3st != OC_OK) {
+            http_destroy(&h->head);
+            free(h);
+            return oc_error_file(err, url, s3st);
+        }
+        auth = NULL; /* a bearer token is for http(s) servers, never a store */
+    } else {
+        h->url = strdup(url);
+    }
     h->ca_file = dup_or_null(o.ca_file);
     h->insecure = o.insecure != 0;
     h->timeout_s = o.timeout_ms ? (long)((o.timeout_ms + 999) / 1000) : 30L;
@@ -1082,6 +1254,7 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
         size_t n = strlen("Authorization: ") + strlen(auth) + 1;
         if ((h->auth = malloc(n))) snprintf(h->auth, n, "Authorization: %s", auth);
     }
+    if (!h->s3) h->recall_key = h->auth;
     char *name = display_name(url);
     oc_status st = !h->url || !name || (auth && !h->auth) || (h->ca_file == NULL && o.ca_file)
                        ? OC_ERR_NOMEM
