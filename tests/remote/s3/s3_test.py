@@ -71,6 +71,11 @@ class Context:
             if k.startswith("ONNXZ_") or k.lower().endswith("_proxy"):
                 del env[k]
         env["HOME"] = self.home
+        # A safety net: a request meant for anywhere but the gate on 127.0.0.1 (AWS itself,
+        # were an endpoint setting ignored) goes to a closed local port, never out.
+        for k in ("http_proxy", "https_proxy", "all_proxy"):
+            env[k] = "http://127.0.0.1:9"
+        env["no_proxy"] = "127.0.0.1,localhost"
         env.update(extra)
         return env
 
@@ -171,11 +176,13 @@ def upload(ctx, d, files):
 
 
 def supports_s3(ctx):
-    """Raises Unsupported when this onnxz does not read s3:// at all."""
-    url = "s3://models/m/model.onnxz"
-    rc, _, err = ctx.run(["info", url], ctx.env())
-    if rc != 0 and re.search(r"No such file or directory|unsupported|unknown scheme", err):
-        raise Unsupported(f"this onnxz does not read s3:// URLs (issue 29): {err.strip()}")
+    """Raises Unsupported when this onnxz does not read s3:// URLs with the AWS settings:
+    its --help names no AWS_ENDPOINT_URL_S3 (issue 29, landing in steps). Once it does,
+    every failure below is a failure."""
+    p = subprocess.run([ctx.onnxz, "--help"], capture_output=True, text=True)
+    if "AWS_ENDPOINT_URL_S3" not in p.stdout + p.stderr:
+        raise Unsupported("this onnxz does not take S3 settings yet (no AWS_ENDPOINT_URL_S3 in "
+                          "its --help; issue 29)")
 
 
 # ---- same output as the local file ---------------------------------------------------
@@ -185,18 +192,21 @@ def check_same(ctx, d):
     for name in FORMS:
         url, local = f"s3://models/m/{name}", os.path.join(d, name)
         what = f"{name} by s3://"
-        for argv in (["info", "--json"], ["ls", "--json"]):
+        listings = (["info"], ["ls"]) if name in ARCHIVES else (["info"],)  # ls: archives only
+        for argv in ([*a, "--json"] for a in listings):
             out = ctx.ok([*argv, url], f"{what}: {' '.join(argv)}", env)
             if out is not None:
                 same_json(ctx, out, ctx.local([*argv, local], what), f"{what}: {' '.join(argv)}")
-        for argv in (["info"], ["ls"]):  # text: the same but for the file's name
+        for argv in listings:  # text: the same but for the file's name
             out = ctx.ok([*argv, url], f"{what}: {argv[0]}", env)
             want = ctx.local([*argv, local], what)
             if out is not None:
                 ctx.equal(out.replace(url.encode(), b"FILE"), want.replace(local.encode(), b"FILE"),
                           f"{what}: {argv[0]} text")
         out = ctx.ok(["get", url, "w1"], f"{what}: get w1", env)
-        ctx.equal(out, ctx.local(["get", local, "w1"], what), f"{what}: get w1 bytes")
+        want = ctx.local(["get", local, "w1"], what)
+        ctx.check(out is None or out == want, f"{what}: get w1: {len(out or b'')} bytes, not the "
+                                              f"{len(want)} of the local get")
         ctx.ok(["verify", url], f"{what}: verify", env)
         for suffix, extra in ((".onnxz", []), (".onnx", [])):
             mine, theirs = ctx.path(f"c-{name}{suffix}"), ctx.path(f"c-{name}-local{suffix}")
