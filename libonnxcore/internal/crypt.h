@@ -15,11 +15,6 @@
 #include "onnxcore/status.h"
 #include "internal/onnxcore_shared.h"
 
-/* The caller's oc_crypt_options read by their size (onnxcore_shared.h): *opts becomes a
- * complete struct; OC_CRYPT_OPTS is its first statement in a public function. */
-oc_status oc__crypt_opts(const oc_crypt_options **opts, oc_crypt_options *local, oc_error *err);
-#define OC_CRYPT_OPTS(opts, err) OC_OPTS_ENTRY(oc_crypt_options, oc__crypt_opts, opts, err)
-
 /* Encryption options with every default filled in and checked. */
 typedef struct oc__crypt_params {
     oc_crypt_format format;  /* ONNXZEC1 or ONNXCRY1 */

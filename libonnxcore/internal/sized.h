@@ -1,8 +1,10 @@
 /*
- * internal/sized.h - the check every struct that begins with its size goes through (the
- * options of both libraries and the outputs oz_open_info, oz_convert_info:
- * onnxcore/options.h, "Extending"). Reading such a struct field by field is in
- * onnxcore_shared.h; this header has no other dependency, so any floor may use it.
+ * internal/sized.h - the one mechanism by which both libraries read and fill a caller's
+ * struct that begins with its size (every options struct, and the outputs oz_open_info,
+ * oz_convert_info ...: onnxcore/options.h, "Extending"): the check of its size, the copy-in
+ * of an options struct over its defaults (oc__sized_read, from a description of the
+ * struct) and the copy-out of an output (oc__output_put). The descriptions are in
+ * onnxcore_shared.h (libonnxcore's) and libonnxz/internal/options.h.
  */
 #ifndef ONNXCORE_INTERNAL_SIZED_H
 #define ONNXCORE_INTERNAL_SIZED_H
@@ -12,6 +14,8 @@
 
 #include <onnxcore/limits.h>
 #include <onnxcore/status.h>
+
+#include "onnxcore_private.h"
 
 /* The bytes of the size field: a struct of fewer bytes was never initialised. */
 #define OC_OPTS_MIN_SIZE sizeof(size_t)
@@ -43,31 +47,92 @@ static inline oc_status oc__opts_check(const void *opts, size_t size, size_t kno
     return OC_OK;
 }
 
-/* The options a call reads from the caller's struct in (NULL: the defaults), of `known`
- * bytes in this library, whose defaults are at `defaults`: in itself when of this size;
- * else local, the defaults overlaid with the fields in holds (an older, shorter struct) or
- * checked to set nothing past them (a later, longer one). *use is what to read, also on
- * failure (the defaults). */
-static inline oc_status oc__opts_adopt(const void *in, const void *defaults, void *local,
-                                       size_t known, const char *what, const void **use,
-                                       oc_error *err) {
-    size_t size = in ? *(const size_t *)in : 0;
-    *use = in;
-    if (in && size == known) return OC_OK;
-    memcpy(local, defaults, known);
-    *use = local;
-    if (!in) return OC_OK;
-    oc_status st = oc__opts_check(in, size, known, what, err);
-    if (st != OC_OK) return st;
-    memcpy(local, in, size < known ? size : known);
-    memcpy(local, &known, sizeof known);
-    return OC_OK;
-}
+/* ---- reading a caller's sized struct: one mechanism for every options struct ----
+ *
+ * A sized struct is described once (oc__sized_type): its name, its size and defaults in
+ * this library, and the sized structs it embeds (oz_open_options.parse ...), each at its
+ * offset here. oc__sized_read lays a caller's struct of any version over the defaults:
+ * the bytes within the caller's size, then each embedded struct by its own size (a caller
+ * of another version has embedded structs of another size, which moves every field after
+ * them: those are read at the caller's offsets, the library's shifted by the difference,
+ * exact since an embedded struct's size is a multiple of its alignment and no field after
+ * it needs more). Bytes are copied whole, padding included: a field named padding_NN, or
+ * the tail padding of an older struct, lands in padding of this library's layout, never
+ * read. */
+typedef struct oc__sized_type oc__sized_type;
+typedef struct oc__sized_inner {
+    size_t offset;                       /* in this library's layout of the outer struct */
+    const oc__sized_type *(*type)(void); /* the embedded struct's description */
+    const char *name;                    /* in messages: "oz_open_options.parse" */
+} oc__sized_inner;
+struct oc__sized_type {
+    const char *name;             /* in messages: "oc_parse_options" */
+    size_t size;                  /* sizeof the struct in this library */
+    const void *defaults;         /* size bytes: what its _INIT macro sets */
+    const oc__sized_inner *inner; /* the sized structs it embeds, by increasing offset */
+    size_t n_inner;
+};
+
+/* The options a call reads from the caller's struct in (NULL: the defaults), described by
+ * t: in itself when it and every struct it embeds are of this library's size; else local
+ * (t->size bytes), the defaults overlaid with what in holds (an older, shorter struct) or
+ * checked to set nothing past what this library knows (a later, longer one). *use is what
+ * to read, also on failure (the defaults). Refused (OC_ERR_INVALID_ARG): a size never set
+ * or past OC_OPTIONS_MAX_SIZE (nothing past it read), an embedded struct that does not fit
+ * in its outer one, a byte of a later version set. */
+OC_PRIVATE oc_status oc__sized_read(const oc__sized_type *t, const void *in, void *local,
+                                    const void **use, oc_error *err);
+
+/* An embedded sized struct: field f of T, described by type_fn. */
+#define OC_SIZED_INNER(T, f, type_fn) \
+    { offsetof(T, f), type_fn, #T "." #f }
+
+/* Defines name##_type (the description of T, whose defaults are INIT) and name (the
+ * reader of a caller's T: oc_status name(const T **opts, T *local, oc_error *err), which
+ * points *opts at what to read, as oc__sized_read's *use). OC_SIZED_NESTED lists the
+ * sized structs T embeds (OC_SIZED_INNER ...). Static inline, so that a description is a
+ * constant of the header that both libraries and the tests see. */
+#define OC_SIZED_READER_(T, name)                                                \
+    static inline oc_status name(const T **opts, T *local, oc_error *err) {      \
+        const void *use_;                                                        \
+        oc_status st_ = oc__sized_read(name##_type(), *opts, local, &use_, err); \
+        *opts = (const T *)use_;                                                 \
+        return st_;                                                              \
+    }
+#define OC_SIZED_FLAT(T, INIT, name)                                              \
+    static inline const oc__sized_type *name##_type(void) {                       \
+        static const T defaults_ = INIT;                                          \
+        static const oc__sized_type type_ = {#T, sizeof(T), &defaults_, NULL, 0}; \
+        return &type_;                                                            \
+    }                                                                             \
+    OC_SIZED_READER_(T, name)
+#define OC_SIZED_NESTED(T, INIT, name, ...)                                     \
+    static inline const oc__sized_type *name##_type(void) {                     \
+        static const T defaults_ = INIT;                                        \
+        static const oc__sized_inner inner_[] = {__VA_ARGS__};                  \
+        static const oc__sized_type type_ = {#T, sizeof(T), &defaults_, inner_, \
+                                             sizeof inner_ / sizeof inner_[0]}; \
+        return &type_;                                                          \
+    }                                                                           \
+    OC_SIZED_READER_(T, name)
+
+/* The first statement of a public function after its argument checks: opts (a parameter,
+ * a pointer to options of type T) from here on points to a complete struct (never NULL),
+ * made by read (a reader OC_SIZED_FLAT or OC_SIZED_NESTED defines); a struct never
+ * initialised returns OC_ERR_INVALID_ARG. One macro for every options type of both
+ * libraries. */
+#define OC_OPTS_ENTRY(T, read, opts, err)                    \
+    T opts##_full_;                                          \
+    do {                                                     \
+        oc_status st_ = read(&(opts), &opts##_full_, (err)); \
+        if (st_ != OC_OK) return st_;                        \
+    } while (0)
 
 /* The fields of found (of `known` bytes) that the caller's output struct out holds, by
  * its size; its size field and anything past them are left as they are. */
 static inline void oc__output_put(void *out, const void *found, size_t known) {
     size_t size = *(const size_t *)out;
+    if (size <= sizeof(size_t)) return; /* nothing but its size (or never set) */
     memcpy((char *)out + sizeof(size_t), (const char *)found + sizeof(size_t),
            (size < known ? size : known) - sizeof(size_t));
 }

@@ -27,6 +27,7 @@
 
 #include <onnxz/onnxz.h>
 
+#include "abi_layouts.h"
 #include "check.h"
 #include "testdir.h"
 #include "testmodel.h"
@@ -771,65 +772,20 @@ static void test_size_capped(void) {
 /* A field appended to a struct starts at or past the sizeof the struct had before it
  * (onnxcore/options.h, "Extending"): between its last field's end and that sizeof lies
  * tail padding, which a caller built against the older header passes within its size
- * holding anything. Each row is a size a struct has had (the older layouts above and in
- * the headers' history, with today's embedded structs), and the first field appended
- * after it; members lie in declaration order (C11 6.7.2.1), so every later field starts
- * past that one. Each struct's last row is its sizeof today: a struct that grows fails
- * here until its new size and the field after the old one are recorded. */
+ * holding anything. Each row of ABI_LAYOUTS (abi_layouts.h) is a size a struct has had
+ * and the first field appended after it; members lie in declaration order (C11 6.7.2.1),
+ * so every later field starts past that one. Each struct's last row is its sizeof today:
+ * a struct that grows fails here until its new size and the field after the old one are
+ * recorded. */
 typedef struct layout_row {
     const char *what;
     size_t size;   /* a size the struct has had */
     size_t offset; /* where the first field appended after it starts; today's sizeof */
 } layout_row;
-#define GREW(T, size, f) \
-    { #T " after " #size " bytes: " #f, size, offsetof(T, f) }
-#define NOW(T, size) \
-    { #T " today", size, sizeof(T) }
+#define GREW(T, size, f) {#T " after " #size " bytes: " #f, size, offsetof(T, f)},
+#define NOW(T, size)     {#T " today", size, sizeof(T)},
 
-static const layout_row layouts[] = {
-    GREW(oc_parse_options, 104, storage_pool),
-    GREW(oc_parse_options, 120, http),
-    GREW(oc_parse_options, 128, loaded_location_default),
-    GREW(oc_parse_options, 136, prefetch), /* after padding_132 */
-    NOW(oc_parse_options, 144),
-    GREW(oc_serialize_options, 56, progress),
-    GREW(oc_serialize_options, 72, fetch),
-    GREW(oc_serialize_options, 80, no_sync),
-    NOW(oc_serialize_options, 88),
-    GREW(oc_crypt_options, 24, no_overwrite),
-    NOW(oc_crypt_options, 32),
-    GREW(oc_http_options, 40, parallel),
-    GREW(oc_http_options, 48, min_rate), /* after padding_48 */
-    GREW(oc_http_options, 80, s3),
-    NOW(oc_http_options, 88),
-    NOW(oc_s3_options, 56),
-    GREW(oz_zip_reader_options, 48, max_memory),
-    GREW(oz_zip_reader_options, 56, http),
-    NOW(oz_zip_reader_options, 64),
-    GREW(oz_archive_options, 104, max_memory),
-    NOW(oz_archive_options, 112),
-    NOW(oz_convert_options, 272),
-    NOW(oz_open_options, 176),
-    GREW(oz_open_info, 8, kind),
-    GREW(oz_open_info, 16, file_size),
-    NOW(oz_open_info, 24),
-    GREW(oz_save_options, 128, cancel),
-    GREW(oz_save_options, 152, max_memory),
-    NOW(oz_save_options, 160),
-    GREW(oz_convert_info, 24, in_size),
-    NOW(oz_convert_info, 32),
-    NOW(oz_stub_options, 24),
-    NOW(oz_stub_info, 40),
-    NOW(oz_unpack_options, 40),
-    NOW(oz_unpack_info, 32),
-    NOW(oz_metadata_options, 24),
-    NOW(oz_metadata_info, 32),
-    NOW(oz_info_source, 48),
-    GREW(oz_reader_options, 48, prefetch),
-    GREW(oz_reader_options, 56, skip_data_files), /* after padding_52 */
-    NOW(oz_reader_options, 64),
-    NOW(oz_read_many_options, 32),
-};
+static const layout_row layouts[] = {ABI_LAYOUTS(GREW, NOW)};
 
 static void test_layouts(void) {
     if (sizeof(void *) != 8 || sizeof(size_t) != 8) return; /* the sizes recorded are LP64's */

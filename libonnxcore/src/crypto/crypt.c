@@ -102,22 +102,6 @@ void oc_crypt_options_init(oc_crypt_options *opts) {
     *opts = defaults;
 }
 
-oc_status oc__crypt_opts(const oc_crypt_options **opts, oc_crypt_options *local, oc_error *err) {
-    const oc_crypt_options *in = *opts;
-    if (in && in->size == sizeof *in) return OC_OK;
-    oc_crypt_options_init(local);
-    *opts = local;
-    if (!in) return OC_OK;
-    if (oc__opts_check(in, in->size, sizeof *in, "oc_crypt_options", err) != OC_OK)
-        return OC_ERR_INVALID_ARG;
-    OC_OPTS_COPY(local, in, oc_crypt_options, format);
-    OC_OPTS_COPY(local, in, oc_crypt_options, iterations);
-    OC_OPTS_COPY(local, in, oc_crypt_options, chunk_size);
-    OC_OPTS_COPY(local, in, oc_crypt_options, max_iterations);
-    OC_OPTS_COPY(local, in, oc_crypt_options, no_overwrite);
-    return OC_OK;
-}
-
 static oc_status resolve_options(const oc_crypt_options *o, oc__crypt_params *r, oc_error *err) {
     r->format = o && o->format ? o->format : OC_CRYPT_ONNXZEC1;
     r->max_iterations =

@@ -44,8 +44,8 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/parallel.h"
+#include "internal/onnxcore_shared.h"
 #include "internal/s3.h"
-#include "internal/sized.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
 #include "internal/url.h"
@@ -1145,11 +1145,9 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
  * are keyed by the key id and a hash of the secret and token, never by the secret. */
 static oc_status s3_setup(http_source *h, const char *url, const oc_s3_options *s3in,
                           oc_error *err) {
-    oc_s3_options s3 = OC_S3_OPTIONS_INIT;
-    if (s3in) {
-        OC_FORWARD(oc__opts_check(s3in, s3in->size, sizeof s3, "oc_s3_options", err));
-        memcpy(&s3, s3in, s3in->size < sizeof s3 ? s3in->size : sizeof s3);
-    }
+    oc_s3_options local;
+    OC_FORWARD(oc__s3_opts(&s3in, &local, err)); /* by the caller's size (sized.h) */
+    const oc_s3_options s3 = *s3in;
     int keyed = s3.access_key_id && *s3.access_key_id;
     if (keyed && !(s3.secret_access_key && *s3.secret_access_key))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -1217,11 +1215,9 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
         return oc_error_file(err, url,
                              oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "%s: libcurl did not start: %s",
                                       url, curl_easy_strerror(global_rc)));
-    oc_http_options o = OC_HTTP_OPTIONS_INIT;
-    if (opts) { /* the fields the caller's struct holds (sized.h) */
-        OC_FORWARD(oc__opts_check(opts, opts->size, sizeof o, "oc_http_options", err));
-        memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-    }
+    oc_http_options local;
+    OC_FORWARD(oc__http_opts(&opts, &local, err)); /* by the caller's size (sized.h) */
+    const oc_http_options o = *opts;
     http_source *h = calloc(1, sizeof *h);
     if (!h) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     pthread_mutex_init(&h->lock, NULL);

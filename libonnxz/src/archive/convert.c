@@ -149,16 +149,6 @@ void oz_save_options_init(oz_save_options *opts) {
     *opts = defaults;
 }
 
-/* The caller's options by their size (oc__opts_adopt). */
-static oc_status save_opts(const oz_save_options **opts, oz_save_options *local, oc_error *err) {
-    static const oz_save_options defaults = OZ_SAVE_OPTIONS_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_save_options", &use, err);
-    *opts = use;
-    return st;
-}
-
 static const char *const option_names[] = {"",      "form",      "external_data", "max_file_size",
                                            "align", "threshold", "checksum",      "deflate_model",
                                            "key",   "crypt"};
@@ -243,7 +233,7 @@ oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *f
     if (bad) *bad = OZ_SAVE_OPT_NONE;
     if (!out) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     oz_save_options full;
-    OC_FORWARD(save_opts(&opts, &full, err));
+    OC_FORWARD(oz__save_opts(&opts, &full, err));
     OC_FORWARD(oz__refuse_url_output(out, err));
     OC_FORWARD(oz__refuse_url_output(opts->external_data, err));
     oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
@@ -385,7 +375,7 @@ static void release_replaced(const char *out, const char *external_data) {
 oc_status oz_save(const oc_model *model, const char *out, const oz_save_options *opts,
                   oc_error *err) {
     oz_save_options full;
-    OC_FORWARD(save_opts(&opts, &full, err));
+    OC_FORWARD(oz__save_opts(&opts, &full, err));
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     /* Not in oz_convert_file: its input may be its output, read while it is written. */
     oz_form form;
@@ -407,7 +397,7 @@ oc_status oz_convert_file(const char *in, const char *out, const oz_open_options
     oz_form form;
     oc_status st =
         !in ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_convert_file: missing argument")
-            : save_opts(&out_opts, &so, err);
+            : oz__save_opts(&out_opts, &so, err);
     if (st == OC_OK) {
         so = *out_opts;
         st = oz_save_check(out, &so, &form, NULL, err);

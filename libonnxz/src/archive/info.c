@@ -11,7 +11,7 @@
 #include <onnxcore/json.h>
 
 #include "internal/open.h"
-#include "internal/sized.h"
+#include "internal/options.h"
 
 /* ---- gathering ------------------------------------------------------------------- */
 
@@ -58,13 +58,9 @@ static bool alignment_known(const oz_archive_listing *l) {
     return l->min_tensor_alignment || l->deflated_tensor_entries == l->tensor_entries;
 }
 
-/* The caller's source by its size (oc__opts_adopt), with what it must name. */
+/* The caller's source by its size (internal/options.h), with what it must name. */
 static oc_status source_of(const oz_info_source **src, oz_info_source *local, oc_error *err) {
-    static const oz_info_source defaults = OZ_INFO_SOURCE_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(*src, &defaults, local, sizeof *local, "oz_info_source", &use, err);
-    *src = use;
+    oc_status st = oz__info_source_read(src, local, err);
     if (st == OC_OK && (!(*src)->path || !(*src)->model))
         st = oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                           "oz_info_source: the path and the model are required");

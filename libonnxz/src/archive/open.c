@@ -377,7 +377,7 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
         return OC_ERR_INVALID_ARG;
     oz_open_info found = OZ_OPEN_INFO_INIT;
     oc_status st = open_any(path, opts, out, &found, NULL, err);
-    if (info) oz__open_info_put(info, &found);
+    if (info) oc__output_put(info, &found, sizeof found);
     return st;
 }
 
@@ -394,7 +394,7 @@ oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_mod
     if (!w) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oz_open_info found = OZ_OPEN_INFO_INIT;
     oc_status st = open_any(path, opts, out, &found, w, err);
-    if (info) oz__open_info_put(info, &found);
+    if (info) oc__output_put(info, &found, sizeof found);
     if (st == OC_OK)
         *weights = w;
     else

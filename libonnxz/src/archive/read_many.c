@@ -27,7 +27,7 @@
 #include "internal/error.h"
 #include "internal/open.h"
 #include "internal/parallel.h"
-#include "internal/sized.h"
+#include "internal/options.h"
 #include "internal/slice.h"
 #include "internal/source.h"
 #include "internal/source_file.h"
@@ -297,19 +297,16 @@ static oc_status read_many(many *m, size_t n, oc_error *err) {
 
 oc_status oz_reader_read_many(oz_reader *r, const oz_read_request *reqs, size_t n,
                               const oz_read_many_options *opts, oc_error *err) {
-    static const oz_read_many_options defaults = OZ_READ_MANY_OPTIONS_INIT;
     oz_read_many_options local;
-    const void *use;
     if (!r || (!reqs && n))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_reader_read_many: missing argument");
-    OC_FORWARD(
-        oc__opts_adopt(opts, &defaults, &local, sizeof local, "oz_read_many_options", &use, err));
+    OC_FORWARD(oz__read_many_opts(&opts, &local, err)); /* by the caller's size */
     many m;
     memset(&m, 0, sizeof m);
     m.r = r;
     m.reqs = reqs;
-    m.o = use;
+    m.o = opts;
     atomic_init(&m.stop, 0);
     if (n && !(m.held = calloc(n, sizeof *m.held)))
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");

@@ -20,7 +20,7 @@
 #include "internal/open.h"
 #include "internal/slice.h"
 #include "internal/zipread.h"
-#include "internal/sized.h"
+#include "internal/options.h"
 #include "onnxcore_private.h"
 
 /* Entries up to this size are read whole by oz_reader_read_to (from a URL: one request
@@ -69,17 +69,6 @@ struct oz_reader {
 void oz_reader_options_init(oz_reader_options *opts) {
     static const oz_reader_options defaults = OZ_READER_OPTIONS_INIT;
     *opts = defaults;
-}
-
-/* The caller's options by their size (oc__opts_adopt). */
-static oc_status reader_opts(const oz_reader_options **opts, oz_reader_options *local,
-                             oc_error *err) {
-    static const oz_reader_options defaults = OZ_READER_OPTIONS_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_reader_options", &use, err);
-    *opts = use;
-    return st;
 }
 
 /* ---- L-2: the files a local .onnx was read from ---- */
@@ -263,13 +252,10 @@ static oc_status open_any(oz_reader *r, const char *path, const oz_reader_option
     return OC_OK;
 }
 
-/* A copy of the caller's HTTP settings, by their size (oc__opts_adopt). */
+/* A copy of the caller's HTTP settings, by their size (internal/options.h). */
 static oc_status http_adopt(oz_reader *r, const oc_http_options *http, oc_error *err) {
-    static const oc_http_options defaults = OC_HTTP_OPTIONS_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(http, &defaults, &r->http, sizeof r->http, "oc_http_options", &use, err);
-    if (st == OC_OK && use != &r->http) r->http = *(const oc_http_options *)use;
+    oc_status st = oc__http_opts(&http, &r->http, err);
+    if (st == OC_OK && http != &r->http) r->http = *http;
     return st;
 }
 
@@ -281,7 +267,7 @@ oc_status oz_reader_open(const char *path, const oz_reader_options *opts, oz_rea
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_reader_open: missing argument");
     if (info && oc__output_check(info, info->size, "oz_open_info", err) != OC_OK)
         return OC_ERR_INVALID_ARG;
-    OC_FORWARD(reader_opts(&opts, &local, err));
+    OC_FORWARD(oz__reader_opts(&opts, &local, err));
     oz_reader *r = calloc(1, sizeof *r);
     if (!r) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     oz_open_info_init(&r->info);
@@ -317,7 +303,7 @@ void oz_reader_close(oz_reader *r) {
 /* ---- what was opened ---- */
 
 void oz_reader_info(const oz_reader *r, oz_open_info *info) {
-    if (r && info && info->size >= OC_OPTS_MIN_SIZE) oc__output_put(info, &r->info, sizeof r->info);
+    if (r && info) oc__output_put(info, &r->info, sizeof r->info);
 }
 
 oc_model *oz_reader_model(const oz_reader *r) {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal/onnxcore_shared.h"
+#include "internal/options.h"
 #include "internal/metadata.h"
 #include "internal/archive.h"
 #include "internal/path_safety.h"
@@ -112,16 +112,6 @@ static oc_status records_attach(const stub_records *r, oc_model *model) {
 void oz_stub_options_init(oz_stub_options *opts) {
     static const oz_stub_options defaults = OZ_STUB_OPTIONS_INIT;
     *opts = defaults;
-}
-
-/* The caller's options by their size (oc__opts_adopt). */
-static oc_status stub_opts(const oz_stub_options **opts, oz_stub_options *local, oc_error *err) {
-    static const oz_stub_options defaults = OZ_STUB_OPTIONS_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_stub_options", &use, err);
-    *opts = use;
-    return st;
 }
 
 typedef struct stub_ctx {
@@ -317,7 +307,7 @@ oc_status oz_stub_file(const char *archive, const char *out, const oz_stub_optio
     if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_stub_info", err));
     oc_status st = !archive || !out ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                                "oz_stub_file: missing argument")
-                                    : stub_opts(&opts, &full, err);
+                                    : oz__stub_opts(&opts, &full, err);
     if (st == OC_OK) st = oz__refuse_url_output(out, err);
     if (st == OC_OK) st = check_files(archive, out, &found, err);
     if (st == OC_OK) {

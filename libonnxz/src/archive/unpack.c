@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "internal/onnxcore_atomic.h"
-#include "internal/onnxcore_shared.h"
+#include "internal/options.h"
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/cleanup.h"
@@ -405,17 +405,6 @@ void oz_unpack_options_init(oz_unpack_options *opts) {
     *opts = defaults;
 }
 
-/* The caller's options by their size (oc__opts_adopt). */
-static oc_status unpack_opts(const oz_unpack_options **opts, oz_unpack_options *local,
-                             oc_error *err) {
-    static const oz_unpack_options defaults = OZ_UNPACK_OPTIONS_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_unpack_options", &use, err);
-    *opts = use;
-    return st;
-}
-
 /* The fields of found that the caller's info holds (by its size). */
 static void info_put(oz_unpack_info *info, const oz_unpack_info *found) {
     if (info) oc__output_put(info, found, sizeof *found);
@@ -455,7 +444,7 @@ oc_status oz_unpack_file(const char *archive, const char *dir, const oz_unpack_o
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                       "DIR '-': standard output cannot be a directory of files");
     else if ((st = oz__refuse_url_output(dir, err)) == OC_OK)
-        st = unpack_opts(&opts, &full, err);
+        st = oz__unpack_opts(&opts, &full, err);
     if (st == OC_OK) st = unpack(archive, dir, opts, &found, err);
     if (st != OC_OK) found.files = found.bytes = 0;
     info_put(info, &found);

@@ -153,7 +153,7 @@ oc_status oz_verify_model(const char *path, const oz_open_options *opts, oz_mode
     o.parse.verify_checksums = 1;
     if (o.parse.num_threads == 0) o.parse.num_threads = -1; /* checksums hashed on every core */
     oc_status st = oz_open(path, &o, &model, &local_info, err);
-    if (info) oz__open_info_put(info, &local_info);
+    if (info) oc__output_put(info, &local_info, sizeof local_info);
     if (st == OC_OK) st = oc_model_check(model, err);
     if (st == OC_OK && oz_kind_is_encrypted(local_info.kind, &crypt))
         st = model_report(model, out, err);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "internal/metadata.h"
-#include "internal/onnxcore_shared.h"
+#include "internal/options.h"
 #include "internal/error.h"
 #include "onnxcore_private.h"
 #include "onnxcore/http.h"
@@ -25,17 +25,6 @@
 void oz_metadata_options_init(oz_metadata_options *opts) {
     static const oz_metadata_options defaults = OZ_METADATA_OPTIONS_INIT;
     *opts = defaults;
-}
-
-/* The caller's options by their size (oc__opts_adopt). */
-static oc_status metadata_opts(const oz_metadata_options **opts, oz_metadata_options *local,
-                               oc_error *err) {
-    static const oz_metadata_options defaults = OZ_METADATA_OPTIONS_INIT;
-    const void *use;
-    oc_status st =
-        oc__opts_adopt(*opts, &defaults, local, sizeof *local, "oz_metadata_options", &use, err);
-    *opts = use;
-    return st;
 }
 
 /* The fields of found that the caller's info holds (by its size). */
@@ -199,7 +188,7 @@ oc_status oz_edit_metadata(const char *path, const oz_metadata_edit *edits, size
     if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_metadata_info", err));
     oc_status st = !path || (n && !edits) ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                                                      "oz_edit_metadata: missing argument")
-                                          : metadata_opts(&opts, &full, err);
+                                          : oz__metadata_opts(&opts, &full, err);
     if (st == OC_OK) st = check_edits(edits, n, err);
     if (st == OC_OK && n && oc_is_url(path)) /* before any request: a URL is never written */
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
