@@ -486,6 +486,26 @@ function sendCaptured(ctx, r) {
   ctx.res.end(ctx.method === 'HEAD' ? undefined : r.body);
 }
 
+// Rewrites Range: bytes=-N as the absolute range S3 would serve (the last N bytes, the
+// whole object when N is larger); true when S3's 416 for N = 0 or an empty object was sent.
+async function suffixRange(ctx, s3rver) {
+  const p = ctx.parsed;
+  let size;
+  try {
+    size = Number((await s3rver.store.getMetadata(p.bucket, p.key))['content-length']);
+  } catch (e) {
+    return false; // no such key: s3rver says so
+  }
+  const n = Number(p.headers.range.slice('bytes=-'.length));
+  if (n === 0 || size === 0) {
+    return s3Error(ctx, 416, 'InvalidRange', 'The requested range is not satisfiable', {
+      RangeRequested: p.headers.range, ActualObjectSize: size,
+    });
+  }
+  p.headers.range = `bytes=${Math.max(0, size - n)}-${size - 1}`;
+  return false;
+}
+
 // ---- the gate --------------------------------------------------------------------------
 async function handle(ctx, req, s3rver, s3rverPort) {
   const p = ctx.parsed;
@@ -584,6 +604,10 @@ async function handle(ctx, req, s3rver, s3rverPort) {
         uploads.set(id[1], { bucket: p.bucket, key: p.key, initiated: new Date(), parts: new Map() });
       }
       return sendCaptured(ctx, r);
+    }
+    if ((method === 'GET' || method === 'HEAD') && /^bytes=-\d+$/.test(p.headers.range || '')) {
+      // s3rver reads a suffix range bytes=-N as bytes=0-N; S3 gives the last N bytes
+      if (await suffixRange(ctx, s3rver)) return;
     }
     return await forward(ctx, req, body, s3rverPort);
   } finally {

@@ -97,6 +97,15 @@ test('put, get whole and by range, head, list: the bytes the SDK put', async () 
   assert.strictEqual(logged.length, 1);
   assert.deepStrictEqual([logged[0].method, logged[0].range, logged[0].status, logged[0].bytes_sent],
     ['GET', 'bytes=1000-1999', 206, 1000]);
+  // a suffix range: the last N bytes (s3rver alone answers bytes=0-N), all when N is larger
+  const tail = await s3.send(new GetObjectCommand({ Bucket: 'models', Key: 'dir/a model+x.bin', Range: 'bytes=-300' }));
+  assert.strictEqual(tail.ContentRange, 'bytes 99700-99999/100000');
+  assert.deepStrictEqual(await body(tail), data.subarray(99700));
+  const all = await s3.send(new GetObjectCommand({ Bucket: 'models', Key: 'dir/a model+x.bin', Range: 'bytes=-200000' }));
+  assert.strictEqual(all.ContentRange, 'bytes 0-99999/100000');
+  assert.deepStrictEqual(await body(all), data);
+  assert.deepStrictEqual((await failure(s3.send(new GetObjectCommand({ Bucket: 'models', Key: 'dir/a model+x.bin', Range: 'bytes=100000-' })))).slice(0, 2),
+    ['InvalidRange', 416]);
   const head = await s3.send(new HeadObjectCommand({ Bucket: 'models', Key: 'dir/a model+x.bin' }));
   assert.strictEqual(head.ContentLength, 100000);
   const list = await s3.send(new ListObjectsV2Command({ Bucket: 'models', Prefix: 'dir/' }));
