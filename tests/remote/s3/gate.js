@@ -627,6 +627,7 @@ function logRequest(ctx, req) {
     bucket: p.bucket,
     key: p.key,
     range: req.headers.range || '',
+    content_range: ctx.res.getHeader('content-range') || '',
     status: ctx.res.statusCode,
     code: ctx.code || '',
     bytes_in: ctx.bytesIn,

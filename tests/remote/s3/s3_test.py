@@ -14,6 +14,8 @@ the other suites):
             command says so in one line naming the object (as for https://);
   budget    open + list + one tensor of an archive in at most 3 requests (the gate's log),
             every one signed with the account's key, bytes within the listing budget;
+  parallel  a 32 MiB tensor (get, convert) in 4 MiB ranges, 2 to 4 at once, each signed,
+            covering its bytes once, equal to the local file's;
   errors    a wrong secret, an expired session token, an unknown key id, a missing key, a missing bucket, a
             bucket in another region, no credentials on a private bucket: exit 1, one line
             `onnxz: error: s3://BUCKET/KEY: ...` naming what the store said, nothing on
@@ -41,7 +43,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import s3_env  # noqa: E402
 import remote_test  # noqa: E402
-from remote_test import ERROR_RE, TAIL, listing_budget, same_json  # noqa: E402
+from remote_test import ERROR_RE, PAR_CHUNK, RANGE_RE, TAIL, listing_budget, same_json  # noqa: E402
 
 SKIP = 77
 KEY = "s3 test passphrase"
@@ -178,6 +180,11 @@ def build_fixtures(ctx, d):
                  *([] if NOSSL else [["encrypt", "--key-file", p("key.txt"), "--iterations", "1000",
                                       p("model.onnxz"), p("enc.onnxz")]])):
         ctx.local(["-q", *argv], "build the fixtures")
+    # big.onnxz: one tensor of 32 MiB, which a read by URL fetches in parallel ranges
+    big = remote_test.numpy.random.default_rng(7).integers(0, 256, 32 << 20, dtype=remote_test.numpy.uint8)
+    remote_test.save_model(p("big.onnx"), [remote_test.numpy_helper.from_array(big, "big")], "big")
+    ctx.local(["-q", "convert", p("big.onnx"), p("big.onnxz")], "build the fixtures")
+    os.unlink(p("big.onnx"))
     files = sorted(os.listdir(d))
     if not ctx.check("split.data.1" in files, f"split.onnx has more than one data file: {files}"):
         raise RuntimeError("fixtures")
@@ -185,10 +192,11 @@ def build_fixtures(ctx, d):
 
 
 def upload(ctx, d, files):
-    """The SDK puts every file under models/m/ and public-models/m/, and model.onnxz in
-    eu-models/m/."""
+    """The SDK puts every file under models/m/ and public-models/m/ (big.onnxz in the
+    bucket read only), and model.onnxz in eu-models/m/."""
     ops = [{"op": "put", "bucket": b, "key": f"m/{f}", "file": os.path.join(d, f)}
-           for b in ("models", "public-models") for f in files]
+           for b in ("models", "public-models") for f in files
+           if f != "big.onnxz" or b == ctx.bucket]  # 32 MiB: where it is read only
     ops.append({"op": "put", "bucket": "eu-models", "key": "m/model.onnxz", "file": os.path.join(d, "model.onnxz")})
     regions = {"eu-models": "eu-west-1"}
     for op in ops:  # eu-models takes requests signed for its region only
@@ -287,6 +295,46 @@ def check_budget(ctx, d):
         if reqs and reqs[0]["method"] == "GET":
             ctx.check(reqs[0]["range"] in (f"bytes=-{TAIL}",) or reqs[0]["range"].startswith("bytes="),
                       f"budget: {' '.join(argv)}: the first request reads a range: {shown}")
+
+
+def check_parallel(ctx, d):
+    """get and convert of big.onnxz's 32 MiB tensor with ONNXZ_HTTP_PARALLEL=4: the bytes of
+    the local file's, in ranges of 4 MiB fetched at most 4 at once, more than one at a time,
+    each signed on its own, that cover what they read once (no gap, no overlap)."""
+    url, local = f"s3://{ctx.bucket}/m/big.onnxz", os.path.join(d, "big.onnxz")
+    size = os.path.getsize(local)
+    for kind in ("get", "convert"):
+        what = f"{kind} of a 32 MiB entry in parallel"
+        out = ctx.path(f"par-{kind}")
+        argv = ["get", url, "big", "-o", out] if kind == "get" else ["-q", "convert", url, out + ".onnxz"]
+        mark = ctx.gate.mark()
+        if ctx.ok(argv, what, ctx.env(ctx.account, ONNXZ_HTTP_PARALLEL="4")) is None:
+            continue
+        reqs = ctx.gate.requests_since(mark)
+        if kind == "get":
+            want = ctx.local(["get", local, "big"], what)
+            ctx.check(read(out) == want, f"{what}: not the local get's bytes")
+        else:
+            ctx.local(["-q", "convert", local, out + "-local.onnxz"], what)
+            ctx.check(read(out + ".onnxz") == read(out + "-local.onnxz"), f"{what}: not the local convert's bytes")
+        spans = []
+        for r in reqs:
+            ctx.check(r["status"] == 206 and r["auth"] == ("anonymous" if NOSSL else "sigv4"),
+                      f"{what}: {r['range']}: {r['status']} {r['auth']}")
+            m = RANGE_RE.match(r["range"])
+            spans.append((int(m.group(1)), int(m.group(2))) if m else (max(0, size - TAIL), size - 1))
+        spans.sort()
+        ctx.check(all(b[0] == a[1] + 1 for a, b in zip(spans, spans[1:])),
+                  f"{what}: ranges overlap or leave a gap: {spans}")
+        chunks = sum(1 for a, b in spans if b - a + 1 == PAR_CHUNK)
+        ctx.check(chunks >= 4, f"{what}: {chunks} ranges of {PAR_CHUNK} bytes, want 4 or more: {spans}")
+        events = sorted([(r["time"], 1) for r in reqs] + [(r["time"] + r["ms"] / 1000, -1) for r in reqs])
+        most = now = 0
+        for _, step in events:
+            now += step
+            most = max(most, now)
+        ctx.check(1 < most <= 4, f"{what}: {most} requests at once, want 2 to 4")
+        print(f"parallel: {what}: {len(reqs)} requests, at most {most} at once")
 
 
 # ---- errors --------------------------------------------------------------------------
@@ -399,11 +447,12 @@ def main():
     with s3_env.Gate(os.path.join(args.work, "gate"), args.node_modules) as gate:
         ctx = Context(args, gate)
         try:
+            supports_s3(ctx)
             d = ctx.path("local")
             upload(ctx, d, build_fixtures(ctx, d))
-            supports_s3(ctx)
             check_same(ctx, d)
             check_budget(ctx, d)
+            check_parallel(ctx, d)
             if NOSSL:
                 check_nossl(ctx)
             else:
