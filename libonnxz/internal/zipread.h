@@ -38,6 +38,19 @@ oc_status oz__zip_reader_open_source(oc_source *src, uint64_t size,
  * an entry has exactly those bytes. */
 bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len, uint64_t *index);
 
+/* Bytes [from, from + n) of entry `index` (n > 0; the range inside the entry, else
+ * OC_ERR_INVALID_ARG) passed to write in order, in pieces, holding a few chunks of it at a
+ * time whatever the entry's size: a STORED entry's read from the source (from a URL one
+ * request, streamed through); a DEFLATED entry's inflated from its start as its
+ * compressed bytes are read (from a URL one request, given up once the range is out), the
+ * bytes before `from` thrown away and nothing inflated past the range, within no
+ * max_inflated (memory does not grow with the entry). A range that is the whole entry is
+ * checked as oz_zip_reader_read_to checks it (a DEFLATED one: Z-77 and its CRC; a STORED
+ * one read from a source that cannot map: its CRC); a part is not (spec/onnxz-zip.md
+ * Z-79): its CRC covers bytes not read. */
+oc_status oz__zip_reader_read_part(const oz_zip_reader *r, uint64_t index, uint64_t from,
+                                   uint64_t n, oc_write_fn write, void *ctx, oc_error *err);
+
 /* The source the reader reads (the reader holds a reference; take one to keep it). */
 oc_source *oz__zip_reader_source(const oz_zip_reader *r);
 /* Advice to the source: every entry will be read, in about the order of the file (a

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import zipfile
 
 import numpy as np
 import onnx
@@ -155,6 +156,43 @@ def test_a_slice_reads_its_runs_alone(served):
     runs = [r for r in reqs if r["body_bytes_sent"] == 64 * 4]
     assert len(runs) == 10 and len(reqs) <= 11  # 10 rows, and the entry's local header
     assert sum(r["body_bytes_sent"] for r in reqs) <= part.nbytes + 4096
+
+
+def test_slices_of_deflated_and_changed_entries(served, tmp_path):
+    """spec/onnxz-zip.md Z-79 from a URL: a slice of a DEFLATED entry (16 MiB, row i all
+    i) is inflated from one streamed request, given up after its last byte, and equals
+    numpy's slice of the whole; in a copy of m.onnxz whose one byte of w1 changed (its
+    headers untouched), a slice short of the whole entry is not checked against the CRC
+    (it reads the changed byte as it is), the whole tensor is (R-12), as its whole read."""
+    from test_slice import deflated_archive, rows
+    ng, root = served
+    deflated_archive(str(root / "z.onnxz"), 4096)
+    with onnxz.open(ng.url("z.onnxz")) as f:
+        s, whole = f.get_slice("z"), rows(0, 4096)
+        for idx in [(slice(0, 2),), (slice(4000, None), slice(3, 5)), (-1,), (Ellipsis,)]:
+            assert np.array_equal(s[idx], whole[idx]), idx
+    with onnxz.open(str(root / "m.onnxz")) as f:
+        w1 = f["w1"]
+    with zipfile.ZipFile(root / "m.onnxz") as z:
+        t = next(t for t in onnx.load_from_string(z.read("__MODEL_PROTO")).graph.initializer
+                 if t.name == "w1")
+        info = z.getinfo(next(e.value for e in t.external_data if e.key == "location"))
+    data = bytearray((root / "m.onnxz").read_bytes())
+    at = info.header_offset + 30 + len(info.filename.encode()) + \
+        int.from_bytes(data[info.header_offset + 28:info.header_offset + 30], "little")
+    assert bytes(data[at:at + w1.nbytes]) == w1.tobytes()
+    data[at + w1.nbytes - 1] ^= 0x40  # the last byte of the last row
+    (root / "changed.onnxz").write_bytes(bytes(data))
+    with onnxz.open(ng.url("changed.onnxz")) as f:
+        s = f.get_slice("w1")
+        assert np.array_equal(s[:2], w1[:2])
+        assert not np.array_equal(s[-1:], w1[-1:])  # read as it is, not checked
+        with pytest.raises(onnxz.Error, match="CRC-32"):
+            s[:]
+        with pytest.raises(onnxz.Error, match="CRC-32"):
+            f["w1"]
+        with pytest.raises(onnxz.Error, match="CRC-32"):
+            f.read_into("w1", np.empty_like(w1))
 
 
 def test_a_remote_file_is_read_from_several_threads(served):

@@ -2,6 +2,12 @@
 an archive, a .onnx with external data and an encrypted file, equal to numpy's indexing of
 the whole tensor (the oracle); a leading slice of a mapped file is a view of the mapping;
 the refusals."""
+import builtins
+import os
+import subprocess
+import sys
+import zipfile
+
 import numpy as np
 import onnx
 import pytest
@@ -234,3 +240,105 @@ def test_read_into_many_is_interrupted(tmp_path):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+ROWS, COLS = 65536, 1024  # float32: 256 MiB, row i all i
+
+
+def rows(lo, hi):
+    return np.broadcast_to(np.arange(lo, hi, dtype=np.float32)[:, None], (hi - lo, COLS))
+
+
+def deflated_archive(path, n=ROWS, bad_crc=False):
+    """An archive (built with zipfile, the oracle's writer) whose one tensor "z" (FLOAT
+    [n, 1024], row i all i: 256 MiB by default) is a DEFLATED entry (about 1/1000 of
+    it), written in pieces: never whole in memory. bad_crc: its CRC-32 changed in both
+    its headers (an entry whose bytes changed)."""
+    t = onnx.TensorProto(name="z", data_type=onnx.TensorProto.FLOAT, dims=[n, COLS],
+                         data_location=onnx.TensorProto.EXTERNAL)
+    t.external_data.add(key="location", value="z")
+    t.external_data.add(key="length", value=str(n * COLS * 4))
+    model = helper.make_model(helper.make_graph([], "g", [], [], [t]))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("z", "w") as w:
+            for lo in range(0, n, 4096):
+                w.write(rows(lo, min(n, lo + 4096)).tobytes())
+        z.writestr(zipfile.ZipInfo("__MODEL_PROTO"), model.SerializeToString())
+    if bad_crc:
+        with zipfile.ZipFile(path) as z:
+            local, central = z.getinfo("z").header_offset + 14, z.start_dir + 16
+        with builtins.open(path, "r+b") as f:
+            for at in (local, central):  # "z" is the first entry in both
+                f.seek(at)
+                crc = int.from_bytes(f.read(4), "little") ^ 1
+                f.seek(at)
+                f.write(crc.to_bytes(4, "little"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def deflated(tmp_path_factory):
+    return deflated_archive(str(tmp_path_factory.mktemp("deflated") / "z.onnxz"))
+
+
+@pytest.mark.skipif(bool(os.environ.get("LD_PRELOAD")),
+                    reason="ASan keeps freed memory in its quarantine")
+def test_slice_of_a_deflated_entry_costs_the_slice(deflated):
+    """A slice of a 256 MiB DEFLATED entry is inflated as a stream up to its last byte,
+    the bytes before it thrown away: the peak RSS of the reads, over the RSS before them,
+    stays far below the tensor (inflating it whole would add all 256 MiB); each slice
+    equals numpy's slice of the whole tensor (row i all i)."""
+    code = f"""
+import numpy as np, onnxz
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+f = onnxz.open({deflated!r})
+s = f.get_slice("z")
+before = rss()
+with open("/proc/self/clear_refs", "w") as c:  # the peak from here
+    c.write("5")
+parts = [s[65530:], s[1000:1003, 7], s[40000:40600:300, ::100], s[-1, -4:]]
+with open("/proc/self/status") as st:
+    peak = [int(l.split()[1]) * 1024 for l in st if l.startswith("VmHWM:")][0]
+print(peak - before)
+np.save({deflated + ".npy"!r}, np.concatenate([p.ravel() for p in parts]))
+"""
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                       text=True)
+    above = int(r.stdout)
+    assert above < 24 << 20, above
+    whole = rows(0, ROWS)
+    want = [whole[65530:], whole[1000:1003, 7], whole[40000:40600:300, ::100],
+            whole[-1, -4:]]
+    got = np.load(deflated + ".npy")
+    assert np.array_equal(got, np.concatenate([p.ravel() for p in want]))
+
+
+def test_deflated_slices_equal_numpy(deflated):
+    whole = rows(0, ROWS)
+    with onnxz.open(deflated) as f:
+        s = f.get_slice("z")
+        for idx in [(slice(0, 2),), (5, slice(1, 9, 3)), (slice(ROWS - 3, None), 0),
+                    (slice(100, 90),), (Ellipsis, slice(-2, None))]:
+            assert np.array_equal(s[idx], whole[idx]), idx
+        out = np.empty((2, COLS), np.float32)
+        assert f.read_into("z", out, (slice(7, 9),)) == out.nbytes
+        assert np.array_equal(out, whole[7:9])
+
+
+def test_deflated_crc_is_checked_on_whole_reads_only(tmp_path):
+    """spec/onnxz-zip.md Z-79: a slice that reads every byte of its entry is checked as a
+    whole read is (a DEFLATED entry's CRC-32, Z-77); a part is not, its CRC covering bytes
+    it does not read."""
+    p = deflated_archive(str(tmp_path / "bad.onnxz"), 64, bad_crc=True)
+    with onnxz.open(p) as f:
+        assert np.array_equal(f.get_slice("z")[3:5], rows(3, 5))
+        assert np.array_equal(f.get_slice("z")[63], rows(63, 64)[0])  # to the last byte
+        with pytest.raises(onnxz.Error, match="CRC-32"):
+            f.get_slice("z")[:]
+        with pytest.raises(onnxz.Error, match="CRC-32"):
+            f["z"]
+        out = np.empty((64, COLS), np.float32)
+        with pytest.raises(onnxz.Error, match="CRC-32"):
+            f.read_into("z", out)

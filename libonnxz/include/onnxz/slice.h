@@ -80,11 +80,16 @@ OZ_API void oz_slice_run(const oz_slice *s, uint64_t i, uint64_t *at, uint64_t *
 /* The slice s of its tensor (one of r's) into *out (released first): the tensor's byte
  * count checked first as oz_reader_size checks it; then, where the tensor's bytes lie in
  * an archive's STORED entry or in a URL's data file, each run read on its own (from a
- * URL one range request, adjacent runs together: never the whole tensor; a STORED
- * entry's CRC is not checked, which needs all of it), else the tensor read as
+ * URL one range request, adjacent runs together: never the whole tensor); in a DEFLATED
+ * entry, the entry inflated as a stream from its start to the slice's last byte, the
+ * bytes outside the runs thrown away (memory: the slice and a few chunks, whatever the
+ * tensor's size; from a URL one request, given up there); else the tensor read as
  * oz_reader_read reads it and the runs taken from it. One run of a mapping (a mapped
  * .onnx or archive) is a span of it, no copy; every other result is an owned buffer.
- * Threads: as oz_reader_read. */
+ * Checks (spec/onnxz-zip.md Z-79): a slice that is the whole tensor is checked as
+ * oz_reader_read checks it (a DEFLATED entry's or a downloaded STORED entry's CRC-32); a
+ * smaller one is not checked against its entry's CRC, which needs all of it (verify
+ * does, once). Threads: as oz_reader_read. */
 OZ_API oc_status oz_reader_read_slice(oz_reader *r, const oz_slice *s, oc_bytes *out,
                                       oc_error *err);
 

@@ -452,12 +452,15 @@ oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn
 /* ---- slices (onnxz/slice.h) ---- */
 
 /* Where a tensor's bytes can be read at offsets without the rest of them: an archive's
- * STORED entry (the archive's source, the entry's data at base) or a URL's data file
- * (opened for this read: ranged_close); neither: the tensor is read whole. */
+ * entry (its reader and index; a STORED one's data also as the archive's source at base)
+ * or a URL's data file (opened for this read: ranged_close); none: the tensor is read
+ * whole. */
 typedef struct ranged {
     oc_source *src;
     uint64_t base;
     oc_external_data *files;
+    const oz_zip_reader *zip; /* an archive's entry, STORED or DEFLATED */
+    uint64_t index;
 } ranged;
 
 static oc_status ranged_of(const oz_reader *r, const onnx_TensorProto *t, ranged *out,
@@ -465,7 +468,7 @@ static oc_status ranged_of(const oz_reader *r, const onnx_TensorProto *t, ranged
     const oz_zip_reader *zip = r->archive ? oz_archive_zip(r->archive) : NULL;
     uint64_t index;
     oz_zip_entry e;
-    *out = (ranged){NULL, 0, NULL};
+    *out = (ranged){NULL, 0, NULL, NULL, 0};
     if (!oc_tensor_is_external(t)) return OC_OK;
     if (r->data_dir)
         return oc_external_data_open(&onnx_TensorProto_desc, t, r->data_dir, &r->parse, &out->files,
@@ -473,7 +476,10 @@ static oc_status ranged_of(const oz_reader *r, const onnx_TensorProto *t, ranged
     if (!zip || !oz_archive_tensor_entry(zip, t, &index)) return OC_OK;
     OC_FORWARD(oz_zip_reader_local(zip, index, err)); /* from a URL: its data_offset */
     OC_FORWARD(oz_zip_reader_entry(zip, index, &e, err));
-    if (e.method == OZ_ZIP_STORED) *out = (ranged){oz__zip_reader_source(zip), e.data_offset, NULL};
+    if (e.method == OZ_ZIP_STORED)
+        *out = (ranged){oz__zip_reader_source(zip), e.data_offset, NULL, NULL, 0};
+    out->zip = zip;
+    out->index = index;
     return OC_OK;
 }
 
@@ -491,6 +497,9 @@ static oc_status check_whole(oz_reader *r, const oz_slice *s, oc_error *err) {
                          oc_quote(t->name.data, t->name.size, name, sizeof name),
                          (unsigned long long)have, (unsigned long long)oz__slice_whole(s));
 }
+
+/* The slice is the whole tensor: read, it is checked as a whole read is (Z-79). */
+static bool slice_is_whole(const oz_slice *s) { return oz_slice_size(s) == oz__slice_whole(s); }
 
 /* Where the runs of a slice are gathered: from rg, or from the whole tensor's bytes. */
 typedef struct gather {
@@ -529,12 +538,55 @@ static oc_status gather_runs(const oz_slice *s, gather *g, oc_error *err) {
     return n ? gather_run(g, at, n, err) : OC_OK;
 }
 
-/* s's bytes into dst (oz_slice_size(s) of them), its tensor's size checked already. */
+/* The runs of a slice picked from the entry's bytes as they stream past, in order (the
+ * runs rise through the tensor): run i is [at, at + n), pos the entry's offset of the
+ * next byte to come. */
+typedef struct picker {
+    const oz_slice *s;
+    uint64_t i, at, n, pos;
+    uint8_t *dst;
+} picker;
+
+static oc_status pick_runs(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    (void)err;
+    picker *p = ctx;
+    const uint8_t *b = data;
+    uint64_t end = p->pos + size;
+    while (p->i < oz_slice_runs(p->s)) {
+        uint64_t lo = p->at > p->pos ? p->at : p->pos, hi = p->at + p->n < end ? p->at + p->n : end;
+        if (lo >= end) break; /* the run starts past this piece */
+        if (lo < hi) {
+            memcpy(p->dst, b + (lo - p->pos), (size_t)(hi - lo));
+            p->dst += hi - lo;
+        }
+        if (hi < p->at + p->n) break; /* the rest of the run is in the next piece */
+        if (++p->i < oz_slice_runs(p->s)) oz_slice_run(p->s, p->i, &p->at, &p->n);
+    }
+    p->pos = end;
+    return OC_OK;
+}
+
+/* s's bytes streamed out of its archive entry, from its first run's first byte to its
+ * last run's last (a DEFLATED entry inflated that far and no further), into dst. */
+static oc_status stream_runs(const ranged *rg, const oz_slice *s, uint8_t *dst, oc_error *err) {
+    picker p = {s, 0, 0, 0, 0, dst};
+    uint64_t last_at, last_n;
+    oz_slice_run(s, 0, &p.at, &p.n);
+    oz_slice_run(s, oz_slice_runs(s) - 1, &last_at, &last_n);
+    p.pos = p.at;
+    return oz__zip_reader_read_part(rg->zip, rg->index, p.at, last_at + last_n - p.at, pick_runs,
+                                    &p, err);
+}
+
+/* s's bytes into dst (oz_slice_size(s) of them, not 0), its tensor's size checked
+ * already. */
 static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_error *err) {
     const onnx_TensorProto *t = oz__slice_tensor(s);
     ranged rg;
     gather g = {t, &rg, NULL, dst, 0};
     OC_FORWARD(ranged_of(r, t, &rg, err));
+    if (rg.zip && (!rg.src || slice_is_whole(s))) /* DEFLATED, or checked whole */
+        return stream_runs(&rg, s, dst, err);
     if (rg.src || rg.files) {
         oc_status st = gather_runs(s, &g, err);
         ranged_close(&rg);
@@ -550,7 +602,8 @@ static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_er
 
 /* A slice of one run, where it can share what holds it: a span of the archive's source
  * (a mapping) or of the tensor's bytes as read (a mapping, the decrypted file); true
- * when *out is set (or st failed). */
+ * when *out is set (or st failed). A part of a DEFLATED entry is not (it would inflate
+ * the whole entry), nor one of a URL's data file. */
 static bool one_run(oz_reader *r, const oz_slice *s, oc_bytes *out, oc_status *st, oc_error *err) {
     const onnx_TensorProto *t = oz__slice_tensor(s);
     uint64_t at, n;
@@ -558,11 +611,12 @@ static bool one_run(oz_reader *r, const oz_slice *s, oc_bytes *out, oc_status *s
     if (oz_slice_runs(s) != 1 || (r->data_dir && oc_tensor_is_external(t))) return false;
     oz_slice_run(s, 0, &at, &n);
     if ((*st = ranged_of(r, t, &rg, err)) != OC_OK) return true;
-    if (rg.src) {
+    if (rg.zip && !rg.src && !slice_is_whole(s)) return false;
+    if (rg.src && !slice_is_whole(s)) {
         *st = oc_source_map(rg.src, rg.base + at, n, out, err); /* a mapping, else a read */
         return true;
     }
-    oc_bytes whole = {0};
+    oc_bytes whole = {0}; /* read as oz_reader_read reads it, checked as it checks it */
     if ((*st = read_bytes(r, t, &whole, err)) != OC_OK) return true;
     if (whole.mode == OC_BYTES_SHARED)
         oc_bytes_set_shared(out, whole.data + at, n, whole.owner);

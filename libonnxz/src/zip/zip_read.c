@@ -1335,6 +1335,141 @@ oc_status oz_zip_reader_verify_all(const oz_zip_reader *r, oc_error *err) {
     return OC_OK;
 }
 
+/* ---- a part of an entry (slices) ---- */
+
+/* A DEFLATED entry inflated as its compressed bytes come, through a CHUNK of scratch:
+ * the bytes before `from` thrown away, those of [from, to) passed to write, and nothing
+ * inflated past `to`, so that memory does not depend on the entry's size. A part that
+ * is the whole entry is checked as a whole read is (Z-77, its CRC included). */
+typedef struct inflater {
+    const oz_zip_reader *r;
+    const oz__entry *e;
+    z_stream zs;
+    uint64_t from, to, produced;
+    bool whole, ended, done; /* done: `to` reached, the rest not wanted */
+    uint32_t crc;
+    uint64_t left_over; /* input bytes after the end of the deflate stream */
+    uint8_t *out;       /* CHUNK */
+    oc_write_fn write;
+    void *ctx;
+} inflater;
+
+/* Inflates what zs holds as input into the scratch, passing the wanted bytes on, until
+ * it needs more input, the stream ends or `to` is reached. */
+static oc_status inflate_some(inflater *f, oc_error *err) {
+    char q[OC_QUOTE_SIZE];
+    for (;;) {
+        f->zs.next_out = f->out;
+        f->zs.avail_out = (uInt)CHUNK;
+        uInt in_before = f->zs.avail_in;
+        int rc = inflate(&f->zs, Z_NO_FLUSH);
+        uint64_t got = CHUNK - f->zs.avail_out;
+        if (got > f->e->usize - f->produced)
+            return oc__fail_rule(err, OC_ERR_INCONSISTENT, f->e->data_off, "Z-77",
+                                 "entry '%s' inflates past its declared size of %llu bytes",
+                                 qname(f->r, f->e, q), (unsigned long long)f->e->usize);
+        if (f->whole) f->crc = oz__crc32(f->crc, f->out, got);
+        uint64_t a = f->produced, b = f->produced + got; /* [a, b) of the entry */
+        uint64_t lo = a > f->from ? a : f->from, hi = b < f->to ? b : f->to;
+        if (lo < hi) OC_FORWARD(f->write(f->ctx, f->out + (lo - a), hi - lo, err));
+        f->produced = b;
+        if (rc == Z_STREAM_END) {
+            f->ended = true;
+            f->left_over += f->zs.avail_in;
+            return OC_OK;
+        }
+        if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT)
+            return oc__fail_rule(err, OC_ERR_MALFORMED, f->e->data_off, "Z-77",
+                                 "entry '%s' holds corrupt deflate data (%s)", qname(f->r, f->e, q),
+                                 f->zs.msg ? f->zs.msg : "bad stream");
+        if (rc == Z_MEM_ERROR) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        if (!f->whole && f->produced >= f->to) {
+            f->done = true;
+            return OC_OK;
+        }
+        if (got == 0 && in_before == f->zs.avail_in) return OC_OK; /* wants more input */
+    }
+}
+
+/* A writer that feeds compressed bytes to f; OC_ERR_CANCELLED once f->done (what
+ * follows is not wanted: the read stops there). */
+static oc_status inflate_feed(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    inflater *f = ctx;
+    const uint8_t *p = data;
+    while (size && !f->done) {
+        if (f->ended) { /* bytes after the stream: counted, reported at the end */
+            f->left_over += size;
+            return OC_OK;
+        }
+        uInt n = (uInt)(size < ((uint64_t)1 << 30) ? size : ((uint64_t)1 << 30));
+        f->zs.next_in = (Bytef *)(uintptr_t)p;
+        f->zs.avail_in = n;
+        OC_FORWARD(inflate_some(f, err));
+        p += n;
+        size -= n;
+    }
+    return f->done ? OC_ERR_CANCELLED : OC_OK;
+}
+
+/* The checks once the compressed bytes ran out or the part is out (Z-77): a part needs
+ * its bytes alone; the whole entry a stream that ended within them, at the declared size,
+ * with its CRC. */
+static oc_status inflate_finish(inflater *f, oc_error *err) {
+    char q[OC_QUOTE_SIZE];
+    if (!f->whole && f->produced >= f->to) return OC_OK; /* the part is out */
+    if (!f->ended)
+        return oc__fail_rule(err, OC_ERR_TRUNCATED, f->e->data_off, "Z-77",
+                             "the deflate data of '%s' ends before its stream does",
+                             qname(f->r, f->e, q));
+    if (f->produced != f->e->usize)
+        return oc__fail_rule(err, OC_ERR_INCONSISTENT, f->e->data_off, "Z-77",
+                             "entry '%s' inflates to %llu bytes but declares %llu",
+                             qname(f->r, f->e, q), (unsigned long long)f->produced,
+                             (unsigned long long)f->e->usize);
+    if (f->left_over)
+        return oc__fail_rule(err, OC_ERR_MALFORMED, f->e->data_off, "Z-77",
+                             "%llu bytes of '%s' follow the end of its deflate stream",
+                             (unsigned long long)f->left_over, qname(f->r, f->e, q));
+    return f->crc == f->e->crc ? OC_OK : crc_mismatch(f->r, f->e, f->crc, err);
+}
+
+static oc_status inflate_part(const oz_zip_reader *r, const oz__entry *e, uint64_t from, uint64_t n,
+                              oc_write_fn write, void *ctx, oc_error *err) {
+    inflater f = {.r = r, .e = e, .from = from, .to = from + n, .write = write, .ctx = ctx};
+    f.whole = from == 0 && n == e->usize;
+    OC_FORWARD(plausible(r, e, err));
+    if (!(f.out = malloc(CHUNK))) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (inflateInit2(&f.zs, -15) != Z_OK) {
+        free(f.out);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    oc_status st;
+    if (r->src->data) { /* in memory: fed in place */
+        st = inflate_feed(&f, r->src->data + e->data_off, e->csize, err);
+    } else { /* read as it is inflated; from a URL one request, stopped once done */
+        st = oc_source_read_to(r->src, e->data_off, e->csize, inflate_feed, &f, err);
+    }
+    if (st == OC_ERR_CANCELLED && f.done) st = OC_OK;
+    if (st == OC_OK) st = inflate_finish(&f, err);
+    inflateEnd(&f.zs);
+    free(f.out);
+    return st;
+}
+
+oc_status oz__zip_reader_read_part(const oz_zip_reader *r, uint64_t index, uint64_t from,
+                                   uint64_t n, oc_write_fn write, void *ctx, oc_error *err) {
+    const oz__entry *e = NULL;
+    OC_RETURN_ERROR_IF(!write, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
+    OC_FORWARD(readable(r, index, NULL, &e, err));
+    OC_RETURN_ERROR_IF(from > e->usize || n > e->usize - from, err, OC_ERR_INVALID_ARG,
+                       OC_NO_OFFSET, "bytes %llu..%llu of an entry of %llu",
+                       (unsigned long long)from, (unsigned long long)(from + n),
+                       (unsigned long long)e->usize);
+    if (e->method == OZ_ZIP_DEFLATED) return inflate_part(r, e, from, n, write, ctx, err);
+    if (from == 0 && n == e->usize) return oz_zip_reader_read_to(r, index, write, ctx, err);
+    return n ? oc_source_read_to(r->src, e->data_off + from, n, write, ctx, err) : OC_OK;
+}
+
 /* ---- Z-36: no name is both a file and a directory ---- */
 
 /* Every name, sorted by its bytes (then by entry index). A file F clashes with the names
