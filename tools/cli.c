@@ -98,10 +98,18 @@ static const char *env_lookup(void *ctx, const char *name) {
     return getenv(name);
 }
 
+/* s3:// URLs: AWS's settings as its own tools find them (oc_s3_options_load: the
+ * environment, ~/.aws/credentials and ~/.aws/config), kept for the process's life. */
+static oc_s3_options *s3;
+
 int cli_http_init(void) {
     oc_error err;
     oc_error_clear(&err);
-    if (oc_http_options_parse(&http, env_lookup, NULL, &err) == OC_OK) return CLI_EXIT_OK;
+    if (oc_http_options_parse(&http, env_lookup, NULL, &err) == OC_OK &&
+        oc_s3_options_load(&s3, env_lookup, NULL, &err) == OC_OK) {
+        http.s3 = s3;
+        return CLI_EXIT_OK;
+    }
     return cli_fail_msg("environment", "%s", err.message);
 }
 

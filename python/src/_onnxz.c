@@ -156,12 +156,23 @@ static const char *env_lookup(void *ctx, const char *name) {
 static int http_settings(oc_http_options *o) {
     oc_error err;
     oc_error_clear(&err);
-    if (oc_http_options_parse(o, env_lookup, NULL, &err) != OC_OK) {
+    oc_s3_options *s3 = NULL;
+    /* s3:// URLs: AWS's settings as its own tools find them (oc_s3_options_load), a copy
+     * that http_settings_release frees */
+    if (oc_http_options_parse(o, env_lookup, NULL, &err) != OC_OK ||
+        oc_s3_options_load(&s3, env_lookup, NULL, &err) != OC_OK) {
         raise_error(NULL, &err);
         return -1;
     }
+    o->s3 = s3;
     o->cancel = http_cancelled;
     return 0;
+}
+
+/* Frees what http_settings loaded into o (the S3 settings). */
+static void http_settings_release(oc_http_options *o) {
+    oc_s3_options_free((oc_s3_options *)(uintptr_t)o->s3);
+    o->s3 = NULL;
 }
 
 /* ---- writing into a bytes object of the size announced --------------------------- */
@@ -254,21 +265,29 @@ static PyObject *model_split(oc_model *model, const char *file);
  * load_external_data is false: a .onnx file's tensors then say data_location DEFAULT, as
  * onnx.load leaves them. max_memory: the budget of the decode (M-1, M-2); prefetch:
  * oc_parse_options.prefetch. */
+static PyObject *load_with(oc_http_options *http, PyObject *args);
+
 static PyObject *py_load(PyObject *self, PyObject *args) {
+    oc_http_options http = OC_HTTP_OPTIONS_INIT;
+    (void)self;
+    if (http_settings(&http) < 0) return NULL;
+    PyObject *out = load_with(&http, args);
+    http_settings_release(&http);
+    return out;
+}
+
+static PyObject *load_with(oc_http_options *http, PyObject *args) {
     PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
     int external, prefetch = 0;
     unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
-    oc_http_options http = OC_HTTP_OPTIONS_INIT;
     oc_model *model = NULL;
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
-    (void)self;
-    if (http_settings(&http) < 0) return NULL;
-    o.parse.http = &http;
+    o.parse.http = http;
     if (!PyArg_ParseTuple(args, "OpOO|Kp", &path_obj, &external, &key_obj, &dir_obj, &max_memory,
                           &prefetch))
         return NULL;
@@ -293,7 +312,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
     onnxz_fault_enter(&scope);
     Py_BEGIN_ALLOW_THREADS
         oz_kind kind = OZ_KIND_MODEL;
-        if (oz_detect_path(PyBytes_AS_STRING(path), &http, &kind, NULL) != OC_OK)
+        if (oz_detect_path(PyBytes_AS_STRING(path), http, &kind, NULL) != OC_OK)
             kind = OZ_KIND_MODEL;
         o.parse.loaded_location_default = kind == OZ_KIND_MODEL; /* an archive's: as converted */
         st = oz_open(PyBytes_AS_STRING(path), &o, &model, &info, &err);
@@ -641,7 +660,18 @@ done:
 
 /* _convert(src, dst, opts, src_key, data_dir): `onnxz convert SRC DST` with the same
  * options, overwriting DST (oz_convert_file). */
+static PyObject *convert_with(oc_http_options *http, PyObject *args);
+
 static PyObject *py_convert(PyObject *self, PyObject *args) {
+    oc_http_options http = OC_HTTP_OPTIONS_INIT;
+    (void)self;
+    if (http_settings(&http) < 0) return NULL;
+    PyObject *out = convert_with(&http, args);
+    http_settings_release(&http);
+    return out;
+}
+
+static PyObject *convert_with(oc_http_options *http, PyObject *args) {
     PyObject *src_obj, *dst_obj, *opts_obj, *key_obj, *dir_obj, *src = NULL, *dst = NULL,
                                                                 *dir = NULL, *holder = NULL;
     PyObject *out = NULL;
@@ -649,13 +679,10 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
     save_opts s;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_convert_info info = OZ_CONVERT_INFO_INIT;
-    oc_http_options http = OC_HTTP_OPTIONS_INIT;
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
-    (void)self;
-    if (http_settings(&http) < 0) return NULL;
-    o.parse.http = &http;
+    o.parse.http = http;
     if (!PyArg_ParseTuple(args, "OOOOO", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj))
         return NULL;
     if (!path_arg(src_obj, &src) || !path_arg(dst_obj, &dst) ||
@@ -978,6 +1005,7 @@ typedef struct {
 
 static void hold_dealloc(HoldObject *self) {
     oz_reader_close(self->reader);
+    http_settings_release(&self->http); /* after the reader, which borrowed it */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
