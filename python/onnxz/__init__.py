@@ -729,8 +729,12 @@ def open(path, *, key=None, max_memory=None, prefetch=False):
     environment, as for the tool: ONNXZ_HTTP_AUTH (an Authorization header value),
     ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE, ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES,
     ONNXZ_HTTP_PARALLEL (a value out of its range raises onnxz.Error naming it, at every
-    load, open and convert). A URL is read, never written: save and convert refuse one as
-    their output.
+    load, open and convert). An s3://BUCKET/KEY URL is read the same way from S3 or a
+    store that speaks its API, each request signed, with AWS's own settings: AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else the AWS_PROFILE profile of
+    ~/.aws/credentials and ~/.aws/config; AWS_REGION; AWS_ENDPOINT_URL_S3 (spec/remote.md
+    R-16 to R-20). A URL is read, never written: save and convert refuse one as their
+    output.
 
     Files changed under an open File (spec/security.md S-42): the arrays point into a
     mapping of the file. A file replaced by a rename (as onnxz, onnx.save to a new name

@@ -1,8 +1,9 @@
 /*
- * onnxcore/http.h - models on HTTP(S) servers, read with range requests.
+ * onnxcore/http.h - models on HTTP(S) servers and S3 object stores, read with range
+ * requests.
  *
  * Wherever a load takes a path (oc_model_load_file, oz_open, oz_archive_open, ...), an
- * http:// or https:// URL opens the object on the server instead: an .onnxz archive costs
+ * http://, https:// or s3://BUCKET/KEY URL opens the object on the server instead: an .onnxz archive costs
  * a request for its tail (its directory), one for its model and one per tensor read; a
  * model's external data is read by ranges from locations relative to the model's URL,
  * under the rules files have (spec/remote.md). A build without libcurl refuses URLs with
@@ -12,8 +13,9 @@
  * NULL: every default). The libraries never read the environment: the same call behaves
  * the same in any process. The onnxz tool and the Python package fill these settings from
  * their user's environment (ONNXZ_HTTP_AUTH, ONNXZ_CA_FILE, ONNXZ_HTTP_INSECURE,
- * ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES, ONNXZ_HTTP_PARALLEL: see their documentation),
- * so that secrets never need to be on a command line.
+ * ONNXZ_HTTP_TIMEOUT, ONNXZ_HTTP_RETRIES, ONNXZ_HTTP_PARALLEL: see their documentation;
+ * for s3:// AWS's own variables and files, oc_s3_options_load), so that secrets never
+ * need to be on a command line.
  */
 #ifndef ONNXCORE_HTTP_H
 #define ONNXCORE_HTTP_H
