@@ -266,7 +266,9 @@ static oc_status read_small(const char *path, const char *setting, char **out, o
     fclose(f);
     if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (bad) {
-        wipe_free(buf);
+        volatile char *v = buf; /* what was read of it may hold a secret */
+        for (size_t i = 0; i < n && i <= FILE_MAX; i++) v[i] = 0;
+        free(buf);
         return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
                         "%s: cannot read the AWS %s file (unreadable, or over 1 MiB)", path,
                         setting);
