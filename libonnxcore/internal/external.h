@@ -44,6 +44,14 @@ OC_PRIVATE oc_status oc__external_moved(const oc_msgdesc *desc, const void *msg,
 OC_PRIVATE oc_status oc__external_data_read_at(oc_external_data *x, const onnx_TensorProto *t,
                                                uint64_t at, void *dst, uint64_t n, oc_error *err);
 
+struct oc_source;
+/* The source external tensor t's bytes are read from by oc__external_data_read_at (its
+ * data file, opened again as that opens it) and the offset of t's first byte in it, for a
+ * caller that reads ranges of it itself; the source is x's (borrowed until
+ * oc_external_data_close). One call at a time on x. */
+OC_PRIVATE oc_status oc__external_data_source(oc_external_data *x, const onnx_TensorProto *t,
+                                              struct oc_source **src, uint64_t *at, oc_error *err);
+
 /* M-5 (spec/security.md): the verdict on a writer's tables. OC_OK when `need` bytes for the
  * n tensors it moves out `how` ("as entries", "to data files"), beside the `held` bytes
  * of the model's arena, fit max_memory; else OC_ERR_LIMIT naming max_memory and M-5. */

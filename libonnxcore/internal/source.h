@@ -51,6 +51,12 @@ typedef struct oc_source_range {
     uint64_t at, size;
 } oc_source_range;
 
+/* A range of a source and where its bytes go, for read_pieces. */
+typedef struct oc_source_piece {
+    uint64_t at, size;
+    void *dst;
+} oc_source_piece;
+
 typedef struct oc_source_vtable {
     const char *kind; /* "memory", "mapped file", "file" ... (diagnostics) */
     /* Reads n bytes at `at` into dst; *got receives how many were read, fewer than n
@@ -79,6 +85,13 @@ typedef struct oc_source_vtable {
      * whole range in memory. May be NULL (oc_source_read_to reads in pieces instead). */
     oc_status (*read_to)(oc_source *s, uint64_t at, uint64_t n, oc_write_fn write, void *ctx,
                          oc_error *err);
+    /* Reads every piece (each already checked to lie inside the source) into its dst, in
+     * any order and at once where the source can (a remote one: pieces that touch in the
+     * source one request, those requests in parallel); on failure *failed receives the
+     * index of a piece whose bytes did not all come. May be NULL (oc_source_read_pieces
+     * reads them one after the other). */
+    oc_status (*read_pieces)(oc_source *s, const oc_source_piece *pieces, size_t n, size_t *failed,
+                             oc_error *err);
 } oc_source_vtable;
 
 /* The common head of every source; implementations embed it first. Read-only once made. */
@@ -121,6 +134,11 @@ OC_PRIVATE oc_status oc_source_read_to(oc_source *s, uint64_t at, uint64_t n, oc
  * OC_ERR_TRUNCATED. On failure *out is unchanged. */
 OC_PRIVATE oc_status oc_source_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out,
                                    oc_error *err);
+/* Reads every piece into its dst (read_pieces above; one after the other where the source
+ * has none). A piece past the end is OC_ERR_TRUNCATED before anything is read. On failure
+ * *failed (may be NULL) receives the index of a piece whose bytes did not all come. */
+OC_PRIVATE oc_status oc_source_read_pieces(oc_source *s, const oc_source_piece *pieces, size_t n,
+                                           size_t *failed, oc_error *err);
 /* Advice, passed on where the source takes it. */
 void oc_source_drop(oc_source *s, uint64_t at, uint64_t n);
 OC_PRIVATE void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t count);

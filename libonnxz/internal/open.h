@@ -29,4 +29,20 @@ const char *oz__reader_name(const struct oz_reader *r);
  * caller's buffer. */
 bool oz__reader_fetches(const struct oz_reader *r, const onnx_TensorProto *t);
 
+/* The data files of the n tensors ts (r's, each once) of a URL's or an encrypted .onnx,
+ * checked and opened together (oc_external_data_open): one source per data file, which
+ * reads of several tensors share. *out NULL (and OC_OK) for the other forms. */
+oc_status oz__reader_data_open(const struct oz_reader *r, const onnx_TensorProto *const *ts,
+                               size_t n, oc_external_data **out, oc_error *err);
+
+/* Where t's bytes can be read at offsets without the rest (a URL's or a local archive's
+ * STORED entry, a data file of a URL's or an encrypted .onnx, from data when given, as
+ * oz__reader_data_open opened it for t): *src (NULL: nowhere; the tensor is read whole)
+ * and the offset of t's first byte in it. *files, when set, holds src: close it with
+ * oc_external_data_close once the reads are done. */
+struct oc_source;
+oc_status oz__reader_ranged(const struct oz_reader *r, const onnx_TensorProto *t,
+                            oc_external_data *data, struct oc_source **src, uint64_t *base,
+                            oc_external_data **files, oc_error *err);
+
 #endif

@@ -314,3 +314,55 @@ def test_messages_that_are_not_utf8(tmp_path):
     with pytest.raises(onnxz.Error) as e:
         onnxz.load(os.fsdecode(base + b".onnxz"))  # (bytes would be the model's bytes)
     assert e.value.file == os.fsdecode(base + b".onnxz") and "\\xff" in str(e.value)
+
+
+def test_read_into_many_from_a_url(served):
+    """read_into_many (oz_reader_read_many) from a URL gives the local file's arrays; each
+    run of touching pieces is one range request, cut in 4 MiB ranges fetched on several
+    connections at once; nothing but the pieces' bytes (and an archive entry's local
+    header) is fetched."""
+    ng, root = served
+    for name in FORMS:
+        with onnxz.open(ng.url(name)) as f, onnxz.open(str(root / name)) as g:
+            outs = {n: np.empty_like(g[n]) for n in g.names}
+            assert f.read_into_many(outs, num_threads=2) == sum(a.nbytes for a in outs.values())
+            for n in g.names:
+                assert np.array_equal(outs[n], g[n]), (name, n)
+            part = np.empty((3, 64), np.float32)
+            f.read_into_many([("w1", part, (slice(5, 8), slice(0, 64)))])
+            assert np.array_equal(part, g["w1"][5:8, 0:64])
+    # An archive: each tensor one request of its bytes, after its entry's local header.
+    with onnxz.open(str(root / "m.onnxz")) as g:
+        want = {n: g[n] for n in g.names if n.startswith("w")}
+    with onnxz.open(ng.url("m.onnxz")) as f:
+        mark = ng.mark()
+        outs = {n: np.empty_like(a) for n, a in want.items()}
+        f.read_into_many(outs)
+        reqs = ng.requests_since(mark)
+    assert all(np.array_equal(outs[n], a) for n, a in want.items())
+    data = [r for r in reqs if r["body_bytes_sent"] == 128 * 128 * 4]
+    # (the last entry may lie partly in the object's tail, kept since the open)
+    assert len(want) - 1 <= len(data) <= len(want) and len(reqs) <= 2 * len(want)
+    assert sum(r["body_bytes_sent"] for r in reqs) <= 128 * 128 * 4 * len(want) + 4096 * len(want)
+    # A data file of five 4 MiB tensors side by side: pieces that touch are one range.
+    with onnxz.open(str(root / "big.onnx")) as g:
+        b = {n: g[n] for n in g.names}
+    with onnxz.open(ng.url("big.onnx")) as f:
+        mark = ng.mark()
+        lo, hi = np.empty(1000, np.float32), np.empty(2000, np.float32)
+        f.read_into_many([("b1", hi, (slice(1000, 3000),)), ("b1", lo, (slice(0, 1000),))])
+        reqs = [r for r in ng.requests_since(mark) if "/big.data" in r["request"]]
+        assert np.array_equal(lo, b["b1"][:1000]) and np.array_equal(hi, b["b1"][1000:3000])
+        ranged = [r for r in reqs if r["body_bytes_sent"] == 3000 * 4]
+        assert len(ranged) == 1 and sum(r["body_bytes_sent"] for r in reqs) <= 3000 * 4 + 66560
+        mark = ng.mark()
+        outs = {n: np.empty_like(a) for n, a in b.items()}
+        f.read_into_many(outs)
+        reqs = [r for r in ng.requests_since(mark) if "/big.data" in r["request"]]
+    assert all(np.array_equal(outs[n], a) for n, a in b.items())
+    whole = sum(a.nbytes for a in b.values())
+    chunks = [r for r in reqs if r["body_bytes_sent"] == 4 << 20]
+    # 4 MiB ranges of one run, the last shorter by the tail kept since the open
+    assert len(chunks) == len(reqs) - 1 == whole // (4 << 20) - 1
+    assert sum(r["body_bytes_sent"] for r in reqs) <= whole
+    assert len({r["connection"] for r in chunks}) >= 2  # on several connections at once

@@ -791,7 +791,47 @@ typedef struct par {
     int worker_failed;    /* it was a worker's: st and err say what */
     oc_status st;
     oc_error err;
+    /* A read of many pieces (http_read_pieces): request i is chunks[i], its body scattered
+     * over the pieces it covers; the requests are taken in any order, none held back. */
+    const struct par_chunk *chunks;
+    const oc_source_piece *pieces;
+    const size_t *order; /* the pieces by offset */
+    size_t npieces;
+    size_t finished;     /* requests done */
+    size_t failed_chunk; /* the worker's failure: its request */
 } par;
+
+/* One request of a read of many pieces: [at, at + n) of the object, whose bytes go to the
+ * pieces order[first], order[first + 1] ... (they touch in the object). */
+typedef struct par_chunk {
+    uint64_t at, n;
+    size_t first;
+} par_chunk;
+
+/* Where a request's body goes: the pieces it covers, in order. */
+typedef struct scatter {
+    const oc_source_piece *pieces;
+    const size_t *order;
+    size_t npieces, k; /* order[k]: the piece of the next byte */
+    uint64_t pos;      /* the object's offset of the next byte */
+} scatter;
+
+static oc_status scatter_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    scatter *sc = ctx;
+    const uint8_t *from = data;
+    while (size) {
+        if (sc->k >= sc->npieces) /* request() checked the body's length: never */
+            return oc__fail(err, OC_ERR_INCONSISTENT, sc->pos, "a body longer than its range");
+        const oc_source_piece *pc = &sc->pieces[sc->order[sc->k]];
+        uint64_t off = sc->pos - pc->at, take = pc->size - off < size ? pc->size - off : size;
+        memcpy((uint8_t *)pc->dst + off, from, (size_t)take);
+        from += take;
+        size -= take;
+        sc->pos += take;
+        if (sc->pos == pc->at + pc->size) sc->k++;
+    }
+    return OC_OK;
+}
 
 static uint64_t par_len(const par *p, size_t i) {
     uint64_t off = (uint64_t)i * PAR_CHUNK;
@@ -808,21 +848,33 @@ static void *par_worker(void *arg) {
     par *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->failed && p->next < p->nchunks && p->next >= p->delivered + p->nslots)
+        while (!p->failed && p->next < p->nchunks && !p->chunks &&
+               p->next >= p->delivered + p->nslots)
             pthread_cond_wait(&p->cv, &p->mu);
         if (p->failed || p->next >= p->nchunks) break;
         size_t i = p->next++, slot = i % p->nslots;
         pthread_mutex_unlock(&p->mu);
         uint64_t off = (uint64_t)i * PAR_CHUNK;
         xfer x;
-        memset(&x, 0, sizeof x);
-        x.h = p->h;
-        x.dst = p->dst ? p->dst + off : p->buf[slot];
-        x.at = p->at + off;
-        x.want = par_len(p, i);
-        x.cancel = &p->cancel;
         oc_error e;
+        scatter sc;
+        memset(&x, 0, sizeof x);
         memset(&e, 0, sizeof e);
+        x.h = p->h;
+        x.cancel = &p->cancel;
+        if (p->chunks) {
+            const par_chunk *c = &p->chunks[i];
+            sc = (scatter){p->pieces, p->order, p->npieces, c->first, c->at};
+            x.at = c->at;
+            x.want = c->n;
+            x.sink = scatter_write;
+            x.sink_ctx = &sc;
+            x.sink_err = &e;
+        } else {
+            x.dst = p->dst ? p->dst + off : p->buf[slot];
+            x.at = p->at + off;
+            x.want = par_len(p, i);
+        }
         oc_status st = request(p->h, &x, &e);
         pthread_mutex_lock(&p->mu);
         if (st != OC_OK) {
@@ -830,11 +882,15 @@ static void *par_worker(void *arg) {
                 p->worker_failed = 1;
                 p->st = st;
                 p->err = e;
+                p->failed_chunk = i;
                 par_fail(p);
             }
             break;
         }
-        p->done[slot] = i + 1;
+        if (p->chunks)
+            p->finished++;
+        else
+            p->done[slot] = i + 1;
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -857,6 +913,20 @@ static void par_wait(par *p, struct timespec *polled) {
     par_fail(p);
 }
 
+/* Starts p's workers (p->nslots of them, at least 2, else none): their count. */
+static size_t par_start(par *p, pthread_t *tid) {
+    size_t nthreads = 0;
+    if (p->nslots >= 2 && pthread_mutex_init(&p->mu, NULL) == 0) {
+        if (pthread_cond_init(&p->cv, NULL) == 0) {
+            for (size_t t = 0; t < p->nslots; t++)
+                if (oc__thread_start(&tid[nthreads], par_worker, p) == 0) nthreads++;
+            if (nthreads == 0) pthread_cond_destroy(&p->cv);
+        }
+        if (nthreads == 0) pthread_mutex_destroy(&p->mu);
+    }
+    return nthreads;
+}
+
 /* [at, at + n) from the server by parallel ranges, into dst or passed to write in order;
  * false (nothing fetched) when no worker or buffer could be had: the caller fetches it in
  * one request. The first failure, a request's or write's, is the read's: the requests in
@@ -874,17 +944,9 @@ static int par_fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc_w
     p->nslots = (size_t)h->parallel < p->nchunks ? (size_t)h->parallel : p->nchunks;
     atomic_init(&p->cancel, 0);
     pthread_t tid[PAR_MAX];
-    size_t nthreads = 0;
     for (size_t s = 0; !dst && s < p->nslots; s++)
         if (!(p->buf[s] = malloc(PAR_CHUNK))) p->nslots = s; /* fewer at once */
-    if (p->nslots >= 2 && pthread_mutex_init(&p->mu, NULL) == 0) {
-        if (pthread_cond_init(&p->cv, NULL) == 0) {
-            for (size_t t = 0; t < p->nslots; t++)
-                if (oc__thread_start(&tid[nthreads], par_worker, p) == 0) nthreads++;
-            if (nthreads == 0) pthread_cond_destroy(&p->cv);
-        }
-        if (nthreads == 0) pthread_mutex_destroy(&p->mu);
-    }
+    size_t nthreads = par_start(p, tid);
     if (nthreads == 0) { /* not one worker: one request, as a small read */
         for (size_t s = 0; s < PAR_MAX; s++) free(p->buf[s]);
         free(p);
@@ -931,6 +993,133 @@ static oc_status fetch_bulk(http_source *h, uint64_t at, uint64_t n, uint8_t *ds
     if (h->parallel > 1 && n >= PAR_MIN && par_fetch(h, at, n, dst, write, ctx, &st, err))
         return st;
     return fetch(h, at, n, dst, write, ctx, err);
+}
+
+/* ---- many pieces (read_pieces) ---- */
+
+typedef struct piece_key {
+    uint64_t at;
+    size_t i;
+} piece_key;
+
+static int cmp_piece(const void *a, const void *b) {
+    const piece_key *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at ? 1 : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The requests of a read of pieces v (none empty) taken by offset (order): each run of
+ * pieces that touch in the object is one range, cut into requests of PAR_CHUNK bytes at
+ * most (a large one is shared by the connections). NULL when out of memory. */
+static par_chunk *plan_chunks(const oc_source_piece *v, const size_t *order, size_t m,
+                              size_t *count) {
+    size_t n = 0, cap = m + 16;
+    par_chunk *c = malloc(cap * sizeof *c);
+    for (size_t a = 0; c && a < m;) {
+        size_t b = a + 1, k = a;
+        uint64_t end = v[order[a]].at + v[order[a]].size, pos = v[order[a]].at;
+        while (b < m && v[order[b]].at == end) end += v[order[b++]].size;
+        while (c && pos < end) {
+            while (v[order[k]].at + v[order[k]].size <= pos) k++;
+            if (n == cap) {
+                par_chunk *more = realloc(c, (cap *= 2) * sizeof *c);
+                if (!more) free(c);
+                c = more;
+                if (!c) break;
+            }
+            uint64_t len = end - pos < PAR_CHUNK ? end - pos : PAR_CHUNK;
+            c[n++] = (par_chunk){pos, len, k};
+            pos += len;
+        }
+        a = b;
+    }
+    *count = n;
+    return c;
+}
+
+/* The requests c[0..n) on the caller's thread, one after the other (the caller's cancel
+ * asked as any request asks it). */
+static oc_status chunks_in_turn(http_source *h, const par_chunk *c, size_t n,
+                                const oc_source_piece *v, const size_t *order, size_t m,
+                                size_t *failed, oc_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        scatter sc = {v, order, m, c[i].first, c[i].at};
+        *failed = order[c[i].first];
+        OC_FORWARD(fetch(h, c[i].at, c[i].n, NULL, scatter_write, &sc, err));
+    }
+    return OC_OK;
+}
+
+/* Every piece: those in the kept tail from memory, the rest by the requests of
+ * plan_chunks, fetched by up to `parallel` connections at once while the caller's thread
+ * waits and asks its cancel (as par_fetch). */
+static oc_status http_read_pieces(oc_source *s, const oc_source_piece *pieces, size_t n,
+                                  size_t *failed, oc_error *err) {
+    http_source *h = (http_source *)s;
+    uint64_t tail_at = s->size - h->tail_len;
+    oc_source_piece *v = malloc((n ? n : 1) * sizeof *v);
+    piece_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    size_t m = 0, nchunks = 0;
+    par_chunk *chunks = NULL;
+    oc_status st = OC_OK;
+    if (!v || !keys || !order) {
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        v[i] = pieces[i];
+        if (v[i].at + v[i].size > tail_at) { /* the part in the kept tail costs nothing */
+            uint64_t first = v[i].at > tail_at ? v[i].at : tail_at;
+            memcpy((uint8_t *)v[i].dst + (first - v[i].at), h->tail + (first - tail_at),
+                   (size_t)(v[i].at + v[i].size - first));
+            v[i].size = first - v[i].at;
+        }
+        if (v[i].size) keys[m++] = (piece_key){v[i].at, i};
+    }
+    qsort(keys, m, sizeof *keys, cmp_piece);
+    for (size_t k = 0; k < m; k++) order[k] = keys[k].i;
+    if (m && !(chunks = plan_chunks(v, order, m, &nchunks))) {
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        goto done;
+    }
+    par *p = nchunks >= 2 && h->parallel > 1 ? calloc(1, sizeof *p) : NULL;
+    pthread_t tid[PAR_MAX];
+    size_t nthreads = 0;
+    if (p) {
+        p->h = h;
+        p->chunks = chunks;
+        p->pieces = v;
+        p->order = order;
+        p->npieces = m;
+        p->nchunks = nchunks;
+        p->nslots = (size_t)h->parallel < nchunks ? (size_t)h->parallel : nchunks;
+        atomic_init(&p->cancel, 0);
+        nthreads = par_start(p, tid);
+    }
+    if (nthreads == 0) { /* one request, or no worker: all on this thread */
+        free(p);
+        st = chunks_in_turn(h, chunks, nchunks, v, order, m, failed, err);
+        goto done;
+    }
+    struct timespec polled = {0, 0};
+    pthread_mutex_lock(&p->mu);
+    while (!p->failed && p->finished < p->nchunks) par_wait(p, &polled);
+    if (p->worker_failed) {
+        st = p->st;
+        if (err) *err = p->err;
+        *failed = order[chunks[p->failed_chunk].first];
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (size_t t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+done:
+    free(chunks);
+    free(order);
+    free(keys);
+    free(v);
+    return st;
 }
 
 /* ---- read-ahead ---- */
@@ -1119,6 +1308,7 @@ static const oc_source_vtable http_vtable = {
     .kind = "http",
     .read = http_read,
     .read_to = http_read_to,
+    .read_pieces = http_read_pieces,
     .will_read = http_will_read,
     .destroy = http_destroy,
 };

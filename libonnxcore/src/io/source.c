@@ -116,6 +116,22 @@ void oc_source_drop(oc_source *s, uint64_t at, uint64_t n) {
     if (s && s->vt->drop && at < s->size) s->vt->drop(s, at, n < s->size - at ? n : s->size - at);
 }
 
+oc_status oc_source_read_pieces(oc_source *s, const oc_source_piece *pieces, size_t n,
+                                size_t *failed, oc_error *err) {
+    size_t where = 0;
+    if (!failed) failed = &where;
+    for (size_t i = 0; i < n; i++) {
+        *failed = i;
+        OC_FORWARD(check_range(s, pieces[i].at, pieces[i].size, err));
+    }
+    if (s->vt->read_pieces) return s->vt->read_pieces(s, pieces, n, failed, err);
+    for (size_t i = 0; i < n; i++) {
+        *failed = i;
+        OC_FORWARD(oc_source_read(s, pieces[i].at, pieces[i].dst, pieces[i].size, err));
+    }
+    return OC_OK;
+}
+
 void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t count) {
     if (s && s->vt->will_read && count) s->vt->will_read(s, ranges, count);
 }

@@ -903,6 +903,19 @@ oc_status oc__external_data_read_at(oc_external_data *x, const onnx_TensorProto 
     return read_failed(it, oc_source_read(df->ranged, it->at + at, dst, n, err), err);
 }
 
+oc_status oc__external_data_source(oc_external_data *x, const onnx_TensorProto *t, oc_source **src,
+                                   uint64_t *at, oc_error *err) {
+    uint64_t i = 0;
+    OC_FORWARD(find_item(x, t, &i, err));
+    const ext_item *it = &x->l.items[i];
+    datafile *df = &x->l.files[it->file];
+    x->l.err = err;
+    if (!df->ranged) OC_FORWARD(open_again(&x->l, it, &df->ranged));
+    *src = df->ranged;
+    *at = it->at;
+    return OC_OK;
+}
+
 oc_status oc_external_data_open(const oc_msgdesc *desc, const void *msg, const char *base_dir,
                                 const oc_parse_options *opts, oc_external_data **out,
                                 oc_error *err) {

@@ -176,7 +176,57 @@ static oc_status plan_request(many *m, size_t i, oc_error *err) {
     return n ? add_piece(m, i, at, n, (uint8_t *)q->dst + done, err) : OC_OK;
 }
 
-/* A request whose bytes are fetched at each read: straight into its buffer. */
+/* The requests whose bytes are fetched at each read, by the source they are read from: a
+ * URL's archive, a data file of a URL's or an encrypted .onnx (all opened together,
+ * oz__reader_data_open). */
+typedef struct group {
+    oc_source *src;
+    oc_external_data *files; /* holds src, or NULL (the archive's) */
+    oc_source_piece *pieces;
+    size_t *req; /* the request of each piece */
+    size_t n, cap;
+} group;
+
+static oc_status group_add(group *g, size_t req, uint64_t at, uint64_t n, uint8_t *dst,
+                           oc_error *err) {
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        oc_source_piece *p = realloc(g->pieces, cap * sizeof *p);
+        if (p) g->pieces = p;
+        size_t *q = p ? realloc(g->req, cap * sizeof *q) : NULL;
+        if (!q) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        g->req = q;
+        g->cap = cap;
+    }
+    g->pieces[g->n] = (oc_source_piece){at, n, dst};
+    g->req[g->n++] = req;
+    return OC_OK;
+}
+
+/* Request i's runs (a slice's, adjacent ones joined; or the whole tensor) as pieces of the
+ * group of src, at base in it. */
+static oc_status group_request(group *g, const oz_read_request *q, size_t i, uint64_t base,
+                               oc_error *err) {
+    if (!q->slice) return q->size ? group_add(g, i, base, q->size, q->dst, err) : OC_OK;
+    uint64_t at = 0, n = 0, done = 0;
+    for (uint64_t k = 0; k < oz_slice_runs(q->slice); k++) {
+        uint64_t a, len;
+        oz_slice_run(q->slice, k, &a, &len);
+        if (n && a == at + n) {
+            n += len;
+            continue;
+        }
+        if (n) OC_FORWARD(group_add(g, i, base + at, n, (uint8_t *)q->dst + done, err));
+        done += n;
+        at = a;
+        n = len;
+    }
+    return n ? group_add(g, i, base + at, n, (uint8_t *)q->dst + done, err) : OC_OK;
+}
+
+/* A request whose bytes are fetched at each read and lie nowhere they can be read in
+ * parts (a DEFLATED entry): straight into its buffer as oz_reader_read_slice_into reads
+ * it. */
 static oc_status fetch_request(many *m, size_t i, oc_error *err) {
     const oz_read_request *q = &m->reqs[i];
     oz_slice *whole = NULL;
@@ -188,6 +238,66 @@ static oc_status fetch_request(many *m, size_t i, oc_error *err) {
         oz_slice_free(whole);
     }
     return st == OC_OK ? OC_OK : name_tensor(q, st, err);
+}
+
+/* The requests fetched at each read (oz__reader_fetches): planned as pieces of the
+ * sources they lie in, then each source's pieces read at once (oc_source_read_pieces: from
+ * a URL each run of touching pieces one request, the requests in parallel), on this
+ * thread; the reader's HTTP cancel is asked meanwhile. */
+static oc_status fetch_all(many *m, size_t n, oc_error *err) {
+    group *gs = calloc(n ? n : 1, sizeof *gs);
+    const onnx_TensorProto **ts = calloc(n ? n : 1, sizeof *ts);
+    oc_external_data *data = NULL;
+    size_t ngs = 0, nts = 0;
+    oc_status st = gs && ts ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (size_t i = 0; st == OC_OK && i < n; i++) { /* the tensors fetched, each once */
+        const onnx_TensorProto *t = tensor_of(&m->reqs[i]);
+        size_t k = 0;
+        while (k < nts && ts[k] != t) k++;
+        if (k == nts && oz__reader_fetches(m->r, t)) ts[nts++] = t;
+    }
+    if (st == OC_OK) st = oz__reader_data_open(m->r, ts, nts, &data, err);
+    for (size_t i = 0; st == OC_OK && i < n; i++) {
+        const oz_read_request *q = &m->reqs[i];
+        if (!oz__reader_fetches(m->r, tensor_of(q))) continue;
+        oc_source *src = NULL;
+        oc_external_data *files = NULL;
+        uint64_t base = 0;
+        st = oz__reader_ranged(m->r, tensor_of(q), data, &src, &base, &files, err);
+        if (st != OC_OK) {
+            oc_external_data_close(files);
+            st = name_tensor(q, st, err);
+            break;
+        }
+        if (!src) { /* read whole */
+            st = fetch_request(m, i, err);
+            continue;
+        }
+        size_t g = 0;
+        while (g < ngs && (files || gs[g].src != src)) g++;
+        if (g == ngs)
+            gs[ngs++] = (group){src, files, NULL, NULL, 0, 0};
+        else
+            oc_external_data_close(files); /* never: a data file's group is its own */
+        st = group_request(&gs[g], q, i, base, err);
+    }
+    for (size_t g = 0; st == OC_OK && g < ngs; g++) {
+        size_t failed = 0;
+        if (m->o->cancel && m->o->cancel(m->o->cancel_ctx))
+            st = oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "cancelled");
+        else
+            st = oc_source_read_pieces(gs[g].src, gs[g].pieces, gs[g].n, &failed, err);
+        if (st != OC_OK && gs[g].n) st = name_tensor(&m->reqs[gs[g].req[failed]], st, err);
+    }
+    for (size_t g = 0; g < ngs; g++) {
+        oc_external_data_close(gs[g].files);
+        free(gs[g].pieces);
+        free(gs[g].req);
+    }
+    oc_external_data_close(data);
+    free(ts);
+    free(gs);
+    return st;
 }
 
 /* ---- the threads ---- */
@@ -272,13 +382,7 @@ static void run_chunk(void *ctx, uint64_t k) {
 
 static oc_status read_many(many *m, size_t n, oc_error *err) {
     for (size_t i = 0; i < n; i++) OC_FORWARD(check_request(m, i, err));
-    for (size_t i = 0; i < n; i++) /* fetched ones first, on this thread */
-        if (oz__reader_fetches(m->r, tensor_of(&m->reqs[i]))) {
-            if (m->o->cancel && m->o->cancel(m->o->cancel_ctx))
-                return name_tensor(&m->reqs[i],
-                                   oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "cancelled"), err);
-            OC_FORWARD(fetch_request(m, i, err));
-        }
+    OC_FORWARD(fetch_all(m, n, err)); /* fetched ones first, on this thread */
     for (size_t i = 0; i < n; i++)
         if (!oz__reader_fetches(m->r, tensor_of(&m->reqs[i]))) OC_FORWARD(plan_request(m, i, err));
     if (m->nchunks == 0) return OC_OK;

@@ -485,6 +485,41 @@ static oc_status ranged_of(const oz_reader *r, const onnx_TensorProto *t, ranged
 
 static void ranged_close(ranged *rg) { oc_external_data_close(rg->files); }
 
+oc_status oz__reader_data_open(const oz_reader *r, const onnx_TensorProto *const *ts, size_t n,
+                               oc_external_data **out, oc_error *err) {
+    *out = NULL;
+    if (!r->data_dir || n == 0) return OC_OK;
+    oc_arena *a = oc_arena_new();
+    onnx_GraphProto *g = a ? OC_NEW(a, GraphProto) : NULL;
+    for (size_t i = 0; g && i < n; i++) {
+        const onnx_TensorProto **item = oc_array_push(a, &g->initializer, sizeof *item);
+        if (!item)
+            g = NULL;
+        else
+            *item = ts[i];
+    }
+    oc_status st =
+        g ? oc_external_data_open(&onnx_GraphProto_desc, g, r->data_dir, &r->parse, out, err)
+          : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_arena_free(a);
+    return st;
+}
+
+oc_status oz__reader_ranged(const oz_reader *r, const onnx_TensorProto *t, oc_external_data *data,
+                            oc_source **src, uint64_t *base, oc_external_data **files,
+                            oc_error *err) {
+    ranged rg;
+    *src = NULL;
+    *files = NULL;
+    if (data && r->data_dir && oc_tensor_is_external(t))
+        return oc__external_data_source(data, t, src, base, err);
+    OC_FORWARD(ranged_of(r, t, &rg, err));
+    *src = rg.src;
+    *base = rg.base;
+    *files = rg.files;
+    return rg.files ? oc__external_data_source(rg.files, t, src, base, err) : OC_OK;
+}
+
 /* The tensor's byte count, as oz_reader_size checks it, is the one its dims make. */
 static oc_status check_whole(oz_reader *r, const oz_slice *s, oc_error *err) {
     const onnx_TensorProto *t = oz__slice_tensor(s);
