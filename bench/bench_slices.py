@@ -26,19 +26,24 @@ file dropped from the page cache (posix_fadvise DONTNEED); over HTTP, the body b
 nginx's access log records for the round. Timed rounds run with the file in the page
 cache, filled by one sequential read (as bench_load.py's warm()).
 
-read_into: every tensor into one preallocated buffer (np.empty, not yet touched, as the
-floor reads into fresh memory):
+read_into: every tensor into one preallocated buffer, allocated and touched (one byte
+per page written) before the clock starts, as a loader's pinned or staging buffer is
+(on this VM a fresh buffer's first touch costs several times the read itself):
   read_into        f.read_into(name, buf[off:off + n]) for every tensor, one thread
   read_into.t2     the same, the tensors split between 2 threads (read_into releases
                    the GIL), a File each
+  read_many        f.read_into_many({name: buf[off:off + n], ...}): one library call,
+                   pread into the buffer (oz_reader_read_many), one thread
+  read_many.t2     the same with num_threads=2 (the threads share each large tensor)
   floor.read       `onnxz bench read ARCHIVE`: read the file into fresh memory
   nocopy.pages     onnxz.open(archive)[name] for every tensor, one byte per page touched
 
 Run it with a Python that has onnxz installed (a venv with --system-site-packages, as
 tests/python/run_pytest.sh makes) and the tool for the read floor:
   VENV/bin/python bench/bench_slices.py build/tools/onnxz [--work DIR] [--size-gib G]
-      [--rounds N] [--ranks N] [--quick] [--json FILE]
+      [--rounds N] [--ranks N] [--quick] [--read-into-only] [--json FILE]
 --quick: a 64 MiB model and one round, to check that the benchmark runs.
+--read-into-only: the read_into contenders alone.
 """
 import argparse
 import importlib
@@ -167,12 +172,19 @@ def run_rank(kind, src, work, rank, ranks):
     return total
 
 
-def run_read_into(src, work, threads):
-    """Every tensor of src into one buffer of the caller's, split between threads."""
-    import onnxz
+def read_buffer(work):
+    """(layout, buffer, offsets): one buffer for every tensor, each page written once so
+    that the reads do not pay its first touch."""
     layout = json.load(open(paths(work)["layout"]))
     buf = np.empty(sum(t["nbytes"] for t in layout), np.uint8)
-    offs = np.cumsum([0] + [t["nbytes"] for t in layout])
+    buf[::4096] = 1
+    return layout, buf, np.cumsum([0] + [t["nbytes"] for t in layout])
+
+
+def run_read_into(src, prepared, threads):
+    """Every tensor of src into one buffer of the caller's, split between threads."""
+    import onnxz
+    layout, buf, offs = prepared
 
     def part(k):
         with onnxz.open(src) as f:
@@ -184,6 +196,15 @@ def run_read_into(src, work, threads):
         w.start()
     for w in workers:
         w.join()
+
+
+def run_read_many(src, prepared, threads):
+    """Every tensor of src into one buffer of the caller's in one read_into_many."""
+    import onnxz
+    layout, buf, offs = prepared
+    with onnxz.open(src) as f:
+        f.read_into_many([(t["name"], buf[offs[i]:offs[i + 1]]) for i, t in enumerate(layout)],
+                         num_threads=threads)
 
 
 def run_nocopy(src):
@@ -199,12 +220,15 @@ def one(a):
     seconds, the bytes it read from storage and the bytes it touched, as JSON."""
     kind, src, rank, ranks = a.one[0], a.one[1], int(a.one[2]), int(a.one[3])
     importlib.import_module("onnx" if kind == "onnx" else "onnxz")  # before the clock
+    prepared = read_buffer(a.work) if kind in ("read_into", "read_many") else None
     print("ready", flush=True)
     sys.stdin.readline()
     rb, t0 = read_bytes(), time.perf_counter()
     touched = 0
     if kind == "read_into":
-        run_read_into(src, a.work, ranks)
+        run_read_into(src, prepared, ranks)
+    elif kind == "read_many":
+        run_read_many(src, prepared, ranks)
     elif kind == "nocopy":
         run_nocopy(src)
     else:
@@ -258,6 +282,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="64 MiB, one round: does it run")
+    ap.add_argument("--read-into-only", action="store_true",
+                    help="the read_into contenders alone, not the tensor-parallel ones")
     ap.add_argument("--json")
     ap.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -287,6 +313,8 @@ def main():
               "whole.onnxz": ("whole", p["archive"], [p["archive"]], 1)}
         if url:
             tp["tp.onnxz.url"] = ("onnxz", url, [], ranks)
+        if a.read_into_only:
+            tp = {}
         results = {"model_bytes": model_bytes, "ranks": ranks, "rounds": a.rounds,
                    "machine": machine(), "nginx": why_not or "used"}
 
@@ -314,7 +342,8 @@ def main():
             warm(f)
         slowest = {k: [] for k in tp}
         per_rank = {k: [[] for _ in range(v[3])] for k, v in tp.items()}
-        ri = {"read_into": [], "read_into.t2": [], "floor.read": [], "nocopy.pages": []}
+        ri = {"read_into": [], "read_into.t2": [], "read_many": [], "read_many.t2": [],
+              "floor.read": [], "nocopy.pages": []}
         for r in range(a.rounds):
             order = list(tp) if r % 2 == 0 else list(reversed(tp))
             for name in order:
@@ -327,7 +356,7 @@ def main():
                 if name == "floor.read":
                     ri[name].append(floor_read(a.onnxz, p["archive"]))
                 else:
-                    kind = "nocopy" if name == "nocopy.pages" else "read_into"
+                    kind = "nocopy" if name == "nocopy.pages" else name.split(".")[0]
                     ri[name].append(single(a, kind, p["archive"],
                                            2 if name.endswith(".t2") else 1))
             print(f"round {r + 1}/{a.rounds} done", flush=True)
@@ -364,6 +393,15 @@ def report(a, model_bytes, med, med_rank, ratio, med_ri, why_not):
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f}")
     if why_not:
         print(f"no URL contender: {why_not}")
+    if med:
+        report_tp(med, med_rank, ratio)
+    print(f"\n{'read_into':14} {'s':>10} {'vs floor.read':>14} {'vs nocopy.pages':>16}")
+    for k, v in med_ri.items():
+        print(f"{k:14} {v:10.4f} {v / med_ri['floor.read']:13.2f}x "
+              f"{v / med_ri['nocopy.pages']:15.2f}x")
+
+
+def report_tp(med, med_rank, ratio):
     print(f"\n{'tensor parallel':14} {'slowest s':>10} {'ranks s':>28} {'vs whole':>9} "
           f"{'vs floor':>9} {'onnx.load/':>10} {'bytes/model':>12}")
     whole, floor, onnx_t = med["whole.onnxz"], med["tp.floor"], med["tp.onnx"]
@@ -373,10 +411,6 @@ def report(a, model_bytes, med, med_rank, ratio, med_ri, why_not):
               f"{onnx_t / v:9.1f}x {ratio[k]:11.3f}x"
               + ("  (target <= 1.05x: " + ("met)" if ratio[k] <= 1.05 else "NOT met)")
                  if k.startswith("tp.onnxz") else ""))
-    print(f"\n{'read_into':14} {'s':>10} {'vs floor.read':>14} {'vs nocopy.pages':>16}")
-    for k, v in med_ri.items():
-        print(f"{k:14} {v:10.4f} {v / med_ri['floor.read']:13.2f}x "
-              f"{v / med_ri['nocopy.pages']:15.2f}x")
 
 
 if __name__ == "__main__":
