@@ -133,6 +133,9 @@ static void test_no_password_kept_whole(void) {
         "cannot open http://host/m.onnxz: http 404",
         "http://host/m.onnx is not an archive; mail a@b",
         "/models/a:b@c.onnxz",
+        /* an s3:// key is its bytes: ':', '@', '?', '#' in it are shown */
+        "s3://bucket/dir/a:b@c?d#e.onnxz: no such key",
+        "S3://b/k@1",
     };
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
         char shown[512];
@@ -156,6 +159,11 @@ static void test_cases(void) {
         {"a: http://alice:pw@h/m\nb: http://h/n", "a: http://h/m\nb: http://h/n"},
         /* a port may be a password's start ("alice:123/45@h"): its line hidden to its last '@' */
         {"http://h:1/m: entry 'w@1' missing", "http://1' missing"},
+        /* "key:secret@" typed before an s3:// bucket (refused, never sent) is not shown */
+        {"s3://AKID:se/cr@et@bucket/k: not a bucket name", "s3://bucket/k: not a bucket name"},
+        {"s3://AKID:secret@bucket/k: not a bucket name", "s3://bucket/k: not a bucket name"},
+        /* after a ':', to the line's last '@', as for http */
+        {"read s3://a:b@c/d@e and s3://f/g", "read s3://e and s3://f/g"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char shown[512];
