@@ -8,6 +8,7 @@
 
 #include "crypto/backend.h"
 #include "internal/error.h"
+#include "internal/signature.h"
 
 static oc_status no_crypto(oc_error *err) {
     return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
@@ -125,4 +126,77 @@ oc_status oc__cb_cbc_final(oc__cb_cipher *c, void *out, size_t *out_len, int *pa
     *out_len = 0;
     *padding_ok = 0;
     return no_crypto(err);
+}
+
+/* ---- internal/signature.h: nothing computes ---- */
+
+static oc_status no_signing(oc_error *err) {
+    return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                    "signing and verifying signatures need OpenSSL, but onnxz was built "
+                    "without it");
+}
+
+oc_status oc__sha256_new(oc__sha256 **out, oc_error *err) {
+    *out = NULL;
+    return no_signing(err);
+}
+
+oc_status oc__sha256_update(void *h, const void *data, uint64_t size, oc_error *err) {
+    (void)h, (void)data, (void)size;
+    return no_signing(err);
+}
+
+oc_status oc__sha256_final(oc__sha256 *h, uint8_t out[OC__SHA256_SIZE], oc_error *err) {
+    (void)h, (void)out;
+    return no_signing(err);
+}
+
+oc_status oc__sha256_reset(oc__sha256 *h, oc_error *err) {
+    (void)h;
+    return no_signing(err);
+}
+
+void oc__sha256_free(oc__sha256 *h) { (void)h; }
+
+oc_status oc__sig_key_private(const void *pem, size_t len, const void *pass, size_t pass_len,
+                              oc__sig_key **out, bool *needs_pass, oc_error *err) {
+    (void)pem, (void)len, (void)pass, (void)pass_len;
+    *out = NULL;
+    if (needs_pass) *needs_pass = false;
+    return no_signing(err);
+}
+
+oc_status oc__sig_key_public(const void *pem, size_t len, oc__sig_key **out, oc_error *err) {
+    (void)pem, (void)len;
+    *out = NULL;
+    return no_signing(err);
+}
+
+void oc__sig_key_free(oc__sig_key *key) { (void)key; }
+
+oc__sig_kind oc__sig_key_kind(const oc__sig_key *key) {
+    (void)key;
+    return OC__SIG_ED25519;
+}
+
+oc_status oc__sig_key_public_pem(const oc__sig_key *key, char **pem, size_t *len, oc_error *err) {
+    (void)key;
+    *pem = NULL;
+    *len = 0;
+    return no_signing(err);
+}
+
+oc_status oc__sig_sign(const oc__sig_key *key, const void *msg, size_t len, uint8_t **sig,
+                       size_t *sig_len, oc_error *err) {
+    (void)key, (void)msg, (void)len;
+    *sig = NULL;
+    *sig_len = 0;
+    return no_signing(err);
+}
+
+oc_status oc__sig_verify(const oc__sig_key *key, const void *msg, size_t len, const uint8_t *sig,
+                         size_t sig_len, bool *ok, oc_error *err) {
+    (void)key, (void)msg, (void)len, (void)sig, (void)sig_len;
+    *ok = false;
+    return no_signing(err);
 }
