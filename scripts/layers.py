@@ -65,7 +65,7 @@ GROUPS = [
 GROUP_RANK = {"libonnxcore": 0, "libonnxz": 1, "tool": 2, "python": 2}
 FLOORS = {
     "libonnxcore": {"base": 0, "io": 1, "codec": 2, "crypto": 2, "http": 3, "model": 4},
-    "libonnxz": {"zip": 0, "archive": 1, "edit": 2},
+    "libonnxz": {"zip": 0, "archive": 1, "edit": 2, "sign": 3},
 }
 
 KEYWORDS = set("""

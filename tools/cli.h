@@ -164,6 +164,7 @@ extern const cli_command cmd_info;
 extern const cli_command cmd_ls;
 extern const cli_command cmd_get;
 extern const cli_command cmd_verify;
+extern const cli_command cmd_sign;
 extern const cli_command cmd_unpack;
 extern const cli_command cmd_bench;
 extern const cli_command cmd_encrypt;

@@ -44,9 +44,9 @@ static const cli_command cmd_help = {
 };
 
 /* In the order `onnxz --help` lists them. */
-static const cli_command *const commands[] = {&cmd_convert, &cmd_info,    &cmd_ls,    &cmd_get,
-                                              &cmd_verify,  &cmd_unpack,  &cmd_meta,  &cmd_stub,
-                                              &cmd_encrypt, &cmd_decrypt, &cmd_bench, &cmd_help};
+static const cli_command *const commands[] = {
+    &cmd_convert, &cmd_info, &cmd_ls,      &cmd_get,     &cmd_verify, &cmd_sign, &cmd_unpack,
+    &cmd_meta,    &cmd_stub, &cmd_encrypt, &cmd_decrypt, &cmd_bench,  &cmd_help};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static const cli_command *find_command(const char *name) {

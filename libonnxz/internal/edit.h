@@ -1,5 +1,6 @@
 /*
- * internal/edit.h - a seam for tests of in-place editing (tests/archive_edit): the editor
+ * internal/edit.h - committing an edit with one more entry (the signature's), and a seam
+ * for tests of in-place editing (tests/archive_edit): the editor
  * calls the hook, when one is set, at each step of spec/onnxz.md A-54, with the step's
  * name ("journaled", "appending", "appended", "committed", "compacting", "compacted",
  * "truncated"). A test sets it in a child process and has it kill the process there, to
@@ -8,6 +9,23 @@
  */
 #ifndef ONNXZ_INTERNAL_EDIT_H
 #define ONNXZ_INTERNAL_EDIT_H
+
+#include <stdint.h>
+
+#include <onnxcore/status.h>
+
+#include "onnxz/archive.h"
+
+/* As oz_archive_edit_commit, with the model given as its encoded bytes (model_n of them,
+ * written as they are, DEFLATED when deflate_model is set) and one more entry, `name`
+ * with `size` bytes of data, STORED, written just before it. An entry of that name already
+ * in the archive must be the last one before the model: it is replaced (its bytes become
+ * unused, and the edit appends and compacts, A-54); one elsewhere: OC_ERR_UNSUPPORTED
+ * (repack). The signature entry of a signed archive (spec/signing.md) is written so. name
+ * and data must outlive the call only. */
+oc_status oz__archive_edit_commit_entry(oz_archive_edit *ed, const uint8_t *model, uint64_t model_n,
+                                        int deflate_model, const char *name, const uint8_t *data,
+                                        uint64_t size, oc_error *err);
 
 #ifdef ONNXZ_TEST_POINTS
 extern void (*oz__edit_test_hook)(const char *step);

@@ -22,6 +22,7 @@
 #include "onnxz/open.h"
 #include "onnxz/read_many.h"
 #include "onnxz/reader.h"
+#include "onnxz/sign.h"
 #include "onnxz/stub.h"
 #include "onnxz/unpack.h"
 #include "onnxz/zip.h"
@@ -45,6 +46,7 @@ OC_SIZED_FLAT(oz_unpack_options, OZ_UNPACK_OPTIONS_INIT, oz__unpack_opts)
 OC_SIZED_FLAT(oz_metadata_options, OZ_METADATA_OPTIONS_INIT, oz__metadata_opts)
 OC_SIZED_FLAT(oz_info_source, OZ_INFO_SOURCE_INIT, oz__info_source_read)
 OC_SIZED_FLAT(oz_read_many_options, OZ_READ_MANY_OPTIONS_INIT, oz__read_many_opts)
+OC_SIZED_FLAT(oz_sign_options, OZ_SIGN_OPTIONS_INIT, oz__sign_opts)
 
 /* As OC_PARSE_OPTS (onnxcore_shared.h), for the oz_* options. */
 #define OZ_ZIP_OPTS(opts, err)     OC_OPTS_ENTRY(oz_zip_reader_options, oz__zip_opts, opts, err)

@@ -44,6 +44,7 @@
     GREW(oz_convert_info, 24, in_size)                                  \
     NOW(oz_convert_info, 32)                                            \
     NOW(oz_stub_options, 24)                                            \
+    NOW(oz_sign_options, 32)                                            \
     NOW(oz_stub_info, 40)                                               \
     NOW(oz_unpack_options, 40)                                          \
     NOW(oz_unpack_info, 32)                                             \

@@ -44,6 +44,7 @@ enum { PATTERN = 0x5A, POISON = 0xA5 };
 #define TYPE_oz_open_options       oz__open_opts_type
 #define TYPE_oz_save_options       oz__save_opts_type
 #define TYPE_oz_stub_options       oz__stub_opts_type
+#define TYPE_oz_sign_options       oz__sign_opts_type
 #define TYPE_oz_unpack_options     oz__unpack_opts_type
 #define TYPE_oz_metadata_options   oz__metadata_opts_type
 #define TYPE_oz_info_source        oz__info_source_read_type

@@ -19,6 +19,7 @@
 #include "open.h"
 #include "read_many.h"
 #include "reader.h"
+#include "sign.h"
 #include "slice.h"
 #include "stub.h"
 #include "unpack.h"

@@ -125,16 +125,24 @@ struct oz_archive_edit {
     uint64_t others_len;
     const uint8_t *comment;
     uint16_t comment_len;
-    uint8_t *lh;       /* scratch: a local header */
-    uint8_t *cd;       /* scratch: the central directory and end records */
-    uint64_t cut_from; /* a rollback removed bytes [cut_from, cut_to) */
-    uint64_t cut_to;   /* (both 0: none) */
+    /* An entry written before the model (oz__archive_edit_commit_entry), or none; an
+     * entry of its name that lies last before the model is dropped from the archive. */
+    const char *extra_name;
+    oz__entry extra;
+    const uint8_t *extra_data;
+    uint64_t drop_index; /* the entry replaced (UINT64_MAX: none) */
+    uint8_t *xlh;        /* scratch: the extra entry's local header */
+    uint8_t *lh;         /* scratch: a local header */
+    uint8_t *cd;         /* scratch: the central directory and end records */
+    uint64_t cut_from;   /* a rollback removed bytes [cut_from, cut_to) */
+    uint64_t cut_to;     /* (both 0: none) */
 };
 typedef struct oz_archive_edit edit;
 
 /* One placement of the new tail. */
 typedef struct tail {
     uint64_t at;
+    size_t xlh_len; /* the extra entry's local header (0: no extra entry), then its data */
     size_t lh_len;
     uint64_t cd_len; /* central directory + end records, in ed->cd */
     uint64_t size;
@@ -173,25 +181,41 @@ static oc_status cut(const edit *ed, uint64_t size, oc_error *err) {
 /* Lays out the new tail at offset `at`: the model's local header into ed->lh, the central
  * directory and end records into ed->cd (both sized for the worst case beforehand). */
 static void place(edit *ed, uint64_t at, tail *t) {
-    ed->model.lho = at;
     t->at = at;
+    t->xlh_len = 0;
+    uint64_t count = ed->count;
+    if (ed->extra_name) {
+        ed->extra.lho = at;
+        t->xlh_len =
+            oz__build_local(ed->xlh, &ed->extra, (const uint8_t *)ed->extra_name, ed->alignment);
+        at += t->xlh_len + ed->extra.csize;
+        if (ed->drop_index == UINT64_MAX) count++;
+    }
+    ed->model.lho = at;
     t->lh_len = oz__build_local(ed->lh, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY, ed->alignment);
     uint64_t cd_off = at + t->lh_len + ed->model.csize;
     uint8_t *p = oz__put_bytes(ed->cd, ed->others, (size_t)ed->others_len);
+    if (ed->extra_name) p = oz__put_central(p, &ed->extra, (const uint8_t *)ed->extra_name);
     p = oz__put_central(p, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY);
     uint64_t cd_size = (uint64_t)(p - ed->cd);
-    p += oz__build_end(p, ed->count, cd_size, cd_off, ed->comment, ed->comment_len);
+    p += oz__build_end(p, count, cd_size, cd_off, ed->comment, ed->comment_len);
     t->cd_len = (uint64_t)(p - ed->cd);
-    t->size = t->lh_len + ed->model.csize + t->cd_len;
+    t->size = cd_off - t->at + t->cd_len;
 }
 
 /* Writes a tail laid out by place(): local header and data, then (after the test seam
  * `torn`) the central directory and end records, then fsync. */
 static oc_status write_tail(edit *ed, const tail *t, const char *torn, oc_error *err) {
-    OC_FORWARD(pwrite_all(ed->fd, ed->lh, t->lh_len, t->at, err));
-    OC_FORWARD(pwrite_all(ed->fd, ed->data, ed->model.csize, t->at + t->lh_len, err));
+    uint64_t at = t->at;
+    if (t->xlh_len) {
+        OC_FORWARD(pwrite_all(ed->fd, ed->xlh, t->xlh_len, at, err));
+        OC_FORWARD(pwrite_all(ed->fd, ed->extra_data, ed->extra.csize, at + t->xlh_len, err));
+        at += t->xlh_len + ed->extra.csize;
+    }
+    OC_FORWARD(pwrite_all(ed->fd, ed->lh, t->lh_len, at, err));
+    OC_FORWARD(pwrite_all(ed->fd, ed->data, ed->model.csize, at + t->lh_len, err));
     step(torn);
-    OC_FORWARD(pwrite_all(ed->fd, ed->cd, t->cd_len, t->at + t->lh_len + ed->model.csize, err));
+    OC_FORWARD(pwrite_all(ed->fd, ed->cd, t->cd_len, at + t->lh_len + ed->model.csize, err));
     return sync_fd(ed, err);
 }
 
@@ -398,8 +422,15 @@ static oc_status find_layout(edit *ed, oc_error *err) {
     OC_FORWARD(oz_zip_reader_entry(ed->zip, ed->model_index, &e, err));
     ed->m = e.local_header_offset;
     ed->d = 0;
+    ed->drop_index = UINT64_MAX;
+    uint64_t drop_lho = 0;
+    if (ed->extra_name &&
+        oz__zip_reader_find_n(ed->zip, ed->extra_name, strlen(ed->extra_name), &ed->drop_index)) {
+        OC_FORWARD(oz_zip_reader_entry(ed->zip, ed->drop_index, &e, err));
+        drop_lho = e.local_header_offset;
+    }
     for (uint64_t i = 0; i < ed->count; i++) {
-        if (i == ed->model_index) continue;
+        if (i == ed->model_index || i == ed->drop_index) continue;
         OC_FORWARD(oz_zip_reader_entry(ed->zip, i, &e, err));
         char q[OC_QUOTE_SIZE];
         OC_RETURN_RULE_IF(e.local_header_offset > ed->m, err, OC_ERR_UNSUPPORTED,
@@ -408,6 +439,12 @@ static oc_status find_layout(edit *ed, oc_error *err) {
                           "archive whose model is its last entry can be edited in place; "
                           "repack it instead",
                           oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE));
+        OC_RETURN_RULE_IF(
+            ed->drop_index != UINT64_MAX && e.local_header_offset > drop_lho, err,
+            OC_ERR_UNSUPPORTED, e.local_header_offset, "A-50",
+            "entry '%s' lies after %s in the file: only the last entry before " OZ_MODEL_ENTRY
+            " can be replaced in place; repack the archive instead",
+            oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE), ed->extra_name);
         uint64_t end = e.data_offset + e.compressed_size;
         /* a data descriptor (another writer's) follows the data: at most 24 bytes */
         if (e.flags & OZ_FLAG_DESCRIPTOR) end = ed->m - end < 24 ? ed->m : end + 24;
@@ -437,7 +474,7 @@ static oc_status read_others(edit *ed, oc_error *err) {
                           "the central directory changed during the edit");
             break;
         }
-        if (i != ed->model_index) {
+        if (i != ed->model_index && i != ed->drop_index) {
             memcpy(ed->others + ed->others_len, cd + used, (size_t)len);
             ed->others_len += len;
         }
@@ -451,7 +488,9 @@ static oc_status run(edit *ed, oc_error *err) {
     tail t;
     place(ed, ed->d, &t);
     uint64_t compact = t.size; /* |tail(D)| */
-    if (!ed->append_only && compact <= ed->m - ed->d) {
+    /* Direct writing needs [D, M) unused by the archive as it is: not so when an entry in
+     * it is being replaced. */
+    if (!ed->append_only && ed->drop_index == UINT64_MAX && compact <= ed->m - ed->d) {
         /* direct: [D, M) is unused already (left by an earlier edit) */
         OC_FORWARD(write_tail(ed, &t, "compacting", err));
         step("compacted");
@@ -509,6 +548,7 @@ oc_status oz_archive_edit_begin(const char *path, const oz_archive_options *opts
     edit *ed = calloc(1, sizeof *ed);
     OC_RETURN_ERROR_IF(!ed, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     ed->fd = -1;
+    ed->drop_index = UINT64_MAX;
     ed->append_only = opts->append_only;
     ed->deflate_model = opts->deflate_model;
     ed->align = align;
@@ -538,23 +578,12 @@ const oz_archive *oz_archive_edit_archive(const oz_archive_edit *ed) {
     return ed && !ed->done ? ed->ar : NULL;
 }
 
-oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
-                                 oc_error *err) {
-    OC_RETURN_ERROR_IF(!ed || !desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "oz_archive_edit_commit: missing argument");
-    OC_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "oz_archive_edit_commit: this edit has already been committed");
-    ed->done = 1;
-    void *encoded = NULL;
+/* The edit with the model's encoded bytes (checked already), after the extra entry of
+ * ed (if any): everything is read, checked and laid out before the first byte is written. */
+static oc_status commit_encoded(edit *ed, const uint8_t *encoded, uint64_t encoded_n,
+                                oc_error *err) {
     uint8_t *packed = NULL;
-    uint64_t encoded_n = 0;
-    /* Everything is read, checked and laid out before the first byte is written. */
-    oc_status st = oc_encode_to_memory(desc, msg, &encoded, &encoded_n, err);
-    if (st == OC_OK) {
-        ref_ctx c = {ed->zip, ed->model_index, err};
-        st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, check_ref, &c);
-    }
-    if (st == OC_OK) st = find_layout(ed, err);
+    oc_status st = find_layout(ed, err);
     if (st == OC_OK) st = read_others(ed, err);
     if (st == OC_OK) {
         if (ed->align)
@@ -583,8 +612,9 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
     }
     if (st == OC_OK) {
         /* Z-52: nothing a reader with default limits would refuse. The model's central
-         * header is at most 46 + name + 28 bytes. */
+         * header is at most 46 + name + 28 bytes, and so is the extra entry's. */
         uint64_t cd_max = ed->others_len + OZ_CENTRAL_SIZE + ed->model.name_len + 28u;
+        if (ed->extra_name) cd_max += OZ_CENTRAL_SIZE + ed->extra.name_len + 28u;
         if (cd_max > OZ_ZIP_DEFAULT_MAX_CENTRAL_DIR)
             st = oc__fail_rule(err, OC_ERR_LIMIT, OC_NO_OFFSET, "Z-66",
                                "the central directory would exceed %llu bytes",
@@ -593,11 +623,53 @@ oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, co
         ed->cd = st == OC_OK ? malloc((size_t)cd_max + OZ_END_MAX + ed->comment_len) : NULL;
         if (st == OC_OK && (!ed->lh || !ed->cd))
             st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        if (st == OC_OK && ed->extra_name &&
+            !(ed->xlh = malloc(OZ_LOCAL_MAX(ed->extra.name_len, ed->alignment))))
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
     if (st == OC_OK) st = run(ed, err);
     ed->data = NULL;
-    free(encoded);
     free(packed);
+    return st;
+}
+
+oc_status oz_archive_edit_commit(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
+                                 oc_error *err) {
+    OC_RETURN_ERROR_IF(!ed || !desc || !msg, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_edit_commit: missing argument");
+    OC_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz_archive_edit_commit: this edit has already been committed");
+    ed->done = 1;
+    void *encoded = NULL;
+    uint64_t encoded_n = 0;
+    oc_status st = oc_encode_to_memory(desc, msg, &encoded, &encoded_n, err);
+    if (st == OC_OK) {
+        ref_ctx c = {ed->zip, ed->model_index, err};
+        st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, check_ref, &c);
+    }
+    if (st == OC_OK) st = commit_encoded(ed, encoded, encoded_n, err);
+    free(encoded);
+    return st;
+}
+
+oc_status oz__archive_edit_commit_entry(oz_archive_edit *ed, const uint8_t *model, uint64_t model_n,
+                                        int deflate_model, const char *name, const uint8_t *data,
+                                        uint64_t size, oc_error *err) {
+    OC_RETURN_ERROR_IF(!ed || !model || !name || (!data && size), err, OC_ERR_INVALID_ARG,
+                       OC_NO_OFFSET, "oz__archive_edit_commit_entry: missing argument");
+    OC_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz__archive_edit_commit_entry: this edit has already been committed");
+    ed->done = 1;
+    ed->deflate_model = deflate_model;
+    ed->extra_name = name;
+    ed->extra.name_len = (uint32_t)strlen(name);
+    ed->extra.method = OZ_ZIP_STORED;
+    ed->extra.crc = oz__crc32(0, data, size);
+    ed->extra.usize = ed->extra.csize = size;
+    ed->extra_data = data;
+    oc_status st = commit_encoded(ed, model, model_n, err);
+    ed->extra_data = NULL;
+    ed->extra_name = NULL;
     return st;
 }
 
@@ -609,6 +681,7 @@ void oz_archive_edit_end(oz_archive_edit *ed) {
     free(ed->jpath);
     free(ed->others);
     free(ed->lh);
+    free(ed->xlh);
     free(ed->cd);
     free(ed);
 }

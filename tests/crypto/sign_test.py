@@ -1,0 +1,634 @@
+#!/usr/bin/python3
+"""tests/crypto/sign_test.py - signed models (onnxz/sign.h, spec/signing.md) against
+independent oracles. Run by ctest (tests/crypto/CMakeLists.txt) with Debian's python3:
+
+    sign_test.py sign --osign PATH --onnxz PATH --work DIR
+    sign_test.py sigstore --osign PATH --onnxz PATH --work DIR --node-modules DIR
+    sign_test.py nossl --osign PATH --onnxz PATH --work DIR
+
+  sign      for every form (an .onnxz archive, a single .onnx, a two-file and an N-file
+            model) and both key types (Ed25519, ECDSA P-256; encrypted PKCS#8 too), made
+            by `openssl genpkey`: signing through the library (osign) and the tool; the
+            manifest recomputed with hashlib over zipfile's entries or the files the
+            model names (python3-onnx); the subject digest; the key hint; the DSSE
+            signature verified by the `openssl` command line over the PAE bytes rebuilt
+            here from the bundle (json, base64); bundles signed here by the openssl
+            command line over statements written here verify in the library. Then every
+            tamper case of G-31, each its own check with the status and the name it must
+            give, and hostile bundles (huge, deep, duplicate keys, wrong types, bad
+            base64, not UTF-8, truncated) refused quickly.
+  sigstore  every bundle of the round trips verified by sigstore's JavaScript verifier
+            (@sigstore/verify, @sigstore/bundle; tests/crypto/sigstore_verify.js) with
+            the public key alone, offline; a tampered payload refused by it.
+  nossl     a build without OpenSSL refuses to sign and to verify, saying why.
+"""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SAMPLE = os.path.join(ROOT, "samples", "mlp.onnx")
+# oc_status numbers (libonnxcore/include/onnxcore/status.h)
+ST = {"ok": 0, "truncated": 3, "malformed": 4, "depth": 5, "limit": 6, "invalid_arg": 7,
+      "not_found": 8, "unsupported": 9, "checksum": 11, "bad_key": 13, "inconsistent": 15}
+SIG_ENTRY = "__ONNXZ_SIGNATURE"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+PASS = "sign test passphrase"
+
+failures = []
+checks = [0]
+
+
+def check(cond, what):
+    checks[0] += 1
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+class Ctx:
+    def __init__(self, args):
+        self.osign = args.osign
+        self.onnxz = args.onnxz
+        self.work = args.work
+
+    def path(self, *parts):
+        return os.path.join(self.work, *parts)
+
+    def osign_run(self, *argv):
+        r = run([self.osign] + list(argv))
+        return r.returncode, r.stdout + r.stderr
+
+    def expect(self, what, status, argv, needle=None, max_seconds=None):
+        t = time.monotonic()
+        rc, out = self.osign_run(*argv)
+        dt = time.monotonic() - t
+        ok = rc == ST[status] and (needle is None or needle in out)
+        check(ok, "%s: expected %s%s, got %d: %s" % (
+            what, status, " naming %r" % needle if needle else "", rc, out.strip()))
+        if max_seconds is not None:
+            check(dt < max_seconds, "%s: took %.2f s (at most %s expected)" % (what, dt,
+                                                                             max_seconds))
+        return out
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def make_keys(ctx):
+    keys = {}
+    d = ctx.path("keys")
+    os.makedirs(d)
+    specs = {
+        "ed": ["-algorithm", "ed25519"],
+        "ec": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        "ec2": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        "p384": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"],
+        "rsa": ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+    }
+    for name, spec in specs.items():
+        priv, pub = os.path.join(d, name + ".pem"), os.path.join(d, name + ".pub.pem")
+        subprocess.run(["openssl", "genpkey"] + spec + ["-out", priv], check=True,
+                       capture_output=True)
+        subprocess.run(["openssl", "pkey", "-in", priv, "-pubout", "-out", pub], check=True,
+                       capture_output=True)
+        keys[name] = (priv, pub)
+    # the P-256 key again, encrypted (PKCS#8, AES-256)
+    enc = os.path.join(d, "ec_enc.pem")
+    subprocess.run(["openssl", "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", keys["ec"][0],
+                    "-out", enc, "-passout", "pass:" + PASS], check=True, capture_output=True)
+    keys["ec_enc"] = (enc, keys["ec"][1])
+    return keys
+
+
+def make_forms(ctx, src, tag):
+    """The four forms of the sample model, each in a directory of its own."""
+    forms = {}
+    d = ctx.path("forms-" + tag)
+    for sub in ("archive", "single", "two", "nfile"):
+        os.makedirs(os.path.join(d, sub))
+    cv = [ctx.onnxz, "-q", "convert"]
+    forms["archive"] = os.path.join(d, "archive", "m.onnxz")
+    subprocess.run(cv + [src, forms["archive"]], check=True)
+    forms["single"] = os.path.join(d, "single", "m.onnx")
+    shutil.copy(src, forms["single"])
+    forms["two"] = os.path.join(d, "two", "m.onnx")
+    subprocess.run(cv + [src, forms["two"], "--external-data", "m.data"], check=True)
+    forms["nfile"] = os.path.join(d, "nfile", "m.onnx")
+    subprocess.run(cv + [src, forms["nfile"], "--external-data", "w.bin", "--max-file-size",
+                         "100000"], check=True)
+    return forms
+
+
+def bundle_of(path):
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            return z.read(SIG_ENTRY)
+    with open(path + ".sig", "rb") as f:
+        return f.read()
+
+
+def expected_parts(path):
+    """The manifest as this test computes it: name -> SHA-256 hex."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            return {i.filename: hashlib.sha256(z.read(i)).hexdigest()
+                    for i in z.infolist() if i.filename != SIG_ENTRY}
+    import onnx
+    from onnx import external_data_helper as edh
+    m = onnx.load(path, load_external_data=False)
+    parts = {os.path.basename(path): sha256_file(path)}
+    for t in edh._get_all_tensors(m):
+        if edh.uses_external_data(t):
+            loc = {e.key: e.value for e in t.external_data}["location"]
+            parts[loc] = sha256_file(os.path.join(os.path.dirname(path), loc))
+    return parts
+
+
+def pae(payload):
+    return b"DSSEv1 %d %s %d " % (len(PAYLOAD_TYPE), PAYLOAD_TYPE.encode(), len(payload)) + payload
+
+
+def openssl_verify(ctx, pub, kind, message, sig):
+    m, s = ctx.path("pae.bin"), ctx.path("sig.bin")
+    with open(m, "wb") as f:
+        f.write(message)
+    with open(s, "wb") as f:
+        f.write(sig)
+    if kind == "ed25519":
+        cmd = ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub, "-rawin", "-in", m,
+               "-sigfile", s]
+    else:
+        cmd = ["openssl", "dgst", "-sha256", "-verify", pub, "-signature", s, m]
+    return run(cmd).returncode == 0
+
+
+def openssl_sign(ctx, priv, kind, message):
+    m, s = ctx.path("pae.bin"), ctx.path("sig.bin")
+    with open(m, "wb") as f:
+        f.write(message)
+    if kind == "ed25519":
+        cmd = ["openssl", "pkeyutl", "-sign", "-inkey", priv, "-rawin", "-in", m, "-out", s]
+    else:
+        cmd = ["openssl", "dgst", "-sha256", "-sign", priv, "-out", s, m]
+    subprocess.run(cmd, check=True, capture_output=True)
+    with open(s, "rb") as f:
+        return f.read()
+
+
+def fingerprint(pub):
+    with open(pub, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def check_bundle(ctx, what, path, priv, pub, kind):
+    """The oracles on a bundle we wrote."""
+    raw = bundle_of(path)
+    b = json.loads(raw)
+    check(b["mediaType"] == "application/vnd.dev.sigstore.bundle.v0.3+json", what + ": mediaType")
+    check(b["verificationMaterial"]["publicKey"]["hint"] == fingerprint(pub), what + ": key hint")
+    env = b["dsseEnvelope"]
+    check(env["payloadType"] == PAYLOAD_TYPE, what + ": payloadType")
+    payload = base64.b64decode(env["payload"], validate=True)
+    sig = base64.b64decode(env["signatures"][0]["sig"], validate=True)
+    check(openssl_verify(ctx, pub, kind, pae(payload), sig), what + ": openssl verifies the "
+          "DSSE signature over the PAE")
+    check(not openssl_verify(ctx, pub, kind, pae(payload + b" "), sig),
+          what + ": openssl refuses the signature over another payload")
+    st = json.loads(payload)
+    check(st["_type"] == "https://in-toto.io/Statement/v1", what + ": statement type")
+    check(st["predicateType"] == "https://model_signing/signature/v1.0", what + ": predicate")
+    res = st["predicate"]["resources"]
+    names = [r["name"] for r in res]
+    check(names == sorted(names, key=lambda n: n.encode()), what + ": resources sorted")
+    got = {r["name"]: r["digest"] for r in res}
+    want = expected_parts(path)
+    check(got == want, "%s: manifest %s, recomputed %s" % (what, got, want))
+    root = hashlib.sha256(b"".join(bytes.fromhex(r["digest"]) for r in res)).hexdigest()
+    check(st["subject"][0]["digest"]["sha256"] == root, what + ": subject digest")
+    method = st["predicate"]["serialization"]["method"]
+    check(method == ("onnxz-archive" if zipfile.is_zipfile(path) else "files"), what + ": method")
+    return b
+
+
+def write_bundle(path, text):
+    """Puts a bundle where the model's verify reads it (a .onnx model's .sig)."""
+    with open(path + ".sig", "wb") as f:
+        f.write(text if isinstance(text, bytes) else text.encode())
+
+
+def replace_entry(path, name, data, drop=(), add=None):
+    """Rewrites an archive with python's zipfile: entry name's data replaced, entries in
+    drop left out, add = (name, data) appended before the model."""
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(tmp, "w") as zout:
+        for i in zin.infolist():
+            if i.filename in drop:
+                continue
+            if add and i.filename == "__MODEL_PROTO":
+                zout.writestr(add[0], add[1])
+            zout.writestr(i, data if i.filename == name else zin.read(i),
+                          compress_type=i.compress_type)
+    os.replace(tmp, path)
+
+
+def data_offset(path, name):
+    with zipfile.ZipFile(path) as z:
+        i = z.getinfo(name)
+    with open(path, "rb") as f:
+        f.seek(i.header_offset)
+        h = f.read(30)
+    n, e = struct.unpack("<HH", h[26:30])
+    return i.header_offset + 30 + n + e
+
+
+def flip(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 1]))
+
+
+def signed_statement(ctx, parts, method, name="m"):
+    """A statement as spec/signing.md G-10 describes it, written here."""
+    res = [{"name": n, "algorithm": "sha256", "digest": d}
+           for n, d in sorted(parts.items(), key=lambda kv: kv[0].encode())]
+    root = hashlib.sha256(b"".join(bytes.fromhex(r["digest"]) for r in res)).hexdigest()
+    return {"_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"name": name, "digest": {"sha256": root}}],
+            "predicateType": "https://model_signing/signature/v1.0",
+            "predicate": {"serialization": {"method": method, "hash_type": "sha256",
+                                            "allow_symlinks": False, "ignore_paths": []},
+                          "resources": res}}
+
+
+def our_bundle(ctx, statement, priv, pub, kind, hint=True):
+    """A bundle signed by the openssl command line over a statement made here."""
+    payload = json.dumps(statement, indent=2).encode() if isinstance(statement, dict) else statement
+    sig = openssl_sign(ctx, priv, kind, pae(payload))
+    vm = {"publicKey": {"hint": fingerprint(pub)} if hint else {}, "tlogEntries": []}
+    return json.dumps({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+                       "verificationMaterial": vm,
+                       "dsseEnvelope": {"payload": base64.b64encode(payload).decode(),
+                                        "payloadType": PAYLOAD_TYPE,
+                                        "signatures": [{"sig": base64.b64encode(sig).decode(),
+                                                        "keyid": ""}]}})
+
+
+def round_trips(ctx, keys, forms):
+    bundles = []
+    kinds = {"ed": "ed25519", "ec": "ecdsa-p256"}
+    for form, path in forms.items():
+        for k in ("ed", "ec"):
+            priv, pub = keys[k]
+            what = "%s/%s" % (form, k)
+            out = ctx.expect(what + " sign", "ok", ["sign", path, priv])
+            check("key=%s" % kinds[k] in out and "fingerprint=%s" % fingerprint(pub) in out,
+                  what + ": report " + out)
+            ctx.expect(what + " verify", "ok", ["verify", path, pub])
+            b = check_bundle(ctx, what, path, priv, pub, kinds[k])
+            bundles.append((what, b, pub, kinds[k]))
+            other = keys["ed" if k == "ec" else "ec"][1]
+            ctx.expect(what + " verify with another key", "bad_key", ["verify", path, other],
+                       "signed by another key")
+        # signed again: the archive's signature entry is replaced, not added
+        ctx.expect(form + " signed twice", "ok", ["sign", path, keys["ed"][0]])
+        ctx.expect(form + " signed twice verifies", "ok", ["verify", path, keys["ed"][1]])
+        if form == "archive":
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+            check(names.count(SIG_ENTRY) == 1 and names[-1] == "__MODEL_PROTO" and
+                  names[-2] == SIG_ENTRY, "archive signed twice: entries " + str(names))
+            r = run([ctx.onnxz, "verify", path])
+            check(r.returncode == 0, "the signed archive passes onnxz verify: " + r.stdout +
+                  r.stderr)
+            import onnx
+            onnx.checker.check_model(onnx.load(forms["single"]))
+    # an encrypted key
+    path = forms["archive"]
+    ctx.expect("encrypted key, reported", "ok", ["encrypted", keys["ec_enc"][0]])
+    check(ctx.osign_run("encrypted", keys["ec_enc"][0])[1].strip() == "yes", "encrypted: yes")
+    check(ctx.osign_run("encrypted", keys["ec"][0])[1].strip() == "no", "plain key: no")
+    ctx.expect("encrypted key, no passphrase", "invalid_arg", ["sign", path, keys["ec_enc"][0]],
+               "encrypted")
+    ctx.expect("encrypted key, wrong passphrase", "bad_key",
+               ["sign", path, keys["ec_enc"][0], "--pass", "wrong"], "wrong passphrase")
+    ctx.expect("encrypted key", "ok", ["sign", path, keys["ec_enc"][0], "--pass", PASS])
+    ctx.expect("encrypted key verifies", "ok", ["verify", path, keys["ec_enc"][1]])
+    # keys of other types
+    ctx.expect("a P-384 key", "unsupported", ["sign", path, keys["p384"][0]], "P-256")
+    ctx.expect("an RSA key", "unsupported", ["sign", path, keys["rsa"][0]], "Ed25519")
+    ctx.expect("a public key to sign with", "malformed", ["sign", path, keys["ec"][1]],
+               "private key")
+    ctx.expect("a private key to trust", "ok", ["verify", path, keys["ec_enc"][1]])
+    # the tool
+    env = dict(os.environ, ONNXZ_KEY=PASS)
+    r = run([ctx.onnxz, "sign", forms["two"], "--key", keys["ec_enc"][0]], env=env,
+            stdin=subprocess.DEVNULL)
+    check(r.returncode == 0 and "signed with ecdsa-p256" in r.stdout,
+          "onnxz sign with ONNXZ_KEY: " + r.stdout + r.stderr)
+    ctx.expect("onnxz sign's bundle verifies", "ok", ["verify", forms["two"], keys["ec"][1]])
+    pf = ctx.path("pass.txt")
+    with open(pf, "w") as f:
+        f.write(PASS + "\n")
+    r = run([ctx.onnxz, "sign", forms["nfile"], "--key", keys["ec_enc"][0], "--passphrase-file",
+             pf], stdin=subprocess.DEVNULL)
+    check(r.returncode == 0, "onnxz sign --passphrase-file: " + r.stdout + r.stderr)
+    r = run([ctx.onnxz, "sign", forms["nfile"]])
+    check(r.returncode == 2 and "--key" in r.stderr, "onnxz sign without --key: " + r.stderr)
+    return bundles
+
+
+def tamper_archive(ctx, keys, forms, other):
+    priv, pub = keys["ed"]
+    src = forms["archive"]
+    t = ctx.path("tamper")
+    os.makedirs(t, exist_ok=True)
+
+    def fresh(name):
+        p = os.path.join(t, name + ".onnxz")
+        shutil.copy(src, p)
+        rc, out = ctx.osign_run("sign", p, priv)
+        check(rc == 0, "sign " + p + ": " + out)
+        return p
+
+    p = fresh("tensor-byte")
+    flip(p, data_offset(p, "fc2_weight") + 1000)
+    ctx.expect("archive: a changed tensor byte", "checksum", ["verify", p, pub],
+               "entry 'fc2_weight' has changed")
+    p = fresh("model-byte")
+    flip(p, data_offset(p, "__MODEL_PROTO") + 10)
+    ctx.expect("archive: a changed byte of the model", "checksum", ["verify", p, pub],
+               "entry '__MODEL_PROTO' has changed")
+    p = fresh("removed")
+    replace_entry(p, None, None, drop=("fc3_weight",))
+    ctx.expect("archive: a removed entry", "not_found", ["verify", p, pub],
+               "entry 'fc3_weight' is listed by the signed manifest but is missing")
+    p = fresh("added")
+    replace_entry(p, None, None, add=("extra.bin", b"hello"))
+    ctx.expect("archive: an added entry", "inconsistent", ["verify", p, pub],
+               "entry 'extra.bin' is not listed")
+    p = fresh("other-manifest")
+    replace_entry(p, SIG_ENTRY, bundle_of(other))
+    ctx.expect("archive: the manifest of another signed model", "checksum", ["verify", p, pub],
+               "has changed since it was signed")
+    p = fresh("unsigned")
+    replace_entry(p, None, None, drop=(SIG_ENTRY,))
+    ctx.expect("archive: not signed", "not_found", ["verify", p, pub], "is not signed")
+    p = fresh("other-key")
+    ctx.osign_run("sign", p, keys["ec2"][0])
+    ctx.expect("archive: signed by another key", "bad_key", ["verify", p, pub],
+               "signed by another key")
+    # another key's signature under the trusted key's hint: the signature itself fails
+    b = json.loads(bundle_of(p))
+    b["verificationMaterial"]["publicKey"]["hint"] = fingerprint(pub)
+    replace_entry(p, SIG_ENTRY, json.dumps(b).encode())
+    ctx.expect("archive: a signature by another key", "bad_key", ["verify", p, pub],
+               "does not verify")
+    p = fresh("payload")
+    b = json.loads(bundle_of(p))
+    st = json.loads(base64.b64decode(b["dsseEnvelope"]["payload"]))
+    st["predicate"]["resources"][0]["digest"] = "0" * 64
+    b["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(st).encode()).decode()
+    replace_entry(p, SIG_ENTRY, json.dumps(b).encode())
+    ctx.expect("archive: a changed statement", "bad_key", ["verify", p, pub], "does not verify")
+    p = fresh("truncated")
+    replace_entry(p, SIG_ENTRY, bundle_of(p)[:300])
+    ctx.expect("archive: a truncated bundle", "malformed", ["verify", p, pub], "not valid JSON")
+    p = fresh("bundle-for-onnx")
+    # a .onnx's bundle stored in an archive: the method differs
+    replace_entry(p, SIG_ENTRY, bundle_of(forms["single"]))
+    ctx.expect("archive: a bundle made for a .onnx", "inconsistent", ["verify", p, keys["ed"][1]],
+               "not for an archive")
+
+
+def tamper_models(ctx, keys, forms):
+    priv, pub = keys["ec"]
+    for form in ("single", "two", "nfile"):
+        d = ctx.path("tamper-" + form)
+        shutil.copytree(os.path.dirname(forms[form]), d)
+        model = os.path.join(d, "m.onnx")
+        data = sorted(f for f in os.listdir(d) if f not in ("m.onnx", "m.onnx.sig"))
+        rc, out = ctx.osign_run("sign", model, priv)
+        check(rc == 0, form + ": sign: " + out)
+        saved = {f: open(os.path.join(d, f), "rb").read() for f in os.listdir(d)}
+
+        def restore():
+            for f in os.listdir(d):
+                if f not in saved:
+                    os.unlink(os.path.join(d, f))
+            for f, b in saved.items():
+                with open(os.path.join(d, f), "wb") as fh:
+                    fh.write(b)
+
+        size = os.path.getsize(model)
+        flip(model, size // 2)
+        ctx.expect(form + ": a changed byte of the model", "checksum", ["verify", model, pub],
+                   "file 'm.onnx' has changed")
+        restore()
+        for f in data:
+            flip(os.path.join(d, f), os.path.getsize(os.path.join(d, f)) - 1)
+            ctx.expect("%s: a changed byte of %s" % (form, f), "checksum",
+                       ["verify", model, pub], "file '%s' has changed" % f)
+            restore()
+            os.unlink(os.path.join(d, f))
+            ctx.expect("%s: %s missing" % (form, f), "not_found", ["verify", model, pub], f)
+            restore()
+        os.unlink(model + ".sig")
+        ctx.expect(form + ": not signed", "not_found", ["verify", model, pub], "is not signed")
+        restore()
+        # statements signed here: the library reads the format, not just its own output
+        parts = expected_parts(model)
+        write_bundle(model, our_bundle(ctx, signed_statement(ctx, parts, "files"), priv, pub,
+                                       "ecdsa-p256"))
+        ctx.expect(form + ": a bundle signed by openssl", "ok", ["verify", model, pub])
+        write_bundle(model, our_bundle(ctx, signed_statement(ctx, parts, "files"), priv, pub,
+                                       "ecdsa-p256", hint=False))
+        ctx.expect(form + ": a bundle with no key hint", "ok", ["verify", model, pub])
+        ctx.expect(form + ": no hint, another key", "bad_key",
+                   ["verify", model, keys["ec2"][1]], "does not verify")
+        if data:
+            less = dict(parts)
+            del less[data[0]]
+            write_bundle(model, our_bundle(ctx, signed_statement(ctx, less, "files"), priv, pub,
+                                           "ecdsa-p256"))
+            ctx.expect(form + ": a data file the manifest does not list", "inconsistent",
+                       ["verify", model, pub], "file '%s' is not listed" % data[0])
+        more = dict(parts, **{"ghost.bin": "ab" * 32})
+        write_bundle(model, our_bundle(ctx, signed_statement(ctx, more, "files"), priv, pub,
+                                       "ecdsa-p256"))
+        ctx.expect(form + ": a listed file that is missing", "not_found",
+                   ["verify", model, pub], "file 'ghost.bin' is listed")
+        st = signed_statement(ctx, parts, "files")
+        st["subject"][0]["digest"]["sha256"] = "00" * 32
+        write_bundle(model, our_bundle(ctx, st, priv, pub, "ecdsa-p256"))
+        ctx.expect(form + ": a subject digest that is not the resources'", "inconsistent",
+                   ["verify", model, pub], "subject digest")
+        restore()
+
+
+def hostile(ctx, keys, forms):
+    """Bundles that are no bundles, beside a .onnx model: each refused quickly."""
+    priv, pub = keys["ed"]
+    d = ctx.path("hostile")
+    shutil.copytree(os.path.dirname(forms["single"]), d)
+    model = os.path.join(d, "m.onnx")
+    ctx.osign_run("sign", model, priv)
+    good = bundle_of(model)
+    cases = [
+        ("an empty bundle", b"", "malformed", "not valid JSON"),
+        ("a truncated bundle", good[: len(good) // 2], "malformed", "not valid JSON"),
+        ("trailing bytes", good + b"x", "malformed", "after the value"),
+        ("not UTF-8", good.replace(b'"mediaType"', b'"media\xffType"'), "malformed", "UTF-8"),
+        ("a bundle that is an array", b"[1,2,3]", "malformed", "not a JSON object"),
+        ("deep nesting", b"[" * 100000 + b"]" * 100000, "depth", "deeper"),
+        ("deep objects", b'{"a":' * 50 + b"1" + b"}" * 50, "depth", "deeper"),
+        ("over the size limit", b" " * (33 << 20) + good, "limit", "limit"),
+        ("too many values", b"[" + b"0," * (3 << 20) + b"0]", "limit", "JSON values"),
+        ("a bad escape", good.replace(b'"mediaType"', b'"media\\xType"'), "malformed", "escape"),
+    ]
+    dup = good.replace(b'{"mediaType"', b'{"mediaType":"x","mediaType"', 1)
+    cases.append(("a duplicate key", dup, "malformed", "more than once"))
+    for what, mutate, status, needle in [
+        ("payload is a number", lambda x: x["dsseEnvelope"].update(payload=5), "malformed",
+         "is not a string"),
+        ("signatures is an object", lambda x: x["dsseEnvelope"].update(signatures={}),
+         "malformed", "is not an array"),
+        ("no envelope", lambda x: x.pop("dsseEnvelope"), "malformed", "no \"dsseEnvelope\""),
+        ("another media type", lambda x: x.update(mediaType="application/json"), "unsupported",
+         "mediaType"),
+        ("a payload that is not base64", lambda x: x["dsseEnvelope"].update(payload="@@@"),
+         "malformed", "not base64"),
+        ("a signature that is not base64",
+         lambda x: x["dsseEnvelope"]["signatures"][0].update(sig="abc"), "malformed",
+         "not base64"),
+        ("no signature", lambda x: x["dsseEnvelope"].update(signatures=[]), "malformed",
+         "0 signatures"),
+        ("many signatures", lambda x: x["dsseEnvelope"].update(
+            signatures=x["dsseEnvelope"]["signatures"] * 1000), "malformed", "signatures"),
+        ("a hint that is a number",
+         lambda x: x["verificationMaterial"]["publicKey"].update(hint=1), "malformed",
+         "not a string"),
+    ]:
+        x = json.loads(good)
+        mutate(x)
+        cases.append((what, json.dumps(x).encode(), status, needle))
+    # statements that are no statements, signed with the trusted key
+    parts = expected_parts(model)
+    for what, st, status, needle in [
+        ("a statement that is not JSON", b"{", "malformed", "not valid JSON"),
+        ("another predicate", dict(signed_statement(ctx, parts, "files"),
+                                   predicateType="https://example.com/x"), "unsupported",
+         "predicateType"),
+        ("resources that are strings", {**signed_statement(ctx, parts, "files"),
+                                        "predicate": {"serialization": {"method": "files"},
+                                                      "resources": ["a"]}}, "malformed",
+         "not an object"),
+        ("a digest that is not hex", json.loads(json.dumps(
+            signed_statement(ctx, parts, "files")).replace(parts["m.onnx"], "zz" * 32)),
+         "malformed", "hex"),
+        ("a name listed twice", None, "malformed", "more than once"),
+    ]:
+        if st is None:
+            st = signed_statement(ctx, parts, "files")
+            st["predicate"]["resources"].append(st["predicate"]["resources"][0])
+            root = hashlib.sha256(b"".join(bytes.fromhex(r["digest"])
+                                           for r in st["predicate"]["resources"])).hexdigest()
+            st["subject"][0]["digest"]["sha256"] = root
+        cases.append((what, our_bundle(ctx, st, priv, pub, "ed25519").encode(), status, needle))
+    for what, text, status, needle in cases:
+        write_bundle(model, text)
+        ctx.expect("hostile: " + what, status, ["verify", model, pub], needle, max_seconds=10)
+
+
+def sigstore(ctx, args, bundles):
+    js = os.path.join(HERE, "sigstore_verify.js")
+    env = dict(os.environ, NODE_PATH=args.node_modules)
+    for what, b, pub, kind in bundles:
+        p = ctx.path("bundle.json")
+        with open(p, "w") as f:
+            json.dump(b, f)
+        r = run(["node", js, p, pub], env=env)
+        check(r.returncode == 0 and "verified" in r.stdout,
+              "sigstore-js verifies %s: %s" % (what, r.stdout + r.stderr))
+        # a changed payload and a wrong key: refused by it as well
+        bad = json.loads(json.dumps(b))
+        payload = base64.b64decode(bad["dsseEnvelope"]["payload"]).replace(b"sha256", b"sha257", 1)
+        bad["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+        with open(p, "w") as f:
+            json.dump(bad, f)
+        r = run(["node", js, p, pub], env=env)
+        check(r.returncode == 1 and "refused" in r.stdout,
+              "sigstore-js refuses a changed payload of %s: %s" % (what, r.stdout + r.stderr))
+    print("sigstore-js verified %d bundles" % len(bundles))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("area", choices=["sign", "sigstore", "nossl"])
+    ap.add_argument("--osign", required=True)
+    ap.add_argument("--onnxz", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--node-modules")
+    args = ap.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    ctx = Ctx(args)
+    keys = make_keys(ctx)
+    forms = make_forms(ctx, SAMPLE, "a")
+    if args.area == "nossl":
+        for form, path in forms.items():
+            ctx.expect(form + ": sign without OpenSSL", "unsupported",
+                       ["sign", path, keys["ed"][0]], "built without")
+            ctx.expect(form + ": verify without OpenSSL", "unsupported",
+                       ["verify", path, keys["ed"][1]], "built without")
+        r = run([ctx.onnxz, "sign", forms["archive"], "--key", keys["ed"][0]])
+        check(r.returncode == 1 and "built without" in r.stderr, "onnxz sign: " + r.stderr)
+        print("all %d checks passed" % checks[0] if not failures else "%d failures" % len(failures))
+        return 1 if failures else 0
+    bundles = round_trips(ctx, keys, forms)
+    if args.area == "sign":
+        # another model (the sample with its first weight changed), signed with the same key
+        import onnx
+        from onnx import numpy_helper
+        m = onnx.load(SAMPLE)
+        w = numpy_helper.to_array(m.graph.initializer[0]).copy()
+        w.flat[0] += 1
+        m.graph.initializer[0].CopyFrom(numpy_helper.from_array(w, m.graph.initializer[0].name))
+        other_src = ctx.path("other.onnx")
+        onnx.save(m, other_src)
+        other = make_forms(ctx, other_src, "b")["archive"]
+        ctx.osign_run("sign", other, keys["ed"][0])
+        tamper_archive(ctx, keys, forms, other)
+        tamper_models(ctx, keys, forms)
+        hostile(ctx, keys, forms)
+    else:
+        sigstore(ctx, args, bundles)
+    if failures:
+        print("%d failures" % len(failures))
+        return 1
+    print("all %d checks passed" % checks[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
