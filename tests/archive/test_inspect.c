@@ -5,7 +5,10 @@
  * subgraph and a function too) and the tensor shares of a model with external data;
  * oz_archive_list lists an archive's entries with the tensors that name them;
  * oz_archive_verify and oz_verify_model pass on the files as saved, give their figures,
- * and refuse a flipped byte in a tensor (CRC-32; SHA-1 checksum) and a missing data file.
+ * and refuse a flipped byte in a tensor (CRC-32; SHA-1 checksum) and a missing data file;
+ * oz_verify_path and oz_reader_verify choose those checks by the file's form (an encrypted
+ * archive gets a model's), and refuse a data_dir for an archive and an encrypted file
+ * without a key.
  *
  * usage: test_inspect WORKDIR
  */
@@ -15,6 +18,7 @@
 
 #include <onnxcore/onnxcore.h>
 #include <onnxz/onnxz.h>
+#include <onnxz/reader.h>
 
 #include "check.h"
 #include "testdir.h"
@@ -85,6 +89,74 @@ static void check_stats(const oc_model_stats *s) {
 }
 
 /* An archive: listed, verified, then refused with one byte of "b" flipped. */
+/* oz_verify_path on the archive at path gives oz_archive_verify's figures (want), and so
+ * does oz_reader_verify on it open; a data_dir is refused before it is opened. */
+static void check_verify_archive(const char *path, const oz_archive_report *want) {
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    oz_reader_options ro = OZ_READER_OPTIONS_INIT;
+    oz_verify_report *v = NULL;
+    oz_reader *reader = NULL;
+    oc_error err;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0) {
+            CHECK_OK(oz_verify_path(path, NULL, &v, &info, &err), &err);
+            CHECK_EQ(info.kind, OZ_KIND_ZIP);
+            CHECK(info.is_archive);
+        } else {
+            CHECK_OK(oz_reader_open(path, &ro, &reader, NULL, &err), &err);
+            CHECK_OK(oz_reader_verify(reader, NULL, &v, &err), &err);
+        }
+        CHECK(v && v->archive && !v->model);
+        if (v && v->archive && want) {
+            CHECK_EQ(v->kind, OZ_KIND_ZIP);
+            CHECK(v->is_archive);
+            CHECK_EQ(v->archive->entries, want->entries);
+            CHECK_EQ(v->archive->entry_tensors, want->entry_tensors);
+            CHECK_EQ(v->archive->entry_bytes, want->entry_bytes);
+            CHECK_EQ(v->archive->model_size, want->model_size);
+        }
+        oz_verify_report_free(v);
+        v = NULL;
+    }
+    o.parse.data_dir = ".";
+    CHECK_STATUS(oz_verify_path(path, &o, &v, &info, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(v == NULL && info.kind == OZ_KIND_ZIP);
+    CHECK_STATUS(oz_reader_verify(reader, &o, &v, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(v == NULL);
+    oz_reader_close(reader);
+}
+
+/* The archive at path encrypted: verified as a model (oz_verify_model's figures, its
+ * payload an archive) given the key, and refused without one, the kind said. */
+static void check_verify_encrypted(const char *path, const char *dir) {
+    static const char key[] = "passphrase";
+    char enc[4200];
+    oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    oz_verify_report *v = NULL;
+    oc_error err;
+    if (!oc_crypt_available()) return;
+    snprintf(enc, sizeof enc, "%s/m.onnxc", dir);
+    co.iterations = 1000;
+    CHECK_OK(oc_crypt_encrypt_file(path, enc, key, strlen(key), &co, &err), &err);
+    CHECK_STATUS(oz_verify_path(enc, NULL, &v, &info, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(v == NULL && info.kind == OZ_KIND_ONNXZEC1);
+    o.key = key;
+    o.key_len = strlen(key);
+    o.crypt = &co;
+    CHECK_OK(oz_verify_path(enc, &o, &v, &info, &err), &err);
+    CHECK(v && v->model && !v->archive);
+    if (v && v->model) {
+        CHECK_EQ(v->kind, OZ_KIND_ONNXZEC1);
+        CHECK(v->is_archive);
+        CHECK_EQ(v->model->tensors, 4);
+    }
+    oz_verify_report_free(v);
+    remove(enc);
+}
+
 static void test_archive(const oc_model *m, const char *dir) {
     char path[4200];
     oz_archive *ar = NULL;
@@ -131,6 +203,8 @@ static void test_archive(const oc_model *m, const char *dir) {
         CHECK_EQ(r->model_size, l->entries[2].zip.uncompressed_size);
     }
     long at = l ? (long)l->entries[1].zip.data_offset + 10 : 0;
+    check_verify_archive(path, r);
+    check_verify_encrypted(path, dir);
     oz_archive_report_free(r);
     oz_archive_listing_free(l);
     oc_model_free(refs);
@@ -142,6 +216,23 @@ static void test_archive(const oc_model *m, const char *dir) {
     CHECK_STATUS(oz_archive_verify(ar, NULL, &r, &err), OC_ERR_CHECKSUM, &err);
     CHECK(r == NULL);
     oz_archive_close(ar);
+}
+
+/* oz_verify_path on the model at path: oz_verify_model's figures. */
+static void check_verify_model(const char *path, uint64_t sums) {
+    oz_open_info info = OZ_OPEN_INFO_INIT;
+    oz_verify_report *v = NULL;
+    oc_error err;
+    CHECK_OK(oz_verify_path(path, NULL, &v, &info, &err), &err);
+    CHECK(v && v->model && !v->archive);
+    if (v && v->model) {
+        CHECK_EQ(v->kind, OZ_KIND_MODEL);
+        CHECK(!v->is_archive);
+        CHECK_EQ(v->model->tensors, 4);
+        CHECK_EQ(v->model->external_tensors, 2);
+        CHECK_EQ(v->model->checksums, sums);
+    }
+    oz_verify_report_free(v);
 }
 
 /* The stats of the model at path (external data beside it) read as references; sums:
@@ -195,6 +286,7 @@ static void test_model(const oc_model *m, const char *dir) {
         CHECK_EQ(r->checksums, sha1 ? 2 : 0);
     }
     oz_model_report_free(r);
+    check_verify_model(path, sha1 ? 2 : 0);
     check_locations(path, sha1 ? 2 : 0);
 
     if (sha1) {

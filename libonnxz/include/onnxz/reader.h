@@ -44,6 +44,7 @@
 #include <onnxz/archive.h>
 #include <onnxz/export.h>
 #include <onnxz/open.h>
+#include <onnxz/verify.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -148,6 +149,15 @@ OZ_API oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_w
  * since it was opened"). Always OC_OK for the other forms, which hold what they read or
  * check it as they read it. For a caller about to read the files again by their names. */
 OZ_API oc_status oz_reader_unchanged(const oz_reader *r, oc_error *err);
+
+/* Every check `onnxz verify` makes (oz_verify_path), on what r opened: an unencrypted
+ * archive's open archive passes oz_archive_verify; any other file is read again by its
+ * name with opts (the key of an encrypted file, data_dir, num_threads; the memory budget
+ * and HTTP settings are r's own, those it was opened with) and passes oz_verify_model,
+ * while it is still the one r opened (oz_reader_unchanged, before and after). On success
+ * a new *out (NULL after a failure) that oz_verify_report_free releases. */
+OZ_API oc_status oz_reader_verify(oz_reader *r, const oz_open_options *opts, oz_verify_report **out,
+                                  oc_error *err);
 
 #endif
 

@@ -11,6 +11,7 @@
 
 #include "export.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <onnxcore/options.h>
@@ -74,6 +75,33 @@ OZ_API oc_status oz_verify_model(const char *path, const oz_open_options *opts,
                                  oz_model_report **out, oz_open_info *info, oc_error *err);
 /* Frees what oz_verify_model returned. NULL is accepted. */
 OZ_API void oz_model_report_free(oz_model_report *report);
+
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* What oz_verify_path (or oz_reader_verify, onnxz/reader.h) found in a file that passed
+ * every check: which checks ran, and their figures. */
+typedef struct oz_verify_report {
+    oz_kind kind;               /* the file's kind (oz_detect_path) */
+    bool is_archive;            /* the model is an archive's (an encrypted archive too) */
+    oz_archive_report *archive; /* an unencrypted archive: oz_archive_verify's; else NULL */
+    oz_model_report *model;     /* every other form: oz_verify_model's; else NULL */
+} oz_verify_report;
+
+/* Every check `onnxz verify` makes on the file or URL at path, whichever its form: an
+ * archive (oz_detect_path: OZ_KIND_ZIP or ZIP_SHORT) is opened (opts->parse's memory
+ * budget and HTTP settings) and passes oz_archive_verify; any other file passes
+ * oz_verify_model with opts (data_dir, num_threads, the key of an encrypted file). An
+ * archive with opts->parse.data_dir set fails with OC_ERR_INVALID_ARG before it is opened
+ * (its tensors lie in its entries); an encrypted file without opts->key fails with
+ * OC_ERR_INVALID_ARG before anything is decrypted (info->kind says so, for a caller that
+ * asks for a key and calls again). info (may be NULL) as oz_open fills it, also on
+ * failure. On success a new *out (NULL after a failure) that oz_verify_report_free
+ * releases. */
+OZ_API oc_status oz_verify_path(const char *path, const oz_open_options *opts,
+                                oz_verify_report **out, oz_open_info *info, oc_error *err);
+/* Frees what oz_verify_path or oz_reader_verify returned, with its figures. NULL is
+ * accepted. */
+OZ_API void oz_verify_report_free(oz_verify_report *report);
+#endif
 
 #ifdef __cplusplus
 }

@@ -15,9 +15,11 @@
 #include "onnxz/reader.h"
 #include "onnxz/slice.h"
 #include "internal/archive.h"
+#include "internal/verify.h"
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/open.h"
+#include "internal/options.h"
 #include "internal/slice.h"
 #include "internal/zipread.h"
 #include "internal/options.h"
@@ -172,6 +174,27 @@ oc_status oz_reader_unchanged(const oz_reader *r, oc_error *err) {
                             oc_quote(loc, strlen(loc), shown, sizeof shown));
     }
     return OC_OK;
+}
+
+oc_status oz_reader_verify(oz_reader *r, const oz_open_options *opts, oz_verify_report **out,
+                           oc_error *err) {
+    if (out) *out = NULL;
+    if (!r || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oz_reader_verify: missing argument");
+    OZ_OPEN_OPTS(opts, err);
+    oz_open_options o = *opts;
+    o.parse.max_memory = r->parse.max_memory;
+    o.parse.http = &r->http;
+    /* a file read again by its name is checked only while it is the one opened (L-2) */
+    OC_FORWARD(oz_reader_unchanged(r, err));
+    oc_status st = oz__verify(r->name, r->info.kind, r->archive, &o, out, NULL, err);
+    if (st == OC_OK) st = oz_reader_unchanged(r, err);
+    if (st != OC_OK) {
+        oz_verify_report_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* ---- open ---- */

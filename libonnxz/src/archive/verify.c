@@ -13,6 +13,7 @@
 #include "onnxz/stub.h"
 #include "onnxcore_private.h"
 #include "internal/archive.h"
+#include "internal/verify.h"
 #include "internal/error.h"
 #include "internal/options.h"
 
@@ -163,3 +164,73 @@ oc_status oz_verify_model(const char *path, const oz_open_options *opts, oz_mode
 }
 
 void oz_model_report_free(oz_model_report *report) { free(report); }
+
+/* An archive's checks: ar, or the archive at path opened with opts' budget and HTTP
+ * settings; info gets what was opened. */
+static oc_status verify_archive(const char *path, const oz_archive *ar,
+                                const oc_parse_options *opts, oz_verify_report *rep,
+                                oz_open_info *info, oc_error *err) {
+    oz_archive *opened = NULL;
+    oc_status st = OC_OK;
+    if (opts->data_dir)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "data_dir applies to .onnx files, not archives");
+    if (!ar) {
+        oz_zip_reader_options zo = oz__zip_options_for(opts);
+        st = oz_archive_open(path, &zo, &opened, err);
+        ar = opened;
+    }
+    if (info && ar) info->file_size = oz_zip_reader_size(oz_archive_zip(ar));
+    if (st == OC_OK) st = oz_archive_verify(ar, opts, &rep->archive, err);
+    oz_archive_close(opened);
+    return st;
+}
+
+oc_status oz__verify(const char *path, oz_kind kind, const oz_archive *ar,
+                     const oz_open_options *opts, oz_verify_report **out, oz_open_info *info,
+                     oc_error *err) {
+    oz_open_info found = OZ_OPEN_INFO_INIT;
+    oz_verify_report *rep = calloc(1, sizeof *rep);
+    oc_status st;
+    *out = NULL;
+    found.kind = kind;
+    if (!rep) {
+        st = nomem(err);
+    } else if (oz_kind_is_archive(found.kind)) {
+        found.is_archive = true;
+        st = verify_archive(path, ar, &opts->parse, rep, &found, err);
+    } else {
+        st = oz_verify_model(path, opts, &rep->model, &found, err);
+    }
+    if (info) oc__output_put(info, &found, sizeof found);
+    if (rep) {
+        rep->kind = found.kind;
+        rep->is_archive = found.is_archive;
+    }
+    if (st != OC_OK) {
+        oz_verify_report_free(rep);
+        return st;
+    }
+    *out = rep;
+    return OC_OK;
+}
+
+oc_status oz_verify_path(const char *path, const oz_open_options *opts, oz_verify_report **out,
+                         oz_open_info *info, oc_error *err) {
+    oz_kind kind;
+    if (out) *out = NULL;
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_verify_path: missing argument");
+    OZ_OPEN_OPTS(opts, err);
+    if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_open_info", err));
+    /* a file that cannot be looked at is handed to the model loader, which says why */
+    if (oz_detect_path(path, opts->parse.http, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
+    return oz__verify(path, kind, NULL, opts, out, info, err);
+}
+
+void oz_verify_report_free(oz_verify_report *report) {
+    if (!report) return;
+    oz_archive_report_free(report->archive);
+    oz_model_report_free(report->model);
+    free(report);
+}
