@@ -5,12 +5,9 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include <onnxcore/http.h>
-
 #include <onnxz/verify.h>
 
 #include "cli.h"
-#include "load.h"
 #include <onnxcore/json.h>
 #include "passphrase.h"
 
@@ -29,77 +26,53 @@ static const cli_option verify_options[] = {
 
 static const char *const verify_arg_names[] = {"FILE"};
 
-/* What a successful verification found, for the summary. */
-typedef struct verify_report {
-    const char *path;
-    oz_form form;
-    oz_archive_report *archive; /* archives (oz_archive_verify) */
-    oz_model_report *model;     /* .onnx and encrypted files (oz_verify_model) */
-    /* encrypted files */
-    oc_crypt_format crypt;
-    oz_form payload;
-} verify_report;
-
-/* An archive: the library's checks (onnxz/verify.h); a remote archive is read once. */
-static int verify_archive(verify_report *r) {
-    oz_archive *ar = NULL;
-    oc_parse_options opts;
-    oc_error err;
-    oc_status st;
-    oc_error_clear(&err);
-    cli_parse_options_init(&opts);
-    st = cli_archive_open(r->path, &ar, &err);
-    if (st == OC_OK) st = oz_archive_verify(ar, &opts, &r->archive, &err);
-    oz_archive_close(ar);
-    return st == OC_OK ? CLI_EXIT_OK : cli_fail(r->path, &err);
-}
-
-/* A .onnx model or an encrypted file: the library's checks (onnxz/verify.h; a stub's
- * references into an archive among them), with the passphrase asked for when the file
- * is encrypted. */
-static int verify_model(const cli_args *args, verify_report *r) {
+/* The verification, one library call (oz_verify_path), made again with the passphrase
+ * when the file turns out to be encrypted. */
+static int verify(const cli_args *args, const char *path, oz_verify_report **out) {
     oz_open_options opts = OZ_OPEN_OPTIONS_INIT;
     oz_open_info info = OZ_OPEN_INFO_INIT;
     cli_key key = {NULL, 0};
     oc_error err;
     oc_status st;
-    int rc;
+    int rc = CLI_EXIT_OK;
     cli_parse_options_init(&opts.parse);
     opts.parse.data_dir = args->value[VERIFY_OPT_DATA_DIR];
-    if (r->crypt != OC_CRYPT_NONE) {
-        rc = cli_require_crypto(r->path);
+    oc_error_clear(&err);
+    st = oz_verify_path(path, &opts, out, &info, &err);
+    if (st == OC_ERR_INVALID_ARG && opts.parse.data_dir && oz_kind_is_archive(info.kind))
+        return cli_usage_error("verify", "--data-dir applies to .onnx files, not archives");
+    if (st != OC_OK && oz_kind_is_encrypted(info.kind, NULL)) { /* refused: a key is needed */
+        rc = cli_require_crypto(path);
         if (rc == CLI_EXIT_OK)
-            rc = cli_key_get("verify", args->value[VERIFY_OPT_KEY_FILE], r->path, false,
+            rc = cli_key_get("verify", args->value[VERIFY_OPT_KEY_FILE], path, false,
                              args->verbosity, &key);
         if (rc != CLI_EXIT_OK) return rc;
         opts.key = key.data;
         opts.key_len = key.len;
+        oc_error_clear(&err);
+        st = oz_verify_path(path, &opts, out, &info, &err);
+        cli_key_free(&key);
     }
-    oc_error_clear(&err);
-    st = oz_verify_model(r->path, &opts, &r->model, &info, &err);
-    cli_key_free(&key);
-    if (st != OC_OK) return cli_fail(r->path, &err);
-    r->payload = info.is_archive ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
-    return CLI_EXIT_OK;
+    return st == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
 }
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static void print_human(FILE *out, const verify_report *r) {
+static void print_human(FILE *out, const char *path, const oz_verify_report *r) {
     const oz_archive_report *a = r->archive;
     const oz_model_report *s = r->model;
+    oc_crypt_format crypt;
     char size[32];
     fputs("OK ", out);
-    const char *shown = cli_shown(r->path);
+    const char *shown = cli_shown(path);
     cli_put_text(out, shown, strlen(shown));
-    if (r->crypt != OC_CRYPT_NONE) {
+    if (oz_kind_is_encrypted(r->kind, &crypt)) {
         fprintf(out, ": encrypted (%s), decrypts%s; %s inside, %" PRIu64 " tensors, decodes\n",
-                oc_crypt_format_name(r->crypt),
-                r->crypt == OC_CRYPT_ONNXZEC1 ? " and authenticates" : "",
-                r->payload == OZ_FORM_ONNXZ ? "onnxz archive" : "onnx model", s->tensors);
+                oc_crypt_format_name(crypt), crypt == OC_CRYPT_ONNXZEC1 ? " and authenticates" : "",
+                r->is_archive ? "onnxz archive" : "onnx model", s->tensors);
         return;
     }
-    if (r->form == OZ_FORM_ONNXZ) {
+    if (a) {
         cli_format_size(a->entry_bytes, size, sizeof size);
         fprintf(out,
                 ": onnxz archive, %" PRIu64 " entries with valid CRC-32s, %" PRIu64
@@ -125,18 +98,18 @@ static void print_human(FILE *out, const verify_report *r) {
     fputc('\n', out);
 }
 
-static void print_json(FILE *out, const verify_report *r) {
+static void print_json(FILE *out, const char *path, const oz_verify_report *r) {
     const oz_archive_report *a = r->archive;
     const oz_model_report *s = r->model;
+    oc_crypt_format crypt;
     fputs("{\"file\": ", out);
-    oc_json_put_cstring(out, cli_shown(r->path));
-    if (r->crypt != OC_CRYPT_NONE)
+    oc_json_put_cstring(out, cli_shown(path));
+    if (oz_kind_is_encrypted(r->kind, &crypt))
         fprintf(out,
                 ", \"format\": \"encrypted\", \"ok\": true, \"encryption\": \"%s\", "
                 "\"payload\": \"%s\", \"tensors\": %" PRIu64 "}\n",
-                oc_crypt_format_name(r->crypt), r->payload == OZ_FORM_ONNXZ ? "onnxz" : "onnx",
-                s->tensors);
-    else if (r->form == OZ_FORM_ONNXZ)
+                oc_crypt_format_name(crypt), r->is_archive ? "onnxz" : "onnx", s->tensors);
+    else if (a)
         fprintf(out,
                 ", \"format\": \"onnxz\", \"ok\": true, \"entries\": %" PRIu64
                 ", \"tensor_entries\": %" PRIu64 ", \"entry_tensors\": %" PRIu64
@@ -156,29 +129,19 @@ static void print_json(FILE *out, const verify_report *r) {
 }
 
 static int run_verify(const cli_args *args) {
-    verify_report r;
-    double start;
-    int rc;
-    memset(&r, 0, sizeof r);
-    r.path = args->positional[0];
-    r.form = oz_kind_is_archive(cli_input_kind(r.path)) ? OZ_FORM_ONNXZ : OZ_FORM_ONNX;
-    rc = cli_refuse_argv_key("verify", args->seen, VERIFY_OPT_KEY, VERIFY_OPT_PASSPHRASE);
-    if (rc != CLI_EXIT_OK) return rc;
-    if (r.form == OZ_FORM_ONNXZ && args->seen[VERIFY_OPT_DATA_DIR])
-        return cli_usage_error("verify", "--data-dir applies to .onnx files, not archives");
-    if (r.form == OZ_FORM_ONNX) r.crypt = cli_detect_crypt(r.path);
-    start = cli_now_ms();
-    rc = r.form == OZ_FORM_ONNXZ ? verify_archive(&r) : verify_model(args, &r);
+    const char *path = args->positional[0];
+    oz_verify_report *r = NULL;
+    double start = cli_now_ms();
+    int rc = cli_refuse_argv_key("verify", args->seen, VERIFY_OPT_KEY, VERIFY_OPT_PASSPHRASE);
+    if (rc == CLI_EXIT_OK) rc = verify(args, path, &r);
     if (rc == CLI_EXIT_OK) {
-        cli_note(args->verbosity, CLI_VERBOSE, "checked %s in %.1f ms", r.path,
-                 cli_now_ms() - start);
+        cli_note(args->verbosity, CLI_VERBOSE, "checked %s in %.1f ms", path, cli_now_ms() - start);
         if (args->seen[VERIFY_OPT_JSON])
-            print_json(stdout, &r);
+            print_json(stdout, path, r);
         else if (args->verbosity >= CLI_NORMAL)
-            print_human(stdout, &r);
+            print_human(stdout, path, r);
     }
-    oz_archive_report_free(r.archive);
-    oz_model_report_free(r.model);
+    oz_verify_report_free(r);
     return rc;
 }
 
