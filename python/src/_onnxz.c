@@ -1000,7 +1000,7 @@ done:
  * are gone (a Python object, so that spans can hold it). */
 typedef struct {
     PyObject_HEAD oz_reader *reader;
-    oc_http_options http; /* a URL's settings, read at open: stats and verify read them */
+    oc_http_options http; /* a URL's settings: the reader's copy points into them */
 } HoldObject;
 
 static void hold_dealloc(HoldObject *self) {
@@ -1017,12 +1017,11 @@ static PyTypeObject HoldType = {
 };
 
 typedef struct {
-    PyObject_HEAD PyObject *path;  /* bytes */
-    HoldObject *hold;              /* NULL once closed */
-    int busy;                      /* calls running without the GIL: close waits for none */
-    oz_open_info info;             /* the file's kind, form inside and size, as opened */
-    unsigned long long max_memory; /* the budget of every decode (M-1, M-2) */
-    unsigned long cuts_seen;       /* fault.c's count of cuts, as last found none of ours */
+    PyObject_HEAD PyObject *path; /* bytes */
+    HoldObject *hold;             /* NULL once closed */
+    int busy;                     /* calls running without the GIL: close waits for none */
+    oz_open_info info;            /* the file's kind, form inside and size, as opened */
+    unsigned long cuts_seen;      /* fault.c's count of cuts, as last found none of ours */
 } ReaderObject;
 
 static void reader_release(ReaderObject *self) { Py_CLEAR(self->hold); }
@@ -1095,7 +1094,6 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     }
     self->path = path;
     self->hold = hold;
-    self->max_memory = max_memory;
     return 0;
 }
 
@@ -1545,45 +1543,27 @@ static PyObject *reader_info(ReaderObject *self, PyObject *unused) {
     return out;
 }
 
-/* verify(key): the checks of `onnxz verify` but stub references (onnxz/verify.h):
- * oz_archive_verify for an archive, oz_verify_model for the other forms. */
+/* verify(key): the checks of `onnxz verify`, on the open file (oz_reader_verify). */
 static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     PyObject *holder = NULL;
     Py_buffer key;
-    oz_archive_report *report = NULL;
-    oz_model_report *model_report = NULL;
+    oz_open_options o = OZ_OPEN_OPTIONS_INIT;
+    oz_verify_report *report = NULL;
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
     HoldObject *hold = reader_enter(self, args, &key, &holder);
     if (!hold) return NULL;
+    o.key = key.buf;
+    o.key_len = (size_t)key.len;
     oc_error_clear(&err);
     reader_scope(self->hold, &scope);
     Py_BEGIN_ALLOW_THREADS
-        /* an encrypted archive as `onnxz verify` checks it: decrypted again, by
-         * oz_verify_model */
-        const oz_archive *ar =
-            oz_kind_is_encrypted(self->info.kind, NULL) ? NULL : oz_reader_archive(hold->reader);
-        if (ar) {
-            st = oz_archive_verify(ar, NULL, &report, &err);
-        } else {
-            oz_open_options o = OZ_OPEN_OPTIONS_INIT;
-            o.parse.http = &hold->http;
-            o.parse.max_memory = self->max_memory;
-            o.key = key.buf;
-            o.key_len = (size_t)key.len;
-            /* L-2: the files are read again by their names, only while they are the ones
-             * opened (and not replaced while verified) */
-            st = oz_reader_unchanged(hold->reader, &err);
-            if (st == OC_OK)
-                st = oz_verify_model(PyBytes_AS_STRING(self->path), &o, &model_report, NULL, &err);
-            if (st == OC_OK) st = oz_reader_unchanged(hold->reader, &err);
-        }
+        st = oz_reader_verify(hold->reader, &o, &report, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(hold);
     key_release(&key, &holder);
-    oz_archive_report_free(report);
-    oz_model_report_free(model_report);
+    oz_verify_report_free(report);
     if (left_cut(&scope)) return NULL; /* the cut, whatever the zeros made the checks say */
     if (st != OC_OK) return raise_error(PyBytes_AS_STRING(self->path), &err);
     Py_RETURN_NONE;
@@ -1637,8 +1617,7 @@ static PyMethodDef reader_methods[] = {
      "True when model_split() gives the model as opened (all but encrypted files)."},
     {"file_size", (PyCFunction)reader_file_size, METH_NOARGS,
      "Bytes of the file or of the object at a URL, as opened; 0 when not known."},
-    {"verify", (PyCFunction)reader_verify, METH_VARARGS,
-     "Every check onnxz verify makes but stubs."},
+    {"verify", (PyCFunction)reader_verify, METH_VARARGS, "Every check onnxz verify makes."},
     {"info", (PyCFunction)reader_info, METH_NOARGS, "The report of onnxz info --json."},
     {"model_split", (PyCFunction)reader_model_split, METH_NOARGS,
      "(skeleton, pieces) of the model as opened."},
