@@ -6,6 +6,7 @@
  * oz_archive_list lists an archive's entries with the tensors that name them;
  * oz_archive_verify and oz_verify_model pass on the files as saved, give their figures,
  * and refuse a flipped byte in a tensor (CRC-32; SHA-1 checksum) and a missing data file;
+ * oz_list_path opens and lists an archive in one call (and refuses a .onnx);
  * oz_verify_path and oz_reader_verify choose those checks by the file's form (an encrypted
  * archive gets a model's), and refuse a data_dir for an archive and an encrypted file
  * without a key.
@@ -89,6 +90,30 @@ static void check_stats(const oc_model_stats *s) {
 }
 
 /* An archive: listed, verified, then refused with one byte of "b" flipped. */
+/* oz_list_path on the archive at path: the listing oz_archive_list gave (want), with the
+ * file's size, holding what it points into. */
+static void check_list_path(const char *path, const oz_archive_listing *want) {
+    oz_archive_listing *l = NULL;
+    oc_error err;
+    FILE *f = fopen(path, "rb");
+    long size = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (f) fclose(f);
+    CHECK_OK(oz_list_path(path, NULL, &l, &err), &err);
+    if (!l || !want) return;
+    CHECK_EQ(l->count, want->count);
+    CHECK_EQ(l->model_index, want->model_index);
+    CHECK_EQ(l->tensor_entries, want->tensor_entries);
+    CHECK_EQ(l->min_tensor_alignment, want->min_tensor_alignment);
+    CHECK_EQ(l->file_size, (uint64_t)size);
+    CHECK_EQ(want->file_size, (uint64_t)size);
+    for (uint64_t i = 0; i < l->count && i < want->count; i++) {
+        CHECK_EQ(l->entries[i].zip.data_offset, want->entries[i].zip.data_offset);
+        CHECK_EQ(l->entries[i].ntensors, want->entries[i].ntensors);
+    }
+    CHECK_STR_EQ(l->names[l->entries[1].first_name], "b");
+    oz_archive_listing_free(l);
+}
+
 /* oz_verify_path on the archive at path gives oz_archive_verify's figures (want), and so
  * does oz_reader_verify on it open; a data_dir is refused before it is opened. */
 static void check_verify_archive(const char *path, const oz_archive_report *want) {
@@ -204,6 +229,7 @@ static void test_archive(const oc_model *m, const char *dir) {
     }
     long at = l ? (long)l->entries[1].zip.data_offset + 10 : 0;
     check_verify_archive(path, r);
+    check_list_path(path, l);
     check_verify_encrypted(path, dir);
     oz_archive_report_free(r);
     oz_archive_listing_free(l);
@@ -287,6 +313,9 @@ static void test_model(const oc_model *m, const char *dir) {
     }
     oz_model_report_free(r);
     check_verify_model(path, sha1 ? 2 : 0);
+    oz_archive_listing *l = NULL;
+    CHECK(oz_list_path(path, NULL, &l, &err) != OC_OK); /* a .onnx is no archive */
+    CHECK(l == NULL);
     check_locations(path, sha1 ? 2 : 0);
 
     if (sha1) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <onnxcore/model.h>
+#include <onnxcore/options.h>
 
 #include "archive.h"
 #include "zip.h"
@@ -48,6 +49,7 @@ typedef struct oz_archive_listing {
     uint64_t deflated_tensor_entries;
     uint64_t min_tensor_alignment; /* of STORED tensor entries whose data offset is known;
                                     * 0 when there are none (a URL's: not read yet, R-10) */
+    uint64_t file_size;            /* the archive's bytes (its file's, or the URL's object) */
 } oz_archive_listing;
 
 /* Lists ar's entries and the tensors of model (ar's model, decoded with its tensors as
@@ -61,6 +63,15 @@ OZ_API oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model,
 OZ_API void oz_archive_listing_free(oz_archive_listing *listing);
 
 #ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* Opens the archive at path (a file or a URL; every ZIP check of oz_archive_open, with
+ * opts' memory budget and HTTP settings), decodes its model with its tensors as
+ * references (no tensor byte is read) and lists it (oz_archive_list) into a new *out
+ * (NULL after a failure) that holds what it points into: oz_archive_listing_free releases
+ * it all. opts may be NULL; no_copy and skip_external_data are the call's own. A file
+ * that is no archive (a .onnx, an encrypted file) fails as oz_archive_open fails on it. */
+OZ_API oc_status oz_list_path(const char *path, const oc_parse_options *opts,
+                              oz_archive_listing **out, oc_error *err);
+
 /* True when __MODEL_PROTO is the last entry both in the central directory and in the
  * file (spec/onnxz.md A-2). */
 OZ_API bool oz_archive_listing_model_last(const oz_archive_listing *listing);

@@ -7,6 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/archive.h"
+#include "internal/error.h"
+#include "internal/onnxcore_shared.h"
+
+/* Every listing: what oz_list_path opened for it, released with it (NULL for
+ * oz_archive_list's, whose caller holds them). */
+typedef struct listing_box {
+    oz_archive_listing pub; /* first: a listing's address is its box's */
+    oz_archive *archive;    /* the entries' strings belong to its reader */
+    oc_model *model;        /* the names point into it */
+} listing_box;
+
 /* One (entry, tensor) pair met while walking the model. */
 typedef struct tensor_ref {
     uint64_t entry;
@@ -73,6 +85,7 @@ static oc_status fill(oz_archive_listing *l, const oz_zip_reader *zip, ref_walk 
     uint64_t *offsets;
     oc_status st;
     l->count = oz_zip_reader_count(zip);
+    l->file_size = oz_zip_reader_size(zip);
     l->entries = calloc(l->count ? (size_t)l->count : 1, sizeof *l->entries);
     l->names = malloc(w->count ? (size_t)w->count * sizeof *l->names : 1);
     offsets = malloc(l->count ? (size_t)l->count * sizeof *offsets : 1);
@@ -135,7 +148,8 @@ oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model, oz_archi
                           oc_error *err) {
     ref_walk walk;
     oc_status st;
-    oz_archive_listing *l = calloc(1, sizeof *l);
+    listing_box *box = calloc(1, sizeof *box);
+    oz_archive_listing *l = box ? &box->pub : NULL;
     *out = NULL;
     if (!l) return nomem(err);
     memset(&walk, 0, sizeof walk);
@@ -153,7 +167,36 @@ oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model, oz_archi
 
 void oz_archive_listing_free(oz_archive_listing *l) {
     if (!l) return;
+    listing_box *box = (listing_box *)l;
     free(l->entries);
     free(l->names);
-    free(l);
+    oc_model_free(box->model);
+    oz_archive_close(box->archive);
+    free(box);
+}
+
+oc_status oz_list_path(const char *path, const oc_parse_options *opts, oz_archive_listing **out,
+                       oc_error *err) {
+    oz_archive *ar = NULL;
+    oc_model *model = NULL;
+    if (out) *out = NULL;
+    if (!path || !out)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_list_path: missing argument");
+    OC_PARSE_OPTS(opts, err);
+    oz_zip_reader_options zo = oz__zip_options_for(opts);
+    oc_parse_options po = *opts;
+    po.no_copy = 1;
+    po.skip_external_data = 1;
+    oc_status st = oz_archive_open(path, &zo, &ar, err);
+    if (st == OC_OK) st = oz_archive_load_model(ar, &po, &model, err);
+    if (st == OC_OK) st = oz_archive_list(ar, oc_model_proto(model), out, err);
+    if (st != OC_OK) {
+        oc_model_free(model);
+        oz_archive_close(ar);
+        return st;
+    }
+    listing_box *box = (listing_box *)*out;
+    box->archive = ar;
+    box->model = model;
+    return OC_OK;
 }
