@@ -82,13 +82,6 @@ void cli_parse_options_init(oc_parse_options *opts) {
     opts->http = cli_http_options();
 }
 
-oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err) {
-    oz_zip_reader_options zo = OZ_ZIP_READER_OPTIONS_INIT;
-    zo.max_memory = max_memory;
-    zo.http = cli_http_options();
-    return oz_archive_open(path, &zo, out, err);
-}
-
 /* ---- HTTP settings from the environment ---- */
 
 static oc_http_options http = OC_HTTP_OPTIONS_INIT;

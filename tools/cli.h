@@ -133,16 +133,15 @@ int cli_parse_size(const char *command, const char *option, const char *text, ui
 
 /* The memory budget of every load (spec/security.md M-3): what decoding a model and
  * holding an archive's directory may take, --max-memory SIZE (a common option of every
- * command), 1 GiB by default. cli_parse_options_init is oc_parse_options_init with it;
- * cli_archive_open is oz_archive_open with it. Past it a load fails with OC_ERR_LIMIT,
+ * command), 1 GiB by default. cli_parse_options_init is oc_parse_options_init with it.
+ * Past it a load fails with OC_ERR_LIMIT,
  * and cli_fail names the flag. */
 #define CLI_DEFAULT_MAX_MEMORY OC_RECOMMENDED_MAX_MEMORY
 void cli_parse_options_init(oc_parse_options *opts);
-oc_status cli_archive_open(const char *path, oz_archive **out, oc_error *err);
 /* The HTTP settings of every load of a URL, from the user's environment (the only place
  * the tool reads them; their names and ranges: oc_http_options_parse): cli_http_init
  * reads them once, before a command runs, and prints the error of a bad value
- * (CLI_EXIT_FAILURE); cli_parse_options_init and cli_archive_open pass them on. */
+ * (CLI_EXIT_FAILURE); cli_parse_options_init passes them on. */
 int cli_http_init(void);
 const oc_http_options *cli_http_options(void);
 /* path as the tool shows it (oc_path_shown: a URL without user:password@, spec/security.md

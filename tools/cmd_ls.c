@@ -5,9 +5,10 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "archive_listing.h"
-#include "cli.h"
 #include <onnxcore/json.h>
+#include <onnxz/listing.h>
+
+#include "cli.h"
 
 enum { LS_OPT_JSON = 0 };
 
@@ -63,13 +64,11 @@ static void print_human(FILE *out, const oz_archive_listing *l) {
     }
 }
 
-static void print_json(FILE *out, const char *path, const oz_archive *ar,
-                       const oz_archive_listing *l) {
+static void print_json(FILE *out, const char *path, const oz_archive_listing *l) {
     char buf[32];
     fputs("{\"file\": ", out);
     oc_json_put_cstring(out, cli_shown(path));
-    fprintf(out, ", \"file_size\": %" PRIu64 ", \"entries\": [",
-            oz_zip_reader_size(oz_archive_zip(ar)));
+    fprintf(out, ", \"file_size\": %" PRIu64 ", \"entries\": [", l->file_size);
     for (uint64_t i = 0; i < l->count; i++) {
         const oz_listed_entry *e = &l->entries[i];
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", out);
@@ -95,16 +94,23 @@ static void print_json(FILE *out, const char *path, const oz_archive *ar,
     fputs(l->count ? "\n]}\n" : "]}\n", out);
 }
 
+/* The listing, one library call (oz_list_path). */
 static int run_ls(const cli_args *args) {
     const char *path = args->positional[0];
-    archive_listing listing;
-    int rc = archive_listing_open(path, args->verbosity, &listing);
-    if (rc != CLI_EXIT_OK) return rc;
+    oz_archive_listing *l = NULL;
+    oc_parse_options opts;
+    oc_error err;
+    double start = cli_now_ms();
+    cli_parse_options_init(&opts);
+    oc_error_clear(&err);
+    if (oz_list_path(path, &opts, &l, &err) != OC_OK) return cli_fail(path, &err);
+    cli_note(args->verbosity, CLI_VERBOSE, "read %s's directory (%" PRIu64 " entries) in %.1f ms",
+             cli_shown(path), l->count, cli_now_ms() - start);
     if (args->seen[LS_OPT_JSON])
-        print_json(stdout, path, listing.archive, listing.list);
+        print_json(stdout, path, l);
     else
-        print_human(stdout, listing.list);
-    archive_listing_close(&listing);
+        print_human(stdout, l);
+    oz_archive_listing_free(l);
     return CLI_EXIT_OK;
 }
 

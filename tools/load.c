@@ -18,12 +18,6 @@ oz_kind cli_input_kind(const char *path) {
     return kind;
 }
 
-oc_crypt_format cli_detect_crypt(const char *path) {
-    oc_crypt_format cf;
-    oz_kind_is_encrypted(cli_input_kind(path), &cf);
-    return cf;
-}
-
 /* Prints the library's report on a file it refuses by its kind alone (empty, or cut
  * inside an encryption magic). */
 static int fail_by_kind(const char *path) {

@@ -24,12 +24,11 @@ typedef enum cli_external {
  * model (OZ_KIND_MODEL), whose loader then says why it cannot be read. */
 oz_kind cli_input_kind(const char *path);
 
-/* The encryption of a file by its first bytes; OC_CRYPT_NONE also when it cannot be read
- * (the loader that follows reports that in its own words). */
-oc_crypt_format cli_detect_crypt(const char *path);
-/* The same, except that a file cut inside an encryption magic (spec C-1) is an error,
- * printed: returns CLI_EXIT_FAILURE then, else CLI_EXIT_OK with *out set. For commands
- * that would otherwise read such a file as a model. */
+/* The encryption of a file by its first bytes (OC_CRYPT_NONE also when it cannot be read:
+ * the loader that follows reports that in its own words), except that a file cut inside
+ * an encryption magic (spec C-1) is an error, printed: returns CLI_EXIT_FAILURE then, else
+ * CLI_EXIT_OK with *out set. For commands that would otherwise read such a file as a
+ * model. */
 int cli_detect_crypt_checked(const char *path, oc_crypt_format *out);
 
 /* How cli_load_input loads. Zero-initialised means: external data loaded, model's own
