@@ -576,6 +576,15 @@ class File(collections.abc.Mapping):
         data_type, dims = self._open_reader().describe(name)
         return _Slice(self, name, data_type, dims)
 
+    def get_tensor(self, name):
+        """f[name] under safetensors' name for it (safe_open(...).get_tensor)."""
+        return self.tensor(name)
+
+    def metadata(self):
+        """The model's metadata_props as a dict of str (what safetensors' metadata() gives
+        for its header's __metadata__); {} when it has none."""
+        return {p.key: p.value for p in self.model.metadata_props}
+
     def read_into(self, name, out, index=()):
         """Reads the tensor `name` (or the part of it `index` names, as get_slice's [index])
         into out, a writable C-contiguous buffer (a numpy array, a bytearray, ...) of at
@@ -687,6 +696,24 @@ def _ranges_of(index, rank):
     return [_range_of(i) for i in index]
 
 
+# safetensors' dtype codes (its get_dtype()) of the ONNX data types that have one; the
+# others are given by ONNX's name (INT4, UINT4, INT2, UINT2, COMPLEX128, STRING).
+_SAFETENSORS_DTYPES = {1: "F32", 2: "U8", 3: "I8", 4: "U16", 5: "I16", 6: "I32", 7: "I64",
+                       9: "BOOL", 10: "F16", 11: "F64", 12: "U32", 13: "U64", 14: "C64",
+                       16: "BF16", 17: "F8_E4M3", 18: "F8_E4M3FNUZ", 19: "F8_E5M2",
+                       20: "F8_E5M2FNUZ", 23: "F4", 24: "F8_E8M0"}
+
+
+_ONNX_ONLY_DTYPES = {8: "STRING", 15: "COMPLEX128", 21: "UINT4", 22: "INT4", 25: "UINT2",
+                     26: "INT2"}
+
+
+def _dtype_code(data_type):
+    """data_type as safetensors names it, else as ONNX does (else its number)."""
+    code = _SAFETENSORS_DTYPES.get(data_type, _ONNX_ONLY_DTYPES.get(data_type))
+    return code if code else str(data_type)
+
+
 class _Slice:
     """A tensor of an open File read in parts (File.get_slice)."""
 
@@ -696,7 +723,14 @@ class _Slice:
         self.dtype, self._packed = _dtype_of(data_type)
 
     def get_shape(self):
+        """The tensor's dims as a list (safetensors' get_shape())."""
         return list(self.shape)
+
+    def get_dtype(self):
+        """The tensor's type as safetensors' get_dtype() names it ("F32", "BF16",
+        "F8_E4M3", "F4" ...); ONNX's name for a type safetensors lacks ("INT4",
+        "UINT4", "COMPLEX128", "STRING")."""
+        return _dtype_code(self._data_type)
 
     def __len__(self):
         if not self.shape:

@@ -342,3 +342,69 @@ def test_deflated_crc_is_checked_on_whole_reads_only(tmp_path):
         out = np.empty((64, COLS), np.float32)
         with pytest.raises(onnxz.Error, match="CRC-32"):
             f.read_into("z", out)
+
+
+def packed(nibbles):
+    """4-bit elements packed as ONNX packs them: two a byte, the first in the low half,
+    an odd count's last byte padded with 0."""
+    n = list(nibbles) + [0] * (len(nibbles) % 2)
+    return bytes((n[i] & 15) | (n[i + 1] & 15) << 4 for i in range(0, len(n), 2))
+
+
+@pytest.mark.parametrize("data_type,name", [(22, "INT4"), (21, "UINT4"), (23, "FLOAT4E2M1")])
+def test_sub_byte_types_slice_on_byte_boundaries(tmp_path, data_type, name):
+    """The issue's rule for 4-bit types: slices along the leading dims whose runs start
+    and end on byte boundaries give their packed bytes (the bytes of the elements numpy
+    would take, packed as ONNX packs them); any other is refused with onnxz.Error naming
+    the tensor and its type. (python3-onnx 1.12 has no 4-bit types: the tensors are
+    made from their bytes.)"""
+    rng = np.random.default_rng(int(data_type))
+    vals = rng.integers(0, 16, size=(8, 6))
+    odd = rng.integers(0, 16, size=(3, 3))
+    tensors = [onnx.TensorProto(name="even", data_type=data_type, dims=[8, 6],
+                                raw_data=packed(vals.ravel())),
+               onnx.TensorProto(name="odd", data_type=data_type, dims=[3, 3],
+                                raw_data=packed(odd.ravel()))]
+    model = helper.make_model(helper.make_graph([], "g", [], [], tensors))
+    for path in (str(tmp_path / "m.onnxz"), str(tmp_path / "m.onnx")):
+        onnxz.save(model, path, threshold=0) if path.endswith("z") else onnxz.save(model, path)
+        with onnxz.open(path) as f:
+            s = f.get_slice("even")
+            assert s.get_dtype() == {22: "INT4", 21: "UINT4", 23: "F4"}[data_type]
+            for idx in [slice(2, 5), 3, slice(None), slice(0, 8, 2), (slice(1, 3), slice(2, 6))]:
+                want = packed(vals[idx].ravel())
+                assert s[idx].tobytes() == want and s[idx].dtype == np.uint8, idx
+            for idx in [(slice(None), 1), (0, slice(1, 4)), (slice(None), slice(0, 3))]:
+                with pytest.raises(onnxz.Error, match=f"'even'.*{name}.*splits bytes"):
+                    s[idx]
+            o = f.get_slice("odd")
+            assert o[0:2].tobytes() == packed(odd[0:2].ravel())
+            assert o[2:].tobytes() == packed(odd[2:].ravel())  # to the padded end
+            for idx in [1, slice(1, 2), slice(0, 1)]:
+                with pytest.raises(onnxz.Error, match="splits bytes"):
+                    o[idx]
+
+
+def test_safetensors_compatibility_methods(files, tmp_path):
+    """What code written for safetensors' safe_open calls works unchanged: keys(),
+    get_tensor(), get_slice(...).get_shape() / get_dtype() / [index], metadata()."""
+    forms, tensors = files
+    with onnxz.open(forms["archive"][0]) as f:
+        assert sorted(f.keys()) == sorted(tensors)
+        for name, want in tensors.items():
+            assert np.array_equal(f.get_tensor(name), want)
+            s = f.get_slice(name)
+            assert s.get_shape() == list(want.shape)
+            assert s.get_dtype() == {np.float32: "F32", np.float64: "F64", np.float16: "F16",
+                                     np.int8: "I8", np.uint8: "U8", np.int16: "I16",
+                                     np.int32: "I32", np.int64: "I64", np.uint64: "U64",
+                                     np.bool_: "BOOL", np.complex64: "C64"}[want.dtype.type]
+        big = f.get_slice("big")
+        vocab, hidden = big.get_shape()[:2]
+        assert np.array_equal(big[:, :hidden // 2], tensors["big"][:, :hidden // 2])
+        assert f.metadata() == {}
+    model = helper.make_model(helper.make_graph([], "g", [], [], []))
+    helper.set_model_props(model, {"format": "pt", "k": "v"})
+    onnxz.save(model, str(tmp_path / "meta.onnxz"))
+    with onnxz.open(str(tmp_path / "meta.onnxz")) as f:
+        assert f.metadata() == {"format": "pt", "k": "v"}
