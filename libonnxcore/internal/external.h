@@ -10,6 +10,7 @@
 #include "onnxcore/codec.h"
 #include "onnxcore/external.h"
 #include "internal/encode.h"
+#include "internal/poll_lock.h"
 
 /* Writes msg to path with large tensors in opts->external_data (spec/external-data.md):
  * data files first, each atomically, then the model. */
@@ -89,15 +90,6 @@ OC_PRIVATE oc_status oc__external_save_budget(const oc_msgdesc *desc, const void
 #define OC__PAIR_BUSY         (-2)
 #define OC__PAIR_DENIED       (-3)
 #define OC__PAIR_LOCK_WAIT_MS 2000
-
-/* A lock that kept a save waiting, as /proc/locks and /proc/PID/fdinfo tell it. */
-typedef struct oc__lock_holder {
-    long pid;         /* 0: not known (no /proc, or another user's process) */
-    long uid;         /* -1: not known */
-    int foreign;      /* a lock onnxz never takes: the save did not wait for it */
-    const char *role; /* who takes such a lock in onnxz: "a reader", "a save"; or NULL */
-    char what[80];    /* "a shared flock on", "a read lock on byte 2 of", ... */
-} oc__lock_holder;
 
 int oc__pair_read_lock(const char *model_path);
 int oc__pair_write_lock(const char *model_path, oc__lock_holder *holder);

@@ -21,11 +21,18 @@
 
 #include <onnxcore/status.h>
 
+#include "internal/poll_lock.h"
+
 enum { OZ_LOCK_EDIT = 0, OZ_LOCK_CONTENT = 1 };
 
 /* How long a reader waits for an edit to end, and an editor for the readers that have the
  * file open to let go (A-58): `meta` edits, and opens, take well under it. */
 #define OZ_LOCK_WAIT_MS 1000L
+
+/* How A-58's locks wait: pauses of 2 ms doubling up to 50 ms, for OZ_LOCK_WAIT_MS in all
+ * (libonnxcore's internal/poll_lock.h): the archive's locks (oz__lock) and the flock of a
+ * .onnx file that oz_edit_metadata takes. */
+extern const oc__lock_wait oz__a58_wait;
 
 /* Takes (F_RDLCK, F_WRLCK) or releases (F_UNLCK) the locks on bytes [first, last] of fd,
  * trying again for up to wait_ms (0: once). Still held by another open file then:

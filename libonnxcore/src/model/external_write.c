@@ -497,23 +497,7 @@ oc_status oc__external_save_budget(const oc_msgdesc *desc, const void *msg,
  * (E-25). */
 static oc_status pair_busy(const char *what, const char *name, const oc__lock_holder *h,
                            oc_error *err) {
-    char who[48] = "another process";
-    if (h->pid && h->uid >= 0)
-        snprintf(who, sizeof who, "process %ld (uid %ld)", h->pid, h->uid);
-    else if (h->pid)
-        snprintf(who, sizeof who, "process %ld", h->pid);
-    if (!h->what[0])
-        return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
-                             "busy: another process reads, edits or saves %s '%s'; try again", what,
-                             name);
-    if (h->foreign)
-        return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "L-5",
-                             "busy: %s holds %s %s '%s', a lock onnxz never takes, so the save "
-                             "did not wait for it",
-                             who, h->what, what, name);
-    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "E-25",
-                         "busy: %s held %s %s '%s' for %d s, as %s does; try again", who, h->what,
-                         what, name, OC__PAIR_LOCK_WAIT_MS / 1000, h->role);
+    return oc__lock_busy("save", what, name, h, OC__PAIR_LOCK_WAIT_MS, "E-25", err);
 }
 
 static oc_status dir_busy(const char *model_path, const oc__lock_holder *h, oc_error *err) {
@@ -709,7 +693,7 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     sigaddset(&fatal, SIGINT);
     sigaddset(&fatal, SIGTERM);
     sigaddset(&fatal, SIGHUP);
-    oc__lock_holder holder = {0, -1, 0, NULL, ""};
+    oc__lock_holder holder = OC__LOCK_HOLDER_INIT;
     int dir_lock = oc__pair_dir_lock(path, &holder), model_lock = -1;
     oc_status st = dir_lock == OC__PAIR_BUSY ? dir_busy(path, &holder, err) : OC_OK;
     if (st == OC_OK && !w->opts->no_overwrite) {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal/lock.h"
 #include "internal/metadata.h"
 #include "internal/options.h"
 #include "internal/error.h"
@@ -83,31 +84,59 @@ static oc_status apply_edits(const oz_metadata_edit *edits, size_t n, oc_model *
     return st == OC_OK ? OC_OK : oc__fail(err, st, OC_NO_OFFSET, "out of memory");
 }
 
+/* One try of lock_model_file's lock. */
+typedef struct model_try {
+    const char *path;
+    int fd;       /* opened, and locked once TAKEN */
+    int replaced; /* how often the name was replaced between open and lock */
+    oc__lock_holder holder;
+    int open_errno;
+} model_try;
+
+static oc__lock_try try_model(void *ctx) {
+    model_try *m = ctx;
+    if (m->fd >= 0) close(m->fd);
+    m->fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (m->fd < 0) {
+        m->open_errno = errno;
+        return OC__LOCK_ERROR;
+    }
+    oc__lock_try r = oc__lock_flock(m->fd);
+    if (r == OC__LOCK_HELD) /* a shared flock: a lock onnxz never takes (L-5) */
+        return oc__lock_foreign(m->fd, -1, &m->holder) ? OC__LOCK_REFUSED : r;
+    struct stat a, b; /* TAKEN, or NONE (no flock here: unlocked, as before) */
+    if (fstat(m->fd, &a) == 0 && stat(m->path, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return OC__LOCK_TAKEN;
+    return ++m->replaced < 16 ? OC__LOCK_AGAIN : OC__LOCK_REFUSED;
+}
+
 /* One editor of a .onnx file at a time (A-58), and no save of a pair over it meanwhile
  * (E-25: a save takes the same lock): an exclusive flock on the file, taken before it is
- * read and held until the new file has replaced it. Another editor's rename
- * may have replaced the name between our open and our lock: then the lock is on a file
- * nobody will read again, so it is taken again on the file the name now holds. */
+ * read and held until the new file has replaced it, waited for as an archive's edit lock
+ * is (oz__a58_wait), except one that onnxz never takes (a shared flock: L-5, busy at once,
+ * naming its holder). Another editor's rename may have replaced the name between our open
+ * and our lock: then the lock is on a file nobody will read again, so it is taken again on
+ * the file the name now holds. */
 static oc_status lock_model_file(const char *path, int *fd_out, oc_error *err) {
-    for (int attempt = 0; attempt < 16; attempt++) {
-        struct stat a, b;
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0)
-            return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot open %s", path));
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-            close(fd);
-            return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58",
-                                 "busy: another edit of it is in progress");
-        }
-        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino) {
-            *fd_out = fd;
-            return OC_OK;
-        }
-        close(fd);
+    model_try m = {path, -1, 0, OC__LOCK_HOLDER_INIT, 0};
+    oc__lock_try r = oc__lock_poll(&oz__a58_wait, try_model, &m);
+    if (r == OC__LOCK_TAKEN) {
+        *fd_out = m.fd;
+        return OC_OK;
     }
-    return oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58",
-                         "busy: it keeps being replaced while we lock it");
+    if (r == OC__LOCK_ERROR)
+        return oc_error_file(err, path, oc__fail_errno(err, m.open_errno, "cannot open %s", path));
+    oc_status st;
+    if (r == OC__LOCK_HELD || m.holder.foreign) {
+        oc__lock_name_holder(m.fd, &m.holder);
+        st = oc__lock_busy("edit", "model", path, &m.holder, OZ_LOCK_WAIT_MS, "A-58", err);
+    } else {
+        st = oc__fail_rule(err, OC_ERR_BUSY, OC_NO_OFFSET, "A-58",
+                           "busy: it keeps being replaced while we lock it");
+    }
+    close(m.fd);
+    return st;
 }
 
 /* An archive edited in place: the model read, changed and committed under the edit. */

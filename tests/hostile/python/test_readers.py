@@ -464,6 +464,70 @@ def test_l5_save_refused_at_once_naming_the_holder(tmp_path):
         shutil.rmtree(d)
 
 
+def test_l5_meta_of_onnx_waits_as_an_archive_edit(tmp_path):
+    """A-58, L-5: `onnxz meta` of a .onnx file takes an exclusive flock on it, polled as an
+    archive's edit lock is (2 ms doubling to 50 ms, 1 s in all) through the one polled lock
+    of both libraries. nobody holds, in turn: a shared flock (a lock onnxz never takes):
+    the edit fails "busy" at once naming nobody's pid and uid (L-5); an exclusive flock (as
+    a save or another edit holds): the edit waits its 1 s, then fails "busy" naming the
+    holder (A-58); an exclusive flock let go after 0.3 s: the edit waits and succeeds.
+    Before, every one failed at once as "another edit of it is in progress", where an
+    archive's edit waited 1 s for another edit."""
+    import pytest
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+    prefix, why = as_nobody()
+    if prefix is None:
+        pytest.skip(why)
+    d = tempfile.mkdtemp(prefix="onnxz-l5meta-")
+    try:
+        os.chmod(d, 0o755)
+        model = os.path.join(d, "t.onnx")
+        w = numpy_helper.from_array(np.full(64, 1.0, np.float32), "W")
+        onnx.save(helper.make_model(helper.make_graph([], "g", [], [], initializer=[w])), model)
+        os.chmod(model, 0o644)
+        uid = nobody_ids()[0]
+
+        def meta_beside(kind, let_go_after=None):
+            holder = subprocess.Popen(prefix + ["/usr/bin/python3", "-c", HOLD_ONE, kind, model],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            try:
+                assert holder.stdout.readline() == b"held\n"
+                before = open(model, "rb").read()
+                t0 = time.monotonic()
+                p = subprocess.Popen([TOOL, "-q", "meta", model, "--set", "k=v"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                if let_go_after is not None:
+                    time.sleep(let_go_after)
+                    holder.stdin.close()
+                _, err = p.communicate()
+                took = time.monotonic() - t0
+                changed = open(model, "rb").read() != before
+                return p.returncode, err.decode(), took, holder.pid, changed
+            finally:
+                if not holder.stdin.closed:
+                    holder.stdin.close()
+                holder.wait()
+
+        rc, err, took, pid, changed = meta_beside("flock_sh")
+        assert rc == 1 and not changed and took < 0.8, (rc, err, took)
+        assert "busy" in err and "a shared flock on model" in err and "(L-5)" in err, err
+        assert "a lock onnxz never takes, so the edit did not wait" in err, err
+        assert f"process {pid} (uid {uid})" in err, err
+        rc, err, took, pid, changed = meta_beside("flock_ex")
+        assert rc == 1 and not changed and 0.9 < took, (rc, err, took)
+        assert "busy" in err and "an exclusive flock on model" in err and "(A-58)" in err, err
+        assert f"process {pid} (uid {uid})" in err and "for 1 s" in err, err
+        rc, err, took, pid, changed = meta_beside("flock_ex", let_go_after=0.3)
+        assert rc == 0 and changed and 0.3 <= took, (rc, err, took)
+        m = onnx.load(model)
+        assert {p.key: p.value for p in m.metadata_props}.get("k") == "v"
+    finally:
+        shutil.rmtree(d)
+
+
 def nobody_ids():
     """(uid, gid) of nobody."""
     import grp
