@@ -108,13 +108,8 @@ static int check_save(const cli_args *args, convert_plan *p) {
     oc_error err;
     struct stat st;
     oc_error_clear(&err);
-    oc_status checked = oz_save_check(p->out, &p->save, &p->out_form, &bad, &err);
-    if (checked != OC_OK && bad == OZ_SAVE_OPT_KEY && !p->save.key) {
-        /* a .onnxc OUT: its passphrase is asked for later (get_keys), not a usage error */
-        p->save.key = "";
-        checked = oz_save_check(p->out, &p->save, &p->out_form, &bad, &err);
-        p->save.key = NULL;
-    }
+    /* a .onnxc OUT's passphrase is asked for later (get_keys) */
+    oc_status checked = oz_save_check_before_key(p->out, &p->save, &p->out_form, &bad, &err);
     if (checked == OC_OK) return CLI_EXIT_OK;
     if (bad == OZ_SAVE_OPT_NONE) /* not an option's value: OUT, or a URL it names */
         return cli_fail_named(p->out, &err);

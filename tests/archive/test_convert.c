@@ -153,6 +153,29 @@ static void test_save_rules(void) {
     o.checksum = 1;
     expect_refused("m.onnx", &o, OZ_SAVE_OPT_CHECKSUM);
     CHECK(strcmp(oz_save_option_name((oz_save_option)99), "") == 0);
+
+    /* oz_save_check_before_key: a .onnxc OUT's key may come later, and every other rule
+     * still holds for it */
+    oz_save_option bad = OZ_SAVE_OPT_NONE;
+    oz_save_options_init(&o);
+    got = OZ_FORM_AUTO;
+    CHECK_OK(oz_save_check_before_key("m.onnxc", &o, &got, &bad, &err), &err);
+    CHECK(got == OZ_FORM_ONNXC);
+    CHECK_OK(oz_save_check_before_key("m.onnx", &o, &got, &bad, &err), &err);
+    CHECK(got == OZ_FORM_ONNX);
+    o.has_align = true;
+    o.align = 64;
+    CHECK(oz_save_check_before_key("m.onnxc", &o, NULL, &bad, &err) == OC_ERR_INVALID_ARG);
+    CHECK(bad == OZ_SAVE_OPT_ALIGN);
+    oz_save_options_init(&o);
+    o.deflate_model = 1;
+    CHECK(oz_save_check_before_key("m.onnxc", &o, NULL, &bad, &err) == OC_ERR_INVALID_ARG);
+    CHECK(bad == OZ_SAVE_OPT_DEFLATE_MODEL);
+    oz_save_options_init(&o);
+    o.key = "k";
+    o.key_len = 1;
+    CHECK(oz_save_check_before_key("m.onnx", &o, NULL, &bad, &err) == OC_ERR_INVALID_ARG);
+    CHECK(bad == OZ_SAVE_OPT_KEY); /* a key given still applies to .onnxc alone */
 }
 
 /* R-14: a URL is read, never written. oz_save_check refuses one as OUT or as the data

@@ -177,6 +177,15 @@ OZ_API const char *oz_save_option_name(oz_save_option opt);
 OZ_API oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
                                oz_save_option *bad, oc_error *err);
 
+#ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* As oz_save_check, for a caller that asks for a .onnxc output's passphrase only once the
+ * other options are known good (so that a bad option is told before a prompt): a .onnxc
+ * output without a key passes, every other rule checked as for one with a key; *form
+ * says whether a key is still to be given (OZ_FORM_ONNXC). */
+OZ_API oc_status oz_save_check_before_key(const char *out, const oz_save_options *opts,
+                                          oz_form *form, oz_save_option *bad, oc_error *err);
+#endif
+
 /* Writes model to out in the form opts say (oz_save_check first): one .onnx, with data
  * files, an archive (whose tensors must be the size their shape makes, A-13), or an
  * encrypted model. Each file goes to a temporary beside it, renamed into place whole;

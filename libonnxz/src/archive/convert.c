@@ -207,11 +207,11 @@ static oc_status check_applies(const oz_save_options *o, oz_form form, oz_save_o
     return OC_OK;
 }
 
-/* The values themselves. */
-static oc_status check_values(const oz_save_options *o, oz_form form, oz_save_option *bad,
-                              oc_error *err) {
+/* The values themselves; a .onnxc output's missing key too, unless it is to come later. */
+static oc_status check_values(const oz_save_options *o, oz_form form, bool key_later,
+                              oz_save_option *bad, oc_error *err) {
     uint64_t align = o->has_align ? o->align : SAVE_DEFAULT_ALIGN;
-    if (form == OZ_FORM_ONNXC && !o->key)
+    if (form == OZ_FORM_ONNXC && !o->key && !key_later)
         return refuse(OZ_SAVE_OPT_KEY, bad, err, "is needed for .onnxc output (the passphrase)");
     if (o->external_data && o->external_data[0] == '\0')
         return refuse(OZ_SAVE_OPT_EXTERNAL_DATA, bad, err, "needs a file name");
@@ -228,8 +228,8 @@ static oc_status check_values(const oz_save_options *o, oz_form form, oz_save_op
     return OC_OK;
 }
 
-oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
-                        oz_save_option *bad, oc_error *err) {
+static oc_status save_check(const char *out, const oz_save_options *opts, bool key_later,
+                            oz_form *form, oz_save_option *bad, oc_error *err) {
     if (bad) *bad = OZ_SAVE_OPT_NONE;
     if (!out) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     oz_save_options full;
@@ -245,7 +245,17 @@ oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *f
                       "or give the form");
     if (form) *form = f;
     OC_FORWARD(check_applies(opts, f, bad, err));
-    return check_values(opts, f, bad, err);
+    return check_values(opts, f, key_later, bad, err);
+}
+
+oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,
+                        oz_save_option *bad, oc_error *err) {
+    return save_check(out, opts, false, form, bad, err);
+}
+
+oc_status oz_save_check_before_key(const char *out, const oz_save_options *opts, oz_form *form,
+                                   oz_save_option *bad, oc_error *err) {
+    return save_check(out, opts, true, form, bad, err);
 }
 
 /* The caller's cancel asked to stop: no file, no input, nothing is at fault. */
