@@ -1926,7 +1926,7 @@ static PyMethodDef module_methods[] = {
     {"_numpy_descr", py_numpy_descr, METH_O,
      "(data_type) -> (numpy dtype string or None, packed)."},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
-    {"_is_url", py_is_url, METH_O, "True for an http:// or https:// URL (oc_is_url)."},
+    {"_is_url", py_is_url, METH_O, "True for an http://, https:// or s3:// URL (oc_is_url)."},
     {"_path_shown", py_path_shown, METH_O, "The path as shown: a URL without user:password@."},
     {"_error", py_error, METH_VARARGS, "(file, code, message): raises onnxz.Error."},
     {"_http_supported", py_http_supported, METH_NOARGS, "True when URLs can be read."},
