@@ -3,8 +3,9 @@
  * no, one and many data files, an archive, a ZIP cut short, an empty file, encrypted ones
  * with and without their key; the index (count, at, find), read, size and read_to giving
  * the same bytes, a mapping shared rather than copied, threads reading one reader, the
- * L-2 check after a data file or the model is replaced, skip_data_files, and the options'
- * size rules.
+ * L-2 check after a data file or the model is replaced, skip_data_files, the options'
+ * size rules, and the size of tensors in typed fields (float_data...), counted as the read
+ * converts them.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -317,6 +318,94 @@ static void check_prefetch(const char *name) {
     oz_reader_close(r);
 }
 
+/* A tensor in typed fields: name, data_type, dims (ndims of them) and nvalues values of
+ * the field the type reads (float_data for FLOAT and COMPLEX64, string_data for STRING,
+ * else int32_data). */
+static void add_typed(oc_arena *a, onnx_GraphProto *g, const char *name, int32_t type,
+                      const int64_t *dims, size_t ndims, size_t nvalues) {
+    onnx_TensorProto *t = OC_ADD(a, TensorProto, g->initializer);
+    oc_str_set_cstr(a, &t->name, name);
+    OC_SET_HAS(TensorProto, t, name);
+    t->data_type = type;
+    OC_SET_HAS(TensorProto, t, data_type);
+    for (size_t i = 0; i < ndims; i++) {
+        int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
+        if (d) *d = dims[i];
+    }
+    for (size_t i = 0; i < nvalues; i++) {
+        if (type == 1 || type == 14) {
+            float *f = oc_array_push(a, &t->float_data, sizeof(float));
+            if (f) *f = (float)i + 0.5f;
+        } else if (type == 8) {
+            oc_str *str = oc_array_push(a, &t->string_data, sizeof(oc_str));
+            if (str) oc_str_set_cstr(a, str, "x");
+        } else {
+            int32_t *v = oc_array_push(a, &t->int32_data, sizeof(int32_t));
+            if (v) *v = (int32_t)i;
+        }
+    }
+}
+
+/* oz_reader_size of tensors in typed fields: the bytes oz_reader_read gives (and the
+ * count W-40 makes of the dims), counted without converting; a tensor whose values are
+ * not the count its dims make, and a STRING one, fail as the read fails. */
+static void check_typed_sizes(void) {
+    static const int64_t d3[] = {3}, d5[] = {5}, d2[] = {2}, d23[] = {2, 3};
+    static const struct {
+        const char *name;
+        int32_t type;
+        const int64_t *dims;
+        size_t ndims, nvalues;
+        oc_status status;
+        uint64_t size;
+    } cases[] = {
+        {"f", 1, d3, 1, 3, OC_OK, 12},   /* FLOAT */
+        {"c", 14, d2, 1, 4, OC_OK, 16},  /* COMPLEX64: pairs in float_data */
+        {"i8", 3, d5, 1, 5, OC_OK, 5},   /* INT8 from int32_data */
+        {"h", 10, d23, 2, 6, OC_OK, 12}, /* FLOAT16 bit patterns */
+        {"i4", 22, d3, 1, 2, OC_OK, 2},  /* INT4: two a byte, the last half empty */
+        {"scalar", 1, NULL, 0, 1, OC_OK, 4},
+        {"short", 1, d3, 1, 2, OC_ERR_INCONSISTENT, 0}, /* 2 values for 3 elements */
+        {"s", 8, d2, 1, 2, OC_ERR_UNSUPPORTED, 0},      /* STRING: no raw bytes */
+    };
+    const size_t ncases = sizeof cases / sizeof cases[0];
+    oc_model *m = tm_model_new();
+    for (size_t i = 0; i < ncases; i++)
+        add_typed(oc_model_arena(m), oc_model_proto(m)->graph, cases[i].name, cases[i].type,
+                  cases[i].dims, cases[i].ndims, cases[i].nvalues);
+    CHECK_STATUS(oc_model_save_file(m, td_at("typed.onnx"), NULL, &err), OC_OK, &err);
+    oc_model_free(m);
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    oz_reader *r = NULL;
+    CHECK_STATUS(oz_reader_open(td_at("typed.onnx"), &o, &r, NULL, &err), OC_OK, &err);
+    for (size_t i = 0; r && i < ncases; i++) {
+        const onnx_TensorProto *t = oz_reader_find(r, cases[i].name, strlen(cases[i].name));
+        oc_error size_err, read_err;
+        oc_bytes b = {0};
+        uint64_t n = 99;
+        CHECK(t != NULL);
+        if (!t) continue;
+        oc_error_clear(&size_err);
+        oc_error_clear(&read_err);
+        oc_status st = oz_reader_size(r, t, &n, &size_err);
+        CHECK_STATUS(st, cases[i].status, &size_err);
+        CHECK_STATUS(oz_reader_read(r, t, &b, &read_err), cases[i].status, &read_err);
+        if (st == OC_OK) {
+            CHECK_EQ(n, cases[i].size);
+            CHECK_EQ(b.size, n);
+        } else {
+            bool same = strcmp(size_err.message, read_err.message) == 0 &&
+                        strcmp(size_err.rule, read_err.rule) == 0;
+            CHECK(same);
+            if (!same)
+                fprintf(stderr, "  %s: size '%s', read '%s'\n", cases[i].name, size_err.message,
+                        read_err.message);
+        }
+        oc_bytes_release(&b);
+    }
+    oz_reader_close(r);
+}
+
 int main(int argc, char **argv) {
     if (td_start(argc, argv, "reader") != 0) return 2;
 
@@ -350,6 +439,7 @@ int main(int argc, char **argv) {
     check_encrypted();
     check_options();
     check_unchanged();
+    check_typed_sizes();
 
     td_remove(td_dir);
     return check_report("test_reader");

@@ -90,6 +90,10 @@ OC_API bool oc_tensor_is_typed(const onnx_TensorProto *tensor);
  * tensor is not changed. */
 OC_API oc_status oc_tensor_typed_bytes(const onnx_TensorProto *tensor, oc_bytes *out,
                                        oc_error *err);
+/* The byte count oc_tensor_typed_bytes gives for tensor, with its checks and errors, in
+ * *size (0 on failure), without converting a value: the bytes W-40 makes of its dims. */
+OC_API oc_status oc_tensor_typed_size(const onnx_TensorProto *tensor, uint64_t *size,
+                                      oc_error *err);
 /* The values of a STRING tensor in typed fields (string_data; each any bytes, which
  * onnx.proto says are UTF-8): *items, borrowed from the tensor, and *count, the elements
  * its dims make (a 0-d tensor: one), once checked as oc_tensor_typed_bytes checks

@@ -402,6 +402,25 @@ static uint64_t typed_value(const onnx_TensorProto *t, typed_field f, int32_t ty
     }
 }
 
+/* Bytes a typed value takes in raw_data: a complex element's parts are a float's or a
+ * double's; a sub-byte type's value is one byte of packed elements. Checked counts
+ * (check_typed_read) times this width are the bytes W-40 gives the dims, no more. */
+static unsigned typed_width(int32_t type, typed_field f) {
+    unsigned bits = oc_tensor_element_bits(type);
+    return f == TYPED_FLOAT ? 4 : f == TYPED_DOUBLE ? 8 : bits >= 8 ? bits / 8 : 1;
+}
+
+oc_status oc_tensor_typed_size(const onnx_TensorProto *t, uint64_t *size, oc_error *err) {
+    if (!t || !size)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_tensor_typed_size: missing argument");
+    *size = 0;
+    OC_FORWARD(check_typed_read(t, false, err));
+    typed_field f = typed_field_of(t->data_type);
+    *size = typed_count(t, f) * typed_width(t->data_type, f);
+    return OC_OK;
+}
+
 oc_status oc_tensor_typed_bytes(const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
     if (!t || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -409,11 +428,7 @@ oc_status oc_tensor_typed_bytes(const onnx_TensorProto *t, oc_bytes *out, oc_err
     OC_FORWARD(check_typed_read(t, false, err));
     int32_t type = t->data_type;
     typed_field f = typed_field_of(type);
-    unsigned bits = oc_tensor_element_bits(type);
-    /* bytes a value: a complex element's parts are a float's or a double's; a sub-byte
-     * type's value is one byte of packed elements. Checked counts times this width are
-     * the bytes W-40 gives the dims, no more. */
-    unsigned width = f == TYPED_FLOAT ? 4 : f == TYPED_DOUBLE ? 8 : bits >= 8 ? bits / 8 : 1;
+    unsigned width = typed_width(type, f);
     uint64_t n = typed_count(t, f);
     oc_bytes b = {0};
     uint8_t *p;

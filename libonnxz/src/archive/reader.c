@@ -425,6 +425,8 @@ oc_status oz_reader_size(oz_reader *r, const onnx_TensorProto *t, uint64_t *size
     if (f.fetch.size) {
         st = oc_tensor_check_size_fetched(t, &f.fetch, err);
         if (st == OC_OK) st = f.fetch.size(f.fetch.ctx, t, size, err);
+    } else if (oc_tensor_is_typed(t)) { /* float_data...: counted, not converted */
+        st = oc_tensor_typed_size(t, size, err);
     } else { /* held in memory or a mapping: a span shares it */
         oc_bytes b = {0};
         st = read_bytes(r, t, &b, err);
