@@ -94,13 +94,17 @@ static const char *env_lookup(void *ctx, const char *name) {
 /* s3:// URLs: AWS's settings as its own tools find them (oc_s3_options_load: the
  * environment, ~/.aws/credentials and ~/.aws/config), kept for the process's life. */
 static oc_s3_options *s3;
+/* The hub's settings (HF_ENDPOINT, HF_TOKEN or its token file): for the process's life. */
+static oc_hf_options *hf;
 
 int cli_http_init(void) {
     oc_error err;
     oc_error_clear(&err);
     if (oc_http_options_parse(&http, env_lookup, NULL, &err) == OC_OK &&
-        oc_s3_options_load(&s3, env_lookup, NULL, &err) == OC_OK) {
+        oc_s3_options_load(&s3, env_lookup, NULL, &err) == OC_OK &&
+        oc_hf_options_load(&hf, env_lookup, NULL, &err) == OC_OK) {
         http.s3 = s3;
+        http.hf = hf;
         return CLI_EXIT_OK;
     }
     return cli_fail_msg("environment", "%s", err.message);

@@ -27,13 +27,14 @@
 #include "internal/sized.h"
 
 /* The descriptions and readers of libonnxcore's sized options (OC_SIZED_FLAT, sized.h):
- * oc__parse_opts, oc__serialize_opts, oc__crypt_opts, oc__http_opts, oc__s3_opts, each
- * with its _type. */
+ * oc__parse_opts, oc__serialize_opts, oc__crypt_opts, oc__http_opts, oc__s3_opts,
+ * oc__hf_opts, each with its _type. */
 OC_SIZED_FLAT(oc_parse_options, OC_PARSE_OPTIONS_INIT, oc__parse_opts)
 OC_SIZED_FLAT(oc_serialize_options, OC_SERIALIZE_OPTIONS_INIT, oc__serialize_opts)
 OC_SIZED_FLAT(oc_crypt_options, OC_CRYPT_OPTIONS_INIT, oc__crypt_opts)
 OC_SIZED_FLAT(oc_http_options, OC_HTTP_OPTIONS_INIT, oc__http_opts)
 OC_SIZED_FLAT(oc_s3_options, OC_S3_OPTIONS_INIT, oc__s3_opts)
+OC_SIZED_FLAT(oc_hf_options, OC_HF_OPTIONS_INIT, oc__hf_opts)
 
 #define OC_PARSE_OPTS(opts, err) OC_OPTS_ENTRY(oc_parse_options, oc__parse_opts, opts, err)
 #define OC_SERIALIZE_OPTS(opts, err) \

@@ -30,4 +30,17 @@ OC_PRIVATE oc_status oc__source_http(const char *url, const oc_http_options *opt
  * again can be told to be the same one. */
 void oc__source_http_identity(const oc_source *s, char *out, size_t cap);
 
+/* The hf:// URL naming the commit source s (an hf:// URL's) was pinned to at open
+ * ("hf://ORG/NAME@COMMIT/PATH"), or NULL for a source of another kind. */
+OC_PRIVATE const char *oc__source_http_pinned(const oc_source *s);
+
+/* path pinned (spec/remote.md H-4): for an hf:// URL whose revision is not a commit, a new
+ * string naming the commit the hub reports for it now (*pinned, caller frees), found by
+ * opening it (its first request, remembered: the open of *pinned that follows costs no
+ * other); else *pinned NULL (path is used as it is). A loader that reads several objects
+ * relative to one URL (a model and its data files) pins it first, so that all are read at
+ * one commit. */
+OC_PRIVATE oc_status oc__hf_pin(const char *path, const oc_http_options *http, char **pinned,
+                                oc_error *err);
+
 #endif

@@ -77,7 +77,7 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
          prefetch=False):
     """Loads a model in any form and returns it as an onnx.ModelProto.
 
-    f: a path (str, bytes, os.PathLike), an http:// or https:// URL (see open), the
+    f: a path (str, bytes, os.PathLike), an http://, https:// or hf:// URL (see open), the
         file's bytes, or a binary file object (whose data files, as for onnx.load, are
         beside the file its `name` gives, if it has one).
     load_external_data: read the tensors of data files in (as onnx.load does); False
@@ -769,6 +769,14 @@ def open(path, *, key=None, max_memory=None, prefetch=False):
     ~/.aws/credentials and ~/.aws/config; AWS_REGION; AWS_ENDPOINT_URL_S3 (spec/remote.md
     R-16 to R-20). A URL is read, never written: save and convert refuse one as their
     output.
+
+    hf://ORG/NAME/PATH and hf://ORG/NAME@REVISION/PATH read a file of a Hugging Face hub
+    repository (spec/remote.md, "The Hugging Face hub"), at HF_ENDPOINT (default
+    https://huggingface.co) with the token of HF_TOKEN, else of the file the hub's tools
+    write (HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token), sent to
+    the hub only, never to the storage host it redirects to. The revision is pinned at
+    open to the commit the hub reports: every later read of the File (each tensor, the
+    data files beside the model) is of that commit, whatever is pushed meanwhile.
 
     Files changed under an open File (spec/security.md S-42): the arrays point into a
     mapping of the file. A file replaced by a rename (as onnxz, onnx.save to a new name

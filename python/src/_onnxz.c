@@ -157,22 +157,28 @@ static int http_settings(oc_http_options *o) {
     oc_error err;
     oc_error_clear(&err);
     oc_s3_options *s3 = NULL;
-    /* s3:// URLs: AWS's settings as its own tools find them (oc_s3_options_load), a copy
-     * that http_settings_release frees */
+    oc_hf_options *hf = NULL;
+    /* s3:// URLs: AWS's settings as its own tools find them (oc_s3_options_load); hf://
+     * URLs: the hub's (oc_hf_options_load); copies that http_settings_release frees */
     if (oc_http_options_parse(o, env_lookup, NULL, &err) != OC_OK ||
-        oc_s3_options_load(&s3, env_lookup, NULL, &err) != OC_OK) {
+        oc_s3_options_load(&s3, env_lookup, NULL, &err) != OC_OK ||
+        oc_hf_options_load(&hf, env_lookup, NULL, &err) != OC_OK) {
+        oc_s3_options_free(s3);
         raise_error(NULL, &err);
         return -1;
     }
     o->s3 = s3;
+    o->hf = hf;
     o->cancel = http_cancelled;
     return 0;
 }
 
-/* Frees what http_settings loaded into o (the S3 settings). */
+/* Frees what http_settings loaded into o (the S3 and hub settings). */
 static void http_settings_release(oc_http_options *o) {
     oc_s3_options_free((oc_s3_options *)(uintptr_t)o->s3);
+    oc_hf_options_free((oc_hf_options *)(uintptr_t)o->hf);
     o->s3 = NULL;
+    o->hf = NULL;
 }
 
 /* ---- writing into a bytes object of the size announced --------------------------- */
@@ -1926,7 +1932,8 @@ static PyMethodDef module_methods[] = {
     {"_numpy_descr", py_numpy_descr, METH_O,
      "(data_type) -> (numpy dtype string or None, packed)."},
     {"_detect", py_detect, METH_O, "The kind of data the bytes begin (oz_kind_name)."},
-    {"_is_url", py_is_url, METH_O, "True for an http://, https:// or s3:// URL (oc_is_url)."},
+    {"_is_url", py_is_url, METH_O,
+     "True for an http://, https://, s3:// or hf:// URL (oc_is_url)."},
     {"_path_shown", py_path_shown, METH_O, "The path as shown: a URL without user:password@."},
     {"_error", py_error, METH_VARARGS, "(file, code, message): raises onnxz.Error."},
     {"_http_supported", py_http_supported, METH_NOARGS, "True when URLs can be read."},

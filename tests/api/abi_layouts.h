@@ -26,8 +26,10 @@
     GREW(oc_http_options, 40, parallel)                                 \
     GREW(oc_http_options, 48, min_rate) /* after padding_48 */          \
     GREW(oc_http_options, 80, s3)                                       \
-    NOW(oc_http_options, 88)                                            \
+    GREW(oc_http_options, 88, hf)                                       \
+    NOW(oc_http_options, 96)                                            \
     NOW(oc_s3_options, 56)                                              \
+    NOW(oc_hf_options, 24)                                              \
     GREW(oz_zip_reader_options, 48, max_memory)                         \
     GREW(oz_zip_reader_options, 56, http)                               \
     NOW(oz_zip_reader_options, 64)                                      \

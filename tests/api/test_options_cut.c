@@ -38,6 +38,7 @@ enum { PATTERN = 0x5A, POISON = 0xA5 };
 #define TYPE_oc_crypt_options      oc__crypt_opts_type
 #define TYPE_oc_http_options       oc__http_opts_type
 #define TYPE_oc_s3_options         oc__s3_opts_type
+#define TYPE_oc_hf_options         oc__hf_opts_type
 #define TYPE_oz_zip_reader_options oz__zip_opts_type
 #define TYPE_oz_archive_options    oz__archive_opts_type
 #define TYPE_oz_convert_options    oz__convert_opts_type

@@ -68,6 +68,9 @@ typedef struct oc_http_options {
     /* How s3://BUCKET/KEY URLs reach their store and sign their requests (experimental:
      * oc_s3_options below); NULL: AWS itself, unsigned (public buckets only). */
     const struct oc_s3_options *s3;
+    /* Where hf:// URLs are read and with which token (experimental: oc_hf_options
+     * below); NULL: the public hub (https://huggingface.co), no token. */
+    const struct oc_hf_options *hf;
 } oc_http_options;
 
 #define OC_HTTP_MIN_RATE_DEFAULT    1024u       /* 1 KiB/s */
@@ -96,7 +99,7 @@ typedef const char *(*oc_http_lookup)(void *ctx, const char *name);
 OC_API oc_status oc_http_options_parse(oc_http_options *opts, oc_http_lookup get, void *ctx,
                                        oc_error *err);
 
-/* True when path is an http://, https:// or s3:// URL (the scheme in any case). */
+/* True when path is an http://, https://, s3:// or hf:// URL (the scheme in any case). */
 OC_API bool oc_is_url(const char *path);
 
 /* path as it may be shown (spec/security.md N-2): every http:// or https:// URL in it
@@ -155,6 +158,37 @@ OC_API oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, voi
 /* Wipes the secret and the token and frees o (made by oc_s3_options_load); NULL is
  * accepted. */
 OC_API void oc_s3_options_free(oc_s3_options *o);
+/* The Hugging Face hub (spec/remote.md, "The Hugging Face hub"). hf://ORG/NAME/PATH and
+ * hf://ORG/NAME@REVISION/PATH are read from ENDPOINT/ORG/NAME/resolve/REVISION/PATH
+ * (REVISION "main" when none is given), the revision pinned at open to the commit the hub
+ * reports, so that every later request of that open (each tensor's range, the data files
+ * beside the model) reads the same commit. The token goes as "Authorization: Bearer
+ * TOKEN" to the endpoint's scheme, host and port only, never to the storage host the hub
+ * redirects to. The strings are borrowed: they must outlive every load that uses them. */
+typedef struct oc_hf_options {
+    size_t size;          /* sizeof(oc_hf_options), set by OC_HF_OPTIONS_INIT */
+    const char *endpoint; /* "http(s)://HOST[:PORT][/PREFIX]"; NULL: https://huggingface.co */
+    const char *token;    /* an access token; NULL: none (public repositories only) */
+} oc_hf_options;
+
+#define OC_HF_OPTIONS_INIT \
+    { .size = sizeof(oc_hf_options) }
+
+/* Fills a new oc_hf_options (*out, freed with oc_hf_options_free) as the hub's own tools
+ * find their settings, from the settings `get` gives by name (a program's getenv) and the
+ * file they name; the library itself never reads the environment:
+ *   endpoint: HF_ENDPOINT (an http:// or https:// URL);
+ *   token: HF_TOKEN, else HUGGING_FACE_HUB_TOKEN, else the file `hf auth login` writes:
+ *     HF_TOKEN_PATH, else $HF_HOME/token, else $XDG_CACHE_HOME/huggingface/token, else
+ *     $HOME/.cache/huggingface/token (its line breaks dropped, blanks around stripped).
+ * A file that does not exist, or holds nothing, is no token and no error; one that cannot
+ * be read, a token holding a blank, control or non-ASCII byte, or an endpoint that is not
+ * http(s), fails with a message naming the setting or file (never the token). The strings
+ * are copies. Thread-safe when get is. */
+OC_API oc_status oc_hf_options_load(oc_hf_options **out, oc_http_lookup get, void *ctx,
+                                    oc_error *err);
+/* Wipes the token and frees o (made by oc_hf_options_load); NULL is accepted. */
+OC_API void oc_hf_options_free(oc_hf_options *o);
 
 #endif
 

@@ -17,7 +17,9 @@ static bool is_http(const char *path) {
 
 int oc__is_s3_url(const char *path) { return path && strncasecmp(path, "s3://", 5) == 0; }
 
-bool oc_is_url(const char *path) { return is_http(path) || oc__is_s3_url(path); }
+bool oc_is_url(const char *path) {
+    return is_http(path) || oc__is_s3_url(path) || (path && strncasecmp(path, "hf://", 5) == 0);
+}
 
 /* An http(s) URL as RFC 3986 (section 3) splits it: after "scheme://" the authority runs
  * to the first '/', '?' or '#'; in it, the userinfo ends at its last '@'. The URL ends at

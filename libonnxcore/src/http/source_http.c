@@ -43,6 +43,7 @@
 
 #include "onnxcore/http.h"
 #include "internal/error.h"
+#include "internal/hf.h"
 #include "internal/parallel.h"
 #include "internal/onnxcore_shared.h"
 #include "internal/s3.h"
@@ -70,8 +71,17 @@ typedef struct window {
 
 typedef struct http_source {
     oc_source head;
-    char *url;  /* as given (redirects are followed again on every request) */
+    char *key;  /* url as it was at open, before a pin: what recall and remember match */
+    char *url;  /* requested (redirects are followed again on every request): the URL as
+                   given, an s3:// URL's store URL, or an hf:// URL's resolve URL (at the
+                   commit once pinned) */
     char *auth; /* "Authorization: ..." or NULL */
+    /* An hf:// URL (internal/hf.h): its parts, the commit the hub reported at open (every
+     * later request asks for it) and the hf:// URL naming that commit. */
+    int hf;
+    oc_hf_ref ref;
+    char commit[41];
+    char *pinned;
     /* An s3:// URL (internal/s3.h): url is the store's; every request carries these
      * headers, signed afresh when a key is given (s3_key_id non-NULL). */
     int s3;
@@ -120,6 +130,8 @@ typedef struct xfer {
     uint64_t r_first, r_last, r_total;
     int unsatisfiable_total; /* 416: "bytes * / SIZE" seen */
     char etag[256], modified[64];
+    char commit[64];        /* the first X-Repo-Commit of the request (the hub's) */
+    char error_code[64];    /* the response's X-Error-Code (the hub says why it refused) */
     int checked;            /* the response was checked at its first body byte */
     char why[512];          /* why the body was refused, for the error */
     struct timespec last;   /* when a byte (of headers or body) last arrived */
@@ -148,6 +160,8 @@ typedef struct xfer {
 #define RECENT_MAX     4
 typedef struct recent_open {
     char *url, *auth, *ca_file;
+    char *fetch_url, *pinned; /* h->url and h->pinned then (an hf:// URL's), or NULL */
+    char commit[41];
     uint64_t size;
     char etag[256], modified[64];
     uint8_t *tail;
@@ -170,7 +184,7 @@ static double seconds_since(const struct timespec *t) {
 /* Fills h from the remembered open of the same URL and credentials; 1 when it did. */
 static int recall(struct http_source *h);
 /* Remembers h's open (best effort: nothing happens when out of memory). */
-static void remember(const struct http_source *h);
+static void remember(const struct http_source *h, const char *key);
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
@@ -235,7 +249,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         const char *sp = memchr(line, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         x->has_range = x->unsatisfiable_total = 0;
-        x->etag[0] = x->modified[0] = x->bucket_region[0] = '\0';
+        x->etag[0] = x->modified[0] = x->bucket_region[0] = x->error_code[0] = '\0';
         x->errlen = 0;
         return len;
     }
@@ -252,12 +266,35 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx) {
         copy_value(x->modified, sizeof x->modified, v, vlen);
     else if (klen == 19 && strncasecmp(line, "x-amz-bucket-region", 19) == 0)
         copy_value(x->bucket_region, sizeof x->bucket_region, v, vlen);
+    else if (x->h->hf && klen == 13 && strncasecmp(line, "X-Repo-Commit", 13) == 0 &&
+             !x->commit[0]) /* the hub's: a storage host after it has no say */
+        copy_value(x->commit, sizeof x->commit, v, vlen);
+    else if (x->h->hf && klen == 12 && strncasecmp(line, "X-Error-Code", 12) == 0)
+        copy_value(x->error_code, sizeof x->error_code, v, vlen);
     return len;
 }
 
 /* A header's value as messages show it: quoted (oc_quote), or "none". */
 static const char *shown_value(const char *v, char out[OC_QUOTE_SIZE]) {
     return v[0] ? oc_quote(v, strlen(v), out, OC_QUOTE_SIZE) : "none";
+}
+
+/* x->why for a response that is no 206: "HTTP N", and from the hub what it said
+ * (X-Error-Code, quoted: the server's text) and, for 401 and 403, what it wants. */
+static void hub_refusal(xfer *x) {
+    char code[OC_QUOTE_SIZE + 4] = "";
+    if (x->error_code[0]) {
+        char q[OC_QUOTE_SIZE];
+        snprintf(code, sizeof code, " (%s)",
+                 oc_quote(x->error_code, strlen(x->error_code), q, sizeof q));
+    }
+    const char *want = "";
+    if (x->h->hf && (x->status == 401 || x->status == 403))
+        want = x->h->auth ? ": the hub refused the token given (oc_hf_options.token; HF_TOKEN "
+                            "or the token file for the tool and Python)"
+                          : ": the hub wants a token for this repository (oc_hf_options.token; "
+                            "HF_TOKEN or `hf auth login` for the tool and Python)";
+    snprintf(x->why, sizeof x->why, "HTTP %ld%s%s", x->status, code, want);
 }
 
 /* The response, judged at its first body byte: 206 for exactly the range asked, from
@@ -270,11 +307,18 @@ static int response_ok(xfer *x) {
                      "the server ignored the range request (HTTP 200 with the whole object "
                      "instead of 206)");
         else
-            snprintf(x->why, sizeof x->why, "HTTP %ld", x->status);
+            hub_refusal(x);
         return 0;
     }
     if (!x->has_range) {
         snprintf(x->why, sizeof x->why, "a 206 response without a valid Content-Range");
+        return 0;
+    }
+    if (h->hf && h->commit[0] && x->commit[0] && strcmp(x->commit, h->commit) != 0) {
+        char c[OC_QUOTE_SIZE];
+        snprintf(x->why, sizeof x->why,
+                 "the revision changed on the hub since it was opened (commit %s, not %s)",
+                 oc_quote(x->commit, strlen(x->commit), c, sizeof c), h->commit);
         return 0;
     }
     if (x->want == 0) return 1; /* open: the suffix range, checked by open_request */
@@ -695,10 +739,24 @@ static int recall(http_source *h) {
     pthread_mutex_lock(&recent_lock);
     for (int i = 0; i < RECENT_MAX && !hit; i++) {
         recent_open *r = &recent[i];
-        if (!r->url || strcmp(r->url, h->url) != 0 || !same_text(r->auth, h->recall_key) ||
+        if (!r->url || strcmp(r->url, h->key) != 0 || !same_text(r->auth, h->recall_key) ||
             !same_text(r->ca_file, h->ca_file) || seconds_since(&r->at) >= RECENT_SECONDS)
             continue;
-        if (!(h->tail = malloc(r->tail_len ? (size_t)r->tail_len : 1))) break;
+        char *fetch_url = r->fetch_url ? strdup(r->fetch_url) : NULL;
+        char *pinned = r->pinned ? strdup(r->pinned) : NULL;
+        if ((r->fetch_url && !fetch_url) || (r->pinned && !pinned) ||
+            !(h->tail = malloc(r->tail_len ? (size_t)r->tail_len : 1))) {
+            free(fetch_url);
+            free(pinned);
+            break;
+        }
+        if (fetch_url) {
+            free(h->url);
+            h->url = fetch_url;
+        }
+        free(h->pinned);
+        h->pinned = pinned;
+        memcpy(h->commit, r->commit, sizeof h->commit);
         if (r->tail_len) memcpy(h->tail, r->tail, (size_t)r->tail_len);
         h->tail_len = r->tail_len;
         h->head.size = r->size;
@@ -711,15 +769,22 @@ static int recall(http_source *h) {
 }
 
 /* Takes the slot of the same URL, else an empty one, else the oldest. */
-static void remember(const http_source *h) {
-    char *url = strdup(h->url), *auth = h->recall_key ? strdup(h->recall_key) : NULL;
+/* key: the URL this open is remembered by (as requested at open, or an hf:// URL's
+ * resolve URL at the commit it was pinned to). */
+static void remember(const http_source *h, const char *key) {
+    char *url = strdup(key), *auth = h->recall_key ? strdup(h->recall_key) : NULL;
     char *ca = h->ca_file ? strdup(h->ca_file) : NULL;
+    char *fetch_url = h->hf ? strdup(h->url) : NULL;
+    char *pinned = h->pinned ? strdup(h->pinned) : NULL;
     uint8_t *tail = malloc(h->tail_len ? (size_t)h->tail_len : 1);
-    if (!url || (h->recall_key && !auth) || (h->ca_file && !ca) || !tail) {
+    if (!url || (h->recall_key && !auth) || (h->ca_file && !ca) || !tail || (h->hf && !fetch_url) ||
+        (h->pinned && !pinned)) {
         free(ca);
         free(url);
         free(auth);
         free(tail);
+        free(fetch_url);
+        free(pinned);
         return;
     }
     if (h->tail_len) memcpy(tail, h->tail, (size_t)h->tail_len);
@@ -727,7 +792,7 @@ static void remember(const http_source *h) {
     recent_open *r = &recent[0];
     for (int i = 0; i < RECENT_MAX; i++) {
         recent_open *c = &recent[i];
-        if (c->url && strcmp(c->url, h->url) == 0) {
+        if (c->url && strcmp(c->url, key) == 0) {
             r = c;
             break;
         }
@@ -739,6 +804,11 @@ static void remember(const http_source *h) {
     free(r->auth);
     free(r->ca_file);
     free(r->tail);
+    free(r->fetch_url);
+    free(r->pinned);
+    r->fetch_url = fetch_url;
+    r->pinned = pinned;
+    memcpy(r->commit, h->commit, sizeof r->commit);
     r->url = url;
     r->auth = auth;
     r->ca_file = ca;
@@ -1289,6 +1359,9 @@ static void http_destroy(oc_source *s) {
     pthread_mutex_destroy(&h->ahead_lock);
     free(h->ahead);
     free(h->win); /* no reader is left to hold a reference */
+    free(h->key);
+    free(h->pinned);
+    oc__hf_ref_free(&h->ref);
     free(h->url);
     free(h->auth);
     free(h->ca_file);
@@ -1313,6 +1386,24 @@ static const oc_source_vtable http_vtable = {
     .destroy = http_destroy,
 };
 
+const char *oc__source_http_pinned(const oc_source *s) {
+    if (!s || s->vt != &http_vtable) return NULL;
+    return ((const http_source *)(const void *)s)->pinned;
+}
+
+oc_status oc__hf_pin(const char *path, const oc_http_options *http, char **pinned, oc_error *err) {
+    *pinned = NULL;
+    if (!oc__is_hf_url(path)) return OC_OK;
+    oc_source *src;
+    OC_FORWARD(oc__source_http(path, http, &src, err));
+    const char *p = oc__source_http_pinned(src);
+    oc_status st = OC_OK;
+    if (p && strcmp(p, path) != 0 && !(*pinned = strdup(p)))
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc_source_unref(src);
+    return st;
+}
+
 void oc__source_http_identity(const oc_source *s, char *out, size_t cap) {
     if (!cap) return;
     out[0] = '\0';
@@ -1330,6 +1421,66 @@ static char *display_name(const char *url) {
 }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* An hf:// URL's revision pinned to the commit the hub reported at open (x: the open's
+ * request): every later request of h asks for that commit, and h->pinned names it. */
+static oc_status pin(http_source *h, const xfer *x, const char *endpoint, const char *name,
+                     oc_error *err) {
+    if (!oc__hf_is_commit(x->commit)) {
+        char q[OC_QUOTE_SIZE], e[OC_QUOTE_SIZE];
+        return oc_error_file(
+            err, name,
+            oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
+                     "%s: the server at %s sent %s for X-Repo-Commit, not a commit (is it a "
+                     "Hugging Face hub?)",
+                     name, oc_quote(endpoint, strlen(endpoint), e, sizeof e),
+                     x->commit[0] ? oc_quote(x->commit, strlen(x->commit), q, sizeof q)
+                                  : "nothing"));
+    }
+    char *url = oc__hf_resolve_url(endpoint, &h->ref, x->commit);
+    char *pinned = oc__hf_url(&h->ref, x->commit);
+    if (!url || !pinned) {
+        free(url);
+        free(pinned);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    memcpy(h->commit, x->commit, sizeof h->commit);
+    free(h->url);
+    h->url = url;
+    h->pinned = pinned;
+    return OC_OK;
+}
+
+/* An hf:// URL's parts, request URL and token (internal/hf.h); *endpoint: where. */
+static oc_status hf_setup(http_source *h, const char *url, const oc_hf_options *opts,
+                          const char **endpoint, oc_error *err) {
+    oc_hf_options local;
+    OC_FORWARD(oc__hf_opts(&opts, &local, err)); /* by the caller's size (sized.h) */
+    const oc_hf_options hf = *opts;
+    *endpoint = hf.endpoint ? hf.endpoint : OC_HF_ENDPOINT_DEFAULT;
+    if (strncasecmp(*endpoint, "http://", 7) != 0 && strncasecmp(*endpoint, "https://", 8) != 0)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "oc_hf_options.endpoint: '%.200s' is not an http:// or https:// URL",
+                        *endpoint);
+    if (hf.token && oc__hf_token_problem(hf.token)) /* never the token itself */
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_hf_options.token: it %s",
+                        oc__hf_token_problem(hf.token));
+    OC_FORWARD(oc__hf_parse(url, &h->ref, err));
+    h->hf = 1;
+    if (h->ref.rev && oc__hf_is_commit(h->ref.rev)) { /* pinned by the caller */
+        memcpy(h->commit, h->ref.rev, sizeof h->commit);
+        if (!(h->pinned = oc__hf_url(&h->ref, h->commit)))
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
+    h->url = oc__hf_resolve_url(*endpoint, &h->ref, h->ref.rev ? h->ref.rev : "main");
+    if (hf.token) {
+        size_t n = strlen("Authorization: Bearer ") + strlen(hf.token) + 1;
+        if ((h->auth = malloc(n))) snprintf(h->auth, n, "Authorization: Bearer %s", hf.token);
+    }
+    return h->url && (!hf.token || h->auth)
+               ? OC_OK
+               : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+}
 
 /* h for an s3:// URL: the store's URL and the signing settings (copies). The recent opens
  * are keyed by the key id and a hash of the secret and token, never by the secret. */
@@ -1413,8 +1564,16 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->ahead_lock, NULL);
     h->pid = getpid();
-    const char *auth = o.auth;
-    if (oc__is_s3_url(url)) {
+    const char *auth = o.auth, *endpoint = NULL;
+    if (oc__is_hf_url(url)) {
+        oc_status hst = hf_setup(h, url, o.hf, &endpoint, err);
+        if (hst != OC_OK) {
+            http_destroy(&h->head);
+            free(h);
+            return hst;
+        }
+        auth = NULL; /* the hub's token, never another server's credentials */
+    } else if (oc__is_s3_url(url)) {
         oc_status s3st = s3_setup(h, url, o.s3, err);
         if (s3st != OC_OK) {
             http_destroy(&h->head);
@@ -1442,9 +1601,11 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
     }
     if (!h->s3) h->recall_key = h->auth;
     char *name = display_name(url);
-    oc_status st = !h->url || !name || (auth && !h->auth) || (h->ca_file == NULL && o.ca_file)
-                       ? OC_ERR_NOMEM
-                       : OC_OK;
+    h->key = h->url ? strdup(h->url) : NULL;
+    oc_status st =
+        !h->url || !h->key || !name || (auth && !h->auth) || (h->ca_file == NULL && o.ca_file)
+            ? OC_ERR_NOMEM
+            : OC_OK;
     if (st != OC_OK) {
         free(name);
         http_destroy(&h->head);
@@ -1472,13 +1633,17 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
                                             name, x.r_first, x.r_last, h->head.size, OC_HTTP_TAIL));
         }
         free(x.open_buf);
+        if (st == OC_OK && h->hf && !h->commit[0]) st = pin(h, &x, endpoint, name, err);
         if (st != OC_OK) {
             free(name);
             http_destroy(&h->head);
             free(h);
             return st;
         }
-        if (!h->insecure) remember(h); /* what an unverified server said is not reused */
+        if (!h->insecure) { /* what an unverified server said is not reused */
+            remember(h, h->key);
+            if (strcmp(h->url, h->key) != 0) remember(h, h->url); /* an hf:// URL, pinned */
+        }
     }
     uint64_t size = h->head.size;
     st = oc__source_new(&h->head, &http_vtable, size, OC_SOURCE_REMOTE, NULL, name, err);

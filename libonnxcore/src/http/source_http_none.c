@@ -19,3 +19,14 @@ oc_status oc__source_http(const char *url, const oc_http_options *opts, oc_sourc
                                   "%s: built without HTTP support (libcurl): cannot read a URL",
                                   url));
 }
+
+const char *oc__source_http_pinned(const oc_source *s) {
+    (void)s;
+    return NULL;
+}
+
+oc_status oc__hf_pin(const char *path, const oc_http_options *http, char **pinned, oc_error *err) {
+    (void)path, (void)http, (void)err;
+    *pinned = NULL; /* the open that follows says this build reads no URL */
+    return OC_OK;
+}

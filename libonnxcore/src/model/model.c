@@ -119,12 +119,17 @@ oc_status oc_model_load_file(const char *path, const oc_parse_options *opts, oc_
                         "oc_model_load_file: missing argument");
     OC_PARSE_OPTS(opts, err);
     /* E-25: the model and its data files from one save, never a mix of two. */
-    /* A URL has no lock: each data file's identity is fixed when it is opened. */
+    /* A URL has no lock: each data file's identity is fixed when it is opened; an hf://
+     * URL's revision is pinned first, so that its data files are of the model's commit. */
+    char *pinned = NULL;
+    if (oc_is_url(path)) OC_FORWARD(oc__hf_pin(path, opts ? opts->http : NULL, &pinned, err));
+    if (pinned) path = pinned;
     int lock =
         (opts && opts->skip_external_data) || oc_is_url(path) ? -1 : oc__pair_read_lock(path);
     if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err); /* never a mixed pair */
     oc_status st = load_file_locked(path, lock, opts, out, NULL, err);
     oc__pair_unlock(lock);
+    free(pinned);
     return st;
 }
 
@@ -139,10 +144,14 @@ oc_status oc_model_load_file_with_references(const char *path, const oc_parse_op
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_model_load_file_with_references: missing argument");
     OC_PARSE_OPTS(opts, err);
+    char *pinned = NULL; /* as oc_model_load_file */
+    if (oc_is_url(path)) OC_FORWARD(oc__hf_pin(path, opts->http, &pinned, err));
+    if (pinned) path = pinned;
     int lock = opts->skip_external_data || oc_is_url(path) ? -1 : oc__pair_read_lock(path);
-    if (lock == OC__PAIR_BUSY) return oc__pair_busy(path, err);
-    oc_status st = load_file_locked(path, lock, opts, out, references, err);
+    oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err)
+                                         : load_file_locked(path, lock, opts, out, references, err);
     oc__pair_unlock(lock);
+    free(pinned);
     return st;
 }
 
@@ -156,8 +165,14 @@ oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *
     OC_PARSE_OPTS(opts, err);
     oc_parse_options keep = *opts;
     keep.skip_external_data = 1;
+    char *pinned = NULL; /* as oc_model_load_file */
+    if (oc_is_url(path)) OC_FORWARD(oc__hf_pin(path, opts->http, &pinned, err));
+    if (pinned) path = pinned;
     char *dir = opts->data_dir ? NULL : oc__path_dir(path); /* a URL's too */
-    if (!opts->data_dir && !dir) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    if (!opts->data_dir && !dir) {
+        free(pinned);
+        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    }
     /* E-25: the model and the data files it names from one save, never a mix of two */
     int lock = oc_is_url(path) ? -1 : oc__pair_read_lock(path);
     oc_status st = lock == OC__PAIR_BUSY ? oc__pair_busy(path, err)
@@ -167,6 +182,7 @@ oc_status oc_model_load_file_deferred(const char *path, const oc_parse_options *
                                    opts->data_dir ? opts->data_dir : dir, opts, files, err);
     oc__pair_unlock(lock);
     free(dir);
+    free(pinned);
     if (st != OC_OK) {
         oc_model_free(*out);
         *out = NULL;

@@ -300,7 +300,17 @@ static oc_status open_url(const char *url, const oz_open_options *opts, oc_model
             oc_source_unref(src);
             return st;
         }
-        return load_remote_model(url, src, &opts->parse, out, keep, err);
+        /* An hf:// URL's data files are read at the commit the model was (spec/remote.md
+         * H-4): beside its pinned form. */
+        const char *pinned = oc__source_http_pinned(src);
+        char *at = pinned ? strdup(pinned) : NULL;
+        if (pinned && !at) {
+            oc_source_unref(src);
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        }
+        st = load_remote_model(at ? at : url, src, &opts->parse, out, keep, err);
+        free(at);
+        return st;
     }
     info->is_archive = true;
     oz_zip_reader_options zo = oz__zip_options_for(&opts->parse);

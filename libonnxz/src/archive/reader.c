@@ -18,6 +18,7 @@
 #include "internal/verify.h"
 #include "internal/error.h"
 #include "internal/external.h"
+#include "internal/source_http.h"
 #include "internal/open.h"
 #include "internal/options.h"
 #include "internal/slice.h"
@@ -252,9 +253,23 @@ static oc_status open_other(oz_reader *r, const char *path, const oz_reader_opti
     return oz_open(path, &o, &r->model, &r->info, err);
 }
 
-/* r opened from path, its form told by its first bytes. */
+static oc_status open_pinned(oz_reader *r, const char *path, const oz_reader_options *opts,
+                             oc_error *err);
+
+/* r opened from path, its form told by its first bytes; an hf:// URL pinned first to the
+ * commit the hub reports (spec/remote.md H-4), so that the model and every data file a
+ * later read opens beside it are of that commit. */
 static oc_status open_any(oz_reader *r, const char *path, const oz_reader_options *opts,
                           oc_error *err) {
+    char *pinned = NULL;
+    if (oc_is_url(path)) OC_FORWARD(oc__hf_pin(path, &r->http, &pinned, err));
+    oc_status st = open_pinned(r, pinned ? pinned : path, opts, err);
+    free(pinned);
+    return st;
+}
+
+static oc_status open_pinned(oz_reader *r, const char *path, const oz_reader_options *opts,
+                             oc_error *err) {
     oc_parse_options_init(&r->parse);
     r->parse.no_copy = 1;
     r->parse.max_memory = opts->max_memory;
