@@ -133,25 +133,28 @@ function parseRequest(req) {
   return { rawPath, rawQuery, query, bucket, key, canonicalPath, headers };
 }
 
-// The body, in memory or (past SPOOL_OVER) in a file, with its digests.
-function readBody(req) {
+// The body, in memory or (past SPOOL_OVER) in a file, with the digests `need` names (of
+// sha256, md5, sha1, crc32, crc32c: only those the request's headers call for, as the
+// pure-JS CRC32C is slow).
+function readBody(req, need) {
   return new Promise((resolve, reject) => {
     const chunks = [];
     let size = 0;
     let file = null;
     let fileStream = null;
-    const sha256 = crypto.createHash('sha256');
-    const sha1 = crypto.createHash('sha1');
-    const md5 = crypto.createHash('md5');
+    const hash = name => (need.has(name) ? crypto.createHash(name) : null);
+    const sha256 = hash('sha256');
+    const sha1 = hash('sha1');
+    const md5 = hash('md5');
     let crc32 = 0;
     let crc32c = 0;
     req.on('data', chunk => {
       size += chunk.length;
-      sha256.update(chunk);
-      sha1.update(chunk);
-      md5.update(chunk);
-      crc32 = zlib.crc32(chunk, crc32);
-      crc32c = crc32cUpdate(crc32c, chunk);
+      if (sha256) sha256.update(chunk);
+      if (sha1) sha1.update(chunk);
+      if (md5) md5.update(chunk);
+      if (need.has('crc32')) crc32 = zlib.crc32(chunk, crc32);
+      if (need.has('crc32c')) crc32c = crc32cUpdate(crc32c, chunk);
       if (fileStream) {
         fileStream.write(chunk);
       } else if (size > SPOOL_OVER) {
@@ -175,16 +178,16 @@ function readBody(req) {
         size,
         buffer: file ? null : Buffer.concat(chunks),
         file,
-        sha256: sha256.digest('hex'),
-        md5: md5.digest('hex'),
+        sha256: sha256 && sha256.digest('hex'),
+        md5: md5 && md5.digest('hex'),
         checksums: {
           sha256: null, // filled below from the hex digest
-          sha1: sha1.digest('base64'),
+          sha1: sha1 && sha1.digest('base64'),
           crc32: be32(crc32),
           crc32c: be32(crc32c),
         },
       };
-      body.checksums.sha256 = Buffer.from(body.sha256, 'hex').toString('base64');
+      if (body.sha256) body.checksums.sha256 = Buffer.from(body.sha256, 'hex').toString('base64');
       if (fileStream) fileStream.end(() => resolve(body));
       else resolve(body);
     });
@@ -516,7 +519,13 @@ async function handle(ctx, req, s3rver, s3rverPort) {
     return s3Error(ctx, 411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.', {},
       { connection: 'close' });
   }
-  const body = await readBody(req);
+  const need = new Set();
+  if (/^[0-9a-f]{64}$/.test(p.headers['x-amz-content-sha256'] || '')) need.add('sha256');
+  if (method === 'PUT' && 'uploadId' in q) need.add('md5'); // the part's ETag
+  for (const algo of ['crc32', 'crc32c', 'sha1', 'sha256']) {
+    if (p.headers[`x-amz-checksum-${algo}`] !== undefined) need.add(algo);
+  }
+  const body = await readBody(req, need);
   ctx.bytesIn = body.size;
   try {
     if (p.headers.authorization !== undefined) {
