@@ -94,11 +94,11 @@ const char *oc_path_shown(const char *path, char *out, size_t cap) {
             url_split(s, &p);
             keep = p.authority;
             skip = credentials_end(s, &p);
-        } else if (oc__is_s3_url(s)) {
-            /* A bucket name holds no '@' and no ':': one before the first '/' or blank
-             * ends what a user may have typed as "key:secret@" (refused: s3.c), which is
-             * not shown; after a ':' there (a secret may hold a '/'), up to the line's
-             * last '@'. */
+        } else if (oc__is_s3_url(s) || strncasecmp(s, "hf://", 5) == 0) {
+            /* A bucket name, or a hub repository's owner, holds no '@' and no ':': one
+             * before the first '/' or blank ends what a user may have typed as
+             * "key:secret@" or "token@" (refused: s3.c, hf.c), which is not shown; after
+             * a ':' there (a secret may hold a '/'), up to the line's last '@'. */
             size_t a = strcspn(s + 5, "/ \t\n"), at = 0;
             if (memchr(s + 5, ':', a)) a = strcspn(s + 5, "\n");
             for (size_t i = 0; i < a; i++)
