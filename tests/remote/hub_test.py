@@ -60,9 +60,14 @@ def run(ctx):
     m2, d2, a2, _ = make_model(work, 100)
     home = os.path.join(work, "home")
     os.makedirs(home)
+    arc = os.path.join(work, "model.onnxz")  # the same model as an archive, made locally
+    ctx.ok(["convert", os.path.join(src1, "model.onnx"), arc], "the archive to publish")
+    with open(arc, "rb") as f:
+        a_bytes = f.read()
     with hub_env.Hub(os.path.join(work, "hub"), TOKEN) as hub:
         c1 = hub.commit({"model.onnx": m1, "model.onnx_data": d1, "onnx/model.onnx": m1,
-                         "onnx/model.onnx_data": d1}, lfs={"model.onnx_data", "onnx/model.onnx_data"})
+                         "onnx/model.onnx_data": d1, "model.onnxz": a_bytes},
+                        lfs={"model.onnx_data", "onnx/model.onnx_data", "model.onnxz"})
         c2 = hub.commit({"model.onnx": m2, "model.onnx_data": d2}, lfs={"model.onnx_data"})
         hub.publish("org/public", c1)
         hub.publish("org/private", c1, private=True)
@@ -103,6 +108,15 @@ def run(ctx):
         sub = ctx.ok(["get", "hf://org/public/onnx/model.onnx", "w5"], "a model in a folder",
                      env=tok)
         ctx.check(sub == a1["w5"].tobytes(), "a model in a folder: its data file beside it")
+        # An archive on the storage host: ls is its tail (one request to the hub, redirected),
+        # get one more.
+        az = "hf://org/private/model.onnxz"
+        mark = hub.mark()
+        listing = ctx.ok(["ls", az], "ls of an archive", env=tok)
+        ctx.check(listing is not None and b"w7" in listing, f"ls of an archive: {listing!r}")
+        ctx.equal(len(hub.hub_requests_since(mark)), 1, "ls of an archive: requests to the hub")
+        ctx.check(ctx.ok(["get", az, "w6"], "get from an archive", env=tok) == a1["w6"].tobytes(),
+                  "get from an archive: the bytes python3-onnx reads on disk")
         ctx.ok(["get", "hf://old-org/private/model.onnx", "w1"],
                "a renamed repository (a redirect on the hub itself keeps the token)", env=tok)
 
