@@ -39,10 +39,13 @@ oc_status oz__reader_data_open(const struct oz_reader *r, const onnx_TensorProto
  * STORED entry, a data file of a URL's or an encrypted .onnx, from data when given, as
  * oz__reader_data_open opened it for t): *src (NULL: nowhere; the tensor is read whole)
  * and the offset of t's first byte in it. *files, when set, holds src: close it with
- * oc_external_data_close once the reads are done. */
+ * oc_external_data_close once the reads are done. *entry, when set (a STORED entry of a
+ * URL's archive), names the entry, and *crc is its CRC-32 from the central directory,
+ * which a read of all of it must check (spec/remote.md R-12, spec/onnxz-zip.md Z-79). */
 struct oc_source;
 oc_status oz__reader_ranged(const struct oz_reader *r, const onnx_TensorProto *t,
                             oc_external_data *data, struct oc_source **src, uint64_t *base,
-                            oc_external_data **files, oc_error *err);
+                            oc_external_data **files, const char **entry, uint32_t *crc,
+                            oc_error *err);
 
 #endif

@@ -193,6 +193,12 @@ def test_slices_of_deflated_and_changed_entries(served, tmp_path):
             f["w1"]
         with pytest.raises(onnxz.Error, match="CRC-32"):
             f.read_into("w1", np.empty_like(w1))
+        with pytest.raises(onnxz.Error, match="CRC-32 of entry 'w1'") as e:  # read_many too
+            f.read_into_many({"w0": np.empty_like(w1), "w1": np.empty_like(w1)})
+        assert e.value.rule == "R-12"
+        part = np.empty_like(w1[:2])
+        f.read_into_many([("w1", part, (slice(0, 2),))])
+        assert np.array_equal(part, w1[:2])
 
 
 def test_a_remote_file_is_read_from_several_threads(served):

@@ -957,10 +957,11 @@ static void *par_worker(void *arg) {
             }
             break;
         }
-        if (p->chunks)
-            p->finished++;
-        else
-            p->done[slot] = i + 1;
+        if (p->chunks) { /* nobody waits for one request: the caller for the last */
+            if (++p->finished == p->nchunks) pthread_cond_broadcast(&p->cv);
+            continue;
+        }
+        p->done[slot] = i + 1;
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);

@@ -24,6 +24,7 @@
 #include <onnxcore/tensor.h>
 
 #include "onnxz/read_many.h"
+#include "internal/crc.h"
 #include "internal/error.h"
 #include "internal/open.h"
 #include "internal/parallel.h"
@@ -187,6 +188,32 @@ typedef struct group {
     size_t n, cap;
 } group;
 
+/* A request that reads a whole STORED entry of a URL's archive, and the CRC-32 the
+ * central directory gives it (R-12: checked as a whole read checks it; Z-79: a part of
+ * an entry is not). */
+typedef struct crc_check {
+    size_t req;
+    const char *entry;
+    uint32_t crc;
+} crc_check;
+
+static oc_status check_crc(many *m, const crc_check *c, oc_error *err) {
+    const oz_read_request *q = &m->reqs[c->req];
+    uint32_t got = oz__crc32(0, q->dst, q->size);
+    if (got == c->crc) return OC_OK;
+    char name[OC_QUOTE_SIZE];
+    const char *url = oz__reader_name(m->r);
+    return name_tensor(
+        q,
+        oc_error_file(err, url,
+                      oc__fail_rule(err, OC_ERR_CHECKSUM, OC_NO_OFFSET, "R-12",
+                                    "%s: the CRC-32 of entry '%s' is 0x%08x, but the central "
+                                    "directory says 0x%08x",
+                                    url, oc_quote(c->entry, strlen(c->entry), name, sizeof name),
+                                    got, c->crc)),
+        err);
+}
+
 static oc_status group_add(group *g, size_t req, uint64_t at, uint64_t n, uint8_t *dst,
                            oc_error *err) {
     if (g->n == g->cap) {
@@ -246,10 +273,12 @@ static oc_status fetch_request(many *m, size_t i, oc_error *err) {
  * thread; the reader's HTTP cancel is asked meanwhile. */
 static oc_status fetch_all(many *m, size_t n, oc_error *err) {
     group *gs = calloc(n ? n : 1, sizeof *gs);
+    crc_check *crcs = calloc(n ? n : 1, sizeof *crcs);
     const onnx_TensorProto **ts = calloc(n ? n : 1, sizeof *ts);
     oc_external_data *data = NULL;
-    size_t ngs = 0, nts = 0;
-    oc_status st = gs && ts ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    size_t ngs = 0, nts = 0, ncrcs = 0;
+    oc_status st =
+        gs && ts && crcs ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     for (size_t i = 0; st == OC_OK && i < n; i++) { /* the tensors fetched, each once */
         const onnx_TensorProto *t = tensor_of(&m->reqs[i]);
         size_t k = 0;
@@ -263,7 +292,12 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
         oc_source *src = NULL;
         oc_external_data *files = NULL;
         uint64_t base = 0;
-        st = oz__reader_ranged(m->r, tensor_of(q), data, &src, &base, &files, err);
+        const char *entry = NULL;
+        uint32_t crc = 0;
+        st = oz__reader_ranged(m->r, tensor_of(q), data, &src, &base, &files, &entry, &crc, err);
+        if (st == OC_OK && entry &&
+            (!q->slice || oz_slice_size(q->slice) == oz__slice_whole(q->slice)))
+            crcs[ncrcs++] = (crc_check){i, entry, crc}; /* all of the entry */
         if (st != OC_OK) {
             oc_external_data_close(files);
             st = name_tensor(q, st, err);
@@ -289,6 +323,7 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
             st = oc_source_read_pieces(gs[g].src, gs[g].pieces, gs[g].n, &failed, err);
         if (st != OC_OK && gs[g].n) st = name_tensor(&m->reqs[gs[g].req[failed]], st, err);
     }
+    for (size_t k = 0; st == OC_OK && k < ncrcs; k++) st = check_crc(m, &crcs[k], err);
     for (size_t g = 0; g < ngs; g++) {
         oc_external_data_close(gs[g].files);
         free(gs[g].pieces);
@@ -296,6 +331,7 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
     }
     oc_external_data_close(data);
     free(ts);
+    free(crcs);
     free(gs);
     return st;
 }

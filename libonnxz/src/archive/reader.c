@@ -547,16 +547,23 @@ oc_status oz__reader_data_open(const oz_reader *r, const onnx_TensorProto *const
 
 oc_status oz__reader_ranged(const oz_reader *r, const onnx_TensorProto *t, oc_external_data *data,
                             oc_source **src, uint64_t *base, oc_external_data **files,
-                            oc_error *err) {
+                            const char **entry, uint32_t *crc, oc_error *err) {
     ranged rg;
+    oz_zip_entry e;
     *src = NULL;
     *files = NULL;
+    *entry = NULL;
     if (data && r->data_dir && oc_tensor_is_external(t))
         return oc__external_data_source(data, t, src, base, err);
     OC_FORWARD(ranged_of(r, t, &rg, err));
     *src = rg.src;
     *base = rg.base;
     *files = rg.files;
+    if (rg.src && rg.zip && (rg.src->caps & OC_SOURCE_REMOTE) &&
+        oz_zip_reader_entry(rg.zip, rg.index, &e, NULL) == OC_OK) { /* */
+        *entry = e.name;
+        *crc = e.crc32;
+    }
     return rg.files ? oc__external_data_source(rg.files, t, src, base, err) : OC_OK;
 }
 
@@ -653,6 +660,34 @@ static oc_status stream_runs(const ranged *rg, const oz_slice *s, uint8_t *dst, 
                                     &p, err);
 }
 
+/* The runs of s from a URL (rg: an entry of its archive, or its data file), all at once
+ * (oc_source_read_pieces): touching ones one range request, the requests on the source's
+ * parallel connections, instead of one request after another. */
+static oc_status runs_at_once(const oz_slice *s, const ranged *rg, uint8_t *dst, oc_error *err) {
+    oc_source *src = rg->src;
+    uint64_t base = rg->base, at = 0, n = 0, done = 0;
+    size_t count = 0, failed = 0;
+    if (rg->files)
+        OC_FORWARD(oc__external_data_source(rg->files, oz__slice_tensor(s), &src, &base, err));
+    oc_source_piece *p = malloc((size_t)oz_slice_runs(s) * sizeof *p);
+    if (!p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (uint64_t i = 0; i <= oz_slice_runs(s); i++) {
+        uint64_t a = 0, m = 0;
+        if (i < oz_slice_runs(s)) oz_slice_run(s, i, &a, &m);
+        if (n && a == at + n && i < oz_slice_runs(s)) {
+            n += m;
+            continue;
+        }
+        if (n) p[count++] = (oc_source_piece){base + at, n, dst + done};
+        done += n;
+        at = a;
+        n = m;
+    }
+    oc_status st = oc_source_read_pieces(src, p, count, &failed, err);
+    free(p);
+    return st;
+}
+
 /* s's bytes into dst (oz_slice_size(s) of them, not 0), its tensor's size checked
  * already. */
 static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_error *err) {
@@ -662,6 +697,11 @@ static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_er
     OC_FORWARD(ranged_of(r, t, &rg, err));
     if (rg.zip && (!rg.src || slice_is_whole(s))) /* DEFLATED, or checked whole */
         return stream_runs(&rg, s, dst, err);
+    if ((rg.src || rg.files) && oz_slice_runs(s) > 1 && oc_is_url(r->name)) {
+        oc_status st = runs_at_once(s, &rg, dst, err);
+        ranged_close(&rg);
+        return st;
+    }
     if (rg.src || rg.files) {
         oc_status st = gather_runs(s, &g, err);
         ranged_close(&rg);
