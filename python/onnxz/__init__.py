@@ -31,7 +31,8 @@ from . import _onnxz, _version
 from ._onnxz import Error
 
 __version__ = _version.__version__
-__all__ = ["Error", "File", "convert", "load", "meta", "open", "save", "stub", "unpack"]
+__all__ = ["Error", "File", "convert", "load", "meta", "open", "save", "sign", "stub", "unpack",
+           "verify_signature"]
 
 
 def __dir__():
@@ -394,6 +395,29 @@ def stub(archive, out, *, force=False, sync=False, max_memory=None):
     force: replace an existing out (else onnxz.Error). sync: wait for the disk, as for
     save. max_memory: the budget of the archive's model decode (default 1 GiB)."""
     _onnxz._stub(archive, out, bool(force), bool(sync), _budget(max_memory))
+
+
+def sign(path, key, *, passphrase=None, signature=None):
+    """Signs the model at path (an .onnxz archive, or a .onnx and its data files) with the
+    private key in the PEM file key (ECDSA P-256 or Ed25519, as `openssl genpkey` writes
+    it), as `onnxz sign` does, in the OpenSSF model-signing format (spec/signing.md): an
+    archive keeps the signature as its entry __ONNXZ_SIGNATURE (written in place; no
+    tensor moves), a .onnx model gets it beside it as MODEL.sig (or in the file
+    signature). passphrase (str or bytes): the passphrase of an encrypted key. Returns
+    what was signed, as a dict: in_archive, location, key_type ("ecdsa-p256" or
+    "ed25519"), key_fingerprint (SHA-256 of the public key's PEM), parts, bytes,
+    model_digest. Raises onnxz.Error naming the file and what is wrong."""
+    return _onnxz._sign(path, key, passphrase, signature, False)
+
+
+def verify_signature(path, trust, *, signature=None):
+    """Verifies the signature of the model at path with the trusted public key in the PEM
+    file trust (spec/signing.md G-31): the bundle, its signature over the statement, and
+    every part of the model against the signed manifest. Returns the dict sign() returns;
+    raises onnxz.Error naming what differs (a changed, missing or unlisted entry or file,
+    another key, a bundle that is no bundle). signature: a .onnx model's bundle, when it
+    is not MODEL.sig."""
+    return _onnxz._sign(path, trust, None, signature, True)
 
 
 def unpack(archive, dir, *, force=False, sync=True, max_memory=None):

@@ -46,6 +46,14 @@ def stub(archive: PathLike, out: PathLike, *, force: bool = ..., sync: bool = ..
          max_memory: Optional[int] = ...) -> None:
     """`onnxz stub ARCHIVE OUT`: a .onnx whose tensors read the archive in place."""
 
+def sign(path: PathLike, key: PathLike, *, passphrase: Union[str, bytes, None] = ...,
+         signature: Optional[PathLike] = ...) -> Dict[str, Any]:
+    """`onnxz sign MODEL --key KEY`: the OpenSSF model signature (spec/signing.md)."""
+
+def verify_signature(path: PathLike, trust: PathLike, *,
+                     signature: Optional[PathLike] = ...) -> Dict[str, Any]:
+    """Checks a model's signature with a trusted public key (spec/signing.md G-31)."""
+
 def unpack(archive: PathLike, dir: PathLike, *, force: bool = ..., sync: bool = ...,
            max_memory: Optional[int] = ...) -> None:
     """`onnxz unpack ARCHIVE DIR`: dir/model.onnx and a file per entry beside it."""

@@ -754,6 +754,54 @@ done:
     return result;
 }
 
+/* The report of oz_sign / oz_signature_verify as a dict. */
+static PyObject *signature_report(const oz_signature_report *r) {
+    return Py_BuildValue("{s:O,s:s,s:s,s:s,s:K,s:K,s:s}", "in_archive",
+                         r->in_archive ? Py_True : Py_False, "location", r->location, "key_type",
+                         r->key_type, "key_fingerprint", r->key_fingerprint, "parts",
+                         (unsigned long long)r->parts, "bytes", (unsigned long long)r->bytes,
+                         "model_digest", r->model_digest);
+}
+
+/* _sign(path, key_path, passphrase or None, signature_path or None, verify): oz_sign, or
+ * with verify oz_signature_verify (key_path: the trusted public key); returns the report. */
+static PyObject *py_sign(PyObject *self, PyObject *args) {
+    PyObject *path_obj, *key_obj, *pass_obj, *sig_obj, *path = NULL, *key = NULL, *sig = NULL,
+                                                       *holder = NULL, *result = NULL;
+    int verify;
+    Py_buffer pass;
+    oz_sign_options o = OZ_SIGN_OPTIONS_INIT;
+    oz_signature_report *r = NULL;
+    oc_error err;
+    oc_status st;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOp", &path_obj, &key_obj, &pass_obj, &sig_obj, &verify))
+        return NULL;
+    if (key_arg(pass_obj, &pass, &holder) < 0) return NULL;
+    if (!path_arg(path_obj, &path) || !path_arg(key_obj, &key)) goto done;
+    if (sig_obj != Py_None && !path_arg(sig_obj, &sig)) goto done;
+    o.passphrase = pass.buf;
+    o.passphrase_len = (size_t)pass.len;
+    o.signature_path = sig ? PyBytes_AS_STRING(sig) : NULL;
+    oc_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+        st = verify ? oz_signature_verify(PyBytes_AS_STRING(path), PyBytes_AS_STRING(key), &o, &r,
+                                          &err)
+                    : oz_sign(PyBytes_AS_STRING(path), PyBytes_AS_STRING(key), &o, &r, &err);
+    Py_END_ALLOW_THREADS
+    if (st != OC_OK)
+        raise_error(NULL, &err);
+    else
+        result = signature_report(r);
+done:
+    oz_signature_report_free(r);
+    key_release(&pass, &holder);
+    Py_XDECREF(path);
+    Py_XDECREF(key);
+    Py_XDECREF(sig);
+    return result;
+}
+
 /* _unpack(archive, dir, force, sync, max_memory): oz_unpack_file (onnxz/unpack.h); Ctrl-C
  * ends it between files with KeyboardInterrupt, what it wrote removed. */
 static PyObject *py_unpack(PyObject *self, PyObject *args) {
@@ -1927,6 +1975,8 @@ static PyMethodDef module_methods[] = {
      "remove, append_only, max_memory): oz_edit_metadata"},
     {"_unpack", py_unpack, METH_VARARGS, "(archive, dir, force, sync, max_memory): oz_unpack_file"},
     {"_stub", py_stub, METH_VARARGS, "(archive, out, force, sync, max_memory): oz_stub_file"},
+    {"_sign", py_sign, METH_VARARGS,
+     "(path, key, passphrase, signature, verify): oz_sign or oz_signature_verify -> report"},
     {"_save_check", py_save_check, METH_VARARGS,
      "(path, opts[, convert]): raises what a save (a conversion) would"},
     {"_numpy_descr", py_numpy_descr, METH_O,

@@ -1,0 +1,131 @@
+"""onnxz.sign and onnxz.verify_signature (spec/signing.md): every form, both key types
+from `openssl genpkey`, the DSSE signature checked by the openssl command line, the
+manifest by zipfile and hashlib, and what a tampered model raises."""
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import zipfile
+
+import pytest
+
+import onnxz
+from conftest import make_model
+
+PAYLOAD_TYPE = b"application/vnd.in-toto+json"
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    d = tmp_path_factory.mktemp("keys")
+    out = {}
+    for name, spec in (("ed", ["-algorithm", "ed25519"]),
+                       ("ec", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])):
+        priv, pub = str(d / (name + ".pem")), str(d / (name + ".pub.pem"))
+        subprocess.run(["openssl", "genpkey"] + spec + ["-out", priv], check=True,
+                       capture_output=True)
+        subprocess.run(["openssl", "pkey", "-in", priv, "-pubout", "-out", pub], check=True,
+                       capture_output=True)
+        out[name] = (priv, pub)
+    enc = str(d / "enc.pem")
+    subprocess.run(["openssl", "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", out["ec"][0],
+                    "-out", enc, "-passout", "pass:secret"], check=True, capture_output=True)
+    out["enc"] = (enc, out["ec"][1])
+    return out
+
+
+def forms(tmp_path):
+    m = make_model(n_weights=3, size=64)
+    archive = str(tmp_path / "m.onnxz")
+    onnxz.save(m, archive)
+    single = str(tmp_path / "single.onnx")
+    onnxz.save(m, single)
+    two = str(tmp_path / "two.onnx")
+    onnxz.save(m, two, external_data="two.data")
+    return {"archive": archive, "single": single, "two": two}
+
+
+def bundle(path):
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            return json.loads(z.read("__ONNXZ_SIGNATURE"))
+    with open(path + ".sig") as f:
+        return json.load(f)
+
+
+def openssl_verifies(tmp_path, pub, kind, b):
+    env = b["dsseEnvelope"]
+    payload = base64.b64decode(env["payload"])
+    pae = b"DSSEv1 %d %s %d " % (len(PAYLOAD_TYPE), PAYLOAD_TYPE, len(payload)) + payload
+    m, s = tmp_path / "pae", tmp_path / "sig"
+    m.write_bytes(pae)
+    s.write_bytes(base64.b64decode(env["signatures"][0]["sig"]))
+    if kind == "ed25519":
+        cmd = ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pub, "-rawin", "-in",
+               str(m), "-sigfile", str(s)]
+    else:
+        cmd = ["openssl", "dgst", "-sha256", "-verify", pub, "-signature", str(s), str(m)]
+    return subprocess.run(cmd, capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("form", ["archive", "single", "two"])
+@pytest.mark.parametrize("k", ["ed", "ec"])
+def test_sign_verify(tmp_path, keys, form, k):
+    path = forms(tmp_path)[form]
+    priv, pub = keys[k]
+    r = onnxz.sign(path, priv)
+    assert r["key_type"] == ("ed25519" if k == "ed" else "ecdsa-p256")
+    with open(pub, "rb") as f:
+        assert r["key_fingerprint"] == hashlib.sha256(f.read()).hexdigest()
+    assert r["in_archive"] == (form == "archive")
+    assert onnxz.verify_signature(path, pub) == r
+    b = bundle(path)
+    assert openssl_verifies(tmp_path, pub, r["key_type"], b)
+    statement = json.loads(base64.b64decode(b["dsseEnvelope"]["payload"]))
+    listed = {x["name"]: x["digest"] for x in statement["predicate"]["resources"]}
+    if form == "archive":
+        with zipfile.ZipFile(path) as z:
+            want = {n: hashlib.sha256(z.read(n)).hexdigest() for n in z.namelist()
+                    if n != "__ONNXZ_SIGNATURE"}
+    else:
+        files = [os.path.basename(path)] + (["two.data"] if form == "two" else [])
+        want = {n: hashlib.sha256((tmp_path / n).read_bytes()).hexdigest() for n in files}
+    assert listed == want
+    other = keys["ec" if k == "ed" else "ed"][1]
+    with pytest.raises(onnxz.Error, match="signed by another key"):
+        onnxz.verify_signature(path, other)
+    # the model still loads as it did
+    assert onnxz.load(path).graph.initializer[0].name == "w0"
+
+
+def test_tampered(tmp_path, keys):
+    f = forms(tmp_path)
+    priv, pub = keys["ed"]
+    onnxz.sign(f["two"], priv)
+    data = tmp_path / "two.data"
+    b = bytearray(data.read_bytes())
+    b[100] ^= 1
+    data.write_bytes(bytes(b))
+    with pytest.raises(onnxz.Error, match="file 'two.data' has changed"):
+        onnxz.verify_signature(f["two"], pub)
+    with pytest.raises(onnxz.Error, match="is not signed"):
+        onnxz.verify_signature(f["single"], pub)
+
+
+def test_encrypted_key(tmp_path, keys):
+    path = forms(tmp_path)["archive"]
+    with pytest.raises(onnxz.Error, match="encrypted and no passphrase"):
+        onnxz.sign(path, keys["enc"][0])
+    with pytest.raises(onnxz.Error, match="wrong passphrase"):
+        onnxz.sign(path, keys["enc"][0], passphrase="nope")
+    onnxz.sign(path, keys["enc"][0], passphrase=b"secret")
+    assert onnxz.verify_signature(path, keys["enc"][1])["key_type"] == "ecdsa-p256"
+
+
+def test_signature_path(tmp_path, keys):
+    path = forms(tmp_path)["single"]
+    sig = str(tmp_path / "elsewhere.json")
+    r = onnxz.sign(path, keys["ed"][0], signature=sig)
+    assert r["location"] == sig and os.path.exists(sig)
+    assert onnxz.verify_signature(path, keys["ed"][1], signature=sig)["parts"] == 1
