@@ -11,8 +11,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <onnxz/archive.h>
-
 #include "onnxcore_private.h"
 
 /* The options every command accepts, handled here so no table has to repeat them. */
