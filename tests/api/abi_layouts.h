@@ -28,7 +28,8 @@
     GREW(oc_http_options, 80, s3)                                       \
     GREW(oc_http_options, 88, hf)                                       \
     NOW(oc_http_options, 96)                                            \
-    NOW(oc_s3_options, 56)                                              \
+    GREW(oc_s3_options, 56, problem)                                    \
+    NOW(oc_s3_options, 64)                                              \
     NOW(oc_hf_options, 24)                                              \
     GREW(oz_zip_reader_options, 48, max_memory)                         \
     GREW(oz_zip_reader_options, 56, http)                               \

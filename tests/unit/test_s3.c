@@ -265,7 +265,8 @@ static void expect_load(const char *what, const char *const *env, const char *id
     if (!CHECK_OK(oc_s3_options_load(&o, lookup, (void *)env, &err), &err)) return;
     if (!CHECK(o->size == sizeof *o && same(o->access_key_id, id) &&
                same(o->secret_access_key, secret) && same(o->session_token, token) &&
-               same(o->region, region) && same(o->endpoint, endpoint) && o->path_style == 0))
+               same(o->region, region) && same(o->endpoint, endpoint) && o->path_style == 0 &&
+               o->problem == NULL))
         fprintf(stderr, "  %s: got %s %s %s %s %s\n", what,
                 o->access_key_id ? o->access_key_id : "-", o->secret_access_key ? "(secret)" : "-",
                 o->session_token ? o->session_token : "-", o->region ? o->region : "-",
@@ -314,6 +315,7 @@ static void test_settings(void) {
     snprintf(c, sizeof c, "AWS_SHARED_CREDENTIALS_FILE=%s", other);
     snprintf(f, sizeof f, "AWS_CONFIG_FILE=%s/nowhere", dir);
 
+    oc_error err;
     const char *none[] = {"HOME=/nonexistent", NULL};
     expect_load("nothing", none, NULL, NULL, NULL, NULL, NULL);
     const char *env_keys[] = {h,
@@ -339,12 +341,22 @@ static void test_settings(void) {
                 "http://127.0.0.1:9000");
     const char *conf_only[] = {h, "AWS_PROFILE=conf-only", NULL};
     expect_load("credentials in config", conf_only, "AKIDCONF", "secretconf", NULL, NULL, NULL);
-    const char *missing[] = {h, "AWS_PROFILE=nobody", NULL};
-    expect_load("missing profile", missing, NULL, NULL, NULL, NULL, NULL);
+    /* a profile named and nowhere: not an error of the load (local files are read), but
+     * a problem every s3:// open names; the environment's keys are still taken */
+    const char *missing[] = {h, "AWS_PROFILE=nobody", "AWS_REGION=eu-north-1", NULL};
+    oc_s3_options *m = NULL;
+    if (CHECK_OK(oc_s3_options_load(&m, lookup, (void *)missing, &err), &err)) {
+        CHECK(m->access_key_id == NULL && m->problem &&
+              strncmp(m->problem, "AWS_PROFILE: no profile 'nobody' in ", 36) == 0 &&
+              strstr(m->problem, "/.aws/credentials nor ") && same(m->region, "eu-north-1"));
+        oc__s3_target t;
+        CHECK_STATUS(oc__s3_target_make("s3://b/k", m, &t, &err), OC_OK, &err);
+        oc__s3_target_free(&t);
+        oc_s3_options_free(m);
+    }
     const char *files[] = {h, c, f, NULL};
     expect_load("files named", files, "AKIDOTHER", "so", NULL, NULL, NULL);
     /* refused: an endpoint that is not a URL (the message names the setting) */
-    oc_error err;
     oc_s3_options *o = NULL;
     const char *bad[] = {"AWS_ENDPOINT_URL_S3=127.0.0.1:9000", NULL};
     CHECK_STATUS(oc_s3_options_load(&o, lookup, (void *)bad, &err), OC_ERR_INVALID_ARG, &err);

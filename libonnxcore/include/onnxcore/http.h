@@ -133,6 +133,10 @@ typedef struct oc_s3_options {
                                       (virtual-hosted); 0: path-style with an endpoint,
                                       virtual-hosted on AWS (path-style there too for a
                                       bucket name a host name cannot carry) */
+    const char *problem;           /* why these settings cannot be used (set by
+                                      oc_s3_options_load: the profile AWS_PROFILE names
+                                      is in neither file): every s3:// open fails with
+                                      it, other URLs and files are read; NULL: none */
 } oc_s3_options;
 
 #define OC_S3_OPTIONS_INIT \
@@ -146,7 +150,8 @@ typedef struct oc_s3_options {
  *     (AWS_SHARED_CREDENTIALS_FILE, else $HOME/.aws/credentials: section "[NAME]"), else
  *     of the config file (AWS_CONFIG_FILE, else $HOME/.aws/config: "[profile NAME]", or
  *     "[default]"): aws_access_key_id, aws_secret_access_key, aws_session_token;
- *     none found: NULL (unsigned requests);
+ *     none found: NULL (unsigned requests); a profile that AWS_PROFILE names and neither
+ *     file holds sets `problem` instead (as AWS's tools refuse it);
  *   region: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region` (config);
  *   endpoint: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the profile's
  *     `endpoint_url` (config); path_style 0 (path-style with an endpoint).

@@ -217,7 +217,7 @@ oc_status oc__s3_explain(long http_status, const char *body, size_t body_len, co
 /* The options and the strings they point to, in one allocation's care. */
 typedef struct loaded {
     oc_s3_options o;
-    char *s[6]; /* key id, secret, token, region, endpoint, (spare) */
+    char *s[6]; /* key id, secret, token, region, endpoint, problem */
 } loaded;
 
 static const char *text(oc_http_lookup get, void *ctx, const char *name) {
@@ -282,6 +282,7 @@ static oc_status read_small(const char *path, const char *setting, char **out, o
  * shared files' syntax as the AWS CLI reads it ("[name]", "key = value", '#' and ';'
  * comments; indented lines continue a nested setting such as "s3 =", which is skipped). */
 static int ini_profile(const char *textp, const char *section, profile *p) {
+    if (!textp) return 0;
     int in = 0, found = 0;
     size_t sn = strlen(section);
     for (const char *line = textp; line && *line;) {
@@ -338,8 +339,9 @@ static char *home_file(oc_http_lookup get, void *ctx, const char *name) {
     return home ? cat3(home, "/.aws/", name) : NULL;
 }
 
+/* Fills p from the profile `name` of the two files; *found: whether either has it. */
 static oc_status profile_load(oc_http_lookup get, void *ctx, const char *name, profile *p,
-                              oc_error *err) {
+                              int *found, char **where, oc_error *err) {
     const char *cred_set = text(get, ctx, "AWS_SHARED_CREDENTIALS_FILE");
     const char *conf_set = text(get, ctx, "AWS_CONFIG_FILE");
     char *cred_path = cred_set ? strdup(cred_set) : home_file(get, ctx, "credentials");
@@ -348,18 +350,20 @@ static oc_status profile_load(oc_http_lookup get, void *ctx, const char *name, p
     oc_status st = OC_OK;
     if (cred_path) st = read_small(cred_path, "shared credentials", &cred, err);
     if (st == OC_OK && conf_path) st = read_small(conf_path, "config", &conf, err);
+    *found = 0;
     if (st == OC_OK) {
         /* The credentials file first: its keys win over the config file's. */
-        if (cred) ini_profile(cred, name, p);
-        if (conf) {
-            char *section =
-                strcmp(name, "default") == 0 ? strdup("default") : cat3("profile ", name, "");
-            if (!section)
-                st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-            else
-                ini_profile(conf, section, p);
-            free(section);
-        }
+        *found = ini_profile(cred, name, p);
+        char *section =
+            strcmp(name, "default") == 0 ? strdup("default") : cat3("profile ", name, "");
+        if (!section)
+            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        else
+            *found |= ini_profile(conf, section, p);
+        free(section);
+        /* where it was looked for, for the message when it is nowhere */
+        *where =
+            cat3(cred_path ? cred_path : "(no HOME)", " nor ", conf_path ? conf_path : "(no HOME)");
     }
     wipe_free(cred);
     wipe_free(conf);
@@ -376,6 +380,7 @@ void oc_s3_options_free(oc_s3_options *o) {
     wipe_free(l->s[2]);
     free(l->s[3]);
     free(l->s[4]);
+    free(l->s[5]);
     free(l);
 }
 
@@ -388,7 +393,18 @@ oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
     *out = NULL;
     profile p = {0};
     const char *pname = text(get, ctx, "AWS_PROFILE");
-    OC_FORWARD(profile_load(get, ctx, pname ? pname : "default", &p, err));
+    int found = 0;
+    char *where = NULL, problem[512] = "";
+    oc_status pst = profile_load(get, ctx, pname ? pname : "default", &p, &found, &where, err);
+    if (pst != OC_OK) {
+        free(where);
+        profile_free(&p);
+        return pst;
+    }
+    if (pname && !found)
+        snprintf(problem, sizeof problem, "AWS_PROFILE: no profile '%.64s' in %s", pname,
+                 where ? where : "the AWS files");
+    free(where);
     const char *id = text(get, ctx, "AWS_ACCESS_KEY_ID");
     const char *secret = text(get, ctx, "AWS_SECRET_ACCESS_KEY");
     const char *token = NULL;
@@ -419,8 +435,9 @@ oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
         l->s[2] = dup_or_null(token);
         l->s[3] = dup_or_null(region);
         l->s[4] = dup_or_null(endpoint);
+        l->s[5] = problem[0] ? strdup(problem) : NULL;
         if ((id && !l->s[0]) || (secret && !l->s[1]) || (token && !l->s[2]) ||
-            (region && !l->s[3]) || (endpoint && !l->s[4])) {
+            (region && !l->s[3]) || (endpoint && !l->s[4]) || (problem[0] && !l->s[5])) {
             oc_s3_options_free(&l->o);
             l = NULL;
         }
@@ -433,6 +450,7 @@ oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
     l->o.session_token = l->s[2];
     l->o.region = l->s[3];
     l->o.endpoint = l->s[4];
+    l->o.problem = l->s[5];
     *out = &l->o;
     return OC_OK;
 }

@@ -1490,6 +1490,8 @@ static oc_status s3_setup(http_source *h, const char *url, const oc_s3_options *
     oc_s3_options local;
     OC_FORWARD(oc__s3_opts(&s3in, &local, err)); /* by the caller's size (sized.h) */
     const oc_s3_options s3 = *s3in;
+    if (s3.problem && *s3.problem)
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: %s", url, s3.problem);
     int keyed = s3.access_key_id && *s3.access_key_id;
     if (keyed && !(s3.secret_access_key && *s3.secret_access_key))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
