@@ -46,11 +46,6 @@ typedef struct oc__sigv4_request {
  * that held something derived from it. */
 oc_status oc__sigv4_authorization(const oc__sigv4_request *r, char **out, oc_error *err);
 
-/* The n bytes at s as S3's UriEncode writes them into out (room for 3n + 1): every byte
- * outside A-Z a-z 0-9 - . _ ~ as %XY (upper-case hex), '/' kept when keep_slash. Returns
- * out. */
-char *oc__s3_uri_encode(const char *s, size_t n, int keep_slash, char *out);
-
 /* "YYYYMMDDTHHMMSSZ" of t (UTC) into out[17]. */
 void oc__s3_amz_date(int64_t t, char out[17]);
 

@@ -8,6 +8,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The n bytes at s percent-encoded into out (room for 3n + 1): every byte outside RFC
+ * 3986's unreserved set (A-Z a-z 0-9 - . _ ~) as %XY, upper-case hex (S3's UriEncode);
+ * '/' kept when keep_slash. Returns out, NUL-terminated. */
+char *oc__uri_encode(const char *s, size_t n, int keep_slash, char *out);
+
 /* dir + '/' + the rel_len bytes of rel, percent-encoded but for unreserved bytes and
  * '/' (rel is a location already checked by oc__location_problem). Caller frees. */
 char *oc__url_join(const char *dir, const char *rel, size_t rel_len);

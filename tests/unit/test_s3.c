@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "internal/s3.h"
+#include "internal/url.h"
 #include "testdir.h"
 
 static const char *work_dir = "/tmp";
@@ -156,8 +157,8 @@ static void test_s3_examples(void) {
 static void test_encode(void) {
     char out[64];
     const char *in = "a b/c+d~e%f\xc3\xa9*";
-    CHECK(strcmp(oc__s3_uri_encode(in, strlen(in), 1, out), "a%20b/c%2Bd~e%25f%C3%A9%2A") == 0);
-    CHECK(strcmp(oc__s3_uri_encode(in, strlen(in), 0, out), "a%20b%2Fc%2Bd~e%25f%C3%A9%2A") == 0);
+    CHECK(strcmp(oc__uri_encode(in, strlen(in), 1, out), "a%20b/c%2Bd~e%25f%C3%A9%2A") == 0);
+    CHECK(strcmp(oc__uri_encode(in, strlen(in), 0, out), "a%20b%2Fc%2Bd~e%25f%C3%A9%2A") == 0);
     char d[17];
     oc__s3_amz_date(1369353600, d); /* 2013-05-24 00:00:00 UTC */
     CHECK(strcmp(d, S3_DATE) == 0);

@@ -1,6 +1,6 @@
 /*
- * http.c - onnxcore/http.h: what is a URL, and whether this build reads them; URLs
- * relative to a model's (internal/url.h). Built with or without libcurl.
+ * url.c - onnxcore/http.h: what is a URL, and whether this build reads them; URLs
+ * relative to a model's and percent-encoding (internal/url.h). Built with or without libcurl.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -125,20 +125,13 @@ bool oc_http_supported(void) {
  * percent-encoded: a location can never add a query, a fragment, a host or a scheme. An
  * s3:// URL's key is its bytes, encoded only when the request is made: rel is joined as
  * it is (it holds no "..", no leading '/': oc__location_problem). */
-char *oc__url_join(const char *dir, const char *rel, size_t rel_len) {
+char *oc__uri_encode(const char *s, size_t n, int keep_slash, char *out) {
     static const char hex[] = "0123456789ABCDEF";
-    size_t dn = strlen(dir);
-    if (rel_len > (SIZE_MAX - dn - 2) / 3) return NULL;
-    char *out = malloc(dn + 2 + 3 * rel_len);
-    if (!out) return NULL;
-    memcpy(out, dir, dn);
-    size_t o = dn;
-    out[o++] = '/';
-    int raw = oc__is_s3_url(dir);
-    for (size_t i = 0; i < rel_len; i++) {
-        unsigned char c = (unsigned char)rel[i];
-        if (raw || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
             out[o++] = (char)c;
         } else {
             out[o++] = '%';
@@ -147,5 +140,21 @@ char *oc__url_join(const char *dir, const char *rel, size_t rel_len) {
         }
     }
     out[o] = '\0';
+    return out;
+}
+
+char *oc__url_join(const char *dir, const char *rel, size_t rel_len) {
+    size_t dn = strlen(dir);
+    if (rel_len > (SIZE_MAX - dn - 2) / 3) return NULL;
+    char *out = malloc(dn + 2 + 3 * rel_len);
+    if (!out) return NULL;
+    memcpy(out, dir, dn);
+    out[dn] = '/';
+    if (oc__is_s3_url(dir)) {
+        memcpy(out + dn + 1, rel, rel_len);
+        out[dn + 1 + rel_len] = '\0';
+    } else {
+        oc__uri_encode(rel, rel_len, 1, out + dn + 1);
+    }
     return out;
 }

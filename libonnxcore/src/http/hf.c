@@ -13,6 +13,7 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/hf.h"
+#include "internal/url.h"
 
 int oc__is_hf_url(const char *path) { return path && strncasecmp(path, "hf://", 5) == 0; }
 
@@ -163,22 +164,9 @@ oc_status oc__hf_parse(const char *url, oc_hf_ref *out, oc_error *err) {
     return OC_OK;
 }
 
-/* s percent-encoded but for RFC 3986's unreserved bytes (and '/' when keep_slash), into
- * out at *o (out has room: 3 bytes a byte). */
+/* s percent-encoded (internal/url.h) at *o in out, which has room for 3 bytes a byte. */
 static void encode(char *out, size_t *o, const char *s, int keep_slash) {
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
-            out[(*o)++] = (char)c;
-        } else {
-            out[(*o)++] = '%';
-            out[(*o)++] = hex[c >> 4];
-            out[(*o)++] = hex[c & 15];
-        }
-    }
-    out[*o] = '\0';
+    *o += strlen(oc__uri_encode(s, strlen(s), keep_slash, out + *o));
 }
 
 static char *compose(const char *head, const char *repo, const char *mid, const char *rev,

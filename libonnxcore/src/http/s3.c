@@ -13,6 +13,7 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/s3.h"
+#include "internal/url.h"
 
 #define FILE_MAX (1u << 20) /* a shared config or credentials file, at most */
 
@@ -130,7 +131,7 @@ oc_status oc__s3_target_make(const char *url, const oc_s3_options *s3, oc__s3_ta
     size_t n = strlen(t->path);
     char *enc = malloc(3 * n + 1);
     if (!enc) goto oom;
-    oc__s3_uri_encode(t->path, n, 1, enc);
+    oc__uri_encode(t->path, n, 1, enc);
     t->url = malloc(scheme + strlen(t->host) + strlen(enc) + 1);
     if (t->url) {
         memcpy(t->url, ep, scheme);

@@ -35,28 +35,7 @@
 #include "crypto/backend.h"
 #include "internal/error.h"
 #include "internal/s3.h"
-
-static int unreserved(unsigned char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
-
-char *oc__s3_uri_encode(const char *s, size_t n, int keep_slash, char *out) {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (unreserved(c) || (keep_slash && c == '/')) {
-            out[o++] = (char)c;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[c >> 4];
-            out[o++] = hex[c & 15];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
+#include "internal/url.h"
 
 void oc__s3_amz_date(int64_t t, char out[17]) {
     time_t tt = (time_t)t;
@@ -100,7 +79,7 @@ static void put_encoded(text *t, const char *s, int keep_slash) {
         t->failed = 1;
         return;
     }
-    puts_(t, oc__s3_uri_encode(s, n, keep_slash, e));
+    puts_(t, oc__uri_encode(s, n, keep_slash, e));
     free(e);
 }
 
@@ -128,7 +107,7 @@ static int cmp_pair(const void *a, const void *b) {
 static char *encoded(const char *s) {
     size_t n = strlen(s);
     char *e = malloc(3 * n + 1);
-    return e ? oc__s3_uri_encode(s, n, 0, e) : NULL;
+    return e ? oc__uri_encode(s, n, 0, e) : NULL;
 }
 
 /* A header's value as signed: no blanks at either end, each inner run of blanks one
