@@ -364,7 +364,7 @@ def main():
         med_rank = {k: [statistics.median(x) for x in v] for k, v in per_rank.items()}
         med_ri = {k: statistics.median(v) for k, v in ri.items()}
         results.update({"tp_slowest_rank_median_s": med, "tp_rank_median_s": med_rank,
-                        "read_into_median_s": med_ri})
+                        "read_into_median_s": med_ri, "read_into_s": ri})
         report(a, model_bytes, med, med_rank, ratio, med_ri, why_not)
         if a.json:
             with open(a.json, "w") as f:

@@ -80,7 +80,8 @@ OZ_API void oz_slice_run(const oz_slice *s, uint64_t i, uint64_t *at, uint64_t *
 /* The slice s of its tensor (one of r's) into *out (released first): the tensor's byte
  * count checked first as oz_reader_size checks it; then, where the tensor's bytes lie in
  * an archive's STORED entry or in a URL's data file, each run read on its own (from a
- * URL one range request, adjacent runs together: never the whole tensor); in a DEFLATED
+ * URL one range request, adjacent runs together, the requests on the parallel connections
+ * of oc_http_options.parallel: never the whole tensor); in a DEFLATED
  * entry, the entry inflated as a stream from its start to the slice's last byte, the
  * bytes outside the runs thrown away (memory: the slice and a few chunks, whatever the
  * tensor's size; from a URL one request, given up there); else the tensor read as
