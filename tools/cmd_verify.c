@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <onnxz/sign.h>
 #include <onnxz/verify.h>
 
 #include "cli.h"
@@ -16,12 +17,14 @@ enum {
     VERIFY_OPT_DATA_DIR,
     VERIFY_OPT_KEY_FILE,
     VERIFY_OPT_KEY,
-    VERIFY_OPT_PASSPHRASE
+    VERIFY_OPT_PASSPHRASE,
+    VERIFY_OPT_TRUST
 };
 
 static const cli_option verify_options[] = {
     {'\0', "json", false}, {'\0', "data-dir", true},   {'\0', "key-file", true},
-    {'\0', "key", true},   {'\0', "passphrase", true}, {'\0', NULL, false},
+    {'\0', "key", true},   {'\0', "passphrase", true}, {'\0', "trust", true},
+    {'\0', NULL, false},
 };
 
 static const char *const verify_arg_names[] = {"FILE"};
@@ -37,6 +40,7 @@ static int verify(const cli_args *args, const char *path, oz_verify_report **out
     int rc = CLI_EXIT_OK;
     cli_parse_options_init(&opts.parse);
     opts.parse.data_dir = args->value[VERIFY_OPT_DATA_DIR];
+    opts.trust = args->value[VERIFY_OPT_TRUST];
     oc_error_clear(&err);
     st = oz_verify_path(path, &opts, out, &info, &err);
     if (st == OC_ERR_INVALID_ARG && opts.parse.data_dir && oz_kind_is_archive(info.kind))
@@ -57,6 +61,17 @@ static int verify(const cli_args *args, const char *path, oz_verify_report **out
 }
 
 /* ---- output ---------------------------------------------------------------------- */
+
+/* The signature a trusted key verified (--trust), on a line of its own. */
+static void print_signature(FILE *out, const oz_signature_report *g) {
+    char size[32];
+    if (!g) return;
+    cli_format_size(g->bytes, size, sizeof size);
+    fprintf(out,
+            "OK signed with the trusted %s key %.16s: %" PRIu64
+            " %s (%s) match the signed manifest\n",
+            g->key_type, g->key_fingerprint, g->parts, g->in_archive ? "entries" : "files", size);
+}
 
 static void print_human(FILE *out, const char *path, const oz_verify_report *r) {
     const oz_archive_report *a = r->archive;
@@ -98,12 +113,25 @@ static void print_human(FILE *out, const char *path, const oz_verify_report *r) 
     fputc('\n', out);
 }
 
+/* ", \"signature\": {...}" when a trusted key verified the signature. */
+static void put_signature_json(FILE *out, const oz_signature_report *g) {
+    if (!g) return;
+    fprintf(
+        out,
+        ", \"signature\": {\"key_type\": \"%s\", \"key_fingerprint\": \"%s\", \"parts\": %" PRIu64
+        ", \"bytes\": %" PRIu64 ", \"model_digest\": \"%s\", \"location\": ",
+        g->key_type, g->key_fingerprint, g->parts, g->bytes, g->model_digest);
+    oc_json_put_cstring(out, g->location);
+    fputc('}', out);
+}
+
 static void print_json(FILE *out, const char *path, const oz_verify_report *r) {
     const oz_archive_report *a = r->archive;
     const oz_model_report *s = r->model;
     oc_crypt_format crypt;
     fputs("{\"file\": ", out);
     oc_json_put_cstring(out, cli_shown(path));
+    put_signature_json(out, r->signature);
     if (oz_kind_is_encrypted(r->kind, &crypt))
         fprintf(out,
                 ", \"format\": \"encrypted\", \"ok\": true, \"encryption\": \"%s\", "
@@ -138,8 +166,10 @@ static int run_verify(const cli_args *args) {
         cli_note(args->verbosity, CLI_VERBOSE, "checked %s in %.1f ms", path, cli_now_ms() - start);
         if (args->seen[VERIFY_OPT_JSON])
             print_json(stdout, path, r);
-        else if (args->verbosity >= CLI_NORMAL)
+        else if (args->verbosity >= CLI_NORMAL) {
+            print_signature(stdout, r->signature);
             print_human(stdout, path, r);
+        }
     }
     oz_verify_report_free(r);
     return rc;
@@ -178,6 +208,12 @@ static const char verify_help[] =
     "                      prompt on the terminal; never from the command line)\n"
     "      --data-dir DIR  .onnx only: look for external data files in DIR instead of\n"
     "                      the model's directory\n"
+    "      --trust PUBLIC.pem  first verify the model's signature (`onnxz sign`) with this\n"
+    "                      public key: the bundle in the archive (__ONNXZ_SIGNATURE) or\n"
+    "                      beside the .onnx (MODEL.sig), its signature, and every entry\n"
+    "                      or file against the signed manifest (spec/signing.md G-31);\n"
+    "                      an unsigned model, another key or any changed, missing or\n"
+    "                      unlisted part fails, naming it\n"
     "      --json          print one JSON object instead of the OK line\n"
     "  -q, --quiet         print nothing on success (the exit status tells)\n"
     "  -v, --verbose       also print timings to stderr\n"
@@ -187,12 +223,14 @@ static const char verify_help[] =
     "  tensor_entries, entry_tensors, entry_bytes, model_size; for .onnx files tensors,\n"
     "  external_tensors, external_files, external_bytes, checksums_verified, and for a\n"
     "  stub archive_references; for encrypted files format \"encrypted\", encryption,\n"
-    "  payload (\"onnx\" or \"onnxz\"), tensors.\n"
+    "  payload (\"onnx\" or \"onnxz\"), tensors; with --trust, signature: key_type,\n"
+    "  key_fingerprint, parts, bytes, model_digest, location.\n"
     "A failure prints no JSON: only the error line, on stderr.\n"
     "\n"
     "Examples:\n"
     "  onnxz verify model.onnxz\n"
     "  onnxz verify --data-dir /mnt/weights model.onnx\n"
+    "  onnxz verify model.onnxz --trust publisher.pub.pem\n"
     "  ONNXZ_KEY=... onnxz verify model.onnxc\n";
 
 const cli_command cmd_verify = {

@@ -37,7 +37,8 @@
     GREW(oz_archive_options, 104, max_memory)                           \
     NOW(oz_archive_options, 112)                                        \
     NOW(oz_convert_options, 272)                                        \
-    NOW(oz_open_options, 176)                                           \
+    GREW(oz_open_options, 176, trust)                                   \
+    NOW(oz_open_options, 184)                                           \
     GREW(oz_open_info, 8, kind)                                         \
     GREW(oz_open_info, 16, file_size)                                   \
     NOW(oz_open_info, 24)                                               \

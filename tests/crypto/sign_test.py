@@ -310,6 +310,18 @@ def round_trips(ctx, keys, forms):
             other = keys["ed" if k == "ec" else "ec"][1]
             ctx.expect(what + " verify with another key", "bad_key", ["verify", path, other],
                        "signed by another key")
+            # onnxz verify --trust: the signature first, then every other check, one call
+            r = run([ctx.onnxz, "verify", path, "--trust", pub])
+            check(r.returncode == 0 and r.stdout.startswith("OK signed with the trusted %s key %s"
+                                                            % (kinds[k], fingerprint(pub)[:16])),
+                  what + ": onnxz verify --trust: " + r.stdout + r.stderr)
+            r = run([ctx.onnxz, "verify", "--json", path, "--trust", pub])
+            j = json.loads(r.stdout) if r.returncode == 0 else {}
+            check(j.get("signature", {}).get("key_fingerprint") == fingerprint(pub) and
+                  j.get("ok") is True, what + ": onnxz verify --json --trust: " + r.stdout)
+            r = run([ctx.onnxz, "verify", path, "--trust", other])
+            check(r.returncode == 1 and "signed by another key" in r.stderr,
+                  what + ": onnxz verify --trust another key: " + r.stderr)
         # signed again: the archive's signature entry is replaced, not added
         ctx.expect(form + " signed twice", "ok", ["sign", path, keys["ed"][0]])
         ctx.expect(form + " signed twice verifies", "ok", ["verify", path, keys["ed"][1]])
@@ -375,6 +387,9 @@ def tamper_archive(ctx, keys, forms, other):
     flip(p, data_offset(p, "fc2_weight") + 1000)
     ctx.expect("archive: a changed tensor byte", "checksum", ["verify", p, pub],
                "entry 'fc2_weight' has changed")
+    r = run([ctx.onnxz, "verify", p, "--trust", pub])
+    check(r.returncode == 1 and "entry 'fc2_weight' has changed since it was signed" in r.stderr,
+          "onnxz verify --trust of a changed tensor: " + r.stderr)
     p = fresh("model-byte")
     flip(p, data_offset(p, "__MODEL_PROTO") + 10)
     ctx.expect("archive: a changed byte of the model", "checksum", ["verify", p, pub],

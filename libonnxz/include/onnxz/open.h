@@ -84,6 +84,10 @@ typedef struct oz_open_options {
     const void *key;
     size_t key_len;
     const oc_crypt_options *crypt; /* may be NULL: the defaults */
+    /* A trusted public key (a PEM file): oz_verify_path verifies the model's signature
+     * with it first (onnxz/sign.h, spec/signing.md G-31); NULL: no signature is looked at.
+     * oz_open does not look at it yet. */
+    const char *trust;
 } oz_open_options;
 
 #define OZ_OPEN_OPTIONS_INIT                                                          \

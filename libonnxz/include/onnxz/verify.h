@@ -84,6 +84,9 @@ typedef struct oz_verify_report {
     bool is_archive;            /* the model is an archive's (an encrypted archive too) */
     oz_archive_report *archive; /* an unencrypted archive: oz_archive_verify's; else NULL */
     oz_model_report *model;     /* every other form: oz_verify_model's; else NULL */
+    /* With a trusted key (oz_open_options.trust): what the verified signature covers
+     * (onnxz/sign.h); else NULL. */
+    struct oz_signature_report *signature;
 } oz_verify_report;
 
 /* Every check `onnxz verify` makes on the file or URL at path, whichever its form: an
@@ -96,6 +99,9 @@ typedef struct oz_verify_report {
  * asks for a key and calls again). info (may be NULL) as oz_open fills it, also on
  * failure. On success a new *out (NULL after a failure) that oz_verify_report_free
  * releases. */
+/* With opts->trust, the model's signature is verified first (oz_signature_verify: the
+ * bundle inside an archive or beside a .onnx as MODEL.sig), and a model that is unsigned
+ * or whose signature fails fails here, before any other check. */
 OZ_API oc_status oz_verify_path(const char *path, const oz_open_options *opts,
                                 oz_verify_report **out, oz_open_info *info, oc_error *err);
 /* Frees what oz_verify_path or oz_reader_verify returned, with its figures. NULL is

@@ -3,6 +3,8 @@
  */
 #include "onnxz/verify.h"
 
+#include "onnxz/sign.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,12 +227,20 @@ oc_status oz_verify_path(const char *path, const oz_open_options *opts, oz_verif
     if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_open_info", err));
     /* a file that cannot be looked at is handed to the model loader, which says why */
     if (oz_detect_path(path, opts->parse.http, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
-    return oz__verify(path, kind, NULL, opts, out, info, err);
+    oz_signature_report *sig = NULL;
+    if (opts->trust) OC_FORWARD(oz_signature_verify(path, opts->trust, NULL, &sig, err));
+    oc_status st = oz__verify(path, kind, NULL, opts, out, info, err);
+    if (st == OC_OK)
+        (*out)->signature = sig;
+    else
+        oz_signature_report_free(sig);
+    return st;
 }
 
 void oz_verify_report_free(oz_verify_report *report) {
     if (!report) return;
     oz_archive_report_free(report->archive);
     oz_model_report_free(report->model);
+    oz_signature_report_free(report->signature);
     free(report);
 }

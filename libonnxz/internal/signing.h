@@ -1,0 +1,41 @@
+/*
+ * internal/signing.h - the parts of signing (src/archive/signature.c) that oz_sign
+ * (src/sign/sign.c, a floor up, where an archive's bundle is stored by an in-place edit)
+ * puts together: a signer holding the private key, the bundle of an archive's entries,
+ * and the whole signing of a .onnx model.
+ */
+#ifndef ONNXZ_INTERNAL_SIGNING_H
+#define ONNXZ_INTERNAL_SIGNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <onnxcore/status.h>
+
+#include "internal/signature.h"
+#include "onnxz/sign.h"
+#include "onnxz/zip.h"
+
+typedef struct oz__signer {
+    oc__sig_key *key;
+    oc__sha256 *h;
+    char fp[65]; /* the public key's fingerprint (hex) */
+} oz__signer;
+
+/* The private key at key_path (o's passphrase), ready to sign. */
+oc_status oz__signer_open(const char *key_path, const oz_sign_options *o, oz__signer **out,
+                          oc_error *err);
+/* NULL is accepted. */
+void oz__signer_close(oz__signer *sg);
+/* Whether path is an archive (true) or a .onnx model (false); anything else fails. */
+oc_status oz__sign_form(const char *path, bool *is_archive, oc_error *err);
+/* The bundle (a new buffer, free()) signing every entry of the archive read through zip
+ * but __ONNXZ_SIGNATURE; out (may be NULL) the report. */
+oc_status oz__signer_archive(const oz__signer *sg, const oz_zip_reader *zip, const char *path,
+                             char **bundle, size_t *bundle_n, oz_signature_report **out,
+                             oc_error *err);
+/* Signs the .onnx model at path and writes its bundle (o->signature_path, else MODEL.sig). */
+oc_status oz__signer_model(const oz__signer *sg, const char *path, const oz_sign_options *o,
+                           oz_signature_report **out, oc_error *err);
+
+#endif
