@@ -440,15 +440,19 @@ static void save_opts_release(save_opts *s) {
     Py_CLEAR(s->external_holder);
 }
 
-/* convert's one passphrase is IN's, and OUT's only where the library asks OUT for one
- * (a .onnxc OUT): elsewhere it refuses a key, which would not encrypt. */
+/* convert's one passphrase is IN's, and OUT's only where OUT's form asks for a key (a
+ * .onnxc OUT, as oz_save_check_before_key finds it): elsewhere the library refuses a key,
+ * which would not encrypt. The check's verdict is not wanted here: the caller's
+ * oz_save_check (or oz_convert_file) gives it, with the key settled. */
 static void convert_out_key(const char *out, save_opts *s) {
-    oz_save_option bad = OZ_SAVE_OPT_NONE;
+    oz_form form = OZ_FORM_AUTO;
     const void *key = s->o.key;
     s->o.key = NULL;
-    if (oz_save_check(out, &s->o, NULL, &bad, NULL) != OC_OK && bad == OZ_SAVE_OPT_KEY)
+    (void)oz_save_check_before_key(out, &s->o, &form, NULL, NULL);
+    if (form == OZ_FORM_ONNXC)
         s->o.key = key;
-    if (!s->o.key) s->o.key_len = 0;
+    else
+        s->o.key_len = 0;
 }
 
 /* _save_check(path, opts[, convert]): raises onnxz.Error as the save (or with convert, the
