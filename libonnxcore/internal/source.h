@@ -92,6 +92,11 @@ typedef struct oc_source_vtable {
      * reads them one after the other). */
     oc_status (*read_pieces)(oc_source *s, const oc_source_piece *pieces, size_t n, size_t *failed,
                              oc_error *err);
+    /* Advice: until the next call with on = 0, reads jump about (a pass over an archive's
+     * local headers): a mapped file reads no pages around those it faults in (a fault's
+     * read-around is the readahead window, 8 MiB here: a header pass over a cold archive
+     * of 5 MB tensors read the whole file). May be NULL. */
+    void (*random)(oc_source *s, int on);
 } oc_source_vtable;
 
 /* The common head of every source; implementations embed it first. Read-only once made. */
@@ -142,6 +147,7 @@ OC_PRIVATE oc_status oc_source_read_pieces(oc_source *s, const oc_source_piece *
 /* Advice, passed on where the source takes it. */
 void oc_source_drop(oc_source *s, uint64_t at, uint64_t n);
 OC_PRIVATE void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t count);
+OC_PRIVATE void oc_source_random(oc_source *s, int on);
 /* Copies [at, at + n) to the end of the file open as fd where the source can have the
  * kernel do it; *done receives the bytes copied (0 where it cannot): the caller writes
  * the rest. */

@@ -5,12 +5,17 @@
  * the same bytes, a mapping shared rather than copied, threads reading one reader, the
  * L-2 check after a data file or the model is replaced, skip_data_files, the options'
  * size rules, and the size of tensors in typed fields (float_data...), counted as the read
- * converts them.
+ * converts them; a cold archive's open reading its headers alone, and prefetch reading
+ * its tensors ahead.
  */
+#define _DEFAULT_SOURCE /* mincore */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <onnxcore/crypto.h>
@@ -406,6 +411,92 @@ static void check_typed_sizes(void) {
     oz_reader_close(r);
 }
 
+/* The sixteen tensors of check_cold_archive, each its pattern. */
+static void check_tensors_of_sixteen(oz_reader *r) {
+    char name[16];
+    for (unsigned k = 0; k < 16; k++) {
+        snprintf(name, sizeof name, "t%u", k);
+        const onnx_TensorProto *t = oz_reader_find(r, name, strlen(name));
+        oc_bytes b = {0};
+        CHECK_STATUS(t ? oz_reader_read(r, t, &b, &err) : OC_ERR_NOT_FOUND, OC_OK, &err);
+        bool same = b.size == (uint64_t)2 << 20;
+        for (uint64_t i = 0; same && i < b.size; i++) same = b.data[i] == tm_byte(i, k);
+        CHECK(same);
+        oc_bytes_release(&b);
+    }
+}
+
+/* Pages of the file at path in the page cache (mincore over a mapping of it). */
+static uint64_t cached_pages(const char *path, uint64_t *pages) {
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    uint64_t n = 0;
+    *pages = 0;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)st.st_size;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *v = malloc((len + page - 1) / page);
+    if (m != MAP_FAILED && v && mincore(m, len, v) == 0)
+        for (size_t i = 0; i < (len + page - 1) / page; i++) n += v[i] & 1;
+    *pages = (len + page - 1) / page;
+    free(v);
+    if (m != MAP_FAILED) munmap(m, len);
+    close(fd);
+    return n;
+}
+
+/* The file's pages dropped from the page cache (written back first: only clean pages
+ * go). False when the system keeps them anyway. */
+static bool drop_cached(const char *path) {
+    int fd = open(path, O_RDONLY);
+    bool ok = fd >= 0 && fsync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+    if (fd >= 0) close(fd);
+    uint64_t pages;
+    return ok && cached_pages(path, &pages) < pages / 8;
+}
+
+/* An archive of sixteen 2 MiB tensors, not in the page cache: opening it reads its
+ * headers, not the tensors around them (the local-header pass asks a mapping for no
+ * read-around); opened with prefetch, the kernel reads the tensors' ranges ahead, all of
+ * them, without a byte of them touched. */
+static void check_cold_archive(void) {
+    oc_model *m = tm_model_new();
+    char name[16];
+    for (unsigned k = 0; k < 16; k++) {
+        snprintf(name, sizeof name, "t%u", k);
+        tm_add_bytes(oc_model_arena(m), oc_model_proto(m)->graph, name, (uint64_t)2 << 20, k);
+    }
+    CHECK_STATUS(oz_save_any(m, td_at("cold.onnxz"), OZ_FORM_AUTO, NULL, &err), OC_OK, &err);
+    oc_model_free(m);
+    const char *path = td_at("cold.onnxz");
+    if (!drop_cached(path)) { /* a filesystem that keeps its pages (tmpfs): nothing to see */
+        fprintf(stderr, "  (the page cache keeps %s: not checked)\n", path);
+        return;
+    }
+    uint64_t pages, cached;
+    oz_reader *r = NULL;
+    CHECK_STATUS(oz_reader_open(path, NULL, &r, NULL, &err), OC_OK, &err);
+    cached = cached_pages(path, &pages);
+    if (!CHECK(cached < pages / 4))
+        fprintf(stderr, "  open read %llu of %llu pages\n", (unsigned long long)cached,
+                (unsigned long long)pages);
+    oz_reader_close(r);
+    CHECK(drop_cached(path));
+    oz_reader_options o = OZ_READER_OPTIONS_INIT;
+    o.prefetch = 1;
+    CHECK_STATUS(oz_reader_open(path, &o, &r, NULL, &err), OC_OK, &err);
+    for (int i = 0; i < 200 && (cached = cached_pages(path, &pages)) < pages - pages / 16; i++)
+        usleep(10000); /* the reads ahead are the kernel's, not waited for */
+    if (!CHECK(cached >= pages - pages / 16))
+        fprintf(stderr, "  prefetch read %llu of %llu pages\n", (unsigned long long)cached,
+                (unsigned long long)pages);
+    if (r) check_tensors_of_sixteen(r);
+    oz_reader_close(r);
+}
+
 int main(int argc, char **argv) {
     if (td_start(argc, argv, "reader") != 0) return 2;
 
@@ -431,6 +522,7 @@ int main(int argc, char **argv) {
     check_prefetch("two.onnx");
     check_prefetch("n.onnx");
     check_prefetch("a.onnxz");
+    check_cold_archive();
     open_fails("empty", NULL, OC_ERR_MALFORMED, "empty file, not an ONNX model", OZ_KIND_EMPTY);
     open_fails("short.zip", NULL, OC_ERR_TRUNCATED, NULL, OZ_KIND_ZIP_SHORT);
     open_fails("short.enc", NULL, OC_ERR_TRUNCATED, "ends inside the magic", OZ_KIND_CRYPT_SHORT);

@@ -136,6 +136,10 @@ void oc_source_will_read(oc_source *s, const oc_source_range *ranges, size_t cou
     if (s && s->vt->will_read && count) s->vt->will_read(s, ranges, count);
 }
 
+void oc_source_random(oc_source *s, int on) {
+    if (s && s->vt->random) s->vt->random(s, on);
+}
+
 oc_status oc_source_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int fd, uint64_t *done,
                                oc_error *err) {
     *done = 0;
@@ -234,6 +238,19 @@ static oc_status mem_map(oc_source *s, uint64_t at, uint64_t n, oc_bytes *out, o
     return OC_OK;
 }
 
+/* Advice passed on to the source the memory is a mapping of (a file mapped whole: an
+ * archive's source over libonnxcore's mapping), where it is one, at the same offsets. */
+static void mem_will_read(oc_source *s, const oc_source_range *ranges, size_t count) {
+    oc_source *under = oc__source_of_owner(((mem_source *)s)->keep);
+    if (under && under->data == s->data && under->size >= s->size)
+        oc_source_will_read(under, ranges, count);
+}
+
+static void mem_random(oc_source *s, int on) {
+    oc_source *under = oc__source_of_owner(((mem_source *)s)->keep);
+    if (under && under->data == s->data && under->size >= s->size) oc_source_random(under, on);
+}
+
 static void mem_destroy(oc_source *s) {
     mem_source *m = (mem_source *)s;
     if (m->release) m->release(m->ctx);
@@ -244,7 +261,9 @@ static const oc_source_vtable mem_vtable = {
     .kind = "memory",
     .read = mem_read,
     .map = mem_map,
+    .will_read = mem_will_read,
     .destroy = mem_destroy,
+    .random = mem_random,
 };
 
 oc_status oc_source_memory(const void *data, uint64_t size, void (*release)(void *ctx), void *ctx,

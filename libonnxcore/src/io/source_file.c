@@ -112,6 +112,25 @@ static void mapped_drop(oc_source *s, uint64_t at, uint64_t n) {
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+static void advise_willneed(void *addr, size_t len);
+
+/* Advice: the ranges will be read soon (an archive's tensor entries, prefetch). */
+static void mapped_will_read(oc_source *s, const oc_source_range *ranges, size_t count) {
+    mapped_source *m = (mapped_source *)s;
+    if (!m->mapped) return; /* read whole into memory already */
+    for (size_t i = 0; i < count; i++) {
+        if (ranges[i].at >= m->len || ranges[i].size == 0) continue;
+        uint64_t n =
+            ranges[i].size < m->len - ranges[i].at ? ranges[i].size : m->len - ranges[i].at;
+        advise_willneed((uint8_t *)m->addr + ranges[i].at, (size_t)n);
+    }
+}
+
+static void mapped_random(oc_source *s, int on) {
+    mapped_source *m = (mapped_source *)s;
+    if (m->mapped) (void)madvise(m->addr, m->len, on ? MADV_RANDOM : MADV_NORMAL); /* advice */
+}
+
 static oc_status mapped_copy_to_fd(oc_source *s, uint64_t at, uint64_t n, int out_fd,
                                    uint64_t *done, oc_error *err) {
     int fd = (s->caps & OC_SOURCE_BYPASS) ? live_fd((mapped_source *)s) : -1;
@@ -150,8 +169,10 @@ static const oc_source_vtable mapped_vtable = {
     .read = mapped_read,
     .map = mapped_map,
     .drop = mapped_drop,
+    .will_read = mapped_will_read,
     .copy_to_fd = mapped_copy_to_fd,
     .destroy = mapped_destroy,
+    .random = mapped_random,
 };
 
 static oc_status read_whole(int fd, const char *name, uint64_t size, void **out, oc_error *err) {
@@ -174,15 +195,22 @@ static oc_status read_whole(int fd, const char *name, uint64_t size, void **out,
     return OC_OK;
 }
 
-/* Tells the kernel the whole mapping will be read (MADV_WILLNEED), without waiting: Linux
- * starts reading its first readahead window at once, and the faults that follow read
- * ahead from there. Rather than MAP_POPULATE, which reads the whole file before mmap
- * returns and maps every page whether it is used or not; the two measured alike
- * (docs/performance.md, "Prefetch"). The range is the mapping, so nothing past the
- * file's last page is asked for. Advice only: a refusal changes nothing. */
-static void prefetch(void *addr, size_t len) {
+/* Tells the kernel [addr, addr + len) of a file mapping will be read (MADV_WILLNEED), in
+ * pieces of WILLNEED_PIECE: Linux reads at most one readahead window (read_ahead_kb) for
+ * each call, so one call for a whole 1 GB mapping asked for its first 8 MiB alone, and
+ * the rest came by page faults. The reads are the kernel's, not waited for, but queueing
+ * them can hold the caller while the disk's queue is full (0.5 s for 1 GB here). Chosen
+ * by measurement over MAP_POPULATE and MADV_POPULATE_READ, which read everything before
+ * they return (docs/performance.md, "Prefetch"). Advice only: a refusal changes nothing. */
+#define WILLNEED_PIECE ((size_t)2 << 20)
+
+static void advise_willneed(void *addr, size_t len) {
 #ifdef MADV_WILLNEED
-    (void)madvise(addr, len, MADV_WILLNEED);
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t mask = (uintptr_t)(page > 0 ? page : 4096) - 1u;
+    uintptr_t lo = (uintptr_t)addr & ~mask, hi = (uintptr_t)addr + len;
+    for (uintptr_t a = lo; a < hi; a += hi - a < WILLNEED_PIECE ? hi - a : WILLNEED_PIECE)
+        (void)madvise((void *)a, hi - a < WILLNEED_PIECE ? hi - a : WILLNEED_PIECE, MADV_WILLNEED);
 #else
     (void)addr, (void)len;
 #endif
@@ -210,7 +238,7 @@ static oc_status open_mapped(int fd, const char *name, const struct stat *st, in
             m->addr = addr;
             m->len = (size_t)size;
             m->mapped = 1;
-            if (ahead) prefetch(addr, m->len);
+            if (ahead) advise_willneed(addr, m->len);
             observe_map(m, name);
             /* where test_sigbus.py cuts the file, before anything reads it */
             oc__test_point("file-mapped");

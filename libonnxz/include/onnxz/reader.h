@@ -70,9 +70,9 @@ typedef struct oz_reader_options {
     const void *key;
     size_t key_len;
     const oc_crypt_options *crypt; /* may be NULL: the defaults */
-    /* A .onnx file and its data files: tell the kernel their mappings will be read
-     * (oc_parse_options.prefetch), for a first pass over every tensor. Advice only;
-     * an archive is mapped as without it. */
+    /* Tell the kernel the tensors' bytes will be read (oc_parse_options.prefetch): a
+     * .onnx file and its data files, an archive's tensor entries; for a first pass over
+     * every tensor of a file not in the page cache. Advice only. */
     int prefetch;
     /* Never read: the tail padding of this struct when it ended at `prefetch` (56 bytes),
      * which a caller built against that header passes holding anything (onnxcore/options.h,

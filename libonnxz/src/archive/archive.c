@@ -617,6 +617,8 @@ oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *op
     OC_PARSE_OPTS(opts, err);
     oc_model *m;
     OC_FORWARD(decode_model(ar, opts, &m, err));
+    /* the tensors stay in the mapping, read soon: the kernel told (oc_parse_options) */
+    if (opts && opts->prefetch && opts->no_copy) oz__zip_reader_prefetch(ar->zip, ar->model_index);
     if (!opts || !opts->skip_external_data) {
         refs_ctx rc = {ar, err};
         /* every tensor's entry, in about file order */

@@ -48,6 +48,10 @@
 #include "internal/source_http.h"
 #include "onnxz/zip.h"
 
+/* Entries whose data lie at most this far apart (a local header between them) are
+ * prefetched as one range. */
+#define PREFETCH_GAP ((uint64_t)64 << 10)
+
 /* Chunk size for pread-based reading, CRC checks and inflation. */
 #define CHUNK ((size_t)1 << 18)
 
@@ -818,8 +822,10 @@ static oc_status open_common(oz_zip_reader *r, const oz_zip_reader_options *o, o
         for (uint64_t i = 0; i < r->count; i++) OC_FORWARD(local_in_bounds(r, &r->e[i], err));
         return defer_locals(r, err);
     }
+    oc_source_random(r->src, 1); /* a header a tensor apart: not the tensors around it */
     for (uint64_t i = 0; st == OC_OK && i < r->count; i++)
         st = check_local(r, &r->e[i], NULL, &tmp, err);
+    oc_source_random(r->src, 0);
     free(tmp);
     OC_FORWARD(st);
     return check_overlaps(r, err);
@@ -1556,6 +1562,24 @@ void oz__zip_reader_will_read_all(const oz_zip_reader *r, uint64_t except) {
         }
     }
     oc_source_will_read(r->src, v, n);
+}
+
+void oz__zip_reader_prefetch(const oz_zip_reader *r, uint64_t except) {
+    if (r->src->caps & OC_SOURCE_REMOTE) return; /* will_read_all's business */
+    oc_source_range *v = malloc((size_t)(r->count ? r->count : 1) * sizeof *v);
+    size_t n = 0;
+    if (!v) return; /* advice */
+    for (uint64_t i = 0; i < r->count; i++) {
+        const oz__entry *e = &r->e[i];
+        if (i == except || e->method != OZ_ZIP_STORED || e->usize == 0) continue;
+        if (n && v[n - 1].at + v[n - 1].size <= e->data_off &&
+            e->data_off - (v[n - 1].at + v[n - 1].size) <= PREFETCH_GAP)
+            v[n - 1].size = e->data_off + e->usize - v[n - 1].at; /* joined over the header */
+        else
+            v[n++] = (oc_source_range){e->data_off, e->usize};
+    }
+    oc_source_will_read(r->src, v, n);
+    free(v);
 }
 
 void oz__zip_reader_will_read_locals(const oz_zip_reader *r) {
