@@ -123,7 +123,7 @@ def make_forms(ctx, src, tag):
     """The four forms of the sample model, each in a directory of its own."""
     forms = {}
     d = ctx.path("forms-" + tag)
-    for sub in ("archive", "single", "two", "nfile"):
+    for sub in ("archive", "single", "two", "nfile", "odd"):
         os.makedirs(os.path.join(d, sub))
     cv = [ctx.onnxz, "-q", "convert"]
     forms["archive"] = os.path.join(d, "archive", "m.onnxz")
@@ -135,6 +135,10 @@ def make_forms(ctx, src, tag):
     forms["nfile"] = os.path.join(d, "nfile", "m.onnx")
     subprocess.run(cv + [src, forms["nfile"], "--external-data", "w.bin", "--max-file-size",
                          "100000"], check=True)
+    # a data file whose name needs JSON escapes and is not ASCII (G-14)
+    forms["odd"] = os.path.join(d, "odd", "m.onnx")
+    subprocess.run(cv + [src, forms["odd"], "--external-data", 'w\u00e9"i\\ghts.bin'],
+                   check=True)
     return forms
 
 
