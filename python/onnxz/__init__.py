@@ -641,7 +641,7 @@ class File(collections.abc.Mapping):
             items.append((name, ranges, out))
         return self._open_reader().read_many(items, int(num_threads))
 
-    def verify(self):
+    def verify(self, trust=None):
         """Checks the file as `onnxz verify` does (archives: every ZIP check and CRC-32 and
         every tensor resolving to its entry; .onnx: every external tensor resolved and its
         checksum verified; then ir_version, graph and every tensor's size; last, an
@@ -649,8 +649,11 @@ class File(collections.abc.Mapping):
         data on 64-byte boundaries), and a stub's references into an archive (A-62).
         Raises onnxz.Error with the tool's message. A .onnx file is verified only while it
         and its data files are the files opened: one a save replaced meanwhile raises
-        onnxz.Error ("replaced since it was opened"; spec/security.md L-2)."""
-        self._open_reader().verify(self._key)
+        onnxz.Error ("replaced since it was opened"; spec/security.md L-2).
+        trust: a trusted public key's PEM file: the file's signature (onnxz.sign) is
+        verified first, as `onnxz verify --trust` does, and its report returned (the dict
+        verify_signature returns); an unsigned or tampered file raises onnxz.Error."""
+        return self._open_reader().verify(self._key, trust)
 
     def info(self):
         """What `onnxz info --json` reports on the file, as a dict with the same keys and

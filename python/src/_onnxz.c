@@ -1601,19 +1601,30 @@ static PyObject *reader_info(ReaderObject *self, PyObject *unused) {
     return out;
 }
 
-/* verify(key): the checks of `onnxz verify`, on the open file (oz_reader_verify). */
+/* verify(key, trust=None): the checks of `onnxz verify` (with a trusted public key's path,
+ * `--trust`: the signature first), on the open file (oz_reader_verify). Returns the
+ * signature's report (a dict) when trust is given, else None. */
 static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
-    PyObject *holder = NULL;
+    PyObject *holder = NULL, *key_obj = Py_None, *trust_obj = Py_None, *trust = NULL,
+             *result = NULL;
     Py_buffer key;
     oz_open_options o = OZ_OPEN_OPTIONS_INIT;
     oz_verify_report *report = NULL;
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
-    HoldObject *hold = reader_enter(self, args, &key, &holder);
-    if (!hold) return NULL;
+    HoldObject *hold;
+    if (!PyArg_ParseTuple(args, "|OO", &key_obj, &trust_obj) || reader_check(self) < 0) return NULL;
+    if (trust_obj != Py_None && !path_arg(trust_obj, &trust)) return NULL;
+    if (key_arg(key_obj, &key, &holder) < 0) {
+        Py_XDECREF(trust);
+        return NULL;
+    }
+    hold = self->hold;
+    Py_INCREF(hold);
     o.key = key.buf;
     o.key_len = (size_t)key.len;
+    o.trust = trust ? PyBytes_AS_STRING(trust) : NULL;
     oc_error_clear(&err);
     reader_scope(self->hold, &scope);
     Py_BEGIN_ALLOW_THREADS
@@ -1621,10 +1632,18 @@ static PyObject *reader_verify(ReaderObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     Py_DECREF(hold);
     key_release(&key, &holder);
+    Py_XDECREF(trust);
+    if (left_cut(&scope)) { /* the cut, whatever the zeros made the checks say */
+        oz_verify_report_free(report);
+        return NULL;
+    }
+    if (st != OC_OK) {
+        oz_verify_report_free(report);
+        return raise_error(PyBytes_AS_STRING(self->path), &err);
+    }
+    result = report->signature ? signature_report(report->signature) : Py_NewRef(Py_None);
     oz_verify_report_free(report);
-    if (left_cut(&scope)) return NULL; /* the cut, whatever the zeros made the checks say */
-    if (st != OC_OK) return raise_error(PyBytes_AS_STRING(self->path), &err);
-    Py_RETURN_NONE;
+    return result;
 }
 
 /* model_split() -> (skeleton, pieces) as _load gives them: when keeps_references(), the

@@ -129,3 +129,17 @@ def test_signature_path(tmp_path, keys):
     r = onnxz.sign(path, keys["ed"][0], signature=sig)
     assert r["location"] == sig and os.path.exists(sig)
     assert onnxz.verify_signature(path, keys["ed"][1], signature=sig)["parts"] == 1
+
+
+def test_file_verify_trust(tmp_path, keys):
+    f = forms(tmp_path)
+    onnxz.sign(f["archive"], keys["ed"][0])
+    with onnxz.open(f["archive"]) as fh:
+        assert fh.verify() is None
+        r = fh.verify(trust=keys["ed"][1])
+        assert r["key_type"] == "ed25519" and r["in_archive"]
+        with pytest.raises(onnxz.Error, match="signed by another key"):
+            fh.verify(trust=keys["ec"][1])
+    with onnxz.open(f["two"]) as fh:
+        with pytest.raises(onnxz.Error, match="is not signed"):
+            fh.verify(trust=keys["ed"][1])

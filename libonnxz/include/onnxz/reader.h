@@ -154,7 +154,8 @@ OZ_API oc_status oz_reader_unchanged(const oz_reader *r, oc_error *err);
  * archive's open archive passes oz_archive_verify; any other file is read again by its
  * name with opts (the key of an encrypted file, data_dir, num_threads; the memory budget
  * and HTTP settings are r's own, those it was opened with) and passes oz_verify_model,
- * while it is still the one r opened (oz_reader_unchanged, before and after). On success
+ * while it is still the one r opened (oz_reader_unchanged, before and after); with
+ * opts->trust, the signature of the file at r's path first, as oz_verify_path. On success
  * a new *out (NULL after a failure) that oz_verify_report_free releases. */
 OZ_API oc_status oz_reader_verify(oz_reader *r, const oz_open_options *opts, oz_verify_report **out,
                                   oc_error *err);

@@ -198,6 +198,9 @@ oc_status oz__verify(const char *path, oz_kind kind, const oz_archive *ar,
     found.kind = kind;
     if (!rep) {
         st = nomem(err);
+    } else if (opts->trust &&
+               (st = oz_signature_verify(path, opts->trust, NULL, &rep->signature, err)) != OC_OK) {
+        /* the signature first: nothing unauthenticated is checked further */
     } else if (oz_kind_is_archive(found.kind)) {
         found.is_archive = true;
         st = verify_archive(path, ar, &opts->parse, rep, &found, err);
@@ -227,14 +230,7 @@ oc_status oz_verify_path(const char *path, const oz_open_options *opts, oz_verif
     if (info) OC_FORWARD(oc__output_check(info, info->size, "oz_open_info", err));
     /* a file that cannot be looked at is handed to the model loader, which says why */
     if (oz_detect_path(path, opts->parse.http, &kind, NULL) != OC_OK) kind = OZ_KIND_MODEL;
-    oz_signature_report *sig = NULL;
-    if (opts->trust) OC_FORWARD(oz_signature_verify(path, opts->trust, NULL, &sig, err));
-    oc_status st = oz__verify(path, kind, NULL, opts, out, info, err);
-    if (st == OC_OK)
-        (*out)->signature = sig;
-    else
-        oz_signature_report_free(sig);
-    return st;
+    return oz__verify(path, kind, NULL, opts, out, info, err);
 }
 
 void oz_verify_report_free(oz_verify_report *report) {
