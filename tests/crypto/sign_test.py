@@ -394,6 +394,16 @@ def tamper_archive(ctx, keys, forms, other):
     r = run([ctx.onnxz, "verify", p, "--trust", pub])
     check(r.returncode == 1 and "entry 'fc2_weight' has changed since it was signed" in r.stderr,
           "onnxz verify --trust of a changed tensor: " + r.stderr)
+    # onnxz meta rewrites __MODEL_PROTO: the signature no longer holds until signed again
+    p = fresh("meta")
+    subprocess.run([ctx.onnxz, "-q", "meta", p, "--set", "k=v"], check=True)
+    ctx.expect("archive: edited by onnxz meta", "checksum", ["verify", p, pub],
+               "entry '__MODEL_PROTO' has changed")
+    ctx.expect("archive: signed again after meta", "ok", ["sign", p, priv])
+    ctx.expect("archive: signed again after meta verifies", "ok", ["verify", p, pub])
+    with zipfile.ZipFile(p) as z:
+        check(z.namelist()[-2:] == [SIG_ENTRY, "__MODEL_PROTO"], "meta, sign: entries " +
+              str(z.namelist()))
     p = fresh("model-byte")
     flip(p, data_offset(p, "__MODEL_PROTO") + 10)
     ctx.expect("archive: a changed byte of the model", "checksum", ["verify", p, pub],
