@@ -13,12 +13,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
 #include "cli.h"
+#include "interrupt.h"
 #include "load.h"
 #include "passphrase.h"
 #include "progress.h"
@@ -132,6 +134,9 @@ static int size_option(const cli_args *args, int opt, const char *name, bool *gi
     return *given ? cli_parse_size("convert", name, args->value[opt], value) : CLI_EXIT_OK;
 }
 
+/* OUT's HTTP settings: the environment's, cancelled by a signal (interrupt_defer). */
+static oc_http_options out_http;
+
 static int make_plan(const cli_args *args, convert_plan *p) {
     const char *to = args->value[CONVERT_OPT_TO];
     oz_save_options *s = &p->save;
@@ -145,6 +150,11 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
     s->no_overwrite = !p->force;
+    /* An s3:// OUT is a multipart upload: a signal cancels it, the library aborts the
+     * upload (no part left stored), and then the process dies of the signal. */
+    out_http = *cli_http_options();
+    out_http.cancel = interrupt_cancel;
+    s->http = &out_http;
     s->no_sync = args->seen[CONVERT_OPT_NO_SYNC];
     s->external_data = args->value[CONVERT_OPT_EXTERNAL_DATA];
     s->checksum = args->seen[CONVERT_OPT_CHECKSUM];
@@ -251,8 +261,12 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
     const char *in = cli_shown(p->in); /* N-2: a URL's user:password@ is not shown */
     cli_put_text(stdout, in, strlen(in));
     fputs(" -> ", stdout);
-    cli_put_text(stdout, p->out, strlen(p->out));
-    printf(" (%" PRIu64 " => %" PRIu64 " bytes)", in_size, size_of(p->out));
+    const char *out = cli_shown(p->out);
+    cli_put_text(stdout, out, strlen(out));
+    if (oc_is_url(p->out)) /* an object written: no file here to measure */
+        printf(" (%" PRIu64 " bytes read)", in_size);
+    else
+        printf(" (%" PRIu64 " => %" PRIu64 " bytes)", in_size, size_of(p->out));
     if (p->save.external_data) report_data_files(p->out);
     putchar('\n');
 }
@@ -310,7 +324,12 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     /* With -f and OUT == IN this is still safe: the new file is renamed over IN, while
      * the mapping the tensors borrow from keeps the old contents alive until freed. */
     oc_error_clear(&err);
+    /* An s3:// OUT is a multipart upload: a signal cancels it, the library aborts the
+     * upload (no part left stored), and then the process dies of the signal. */
+    p->save.cancel = interrupt_cancel;
+    interrupt_defer(strncasecmp(p->out, "s3://", 5) == 0);
     oc_status st = oz_convert_file(p->in, p->out, &oo, &p->save, &info, &err);
+    interrupt_defer(0);
     cli_progress_end(&bar);
     cli_key_free(&in_key);
     cli_key_free(&out_key);

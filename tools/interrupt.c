@@ -9,8 +9,14 @@
 
 static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
 
+static volatile sig_atomic_t deferred, recorded;
+
 /* Async-signal-safe: oc_cleanup_run only unlinks and rmdirs. */
 static void on_fatal(int sig) {
+    if (deferred && !recorded) {
+        recorded = sig;
+        return;
+    }
     int saved = errno;
     oc_cleanup_run();
     errno = saved;
@@ -31,4 +37,19 @@ void interrupt_install(void) {
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
         if (sigaction(fatal[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
             sigaction(fatal[i], &sa, NULL);
+}
+
+void interrupt_defer(int on) {
+    deferred = on;
+    if (!on && recorded) {
+        int sig = recorded;
+        oc_cleanup_run();
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+}
+
+int interrupt_cancel(void *ctx) {
+    (void)ctx;
+    return recorded != 0;
 }

@@ -11,4 +11,13 @@
  * which (spec/security.md, "Signals"). */
 void interrupt_install(void);
 
+/* While deferred (interrupt_defer(1)), the first of those signals is only recorded: a
+ * job that must talk to a server to undo itself (an S3 upload, which is aborted so that
+ * no part stays stored and billed) polls interrupt_cancel and ends, then
+ * interrupt_defer(0) dies of the recorded signal after oc_cleanup_run. A second signal
+ * while deferred dies at once, as without. */
+void interrupt_defer(int on);
+/* Nonzero once a signal was recorded while deferred: an oc_http_options.cancel. */
+int interrupt_cancel(void *ctx);
+
 #endif

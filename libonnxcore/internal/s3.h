@@ -6,6 +6,7 @@
 #ifndef ONNXCORE_INTERNAL_S3_H
 #define ONNXCORE_INTERNAL_S3_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,5 +75,23 @@ const char *oc__s3_region(const oc_s3_options *s3);
  * "". Writes at most cap bytes into out; returns the status the error should carry. */
 oc_status oc__s3_explain(long http_status, const char *body, size_t body_len, const char *region,
                          char *out, size_t cap);
+
+/* An object written with a multipart upload (s3_upload.c; spec/remote.md "S3, write"),
+ * the sink of an oc_atomic_file on an s3:// URL. open starts the upload (needs
+ * credentials; with no_overwrite, an existing key fails with OC_ERR_EXISTS); write appends
+ * (each full part PUT on a thread of its own, at most http->parallel at once); hold marks
+ * n bytes at `at` that patch will rewrite, whose part is kept back until then; commit
+ * sends the last part and completes the upload (with no_overwrite, the key looked at
+ * again first); abort, and commit when it fails, abort the upload. commit and abort free
+ * u. */
+typedef struct oc__s3_upload oc__s3_upload;
+oc_status oc__s3_upload_open(const char *url, const oc_http_options *http, bool no_overwrite,
+                             oc__s3_upload **out, oc_error *err);
+oc_status oc__s3_upload_write(oc__s3_upload *u, const void *data, uint64_t n, oc_error *err);
+void oc__s3_upload_hold(oc__s3_upload *u, uint64_t at, uint64_t n);
+oc_status oc__s3_upload_patch(oc__s3_upload *u, const void *data, uint64_t n, uint64_t at,
+                              oc_error *err);
+oc_status oc__s3_upload_commit(oc__s3_upload *u, bool no_overwrite, oc_error *err);
+void oc__s3_upload_abort(oc__s3_upload *u);
 
 #endif

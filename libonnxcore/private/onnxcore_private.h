@@ -40,6 +40,7 @@
 struct oc_cleanup_entry;
 struct oc_progress;
 struct oc__writeback;
+struct oc__atomic_remote;
 
 /* A file written under a temporary name beside its target and renamed into place. */
 typedef struct oc_atomic_file {
@@ -56,6 +57,10 @@ typedef struct oc_atomic_file {
     struct oc_progress *progress;     /* NULL after oc_atomic_open (a save sets it) */
     struct oc_cleanup_entry *cleanup; /* tmp_path in the signal cleanup (cleanup.h) */
     int through;                      /* written through (S-41): fd is the output itself */
+    /* An object written to a store instead of a file (oc_atomic_open_url): its sink's
+     * calls (internal/onnxcore_atomic.h) and their context; NULL for a file. */
+    const struct oc__atomic_remote *remote;
+    void *remote_ctx;
 } oc_atomic_file;
 
 /* Creates the temporary file for path. With no_overwrite, an existing path fails now with
@@ -80,6 +85,10 @@ typedef enum oc_atomic_use {
 /* oc_atomic_open for an output of that use. */
 OC_PRIVATE oc_status oc_atomic_open_for(oc_atomic_file *af, const char *path, bool no_overwrite,
                                         oc_atomic_use use, oc_error *err);
+/* Tells af that the n bytes at `at`, written already or about to be, will be patched with
+ * oc_atomic_pwrite: an upload keeps the part holding them back until then (a file needs
+ * nothing). One range at a time. */
+OC_PRIVATE void oc_atomic_hold(oc_atomic_file *af, uint64_t at, uint64_t n);
 /* 1 when oc_atomic_open(path) would write path through (S-41: "-", or an existing name
  * that is not a regular file, a directory, nor a link to one or to nothing), which needs
  * no leave to replace: what is there is not replaced. */

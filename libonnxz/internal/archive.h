@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <onnxcore/crypto.h>
+#include <onnxcore/http.h>
 
 #include "onnxz/archive.h"
 
@@ -24,6 +25,12 @@ oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts);
  * (shown without user:password@); OC_OK when path is no URL. Every output's first check
  * (oz_save_check, oz_stub_file, oz_unpack_file). */
 oc_status oz__refuse_url_output(const char *path, oc_error *err);
+
+/* oz_archive_save, with http: an s3:// path written as a multipart upload
+ * (oc_atomic_open_url). */
+oc_status oz__archive_save_url(const oc_model *model, const char *path,
+                               const oz_archive_options *opts, const oc_http_options *http,
+                               oc_error *err);
 
 /* The path the archive was opened from (a file or a URL). */
 const char *oz__archive_path(const oz_archive *ar);

@@ -63,6 +63,12 @@ oc_status oz__zip_writer_begin_deflated(struct oz_zip_writer *w, const char *nam
  * (onnxcore_progress.h), so this is not public API. */
 struct oz_zip_writer;
 struct oc_progress;
+/* oz_zip_writer_open, and with http an s3:// path written as a multipart upload
+ * (oc_atomic_open_url). */
+struct oc_http_options;
+oc_status oz__zip_writer_open_url(const char *path, uint32_t alignment, int no_overwrite,
+                                  const struct oc_http_options *http, struct oz_zip_writer **out,
+                                  oc_error *err);
 void oz__zip_writer_set_save(struct oz_zip_writer *w, struct oc_progress *progress, int no_sync);
 
 #endif

@@ -44,7 +44,8 @@
     NOW(oz_open_info, 24)                                               \
     GREW(oz_save_options, 128, cancel)                                  \
     GREW(oz_save_options, 152, max_memory)                              \
-    NOW(oz_save_options, 160)                                           \
+    GREW(oz_save_options, 160, http)                                    \
+    NOW(oz_save_options, 168)                                           \
     GREW(oz_convert_info, 24, in_size)                                  \
     NOW(oz_convert_info, 32)                                            \
     NOW(oz_stub_options, 24)                                            \

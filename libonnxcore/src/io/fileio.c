@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <dirent.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -380,12 +381,23 @@ static oc_status put_all(oc_atomic_file *af, const void *data, uint64_t size, ui
 }
 
 oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
-    return put_all(ctx, data, size, APPEND, err);
+    oc_atomic_file *af = ctx;
+    if (af->remote) {
+        OC_FORWARD(af->remote->write(af->remote_ctx, data, size, err));
+        oc__atomic_appended(af, size);
+        return OC_OK;
+    }
+    return put_all(af, data, size, APPEND, err);
 }
 
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err) {
+    if (af->remote) return af->remote->patch(af->remote_ctx, data, size, at, err);
     return put_all(af, data, size, at, err);
+}
+
+void oc_atomic_hold(oc_atomic_file *af, uint64_t at, uint64_t n) {
+    if (af->remote) af->remote->hold(af->remote_ctx, at, n);
 }
 
 static void fsync_dir(const char *path) {
@@ -411,6 +423,14 @@ static oc_status commit_through(oc_atomic_file *af, oc_error *err) {
 
 oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
     oc_status st = OC_OK;
+    if (af->remote) {
+        const oc__atomic_remote *r = af->remote;
+        af->remote = NULL; /* commit ends it, success or not */
+        st = r->commit(af->remote_ctx, af->no_overwrite, err);
+        if (st != OC_OK) oc_error_file(err, af->path, st);
+        oc_atomic_abort(af);
+        return st;
+    }
     if (af->through) return commit_through(af, err);
     writeback_stop(af);
     if (!af->no_sync && fsync(af->fd) != 0)
@@ -451,6 +471,8 @@ oc_status oc_atomic_commit(oc_atomic_file *af, oc_error *err) {
 }
 
 void oc_atomic_abort(oc_atomic_file *af) {
+    if (af->remote) af->remote->abort(af->remote_ctx);
+    af->remote = NULL;
     writeback_stop(af); /* before its descriptor goes */
     if (af->fd >= 0) close(af->fd);
     af->fd = -1;

@@ -10,7 +10,7 @@
 
 oc_status oc_atomic_write_bytes(oc_atomic_file *af, const oc_bytes *span, oc_error *err) {
     uint64_t at, done = 0;
-    oc_source *src = oc__bytes_source(span, &at);
+    oc_source *src = af->remote ? NULL : oc__bytes_source(span, &at);
     while (src && done < span->size) {
         uint64_t left = span->size - done, n;
         uint64_t want = left > OC_BYTES_WRITE_CHUNK ? OC_BYTES_WRITE_CHUNK : left;

@@ -21,6 +21,7 @@
 #include "internal/onnxcore_progress.h"
 #include "internal/onnxcore_shared.h"
 #include "internal/onnxcore_atomic.h"
+#include "internal/atomic_url.h"
 
 struct oc_model {
     oc_arena *arena;
@@ -244,6 +245,12 @@ oc_status oc_msg_load_file(const oc_msgdesc *desc, const char *path, oc_arena *a
 
 oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *path,
                            const oc_serialize_options *opts, oc_error *err) {
+    return oc_msg_save_url(desc, msg, path, opts, NULL, err);
+}
+
+oc_status oc_msg_save_url(const oc_msgdesc *desc, const void *msg, const char *path,
+                          const oc_serialize_options *opts, const oc_http_options *http,
+                          oc_error *err) {
     if (!desc || !msg || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_msg_save_file: missing argument");
@@ -251,7 +258,7 @@ oc_status oc_msg_save_file(const oc_msgdesc *desc, const void *msg, const char *
     oc_atomic_file af;
     oc_progress progress;
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));
-    OC_FORWARD(oc_atomic_open(&af, path, opts->no_overwrite, err));
+    OC_FORWARD(oc_atomic_open_url(&af, path, opts->no_overwrite, OC_ATOMIC_STREAM, http, err));
     af.progress = &progress;
     af.no_sync = opts->no_sync;
     /* spans: file to file; fetched tensors: streamed in, nothing moves out */

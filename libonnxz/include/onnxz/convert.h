@@ -142,6 +142,11 @@ typedef struct oz_save_options {
      * M-5); over it, OC_ERR_LIMIT before any file is made. 0: no cap. The tool and the
      * Python package pass their budget (OC_RECOMMENDED_MAX_MEMORY unless raised). */
     uint64_t max_memory;
+    /* Experimental (docs/api.md): the settings of an s3://BUCKET/KEY output (onnxcore/http.h:
+     * its s3 settings, credentials needed; parallel, retries, timeouts, cancel), written with
+     * S3's multipart upload (spec/remote.md "S3, write"). NULL: an s3:// OUT is refused as
+     * any URL is (R-14). */
+    const struct oc_http_options *http;
 } oz_save_options;
 
 #define OZ_SAVE_OPTIONS_INIT \

@@ -238,7 +238,8 @@ static oc_status check_budget(const oc_msgdesc *desc, const void *msg, uint64_t 
 
 /* oz_archive_save_message, with `held` bytes of the budget taken by the model's arena. */
 static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t held,
-                              const char *path, const oz_archive_options *opts, oc_error *err) {
+                              const char *path, const oz_archive_options *opts,
+                              const oc_http_options *http, oc_error *err) {
     if (!desc || !msg || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: missing argument");
     OZ_ARCHIVE_OPTS(opts, err);
@@ -261,8 +262,8 @@ static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t 
     oc_progress progress;
     oc_status st = oc_progress_start_save(&progress, desc, msg, so, err);
     if (st == OC_OK)
-        st =
-            oz_zip_writer_open(path, (uint32_t)so->buffer.alignment, so->no_overwrite, &w.zip, err);
+        st = oz__zip_writer_open_url(path, (uint32_t)so->buffer.alignment, so->no_overwrite, http,
+                                     &w.zip, err);
     if (st == OC_OK) oz__zip_writer_set_save(w.zip, &progress, so->no_sync);
     /* The model last: tools can rewrite it without moving a single weight. */
     if (st == OC_OK)
@@ -278,7 +279,7 @@ static oc_status save_message(const oc_msgdesc *desc, const void *msg, uint64_t 
 
 oc_status oz_archive_save_message(const oc_msgdesc *desc, const void *msg, const char *path,
                                   const oz_archive_options *opts, oc_error *err) {
-    return save_message(desc, msg, 0, path, opts, err);
+    return save_message(desc, msg, 0, path, opts, NULL, err);
 }
 
 oc_status oz_archive_save(const oc_model *model, const char *path, const oz_archive_options *opts,
@@ -286,7 +287,16 @@ oc_status oz_archive_save(const oc_model *model, const char *path, const oz_arch
     if (!model) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_archive_save: no model");
     /* The arena is only measured: the cast is for an accessor that also serves writers. */
     uint64_t held = oc_arena_bytes_used(oc_model_arena((oc_model *)(uintptr_t)model));
-    return save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), held, path, opts, err);
+    return save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), held, path, opts, NULL,
+                        err);
+}
+
+oc_status oz__archive_save_url(const oc_model *model, const char *path,
+                               const oz_archive_options *opts, const oc_http_options *http,
+                               oc_error *err) {
+    uint64_t held = oc_arena_bytes_used(oc_model_arena((oc_model *)(uintptr_t)model));
+    return save_message(&onnx_ModelProto_desc, oc_model_proto_const(model), held, path, opts, http,
+                        err);
 }
 
 /* ---- reading ---- */

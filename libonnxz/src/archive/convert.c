@@ -22,6 +22,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/options.h"
+#include "internal/atomic_url.h"
 
 /* The forms by name, indexed by oz_form; each name is also the form's extension. */
 static const char *const form_names[] = {"auto", "onnx", "onnxz", "onnxc"};
@@ -85,7 +86,8 @@ static uint64_t model_held(const oc_model *model) {
 
 static oc_status save_as(const oc_model *model, const char *path, oz_form form,
                          const oz_archive_options *ao, const void *key, size_t key_len,
-                         const oc_crypt_options *crypt, oc_error *err) {
+                         const oc_crypt_options *crypt, const oc_http_options *http,
+                         oc_error *err) {
     /* S-40: the model's references resolved (a fetch) or the save refused, before any
      * file is touched. */
     OC_FORWARD(oc_check_references_resolved(&onnx_ModelProto_desc, oc_model_proto_const(model),
@@ -96,12 +98,15 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
             return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                             "external_data does not apply to an archive, which holds its "
                             "tensors itself");
-        return oz_archive_save(model, path, ao, err);
+        return oz__archive_save_url(model, path, ao, http, err);
     case OZ_FORM_ONNX:
         if (ao->max_memory && ao->serialize.external_data) /* M-5, as an archive's */
             OC_FORWARD(oc__external_save_budget(&onnx_ModelProto_desc, oc_model_proto_const(model),
                                                 &ao->serialize, model_held(model), ao->max_memory,
                                                 err));
+        if (http && !ao->serialize.external_data)
+            return oc_msg_save_url(&onnx_ModelProto_desc, oc_model_proto_const(model), path,
+                                   &ao->serialize, http, err);
         return oc_model_save_file(model, path, &ao->serialize, err);
     case OZ_FORM_ONNXC:
         return oc_crypt_save_model_file(model, path, key, key_len, crypt, &ao->serialize, err);
@@ -119,7 +124,7 @@ static oc_status save_any(const oc_model *model, const char *path, oz_form form,
     if (form == OZ_FORM_ONNXC)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_save_any: an encrypted output needs a key: use oz_save");
-    return save_as(model, path, form, opts, NULL, 0, NULL, err);
+    return save_as(model, path, form, opts, NULL, 0, NULL, NULL, err);
 }
 
 oc_status oz_save_any(const oc_model *model, const char *path, oz_form form,
@@ -228,15 +233,27 @@ static oc_status check_values(const oz_save_options *o, oz_form form, bool key_l
     return OC_OK;
 }
 
+/* An s3:// output, which oz_save_options.http lets a save write (spec/remote.md). */
+static int is_s3(const char *path) { return path && strncasecmp(path, "s3://", 5) == 0; }
+
 static oc_status save_check(const char *out, const oz_save_options *opts, bool key_later,
                             oz_form *form, oz_save_option *bad, oc_error *err) {
     if (bad) *bad = OZ_SAVE_OPT_NONE;
     if (!out) return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oz_save: missing argument");
     oz_save_options full;
     OC_FORWARD(oz__save_opts(&opts, &full, err));
-    OC_FORWARD(oz__refuse_url_output(out, err));
+    if (!is_s3(out) || !opts->http) OC_FORWARD(oz__refuse_url_output(out, err));
     OC_FORWARD(oz__refuse_url_output(opts->external_data, err));
     oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
+    if (is_s3(out) && ((f != OZ_FORM_ONNXZ && f != OZ_FORM_ONNX) || opts->external_data)) {
+        char shown[OC_ERROR_MESSAGE_MAX];
+        oc_path_shown(out, shown, sizeof shown);
+        return oc_error_file(err, out,
+                             oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                                      "%s: onnxz writes one object to S3: an .onnxz archive, or "
+                                      "an .onnx without external data",
+                                      shown));
+    }
     if (opts->form != OZ_FORM_AUTO && (opts->form < OZ_FORM_ONNX || opts->form > OZ_FORM_ONNXC))
         return refuse(OZ_SAVE_OPT_FORM, bad, err, "%d is not a form", (int)opts->form);
     if (f == OZ_FORM_AUTO)
@@ -341,7 +358,7 @@ static oc_status save_watched(const oc_model *model, const char *out, const oz_s
         ao.serialize.checksum = opts->checksum;
         oc_crypt_options co = OC_CRYPT_OPTIONS_INIT;
         st = save_as(model, out, form, &ao, opts->key, opts->key_len,
-                     opts->crypt ? opts->crypt : &co, err);
+                     opts->crypt ? opts->crypt : &co, is_s3(out) ? opts->http : NULL, err);
     }
     if (input_failed) *input_failed = watched.input_failed;
     return st;

@@ -23,6 +23,7 @@
 #include "internal/cursor.h"
 #include "internal/error.h"
 #include "internal/zipbuild.h"
+#include "internal/atomic_url.h"
 #include "internal/zipfmt.h"
 #include "onnxz/zip.h"
 #include "internal/onnxcore_atomic.h"
@@ -188,6 +189,12 @@ size_t oz__build_end(uint8_t *out, uint64_t n, uint64_t cd_size, uint64_t cd_off
 
 oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int no_overwrite,
                              oz_zip_writer **out, oc_error *err) {
+    return oz__zip_writer_open_url(path, alignment, no_overwrite, NULL, out, err);
+}
+
+oc_status oz__zip_writer_open_url(const char *path, uint32_t alignment, int no_overwrite,
+                                  const struct oc_http_options *http, oz_zip_writer **out,
+                                  oc_error *err) {
     OC_RETURN_ERROR_IF(!out, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no output pointer");
     *out = NULL;
     OC_RETURN_ERROR_IF(!path || !*path, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no path");
@@ -207,7 +214,7 @@ oc_status oz_zip_writer_open(const char *path, uint32_t alignment, int no_overwr
     }
     /* Streamed entries get their CRC patched in (oz_zip_writer_end): a pipe written
      * through (S-41) cannot take that, so it is refused before a byte goes out. */
-    oc_status st = oc_atomic_open_for(&w->af, path, no_overwrite, OC_ATOMIC_SEEKABLE, err);
+    oc_status st = oc_atomic_open_url(&w->af, path, no_overwrite, OC_ATOMIC_SEEKABLE, http, err);
     if (st != OC_OK) {
         oc_nametab_free(w->tab);
         free(w);
@@ -466,6 +473,8 @@ static oc_status begin_entry(oz_zip_writer *w, const char *name, uint16_t method
     e.usize = size;
     size_t hlen = 0;
     OC_FORWARD(build_local(w, &e, name, &hlen, err));
+    /* end patches the CRC (and the compressed size): an upload keeps that part back */
+    oc_atomic_hold(&w->af, w->af.written + OZ_LOCAL_CRC_AT, 8);
     oc_status st = oc_atomic_write(&w->af, w->hdr, hlen, err);
     if (st != OC_OK) return poison(w, st);
     commit_entry(w, &e, name, hash);

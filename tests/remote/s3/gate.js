@@ -24,7 +24,10 @@
 // CONFIG: {"directory": s3rver's store (emptied), "log": the request log,
 //          "region": the endpoint's own region (default us-east-1),
 //          "credentials": [{"key_id", "secret", "token"?, "expired"?}],
-//          "buckets": [{"name", "region"?, "public"?}], "min_part_size"?}
+//          "buckets": [{"name", "region"?, "public"?}], "min_part_size"?,
+//          "faults"?: a file read at each UploadPart, when it exists: {"part": N,
+//            "status", "code"}: part N refused so (every attempt); {"delay_ms": T}: every
+//            part answered T ms late (a client interrupted mid-upload)}
 // When both servers listen, one JSON line goes to stdout: {"port", "endpoint",
 // "s3rver_port"}. The gate exits on SIGTERM or SIGINT and when its stdin closes, so a
 // test that dies leaves no server behind.
@@ -60,6 +63,16 @@ const xmlFields = obj =>
     .filter(([, v]) => v !== undefined)
     .map(([k, v]) => `<${k}>${xmlEscape(v)}</${k}>`)
     .join('');
+
+// The test's faults for UploadPart (CONFIG's "faults"), {} when none.
+function readFaults() {
+  if (!config.faults) return {};
+  try {
+    return JSON.parse(fs.readFileSync(config.faults, 'utf8'));
+  } catch (e) {
+    return {};
+  }
+}
 
 function sendXml(ctx, status, body, headers = {}) {
   const buf = Buffer.from('<?xml version="1.0" encoding="UTF-8"?>\n' + body);
@@ -590,6 +603,9 @@ async function handle(ctx, req, s3rver, s3rverPort) {
           return s3Error(ctx, 400, 'InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive',
             { ArgumentName: 'partNumber', ArgumentValue: q.partNumber });
         }
+        const fault = readFaults();
+        if (fault.delay_ms) await new Promise(done => setTimeout(done, fault.delay_ms));
+        if (fault.part === n) return s3Error(ctx, fault.status || 400, fault.code || 'InvalidRequest', 'a fault the test asked for');
         const r = await forward(ctx, req, body, s3rverPort, { capture: true });
         if (r.status === 200) {
           u.parts.set(n, { size: body.size, etag: body.md5, modified: new Date() });

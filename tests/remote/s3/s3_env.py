@@ -39,6 +39,22 @@ class Gate:
         self.port = self.endpoint = None
 
     @property
+    def faults_file(self):
+        return os.path.join(self.work, "faults.json")
+
+    def faults(self, faults=None):
+        """The gate's faults for UploadPart from now on (gate.js): {"part": N, "status",
+        "code"} refuses part N, {"delay_ms": T} answers every part T ms late; None: none."""
+        if faults is None:
+            if os.path.exists(self.faults_file):
+                os.unlink(self.faults_file)
+            return
+        tmp = self.faults_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(faults, f)
+        os.replace(tmp, self.faults_file)
+
+    @property
     def log(self):
         return os.path.join(self.work, "requests.jsonl")
 
@@ -59,6 +75,7 @@ class Gate:
             "region": REGION,
             "credentials": list(ACCOUNTS.values()),
             "buckets": self.buckets,
+            "faults": self.faults_file,
         }
         if os.path.exists(self.log):
             os.unlink(self.log)
