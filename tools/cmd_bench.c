@@ -141,7 +141,8 @@ static uint64_t touch_bytes(const uint8_t *p, uint64_t n, int pages_only) {
 /* ---- map ------------------------------------------------------------------------- */
 
 /* How bench map asks for the mapping's pages: not at all (faults), MADV_WILLNEED on the
- * whole mapping once mapped (what oc_parse_options.prefetch does), or MAP_POPULATE. */
+ * whole mapping in one call once mapped (oc_parse_options.prefetch gives it in 2 MiB
+ * pieces, since Linux reads one readahead window per call), or MAP_POPULATE. */
 typedef enum map_ahead { MAP_AHEAD_NONE, MAP_AHEAD_WILLNEED, MAP_AHEAD_POPULATE } map_ahead;
 
 static int run_map(const char *path, int every_byte, map_ahead ahead, bench_run *run) {
@@ -462,8 +463,8 @@ static const char bench_help[] =
     "                    copied (the mode every other onnxz command uses)\n"
     "      --every-byte  map only: read every byte of the mapping, not one per page\n"
     "      --prefetch    load: ask the kernel to read the mapped files ahead\n"
-    "                    (oc_parse_options.prefetch; with --no-copy); map: the same\n"
-    "                    advice, MADV_WILLNEED on the whole mapping\n"
+    "                    (oc_parse_options.prefetch; with --no-copy); map:\n"
+    "                    MADV_WILLNEED on the whole mapping in one call\n"
     "      --populate    map only: map with MAP_POPULATE (the file read before mmap\n"
     "                    returns), the other way to read a mapping ahead\n"
     "      --pool        load only, copying: take tensor storage from one storage pool\n"

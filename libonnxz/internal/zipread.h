@@ -59,7 +59,7 @@ oc_source *oz__zip_reader_source(const oz_zip_reader *r);
 void oz__zip_reader_will_read_all(const oz_zip_reader *r, uint64_t except);
 /* Advice to a local source (a mapped archive): the data of every STORED entry but
  * `except` (UINT64_MAX: none) will be read soon, in file order; entries close together
- * make one range (spec/onnxz.md A-23, prefetch). A remote source is left alone. */
+ * make one range (oc_parse_options.prefetch). A remote source is left alone. */
 void oz__zip_reader_prefetch(const oz_zip_reader *r, uint64_t except);
 /* The same for every entry's local header alone (deferred local headers: an archive at a
  * URL), as a layout check reads them. */
