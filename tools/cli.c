@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -95,12 +96,28 @@ static oc_s3_options *s3;
 /* The hub's settings (HF_ENDPOINT, HF_TOKEN or its token file): for the process's life. */
 static oc_hf_options *hf;
 
-int cli_http_init(void) {
+/* Whether some argument of the command (a path, or an option's value) is a URL of the
+ * scheme: the AWS and hub settings are read only for a command that opens one, so that
+ * a broken ~/.aws or token file never touches a command on local files (spec/remote.md
+ * R-20). */
+static bool names_scheme(const cli_args *args, const char *scheme) {
+    size_t n = strlen(scheme);
+    for (int i = 0; i < args->npositional; i++)
+        if (strncasecmp(args->positional[i], scheme, n) == 0) return true;
+    for (int i = 0; i < args->noccurrences; i++)
+        if (args->occurrence[i].value && strncasecmp(args->occurrence[i].value, scheme, n) == 0)
+            return true;
+    return false;
+}
+
+int cli_http_init(const cli_args *args) {
     oc_error err;
     oc_error_clear(&err);
     if (oc_http_options_parse(&http, env_lookup, NULL, &err) == OC_OK &&
-        oc_s3_options_load(&s3, env_lookup, NULL, &err) == OC_OK &&
-        oc_hf_options_load(&hf, env_lookup, NULL, &err) == OC_OK) {
+        (!names_scheme(args, "s3://") ||
+         oc_s3_options_load(&s3, env_lookup, NULL, &err) == OC_OK) &&
+        (!names_scheme(args, "hf://") ||
+         oc_hf_options_load(&hf, env_lookup, NULL, &err) == OC_OK)) {
         http.s3 = s3;
         http.hf = hf;
         return CLI_EXIT_OK;

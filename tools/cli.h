@@ -141,8 +141,9 @@ void cli_parse_options_init(oc_parse_options *opts);
 /* The HTTP settings of every load of a URL, from the user's environment (the only place
  * the tool reads them; their names and ranges: oc_http_options_parse): cli_http_init
  * reads them once, before a command runs, and prints the error of a bad value
- * (CLI_EXIT_FAILURE); cli_parse_options_init passes them on. */
-int cli_http_init(void);
+ * (CLI_EXIT_FAILURE); cli_parse_options_init passes them on. AWS's settings and files
+ * are read only when some argument of args is an s3:// URL, the hub's for hf://. */
+int cli_http_init(const cli_args *args);
 const oc_http_options *cli_http_options(void);
 /* path as the tool shows it (oc_path_shown: a URL without user:password@, spec/security.md
  * N-2), in a buffer of its own that the next call reuses: pass it on at once. */

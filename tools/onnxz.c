@@ -252,7 +252,7 @@ static int dispatch(const cli_command *cmd, int argc, char **argv, int first, in
     if (args.npositional > cmd->max_args)
         return cli_usage_error(cmd->name, "unexpected argument '%s'",
                                args.positional[cmd->max_args]);
-    rc = cli_http_init();
+    rc = cli_http_init(&args);
     return rc == CLI_EXIT_OK ? cmd->run(&args) : rc;
 }
 

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
@@ -148,12 +149,39 @@ static const char *env_lookup(void *ctx, const char *name) {
     return getenv(name);
 }
 
+#define URL_S3 1
+#define URL_HF 2
+
+/* Which of URL_S3 and URL_HF the path p is (0: neither). */
+static int url_kind(const char *p) {
+    return strncasecmp(p, "s3://", 5) == 0 ? URL_S3 : strncasecmp(p, "hf://", 5) == 0 ? URL_HF : 0;
+}
+
+/* The url_kind of each of the first n items of args that is a path (str, bytes or
+ * os.PathLike), or'ed; one that is not is left to the call's own parsing to refuse. */
+static int url_kinds(PyObject *args, Py_ssize_t n) {
+    int kinds = 0;
+    for (Py_ssize_t i = 0; i < n && i < PyTuple_Size(args); i++) {
+        PyObject *b = NULL;
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
+            PyErr_Clear();
+            continue;
+        }
+        kinds |= url_kind(PyBytes_AS_STRING(b));
+        Py_DECREF(b);
+    }
+    return kinds;
+}
+
 /* Fills *o with the settings of every load of a URL, from the user's environment as the
  * tool reads it (oc_http_options_parse: onnxz.open's documentation), read at each call so
  * that a change of os.environ counts from the next open; -1 with onnxz.Error set for a bad
- * value. Call with the GIL held (os.environ is changed under it); the strings are the
- * environment's, which setenv and unsetenv never free. */
-static int http_settings(oc_http_options *o) {
+ * value. AWS's settings and files are read only when kinds holds URL_S3 (a path of the
+ * call is an s3:// URL), the hub's for URL_HF: a broken ~/.aws or token file never
+ * touches a call on local files (spec/remote.md R-20). Call with the GIL held (os.environ
+ * is changed under it); the strings are the environment's, which setenv and unsetenv
+ * never free. */
+static int http_settings(oc_http_options *o, int kinds) {
     oc_error err;
     oc_error_clear(&err);
     oc_s3_options *s3 = NULL;
@@ -161,8 +189,8 @@ static int http_settings(oc_http_options *o) {
     /* s3:// URLs: AWS's settings as its own tools find them (oc_s3_options_load); hf://
      * URLs: the hub's (oc_hf_options_load); copies that http_settings_release frees */
     if (oc_http_options_parse(o, env_lookup, NULL, &err) != OC_OK ||
-        oc_s3_options_load(&s3, env_lookup, NULL, &err) != OC_OK ||
-        oc_hf_options_load(&hf, env_lookup, NULL, &err) != OC_OK) {
+        ((kinds & URL_S3) && oc_s3_options_load(&s3, env_lookup, NULL, &err) != OC_OK) ||
+        ((kinds & URL_HF) && oc_hf_options_load(&hf, env_lookup, NULL, &err) != OC_OK)) {
         oc_s3_options_free(s3);
         raise_error(NULL, &err);
         return -1;
@@ -276,7 +304,7 @@ static PyObject *load_with(oc_http_options *http, PyObject *args);
 static PyObject *py_load(PyObject *self, PyObject *args) {
     oc_http_options http = OC_HTTP_OPTIONS_INIT;
     (void)self;
-    if (http_settings(&http) < 0) return NULL;
+    if (http_settings(&http, url_kinds(args, 1)) < 0) return NULL;
     PyObject *out = load_with(&http, args);
     http_settings_release(&http);
     return out;
@@ -675,7 +703,7 @@ static PyObject *convert_with(oc_http_options *http, PyObject *args);
 static PyObject *py_convert(PyObject *self, PyObject *args) {
     oc_http_options http = OC_HTTP_OPTIONS_INIT;
     (void)self;
-    if (http_settings(&http) < 0) return NULL;
+    if (http_settings(&http, url_kinds(args, 2)) < 0) return NULL;
     PyObject *out = convert_with(&http, args);
     http_settings_release(&http);
     return out;
@@ -1123,7 +1151,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         hold->reader = NULL;
         hold->http = (oc_http_options)OC_HTTP_OPTIONS_INIT;
     }
-    if (!hold || http_settings(&hold->http) < 0) {
+    if (!hold || http_settings(&hold->http, url_kind(PyBytes_AS_STRING(path))) < 0) {
         key_release(&key, &holder);
         Py_XDECREF(hold);
         Py_DECREF(path);

@@ -19,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zipfile
 
 # Built without OpenSSL, SHA-1 checksums are refused with a clear error (ONNXZ_HAVE_OPENSSL=0).
@@ -2540,10 +2541,77 @@ def group_sync(ctx):
         MISSING_CLIENTS.add("strace")
 
 
+def group_settings(ctx):
+    """AWS's and the hub's settings files (spec/remote.md R-20): read only for a command
+    that opens an s3:// or hf:// URL, never blocking (a FIFO), refused in one line naming
+    the file and why unless a regular file of at most 1 MiB (4 KiB for a token); the
+    environment's credentials before any file's; a profile named but found nowhere
+    refused as the AWS CLI refuses it; an endpoint's user:password@ never shown."""
+    d = ctx.path("settings")
+    os.makedirs(d)
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    big = os.path.join(d, "big")
+    write(big, b"[default]\n" + b"#" * (1 << 20))
+    os.makedirs(os.path.join(d, "dir"))
+    clean = {k: "" for k in os.environ if k.startswith(("AWS_", "HF_", "HUGGING"))}
+    clean.update(HOME=os.path.join(d, "nohome"), AWS_ENDPOINT_URL_S3="http://127.0.0.1:9",
+                 HF_ENDPOINT="http://127.0.0.1:9", ONNXZ_HTTP_RETRIES="0")
+    _, want, _ = ctx.run("info", ctx.sample, env=clean)
+    broken = [
+        ("a FIFO as the credentials file", "AWS_SHARED_CREDENTIALS_FILE", fifo, "s3",
+         r"the AWS shared credentials file: not a regular file"),
+        ("a FIFO as the config file", "AWS_CONFIG_FILE", fifo, "s3", r"the AWS config file: not a regular file"),
+        ("a directory as the config file", "AWS_CONFIG_FILE", os.path.join(d, "dir"), "s3",
+         r"the AWS config file: not a regular file"),
+        ("a config file over 1 MiB", "AWS_CONFIG_FILE", big, "s3", r"the AWS config file: over 1048576 bytes"),
+        ("a FIFO as the token file", "HF_TOKEN_PATH", fifo, "hf", r"the hub's token file: not a regular file"),
+        ("a token file over 4 KiB", "HF_TOKEN_PATH", big, "hf", r"the hub's token file: over 4096 bytes"),
+    ]
+    for what, name, path, scheme, message in broken:
+        env = dict(clean, **{name: path})
+        t0 = time.monotonic()
+        rc, out, err = ctx.run("info", ctx.sample, env=env)
+        ctx.check(rc == 0 and out == want and err == "",
+                  f"{what}: info of a local file: exit {rc}, stderr {err!r}")
+        url = "s3://bkt/m.onnx" if scheme == "s3" else "hf://org/repo/m.onnx"
+        ctx.expect_error(["info", url], "environment", f"{what}: info {url}", env=env,
+                         message=re.escape(path) + ": cannot read " + message)
+        ctx.check(time.monotonic() - t0 < 30, f"{what}: took {time.monotonic() - t0:.0f} s")
+    # the environment's keys, region and endpoint: no file is read (a FIFO stays unopened);
+    # the request goes to the closed port
+    env = dict(clean, AWS_SHARED_CREDENTIALS_FILE=fifo, AWS_CONFIG_FILE=fifo, AWS_ACCESS_KEY_ID="AKIA",
+               AWS_SECRET_ACCESS_KEY="S", AWS_REGION="us-east-1")
+    rc, _, err = ctx.run("info", "s3://bkt/m.onnx", env=env)
+    ctx.check(rc == 1 and "fifo" not in err and "s3://bkt/m.onnx" in err,
+              f"keys in the environment: the files were read: {err!r}")
+    # a profile named but found in neither file: refused, not unsigned requests
+    home = os.path.join(d, "home")
+    os.makedirs(os.path.join(home, ".aws"))
+    write(os.path.join(home, ".aws", "credentials"), b"[default]\naws_access_key_id=AKIA\naws_secret_access_key=S\n")
+    env = dict(clean, HOME=home, AWS_PROFILE="typo")
+    ctx.expect_error(["info", "s3://bkt/m.onnx"], "s3://bkt/m.onnx", "AWS_PROFILE=typo", env=env,
+                     message=r"AWS_PROFILE: no profile 'typo' in ")
+    rc, out, err = ctx.run("info", ctx.sample, env=env)
+    ctx.check(rc == 0 and out == want, f"AWS_PROFILE=typo: info of a local file: exit {rc}, {err!r}")
+    # HF_TOKEN with a trailing newline, as the hub's tools take it: a token, not an error
+    rc, _, err = ctx.run("info", "hf://org/repo/m.onnx", env=dict(clean, HF_TOKEN="hf_abc\n"))
+    ctx.check(rc == 1 and "HF_TOKEN" not in err and "hf://org/repo/m.onnx" in err,
+              f"HF_TOKEN ending in a newline: {err!r}")
+    # an endpoint that is not http(s): named without what may be its password
+    for name, url in (("AWS_ENDPOINT_URL_S3", "s3://bkt/m.onnx"), ("HF_ENDPOINT", "hf://org/repo/m.onnx")):
+        env = dict(clean, **{name: "htps://alice:Pa55word@host"})
+        ctx.expect_error(["info", url], "environment", f"{name} with a password", env=env,
+                         message=name + r": 'htps://\.\.\.@host' is not an http")
+        rc, out, err = ctx.run("info", url, env=env)
+        ctx.check("Pa55word" not in err + out and "alice" not in err, f"{name}: the password shown: {err!r}")
+
+
 GROUPS = {
     "usage": group_usage,
     "help": group_help,
     "errors": group_errors,
+    "settings": group_settings,
     "convert": group_convert,
     "force": group_force,
     "info_human": group_info_human,

@@ -206,8 +206,25 @@ static void test_settings(void) {
     snprintf(dir_env, sizeof dir_env, "HF_TOKEN_PATH=%s", home);
     const char *bad2[] = {dir_env, NULL};
     t = token_of(bad2, msg, sizeof msg);
-    CHECK(strcmp(t, "!") == 0 && strstr(msg, home));
+    CHECK(strcmp(t, "!") == 0 && strstr(msg, home) && strstr(msg, "not a regular file"));
     free(t);
+    /* a FIFO there: refused at once (opened without blocking), naming it and why */
+    char fifo[4300], fifo_env[4400];
+    snprintf(fifo, sizeof fifo, "%s", td_at("fifo"));
+    CHECK(mkfifo(fifo, 0600) == 0);
+    snprintf(fifo_env, sizeof fifo_env, "HF_TOKEN_PATH=%s", fifo);
+    const char *bad3[] = {fifo_env, NULL};
+    t = token_of(bad3, msg, sizeof msg);
+    if (!CHECK(strcmp(t, "!") == 0 && strstr(msg, fifo) &&
+               strstr(msg, "cannot read the hub's token file: not a regular file")))
+        fprintf(stderr, "  %s\n", msg);
+    free(t);
+    /* HF_TOKEN cleaned as the hub's tools clean it: a trailing newline is no error */
+    const char *nl[] = {"HF_TOKEN=hf_env\n", NULL};
+    token_is(nl, "hf_env");
+    const char *blank[] = {"HF_TOKEN= \r\n", path_env, NULL}; /* only blanks: the file's */
+    write_text(file, "hf_in_file\n");
+    token_is(blank, "hf_in_file");
 
     /* the endpoint */
     oc_hf_options *o = NULL;
@@ -220,6 +237,9 @@ static void test_settings(void) {
     const char *ep2[] = {"HF_ENDPOINT=ftp://mirror.test", NULL};
     CHECK_STATUS(oc_hf_options_load(&o, table_get, (void *)ep2, &err), OC_ERR_INVALID_ARG, &err);
     CHECK(o == NULL && strstr(err.message, "HF_ENDPOINT"));
+    const char *ep3[] = {"HF_ENDPOINT=htps://alice:Pa55word@mirror.test", NULL};
+    CHECK_STATUS(oc_hf_options_load(&o, table_get, (void *)ep3, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(o == NULL && !strstr(err.message, "Pa55word") && !strstr(err.message, "alice"));
     const char *none[] = {NULL};
     if (CHECK_OK(oc_hf_options_load(&o, table_get, (void *)none, &err), &err))
         CHECK(o->endpoint == NULL && o->token == NULL);

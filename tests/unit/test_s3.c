@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "internal/s3.h"
@@ -362,15 +363,54 @@ static void test_settings(void) {
     const char *bad[] = {"AWS_ENDPOINT_URL_S3=127.0.0.1:9000", NULL};
     CHECK_STATUS(oc_s3_options_load(&o, lookup, (void *)bad, &err), OC_ERR_INVALID_ARG, &err);
     CHECK(strstr(err.message, "AWS_ENDPOINT_URL_S3") != NULL && o == NULL);
-    /* a secret never appears in a message: a config file that cannot be read */
-    char unreadable[4500];
-    snprintf(unreadable, sizeof unreadable, "AWS_CONFIG_FILE=%s", aws); /* a directory */
-    const char *dirconf[] = {h, unreadable, NULL};
-    oc_status st = oc_s3_options_load(&o, lookup, (void *)dirconf, &err);
-    if (st == OC_OK)
-        oc_s3_options_free(o); /* a directory may read as empty on some systems */
-    else
-        CHECK(strstr(err.message, "secret") == NULL && strstr(err.message, "config") != NULL);
+    /* files that are not small regular ones: refused at once (a FIFO never blocks), the
+     * message naming the file and why, never a secret */
+    char fifo[4500], big[4500], setting[4600];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(big, sizeof big, "%s/big", dir);
+    REQUIRE(mkfifo(fifo, 0600) == 0);
+    size_t bign = (1u << 20) + 1;
+    char *bigtext = malloc(bign);
+    REQUIRE(bigtext != NULL);
+    memset(bigtext, '#', bign);
+    REQUIRE(td_write(big, bigtext, bign) == 0);
+    free(bigtext);
+    static const struct {
+        const char *name, *file, *why;
+    } refused[] = {{"AWS_CONFIG_FILE", "%s/.aws", "the AWS config file: not a regular file"},
+                   {"AWS_SHARED_CREDENTIALS_FILE", "%s/fifo",
+                    "the AWS shared credentials file: not a regular file"},
+                   {"AWS_CONFIG_FILE", "%s/fifo", "the AWS config file: not a regular file"},
+                   {"AWS_CONFIG_FILE", "%s/big", "the AWS config file: over 1048576 bytes"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char path[4500], want[4700];
+        snprintf(path, sizeof path, refused[i].file,
+                 strcmp(refused[i].file, "%s/.aws") == 0 ? home : dir);
+        snprintf(setting, sizeof setting, "%s=%s", refused[i].name, path);
+        snprintf(want, sizeof want, "%s: cannot read %s", path, refused[i].why);
+        const char *env[] = {h, setting, NULL};
+        CHECK_STATUS(oc_s3_options_load(&o, lookup, (void *)env, &err), OC_ERR_INVALID_ARG, &err);
+        if (!CHECK(o == NULL && strstr(err.message, want) != NULL &&
+                   strstr(err.message, "secret") == NULL))
+            fprintf(stderr, "  got \"%s\", want \"%s\"\n", err.message, want);
+    }
+    /* the environment's keys, region and endpoint: no file is opened (the FIFO is not) */
+    snprintf(setting, sizeof setting, "AWS_SHARED_CREDENTIALS_FILE=%s", fifo);
+    char conf_fifo[4600];
+    snprintf(conf_fifo, sizeof conf_fifo, "AWS_CONFIG_FILE=%s", fifo);
+    const char *env_all[] = {setting,
+                             conf_fifo,
+                             "AWS_ACCESS_KEY_ID=AKIDENV",
+                             "AWS_SECRET_ACCESS_KEY=secretenv",
+                             "AWS_REGION=ap-south-1",
+                             "AWS_ENDPOINT_URL=http://h:2",
+                             NULL};
+    expect_load("keys, region, endpoint from the environment", env_all, "AKIDENV", "secretenv",
+                NULL, "ap-south-1", "http://h:2");
+    /* an endpoint's user:password@ is not shown */
+    const char *pw[] = {"AWS_ENDPOINT_URL_S3=htp://alice:Pa55word@host", NULL};
+    CHECK_STATUS(oc_s3_options_load(&o, lookup, (void *)pw, &err), OC_ERR_INVALID_ARG, &err);
+    CHECK(strstr(err.message, "Pa55word") == NULL && strstr(err.message, "alice") == NULL);
     CHECK_STATUS(oc_s3_options_load(NULL, lookup, (void *)none, &err), OC_ERR_INVALID_ARG, &err);
     oc_s3_options_free(NULL);
     td_remove(dir);

@@ -155,9 +155,14 @@ typedef struct oc_s3_options {
  *   region: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region` (config);
  *   endpoint: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the profile's
  *     `endpoint_url` (config); path_style 0 (path-style with an endpoint).
- * A file that does not exist is no error; one that cannot be read, or an endpoint that is
- * not an http(s) URL, fails with a message naming it (never a secret's value). The strings
- * are copies: *out outlives get's. Thread-safe when get is. */
+ * A file is read only for what the settings leave unsaid (the credentials file when no
+ * keys are set; the config file when keys, region or endpoint are missing; both when
+ * AWS_PROFILE is set); call this only for an s3:// URL, so that a broken file never
+ * touches other work. A file that does not exist is no error; one that is not a regular
+ * file of at most 1 MiB (it is opened without blocking), or cannot be read, or an
+ * endpoint that is not an http(s) URL, fails with a message naming the file or setting and
+ * why (never a secret's value). The strings are copies: *out outlives get's. Thread-safe
+ * when get is. */
 OC_API oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
                                     oc_error *err);
 /* Wipes the secret and the token and frees o (made by oc_s3_options_load); NULL is
@@ -185,9 +190,11 @@ typedef struct oc_hf_options {
  *   endpoint: HF_ENDPOINT (an http:// or https:// URL);
  *   token: HF_TOKEN, else HUGGING_FACE_HUB_TOKEN, else the file `hf auth login` writes:
  *     HF_TOKEN_PATH, else $HF_HOME/token, else $XDG_CACHE_HOME/huggingface/token, else
- *     $HOME/.cache/huggingface/token (its line breaks dropped, blanks around stripped).
- * A file that does not exist, or holds nothing, is no token and no error; one that cannot
- * be read, a token holding a blank, control or non-ASCII byte, or an endpoint that is not
+ *     $HOME/.cache/huggingface/token (a token's line breaks dropped, blanks around
+ *     stripped, from the file as from the variables).
+ * Call this only for an hf:// URL. A file that does not exist, or holds nothing, is no
+ * token and no error; one that is not a regular file of at most 4 KiB or cannot be read
+ * (why: the system's reason), a token holding a blank, control or non-ASCII byte, or an endpoint that is not
  * http(s), fails with a message naming the setting or file (never the token). The strings
  * are copies. Thread-safe when get is. */
 OC_API oc_status oc_hf_options_load(oc_hf_options **out, oc_http_lookup get, void *ctx,

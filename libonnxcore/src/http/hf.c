@@ -13,6 +13,7 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/hf.h"
+#include "internal/settings_file.h"
 #include "internal/url.h"
 
 int oc__is_hf_url(const char *path) { return path && strncasecmp(path, "hf://", 5) == 0; }
@@ -203,43 +204,38 @@ static const char *text(oc_http_lookup get, void *ctx, const char *name) {
     return v && *v ? v : NULL;
 }
 
-/* The token in the file at path, as the hub's tools read it (line breaks dropped, blanks
- * around stripped), into a new string; *tok NULL when the file does not exist or holds
- * nothing. */
-static oc_status token_file(const char *path, char **tok, oc_error *err) {
-    *tok = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
-        return oc_error_file(err, path, oc__fail_errno(err, errno, "cannot read %s", path));
-    }
-    char buf[4097];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        return oc_error_file(err, path,
-                             oc__fail(err, OC_ERR_IO, OC_NO_OFFSET, "cannot read %s", path));
-    if (n == sizeof buf)
-        return oc_error_file(err, path,
-                             oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                                      "%s: not a token (over 4096 bytes)", path));
+/* token as the hub's tools clean it (huggingface_hub's _clean_token): line breaks
+ * dropped, blanks around stripped, in place; returns where it now starts. */
+static char *cleaned(char *buf) {
     size_t o = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; buf[i]; i++)
         if (buf[i] != '\r' && buf[i] != '\n') buf[o++] = buf[i];
     while (o && (buf[o - 1] == ' ' || buf[o - 1] == '\t')) o--;
+    buf[o] = '\0';
     size_t s = 0;
     while (s < o && (buf[s] == ' ' || buf[s] == '\t')) s++;
-    if (s == o) return OC_OK;
-    buf[o] = '\0';
-    const char *why = oc__hf_token_problem(buf + s);
+    return buf + s;
+}
+
+/* The token in the file at path, as the hub's tools read it (cleaned), into a new
+ * string; *tok NULL when the file does not exist or holds nothing. Read only when it is
+ * a regular file of at most 4 KiB (internal/settings_file.h). */
+static oc_status token_file(const char *path, char **tok, oc_error *err) {
+    *tok = NULL;
+    char *buf;
+    size_t n;
+    OC_FORWARD(oc__settings_file_read(path, "the hub's token file", 4096, &buf, &n, err));
+    if (!buf) return OC_OK;
+    oc_status st = OC_OK;
+    const char *t = cleaned(buf), *why = *t ? oc__hf_token_problem(t) : NULL;
     if (why) /* never the token itself */
-        return oc_error_file(
+        st = oc_error_file(
             err, path,
             oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: not a token: it %s", path, why));
-    if (!(*tok = strdup(buf + s)))
-        return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    return OC_OK;
+    else if (*t && !(*tok = strdup(t)))
+        st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    oc__settings_file_free(buf, n);
+    return st;
 }
 
 /* a + b as a new string, or NULL */
@@ -278,22 +274,33 @@ oc_status oc_hf_options_load(oc_hf_options **out, oc_http_lookup get, void *ctx,
     h->pub.size = sizeof h->pub;
     oc_status st = OC_OK;
     const char *v = text(get, ctx, "HF_ENDPOINT");
+    char shown[256];
     if (v && strncasecmp(v, "http://", 7) != 0 && strncasecmp(v, "https://", 8) != 0)
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                      "HF_ENDPOINT: '%.200s' is not an http:// or https:// URL", v);
+                      "HF_ENDPOINT: '%.200s' is not an http:// or https:// URL",
+                      oc__setting_shown(v, shown, sizeof shown)); /* no user:password@ (N-2) */
     else if (v && !(h->endpoint = strdup(v)))
         st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     const char *t = text(get, ctx, "HF_TOKEN");
     const char *tname = "HF_TOKEN";
     if (!t) t = text(get, ctx, "HUGGING_FACE_HUB_TOKEN"), tname = "HUGGING_FACE_HUB_TOKEN";
+    size_t tn = t ? strlen(t) + 1 : 0;
+    char *copy = st == OC_OK && t ? strdup(t) : NULL;
+    if (st == OC_OK && t && !copy) st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     if (st == OC_OK && t) {
-        const char *why = oc__hf_token_problem(t);
-        if (why)
+        /* cleaned as the hub's tools do: `export HF_TOKEN=$(cat file)` keeps no newline, but
+         * HF_TOKEN="$(cat file)\n" and the like must work as they do there */
+        const char *c = cleaned(copy), *why = *c ? oc__hf_token_problem(c) : NULL;
+        if (!*c)
+            t = NULL; /* only blanks: no token, as there */
+        else if (why)
             st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: not a token: it %s", tname,
                           why);
-        else if (!(h->token = strdup(t)))
+        else if (!(h->token = strdup(c)))
             st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    } else if (st == OC_OK) { /* the file `hf auth login` writes */
+    }
+    oc__settings_file_free(copy, tn);
+    if (st == OC_OK && !t) { /* the file `hf auth login` writes */
         const char *p = text(get, ctx, "HF_TOKEN_PATH"), *home;
         char *path = NULL;
         int look = 1;

@@ -13,6 +13,7 @@
 #include "onnxcore/http.h"
 #include "internal/error.h"
 #include "internal/s3.h"
+#include "internal/settings_file.h"
 #include "internal/url.h"
 
 #define FILE_MAX (1u << 20) /* a shared config or credentials file, at most */
@@ -253,32 +254,6 @@ static char *trimmed(const char *s, size_t n) {
     return dupn(s, n);
 }
 
-/* The file at path, NUL-terminated, in *out; NULL (and OC_OK) when it does not exist. */
-static oc_status read_small(const char *path, const char *setting, char **out, oc_error *err) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT || errno == ENOTDIR) return OC_OK;
-        return oc__fail_errno(err, errno, "%s: cannot read the AWS %s file", path, setting);
-    }
-    char *buf = malloc(FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, FILE_MAX + 1, f) : 0;
-    int bad = buf && (ferror(f) || n > FILE_MAX);
-    fclose(f);
-    if (!buf) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    if (bad) {
-        volatile char *v = buf; /* what was read of it may hold a secret */
-        for (size_t i = 0; i < n && i <= FILE_MAX; i++) v[i] = 0;
-        free(buf);
-        return oc__fail(err, OC_ERR_IO, OC_NO_OFFSET,
-                        "%s: cannot read the AWS %s file (unreadable, or over 1 MiB)", path,
-                        setting);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return OC_OK;
-}
-
 /* Takes from the INI text the keys of section `section` that p does not hold yet: the
  * shared files' syntax as the AWS CLI reads it ("[name]", "key = value", '#' and ';'
  * comments; indented lines continue a nested setting such as "s3 =", which is skipped). */
@@ -340,34 +315,47 @@ static char *home_file(oc_http_lookup get, void *ctx, const char *name) {
     return home ? cat3(home, "/.aws/", name) : NULL;
 }
 
-/* Fills p from the profile `name` of the two files; *found: whether either has it. */
-static oc_status profile_load(oc_http_lookup get, void *ctx, const char *name, profile *p,
-                              int *found, char **where, oc_error *err) {
+/* The profile `name` of the shared files, into *p: the credentials file's keys (when
+ * want_cred) before the config file's (when want_conf). *found tells whether a file read
+ * has the profile, *where names the files looked in (for the message when none has it).
+ * Each file is read only when asked for (spec/remote.md R-18). */
+static oc_status profile_load(oc_http_lookup get, void *ctx, const char *name, int want_cred,
+                              int want_conf, profile *p, int *found, char **where, oc_error *err) {
     const char *cred_set = text(get, ctx, "AWS_SHARED_CREDENTIALS_FILE");
     const char *conf_set = text(get, ctx, "AWS_CONFIG_FILE");
-    char *cred_path = cred_set ? strdup(cred_set) : home_file(get, ctx, "credentials");
-    char *conf_path = conf_set ? strdup(conf_set) : home_file(get, ctx, "config");
+    char *cred_path = !want_cred ? NULL
+                      : cred_set ? strdup(cred_set)
+                                 : home_file(get, ctx, "credentials");
+    char *conf_path = !want_conf ? NULL
+                      : conf_set ? strdup(conf_set)
+                                 : home_file(get, ctx, "config");
     char *cred = NULL, *conf = NULL;
+    size_t cred_n = 0, conf_n = 0;
     oc_status st = OC_OK;
-    if (cred_path) st = read_small(cred_path, "shared credentials", &cred, err);
-    if (st == OC_OK && conf_path) st = read_small(conf_path, "config", &conf, err);
     *found = 0;
+    if (cred_path)
+        st = oc__settings_file_read(cred_path, "the AWS shared credentials file", FILE_MAX, &cred,
+                                    &cred_n, err);
+    if (st == OC_OK && conf_path)
+        st =
+            oc__settings_file_read(conf_path, "the AWS config file", FILE_MAX, &conf, &conf_n, err);
     if (st == OC_OK) {
         /* The credentials file first: its keys win over the config file's. */
-        *found = ini_profile(cred, name, p);
-        char *section =
-            strcmp(name, "default") == 0 ? strdup("default") : cat3("profile ", name, "");
-        if (!section)
-            st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-        else
-            *found |= ini_profile(conf, section, p);
-        free(section);
-        /* where it was looked for, for the message when it is nowhere */
+        if (cred) *found |= ini_profile(cred, name, p);
+        if (conf) {
+            char *section =
+                strcmp(name, "default") == 0 ? strdup("default") : cat3("profile ", name, "");
+            if (!section)
+                st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+            else
+                *found |= ini_profile(conf, section, p);
+            free(section);
+        }
         *where =
             cat3(cred_path ? cred_path : "(no HOME)", " nor ", conf_path ? conf_path : "(no HOME)");
     }
-    wipe_free(cred);
-    wipe_free(conf);
+    oc__settings_file_free(cred, cred_n);
+    oc__settings_file_free(conf, conf_n);
     free(cred_path);
     free(conf_path);
     return st;
@@ -394,9 +382,21 @@ oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
     *out = NULL;
     profile p = {0};
     const char *pname = text(get, ctx, "AWS_PROFILE");
+    const char *id = text(get, ctx, "AWS_ACCESS_KEY_ID");
+    const char *secret = text(get, ctx, "AWS_SECRET_ACCESS_KEY");
+    const char *token = NULL;
+    /* AWS's precedence: the environment's keys, region and endpoint before any file's; a
+     * file is read only for what the environment leaves unsaid. */
+    int env_keys = id && secret;
+    int env_rest = (text(get, ctx, "AWS_REGION") || text(get, ctx, "AWS_DEFAULT_REGION")) &&
+                   (text(get, ctx, "AWS_ENDPOINT_URL_S3") || text(get, ctx, "AWS_ENDPOINT_URL"));
+    /* A profile named is looked for in both files (AWS's tools refuse one that neither
+     * has, whatever else is set). */
+    int want_cred = pname || !env_keys, want_conf = pname || !env_keys || !env_rest;
     int found = 0;
     char *where = NULL, problem[512] = "";
-    oc_status pst = profile_load(get, ctx, pname ? pname : "default", &p, &found, &where, err);
+    oc_status pst = profile_load(get, ctx, pname ? pname : "default", want_cred, want_conf, &p,
+                                 &found, &where, err);
     if (pst != OC_OK) {
         free(where);
         profile_free(&p);
@@ -406,10 +406,7 @@ oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
         snprintf(problem, sizeof problem, "AWS_PROFILE: no profile '%.64s' in %s", pname,
                  where ? where : "the AWS files");
     free(where);
-    const char *id = text(get, ctx, "AWS_ACCESS_KEY_ID");
-    const char *secret = text(get, ctx, "AWS_SECRET_ACCESS_KEY");
-    const char *token = NULL;
-    if (id && secret) {
+    if (env_keys) {
         token = text(get, ctx, "AWS_SESSION_TOKEN");
     } else if (p.key_id && p.secret) {
         id = p.key_id, secret = p.secret, token = p.token;
@@ -424,10 +421,12 @@ oc_status oc_s3_options_load(oc_s3_options **out, oc_http_lookup get, void *ctx,
     if (!endpoint) endpoint = text(get, ctx, "AWS_ENDPOINT_URL"), ep_name = "AWS_ENDPOINT_URL";
     if (!endpoint) endpoint = p.endpoint, ep_name = "the profile's endpoint_url";
     oc_status st = OC_OK;
+    char shown[128];
     if (endpoint && strncasecmp(endpoint, "http://", 7) != 0 &&
         strncasecmp(endpoint, "https://", 8) != 0)
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                      "%s: '%.64s' is not an http:// or https:// URL", ep_name, endpoint);
+                      "%s: '%.64s' is not an http:// or https:// URL", ep_name,
+                      oc__setting_shown(endpoint, shown, sizeof shown)); /* N-2 */
     loaded *l = st == OC_OK ? calloc(1, sizeof *l) : NULL;
     if (st == OC_OK && l) {
         l->o.size = sizeof l->o;
