@@ -125,8 +125,34 @@ static oc_status check_request(many *m, size_t i, oc_error *err) {
     return OC_OK;
 }
 
-static oc_status add_piece(many *m, size_t i, uint64_t at, uint64_t n, uint8_t *dst,
+/* Request q's runs, each handed to fn with its offset in the tensor, its length and
+ * where it goes in q->dst: a slice's runs, adjacent ones joined; or the whole tensor. */
+typedef oc_status (*run_fn)(void *ctx, size_t i, uint64_t at, uint64_t n, uint8_t *dst,
+                            oc_error *err);
+
+static oc_status each_run(const oz_read_request *q, size_t i, run_fn fn, void *ctx, oc_error *err) {
+    if (!q->slice) return q->size ? fn(ctx, i, 0, q->size, q->dst, err) : OC_OK;
+    uint64_t at = 0, n = 0, done = 0;
+    for (uint64_t k = 0; k < oz_slice_runs(q->slice); k++) {
+        uint64_t a, len;
+        oz_slice_run(q->slice, k, &a, &len);
+        if (n && a == at + n) {
+            n += len;
+            continue;
+        }
+        if (n) OC_FORWARD(fn(ctx, i, at, n, (uint8_t *)q->dst + done, err));
+        done += n;
+        at = a;
+        n = len;
+    }
+    return n ? fn(ctx, i, at, n, (uint8_t *)q->dst + done, err) : OC_OK;
+}
+
+/* A run of request i, at `at` in the bytes m->held[i] holds: a piece to read by pread
+ * or copy (run_fn). */
+static oc_status add_piece(void *ctx, size_t i, uint64_t at, uint64_t n, uint8_t *dst,
                            oc_error *err) {
+    many *m = ctx;
     const oc_bytes *b = &m->held[i];
     if (m->npieces == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
@@ -160,21 +186,7 @@ static oc_status plan_request(many *m, size_t i, oc_error *err) {
                                     "read %llu bytes where its size is %llu",
                                     (unsigned long long)m->held[i].size, (unsigned long long)whole),
                            err);
-    if (!q->slice) return q->size ? add_piece(m, i, 0, q->size, q->dst, err) : OC_OK;
-    uint64_t at = 0, n = 0, done = 0;
-    for (uint64_t k = 0; k < oz_slice_runs(q->slice); k++) {
-        uint64_t a, len;
-        oz_slice_run(q->slice, k, &a, &len);
-        if (n && a == at + n) {
-            n += len;
-            continue;
-        }
-        if (n) OC_FORWARD(add_piece(m, i, at, n, (uint8_t *)q->dst + done, err));
-        done += n;
-        at = a;
-        n = len;
-    }
-    return n ? add_piece(m, i, at, n, (uint8_t *)q->dst + done, err) : OC_OK;
+    return each_run(q, i, add_piece, m, err);
 }
 
 /* The requests whose bytes are fetched at each read, by the source they are read from: a
@@ -214,8 +226,17 @@ static oc_status check_crc(many *m, const crc_check *c, oc_error *err) {
         err);
 }
 
-static oc_status group_add(group *g, size_t req, uint64_t at, uint64_t n, uint8_t *dst,
+/* A group with the offset in its source of the tensor a request reads. */
+typedef struct group_at {
+    group *g;
+    uint64_t base;
+} group_at;
+
+/* A run of request req, at `at` in its tensor: a piece of the group (run_fn). */
+static oc_status group_add(void *ctx, size_t req, uint64_t at, uint64_t n, uint8_t *dst,
                            oc_error *err) {
+    group *g = ((group_at *)ctx)->g;
+    at += ((group_at *)ctx)->base;
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 16;
         oc_source_piece *p = realloc(g->pieces, cap * sizeof *p);
@@ -230,25 +251,11 @@ static oc_status group_add(group *g, size_t req, uint64_t at, uint64_t n, uint8_
     return OC_OK;
 }
 
-/* Request i's runs (a slice's, adjacent ones joined; or the whole tensor) as pieces of the
- * group of src, at base in it. */
+/* Request i's runs as pieces of the group g of its source, the tensor at base in it. */
 static oc_status group_request(group *g, const oz_read_request *q, size_t i, uint64_t base,
                                oc_error *err) {
-    if (!q->slice) return q->size ? group_add(g, i, base, q->size, q->dst, err) : OC_OK;
-    uint64_t at = 0, n = 0, done = 0;
-    for (uint64_t k = 0; k < oz_slice_runs(q->slice); k++) {
-        uint64_t a, len;
-        oz_slice_run(q->slice, k, &a, &len);
-        if (n && a == at + n) {
-            n += len;
-            continue;
-        }
-        if (n) OC_FORWARD(group_add(g, i, base + at, n, (uint8_t *)q->dst + done, err));
-        done += n;
-        at = a;
-        n = len;
-    }
-    return n ? group_add(g, i, base + at, n, (uint8_t *)q->dst + done, err) : OC_OK;
+    group_at ga = {g, base};
+    return each_run(q, i, group_add, &ga, err);
 }
 
 /* A request whose bytes are fetched at each read and lie nowhere they can be read in
