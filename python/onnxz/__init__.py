@@ -238,6 +238,10 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
         bytes go to the data file LOC beside it (at multiples of `align`, default 64),
         split into LOC.1, LOC.2... past max_file_size bytes; checksum records their SHA-1.
     "*.onnxc": the model encrypted (ONNXZEC1) with the passphrase key.
+    path may be "s3://BUCKET/KEY" (an .onnxz, or an .onnx without external_data): the
+        object is written with S3's multipart upload and AWS's settings as open reads
+        them, appearing whole at the end; an error or Ctrl-C aborts the upload, leaving no
+        part and no object (spec/remote.md R-21).
     to: 'onnx', 'onnxz' or 'onnxc' for a path of another name.
     sync: every file is written under a temporary name beside its target and renamed into
         place, so a reader or an interrupted save never sees half a file. By default, as
@@ -373,7 +377,8 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
             max_memory=None):
     """Converts the model at src (any form; a path or an http(s) URL, see open) to dst, as
     `onnxz convert -f SRC DST` does with the same options (see save); tensor bytes go from
-    src's mapping (or the network, one tensor at a time) to dst without a copy.
+    src's mapping (or the network, one tensor at a time) to dst without a copy. dst may
+    be an s3:// URL, written as save writes one.
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
     files are, when they moved. sync: as for save (`onnxz convert` syncs by default).
     max_memory: the budget of the decode and of what writing an archive holds beside it,

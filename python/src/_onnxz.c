@@ -495,7 +495,9 @@ static PyObject *py_save_check(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO|p", &path_obj, &opts_obj, &convert) ||
         !path_arg(path_obj, &path))
         return NULL;
+    oc_http_options http = OC_HTTP_OPTIONS_INIT; /* an s3:// path: the save will have them */
     if (save_opts_parse(opts_obj, &s) == 0) {
+        s.o.http = &http;
         if (convert) convert_out_key(PyBytes_AS_STRING(path), &s);
         oc_error_clear(&err);
         if (oz_save_check(PyBytes_AS_STRING(path), &s.o, NULL, NULL, &err) != OC_OK) {
@@ -668,6 +670,7 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
     oc_error err;
     oc_status st;
     int fell_back = 0;
+    oc_http_options http = OC_HTTP_OPTIONS_INIT;
     (void)self;
     if (!PyArg_ParseTuple(args, "y*OO|OO", &data, &path_obj, &opts_obj, &tensors, &sizes))
         return NULL;
@@ -675,12 +678,19 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
     if (!path_arg(path_obj, &path)) goto done;
     if (tensors != Py_None && weights_init(&w, tensors, sizes) < 0) goto done;
     if (save_opts_parse(opts_obj, &s) < 0) goto done;
+    /* an s3:// path is written with the environment's S3 settings, as the tool does */
+    if (http_settings(&http, url_kind(PyBytes_AS_STRING(path))) < 0) {
+        save_opts_release(&s);
+        goto done;
+    }
+    s.o.http = &http;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
         st = save_serialized(&data, PyBytes_AS_STRING(path), &s, tensors != Py_None ? &w : NULL,
                              &fell_back, &err);
     Py_END_ALLOW_THREADS
     save_opts_release(&s);
+    http_settings_release(&http);
     if (w.exc[0])
         PyErr_Restore(w.exc[0], w.exc[1], w.exc[2]); /* the save left nothing */
     else if (st != OC_OK)
@@ -732,6 +742,7 @@ static PyObject *convert_with(oc_http_options *http, PyObject *args) {
         goto done;
     }
     s.o.no_overwrite = 0; /* as save: OUT is replaced */
+    s.o.http = http;      /* an s3:// OUT: a multipart upload (spec/remote.md R-21) */
     convert_out_key(PyBytes_AS_STRING(dst), &s);
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     o.parse.max_memory = s.max_memory;

@@ -221,3 +221,78 @@ def test_credentials_from_the_session_token_the_profile_and_nowhere(store, aws, 
     _refused(lambda: onnxz.load("s3://models/p/m.onnxz"), "s3://models/p/m.onnxz", r"SignatureDoesNotMatch")
     aws(None)
     assert signed_with("s3://public-models/p/m.onnxz") == {("anonymous", "")}
+
+
+# ---- writing s3:// objects (spec/remote.md R-21) ------------------------------------------
+
+def _object(gate, key, path):
+    r = gate.sdk([{"op": "get", "bucket": "models", "key": key, "file": str(path)}])[0]
+    return None if "error" in r else path.read_bytes()
+
+
+def _nothing_left(gate, key):
+    r = gate.sdk([{"op": "uploads", "bucket": "models"},
+                  {"op": "head", "bucket": "models", "key": key}])
+    assert r[0]["uploads"] == []
+    assert r[1].get("error") == "NotFound"
+
+
+@pytest.mark.parametrize("suffix", (".onnxz", ".onnx"))
+def test_convert_and_save_to_s3_write_the_local_bytes(store, aws, tmp_path, suffix):
+    """onnxz.convert and onnxz.save to s3:// (multipart upload): the object Amazon's client
+    reads back is the file the tool's local convert (and the local save) writes."""
+    gate, root = store
+    theirs = tmp_path / f"theirs{suffix}"
+    subprocess.run([_tool(), "-q", "convert", str(root / "m.onnx"), str(theirs)], check=True,
+                   capture_output=True)
+    onnxz.convert(str(root / "m.onnx"), f"s3://models/pw/c{suffix}")
+    assert _object(gate, f"pw/c{suffix}", tmp_path / "c") == theirs.read_bytes()
+    model = onnx.load(str(root / "m.onnx"))
+    onnxz.save(model, str(tmp_path / f"local{suffix}"))
+    for _ in range(2):  # a save replaces, as onnx.save does
+        onnxz.save(model, f"s3://models/pw/s{suffix}")
+    assert _object(gate, f"pw/s{suffix}", tmp_path / "s") == (tmp_path / f"local{suffix}").read_bytes()
+    assert gate.sdk([{"op": "uploads", "bucket": "models"}])[0]["uploads"] == []
+
+
+def test_a_failed_write_leaves_no_upload_and_no_object(store, aws, tmp_path, capfd):
+    gate, root = store
+    url = "s3://models/pw/wrong.onnxz"
+    aws(dict(MAIN, secret=WRONG))
+    _refused(lambda: onnxz.convert(str(root / "m.onnx"), url), url, r"SignatureDoesNotMatch")
+    aws()
+    _nothing_left(gate, "pw/wrong.onnxz")
+    url = "s3://models/pw/two.onnx"
+    _refused(lambda: onnxz.convert(str(root / "m.onnx"), url, external_data="two.data"), url,
+             r"one object")
+    _nothing_left(gate, "pw/two.onnx")
+    out, err = capfd.readouterr()
+    assert not any(s in out or s in err for s in SECRETS)
+
+
+def test_ctrl_c_mid_upload_aborts_it(store, aws, tmp_path):
+    """Ctrl-C while a part is in flight (the gate answers parts 3 s late): KeyboardInterrupt,
+    AbortMultipartUpload sent, no pending upload and no object."""
+    import signal
+    import time
+    gate, root = store
+    key = "pw/ctrl-c.onnxz"
+    mark = gate.mark()
+    gate.faults({"delay_ms": 3000})
+    try:
+        p = subprocess.Popen([sys.executable, "-c", "import onnxz, sys; onnxz.convert(sys.argv[1], sys.argv[2])",
+                              str(root / "m.onnx"), f"s3://models/{key}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(
+                r["method"] == "POST" and "uploads" in r["query"]
+                for r in gate.requests_since(mark, settle=0, timeout=0)):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        gate.faults(None)
+    assert p.returncode != 0 and b"KeyboardInterrupt" in err, err
+    assert any(r["method"] == "DELETE" and "uploadId" in r["query"] for r in gate.requests_since(mark))
+    _nothing_left(gate, key)
