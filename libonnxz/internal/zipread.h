@@ -42,7 +42,8 @@ bool oz__zip_reader_find_n(const oz_zip_reader *r, const char *name, size_t len,
  * OC_ERR_INVALID_ARG) passed to write in order, in pieces, holding a few chunks of it at a
  * time whatever the entry's size: a STORED entry's read from the source (from a URL one
  * request, streamed through); a DEFLATED entry's inflated from its start as its
- * compressed bytes are read (from a URL one request, given up once the range is out), the
+ * compressed bytes are read, in windows of 1 MiB doubling to 16 MiB (from a URL one
+ * request each, none after the one where the range is out), the
  * bytes before `from` thrown away and nothing inflated past the range, within no
  * max_inflated (memory does not grow with the entry). A range that is the whole entry is
  * checked as oz_zip_reader_read_to checks it (a DEFLATED one: Z-77 and its CRC; a STORED

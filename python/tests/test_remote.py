@@ -201,6 +201,33 @@ def test_slices_of_deflated_and_changed_entries(served, tmp_path):
         assert np.array_equal(part, w1[:2])
 
 
+def test_a_slice_of_a_large_deflated_entry_stops_downloading(served):
+    """The compressed bytes of a DEFLATED entry are fetched as they are inflated, in
+    windows of 1 MiB doubling up to 16 MiB, and no more after the slice's last byte
+    (Z-79): a slice of the first rows of a 48 MiB entry of random bytes (deflate cannot
+    shrink them) costs the first window, and equals numpy's slice of the whole; one to
+    the end reads it all."""
+    ng, root = served
+    rng = np.random.default_rng(7)
+    whole = rng.integers(0, 256, size=(3 << 10, 16 << 10), dtype=np.uint8)  # 48 MiB
+    t = onnx.TensorProto(name="r", data_type=onnx.TensorProto.UINT8, dims=whole.shape,
+                         data_location=onnx.TensorProto.EXTERNAL)
+    t.external_data.add(key="location", value="r")
+    t.external_data.add(key="length", value=str(whole.nbytes))
+    model = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [], [t]))
+    with zipfile.ZipFile(root / "r.onnxz", "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("r", whole.tobytes())
+        z.writestr(zipfile.ZipInfo("__MODEL_PROTO"), model.SerializeToString())
+        compressed = z.getinfo("r").compress_size
+    with onnxz.open(ng.url("r.onnxz")) as f:
+        mark = ng.mark()
+        part = f.get_slice("r")[:4, 100:200]
+        sent = sum(r["body_bytes_sent"] for r in ng.requests_since(mark))
+        assert np.array_equal(part, whole[:4, 100:200])
+        assert np.array_equal(f.get_slice("r")[-2:], whole[-2:])  # to the end: all of it
+    assert compressed > 48 << 20 and sent < (1 << 20) + 4096, (sent, compressed)
+
+
 def test_a_remote_file_is_read_from_several_threads(served):
     ng, root = served
     for name in ("m.onnxz", "two.onnx"):

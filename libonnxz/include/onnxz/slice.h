@@ -84,7 +84,8 @@ OZ_API void oz_slice_run(const oz_slice *s, uint64_t i, uint64_t *at, uint64_t *
  * of oc_http_options.parallel: never the whole tensor); in a DEFLATED
  * entry, the entry inflated as a stream from its start to the slice's last byte, the
  * bytes outside the runs thrown away (memory: the slice and a few chunks, whatever the
- * tensor's size; from a URL one request, given up there); else the tensor read as
+ * tensor's size; from a URL in windows of 1 MiB doubling to 16 MiB, one request each,
+ * none past the window that holds the slice's last byte); else the tensor read as
  * oz_reader_read reads it and the runs taken from it. One run of a mapping (a mapped
  * .onnx or archive) is a span of it, no copy; every other result is an owned buffer.
  * Checks (spec/onnxz-zip.md Z-79): a slice that is the whole tensor is checked as

@@ -52,6 +52,11 @@
  * prefetched as one range. */
 #define PREFETCH_GAP ((uint64_t)64 << 10)
 
+/* The compressed bytes of a part of a DEFLATED entry are read in windows from the first
+ * size to the last, each twice the one before. */
+#define INFLATE_WINDOW_MIN ((uint64_t)1 << 20)
+#define INFLATE_WINDOW_MAX ((uint64_t)16 << 20)
+
 /* Chunk size for pread-based reading, CRC checks and inflation. */
 #define CHUNK ((size_t)1 << 18)
 
@@ -1449,11 +1454,19 @@ static oc_status inflate_part(const oz_zip_reader *r, const oz__entry *e, uint64
         free(f.out);
         return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc_status st;
+    oc_status st = OC_OK;
     if (r->src->data) { /* in memory: fed in place */
         st = inflate_feed(&f, r->src->data + e->data_off, e->csize, err);
-    } else { /* read as it is inflated; from a URL one request, stopped once done */
-        st = oc_source_read_to(r->src, e->data_off, e->csize, inflate_feed, &f, err);
+    } else { /* read as it is inflated, in windows that double up to INFLATE_WINDOW_MAX:
+              * from a URL one request each, so that a part near the entry's start costs a
+              * window of it, not the parallel ranges (R-13) a read of all of it starts */
+        uint64_t at = 0, window = INFLATE_WINDOW_MIN;
+        while (st == OC_OK && at < e->csize) {
+            uint64_t len = e->csize - at < window ? e->csize - at : window;
+            st = oc_source_read_to(r->src, e->data_off + at, len, inflate_feed, &f, err);
+            at += len;
+            if (window < INFLATE_WINDOW_MAX) window *= 2;
+        }
     }
     if (st == OC_ERR_CANCELLED && f.done) st = OC_OK;
     if (st == OC_OK) st = inflate_finish(&f, err);
