@@ -13,7 +13,8 @@
  * '/' kept when keep_slash. Returns out, NUL-terminated. */
 char *oc__uri_encode(const char *s, size_t n, int keep_slash, char *out);
 
-/* dir + '/' + the rel_len bytes of rel, percent-encoded but for unreserved bytes and
+/* dir + '/' + the rel_len bytes of rel (its empty and "." components left out),
+ * percent-encoded but for unreserved bytes and
  * '/' (rel is a location already checked by oc__location_problem). Caller frees. */
 char *oc__url_join(const char *dir, const char *rel, size_t rel_len);
 

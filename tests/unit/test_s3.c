@@ -19,6 +19,7 @@
 #include "check.h"
 #include "internal/s3.h"
 #include "internal/url.h"
+#include "internal/url.h"
 #include "testdir.h"
 
 static const char *work_dir = "/tmp";
@@ -174,6 +175,24 @@ static void expect_target(const char *url, const oc_s3_options *o, const char *w
                strcmp(t.path, want_path) == 0))
         fprintf(stderr, "  %s: got %s host %s path %s\n", url, t.url, t.host, t.path);
     oc__s3_target_free(&t);
+}
+
+/* A data file's location joined to a model's URL: its empty and "." components left out
+ * (the file the path names on disk), an S3 key's other bytes as they are, an http(s) one's
+ * encoded (spec/remote.md R-9). */
+static void expect_join(const char *dir, const char *rel, const char *want) {
+    char *got = oc__url_join(dir, rel, strlen(rel));
+    if (!CHECK(got && strcmp(got, want) == 0))
+        fprintf(stderr, "  join(%s, %s) = %s, want %s\n", dir, rel, got ? got : "NULL", want);
+    free(got);
+}
+
+static void test_join(void) {
+    expect_join("s3://b/d", "./w.bin", "s3://b/d/w.bin");
+    expect_join("s3://b/d", "a/./b//c", "s3://b/d/a/b/c");
+    expect_join("s3://b/d", "a b?#", "s3://b/d/a b?#");
+    expect_join("https://h/d", "./sub//x y.bin", "https://h/d/sub/x%20y.bin");
+    expect_join("hf://o/n@main/d", "././w.bin", "hf://o/n@main/d/w.bin");
 }
 
 static void test_targets(void) {
@@ -421,6 +440,7 @@ int main(int argc, char **argv) {
     test_suite_vectors();
     test_s3_examples();
     test_encode();
+    test_join();
     test_targets();
     test_explain();
     test_settings();

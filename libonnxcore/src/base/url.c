@@ -150,11 +150,34 @@ char *oc__url_join(const char *dir, const char *rel, size_t rel_len) {
     if (!out) return NULL;
     memcpy(out, dir, dn);
     out[dn] = '/';
+    /* An empty or "." component names nothing on disk ("a/./b", "a//b" are "a/b"): it is
+     * left out, so that a URL names the same file the path would (an S3 key keeps every
+     * byte, a hub path refuses such components, and a path we built is sent as it is,
+     * CURLOPT_PATH_AS_IS, never folded). Written first at the end of out, then moved. */
+    char *tmp = out + dn + 1 + 2 * rel_len;
+    size_t n = 0;
+    for (size_t i = 0; i < rel_len;) {
+        size_t l = 0;
+        while (i + l < rel_len && rel[i + l] != '/') l++;
+        if (l && !(l == 1 && rel[i] == '.')) {
+            if (n) tmp[n++] = '/';
+            memcpy(tmp + n, rel + i, l);
+            n += l;
+        }
+        i += l + 1;
+    }
     if (oc__is_s3_url(dir)) {
-        memcpy(out + dn + 1, rel, rel_len);
-        out[dn + 1 + rel_len] = '\0';
+        memmove(out + dn + 1, tmp, n);
+        out[dn + 1 + n] = '\0';
     } else {
-        oc__uri_encode(rel, rel_len, 1, out + dn + 1);
+        char *plain = malloc(n + 1);
+        if (!plain) {
+            free(out);
+            return NULL;
+        }
+        memcpy(plain, tmp, n);
+        oc__uri_encode(plain, n, 1, out + dn + 1);
+        free(plain);
     }
     return out;
 }

@@ -47,6 +47,7 @@
 #include "internal/parallel.h"
 #include "internal/onnxcore_shared.h"
 #include "internal/s3.h"
+#include "internal/settings_file.h"
 #include "internal/source.h"
 #include "internal/source_http.h"
 #include "internal/url.h"
@@ -482,6 +483,10 @@ static void setup(http_source *h, CURL *c, struct curl_slist *hdrs, const char *
                   char *errbuf) {
     curl_easy_reset(c); /* keeps the connection cache */
     curl_easy_setopt(c, CURLOPT_URL, h->url);
+    /* A path we built (an S3 key, a hub file) goes as it is: libcurl would otherwise fold
+     * its "." and ".." segments (an S3 key may hold them), sending another path than the
+     * one signed, and another object. */
+    if (h->s3 || h->hf) curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(c, CURLOPT_RANGE, range);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -576,7 +581,7 @@ static oc_status gave_up(const http_source *h, const xfer *x, oc_error *err) {
  * bytes asked for cannot be changed on the way). */
 static oc_status s3_headers(const http_source *h, const char *range, struct curl_slist **out,
                             oc_error *err) {
-    char date[17], bytes[80], line[512];
+    char date[17], bytes[80];
     oc__s3_amz_date((int64_t)time(NULL), date);
     snprintf(bytes, sizeof bytes, "bytes=%s", range);
     oc__sigv4_pair hd[5] = {{"host", h->s3_host},
@@ -601,21 +606,19 @@ static oc_status s3_headers(const http_source *h, const char *range, struct curl
     }
     struct curl_slist *l = NULL;
     int ok = 1;
-    for (size_t i = 0; i < nh && ok; i++) {
+    /* Each line sized to its value: a session token runs to kilobytes (STS's do), and a
+     * line cut short would send less than was signed. */
+    for (size_t i = 0; i < nh + (auth != NULL) && ok; i++) {
         if (i == 1) continue; /* Range: CURLOPT_RANGE sends it */
-        snprintf(line, sizeof line, "%s: %s", hd[i].name, hd[i].value);
-        struct curl_slist *n = curl_slist_append(l, line);
-        ok = n != NULL;
-        if (n) l = n;
-    }
-    if (ok && auth) {
-        size_t n = strlen(auth) + 16;
-        char *a = malloc(n);
+        const char *name = i < nh ? hd[i].name : "Authorization",
+                   *value = i < nh ? hd[i].value : auth;
+        size_t n = strlen(name) + 2 + strlen(value) + 1;
+        char *line = malloc(n);
         struct curl_slist *m = NULL;
-        if (a) {
-            snprintf(a, n, "Authorization: %s", auth);
-            m = curl_slist_append(l, a);
-            free(a);
+        if (line) {
+            snprintf(line, n, "%s: %s", name, value);
+            m = curl_slist_append(l, line);
+            free(line);
         }
         ok = m != NULL;
         if (m) l = m;
@@ -1456,13 +1459,14 @@ static oc_status pin(http_source *h, const xfer *x, const char *endpoint, const 
 static oc_status hf_setup(http_source *h, const char *url, const oc_hf_options *opts,
                           const char **endpoint, oc_error *err) {
     oc_hf_options local;
+    char shown[256];
     OC_FORWARD(oc__hf_opts(&opts, &local, err)); /* by the caller's size (sized.h) */
     const oc_hf_options hf = *opts;
     *endpoint = hf.endpoint ? hf.endpoint : OC_HF_ENDPOINT_DEFAULT;
     if (strncasecmp(*endpoint, "http://", 7) != 0 && strncasecmp(*endpoint, "https://", 8) != 0)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_hf_options.endpoint: '%.200s' is not an http:// or https:// URL",
-                        *endpoint);
+                        oc__setting_shown(*endpoint, shown, sizeof shown)); /* N-2 */
     if (hf.token && oc__hf_token_problem(hf.token)) /* never the token itself */
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "oc_hf_options.token: it %s",
                         oc__hf_token_problem(hf.token));

@@ -26,6 +26,11 @@ NODE = "node"
 with open(os.path.join(HERE, "fixture.json")) as _f:
     FIXTURE = json.load(_f)
 ACCOUNTS = FIXTURE["accounts"]
+# Temporary credentials with a 2 KiB session token, as STS gives for a role with a session
+# policy (its tokens run to kilobytes): a header sized for a short one would cut it.
+ACCOUNTS["long"] = {"key_id": "ASIAONNXZTESTKEY0004", "secret": "gate/long/Secret+Key0004abcdefghijklmnop",
+                    "token": "IQoJb3JpZ2luX2VjELong" + "".join(
+                        "abcdefghijklmnopqrstuvwxyz0123456789/+="[(i * 7) % 39] for i in range(2027))}
 REGION = FIXTURE["region"]
 
 

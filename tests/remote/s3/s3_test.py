@@ -431,6 +431,51 @@ def check_credentials(ctx, d):
           "s3://public-models/m/model.onnxz")
 
 
+# ---- what the request carries -------------------------------------------------------
+
+def check_wire(ctx, d):
+    """What is signed is what is sent: a 2 KiB session token whole (its header line sized
+    to it), a key with "." and ".." segments as written (CURLOPT_PATH_AS_IS: libcurl would
+    fold them, sending another path than the one signed), and a data file's location
+    "./two.data" joined as the path on disk names it (m/two.data)."""
+    url = "s3://models/m/model.onnxz"
+    want = ctx.local(["ls", "--json", os.path.join(d, "model.onnxz")], "ls")
+    long = s3_env.ACCOUNTS["long"]
+    mark = ctx.gate.mark()
+    out = ctx.ok(["ls", "--json", url], "a 2 KiB session token", ctx.env("long"))
+    if out is not None:
+        same_json(ctx, out, want, "a 2 KiB session token")
+    ctx.equal(logged_keys(ctx, mark), [("sigv4", long["key_id"])], "a 2 KiB session token: signed with")
+    for key in ("m/x/../m/model.onnxz", "m/./model.onnxz"):
+        u = f"s3://models/{key}"
+        mark = ctx.gate.mark()
+        ctx.run(["ls", "--json", u], ctx.env())  # the store may or may not hold that key
+        reqs = ctx.gate.requests_since(mark)
+        ctx.check(reqs and all(r["path"] == f"/models/{key}" for r in reqs),
+                  f"{u}: paths sent {[r['path'] for r in reqs]}, want /models/{key}")
+        ctx.check(reqs and all(r["code"] != "SignatureDoesNotMatch" for r in reqs),
+                  f"{u}: the gate found the signature wrong: {[r['code'] for r in reqs]}")
+    # a model whose data file's location is "./two.data": the same tensors as on disk
+    import onnx
+    m = onnx.load(os.path.join(d, "two.onnx"), load_external_data=False)
+    for t in m.graph.initializer:
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = "./two.data"
+    onnx.save(m, os.path.join(d, "dot.onnx"))
+    for r in ctx.gate.sdk([{"op": "put", "bucket": "models", "key": "m/dot.onnx",
+                            "file": os.path.join(d, "dot.onnx")}], region=s3_env.REGION):
+        if "error" in r:
+            raise RuntimeError(f"the SDK could not put models/m/dot.onnx: {r}")
+    name = "w1"
+    local = ctx.local(["get", os.path.join(d, "dot.onnx"), name], "get of ./two.data")
+    mark = ctx.gate.mark()
+    got = ctx.ok(["get", "s3://models/m/dot.onnx", name], "location ./two.data", ctx.env())
+    ctx.equal(got, local, "location ./two.data: the tensor's bytes")
+    paths = sorted({r["path"] for r in ctx.gate.requests_since(mark)})
+    ctx.equal(paths, ["/models/m/dot.onnx", "/models/m/two.data"], "location ./two.data: paths sent")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--onnxz", required=True)
@@ -459,6 +504,7 @@ def main():
                 check_encrypted(ctx, d)
                 check_errors(ctx)
                 check_credentials(ctx, d)
+                check_wire(ctx, d)
         except Unsupported as e:
             print(f"SKIP s3: {e}")
             return SKIP
