@@ -20,9 +20,14 @@
  *                                        copied from their mapping instead;
  *   typed fields, a DEFLATED entry,      the bytes oz_reader_read gives (converted,
  *   an encrypted file                    inflated, decrypted), copied by the threads;
- *   a URL                                ranged reads of the object or data file, each
- *                                        contiguous run of bytes one request (large ones
- *                                        split as oc_http_options.parallel says).
+ *   a URL                                every run of every request read at once: runs
+ *                                        that touch in the object or data file one range
+ *                                        request, cut into 4 MiB ones fetched on the
+ *                                        oc_http_options.parallel connections; an archive
+ *                                        entry's local header read first (one small
+ *                                        request each, once); a whole STORED entry checked
+ *                                        against its CRC-32 (spec/remote.md R-12), a part
+ *                                        of one not (spec/onnxz-zip.md Z-79).
  */
 #ifndef ONNXZ_READ_MANY_H
 #define ONNXZ_READ_MANY_H
