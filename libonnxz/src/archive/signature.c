@@ -610,6 +610,12 @@ int oz_sign_available(void) {
     return 1;
 }
 
+/* Frees a private key's text, wiped first: an unencrypted key is the secret itself. */
+static void wipe_free(char *pem, size_t n) {
+    for (size_t i = 0; pem && i < n; i++) ((volatile char *)pem)[i] = 0;
+    free(pem);
+}
+
 oc_status oz_sign_key_encrypted(const char *key_path, bool *needs, oc_error *err) {
     OC_RETURN_ERROR_IF(!key_path || !needs, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_sign_key_encrypted: missing argument");
@@ -621,7 +627,7 @@ oc_status oz_sign_key_encrypted(const char *key_path, bool *needs, oc_error *err
     oc_error tmp;
     oc_status st = oc__sig_key_private(pem, n, NULL, 0, &key, needs, &tmp);
     oc__sig_key_free(key);
-    free(pem);
+    wipe_free(pem, n);
     if (st == OC_ERR_UNSUPPORTED && !oz_sign_available()) {
         if (err) *err = tmp;
         return st;
@@ -636,8 +642,7 @@ static oc_status load_private(const char *key_path, const oz_sign_options *o, oc
     OC_FORWARD(read_small(key_path, KEY_MAX, "the private key", &pem, &n, err));
     oc_status st = oc__sig_key_private(pem, n, o ? o->passphrase : NULL, o ? o->passphrase_len : 0,
                                        key, NULL, err);
-    for (size_t i = 0; i < n; i++) ((volatile char *)pem)[i] = 0; /* the key's text */
-    free(pem);
+    wipe_free(pem, n);
     if (st != OC_OK && oz_sign_available() && err) {
         char msg[OC_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err->message);
