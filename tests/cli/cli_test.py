@@ -1527,6 +1527,8 @@ def group_verify(ctx):
         os.remove(ctx.path("ck.data"))
         ctx.expect_error(["verify", ck], ck, "verify two-file without its data file")
     ctx.expect_usage(["verify", "--data-dir", ctx.work, arc], "verify --data-dir on an archive")
+    ctx.expect_usage(["verify", "--data-dir", ctx.work, "--trust", ctx.path("no-such-key.pem"), arc],
+                     "verify --data-dir on an archive is a usage error before --trust's key is read")
 
     # A changed byte in a tensor's data: our CRC check and unzip's agree.
     e = zip_entries(arc)[0]

@@ -174,9 +174,6 @@ static oc_status verify_archive(const char *path, const oz_archive *ar,
                                 oz_open_info *info, oc_error *err) {
     oz_archive *opened = NULL;
     oc_status st = OC_OK;
-    if (opts->data_dir)
-        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                        "data_dir applies to .onnx files, not archives");
     if (!ar) {
         oz_zip_reader_options zo = oz__zip_options_for(opts);
         st = oz_archive_open(path, &zo, &opened, err);
@@ -198,6 +195,10 @@ oc_status oz__verify(const char *path, oz_kind kind, const oz_archive *ar,
     found.kind = kind;
     if (!rep) {
         st = nomem(err);
+    } else if (opts->parse.data_dir && oz_kind_is_archive(kind)) {
+        /* before the signature: a usage error is told as one whatever the signature */
+        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "data_dir applies to .onnx files, not archives");
     } else if (opts->trust &&
                (st = oz_signature_verify(path, opts->trust, NULL, &rep->signature, err)) != OC_OK) {
         /* the signature first: nothing unauthenticated is checked further */
