@@ -21,7 +21,8 @@
 #define OC_OPTS_MIN_SIZE sizeof(size_t)
 
 /* Fails with OC_ERR_INVALID_ARG for a caller's struct at opts whose size field (size)
- * was never set or is past OC_OPTIONS_MAX_SIZE (limits.h; nothing else is read then), and
+ * was never set, is past OC_OPTIONS_MAX_SIZE (limits.h; nothing else is read then) or is
+ * no multiple of sizeof(size_t) (it would end inside a field), and
  * for one longer than the `known` bytes of this library's that sets a byte past them. For every struct that begins with its size; an output struct passes
  * known = size (oc__output_check): the library fills the fields it knows and reads none,
  * so a later caller's fields past them are its own business, whatever they hold. */
@@ -38,6 +39,15 @@ static inline oc_status oc__opts_check(const void *opts, size_t size, size_t kno
                             "(OC_OPTIONS_MAX_SIZE, %u): initialise the options with their "
                             "_INIT macro or _init function",
                             what, size, OC_OPTIONS_MAX_SIZE);
+    /* Every version's size is a sizeof: a multiple of the alignment of its first field, a
+     * size_t. Any other size ends inside a field (part of a pointer kept, the rest the
+     * default's: a crash), so it is no version's. */
+    if (size % OC_OPTS_MIN_SIZE)
+        return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                            "%s: size is %zu, which ends inside a field: no version of the "
+                            "struct has that size (a multiple of %zu): initialise it with its "
+                            "_INIT macro or _init function",
+                            what, size, (size_t)OC_OPTS_MIN_SIZE);
     for (size_t i = known; i < size; i++)
         if (((const unsigned char *)opts)[i])
             return oc_error_set(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,

@@ -193,6 +193,49 @@ static void test_output_cut(const cut_row *r) {
     CHECK(same(what, slab, poison, r->cut, sizeof slab - r->cut));
 }
 
+/* Options of a size no version had (one that ends inside a field: not a multiple of
+ * sizeof(size_t)), and an embedded struct of such a size: refused with
+ * OC_ERR_INVALID_ARG, the result the defaults, never part of a caller's field (a pointer
+ * kept in part was a crash: oz_read_many_options.size = 17 with a cancel set). */
+static size_t test_ragged(const oc__sized_type *t) {
+    size_t n = 0;
+    for (size_t size = sizeof(size_t) + 1; size < t->size + 16; size++) {
+        if (size % sizeof(size_t) == 0) continue;
+        void *map;
+        size_t map_len;
+        unsigned char *caller = guarded(size, &map, &map_len);
+        memset(caller, PATTERN, size);
+        memcpy(caller, &size, sizeof size);
+        unsigned char local[OC_OPTIONS_MAX_SIZE];
+        memset(local, POISON, sizeof local);
+        const void *use = NULL;
+        oc_error err;
+        if (!CHECK_STATUS(oc__sized_read(t, caller, local, &use, &err), OC_ERR_INVALID_ARG, &err))
+            fprintf(stderr, "%s of size %zu: accepted\n", t->name, size);
+        CHECK(use == local && memcmp(local, t->defaults, t->size) == 0);
+        CHECK(strstr(err.message, "ends inside a field") != NULL);
+        munmap(map, map_len);
+        n++;
+    }
+    for (size_t k = 0; k < t->n_inner; k++) { /* today's outer, its inner struct ragged */
+        void *map;
+        size_t map_len;
+        unsigned char *caller = guarded(t->size, &map, &map_len);
+        memset(caller, PATTERN, t->size);
+        set_sizes(t, caller, t->size);
+        size_t ragged = t->inner[k].type()->size - 3;
+        memcpy(caller + t->inner[k].offset, &ragged, sizeof ragged);
+        unsigned char local[OC_OPTIONS_MAX_SIZE];
+        const void *use = NULL;
+        oc_error err;
+        CHECK_STATUS(oc__sized_read(t, caller, local, &use, &err), OC_ERR_INVALID_ARG, &err);
+        CHECK(use == local && memcmp(local, t->defaults, t->size) == 0);
+        munmap(map, map_len);
+        n++;
+    }
+    return n;
+}
+
 int main(void) {
     if (sizeof(void *) != 8 || sizeof(size_t) != 8) return 0; /* the sizes recorded are LP64's */
     size_t options = 0, inner = 0, outputs = 0;
@@ -223,7 +266,11 @@ int main(void) {
                     inner++;
                 }
     }
-    printf("options cut: %zu, embedded cut: %zu, outputs cut: %zu\n", options, inner, outputs);
-    CHECK(options >= 10 && inner >= 10 && outputs >= 3);
+    size_t ragged = 0;
+    for (size_t i = 0; i < N_CUTS; i++)
+        if (cuts[i].type && cuts[i].cut == cuts[i].size) ragged += test_ragged(cuts[i].type());
+    printf("options cut: %zu, embedded cut: %zu, outputs cut: %zu, ragged sizes refused: %zu\n",
+           options, inner, outputs, ragged);
+    CHECK(options >= 10 && inner >= 10 && outputs >= 3 && ragged >= 1000);
     return check_report("test_options_cut");
 }

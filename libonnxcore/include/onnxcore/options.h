@@ -32,7 +32,8 @@
  * api.options_abi records each struct's sizes and checks that every later field starts
  * at or past them. A struct whose size is 0 (never initialised) or past
  * OC_OPTIONS_MAX_SIZE (limits.h: garbage, refused before another byte is read) is refused
- * with OC_ERR_INVALID_ARG, and so is one longer than this library knows (from a program
+ * with OC_ERR_INVALID_ARG, and so is one whose size is not a multiple of sizeof(size_t)
+ * (every version's is: any other ends inside a field, test api.options_cut), and one longer than this library knows (from a program
  * compiled against a later header) that sets anything past the fields it knows, an option
  * it cannot honour; zeros there are accepted (test api.options_abi). Set fields by name
  * after initialising; do not fill these structs positionally. oc_tensor_buffer_options,
