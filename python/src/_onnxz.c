@@ -138,7 +138,9 @@ static void key_release(Py_buffer *view, PyObject **holder) {
  * then fails and raise_error passes it on. */
 static int http_cancelled(void *ctx) {
     PyGILState_STATE g = PyGILState_Ensure();
-    int stop = PyErr_CheckSignals() < 0;
+    /* A handler's exception raised at an earlier poll of this call still stands: a
+     * library that went on after that poll (a read it retries another way) stops now. */
+    int stop = PyErr_CheckSignals() < 0 || PyErr_Occurred() != NULL;
     (void)ctx;
     PyGILState_Release(g);
     return stop;

@@ -158,6 +158,39 @@ def test_ctrl_c_during_a_slow_read_raises_keyboard_interrupt(server):
     assert took < 3, took
 
 
+INTERRUPTED_MANY = """
+import sys, numpy as np, onnxz
+try:
+    with onnxz.open(sys.argv[1]) as f:
+        outs = {n: np.empty(f.get_slice(n).shape, f.get_slice(n).dtype) for n in f.names}
+        f.read_into_many(outs, num_threads=2)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    sys.exit(3)
+"""
+
+
+def test_ctrl_c_during_a_slow_read_into_many_raises_keyboard_interrupt(server):
+    """N-6 for read_into_many (oz_reader_read_many): every tensor asked for at once, the
+    server dripping; SIGINT raises KeyboardInterrupt at once, the library asking Python's
+    handlers on the calling thread while its connections wait."""
+    server.reset(Fault("drip_body", start=1, interval=0.2))
+    env = python_env(ONNXZ_HTTP_TIMEOUT="30", ONNXZ_HTTP_RETRIES="0")
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPTED_MANY, server.url("big.onnxz")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(2)  # opened, and the reads have begun
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=20)
+    finally:
+        p.kill()
+        server.finish()
+    took = time.monotonic() - sent
+    assert p.returncode == 3 and "KeyboardInterrupt" in out, (p.returncode, out, err)
+    assert took < 3, took
+
+
 def test_a_dripping_server_is_refused_under_r15(server, monkeypatch):
     """spec/remote.md R-15: a body that drips (1 byte every 0.2 s) is abandoned once it
     falls under the minimum rate over the stall timeout; the error carries the rule."""
