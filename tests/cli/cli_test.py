@@ -2600,6 +2600,10 @@ def group_settings(ctx):
     rc, _, err = ctx.run("info", "hf://org/repo/m.onnx", env=dict(clean, HF_TOKEN="hf_abc\n"))
     ctx.check(rc == 1 and "HF_TOKEN" not in err and "hf://org/repo/m.onnx" in err,
               f"HF_TOKEN ending in a newline: {err!r}")
+    # a region that would change AWS's host name: refused before any request
+    env = dict(clean, AWS_REGION="attacker.invalid/", AWS_ENDPOINT_URL_S3="")
+    ctx.expect_error(["info", "s3://bkt/m.onnx"], "s3://bkt/m.onnx", "AWS_REGION=attacker.invalid/",
+                     env=env, message=r"the S3 region 'attacker\.invalid/' is not a region's name")
     # an endpoint that is not http(s): named without what may be its password
     for name, url in (("AWS_ENDPOINT_URL_S3", "s3://bkt/m.onnx"), ("HF_ENDPOINT", "hf://org/repo/m.onnx")):
         env = dict(clean, **{name: "htps://alice:Pa55word@host"})

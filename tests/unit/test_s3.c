@@ -227,6 +227,34 @@ static void test_targets(void) {
     CHECK_STATUS(oc__s3_target_make("s3://b/k", &o, &t, &err), OC_ERR_INVALID_ARG, &err);
     o.endpoint = "http://h/a%20b";
     CHECK_STATUS(oc__s3_target_make("s3://b/k", &o, &t, &err), OC_ERR_INVALID_ARG, &err);
+    /* a region goes into AWS's host name and the signature's scope: a name only */
+    static const char *const bad_regions[] = {
+        "attacker.invalid/", "us-east-1.evil.com", "a/b", "EU-WEST-1", "r\r\nx: y", "r@h", "r%2e"};
+    oc_s3_options r = OC_S3_OPTIONS_INIT;
+    for (size_t i = 0; i < sizeof bad_regions / sizeof bad_regions[0]; i++) {
+        r.region = bad_regions[i];
+        CHECK_STATUS(oc__s3_target_make("s3://bkt/k", &r, &t, &err), OC_ERR_INVALID_ARG, &err);
+        CHECK(strstr(err.message, "is not a region's name") != NULL);
+    }
+    r.region = "cn-north-1";
+    expect_target("s3://bkt/k", &r, "https://bkt.s3.cn-north-1.amazonaws.com/k",
+                  "bkt.s3.cn-north-1.amazonaws.com", "/k");
+    /* an endpoint's host: DNS labels, an IPv4 or bracketed IPv6 address, a port's digits */
+    static const char *const bad_hosts[] = {
+        "http://h%2eevil/", "http://h\\evil", "http://-h",       "http://h-.x",
+        "http://h..x",      "http://h:port",  "http://h:123456", "http://[::1",
+        "http://h\r\nX: y", "http://[zz::1]", "http://h:",       "http://h.x."};
+    for (size_t i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
+        o.endpoint = bad_hosts[i];
+        if (!CHECK_STATUS(oc__s3_target_make("s3://b/k", &o, &t, &err), OC_ERR_INVALID_ARG, &err))
+            fprintf(stderr, "  endpoint %s accepted\n", bad_hosts[i]);
+    }
+    o.path_style = 0;
+    o.endpoint = "http://[::1]:9000/p";
+    expect_target("s3://b/k", &o, "http://[::1]:9000/p/b/k", "[::1]:9000", "/p/b/k");
+    o.endpoint = "https://minio-1.store.example:443";
+    expect_target("s3://b/k", &o, "https://minio-1.store.example:443/b/k",
+                  "minio-1.store.example:443", "/b/k");
 }
 
 static void expect_explain(long status, const char *body, const char *region, oc_status code,

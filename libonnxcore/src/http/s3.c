@@ -46,6 +46,53 @@ static int bucket_hostable(const char *b) {
     return 1;
 }
 
+/* A region's name as AWS spells them ("us-east-1", "cn-north-1", a store's own such as
+ * "garage" or "auto"): lower-case letters, digits and '-'. */
+static int region_ok(const char *r) {
+    size_t n = strlen(r);
+    if (n == 0 || n > 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') || r[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* An endpoint's host[:port] (the n bytes at h): a DNS name of labels of letters, digits
+ * and inner '-' (or an IPv4 address, which is one), or an IPv6 literal in brackets; then
+ * at most a ':' and a port's digits. Nothing a URL parser could read as more (a '%',
+ * '\\', a blank or a control byte). */
+static int host_ok(const char *h, size_t n) {
+    size_t i = 0;
+    if (n && h[0] == '[') {
+        for (i = 1; i < n && h[i] != ']'; i++)
+            if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f') ||
+                  (h[i] >= 'A' && h[i] <= 'F') || h[i] == ':' || h[i] == '.'))
+                return 0;
+        if (i == n || i == 1) return 0;
+        i++;
+    } else {
+        size_t label = 0;
+        for (; i < n && h[i] != ':'; i++) {
+            char c = h[i];
+            if (c == '.') {
+                if (label == 0 || h[i - 1] == '-') return 0;
+                label = 0;
+            } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       (c == '-' && label > 0)) {
+                if (++label > 63) return 0;
+            } else {
+                return 0;
+            }
+        }
+        if (i == 0 || h[i - 1] == '.' || h[i - 1] == '-') return 0;
+    }
+    if (i == n) return 1;
+    if (h[i] != ':' || i + 1 == n || n - i - 1 > 5) return 0;
+    for (i++; i < n; i++)
+        if (h[i] < '0' || h[i] > '9') return 0;
+    return 1;
+}
+
 static char *dupn(const char *s, size_t n) {
     char *p = malloc(n + 1);
     if (p) {
@@ -86,6 +133,16 @@ oc_status oc__s3_target_make(const char *url, const oc_s3_options *s3, oc__s3_ta
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "%s: not a bucket name (letters, digits, '.', '-' and '_' only)", url);
     const char *key = slash + 1;
+    /* The region goes into AWS's host name and every signature's scope: a region's name
+     * only (a '.', '/' or '@' would name another host or scope). */
+    const char *region = oc__s3_region(s3);
+    if (!region_ok(region)) {
+        char q[OC_QUOTE_SIZE];
+        return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                        "%s: the S3 region '%s' is not a region's name (a-z, 0-9 and '-', at "
+                        "most 64 bytes: AWS_REGION, or the region of the S3 settings)",
+                        url, oc_quote(region, strlen(region), q, sizeof q));
+    }
     /* The endpoint: scheme, host[:port], and a path prefix of unreserved bytes and '/'. */
     const char *ep = s3 && s3->endpoint && *s3->endpoint ? s3->endpoint : NULL;
     char aws[128];
@@ -101,7 +158,7 @@ oc_status oc__s3_target_make(const char *url, const oc_s3_options *s3, oc__s3_ta
     const char *prefix = hp + hn;
     size_t pn = strlen(prefix);
     while (pn && prefix[pn - 1] == '/') pn--;
-    int bad = scheme == 0 || hn == 0 || (prefix[0] && prefix[0] != '/');
+    int bad = scheme == 0 || !host_ok(hp, hn) || (prefix[0] && prefix[0] != '/');
     for (size_t i = 0; i < pn && !bad; i++) {
         char c = prefix[i];
         bad = !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
