@@ -267,7 +267,7 @@ static void report(const convert_plan *p, uint64_t in_size, int verbosity) {
         printf(" (%" PRIu64 " bytes read)", in_size);
     else
         printf(" (%" PRIu64 " => %" PRIu64 " bytes)", in_size, size_of(p->out));
-    if (p->save.external_data) report_data_files(p->out);
+    if (p->save.external_data && !oc_is_url(p->out)) report_data_files(p->out);
     putchar('\n');
 }
 

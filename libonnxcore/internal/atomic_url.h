@@ -1,8 +1,8 @@
 /*
- * internal/atomic_url.h - outputs that may be objects in a store: oc_atomic_open_url (the
- * http layer, s3_output.c) and oc_msg_save_url (model.c), for the writers of both
- * libraries that take an s3:// path (spec/remote.md "S3, write"). Apart from
- * onnxcore_private.h, which the layers below http include.
+ * internal/atomic_url.h - an output that may be an object in a store: oc_atomic_open_url
+ * (the http layer, s3_output.c), for the writers of both libraries that take an s3://
+ * path (spec/remote.md R-21). Apart from onnxcore_private.h, which the layers below http
+ * include.
  */
 #ifndef ONNXCORE_ATOMIC_URL_H
 #define ONNXCORE_ATOMIC_URL_H
@@ -19,11 +19,4 @@ struct oc_http_options;
 OC_PRIVATE oc_status oc_atomic_open_url(oc_atomic_file *af, const char *path, bool no_overwrite,
                                         oc_atomic_use use, const struct oc_http_options *http,
                                         oc_error *err);
-/* oc_msg_save_file (onnxcore/model.h) with the output opened by oc_atomic_open_url: with
- * http, an s3:// path is written as a multipart upload. */
-struct oc_msgdesc;
-struct oc_serialize_options;
-OC_PRIVATE oc_status oc_msg_save_url(const struct oc_msgdesc *desc, const void *msg,
-                                     const char *path, const struct oc_serialize_options *opts,
-                                     const struct oc_http_options *http, oc_error *err);
 #endif

@@ -16,6 +16,12 @@
  * data files first, each atomically, then the model. */
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err);
+/* oc__save_external with http: an s3:// path (and its data files beside it) written as
+ * objects of the store (oc_atomic_open_url), the data objects completed before the
+ * model's. */
+oc_status oc__save_external_url(const oc_msgdesc *desc, const void *msg, const char *path,
+                                const oc_serialize_options *opts,
+                                const struct oc_http_options *http, oc_error *err);
 
 /* oc_encode_external_fetched, with sized (may be NULL) told the model's encoded size
  * after every put and before the first write: libonnxz streams the model into an archive

@@ -47,6 +47,7 @@ typedef struct part {
     atomic_int done;         /* its thread ended */
     oc_status st;            /* its thread's result */
     oc_error err;            /* its thread's error */
+    char etag[256];          /* what the store answered, taken by reap (etags) */
     struct oc__s3_upload *u; /* for its thread */
 } part;
 
@@ -450,8 +451,8 @@ static void *part_run(void *arg) {
         if (!r.etag[0])
             p->st = oc__fail(&p->err, OC_ERR_IO, OC_NO_OFFSET,
                              "%s: the store took part %u without an ETag", u->shown, p->number);
-        else if (!(u->etags[p->number - 1] = strdup(r.etag)))
-            p->st = oc__fail(&p->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        else /* u->etags may move meanwhile (new_part): reap copies it in */
+            memcpy(p->etag, r.etag, sizeof p->etag);
     }
     if (p->st != OC_OK) atomic_store(&u->stop, 1);
     free(p->buf);
@@ -464,23 +465,39 @@ static void *part_run(void *arg) {
 }
 
 /* Joins every part started whose thread has ended (all: wait for each); the first
- * failure's error into err. */
+ * failure's error into err. A part that gave up because another failed (OC_ERR_CANCELLED:
+ * part threads poll no caller's cancel) does not hide that other's error: then every
+ * part is waited for, and the error that stopped them told. */
 static oc_status reap(oc__s3_upload *u, int all, oc_error *err) {
     oc_status st = OC_OK;
     for (int i = 0; i < u->nfly;) {
+        if (st == OC_ERR_CANCELLED) all = 1;
         part *p = u->fly[i];
         if (!all && !atomic_load(&p->done)) {
             i++;
             continue;
         }
         pthread_join(p->tid, NULL);
-        if (p->st != OC_OK && st == OC_OK) {
+        if (p->st == OC_OK && !(u->etags[p->number - 1] = strdup(p->etag))) {
+            p->st = OC_ERR_NOMEM;
+            oc__fail(&p->err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        }
+        if (p->st != OC_OK && (st == OC_OK || st == OC_ERR_CANCELLED) && p->st != st) {
             st = p->st;
             if (err) *err = p->err;
         }
         free(p->buf);
         free(p);
         u->fly[i] = u->fly[--u->nfly];
+    }
+    if (st == OC_ERR_CANCELLED && u->nfly) { /* parts passed over while running */
+        oc_error other;
+        oc_error_clear(&other);
+        oc_status s2 = reap(u, 1, &other);
+        if (s2 != OC_OK && s2 != OC_ERR_CANCELLED) {
+            st = s2;
+            if (err) *err = other;
+        }
     }
     return st;
 }

@@ -383,7 +383,8 @@ static oc_status put_all(oc_atomic_file *af, const void *data, uint64_t size, ui
 oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
     oc_atomic_file *af = ctx;
     if (af->remote) {
-        OC_FORWARD(af->remote->write(af->remote_ctx, data, size, err));
+        oc_status st = af->remote->write(af->remote_ctx, data, size, err);
+        if (st != OC_OK) return oc_error_file(err, af->path, st);
         oc__atomic_appended(af, size);
         return OC_OK;
     }
@@ -392,7 +393,8 @@ oc_status oc_atomic_write(void *ctx, const void *data, uint64_t size, oc_error *
 
 oc_status oc_atomic_pwrite(oc_atomic_file *af, const void *data, uint64_t size, uint64_t at,
                            oc_error *err) {
-    if (af->remote) return af->remote->patch(af->remote_ctx, data, size, at, err);
+    if (af->remote)
+        return oc_error_file(err, af->path, af->remote->patch(af->remote_ctx, data, size, at, err));
     return put_all(af, data, size, at, err);
 }
 

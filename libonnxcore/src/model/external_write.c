@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "internal/encode.h"
 #include "internal/error.h"
 #include "internal/external.h"
+#include "internal/atomic_url.h"
 #include "internal/external_keys.h"
 #include "internal/fetch.h"
 #include "onnxcore_private.h"
@@ -323,6 +325,9 @@ typedef struct data_writer {
     uint32_t nparts;
     char checksum[41];
     oc_progress progress; /* across the data files and the model */
+    /* An s3:// model: every file an object of the store, written by multipart upload
+     * (oc_atomic_open_url; spec/remote.md R-21); NULL: files. */
+    const oc_http_options *http;
 } data_writer;
 
 static char *dir_prefix(const char *path) {
@@ -375,12 +380,12 @@ static oc_status open_part(data_writer *w, oc_error *err) {
     /* A part renamed over the model's own name ("./x.onnx", or x.1 for a model named
      * x.1) would be replaced by the model, or the model by it. Refused here,
      * before any file is renamed into place (E-25). */
-    oc_status st =
-        same_name(path, w->model_path)
-            ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
-                       "external data file %s would be the model file %s itself", path,
-                       w->model_path)
-            : oc_atomic_open_for(&np->af, path, w->opts->no_overwrite, OC_ATOMIC_NAMED, err);
+    int same = w->http ? strcmp(path, w->model_path) == 0 : same_name(path, w->model_path);
+    oc_status st = same ? oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                                   "external data file %s would be the model file %s itself", path,
+                                   w->model_path)
+                        : oc_atomic_open_url(&np->af, path, w->opts->no_overwrite, OC_ATOMIC_NAMED,
+                                             w->http, err);
     free(path);
     if (st != OC_OK) {
         free(np->location);
@@ -733,8 +738,33 @@ static oc_status commit_pair(data_writer *w, oc_atomic_file *model, const char *
     return st;
 }
 
+/* An s3:// pair: each data object completed, in order, then the model's (a model object
+ * never names data that is not in place); at the first failure every upload not yet
+ * completed is aborted. The objects already completed stay (S3 has no rename to make the
+ * pair appear at once: spec/remote.md R-21). Without overwrite each upload looked at its
+ * key at open and looks again before it completes. */
+static oc_status commit_remote(data_writer *w, oc_atomic_file *model, oc_error *err) {
+    oc_status st = OC_OK;
+    for (uint32_t i = 0; i < w->nparts; i++) {
+        if (st == OC_OK)
+            st = oc_atomic_commit(&w->parts[i].af, err);
+        else
+            oc_atomic_abort(&w->parts[i].af);
+    }
+    if (st == OC_OK) return oc_atomic_commit(model, err);
+    oc_atomic_abort(model);
+    return st;
+}
+
 oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char *path,
                             const oc_serialize_options *opts, oc_error *err) {
+    return oc__save_external_url(desc, msg, path, opts, NULL, err);
+}
+
+oc_status oc__save_external_url(const oc_msgdesc *desc, const void *msg, const char *path,
+                                const oc_serialize_options *opts, const oc_http_options *http,
+                                oc_error *err) {
+    if (http && strncasecmp(path, "s3://", 5) != 0) http = NULL;
     uint64_t align = opts->buffer.alignment;
     if (align & (align - 1))
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
@@ -762,6 +792,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     memset(&w, 0, sizeof w);
     w.opts = opts;
     w.fetch = opts->fetch;
+    w.http = http;
     w.dir = dir_prefix(path);
     w.model_path = path;
     w.location = strdup(loc);
@@ -774,9 +805,10 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
     oc_atomic_file model;
     memset(&model, 0, sizeof model); /* oc_atomic_abort may see it before oc_atomic_open */
     model.fd = -1;
-    if (st == OC_OK) st = check_no_parts(&w, err); /* before anything is written */
+    if (st == OC_OK && !http) st = check_no_parts(&w, err); /* before anything is written */
     if (st == OC_OK) st = oc_progress_start_save(&w.progress, desc, msg, opts, err);
-    if (st == OC_OK) st = oc_atomic_open(&model, path, opts->no_overwrite, err);
+    if (st == OC_OK)
+        st = oc_atomic_open_url(&model, path, opts->no_overwrite, OC_ATOMIC_STREAM, http, err);
     model.progress = &w.progress;
     model.no_sync = opts->no_sync;
     if (st == OC_OK)
@@ -784,7 +816,7 @@ oc_status oc__save_external(const oc_msgdesc *desc, const void *msg, const char 
                                         put_in_file, &w, oc_atomic_write, &model, err);
     /* Data first, then the model: a model file never names data that is not in place. */
     if (st == OC_OK) {
-        st = commit_pair(&w, &model, path, err);
+        st = http ? commit_remote(&w, &model, err) : commit_pair(&w, &model, path, err);
     } else {
         for (uint32_t i = 0; i < w.nparts; i++) oc_atomic_abort(&w.parts[i].af);
         oc_atomic_abort(&model);

@@ -22,6 +22,7 @@
 #include "internal/onnxcore_shared.h"
 #include "internal/onnxcore_atomic.h"
 #include "internal/atomic_url.h"
+#include "internal/save_url.h"
 
 struct oc_model {
     oc_arena *arena;
@@ -255,6 +256,8 @@ oc_status oc_msg_save_url(const oc_msgdesc *desc, const void *msg, const char *p
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_msg_save_file: missing argument");
     OC_SERIALIZE_OPTS(opts, err);
+    if (http && opts->external_data) /* (oc_msg_save_file: the model's bytes only) */
+        return oc__save_external_url(desc, msg, path, opts, http, err);
     oc_atomic_file af;
     oc_progress progress;
     OC_FORWARD(oc_progress_start_save(&progress, desc, msg, opts, err));

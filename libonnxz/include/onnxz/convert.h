@@ -176,7 +176,8 @@ OZ_API const char *oz_save_option_name(oz_save_option opt);
  * option at fault and err's message "NAME WHY", NAME being oz_save_option_name(*bad)
  * (a client that spells its options otherwise prints its own name before the message
  * past NAME). *form (may be NULL) receives the output's form. First of all, OUT or
- * external_data that is an http(s) URL is refused (spec/remote.md R-14: a URL is read,
+ * external_data that is a URL is refused (an s3:// OUT given oz_save_options.http
+ * excepted: R-21) (spec/remote.md R-14: a URL is read,
  * never written), *bad OZ_SAVE_OPT_NONE, err's message "URL is a URL: onnxz writes local
  * files only" naming the URL as its file (err->file_at, file_len). */
 OZ_API oc_status oz_save_check(const char *out, const oz_save_options *opts, oz_form *form,

@@ -22,7 +22,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/options.h"
-#include "internal/atomic_url.h"
+#include "internal/save_url.h"
 
 /* The forms by name, indexed by oz_form; each name is also the form's extension. */
 static const char *const form_names[] = {"auto", "onnx", "onnxz", "onnxc"};
@@ -104,7 +104,7 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
             OC_FORWARD(oc__external_save_budget(&onnx_ModelProto_desc, oc_model_proto_const(model),
                                                 &ao->serialize, model_held(model), ao->max_memory,
                                                 err));
-        if (http && !ao->serialize.external_data)
+        if (http)
             return oc_msg_save_url(&onnx_ModelProto_desc, oc_model_proto_const(model), path,
                                    &ao->serialize, http, err);
         return oc_model_save_file(model, path, &ao->serialize, err);
@@ -245,13 +245,13 @@ static oc_status save_check(const char *out, const oz_save_options *opts, bool k
     if (!is_s3(out) || !opts->http) OC_FORWARD(oz__refuse_url_output(out, err));
     OC_FORWARD(oz__refuse_url_output(opts->external_data, err));
     oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
-    if (is_s3(out) && ((f != OZ_FORM_ONNXZ && f != OZ_FORM_ONNX) || opts->external_data)) {
+    if (is_s3(out) && f != OZ_FORM_ONNXZ && f != OZ_FORM_ONNX) {
         char shown[OC_ERROR_MESSAGE_MAX];
         oc_path_shown(out, shown, sizeof shown);
         return oc_error_file(err, out,
                              oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                                      "%s: onnxz writes one object to S3: an .onnxz archive, or "
-                                      "an .onnx without external data",
+                                      "%s: onnxz writes .onnxz archives and .onnx models (with "
+                                      "their data files) to S3, not encrypted files yet",
                                       shown));
     }
     if (opts->form != OZ_FORM_AUTO && (opts->form < OZ_FORM_ONNX || opts->form > OZ_FORM_ONNXC))

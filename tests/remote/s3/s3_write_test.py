@@ -15,7 +15,9 @@ wrote and lists the bucket's pending multipart uploads. Checked:
   failures  a part the store refuses (the gate's fault knob), a wrong secret, SIGTERM and
             SIGINT mid-upload: exit 1 (or death by the signal), one line naming the object,
             no pending multipart upload left (ListMultipartUploads) and no object;
-  refused   an external-data output to s3:// (not written yet): one line, nothing made.
+  pairs     two-file and N-file models: each object equal to the local convert's file, every
+            data object completed before the model's; a refused part leaves none of them;
+            an encrypted output refused in one line, nothing made.
 Exit 0 on pass, 1 on failure, 77 (skipped, the reason printed) without HTTP or OpenSSL.
 """
 
@@ -235,11 +237,46 @@ def check_failures(t, m):
         t.nothing_left(key, sig.name)
 
 
-def check_refused(t, m):
-    key = "w/two.onnx"
-    rc, out, err = t.run(["convert", "--external-data", "two.data", m, f"s3://{BUCKET}/{key}"])
-    t.one_error(rc, out, err, key, r"one object", "external data to s3")
-    t.nothing_left(key, "external data to s3")
+def check_pairs(t, m):
+    """Two-file and N-file models: each object the SDK reads back is the file the local
+    convert writes beside the model; every data object is completed before the model's;
+    a refused part leaves none of them, and no pending upload."""
+    for name, extra, files in (("two", ["--external-data", "two.data"], ["two.data"]),
+                               ("n", ["--external-data", "n.data", "--max-file-size", "9000000"],
+                                ["n.data", "n.data.1"])):
+        d = os.path.join(t.work, f"local-{name}")
+        os.makedirs(d, exist_ok=True)
+        subprocess.run([t.onnxz, "convert", "-f", *extra, m, os.path.join(d, f"{name}.onnx")],
+                       check=True, capture_output=True)
+        t.check(sorted(os.listdir(d)) == sorted(files + [f"{name}.onnx"]),
+                f"{name}: the local files {os.listdir(d)}")
+        mark = t.gate.mark()
+        rc, out, err = t.run(["convert", *extra, m, f"s3://{BUCKET}/p/{name}.onnx"])
+        if not t.check(rc == 0 and err == "", f"{name}: exit {rc}, stderr {err!r}"):
+            continue
+        for f in files + [f"{name}.onnx"]:
+            with open(os.path.join(d, f), "rb") as fh:
+                want = fh.read()
+            got = t.object_bytes(f"p/{f}")
+            t.check(got == want, f"{name}: object p/{f} differs from the local file")
+        done = [r["key"] for r in t.gate.requests_since(mark)
+                if r["method"] == "POST" and "uploadId" in r["query"] and r["status"] == 200]
+        t.check(done and done[-1] == f"p/{name}.onnx" and sorted(done[:-1]) == [f"p/{f}" for f in files],
+                f"{name}: completion order {done}")
+    mark = t.gate.mark()
+    t.gate.faults({"part": 2, "status": 400, "code": "InvalidRequest"})
+    try:
+        rc, out, err = t.run(["convert", "--external-data", "f.data", m, f"s3://{BUCKET}/p/f.onnx"])
+    finally:
+        t.gate.faults(None)
+    t.one_error(rc, out, err, "p/f.onnx", r"s3://models/p/f\.data: part 2 refused",
+                "a pair's part refused")
+    t.nothing_left("p/f.onnx", "a pair's part refused (the model)")
+    t.nothing_left("p/f.data", "a pair's part refused (the data)")
+    key = "p/c.onnxc"
+    rc, out, err = t.run(["convert", m, f"s3://{BUCKET}/{key}"])
+    t.one_error(rc, out, err, key, r"not encrypted files yet", "an encrypted output")
+    t.nothing_left(key, "an encrypted output")
 
 
 def main():
@@ -278,7 +315,7 @@ def main():
             check_memory(t, big)
             check_exists(t, m, m2)
             check_failures(t, m)
-            check_refused(t, m)
+            check_pairs(t, m)
         finally:
             for f in t.failures:
                 print("FAIL", f)

@@ -237,6 +237,17 @@ def _nothing_left(gate, key):
     assert r[1].get("error") == "NotFound"
 
 
+def test_save_with_data_files_to_s3(store, aws, tmp_path):
+    """onnxz.save with external_data to s3://: the model and data objects are the local
+    save's files."""
+    gate, root = store
+    model = onnx.load(str(root / "m.onnx"))
+    onnxz.save(model, str(tmp_path / "two.onnx"), external_data="two.data")
+    onnxz.save(model, "s3://models/pw/two.onnx", external_data="two.data")
+    for name in ("two.onnx", "two.data"):
+        assert _object(gate, f"pw/{name}", tmp_path / "x") == (tmp_path / name).read_bytes()
+
+
 @pytest.mark.parametrize("suffix", (".onnxz", ".onnx"))
 def test_convert_and_save_to_s3_write_the_local_bytes(store, aws, tmp_path, suffix):
     """onnxz.convert and onnxz.save to s3:// (multipart upload): the object Amazon's client
@@ -262,10 +273,10 @@ def test_a_failed_write_leaves_no_upload_and_no_object(store, aws, tmp_path, cap
     _refused(lambda: onnxz.convert(str(root / "m.onnx"), url), url, r"SignatureDoesNotMatch")
     aws()
     _nothing_left(gate, "pw/wrong.onnxz")
-    url = "s3://models/pw/two.onnx"
-    _refused(lambda: onnxz.convert(str(root / "m.onnx"), url, external_data="two.data"), url,
-             r"one object")
-    _nothing_left(gate, "pw/two.onnx")
+    url = "s3://models/pw/c.onnxc"
+    _refused(lambda: onnxz.convert(str(root / "m.onnx"), url, key=KEY), url,
+             r"not encrypted files yet")
+    _nothing_left(gate, "pw/c.onnxc")
     out, err = capfd.readouterr()
     assert not any(s in out or s in err for s in SECRETS)
 
