@@ -72,9 +72,13 @@ const char *oc__s3_region(const oc_s3_options *s3);
  * SignatureDoesNotMatch)", "no such key", "no such bucket", "region mismatch (the bucket
  * is in eu-west-1)", "the session token has expired (400 ExpiredToken)"... body: the
  * first bytes of the body (at most a few KiB); region: the x-amz-bucket-region header or
- * "". Writes at most cap bytes into out; returns the status the error should carry. */
+ * "". secrets: the nsecrets strings the request carried that no message may show (the
+ * secret, the session token, the Authorization value; NULL entries skipped): every run
+ * of 12 bytes or more of one (all of a shorter one) in the server's text becomes "***"
+ * before it is quoted. Writes at most cap bytes into out; returns the status the error
+ * should carry. */
 oc_status oc__s3_explain(long http_status, const char *body, size_t body_len, const char *region,
-                         char *out, size_t cap);
+                         const char *const *secrets, size_t nsecrets, char *out, size_t cap);
 
 /* An object written with a multipart upload (s3_upload.c; spec/remote.md "S3, write"),
  * the sink of an oc_atomic_file on an s3:// URL. open starts the upload (needs

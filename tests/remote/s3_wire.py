@@ -138,6 +138,26 @@ def main():
         check(all(h.get("host") == f"127.0.0.1:{srv.port}" for _, h in srv.requests), "Host as signed, port included")
         srv.close()
 
+        # a store that echoes what it was sent (the token, the Authorization, the secret)
+        # in its error: no piece of any of them in the message, text or --json
+        seen = {}
+        def echo(path, n):
+            h = srv.requests[-1][1]
+            seen["auth"] = h.get("authorization", "")
+            tok = h.get("x-amz-security-token", "")
+            text = f"<Error><Code>Weird{tok[:20]}</Code><Message>tok={tok} auth={seen['auth']} key={SECRET}</Message></Error>"
+            return 500, {"x-amz-bucket-region": tok}, text.encode()
+        srv = Server(echo)
+        for argv in (["info", "s3://b/k"], ["info", "--json", "s3://b/k"]):
+            p = run(args.onnxz, argv, f"http://127.0.0.1:{srv.port}")
+            shown = p.stdout + p.stderr
+            sig = seen.get("auth", "").rsplit("Signature=", 1)[-1]
+            leaks = [w for w in (TOKEN, SECRET, sig, seen.get("auth", ""))
+                     for i in range(0, max(len(w) - 7, 0)) if w[i:i + 8] in shown]
+            check(p.returncode == 1 and "***" in shown and not leaks,
+                  f"{' '.join(argv)}: the echoed secrets masked: {shown.strip()[:300]!r}")
+        srv.close()
+
         # no credentials: nothing signed, no token
         srv = Server(lambda path, n: (403, {}, b"<Error><Code>AccessDenied</Code></Error>"))
         p = run(args.onnxz, ["info", "s3://bucket/k"], f"http://127.0.0.1:{srv.port}", creds=False)

@@ -260,7 +260,7 @@ static void test_targets(void) {
 static void expect_explain(long status, const char *body, const char *region, oc_status code,
                            const char *want) {
     char out[256];
-    oc_status st = oc__s3_explain(status, body, strlen(body), region, out, sizeof out);
+    oc_status st = oc__s3_explain(status, body, strlen(body), region, NULL, 0, out, sizeof out);
     if (!CHECK(st == code && strcmp(out, want) == 0))
         fprintf(stderr, "  got %s (%s), want %s\n", out, oc_status_name(st), want);
 }
@@ -291,6 +291,47 @@ static void test_explain(void) {
     expect_explain(500, "<Error><Code>Internal\x1b[2J</Code><Message>m\nn</Message></Error>", "",
                    OC_ERR_IO, "HTTP 500 Internal\\x1b[2J: m\\x0an");
     expect_explain(503, "<Error><Code>SlowDown</Code>", "", OC_ERR_IO, "HTTP 503 SlowDown");
+    /* what the request carried, echoed by the server: masked wherever it stands, whole or
+     * in part (a prefix in Code, a token cut by the body's end), before it is quoted */
+    static const char secret[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    char token[2100];
+    for (size_t i = 0; i < sizeof token - 1; i++) token[i] = "AbCdEfGh0123+/="[(i * 7) % 15];
+    token[sizeof token - 1] = '\0';
+    static const char auth[] =
+        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/us-east-1/s3/aws4_request, "
+        "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+        "Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024";
+    const char *secrets[] = {secret, token, NULL, auth};
+    char body[8192];
+    snprintf(body, sizeof body,
+             "<Error><Code>Weird%.20s</Code><Message>tok=%s key=%s sig %s auth=%s</Message>"
+             "<Region>%.30s</Region></Error>",
+             token, token, secret, auth + strlen(auth) - 64, auth, token + 100);
+    char out[1024];
+    oc_status st = oc__s3_explain(500, body, strlen(body), "", secrets, 4, out, sizeof out);
+    CHECK(st == OC_ERR_IO);
+    char piece[16];
+    for (size_t i = 0; i + 8 <= strlen(token); i += 4) { /* no 8 bytes of the token */
+        memcpy(piece, token + i, 8);
+        piece[8] = '\0';
+        if (!CHECK(strstr(out, piece) == NULL)) {
+            fprintf(stderr, "  token bytes %zu.. shown: %s\n", i, out);
+            break;
+        }
+    }
+    if (!CHECK(strstr(out, "HTTP 500 Weird***: tok=*** key=*** sig *** auth=***") == out))
+        fprintf(stderr, "  %s\n", out);
+    if (!CHECK(strstr(out, "EXAMPLEKEY") == NULL && strstr(out, "fe5f80f7") == NULL))
+        fprintf(stderr, "  %s\n", out);
+    /* the region header and a body cut inside the token: masked too */
+    st = oc__s3_explain(301, "<Error><Code>PermanentRedirect</Code></Error>", 46, token + 5,
+                        secrets, 4, out, sizeof out);
+    CHECK(st == OC_ERR_INVALID_ARG && strstr(out, "in ***:") != NULL);
+    snprintf(body, sizeof body, "<Error><Code>X</Code><Message>t=%.9s", token);
+    st = oc__s3_explain(500, body, strlen(body), "", secrets, 4, out, sizeof out);
+    if (!CHECK(strcmp(out, "HTTP 500 X") == 0 || strstr(out, token) == NULL))
+        fprintf(stderr, "  %s\n", out);
+    CHECK(strstr(out, "AbCdEfGh0") == NULL);
 }
 
 /* A table of settings, as an environment would give them: "NAME=value" strings. */

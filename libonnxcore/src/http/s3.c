@@ -225,13 +225,80 @@ static void xml_field(const char *body, size_t n, const char *tag, char *out, si
     }
 }
 
+/* The shortest run of a secret's bytes that is masked wherever it stands (a 12-byte piece
+ * of a 40-byte secret, a token or a signature does not occur by chance). */
+#define MASK_RUN 12
+
+/* Whether the k bytes at p occur in the m bytes at s (memmem is a GNU extension). */
+static int occurs(const char *s, size_t m, const char *p, size_t k) {
+    for (size_t j = 0; j + k <= m; j++)
+        if (s[j] == p[0] && memcmp(s + j, p, k) == 0) return 1;
+    return 0;
+}
+
+/* Every byte of buf (n bytes) that lies in a run of at least MASK_RUN bytes (or in the
+ * whole of a shorter secret, or in the body's last bytes, 6 or more, where a cut one
+ * ends) found in the secret sec, marked in hit. A secret of fewer than 8 bytes (no
+ * real one: a test's) cannot be told from text, and is not looked for. */
+static void mark_secret(const char *buf, size_t n, const char *sec, unsigned char *hit) {
+    size_t m = strlen(sec);
+    if (m < 8) return;
+    size_t w = m < MASK_RUN ? m : MASK_RUN;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = n - i < w ? n - i : w; /* at the end: what is left, when 6 or more */
+        if (k < w && k < 6) break;
+        if (occurs(sec, m, buf + i, k)) memset(hit + i, 1, k);
+    }
+}
+
+/* body (n bytes) into out (n + 1 bytes) with every run of bytes of one of the nsecrets
+ * secrets (NULL entries skipped) replaced by "***", never longer than what it replaces (a
+ * run is 6 bytes or more); hit: n bytes of scratch. Returns the new length. */
+static size_t masked(const char *body, size_t n, const char *const *secrets, size_t nsecrets,
+                     char *out, unsigned char *hit) {
+    memset(hit, 0, n);
+    for (size_t s = 0; s < nsecrets; s++)
+        if (secrets[s]) mark_secret(body, n, secrets[s], hit);
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (!hit[i]) {
+            out[o++] = body[i++];
+            continue;
+        }
+        while (i < n && hit[i]) i++;
+        memcpy(out + o, "***", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 oc_status oc__s3_explain(long http_status, const char *body, size_t body_len, const char *region,
-                         char *out, size_t cap) {
+                         const char *const *secrets, size_t nsecrets, char *out, size_t cap) {
     char code[OC_QUOTE_SIZE], msg[2 * OC_QUOTE_SIZE], where[OC_QUOTE_SIZE];
-    xml_field(body, body_len, "Code", code, sizeof code);
-    xml_field(body, body_len, "Message", msg, sizeof msg);
-    xml_field(body, body_len, "Region", where, sizeof where);
-    if (region && *region) oc_quote(region, strlen(region), where, sizeof where);
+    /* The server's text may echo what it was sent (a token, the Authorization header, a
+     * secret a broken store copies): each run of it is masked before anything is quoted
+     * or cut, so that no part of one is shown (spec/remote.md R-19). */
+    size_t rn = region ? strlen(region) : 0;
+    size_t big = body_len > rn ? body_len : rn;
+    char *buf = malloc(big + 1);
+    unsigned char *hit = malloc(big + 1);
+    if (!buf || !hit) {
+        free(buf);
+        free(hit);
+        snprintf(out, cap, "HTTP %ld", http_status);
+        return OC_ERR_IO;
+    }
+    size_t n = masked(body, body_len, secrets, nsecrets, buf, hit);
+    xml_field(buf, n, "Code", code, sizeof code);
+    xml_field(buf, n, "Message", msg, sizeof msg);
+    xml_field(buf, n, "Region", where, sizeof where);
+    if (region && *region) {
+        n = masked(region, rn, secrets, nsecrets, buf, hit);
+        oc_quote(buf, n, where, sizeof where);
+    }
+    free(buf);
+    free(hit);
     if (strcmp(code, "NoSuchKey") == 0 || (!code[0] && http_status == 404)) {
         snprintf(out, cap, "no such key");
         return OC_ERR_NOT_FOUND;

@@ -314,7 +314,9 @@ static oc_status call(oc__s3_upload *u, const char *method, const oc__sigv4_pair
 /* The error for a response the store refused: "s3://b/k: WHAT: what the store said". */
 static oc_status refused(oc__s3_upload *u, const char *what, resp *r, oc_error *err) {
     char why[2 * OC_QUOTE_SIZE + 64];
-    oc_status s = oc__s3_explain(r->status, r->body ? r->body : "", r->len, "", why, sizeof why);
+    const char *secrets[2] = {u->s3->secret_access_key, u->s3->session_token};
+    oc_status s =
+        oc__s3_explain(r->status, r->body ? r->body : "", r->len, "", secrets, 2, why, sizeof why);
     free(r->body);
     r->body = NULL;
     return oc__fail(err, s, OC_NO_OFFSET, "%s: %s: %s", u->shown, what, why);

@@ -674,8 +674,12 @@ static oc_status request(http_source *h, xfer *x, oc_error *err) {
                     * it exists, and servers answer 416 or a 200 without a body */
         oc_status s3_st = OC_ERR_IO;
         if (h->s3 && !x->checked && status >= 300 && (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)) {
-            s3_st = oc__s3_explain(status, x->errbody, x->errlen, x->bucket_region, x->why,
-                                   sizeof x->why);
+            /* what the request carried that the server's text must not show */
+            const char *secrets[3] = {h->s3_secret, h->s3_token, NULL};
+            for (const struct curl_slist *l = hdrs; l; l = l->next)
+                if (strncasecmp(l->data, "Authorization: ", 15) == 0) secrets[2] = l->data + 15;
+            s3_st = oc__s3_explain(status, x->errbody, x->errlen, x->bucket_region, secrets, 3,
+                                   x->why, sizeof x->why);
             rc = CURLE_WRITE_ERROR;
         }
         if (rc == CURLE_OK && !x->checked && !response_ok(x)) /* no body: judged now */
