@@ -44,7 +44,7 @@ static int run_sign(const cli_args *args) {
     }
     oc_status st = oz_sign(model, key, &opts, &report, &err);
     cli_key_free(&pass);
-    if (st != OC_OK) return cli_fail(model, &err);
+    if (st != OC_OK) return cli_fail_named(model, &err);
     if (cli_reports(args->verbosity, model)) {
         cli_put_text(stdout, model, strlen(model));
         printf(": signed with %s key %.16s, %" PRIu64 " %s (%" PRIu64 " bytes); signature in ",

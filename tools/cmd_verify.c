@@ -57,7 +57,7 @@ static int verify(const cli_args *args, const char *path, oz_verify_report **out
         st = oz_verify_path(path, &opts, out, &info, &err);
         cli_key_free(&key);
     }
-    return st == OC_OK ? CLI_EXIT_OK : cli_fail(path, &err);
+    return st == OC_OK ? CLI_EXIT_OK : cli_fail_named(path, &err);
 }
 
 /* ---- output ---------------------------------------------------------------------- */
