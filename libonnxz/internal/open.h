@@ -24,9 +24,10 @@ struct oz_reader;
 const char *oz__reader_name(const struct oz_reader *r);
 
 /* Whether a read of t fetches its bytes from where they lie, each time (a URL's archive
- * entry, a data file of a URL's or an encrypted .onnx), rather than taking them from what
- * r holds (a mapping, memory): oz_reader_read_slice_into then reads straight into the
- * caller's buffer. */
+ * entry, a data file of a URL's or an encrypted .onnx, a DEFLATED entry inflated anew),
+ * rather than taking them from what r holds (a mapping, memory):
+ * oz_reader_read_slice_into then reads straight into the caller's buffer (a DEFLATED
+ * entry inflated as a stream up to the slice's last byte, Z-79, not whole into memory). */
 bool oz__reader_fetches(const struct oz_reader *r, const onnx_TensorProto *t);
 
 /* The data files of the n tensors ts (r's, each once) of a URL's or an encrypted .onnx,

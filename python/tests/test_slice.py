@@ -327,6 +327,29 @@ def test_deflated_slices_equal_numpy(deflated):
         assert np.array_equal(out, whole[7:9])
 
 
+@pytest.mark.skipif(bool(os.environ.get("LD_PRELOAD")),
+                    reason="ASan keeps freed memory in its quarantine")
+def test_read_into_many_of_a_deflated_entry_rss_is_the_slices(deflated):
+    """read_into_many (oz_reader_read_many) of three one-row slices of a 256 MiB DEFLATED
+    entry inflates each as a stream into its buffer, as read_into does: the process's
+    peak RSS (getrusage) stays far below the tensor (each request inflating it whole, as
+    it once did, held 256 MiB more per request); the rows equal numpy's (row i all i)."""
+    code = f"""
+import resource, numpy as np, onnxz
+f = onnxz.open({deflated!r})
+outs = [np.empty((1, {COLS}), np.float32) for _ in range(3)]
+rows = (0, 30000, {ROWS} - 1)
+n = f.read_into_many([("z", o, (slice(i, i + 1),)) for i, o in zip(rows, outs)])
+assert n == sum(o.nbytes for o in outs), n
+assert all((o == i).all() for i, o in zip(rows, outs))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                       text=True)
+    peak = int(r.stdout)
+    assert peak < 100 << 20, peak
+
+
 def test_deflated_crc_is_checked_on_whole_reads_only(tmp_path):
     """spec/onnxz-zip.md Z-79: a slice that reads every byte of its entry is checked as a
     whole read is (a DEFLATED entry's CRC-32, Z-77); a part is not, its CRC covering bytes

@@ -12,6 +12,10 @@
  * each read (a URL's, the data files of an encrypted .onnx) are read first, on the
  * calling thread, by oz_reader_read_slice_into: one ranged read per run of bytes, large
  * ones split over the connections of oc_http_options.parallel, cancelled by its cancel.
+ * So is a DEFLATED entry: inflated as a stream straight into the request's buffer, up to
+ * its slice's last byte (Z-79), never whole into memory of its own, so that a slice costs
+ * memory in proportion to the slice, not to the tensor (a small archive of a large
+ * compressible tensor would otherwise make each request hold the whole tensor).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -259,8 +263,9 @@ static oc_status group_request(group *g, const oz_read_request *q, size_t i, uin
 }
 
 /* A request whose bytes are fetched at each read and lie nowhere they can be read in
- * parts (a DEFLATED entry): straight into its buffer as oz_reader_read_slice_into reads
- * it. */
+ * parts (a DEFLATED entry, local or a URL's): straight into its buffer as
+ * oz_reader_read_slice_into reads it (inflated as a stream, a whole one checked as a
+ * whole read is, Z-77). */
 static oc_status fetch_request(many *m, size_t i, oc_error *err) {
     const oz_read_request *q = &m->reqs[i];
     oz_slice *whole = NULL;
@@ -310,8 +315,12 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
             st = name_tensor(q, st, err);
             break;
         }
-        if (!src) { /* read whole */
-            st = fetch_request(m, i, err);
+        if (!src) { /* inflated as a stream */
+            if (m->o->cancel && m->o->cancel(m->o->cancel_ctx))
+                st =
+                    name_tensor(q, oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "cancelled"), err);
+            else
+                st = fetch_request(m, i, err);
             continue;
         }
         size_t g = 0;

@@ -353,7 +353,14 @@ const oz_archive *oz_reader_archive(const oz_reader *r) { return r ? r->archive 
 const char *oz__reader_name(const oz_reader *r) { return r->name; }
 
 bool oz__reader_fetches(const oz_reader *r, const onnx_TensorProto *t) {
-    return oc_tensor_is_external(t) && (r->data_dir || (r->archive && oc_is_url(r->name)));
+    const oz_zip_reader *zip = r->archive ? oz_archive_zip(r->archive) : NULL;
+    uint64_t index;
+    oz_zip_entry e;
+    if (!oc_tensor_is_external(t)) return false;
+    if (r->data_dir || (r->archive && oc_is_url(r->name))) return true;
+    /* A DEFLATED entry (any not STORED): inflated anew at each read, as a stream. */
+    return zip && oz_archive_tensor_entry(zip, t, &index) &&
+           oz_zip_reader_entry(zip, index, &e, NULL) == OC_OK && e.method != OZ_ZIP_STORED;
 }
 
 uint64_t oz_reader_count(const oz_reader *r) { return r ? oc_tensor_index_count(r->index) : 0; }
