@@ -153,6 +153,24 @@ def test_a_link_out_of_the_repository_is_refused(cache, tool, how):
     assert not os.path.exists(tmp / "y.onnxz")
 
 
+def test_a_loop_of_links_is_named_a_loop(cache, tool):
+    """A loop inside the repository never leaves it: the message says what it is."""
+    tmp, snap = cache
+    data = os.path.join(snap, "model.onnx_data")
+    repo = os.path.dirname(os.path.dirname(snap))
+    os.symlink("loop2", os.path.join(repo, "blobs", "loop1"))
+    os.symlink("loop1", os.path.join(repo, "blobs", "loop2"))
+    _relink(data, "../../blobs/loop1")
+    m = os.path.join(snap, "model.onnx")
+    with pytest.raises(onnxz.Error, match="passes through a loop of symbolic links") as e:
+        onnxz.load(m)
+    assert "leaves" not in str(e.value)
+    for argv in (["verify", m], ["convert", m, str(tmp / "s.onnxz")]):
+        r = _tool(tool, *argv)
+        assert r.returncode == 1 and "a loop of symbolic links" in r.stderr, (argv, r.stderr)
+        assert "leaves" not in r.stderr
+
+
 def test_a_link_chain_inside_the_repository_is_followed(cache):
     tmp, snap = cache
     data = os.path.join(snap, "model.onnx_data")

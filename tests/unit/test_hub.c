@@ -80,6 +80,17 @@ static void test_urls(void) {
     refused("hf://org/name/m%zz.onnx", "two hex digits");
     refused("hf://org/name/m%4", "two hex digits");
     refused("hf://org/name@b%g1/m.onnx", "two hex digits");
+    /* a revision that would read as a step of the resolve URL's path, or is no git name */
+    refused("hf://org/name@./m.onnx", "its revision has a '.' or '..' component");
+    refused("hf://org/name@../m.onnx", "its revision has a '.' or '..' component");
+    refused("hf://org/name@%2e%2e/m.onnx", "its revision has a '.' or '..' component");
+    refused("hf://org/name@refs%2F..%2Fx/m.onnx", "its revision has a '.' or '..' component");
+    refused("hf://org/name@%2Fmain/m.onnx", "its revision has an empty component");
+    refused("hf://org/name@a%2F%2Fb/m.onnx", "its revision has an empty component");
+    refused("hf://org/name@main%2F/m.onnx", "its revision ends with '/'");
+    refused("hf://org/name@ma%0Ain/m.onnx", "its revision holds a blank or a control byte");
+    parses("hf://org/name@v1.0..2/m.onnx", "org/name", "v1.0..2", "m.onnx",
+           "http://hub.test:8080/org/name/resolve/v1.0..2/m.onnx");
     CHECK(oc__hf_is_commit("0123456789abcdef0123456789abcdef01234567"));
     CHECK(!oc__hf_is_commit("0123456789ABCDEF0123456789abcdef01234567"));
     CHECK(!oc__hf_is_commit("0123456789abcdef0123456789abcdef0123456"));

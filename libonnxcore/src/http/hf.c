@@ -141,6 +141,19 @@ oc_status oc__hf_parse(const char *url, oc_hf_ref *out, oc_error *err) {
             oc__hf_ref_free(out);
             return bad_url(err, url, "an empty revision after '@'");
         }
+        /* A revision is a branch, tag or commit, as git names them: no empty, '.' or '..'
+         * component (a '.' or '..' would read as a step of the resolve URL's path), no
+         * control byte or blank. */
+        const char *rwhy = path_problem(out->rev);
+        for (const unsigned char *c = (const unsigned char *)out->rev; !rwhy && *c; c++)
+            if (*c <= 0x20 || *c == 0x7f) rwhy = "holds a blank or a control byte";
+        if (rwhy) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "its revision %s",
+                     strcmp(rwhy, "names a directory") == 0 ? "ends with '/'" : rwhy);
+            oc__hf_ref_free(out);
+            return bad_url(err, url, msg);
+        }
         rest += 1 + rn;
     }
     if (*rest != '/') {

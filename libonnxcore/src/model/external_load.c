@@ -158,12 +158,17 @@ static oc_status resolve_file(loader *l, const onnx_TensorProto *t, const oc_str
                      "tensor '%s': external data file '%s' %s", name, shown, odd);
     } else if (fd < 0) {
         int e = errno;
-        if (e == ELOOP || e == EXDEV)
+        int hub = l->hub_fd >= 0 && !ov;
+        if (hub && e == ELOOP) /* resolve_beneath gave up: more links than any repository's */
+            s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
+                         "tensor '%s': external data file '%s' passes through a loop of symbolic "
+                         "links (or a chain of more than any hub cache holds)",
+                         name, shown);
+        else if (e == ELOOP || e == EXDEV)
             s = oc__fail(l->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET,
                          "tensor '%s': external data file '%s' is or passes through a symbolic "
                          "link%s",
-                         name, shown,
-                         l->hub_fd >= 0 && !ov ? " that leaves its hub cache repository" : "");
+                         name, shown, hub ? " that leaves its hub cache repository" : "");
         else
             s = oc__fail_errno(l->err, e, "tensor '%s': cannot open external data file '%s'", name,
                                shown);

@@ -441,6 +441,11 @@ static oc_status open_beneath_dir(stub_checker *c, const oc_str *loc, const char
     if (why)
         return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-18",
                              "external data file '%s' %s", ql, why);
+    if (*fd < 0 && c->hub_fd >= 0 && errno == ELOOP)
+        return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-11",
+                             "external data file '%s' passes through a loop of symbolic links "
+                             "(or a chain of more than any hub cache holds)",
+                             ql);
     if (*fd < 0 && (errno == ELOOP || errno == EXDEV))
         return oc__fail_rule(c->err, OC_ERR_UNSAFE_PATH, OC_NO_OFFSET, "E-11",
                              "external data file '%s' is or passes through a symbolic link%s", ql,
