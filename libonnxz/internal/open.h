@@ -30,6 +30,14 @@ const char *oz__reader_name(const struct oz_reader *r);
  * entry inflated as a stream up to the slice's last byte, Z-79, not whole into memory). */
 bool oz__reader_fetches(const struct oz_reader *r, const onnx_TensorProto *t);
 
+/* The n slices ss, all of one tensor whose size was checked (oz_reader_size), each into
+ * its dsts[i] (oz_slice_size(ss[i]) bytes) as oz_reader_read_slice_into reads it; a
+ * DEFLATED entry's inflated once for all of them, as a stream up to the last byte any
+ * takes (Z-79), unless that would check all of the entry where none takes all of it. */
+struct oz_slice;
+oc_status oz__reader_slices_into(struct oz_reader *r, const struct oz_slice *const *ss,
+                                 uint8_t *const *dsts, size_t n, oc_error *err);
+
 /* The data files of the n tensors ts (r's, each once) of a URL's or an encrypted .onnx,
  * checked and opened together (oc_external_data_open): one source per data file, which
  * reads of several tensors share. *out NULL (and OC_OK) for the other forms. */

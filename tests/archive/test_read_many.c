@@ -313,6 +313,47 @@ static void deflate_copy(const char *in, const char *out) {
     oz_zip_reader_close(zr);
 }
 
+/* Slices of big in archive `name` (its entries DEFLATED) read together, some in one pass
+ * of the entry (they end before it does), some each alone (together they take all of the
+ * entry, but none takes all of it: one pass would check its CRC, Z-79), equal to
+ * oz_reader_read_slice. */
+static void check_passes(const char *name) {
+    oz_reader *r = open_reader(name, NULL);
+    if (!r) return;
+    const onnx_TensorProto *t = find(r, "big");
+    static const oz_slice_range cases[][2] = {
+        {{3, 5, 1, false}, {0, 9, 1, false}}, /* one pass */
+        {{100, 1200, 7, false}, {-9, INT64_MAX, 1, false}},
+        {{9, 9, 1, false}, {0, 1, 1, false}}, /* empty */
+        {{0, 2, 1, false}, {0, 1, 1, false}}, /* each alone */
+        {{-1, 0, 1, true}, {-1, INT64_MAX, 1, false}},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    oz_slice *sl[N] = {0};
+    oz_read_request q[N];
+    oc_bytes want[N] = {{0}};
+    for (size_t k = 0; k < N; k++) {
+        CHECK_STATUS(oz_slice_new(t, cases[k], 2, &sl[k], &err), OC_OK, &err);
+        if (sl[k]) CHECK_STATUS(oz_reader_read_slice(r, sl[k], &want[k], &err), OC_OK, &err);
+        q[k] =
+            (oz_read_request){NULL, sl[k], malloc(oz_slice_size(sl[k]) + 1), oz_slice_size(sl[k])};
+    }
+    for (size_t n = 3; n <= N; n += 2) { /* the first three in one pass, then all */
+        for (size_t k = 0; k < n; k++) memset(q[k].dst, 0xEE, q[k].size);
+        CHECK_STATUS(oz_reader_read_many(r, q, n, NULL, &err), OC_OK, &err);
+        for (size_t k = 0; k < n; k++)
+            if (!CHECK(q[k].size == want[k].size &&
+                       (!q[k].size || memcmp(q[k].dst, want[k].data, q[k].size) == 0)))
+                fprintf(stderr, "  %s: %zu requests, request %zu differs\n", name, n, k);
+    }
+    for (size_t k = 0; k < N; k++) {
+        free(q[k].dst);
+        oc_bytes_release(&want[k]);
+        oz_slice_free(sl[k]);
+    }
+    oz_reader_close(r);
+}
+
 static void encrypt(const char *in, const char *out, oc_crypt_format format) {
     CHECK_OK(tm_encrypt_file(td_at(in), td_at(out), pass, format, &err), &err);
 }
@@ -329,6 +370,8 @@ int main(int argc, char **argv) {
     check_form("a.onnxz", NULL);
     deflate_copy("a.onnxz", "d.onnxz");
     check_form("d.onnxz", NULL);
+    check_passes("d.onnxz");
+    check_passes("a.onnxz");
     if (oc_crypt_available()) {
         encrypt("two.onnx", "two.zec1", OC_CRYPT_ONNXZEC1);
         encrypt("a.onnxz", "a.cry1", OC_CRYPT_ONNXCRY1);

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -262,21 +263,41 @@ static oc_status group_request(group *g, const oz_read_request *q, size_t i, uin
     return each_run(q, i, group_add, &ga, err);
 }
 
-/* A request whose bytes are fetched at each read and lie nowhere they can be read in
- * parts (a DEFLATED entry, local or a URL's): straight into its buffer as
- * oz_reader_read_slice_into reads it (inflated as a stream, a whole one checked as a
- * whole read is, Z-77). */
-static oc_status fetch_request(many *m, size_t i, oc_error *err) {
-    const oz_read_request *q = &m->reqs[i];
-    oz_slice *whole = NULL;
-    oc_status st;
-    if (q->slice) {
-        st = oz_reader_read_slice_into(m->r, q->slice, q->dst, q->size, err);
-    } else if ((st = oz_slice_new(q->tensor, NULL, 0, &whole, err)) == OC_OK) {
-        st = oz_reader_read_slice_into(m->r, whole, q->dst, q->size, err);
-        oz_slice_free(whole);
+/* The requests whose bytes are fetched at each read and lie nowhere they can be read in
+ * parts (a DEFLATED entry, local or a URL's): reqs[idx[0..n)] (marked read here), each
+ * straight into its buffer as oz_reader_read_slice_into reads it (inflated as a stream,
+ * a whole one checked as a whole read is, Z-77); those of one tensor together, its
+ * entry inflated once for them all (oz__reader_slices_into). */
+static oc_status fetch_streamed(many *m, size_t *idx, size_t n, oc_error *err) {
+    const oz_slice **ss = calloc(n ? n : 1, sizeof *ss);
+    oz_slice **own = calloc(n ? n : 1, sizeof *own);
+    uint8_t **dsts = calloc(n ? n : 1, sizeof *dsts);
+    oc_status st =
+        ss && own && dsts ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (size_t i = 0; st == OC_OK && i < n; i++) {
+        if (idx[i] == SIZE_MAX) continue; /* read with an earlier one of its tensor */
+        const oz_read_request *first = &m->reqs[idx[i]];
+        const onnx_TensorProto *t = tensor_of(first);
+        size_t k = 0;
+        for (size_t j = i; st == OC_OK && j < n; j++) {
+            const oz_read_request *q = idx[j] == SIZE_MAX ? NULL : &m->reqs[idx[j]];
+            if (!q || tensor_of(q) != t) continue;
+            idx[j] = SIZE_MAX;
+            own[k] = NULL;
+            if (!q->slice) st = oz_slice_new(q->tensor, NULL, 0, &own[k], err);
+            ss[k] = q->slice ? q->slice : own[k];
+            dsts[k++] = q->dst;
+        }
+        if (st == OC_OK && m->o->cancel && m->o->cancel(m->o->cancel_ctx))
+            st = oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "cancelled");
+        if (st == OC_OK) st = oz__reader_slices_into(m->r, ss, dsts, k, err);
+        for (size_t j = 0; j < k; j++) oz_slice_free(own[j]);
+        if (st != OC_OK) st = name_tensor(first, st, err);
     }
-    return st == OC_OK ? OC_OK : name_tensor(q, st, err);
+    free(ss);
+    free(own);
+    free(dsts);
+    return st;
 }
 
 /* The requests fetched at each read (oz__reader_fetches): planned as pieces of the
@@ -287,10 +308,12 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
     group *gs = calloc(n ? n : 1, sizeof *gs);
     crc_check *crcs = calloc(n ? n : 1, sizeof *crcs);
     const onnx_TensorProto **ts = calloc(n ? n : 1, sizeof *ts);
+    size_t *streamed = calloc(n ? n : 1, sizeof *streamed);
     oc_external_data *data = NULL;
-    size_t ngs = 0, nts = 0, ncrcs = 0;
-    oc_status st =
-        gs && ts && crcs ? OC_OK : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    size_t ngs = 0, nts = 0, ncrcs = 0, nstreamed = 0;
+    oc_status st = gs && ts && crcs && streamed
+                       ? OC_OK
+                       : oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     for (size_t i = 0; st == OC_OK && i < n; i++) { /* the tensors fetched, each once */
         const onnx_TensorProto *t = tensor_of(&m->reqs[i]);
         size_t k = 0;
@@ -315,12 +338,8 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
             st = name_tensor(q, st, err);
             break;
         }
-        if (!src) { /* inflated as a stream */
-            if (m->o->cancel && m->o->cancel(m->o->cancel_ctx))
-                st =
-                    name_tensor(q, oc__fail(err, OC_ERR_CANCELLED, OC_NO_OFFSET, "cancelled"), err);
-            else
-                st = fetch_request(m, i, err);
+        if (!src) { /* inflated as a stream, after this loop */
+            streamed[nstreamed++] = i;
             continue;
         }
         size_t g = 0;
@@ -331,6 +350,7 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
             oc_external_data_close(files); /* never: a data file's group is its own */
         st = group_request(&gs[g], q, i, base, err);
     }
+    if (st == OC_OK) st = fetch_streamed(m, streamed, nstreamed, err);
     for (size_t g = 0; st == OC_OK && g < ngs; g++) {
         size_t failed = 0;
         if (m->o->cancel && m->o->cancel(m->o->cancel_ctx))
@@ -347,6 +367,7 @@ static oc_status fetch_all(many *m, size_t n, oc_error *err) {
     }
     oc_external_data_close(data);
     free(ts);
+    free(streamed);
     free(crcs);
     free(gs);
     return st;

@@ -722,6 +722,56 @@ static oc_status slice_into(oz_reader *r, const oz_slice *s, uint8_t *dst, oc_er
     return st;
 }
 
+/* The pickers of several slices of one entry, fed by one stream of it. */
+typedef struct pickers {
+    picker *p;
+    size_t n;
+} pickers;
+
+static oc_status pick_all(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    pickers *ps = ctx;
+    for (size_t i = 0; i < ps->n; i++) OC_FORWARD(pick_runs(&ps->p[i], data, size, err));
+    return OC_OK;
+}
+
+oc_status oz__reader_slices_into(oz_reader *r, const oz_slice *const *ss, uint8_t *const *dsts,
+                                 size_t n, oc_error *err) {
+    const onnx_TensorProto *t = n ? oz__slice_tensor(ss[0]) : NULL;
+    uint64_t from = UINT64_MAX, to = 0, at, len;
+    bool whole = false;
+    ranged rg;
+    if (!t) return OC_OK;
+    OC_FORWARD(ranged_of(r, t, &rg, err));
+    for (size_t i = 0; i < n; i++) {
+        if (!oz_slice_size(ss[i])) continue;
+        whole |= slice_is_whole(ss[i]);
+        oz_slice_run(ss[i], 0, &at, &len);
+        from = at < from ? at : from;
+        oz_slice_run(ss[i], oz_slice_runs(ss[i]) - 1, &at, &len);
+        to = at + len > to ? at + len : to;
+    }
+    /* One pass only over a DEFLATED entry, and only where it checks no more than the
+     * requests would alone: all of the entry is checked (Z-77) only when one of them
+     * takes all of it (Z-79). */
+    bool one = n > 1 && rg.zip && !rg.src && from < to &&
+               (whole || from > 0 || to < oz__slice_whole(ss[0]));
+    ranged_close(&rg);
+    if (!one) {
+        for (size_t i = 0; i < n; i++)
+            if (oz_slice_size(ss[i])) OC_FORWARD(slice_into(r, ss[i], dsts[i], err));
+        return OC_OK;
+    }
+    pickers ps = {calloc(n, sizeof(picker)), n};
+    if (!ps.p) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        ps.p[i] = (picker){ss[i], 0, 0, 0, from, dsts[i]};
+        if (oz_slice_runs(ss[i])) oz_slice_run(ss[i], 0, &ps.p[i].at, &ps.p[i].n);
+    }
+    oc_status st = oz__zip_reader_read_part(rg.zip, rg.index, from, to - from, pick_all, &ps, err);
+    free(ps.p);
+    return st;
+}
+
 /* A slice of one run, where it can share what holds it: a span of the archive's source
  * (a mapping) or of the tensor's bytes as read (a mapping, the decrypted file); true
  * when *out is set (or st failed). A part of a DEFLATED entry is not (it would inflate
