@@ -632,7 +632,8 @@ class File(collections.abc.Mapping):
         C-contiguous buffer of exactly the bytes it receives, as they are stored
         (little-endian, row-major; its dtype is not looked at). From a local file the bytes
         are read with pread, never through the mapping; large tensors are split between
-        the threads. Every request is checked before any buffer is written (a wrong size
+        the threads; a DEFLATED entry is inflated as a stream into the buffers, never
+        whole into memory of its own. Every request is checked before any buffer is written (a wrong size
         raises onnxz.Error naming the tensor); Ctrl-C stops it. Returns the count of bytes
         written."""
         pairs = outs.items() if isinstance(outs, collections.abc.Mapping) else outs

@@ -18,8 +18,15 @@
  *                                        threads share one large tensor. Files under 1 MiB,
  *                                        or past the 64 descriptors the library keeps, are
  *                                        copied from their mapping instead;
- *   typed fields, a DEFLATED entry,      the bytes oz_reader_read gives (converted,
- *   an encrypted file                    inflated, decrypted), copied by the threads;
+ *   typed fields, an encrypted file      the bytes oz_reader_read gives (converted,
+ *                                        decrypted), copied by the threads;
+ *   a DEFLATED entry                     inflated as a stream straight into the buffers,
+ *                                        on the calling thread, up to the last byte a
+ *                                        request takes (spec/onnxz-zip.md Z-79): memory
+ *                                        in proportion to the slice, not the tensor; the
+ *                                        requests of one entry share one pass, unless it
+ *                                        would take all of the entry (whose CRC it would
+ *                                        check) where none of them does;
  *   a URL                                every run of every request read at once: runs
  *                                        that touch in the object or data file one range
  *                                        request, cut into 4 MiB ones fetched on the
