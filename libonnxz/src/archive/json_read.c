@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnxcore/status.h"
 #include "internal/error.h"
 #include "internal/jsonread.h"
 
@@ -51,30 +52,6 @@ static oc_status new_tok(jp *p, oz__jtype type, uint32_t *out) {
     return OC_OK;
 }
 
-/* The length of the UTF-8 sequence at s (n bytes left), 0 when it is not a valid one
- * (overlong forms, surrogates and code points past U+10FFFF are not). */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t k;
-    uint32_t cp, min;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        k = 2, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        k = 3, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        k = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < k) return 0;
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return k;
-}
-
 static int hexval(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -109,7 +86,7 @@ static oc_status parse_string(jp *p) {
             }
             continue;
         }
-        size_t k = utf8_len((const unsigned char *)p->s + p->pos, p->len - p->pos);
+        size_t k = oc_utf8_len(p->s + p->pos, p->len - p->pos);
         if (!k) return bad(p, "bytes that are not UTF-8");
         p->pos += k;
     }

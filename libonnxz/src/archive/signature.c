@@ -161,30 +161,8 @@ static bool base64_decode(const char *s, size_t n, uint8_t **out, size_t *out_n)
 /* A JSON string of n bytes of UTF-8; false when they are not UTF-8 (a name the manifest
  * cannot hold exactly). */
 static bool utf8_ok(const uint8_t *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF)
-            k = 2, cp = c & 0x1F, min = 0x80;
-        else if (c >= 0xE0 && c <= 0xEF)
-            k = 3, cp = c & 0x0F, min = 0x800;
-        else if (c >= 0xF0 && c <= 0xF4)
-            k = 4, cp = c & 0x07, min = 0x10000;
-        else
-            return false;
-        if (n - i < k) return false;
-        for (size_t j = 1; j < k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + j] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += k;
-    }
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = oc_utf8_len(s + i, n - i))) return false;
     return true;
 }
 
