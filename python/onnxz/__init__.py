@@ -238,7 +238,7 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
         bytes go to the data file LOC beside it (at multiples of `align`, default 64),
         split into LOC.1, LOC.2... past max_file_size bytes; checksum records their SHA-1.
     "*.onnxc": the model encrypted (ONNXZEC1) with the passphrase key.
-    path may be "s3://BUCKET/KEY" (an .onnxz, or an .onnx with its data files beside it):
+    path may be "s3://BUCKET/KEY" (any of these forms, data files as objects beside it):
         each object is written with S3's multipart upload and AWS's settings as open reads
         them, appearing whole at the end; an error or Ctrl-C aborts the upload, leaving no
         part and no object (spec/remote.md R-21).

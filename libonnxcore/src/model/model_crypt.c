@@ -17,6 +17,8 @@
 #include "onnxcore_private.h"
 #include "internal/onnxcore_shared.h"
 #include "internal/onnxcore_atomic.h"
+#include "internal/atomic_url.h"
+#include "internal/crypt_url.h"
 
 bool oc_crypt_is_zip(const void *data, uint64_t size) {
     const uint8_t *p = data;
@@ -27,6 +29,13 @@ bool oc_crypt_is_zip(const void *data, uint64_t size) {
 oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, const void *key,
                                    size_t key_len, const oc_crypt_options *copts,
                                    const oc_serialize_options *sopts, oc_error *err) {
+    return oc_crypt_save_model_url(model, path, key, key_len, copts, sopts, NULL, err);
+}
+
+oc_status oc_crypt_save_model_url(const oc_model *model, const char *path, const void *key,
+                                  size_t key_len, const oc_crypt_options *copts,
+                                  const oc_serialize_options *sopts, const oc_http_options *http,
+                                  oc_error *err) {
     if (!model || !path)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oc_crypt_save_model_file: missing argument");
@@ -40,7 +49,8 @@ oc_status oc_crypt_save_model_file(const oc_model *model, const char *path, cons
     oc__crypt_params p;
     OC_FORWARD(oc__crypt_prepare(copts, key, key_len, &p, err));
     oc_atomic_file af;
-    OC_FORWARD(oc_atomic_open(&af, path, sopts->no_overwrite || copts->no_overwrite, err));
+    OC_FORWARD(oc_atomic_open_url(&af, path, sopts->no_overwrite || copts->no_overwrite,
+                                  OC_ATOMIC_STREAM, http, err));
     af.no_sync = sopts->no_sync;
     oc_crypt_writer *w = NULL;
     oc_status st = oc__crypt_writer_open(oc_atomic_write, &af, key, key_len, &p, &w, err);

@@ -23,6 +23,7 @@
 #include "internal/external.h"
 #include "internal/options.h"
 #include "internal/save_url.h"
+#include "internal/crypt_url.h"
 
 /* The forms by name, indexed by oz_form; each name is also the form's extension. */
 static const char *const form_names[] = {"auto", "onnx", "onnxz", "onnxc"};
@@ -109,7 +110,7 @@ static oc_status save_as(const oc_model *model, const char *path, oz_form form,
                                    &ao->serialize, http, err);
         return oc_model_save_file(model, path, &ao->serialize, err);
     case OZ_FORM_ONNXC:
-        return oc_crypt_save_model_file(model, path, key, key_len, crypt, &ao->serialize, err);
+        return oc_crypt_save_model_url(model, path, key, key_len, crypt, &ao->serialize, http, err);
     default:
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "unknown output form %d", (int)form);
     }
@@ -245,15 +246,6 @@ static oc_status save_check(const char *out, const oz_save_options *opts, bool k
     if (!is_s3(out) || !opts->http) OC_FORWARD(oz__refuse_url_output(out, err));
     OC_FORWARD(oz__refuse_url_output(opts->external_data, err));
     oz_form f = opts->form == OZ_FORM_AUTO ? oz_form_named(out) : opts->form;
-    if (is_s3(out) && f != OZ_FORM_ONNXZ && f != OZ_FORM_ONNX) {
-        char shown[OC_ERROR_MESSAGE_MAX];
-        oc_path_shown(out, shown, sizeof shown);
-        return oc_error_file(err, out,
-                             oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
-                                      "%s: onnxz writes .onnxz archives and .onnx models (with "
-                                      "their data files) to S3, not encrypted files yet",
-                                      shown));
-    }
     if (opts->form != OZ_FORM_AUTO && (opts->form < OZ_FORM_ONNX || opts->form > OZ_FORM_ONNXC))
         return refuse(OZ_SAVE_OPT_FORM, bad, err, "%d is not a form", (int)opts->form);
     if (f == OZ_FORM_AUTO)

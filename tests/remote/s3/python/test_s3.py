@@ -237,6 +237,15 @@ def _nothing_left(gate, key):
     assert r[1].get("error") == "NotFound"
 
 
+def test_an_encrypted_save_to_s3_decrypts_to_the_model(store, aws, tmp_path):
+    gate, root = store
+    onnxz.convert(str(root / "m.onnx"), "s3://models/pw/c.onnxc", key=KEY)
+    enc = _object(gate, "pw/c.onnxc", tmp_path / "c.onnxc")
+    assert enc is not None
+    back = onnxz.load(str(tmp_path / "c.onnxc"), key=KEY)
+    assert back.SerializeToString() == onnx.load(str(root / "m.onnx")).SerializeToString()
+
+
 def test_save_with_data_files_to_s3(store, aws, tmp_path):
     """onnxz.save with external_data to s3://: the model and data objects are the local
     save's files."""
@@ -273,10 +282,6 @@ def test_a_failed_write_leaves_no_upload_and_no_object(store, aws, tmp_path, cap
     _refused(lambda: onnxz.convert(str(root / "m.onnx"), url), url, r"SignatureDoesNotMatch")
     aws()
     _nothing_left(gate, "pw/wrong.onnxz")
-    url = "s3://models/pw/c.onnxc"
-    _refused(lambda: onnxz.convert(str(root / "m.onnx"), url, key=KEY), url,
-             r"not encrypted files yet")
-    _nothing_left(gate, "pw/c.onnxc")
     out, err = capfd.readouterr()
     assert not any(s in out or s in err for s in SECRETS)
 
