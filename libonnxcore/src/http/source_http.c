@@ -991,6 +991,19 @@ static void par_wait(par *p, struct timespec *polled) {
     par_fail(p);
 }
 
+/* Ends what par_start started, the caller holding p->mu: a worker's failure into *st and
+ * err, the lock released, the workers joined. */
+static void par_end(par *p, pthread_t *tid, size_t nthreads, oc_status *st, oc_error *err) {
+    if (p->worker_failed) {
+        *st = p->st;
+        if (err) *err = p->err;
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (size_t t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+}
+
 /* Starts p's workers (p->nslots of them, at least 2, else none): their count. */
 static size_t par_start(par *p, pthread_t *tid) {
     size_t nthreads = 0;
@@ -1049,14 +1062,7 @@ static int par_fetch(http_source *h, uint64_t at, uint64_t n, uint8_t *dst, oc_w
         p->delivered = d + 1;
         pthread_cond_broadcast(&p->cv);
     }
-    if (p->worker_failed) {
-        st = p->st;
-        if (err) *err = p->err;
-    }
-    pthread_mutex_unlock(&p->mu);
-    for (size_t t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
+    par_end(p, tid, nthreads, &st, err);
     for (size_t s = 0; s < PAR_MAX; s++) free(p->buf[s]);
     free(p);
     *st_out = st;
@@ -1182,15 +1188,8 @@ static oc_status http_read_pieces(oc_source *s, const oc_source_piece *pieces, s
     struct timespec polled = {0, 0};
     pthread_mutex_lock(&p->mu);
     while (!p->failed && p->finished < p->nchunks) par_wait(p, &polled);
-    if (p->worker_failed) {
-        st = p->st;
-        if (err) *err = p->err;
-        *failed = order[chunks[p->failed_chunk].first];
-    }
-    pthread_mutex_unlock(&p->mu);
-    for (size_t t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
+    par_end(p, tid, nthreads, &st, err);
+    if (p->worker_failed) *failed = order[chunks[p->failed_chunk].first];
     free(p);
 done:
     free(chunks);
