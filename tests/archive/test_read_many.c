@@ -25,6 +25,7 @@
 #include "check.h"
 #include "testdir.h"
 #include "testmodel.h"
+#include "testarchive.h"
 
 static oc_error err;
 static const char pass[] = "open sesame";
@@ -33,29 +34,21 @@ static uint64_t salt; /* added to every seed: other bytes under the same names *
 /* "big" UINT8 [BIG_ROWS, BIG_COLS]: 5 MiB, more than the 4 MiB a thread takes at once. */
 enum { BIG_ROWS = 1280, BIG_COLS = 4096 + 3 };
 
-static void set_dims(oc_arena *a, onnx_TensorProto *t, const int64_t *dims, size_t n) {
-    t->dims.count = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-        CHECK(d != NULL);
-        if (d) *d = dims[i];
-    }
-}
-
 /* big; "cube" UINT8 [20, 15, 8]; "small" (10 bytes, inline in every form); "typed" FLOAT
  * [4, 3] in float_data; "empty" UINT8 [0]. */
 static void save(const char *name, const char *data, uint64_t split) {
     oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
     onnx_GraphProto *g = oc_model_proto(m)->graph;
-    set_dims(a, tm_add_bytes(a, g, "big", (uint64_t)BIG_ROWS * BIG_COLS, 1 + salt),
-             (const int64_t[]){BIG_ROWS, BIG_COLS}, 2);
-    set_dims(a, tm_add_bytes(a, g, "cube", 20 * 15 * 8, 2 + salt), (const int64_t[]){20, 15, 8}, 3);
+    ta_set_dims(a, tm_add_bytes(a, g, "big", (uint64_t)BIG_ROWS * BIG_COLS, 1 + salt),
+                (const int64_t[]){BIG_ROWS, BIG_COLS}, 2);
+    ta_set_dims(a, tm_add_bytes(a, g, "cube", 20 * 15 * 8, 2 + salt), (const int64_t[]){20, 15, 8},
+                3);
     tm_add_bytes(a, g, "small", 10, 3 + salt);
     tm_add_bytes(a, g, "empty", 0, 4 + salt);
     onnx_TensorProto *ty = tm_add_bytes(a, g, "typed", 1, 5);
     ty->data_type = 1;
-    set_dims(a, ty, (const int64_t[]){4, 3}, 2);
+    ta_set_dims(a, ty, (const int64_t[]){4, 3}, 2);
     oc_bytes_release(&ty->raw_data);
     OC_CLEAR_HAS(TensorProto, ty, raw_data);
     for (int i = 0; i < 12; i++) {
@@ -291,28 +284,6 @@ static void check_replaced(const char *model, const char *file) {
 
 /* A copy of archive `in` whose tensor entries are DEFLATED (a layout A-3 refuses, which
  * other writers make and readers take). */
-static void deflate_copy(const char *in, const char *out) {
-    oz_zip_reader *zr = NULL;
-    oz_zip_writer *w = NULL;
-    CHECK_STATUS(oz_zip_reader_open(td_at(in), NULL, &zr, &err), OC_OK, &err);
-    CHECK_STATUS(oz_zip_writer_open(td_at(out), 0, 0, &w, &err), OC_OK, &err);
-    for (uint64_t i = 0; zr && w && i < oz_zip_reader_count(zr); i++) {
-        oz_zip_entry e;
-        oc_bytes b = {0};
-        CHECK_STATUS(oz_zip_reader_entry(zr, i, &e, &err), OC_OK, &err);
-        CHECK_STATUS(oz_zip_reader_read(zr, i, &b, &err), OC_OK, &err);
-        if (strcmp(e.name, "__MODEL_PROTO") == 0)
-            CHECK_STATUS(oz_zip_writer_add(w, e.name, b.data, b.size, NULL, &err), OC_OK, &err);
-        else
-            CHECK_STATUS(oz_zip_writer_add_deflated(w, e.name, b.data, b.size, -1, &err), OC_OK,
-                         &err);
-        oc_bytes_release(&b);
-    }
-    if (w) CHECK_STATUS(oz_zip_writer_finish(w, &err), OC_OK, &err);
-    oz_zip_writer_free(w);
-    oz_zip_reader_close(zr);
-}
-
 /* Slices of big in archive `name` (its entries DEFLATED) read together, some in one pass
  * of the entry (they end before it does), some each alone (together they take all of the
  * entry, but none takes all of it: one pass would check its CRC, Z-79), equal to
@@ -368,7 +339,7 @@ int main(int argc, char **argv) {
     check_form("two.onnx", NULL);
     check_form("many.onnx", NULL);
     check_form("a.onnxz", NULL);
-    deflate_copy("a.onnxz", "d.onnxz");
+    ta_deflate_copy("a.onnxz", "d.onnxz", &err);
     check_form("d.onnxz", NULL);
     check_passes("d.onnxz");
     check_passes("a.onnxz");

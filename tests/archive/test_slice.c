@@ -20,6 +20,7 @@
 #include "check.h"
 #include "testdir.h"
 #include "testmodel.h"
+#include "testarchive.h"
 
 static oc_error err;
 static const char pass[] = "open sesame";
@@ -28,15 +29,6 @@ static const char pass[] = "open sesame";
 enum { D0 = 20, D1 = 15, D2 = 8 };
 static const int64_t cube_dims[3] = {D0, D1, D2};
 
-static void set_dims(oc_arena *a, onnx_TensorProto *t, const int64_t *dims, size_t n) {
-    t->dims.count = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t *d = oc_array_push(a, &t->dims, sizeof(int64_t));
-        CHECK(d != NULL);
-        if (d) *d = dims[i];
-    }
-}
-
 /* cube; "f32" FLOAT [30, 16]; "i4" INT4 [40, 64] (packed, 1280 bytes); "i4odd" INT4
  * [3, 3] (9 elements: 5 bytes, the last half padding, W-40); "typed" FLOAT [4, 3] in
  * float_data. */
@@ -44,19 +36,19 @@ static void save(const char *name, const char *data) {
     oc_model *m = tm_model_new();
     oc_arena *a = oc_model_arena(m);
     onnx_GraphProto *g = oc_model_proto(m)->graph;
-    set_dims(a, tm_add_bytes(a, g, "cube", D0 * D1 * D2, 1), cube_dims, 3);
+    ta_set_dims(a, tm_add_bytes(a, g, "cube", D0 * D1 * D2, 1), cube_dims, 3);
     onnx_TensorProto *f = tm_add_bytes(a, g, "f32", 30 * 16 * 4, 2);
     f->data_type = 1;
-    set_dims(a, f, (const int64_t[]){30, 16}, 2);
+    ta_set_dims(a, f, (const int64_t[]){30, 16}, 2);
     onnx_TensorProto *i4 = tm_add_bytes(a, g, "i4", 40 * 64 / 2, 3);
     i4->data_type = 22; /* INT4 */
-    set_dims(a, i4, (const int64_t[]){40, 64}, 2);
+    ta_set_dims(a, i4, (const int64_t[]){40, 64}, 2);
     onnx_TensorProto *odd = tm_add_bytes(a, g, "i4odd", 5, 5);
     odd->data_type = 22;
-    set_dims(a, odd, (const int64_t[]){3, 3}, 2);
+    ta_set_dims(a, odd, (const int64_t[]){3, 3}, 2);
     onnx_TensorProto *ty = tm_add_bytes(a, g, "typed", 1, 4);
     ty->data_type = 1;
-    set_dims(a, ty, (const int64_t[]){4, 3}, 2);
+    ta_set_dims(a, ty, (const int64_t[]){4, 3}, 2);
     oc_bytes_release(&ty->raw_data);
     OC_CLEAR_HAS(TensorProto, ty, raw_data);
     for (int i = 0; i < 12; i++) {
@@ -142,28 +134,6 @@ static oz_slice_range random_range(int64_t dim) {
 
 /* A copy of archive `in` whose tensor entries are DEFLATED (a layout A-3 refuses, which
  * other writers make and readers take): its slices are inflated as a stream (Z-79). */
-static void deflate_copy(const char *in, const char *out) {
-    oz_zip_reader *zr = NULL;
-    oz_zip_writer *w = NULL;
-    CHECK_STATUS(oz_zip_reader_open(td_at(in), NULL, &zr, &err), OC_OK, &err);
-    CHECK_STATUS(oz_zip_writer_open(td_at(out), 0, 0, &w, &err), OC_OK, &err);
-    for (uint64_t i = 0; zr && w && i < oz_zip_reader_count(zr); i++) {
-        oz_zip_entry e;
-        oc_bytes b = {0};
-        CHECK_STATUS(oz_zip_reader_entry(zr, i, &e, &err), OC_OK, &err);
-        CHECK_STATUS(oz_zip_reader_read(zr, i, &b, &err), OC_OK, &err);
-        if (strcmp(e.name, "__MODEL_PROTO") == 0)
-            CHECK_STATUS(oz_zip_writer_add(w, e.name, b.data, b.size, NULL, &err), OC_OK, &err);
-        else
-            CHECK_STATUS(oz_zip_writer_add_deflated(w, e.name, b.data, b.size, -1, &err), OC_OK,
-                         &err);
-        oc_bytes_release(&b);
-    }
-    if (w) CHECK_STATUS(oz_zip_writer_finish(w, &err), OC_OK, &err);
-    oz_zip_writer_free(w);
-    oz_zip_reader_close(zr);
-}
-
 /* One slice of t read three ways (a span, into a buffer, the oracle), all the same. */
 static void check_one(oz_reader *r, const onnx_TensorProto *t, const uint8_t *whole,
                       const int64_t *dims, size_t n, size_t es, const oz_slice_range *rs,
@@ -397,7 +367,7 @@ int main(int argc, char **argv) {
     check_form("one.onnx", NULL);
     check_form("two.onnx", NULL);
     check_form("a.onnxz", NULL);
-    deflate_copy("a.onnxz", "d.onnxz");
+    ta_deflate_copy("a.onnxz", "d.onnxz", &err);
     check_form("d.onnxz", NULL);
     if (oc_crypt_available()) {
         encrypt("two.onnx", "two.zec1", OC_CRYPT_ONNXZEC1);
