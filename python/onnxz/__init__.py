@@ -262,7 +262,7 @@ def save(model, path, *, external_data=None, max_file_size=None, align=None, thr
     """
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
-    _onnxz._save_check(path, opts)  # and R-14: a URL is read, never written
+    _onnxz._save_check(path, opts)  # and R-14: no http(s):// or hf:// output
     if isinstance(model, (bytes, bytearray, memoryview)):
         _onnxz._save(model, path, opts)
         return
@@ -800,8 +800,8 @@ def open(path, *, key=None, max_memory=None, prefetch=False):
     store that speaks its API, each request signed, with AWS's own settings: AWS_ACCESS_KEY_ID,
     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else the AWS_PROFILE profile of
     ~/.aws/credentials and ~/.aws/config; AWS_REGION; AWS_ENDPOINT_URL_S3 (spec/remote.md
-    R-16 to R-20). A URL is read, never written: save and convert refuse one as their
-    output.
+    R-16 to R-20). Of URLs, only an s3:// one is written (save and convert, R-21): an
+    http(s):// or hf:// output is refused (R-14).
 
     hf://ORG/NAME/PATH and hf://ORG/NAME@REVISION/PATH read a file of a Hugging Face hub
     repository (spec/remote.md, "The Hugging Face hub"), at HF_ENDPOINT (default
