@@ -618,6 +618,7 @@ static oc_status s3_headers(const http_source *h, const char *range, struct curl
         if (line) {
             snprintf(line, n, "%s: %s", name, value);
             m = curl_slist_append(l, line);
+            oc__cb_cleanse(line, n); /* the token's line: curl holds its own copy */
             free(line);
         }
         ok = m != NULL;
@@ -1370,6 +1371,7 @@ static void http_destroy(oc_source *s) {
     free(h->pinned);
     oc__hf_ref_free(&h->ref);
     free(h->url);
+    if (h->auth) oc__cb_cleanse(h->auth, strlen(h->auth)); /* a hub token, a user's auth */
     free(h->auth);
     free(h->ca_file);
     free(h->tail);
