@@ -393,9 +393,10 @@ def test_long_calls_let_other_threads_run(tmp_path):
                        ("verify", lambda: onnxz.open(dst).verify())):
         took, n = during(call)
         # A tick costs about a millisecond and a half on a quiet machine. Had the call held
-        # the GIL the thread would tick at most once; a twentieth of the quiet pace leaves
-        # room for a machine whose load starves the thread (CI measured a fifth at load 11).
-        assert n >= max(3, took / 0.0015 / 20), (what, took, n)
+        # the GIL the thread would tick at most once; a fortieth of the quiet pace leaves
+        # room for a machine whose load starves the thread (a thirtieth was seen at load 10,
+        # with the call's own threads on both cores).
+        assert n >= max(3, took / 0.0015 / 40), (what, took, n)
 
 
 def test_ctrl_c_at_any_moment_of_a_load(tmp_path):
