@@ -1480,9 +1480,10 @@ oc_status oz__zip_reader_read_part(const oz_zip_reader *r, uint64_t index, uint6
     const oz__entry *e = NULL;
     OC_RETURN_ERROR_IF(!write, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "no writer");
     OC_FORWARD(readable(r, index, NULL, &e, err));
+    char q[OC_QUOTE_SIZE];
     OC_RETURN_ERROR_IF(from > e->usize || n > e->usize - from, err, OC_ERR_INVALID_ARG,
-                       OC_NO_OFFSET, "bytes %llu..%llu of an entry of %llu",
-                       (unsigned long long)from, (unsigned long long)(from + n),
+                       OC_NO_OFFSET, "entry '%s': %llu bytes at %llu run past its %llu bytes",
+                       qname(r, e, q), (unsigned long long)n, (unsigned long long)from,
                        (unsigned long long)e->usize);
     if (e->method == OZ_ZIP_DEFLATED) return inflate_part(r, e, from, n, write, ctx, err);
     if (from == 0 && n == e->usize) return oz_zip_reader_read_to(r, index, write, ctx, err);
