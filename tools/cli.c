@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -100,12 +99,11 @@ static oc_hf_options *hf;
  * scheme: the AWS and hub settings are read only for a command that opens one, so that
  * a broken ~/.aws or token file never touches a command on local files (spec/remote.md
  * R-20). */
-static bool names_scheme(const cli_args *args, const char *scheme) {
-    size_t n = strlen(scheme);
+static bool names_scheme(const cli_args *args, oc_url_scheme scheme) {
     for (int i = 0; i < args->npositional; i++)
-        if (strncasecmp(args->positional[i], scheme, n) == 0) return true;
+        if (oc_url_scheme_of(args->positional[i]) == scheme) return true;
     for (int i = 0; i < args->noccurrences; i++)
-        if (args->occurrence[i].value && strncasecmp(args->occurrence[i].value, scheme, n) == 0)
+        if (args->occurrence[i].value && oc_url_scheme_of(args->occurrence[i].value) == scheme)
             return true;
     return false;
 }
@@ -114,9 +112,9 @@ int cli_http_init(const cli_args *args) {
     oc_error err;
     oc_error_clear(&err);
     if (oc_http_options_parse(&http, env_lookup, NULL, &err) == OC_OK &&
-        (!names_scheme(args, "s3://") ||
+        (!names_scheme(args, OC_URL_S3) ||
          oc_s3_options_load(&s3, env_lookup, NULL, &err) == OC_OK) &&
-        (!names_scheme(args, "hf://") ||
+        (!names_scheme(args, OC_URL_HF) ||
          oc_hf_options_load(&hf, env_lookup, NULL, &err) == OC_OK)) {
         http.s3 = s3;
         http.hf = hf;

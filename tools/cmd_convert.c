@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include <onnxz/archive.h>
@@ -327,7 +326,7 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     /* An s3:// OUT is a multipart upload: a signal cancels it, the library aborts the
      * upload (no part left stored), and then the process dies of the signal. */
     p->save.cancel = interrupt_cancel;
-    interrupt_defer(strncasecmp(p->out, "s3://", 5) == 0);
+    interrupt_defer(oc_url_scheme_of(p->out) == OC_URL_S3);
     oc_status st = oz_convert_file(p->in, p->out, &oo, &p->save, &info, &err);
     interrupt_defer(0);
     cli_progress_end(&bar);

@@ -26,7 +26,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <onnxcore/http.h>
 #include <onnxcore/onnxcore.h>
@@ -156,7 +155,14 @@ static const char *env_lookup(void *ctx, const char *name) {
 
 /* Which of URL_S3 and URL_HF the path p is (0: neither). */
 static int url_kind(const char *p) {
-    return strncasecmp(p, "s3://", 5) == 0 ? URL_S3 : strncasecmp(p, "hf://", 5) == 0 ? URL_HF : 0;
+    switch (oc_url_scheme_of(p)) {
+    case OC_URL_S3:
+        return URL_S3;
+    case OC_URL_HF:
+        return URL_HF;
+    default:
+        return 0;
+    }
 }
 
 /* The url_kind of each of the first n items of args that is a path (str, bytes or

@@ -106,6 +106,15 @@ static void test_urls(void) {
         oc__hf_ref_free(&r);
     }
     CHECK(oc_is_url("hf://org/name/m.onnx") && oc_is_url("HF://o/n/m"));
+    /* oc_url_scheme_of: the scheme the tool and the package ask for, as oc_is_url tests */
+    CHECK(oc_url_scheme_of("hf://o/n/m") == OC_URL_HF &&
+          oc_url_scheme_of("Hf://o/n/m") == OC_URL_HF);
+    CHECK(oc_url_scheme_of("s3://b/k") == OC_URL_S3 && oc_url_scheme_of("S3://b/k") == OC_URL_S3);
+    CHECK(oc_url_scheme_of("https://h/m") == OC_URL_HTTP &&
+          oc_url_scheme_of("HTTP://h/m") == OC_URL_HTTP);
+    CHECK(oc_url_scheme_of("m.onnx") == OC_URL_NONE && oc_url_scheme_of("s3:/b/k") == OC_URL_NONE &&
+          oc_url_scheme_of("./hf://x") == OC_URL_NONE && oc_url_scheme_of(NULL) == OC_URL_NONE &&
+          oc_url_scheme_of("") == OC_URL_NONE);
     char shown[128];
     oc_path_shown("hf://hf_secret@org/name/m.onnx: not found", shown, sizeof shown);
     CHECK(strcmp(shown, "hf://org/name/m.onnx: not found") == 0);

@@ -202,6 +202,17 @@ OC_API oc_status oc_hf_options_load(oc_hf_options **out, oc_http_lookup get, voi
 /* Wipes the token and frees o (made by oc_hf_options_load); NULL is accepted. */
 OC_API void oc_hf_options_free(oc_hf_options *o);
 
+/* The scheme of a URL, by the same test oc_is_url makes (the scheme in any case). */
+typedef enum oc_url_scheme {
+    OC_URL_NONE = 0, /* not a URL: a path */
+    OC_URL_HTTP = 1, /* http:// or https:// */
+    OC_URL_S3 = 2,   /* s3://: oc_http_options.s3 applies */
+    OC_URL_HF = 3    /* hf://: oc_http_options.hf applies */
+} oc_url_scheme;
+/* path's scheme: what a program asks to know which settings a call needs (it loads AWS's
+ * or the hub's only for a call that names such a URL, spec/remote.md R-20). */
+OC_API oc_url_scheme oc_url_scheme_of(const char *path);
+
 #endif
 
 #ifdef __cplusplus

@@ -17,9 +17,14 @@ static bool is_http(const char *path) {
 
 int oc__is_s3_url(const char *path) { return path && strncasecmp(path, "s3://", 5) == 0; }
 
-bool oc_is_url(const char *path) {
-    return is_http(path) || oc__is_s3_url(path) || (path && strncasecmp(path, "hf://", 5) == 0);
+oc_url_scheme oc_url_scheme_of(const char *path) {
+    if (is_http(path)) return OC_URL_HTTP;
+    if (oc__is_s3_url(path)) return OC_URL_S3;
+    if (path && strncasecmp(path, "hf://", 5) == 0) return OC_URL_HF;
+    return OC_URL_NONE;
 }
+
+bool oc_is_url(const char *path) { return oc_url_scheme_of(path) != OC_URL_NONE; }
 
 /* An http(s) URL as RFC 3986 (section 3) splits it: after "scheme://" the authority runs
  * to the first '/', '?' or '#'; in it, the userinfo ends at its last '@'. The URL ends at
