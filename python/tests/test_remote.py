@@ -158,6 +158,45 @@ def test_a_slice_reads_its_runs_alone(served):
     assert sum(r["body_bytes_sent"] for r in reqs) <= part.nbytes + 4096
 
 
+@pytest.fixture(scope="module")
+def random_served(tmp_path_factory, tool):
+    """(nginx, tensors, forms): test_slice's random tensors as an archive, a two-file and an
+    N-file model, served by nginx."""
+    from test_slice import random_tensors
+    root = tmp_path_factory.mktemp("random")
+    tensors = random_tensors(np.random.default_rng(31))
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [], "g", [], [], [onnx.numpy_helper.from_array(a, n) for n, a in tensors.items()]))
+    onnxz.save(model, str(root / "r.onnxz"), threshold=64)
+    onnxz.save(model, str(root / "r2.onnx"), external_data="r2.data", threshold=64)
+    onnx.save(model, str(root / "src.onnx"))
+    subprocess.run([tool, "convert", "src.onnx", "rn.onnx", "--external-data", "rn.data",
+                    "--max-file-size", "8000", "--threshold", "64"], cwd=root, check=True,
+                   capture_output=True)
+    assert os.path.exists(root / "rn.data.1")  # really split
+    with nginx_env.Nginx(str(root), str(tmp_path_factory.mktemp("nginx"))) as ng:
+        yield ng, tensors, ("r.onnxz", "r2.onnx", "rn.onnx")
+
+
+def test_random_slices_from_a_url_equal_numpy(random_served):
+    """The property test of test_slice.py over HTTP: random basic indices of random shapes
+    and dtypes, read with get_slice from the URL of each form, equal numpy's indexing of
+    the tensor (the oracle), with a fixed seed."""
+    from test_slice import random_index
+    ng, tensors, forms = random_served
+    rng = np.random.default_rng(54321)
+    for name in forms:
+        with onnxz.open(ng.url(name)) as f:
+            for t, want in tensors.items():
+                s = f.get_slice(t)
+                assert s.shape == want.shape
+                for _ in range(12):
+                    idx = random_index(rng, want.shape)
+                    got = s[idx]
+                    assert got.shape == want[idx].shape, (name, t, idx)
+                    assert np.array_equal(got, want[idx]), (name, t, idx)
+
+
 def test_slices_of_deflated_and_changed_entries(served, tmp_path):
     """spec/onnxz-zip.md Z-79 from a URL: a slice of a DEFLATED entry (16 MiB, row i all
     i) is inflated from one streamed request, given up after its last byte, and equals
