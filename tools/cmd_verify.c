@@ -29,6 +29,11 @@ static const cli_option verify_options[] = {
 
 static const char *const verify_arg_names[] = {"FILE"};
 
+/* The flag that sets the oz_open_options field `option` names ("data_dir": "--data-dir"). */
+static const char *flag_of(const char *option) {
+    return strcmp(option, "data_dir") == 0 ? "--data-dir" : option;
+}
+
 /* The verification, one library call (oz_verify_path), made again with the passphrase
  * when the file turns out to be encrypted. */
 static int verify(const cli_args *args, const char *path, oz_verify_report **out) {
@@ -43,8 +48,9 @@ static int verify(const cli_args *args, const char *path, oz_verify_report **out
     opts.trust = args->value[VERIFY_OPT_TRUST];
     oc_error_clear(&err);
     st = oz_verify_path(path, &opts, out, &info, &err);
-    if (st == OC_ERR_INVALID_ARG && opts.parse.data_dir && oz_kind_is_archive(info.kind))
-        return cli_usage_error("verify", "--data-dir applies to .onnx files, not archives");
+    if (st == OC_ERR_INVALID_ARG && info.option) /* the library names the option at fault */
+        return cli_usage_error("verify", "%s%s", flag_of(info.option),
+                               err.message + strlen(info.option));
     if (st != OC_OK && oz_kind_is_encrypted(info.kind, NULL)) { /* refused: a key is needed */
         rc = cli_require_crypto(path);
         if (rc == CLI_EXIT_OK)

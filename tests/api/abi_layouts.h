@@ -41,7 +41,8 @@
     NOW(oz_open_options, 184)                                           \
     GREW(oz_open_info, 8, kind)                                         \
     GREW(oz_open_info, 16, file_size)                                   \
-    NOW(oz_open_info, 24)                                               \
+    GREW(oz_open_info, 24, option)                                      \
+    NOW(oz_open_info, 32)                                               \
     GREW(oz_save_options, 128, cancel)                                  \
     GREW(oz_save_options, 152, max_memory)                              \
     GREW(oz_save_options, 160, http)                                    \

@@ -108,10 +108,16 @@ typedef struct oz_open_info {
     oz_kind kind;       /* the file's kind (oz_detect_file) */
     bool is_archive;    /* true when the model came from an .onnxz archive, encrypted or not */
     uint64_t file_size; /* bytes of the file, or of the object at a URL (0: not known) */
+    /* After OC_ERR_INVALID_ARG for an option given where it does not apply: the name of
+     * the oz_open_options field at fault ("data_dir"), the error's message beginning with
+     * it ("data_dir applies to .onnx files, not archives"), so that a client that spells
+     * its options otherwise prints its own name before the rest; NULL for any other
+     * outcome. */
+    const char *option;
 } oz_open_info;
 
 #define OZ_OPEN_INFO_INIT \
-    { .size = sizeof(oz_open_info), .kind = OZ_KIND_MODEL, .is_archive = false }
+    { .size = sizeof(oz_open_info), .kind = OZ_KIND_MODEL, .is_archive = false, .option = NULL }
 
 /* Fills *info with the initial values (as OZ_OPEN_INFO_INIT). */
 OZ_API void oz_open_info_init(oz_open_info *info);

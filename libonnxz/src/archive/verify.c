@@ -197,6 +197,7 @@ oc_status oz__verify(const char *path, oz_kind kind, const oz_archive *ar,
         st = nomem(err);
     } else if (opts->parse.data_dir && oz_kind_is_archive(kind)) {
         /* before the signature: a usage error is told as one whatever the signature */
+        found.option = "data_dir";
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                       "data_dir applies to .onnx files, not archives");
     } else if (opts->trust &&
