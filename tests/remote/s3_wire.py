@@ -24,6 +24,7 @@ import http.server
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -49,6 +50,7 @@ class Server:
 
         class H(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 outer.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 status, headers, body = plan(self.path, len(outer.requests))
                 self.send_response(status)
@@ -56,7 +58,10 @@ class Server:
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
 
             def log_message(self, *a):
                 pass
@@ -156,6 +161,27 @@ def main():
                      for i in range(0, max(len(w) - 7, 0)) if w[i:i + 8] in shown]
             check(p.returncode == 1 and "***" in shown and not leaks,
                   f"{' '.join(argv)}: the echoed secrets masked: {shown.strip()[:300]!r}")
+        srv.close()
+
+        # the same store written to: an upload's refusal masks them too
+        def echo_write(path, n):
+            h = srv.requests[-1][1]
+            seen["auth"] = h.get("authorization", "")
+            sig = seen["auth"].rsplit("Signature=", 1)[-1]
+            text = f"<Error><Code>Weird{sig[:20]}</Code><Message>auth={seen['auth']} key={SECRET}</Message></Error>"
+            return 400, {}, text.encode()
+        srv = Server(echo_write)
+        with tempfile.TemporaryDirectory() as work:
+            model = os.path.join(work, "wire.onnx")
+            with open(model, "wb") as f:
+                f.write(b"\x08\x07")  # ir_version 7: a model with nothing else
+            p = run(args.onnxz, ["convert", model, "s3://b/k.onnx"], f"http://127.0.0.1:{srv.port}")
+        shown = p.stdout + p.stderr
+        sig = seen.get("auth", "").rsplit("Signature=", 1)[-1]
+        leaks = [w for w in (SECRET, sig, seen.get("auth", ""))
+                 for i in range(0, max(len(w) - 7, 0)) if w[i:i + 8] in shown]
+        check(p.returncode == 1 and "***" in shown and seen.get("auth") and not leaks,
+              f"convert to s3://: the echoed signature masked: {shown.strip()[:300]!r}")
         srv.close()
 
         # no credentials: nothing signed, no token

@@ -81,6 +81,9 @@ typedef struct resp {
     char *body;
     size_t len;
     char etag[256];
+    /* The Authorization value the last attempt carried (its end, where the signature is,
+     * when longer), for refused() to mask in what the store echoes. */
+    char auth[512];
     const atomic_int *stop;
     const oc_http_options *http; /* its cancel is polled on the caller's thread only */
     int caller;
@@ -235,6 +238,9 @@ static oc_status call(oc__s3_upload *u, const char *method, const oc__sigv4_pair
         /* (hd[0], Host, goes as libcurl makes it from the URL: the same text) */
         ok = ok && add_header(&l, "Authorization", auth) && add_header(&l, "Expect", "");
         ok = ok && add_header(&l, "Content-Type", "application/octet-stream");
+        size_t alen = strlen(auth), keep = alen < sizeof r->auth ? alen : sizeof r->auth - 1;
+        memcpy(r->auth, auth + alen - keep, keep);
+        r->auth[keep] = '\0';
         free(auth);
         if (!ok) {
             curl_slist_free_all(l);
@@ -314,9 +320,9 @@ static oc_status call(oc__s3_upload *u, const char *method, const oc__sigv4_pair
 /* The error for a response the store refused: "s3://b/k: WHAT: what the store said". */
 static oc_status refused(oc__s3_upload *u, const char *what, resp *r, oc_error *err) {
     char why[2 * OC_QUOTE_SIZE + 64];
-    const char *secrets[2] = {u->s3->secret_access_key, u->s3->session_token};
+    const char *secrets[3] = {u->s3->secret_access_key, u->s3->session_token, r->auth};
     oc_status s =
-        oc__s3_explain(r->status, r->body ? r->body : "", r->len, "", secrets, 2, why, sizeof why);
+        oc__s3_explain(r->status, r->body ? r->body : "", r->len, "", secrets, 3, why, sizeof why);
     free(r->body);
     r->body = NULL;
     return oc__fail(err, s, OC_NO_OFFSET, "%s: %s: %s", u->shown, what, why);
@@ -650,7 +656,10 @@ oc_status oc__s3_upload_patch(oc__s3_upload *u, const void *data, uint64_t n, ui
 void oc__s3_upload_abort(oc__s3_upload *u) {
     if (!u) return;
     atomic_store(&u->stop, 1);
-    reap(u, 1, NULL);
+    /* Every part still running is waited for and freed; their errors are not told: an
+     * abort follows a failure its caller already holds (the first error wins), and a part
+     * stopped by it fails only for that (OC_ERR_CANCELLED) or after it. */
+    (void)reap(u, 1, NULL);
     for (int i = 0; i < u->nheld; i++) {
         free(u->held[i]->buf);
         free(u->held[i]);
