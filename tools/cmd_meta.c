@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include <onnxz/metadata.h>
+#include <onnxz/sign.h>
 
 #include "cli.h"
+#include "passphrase.h"
 #include <onnxcore/json.h>
 
 enum {
@@ -19,14 +21,24 @@ enum {
     META_OPT_SET,
     META_OPT_UNSET,
     META_OPT_JSON,
-    META_OPT_APPEND_ONLY
+    META_OPT_APPEND_ONLY,
+    META_OPT_KEY,
+    META_OPT_PASS_FILE,
+    META_OPT_UNSIGN
 };
 
 static const cli_option meta_options[] = {
-    {'\0', "producer", true},     {'\0', "producer-version", true},
-    {'\0', "doc-string", true},   {'\0', "set", true},
-    {'\0', "unset", true},        {'\0', "json", false},
-    {'\0', "append-only", false}, {'\0', NULL, false},
+    {'\0', "producer", true},
+    {'\0', "producer-version", true},
+    {'\0', "doc-string", true},
+    {'\0', "set", true},
+    {'\0', "unset", true},
+    {'\0', "json", false},
+    {'\0', "append-only", false},
+    {'\0', "key", true},
+    {'\0', "passphrase-file", true},
+    {'\0', "unsign", false},
+    {'\0', NULL, false},
 };
 
 static const char *const meta_arg_names[] = {"FILE"};
@@ -51,7 +63,9 @@ static int parse_edits(const cli_args *args, oz_metadata_edit **edits, size_t *n
         int opt = args->occurrence[i].option;
         const char *v = args->occurrence[i].value;
         oz_metadata_edit *e = &(*edits)[*n];
-        if (opt == META_OPT_JSON || opt == META_OPT_APPEND_ONLY) continue;
+        if (opt == META_OPT_JSON || opt == META_OPT_APPEND_ONLY || opt == META_OPT_KEY ||
+            opt == META_OPT_PASS_FILE || opt == META_OPT_UNSIGN)
+            continue;
         e->op = ops[opt];
         e->value = v;
         if (opt == META_OPT_SET) {
@@ -153,9 +167,30 @@ static int run_meta(const cli_args *args) {
     cli_parse_options_init(&budget); /* --max-memory */
     opts.max_memory = budget.max_memory;
     opts.append_only = args->seen[META_OPT_APPEND_ONLY];
-    double start = cli_now_ms();
+    opts.sign_key = args->value[META_OPT_KEY];
+    opts.unsign = args->seen[META_OPT_UNSIGN];
+    cli_key pass = {NULL, 0};
+    bool needs = false;
     oc_error_clear(&err);
+    if (opts.sign_key && n) {
+        if (oz_sign_key_encrypted(opts.sign_key, &needs, &err) != OC_OK) {
+            free_edits(edits, keys, n);
+            return cli_fail(opts.sign_key, &err);
+        }
+        if (needs) {
+            rc = cli_key_get("meta", args->value[META_OPT_PASS_FILE], opts.sign_key, false,
+                             args->verbosity, &pass);
+            if (rc != CLI_EXIT_OK) {
+                free_edits(edits, keys, n);
+                return rc;
+            }
+            opts.passphrase = pass.data;
+            opts.passphrase_len = pass.len;
+        }
+    }
+    double start = cli_now_ms();
     oc_status st = oz_edit_metadata(path, edits, n, &opts, &model, &info, &err);
+    cli_key_free(&pass);
     free_edits(edits, keys, n);
     if (info.rolled_back) /* always: bytes were removed */
         cli_note(args->verbosity, CLI_QUIET,
@@ -163,6 +198,10 @@ static int run_meta(const cli_args *args) {
                  "offset %" PRIu64 " to the end at %" PRIu64 " (A-56)",
                  path, info.cut_from, info.cut_to);
     if (st != OC_OK) return cli_fail(path, &err);
+    if (n && (opts.sign_key || (opts.unsign && info.was_signed)))
+        cli_note(args->verbosity, CLI_NORMAL, "%s: %s", path,
+                 opts.sign_key ? "signed again with the given key"
+                               : "its signature was dropped: the model is unsigned now");
     if (n)
         cli_note(args->verbosity, CLI_VERBOSE, "%s %s in %.1f ms",
                  info.is_archive ? "edited the archive in place:" : "rewrote", path,
@@ -191,6 +230,9 @@ static const char meta_help[] =
     "One edit of a file at a time: a second one meanwhile waits up to 1 s, then is\n"
     "refused as busy. A symbolic link is followed: the file it points at is edited.\n"
     "Encrypted files are refused: decrypt, edit, encrypt again.\n"
+    "A signed model (onnxz sign) is refused, since the edit would break its signature,\n"
+    "unless --key signs it again (an archive: in the same crash-safe edit) or --unsign\n"
+    "drops the signature (spec/signing.md G-40).\n"
     "\n"
     "Options:\n"
     "      --producer NAME          set producer_name\n"
@@ -203,6 +245,10 @@ static const char meta_help[] =
     "      --append-only            archives: only append the new model, leaving the old\n"
     "                               one as unused bytes, so that processes reading the\n"
     "                               archive meanwhile are not disturbed (A-57)\n"
+    "      --key PRIVATE.pem        a signed model: sign the edited model with this key\n"
+    "      --passphrase-file FILE   the passphrase of an encrypted --key\n"
+    "      --unsign                 a signed model: drop its signature (the __ONNXZ_SIGNATURE\n"
+    "                               entry, or MODEL.sig beside a .onnx)\n"
     "      --json                   print one JSON object: file, format, producer_name,\n"
     "                               producer_version, doc_string (null when absent),\n"
     "                               metadata_props [{key, value}]\n"
@@ -214,7 +260,8 @@ static const char meta_help[] =
     "  onnxz meta model.onnxz\n"
     "  onnxz meta model.onnxz --producer my-exporter --producer-version 2.1\n"
     "  onnxz meta model.onnx --set license=MIT --set author=me --unset draft\n"
-    "  onnxz meta --json model.onnxz | jq .metadata_props\n";
+    "  onnxz meta --json model.onnxz | jq .metadata_props\n"
+    "  onnxz meta signed.onnxz --set license=MIT --key key.pem\n";
 
 const cli_command cmd_meta = {
     "meta",

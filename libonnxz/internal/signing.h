@@ -30,10 +30,11 @@ void oz__signer_close(oz__signer *sg);
 /* Whether path is an archive (true) or a .onnx model (false); anything else fails. */
 oc_status oz__sign_form(const char *path, bool *is_archive, oc_error *err);
 /* The bundle (a new buffer, free()) signing every entry of the archive read through zip
- * but __ONNXZ_SIGNATURE; out (may be NULL) the report. */
+ * but __ONNXZ_SIGNATURE, with model (model_n bytes; NULL: the archive's own) as the data of
+ * __MODEL_PROTO; out (may be NULL) the report. */
 oc_status oz__signer_archive(const oz__signer *sg, const oz_zip_reader *zip, const char *path,
-                             char **bundle, size_t *bundle_n, oz_signature_report **out,
-                             oc_error *err);
+                             const uint8_t *model, uint64_t model_n, char **bundle,
+                             size_t *bundle_n, oz_signature_report **out, oc_error *err);
 /* Signs the .onnx model at path and writes its bundle (o->signature_path, else MODEL.sig). */
 oc_status oz__signer_model(const oz__signer *sg, const char *path, const oz_sign_options *o,
                            oz_signature_report **out, oc_error *err);

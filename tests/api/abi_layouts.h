@@ -54,8 +54,10 @@
     NOW(oz_stub_info, 40)                                               \
     NOW(oz_unpack_options, 40)                                          \
     NOW(oz_unpack_info, 32)                                             \
-    NOW(oz_metadata_options, 24)                                        \
-    NOW(oz_metadata_info, 32)                                           \
+    GREW(oz_metadata_options, 24, sign_key)                             \
+    NOW(oz_metadata_options, 56)                                        \
+    GREW(oz_metadata_info, 32, was_signed)                              \
+    NOW(oz_metadata_info, 40)                                           \
     NOW(oz_info_source, 48)                                             \
     GREW(oz_reader_options, 48, prefetch)                               \
     GREW(oz_reader_options, 56, skip_data_files) /* after padding_52 */ \

@@ -401,10 +401,15 @@ def tamper_archive(ctx, keys, forms, other):
     r = run([ctx.onnxz, "verify", p, "--trust", pub])
     check(r.returncode == 1 and "entry 'fc2_weight' has changed since it was signed" in r.stderr,
           "onnxz verify --trust of a changed tensor: " + r.stderr)
-    # onnxz meta rewrites __MODEL_PROTO: the signature no longer holds until signed again
+    # __MODEL_PROTO rewritten by another writer (onnxz meta refuses to, G-40): the
+    # signature no longer holds until signed again
     p = fresh("meta")
-    subprocess.run([ctx.onnxz, "-q", "meta", p, "--set", "k=v"], check=True)
-    ctx.expect("archive: edited by onnxz meta", "checksum", ["verify", p, pub],
+    import onnx
+    with zipfile.ZipFile(p) as z:
+        m = onnx.load_from_string(z.read("__MODEL_PROTO"))
+    m.metadata_props.add(key="k", value="v")
+    replace_entry(p, "__MODEL_PROTO", m.SerializeToString())
+    ctx.expect("archive: its model edited by another writer", "checksum", ["verify", p, pub],
                "entry '__MODEL_PROTO' has changed")
     ctx.expect("archive: signed again after meta", "ok", ["sign", p, priv])
     ctx.expect("archive: signed again after meta verifies", "ok", ["verify", p, pub])
@@ -618,6 +623,76 @@ def sigstore(ctx, args, bundles):
     print("sigstore-js verified %d bundles" % len(bundles))
 
 
+def props_of(path):
+    """metadata_props as python3-onnx reads them (an archive's __MODEL_PROTO via zipfile)."""
+    import onnx
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            m = onnx.load_from_string(z.read("__MODEL_PROTO"))
+    else:
+        m = onnx.load(path, load_external_data=False)
+    return {p.key: p.value for p in m.metadata_props}
+
+
+def edits(ctx, keys):
+    """onnxz meta on signed models (G-40): refused unless --key signs again or --unsign
+    drops the signature; what it leaves checked by zipfile, python3-onnx and openssl."""
+    forms = make_forms(ctx, SAMPLE, "edits")
+    priv, pub = keys["ed"]
+    for form in ("archive", "two"):
+        path = forms[form]
+        what = "meta on a signed " + form
+        subprocess.run([ctx.onnxz, "-q", "sign", path, "--key", priv], check=True)
+        before = sha256_file(path)
+        r = run([ctx.onnxz, "meta", path, "--set", "k=1"])
+        check(r.returncode == 1 and "is signed" in r.stderr and "--unsign" in r.stderr
+              and "--key" in r.stderr and r.stderr.count("\n") == 1,
+              what + ": refused in one line naming --key and --unsign: " + r.stderr)
+        check(sha256_file(path) == before and props_of(path).get("k") is None,
+              what + ": the refused edit changed nothing")
+        r = run([ctx.onnxz, "meta", path, "--set", "k=1", "--key", priv, "--unsign"])
+        check(r.returncode == 1 and "not both" in r.stderr, what + ": --key with --unsign: " +
+              r.stderr)
+        # signed again, with another key type, its passphrase from a file
+        pf = ctx.path("pass.txt")
+        with open(pf, "w") as f:
+            f.write(PASS)
+        r = run([ctx.onnxz, "meta", path, "--set", "k=2", "--key", keys["ec_enc"][0],
+                 "--passphrase-file", pf])
+        check(r.returncode == 0 and "signed again" in r.stderr, what + ": --key: " + r.stderr)
+        check(props_of(path).get("k") == "2", what + ": --key: the edit is made")
+        check_bundle(ctx, what + " --key", path, keys["ec"][0], keys["ec"][1], "ec")
+        ctx.expect(what + ": --key: verifies", "ok", ["verify", path, keys["ec"][1]])
+        ctx.expect(what + ": --key: the old key no longer", "bad_key", ["verify", path, pub])
+        if form == "archive":
+            r = run(["unzip", "-tq", path])
+            check(r.returncode == 0, what + ": --key: unzip -t: " + r.stdout + r.stderr)
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+            check(names.count(SIG_ENTRY) == 1 and names[-2:] == [SIG_ENTRY, "__MODEL_PROTO"],
+                  what + ": --key: one signature entry, before the model: %s" % names[-3:])
+        # dropped
+        r = run([ctx.onnxz, "meta", path, "--set", "k=3", "--unsign"])
+        check(r.returncode == 0 and "unsigned" in r.stderr, what + ": --unsign: " + r.stderr)
+        check(props_of(path).get("k") == "3", what + ": --unsign: the edit is made")
+        if form == "archive":
+            with zipfile.ZipFile(path) as z:
+                check(SIG_ENTRY not in z.namelist() and z.testzip() is None,
+                      what + ": --unsign: no signature entry, every CRC right")
+            check(run(["unzip", "-tq", path]).returncode == 0, what + ": --unsign: unzip -t")
+        else:
+            check(not os.path.exists(path + ".sig"), what + ": --unsign: MODEL.sig removed")
+        ctx.expect(what + ": --unsign: not signed", "not_found", ["verify", path, pub],
+                   "is not signed")
+        # an unsigned model: edited as before; --key signs it
+        r = run([ctx.onnxz, "meta", path, "--set", "k=4"])
+        check(r.returncode == 0, what + ": unsigned: edited: " + r.stderr)
+        r = run([ctx.onnxz, "-q", "meta", path, "--set", "k=5", "--key", priv])
+        check(r.returncode == 0, what + ": unsigned, --key: " + r.stderr)
+        check_bundle(ctx, what + " unsigned, --key", path, priv, pub, "ed25519")
+        ctx.expect(what + ": unsigned, --key: verifies", "ok", ["verify", path, pub])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("area", choices=["sign", "sigstore", "nossl"])
@@ -657,6 +732,7 @@ def main():
         tamper_archive(ctx, keys, forms, other)
         tamper_models(ctx, keys, forms)
         hostile(ctx, keys, forms)
+        edits(ctx, keys)
     else:
         sigstore(ctx, args, bundles)
     if failures:

@@ -47,6 +47,16 @@ typedef struct oz_metadata_options {
                           * the file (A-57), so that readers that have it open meanwhile are
                           * not disturbed and the edit does not wait for them */
     uint64_t max_memory; /* the budget of the model's decode; 0: none */
+    /* Experimental (docs/api.md): what an edit does to a signed model's signature
+     * (spec/signing.md G-40). Unless one is set, editing a signed model (an archive with
+     * its __ONNXZ_SIGNATURE entry, a .onnx with MODEL.sig beside it) is OC_ERR_UNSUPPORTED:
+     * the edit would break the signature. sign_key: the private key (PEM) that signs the
+     * edited model (an archive: in the same crash-safe edit); passphrase: an encrypted
+     * key's (passphrase_len bytes). unsign: the signature is dropped. Not both. */
+    const char *sign_key;
+    const void *passphrase;
+    size_t passphrase_len;
+    int unsign;
 } oz_metadata_options;
 
 #define OZ_METADATA_OPTIONS_INIT \
@@ -61,6 +71,7 @@ typedef struct oz_metadata_info {
     bool rolled_back;  /* an interrupted edit's torn tail was removed first: */
     uint64_t cut_from; /* the bytes from this offset */
     uint64_t cut_to;   /* to the end, here */
+    bool was_signed;   /* experimental: the model was signed before the call */
 } oz_metadata_info;
 
 #define OZ_METADATA_INFO_INIT \

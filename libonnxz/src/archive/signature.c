@@ -305,9 +305,10 @@ static int part_cmp(const void *a, const void *b) {
 }
 
 /* Every entry of an archive but the signature's, each hashed as its data reads
- * (uncompressed, CRC-checked where the reader checks it). */
-static oc_status archive_parts(const oz_zip_reader *zip, const char *path, oc__sha256 *h,
-                               parts *out, oc_error *err) {
+ * (uncompressed, CRC-checked where the reader checks it); model (model_n bytes), when not
+ * NULL, stands for __MODEL_PROTO's data: the model an edit is about to write. */
+static oc_status archive_parts(const oz_zip_reader *zip, const char *path, const uint8_t *model,
+                               uint64_t model_n, oc__sha256 *h, parts *out, oc_error *err) {
     uint64_t count = oz_zip_reader_count(zip);
     for (uint64_t i = 0; i < count; i++) {
         oz_zip_entry e;
@@ -321,11 +322,15 @@ static oc_status archive_parts(const oz_zip_reader *zip, const char *path, oc__s
                            path, oc_quote(e.name, e.name_len, q, OC_QUOTE_SIZE));
         part *x = parts_add(out, e.name, e.name_len);
         if (!x) return nomem(err);
+        bool ours = model && strcmp(e.name, OZ_MODEL_ENTRY) == 0;
         OC_FORWARD(oc__sha256_reset(h, err));
-        OC_FORWARD(oz_zip_reader_read_to(zip, i, oc__sha256_update, h, err));
+        if (ours)
+            OC_FORWARD(oc__sha256_update(h, model, (size_t)model_n, err));
+        else
+            OC_FORWARD(oz_zip_reader_read_to(zip, i, oc__sha256_update, h, err));
         OC_FORWARD(oc__sha256_final(h, x->digest, err));
-        x->size = e.uncompressed_size;
-        out->bytes += e.uncompressed_size;
+        x->size = ours ? model_n : e.uncompressed_size;
+        out->bytes += x->size;
     }
     return OC_OK;
 }
@@ -657,15 +662,15 @@ static oc_status build_bundle(const oc__sig_key *key, const char *fp, const sbuf
 }
 
 oc_status oz__signer_archive(const oz__signer *sg, const oz_zip_reader *zip, const char *path,
-                             char **bundle_out, size_t *bundle_n, oz_signature_report **out,
-                             oc_error *err) {
+                             const uint8_t *model, uint64_t model_n, char **bundle_out,
+                             size_t *bundle_n, oz_signature_report **out, oc_error *err) {
     parts p = {0};
     sbuf statement = {0}, bundle = {0};
     uint8_t subject[OC__SHA256_SIZE];
     *bundle_out = NULL;
     *bundle_n = 0;
     char *name = subject_name(path);
-    oc_status st = name ? archive_parts(zip, path, sg->h, &p, err) : nomem(err);
+    oc_status st = name ? archive_parts(zip, path, model, model_n, sg->h, &p, err) : nomem(err);
     if (st == OC_OK) {
         qsort(p.v, p.n, sizeof *p.v, part_cmp);
         st = build_statement(&p, name, METHOD_ARCHIVE, sg->h, &statement, subject, err);
@@ -1088,7 +1093,7 @@ oc_status oz_signature_verify(const char *path, const char *trust_path, const oz
     }
     /* the model's parts, hashed now */
     if (st == OC_OK)
-        st = f == FORM_ARCHIVE ? archive_parts(oz_archive_zip(ar), path, h, &got, err)
+        st = f == FORM_ARCHIVE ? archive_parts(oz_archive_zip(ar), path, NULL, 0, h, &got, err)
                                : model_parts(path, &expect, h, &got, err);
     if (st == OC_OK) {
         qsort(got.v, got.n, sizeof *got.v, part_cmp);

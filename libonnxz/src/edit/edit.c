@@ -128,6 +128,7 @@ struct oz_archive_edit {
     /* An entry written before the model (oz__archive_edit_commit_entry), or none; an
      * entry of its name that lies last before the model is dropped from the archive. */
     const char *extra_name;
+    const char *drop_name; /* the entry of this name is dropped (extra_name's, or alone) */
     oz__entry extra;
     const uint8_t *extra_data;
     uint64_t drop_index; /* the entry replaced (UINT64_MAX: none) */
@@ -183,13 +184,14 @@ static oc_status cut(const edit *ed, uint64_t size, oc_error *err) {
 static void place(edit *ed, uint64_t at, tail *t) {
     t->at = at;
     t->xlh_len = 0;
-    uint64_t count = ed->count;
+    /* every entry, less the one dropped, plus the extra one */
+    uint64_t count = ed->count - (ed->drop_index != UINT64_MAX);
     if (ed->extra_name) {
         ed->extra.lho = at;
         t->xlh_len =
             oz__build_local(ed->xlh, &ed->extra, (const uint8_t *)ed->extra_name, ed->alignment);
         at += t->xlh_len + ed->extra.csize;
-        if (ed->drop_index == UINT64_MAX) count++;
+        count++;
     }
     ed->model.lho = at;
     t->lh_len = oz__build_local(ed->lh, &ed->model, (const uint8_t *)OZ_MODEL_ENTRY, ed->alignment);
@@ -424,8 +426,8 @@ static oc_status find_layout(edit *ed, oc_error *err) {
     ed->d = 0;
     ed->drop_index = UINT64_MAX;
     uint64_t drop_lho = 0;
-    if (ed->extra_name &&
-        oz__zip_reader_find_n(ed->zip, ed->extra_name, strlen(ed->extra_name), &ed->drop_index)) {
+    if (ed->drop_name &&
+        oz__zip_reader_find_n(ed->zip, ed->drop_name, strlen(ed->drop_name), &ed->drop_index)) {
         OC_FORWARD(oz_zip_reader_entry(ed->zip, ed->drop_index, &e, err));
         drop_lho = e.local_header_offset;
     }
@@ -444,7 +446,7 @@ static oc_status find_layout(edit *ed, oc_error *err) {
             OC_ERR_UNSUPPORTED, e.local_header_offset, "A-50",
             "entry '%s' lies after %s in the file: only the last entry before " OZ_MODEL_ENTRY
             " can be replaced in place; repack the archive instead",
-            oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE), ed->extra_name);
+            oc_quote((const uint8_t *)e.name, e.name_len, q, OC_QUOTE_SIZE), ed->drop_name);
         uint64_t end = e.data_offset + e.compressed_size;
         /* a data descriptor (another writer's) follows the data: at most 24 bytes */
         if (e.flags & OZ_FLAG_DESCRIPTOR) end = ed->m - end < 24 ? ed->m : end + 24;
@@ -667,9 +669,47 @@ oc_status oz__archive_edit_commit_entry(oz_archive_edit *ed, const uint8_t *mode
     ed->extra.crc = oz__crc32(0, data, size);
     ed->extra.usize = ed->extra.csize = size;
     ed->extra_data = data;
+    ed->drop_name = name;
     oc_status st = commit_encoded(ed, model, model_n, err);
     ed->extra_data = NULL;
-    ed->extra_name = NULL;
+    ed->extra_name = ed->drop_name = NULL;
+    return st;
+}
+
+oc_status oz__archive_edit_commit_with(oz_archive_edit *ed, const oc_msgdesc *desc, const void *msg,
+                                       const char *name, oz__edit_entry_fn make, void *ctx,
+                                       oc_error *err) {
+    OC_RETURN_ERROR_IF(!ed || !desc || !msg || !name, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz__archive_edit_commit_with: missing argument");
+    OC_RETURN_ERROR_IF(ed->done, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                       "oz__archive_edit_commit_with: this edit has already been committed");
+    ed->done = 1;
+    void *encoded = NULL;
+    uint64_t encoded_n = 0;
+    uint8_t *data = NULL;
+    uint64_t size = 0;
+    oc_status st = oc_encode_to_memory(desc, msg, &encoded, &encoded_n, err);
+    if (st == OC_OK) {
+        ref_ctx c = {ed->zip, ed->model_index, err};
+        st = oc_msg_visit_tensors(desc, (void *)(uintptr_t)msg, check_ref, &c);
+    }
+    if (st == OC_OK && make) st = make(ctx, ed->zip, encoded, encoded_n, &data, &size, err);
+    if (st == OC_OK) {
+        ed->drop_name = name;
+        if (make) {
+            ed->extra_name = name;
+            ed->extra.name_len = (uint32_t)strlen(name);
+            ed->extra.method = OZ_ZIP_STORED;
+            ed->extra.crc = oz__crc32(0, data, size);
+            ed->extra.usize = ed->extra.csize = size;
+            ed->extra_data = data;
+        }
+        st = commit_encoded(ed, encoded, encoded_n, err);
+        ed->extra_data = NULL;
+        ed->extra_name = ed->drop_name = NULL;
+    }
+    free(data);
+    free(encoded);
     return st;
 }
 

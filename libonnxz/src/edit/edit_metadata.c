@@ -14,14 +14,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal/edit.h"
 #include "internal/lock.h"
 #include "internal/metadata.h"
+#include "internal/signing.h"
+#include "internal/zipread.h"
 #include "internal/options.h"
 #include "internal/error.h"
 #include "onnxcore_private.h"
 #include "onnxcore/http.h"
 #include "onnxz/archive.h"
 #include "onnxz/open.h"
+#include "onnxz/sign.h"
 
 void oz_metadata_options_init(oz_metadata_options *opts) {
     static const oz_metadata_options defaults = OZ_METADATA_OPTIONS_INIT;
@@ -139,22 +143,68 @@ static oc_status lock_model_file(const char *path, int *fd_out, oc_error *err) {
     return st;
 }
 
-/* An archive edited in place: the model read, changed and committed under the edit. */
+/* A signed model is edited only when the caller says what becomes of its signature
+ * (spec/signing.md G-40): signed again (sign_key) or dropped (unsign). */
+static oc_status signature_rule(bool is_signed, const char *where, const oz_metadata_options *opts,
+                                oc_error *err) {
+    if (!is_signed || opts->sign_key || opts->unsign) return OC_OK;
+    return oc__fail_rule(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET, "G-40",
+                         "is signed (%s): editing its metadata would break the signature; sign "
+                         "it again in the same edit (a private key: onnxz meta --key "
+                         "PRIVATE.pem) or drop the signature (--unsign)",
+                         where);
+}
+
+typedef struct resign_ctx {
+    const oz__signer *sg;
+    const char *path;
+} resign_ctx;
+
+/* The new __ONNXZ_SIGNATURE: every entry as the edit keeps it, the new model's bytes. */
+static oc_status make_signature(void *ctx, const oz_zip_reader *zip, const uint8_t *model,
+                                uint64_t model_n, uint8_t **data, uint64_t *size, oc_error *err) {
+    const resign_ctx *c = ctx;
+    char *bundle = NULL;
+    size_t bundle_n = 0;
+    OC_FORWARD(
+        oz__signer_archive(c->sg, zip, c->path, model, model_n, &bundle, &bundle_n, NULL, err));
+    *data = (uint8_t *)bundle;
+    *size = bundle_n;
+    return OC_OK;
+}
+
+/* An archive edited in place: the model read, changed and committed under the edit; a
+ * signature signed again or dropped in the same commit (A-54: readers see the old signed
+ * archive or the new one, never a mix). */
 static oc_status edit_archive(const char *path, const oz_metadata_edit *edits, size_t n,
-                              const oz_metadata_options *opts, const oc_parse_options *po,
-                              oc_model **model, oz_metadata_info *found, oc_error *err) {
+                              const oz_metadata_options *opts, const oz__signer *sg,
+                              const oc_parse_options *po, oc_model **model, oz_metadata_info *found,
+                              oc_error *err) {
     oz_archive_options ao = OZ_ARCHIVE_OPTIONS_INIT;
     oz_archive_edit *ed = NULL;
+    uint64_t si = 0;
     ao.append_only = opts->append_only;
     oc_status st = oz_archive_edit_begin(path, &ao, &ed, err);
-    if (st == OC_OK)
+    if (st == OC_OK) {
         found->rolled_back = oz_archive_edit_rolled_back(ed, &found->cut_from, &found->cut_to);
+        found->was_signed =
+            oz__zip_reader_find_n(oz_archive_zip(oz_archive_edit_archive(ed)), OZ_SIGNATURE_ENTRY,
+                                  strlen(OZ_SIGNATURE_ENTRY), &si);
+        st = signature_rule(found->was_signed, "its entry " OZ_SIGNATURE_ENTRY, opts, err);
+    }
     if (st == OC_OK) st = oz_archive_load_model(oz_archive_edit_archive(ed), po, model, err);
     if (st == OC_OK) {
         oc__test_point("meta-read");
         st = apply_edits(edits, n, *model, err);
     }
-    if (st == OC_OK)
+    resign_ctx c = {sg, path};
+    if (st == OC_OK && sg)
+        st = oz__archive_edit_commit_with(ed, &onnx_ModelProto_desc, oc_model_proto(*model),
+                                          OZ_SIGNATURE_ENTRY, make_signature, &c, err);
+    else if (st == OC_OK && found->was_signed)
+        st = oz__archive_edit_commit_with(ed, &onnx_ModelProto_desc, oc_model_proto(*model),
+                                          OZ_SIGNATURE_ENTRY, NULL, NULL, err);
+    else if (st == OC_OK)
         st = oz_archive_edit_commit(ed, &onnx_ModelProto_desc, oc_model_proto(*model), err);
     oz_archive_edit_end(ed);
     return st;
@@ -163,29 +213,48 @@ static oc_status edit_archive(const char *path, const oz_metadata_edit *edits, s
 /* A .onnx file written anew beside itself and renamed over the old one, under its lock;
  * the mapping keeps the old bytes while the new file is written. */
 static oc_status edit_model_file(const char *path, const oz_metadata_edit *edits, size_t n,
-                                 const oc_parse_options *po, oc_model **model, oc_error *err) {
+                                 const oz_metadata_options *opts, const oz__signer *sg,
+                                 const oc_parse_options *po, oc_model **model,
+                                 oz_metadata_info *found, oc_error *err) {
     oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
     int lock_fd = -1;
-    OC_FORWARD(lock_model_file(path, &lock_fd, err));
+    struct stat bs;
+    size_t pn = strlen(path);
+    char *sig = malloc(pn + sizeof OZ_SIGNATURE_SUFFIX);
+    OC_RETURN_ERROR_IF(!sig, err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+    memcpy(sig, path, pn);
+    memcpy(sig + pn, OZ_SIGNATURE_SUFFIX, sizeof OZ_SIGNATURE_SUFFIX);
+    oc_status st = lock_model_file(path, &lock_fd, err);
+    if (st == OC_OK) {
+        found->was_signed = lstat(sig, &bs) == 0;
+        st = signature_rule(found->was_signed, oc__path_base(sig), opts, err);
+    }
     oo.parse = *po;
     oo.parse.no_copy = 1;
-    oc_status st = oz_open(path, &oo, model, NULL, err);
+    if (st == OC_OK) st = oz_open(path, &oo, model, NULL, err);
     if (st == OC_OK) {
         oc__test_point("meta-read");
         st = apply_edits(edits, n, *model, err);
     }
+    /* The old signature goes before the model changes, the new one comes after: a reader
+     * sees the old signed model, or a model with no signature, or the new signed one,
+     * never a signature that does not match (G-40). */
+    if (st == OC_OK && found->was_signed && unlink(sig) != 0 && errno != ENOENT)
+        st = oc__fail_errno(err, errno, "cannot remove its signature %s", sig);
     if (st == OC_OK) {
         oc_serialize_options so = OC_SERIALIZE_OPTIONS_INIT; /* replaces the file it edits */
         st = oc_model_save_file(*model, path, &so, err);
     }
-    close(lock_fd);
+    if (st == OC_OK && sg) st = oz__signer_model(sg, path, NULL, NULL, err);
+    if (lock_fd >= 0) close(lock_fd);
+    free(sig);
     return st;
 }
 
 /* The file's kind decides the edit: an archive in place, a .onnx rewritten; encrypted
  * files are refused, and a file too short to tell is left to oz_open to report. */
 static oc_status edit_path(const char *path, const oz_metadata_edit *edits, size_t n,
-                           const oz_metadata_options *opts, oc_model **model,
+                           const oz_metadata_options *opts, const oz__signer *sg, oc_model **model,
                            oz_metadata_info *found, oc_error *err) {
     oc_parse_options po = OC_PARSE_OPTIONS_INIT;
     oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
@@ -199,8 +268,10 @@ static oc_status edit_path(const char *path, const oz_metadata_edit *edits, size
         return oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
                         "is encrypted (%s): decrypt it, edit, and encrypt it again",
                         oc_crypt_format_name(crypt));
-    if (n && found->is_archive) return edit_archive(path, edits, n, opts, &po, model, found, err);
-    if (n && kind == OZ_KIND_MODEL) return edit_model_file(path, edits, n, &po, model, err);
+    if (n && found->is_archive)
+        return edit_archive(path, edits, n, opts, sg, &po, model, found, err);
+    if (n && kind == OZ_KIND_MODEL)
+        return edit_model_file(path, edits, n, opts, sg, &po, model, found, err);
     oo.parse = po;
     return oz_open(path, &oo, model, NULL, err);
 }
@@ -219,6 +290,20 @@ oc_status oz_edit_metadata(const char *path, const oz_metadata_edit *edits, size
                                                      "oz_edit_metadata: missing argument")
                                           : oz__metadata_opts(&opts, &full, err);
     if (st == OC_OK) st = check_edits(edits, n, err);
+    if (st == OC_OK && opts->sign_key && opts->unsign)
+        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "sign again or drop the signature: not both");
+    if (st == OC_OK && !n && (opts->sign_key || opts->unsign))
+        st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
+                      "signing again or dropping the signature goes with an edit (onnxz sign "
+                      "signs a model as it is)");
+    oz__signer *sg = NULL;
+    if (st == OC_OK && opts->sign_key) { /* the key read before the model is locked */
+        oz_sign_options so = OZ_SIGN_OPTIONS_INIT;
+        so.passphrase = opts->passphrase;
+        so.passphrase_len = opts->passphrase_len;
+        st = oz__signer_open(opts->sign_key, &so, &sg, err);
+    }
     if (st == OC_OK && n && oc_is_url(path)) /* before any request: a URL is never written */
         st = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                       "is a URL: onnxz edits local files only");
@@ -227,7 +312,9 @@ oc_status oz_edit_metadata(const char *path, const oz_metadata_edit *edits, size
     if (st == OC_OK && !oc_is_url(path) && lstat(path, &st_link) == 0 && S_ISLNK(st_link.st_mode) &&
         !(target = realpath(path, NULL)))
         st = oc__fail_errno(err, errno, "a symbolic link to nothing usable");
-    if (st == OC_OK) st = edit_path(target ? target : path, edits, n, opts, &model, &found, err);
+    if (st == OC_OK)
+        st = edit_path(target ? target : path, edits, n, opts, sg, &model, &found, err);
+    oz__signer_close(sg);
     free(target);
     if (st == OC_OK && out)
         *out = model;

@@ -27,7 +27,7 @@ static oc_status sign_archive(const oz__signer *sg, const char *path, oz_signatu
     size_t bundle_n = 0;
     uint64_t mi = 0;
     oz_zip_entry me;
-    oc_status st = oz__signer_archive(sg, zip, path, &bundle, &bundle_n, out, err);
+    oc_status st = oz__signer_archive(sg, zip, path, NULL, 0, &bundle, &bundle_n, out, err);
     if (st == OC_OK) st = oz_zip_reader_find(zip, OZ_MODEL_ENTRY, &mi, err);
     if (st == OC_OK) st = oz_zip_reader_entry(zip, mi, &me, err);
     if (st == OC_OK) st = oz_zip_reader_read(zip, mi, &model, err);
