@@ -440,7 +440,8 @@ def unpack(archive, dir, *, force=False, sync=True, max_memory=None):
 
 
 def meta(path, *, producer=None, producer_version=None, doc_string=None, set=None,
-         remove=(), append_only=False, max_memory=None):
+         remove=(), append_only=False, max_memory=None, sign_key=None, passphrase=None,
+         unsign=False):
     """Shows or edits the model's metadata, as `onnxz meta` does, and returns what
     `onnxz meta --json PATH` prints, as a dict: file, format ('onnxz' or 'onnx'),
     producer_name, producer_version, doc_string (None when absent) and metadata_props, a
@@ -455,7 +456,12 @@ def meta(path, *, producer=None, producer_version=None, doc_string=None, set=Non
     appends, A-57); a .onnx file is written anew and renamed over the old one. Either way
     another edit of the file meanwhile is "busy" (A-58). A symbolic link edits the file it
     names; encrypted files are refused. Without edits path may be an http(s) URL.
-    max_memory: the budget of the model's decode (default 1 GiB)."""
+    max_memory: the budget of the model's decode (default 1 GiB).
+
+    A signed model (onnxz.sign) is refused (onnxz.Error "unsupported": the edit would
+    break its signature) unless sign_key, a private key's PEM file (passphrase: an
+    encrypted key's), signs it again (an archive in the same crash-safe edit), or unsign
+    drops the signature (spec/signing.md G-40)."""
     for name, value in (("producer", producer), ("producer_version", producer_version),
                         ("doc_string", doc_string)):
         if value is not None and not isinstance(value, str):
@@ -465,9 +471,9 @@ def meta(path, *, producer=None, producer_version=None, doc_string=None, set=Non
     for k in [k for k, _ in pairs] + keys:
         if not isinstance(k, str) or not k:
             raise ValueError(f"onnxz.meta: metadata_props key {k!r}: give a non-empty str")
-    is_archive, (name, version, doc, props) = _onnxz._meta(
+    is_archive, (name, version, doc, props), _was_signed = _onnxz._meta(
         path, producer, producer_version, doc_string, pairs, keys, bool(append_only),
-        _budget(max_memory))
+        _budget(max_memory), sign_key, passphrase, bool(unsign))
     return {"file": _onnxz._path_shown(_fspath(path)),
             "format": "onnxz" if is_archive else "onnx", "producer_name": name, "producer_version": version, "doc_string": doc,
             "metadata_props": [{"key": k, "value": v} for k, v in props]}

@@ -61,7 +61,8 @@ def unpack(archive: PathLike, dir: PathLike, *, force: bool = ..., sync: bool = 
 def meta(path: PathLike, *, producer: Optional[str] = ..., producer_version: Optional[str] = ...,
          doc_string: Optional[str] = ..., set: Optional[Mapping[str, str]] = ...,
          remove: Union[str, Sequence[str]] = ..., append_only: bool = ...,
-         max_memory: Optional[int] = ...) -> Dict[str, Any]:
+         max_memory: Optional[int] = ..., sign_key: Optional[PathLike] = ...,
+         passphrase: Union[str, bytes, None] = ..., unsign: bool = ...) -> Dict[str, Any]:
     """`onnxz meta [edits] PATH --json`: the fields after the edits."""
 
 class File(Mapping[str, np.ndarray]):

@@ -935,12 +935,15 @@ static int metadata_edits(const char *const fields[3], PyObject *set, PyObject *
 }
 
 /* _meta(path, producer, producer_version, doc_string, set, remove, append_only,
- * max_memory) -> (is_archive, fields): oz_edit_metadata with metadata_edits' edits;
- * the fields (metadata_fields) as they now are. */
+ * max_memory, sign_key or None, passphrase or None, unsign) -> (is_archive, fields):
+ * oz_edit_metadata with metadata_edits' edits; the fields (metadata_fields) as they now
+ * are. */
 static PyObject *py_meta(PyObject *self, PyObject *args) {
     PyObject *path_obj, *path = NULL, *set, *remove, *fields = NULL, *result = NULL;
+    PyObject *skey_obj, *pass_obj, *skey = NULL, *holder = NULL;
+    Py_buffer pass;
     const char *field[3];
-    int append_only;
+    int append_only, unsign;
     unsigned long long max_memory;
     oz_metadata_options o = OZ_METADATA_OPTIONS_INIT;
     oz_metadata_info info = OZ_METADATA_INFO_INIT;
@@ -950,12 +953,19 @@ static PyObject *py_meta(PyObject *self, PyObject *args) {
     oc_error err;
     oc_status st;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OzzzO!O!pK", &path_obj, &field[0], &field[1], &field[2],
-                          &PyList_Type, &set, &PyList_Type, &remove, &append_only, &max_memory))
+    if (!PyArg_ParseTuple(args, "OzzzO!O!pKOOp", &path_obj, &field[0], &field[1], &field[2],
+                          &PyList_Type, &set, &PyList_Type, &remove, &append_only, &max_memory,
+                          &skey_obj, &pass_obj, &unsign))
         return NULL;
+    if (key_arg(pass_obj, &pass, &holder) < 0) return NULL;
     if (!path_arg(path_obj, &path) || metadata_edits(field, set, remove, &edits, &n) < 0) goto done;
+    if (skey_obj != Py_None && !path_arg(skey_obj, &skey)) goto done;
     o.append_only = append_only;
     o.max_memory = max_memory;
+    o.sign_key = skey ? PyBytes_AS_STRING(skey) : NULL;
+    o.passphrase = pass.buf;
+    o.passphrase_len = (size_t)pass.len;
+    o.unsign = unsign;
     oc_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
         st = oz_edit_metadata(PyBytes_AS_STRING(path), edits, n, &o, &model, &info, &err);
@@ -963,10 +973,13 @@ static PyObject *py_meta(PyObject *self, PyObject *args) {
     if (st != OC_OK)
         raise_error(PyBytes_AS_STRING(path), &err);
     else if ((fields = metadata_fields(oc_model_proto(model))) != NULL)
-        result = Py_BuildValue("(ON)", info.is_archive ? Py_True : Py_False, fields);
+        result = Py_BuildValue("(ONO)", info.is_archive ? Py_True : Py_False, fields,
+                               info.was_signed ? Py_True : Py_False);
     oc_model_free(model);
 done:
     PyMem_Free(edits);
+    key_release(&pass, &holder);
+    Py_XDECREF(skey);
     Py_XDECREF(path);
     return result;
 }

@@ -143,3 +143,37 @@ def test_file_verify_trust(tmp_path, keys):
     with onnxz.open(f["two"]) as fh:
         with pytest.raises(onnxz.Error, match="is not signed"):
             fh.verify(trust=keys["ed"][1])
+
+
+@pytest.mark.parametrize("form", ["archive", "two"])
+def test_meta_of_signed(tmp_path, keys, form):
+    """onnxz.meta on a signed model (G-40): refused, or signed again (sign_key), or the
+    signature dropped (unsign); checked by zipfile, openssl and verify_signature."""
+    path = forms(tmp_path)[form]
+    priv, pub = keys["ed"]
+    onnxz.sign(path, priv)
+    with open(path, "rb") as f:
+        before = f.read()
+    with pytest.raises(onnxz.Error, match="is signed.*--unsign") as e:
+        onnxz.meta(path, set={"k": "1"})
+    assert e.value.status == "unsupported"
+    with open(path, "rb") as f:
+        assert f.read() == before
+    with pytest.raises(onnxz.Error, match="not both"):
+        onnxz.meta(path, set={"k": "1"}, sign_key=priv, unsign=True)
+    enc, enc_pub = keys["enc"]
+    out = onnxz.meta(path, set={"k": "2"}, sign_key=enc, passphrase="secret")
+    assert {"key": "k", "value": "2"} in out["metadata_props"]
+    assert openssl_verifies(tmp_path, enc_pub, "ecdsa-p256", bundle(path))
+    assert onnxz.verify_signature(path, enc_pub)["key_type"] == "ecdsa-p256"
+    with pytest.raises(onnxz.Error):
+        onnxz.verify_signature(path, pub)
+    onnxz.meta(path, set={"k": "3"}, unsign=True)
+    if form == "archive":
+        with zipfile.ZipFile(path) as z:
+            assert "__ONNXZ_SIGNATURE" not in z.namelist() and z.testzip() is None
+    else:
+        assert not os.path.exists(path + ".sig")
+    with pytest.raises(onnxz.Error, match="is not signed"):
+        onnxz.verify_signature(path, pub)
+    assert onnxz.meta(path)["metadata_props"][-1] == {"key": "k", "value": "3"}
