@@ -57,4 +57,9 @@ oc_status oz__reader_ranged(const struct oz_reader *r, const onnx_TensorProto *t
                             oc_external_data **files, const char **entry, uint32_t *crc,
                             oc_error *err);
 
+/* With a trusted key (spec/signing.md G-51): t's entry read whole and checked against the
+ * signed manifest, unless it was already; OC_OK at once for every other reader and
+ * tensor. What a read of part of an entry (a slice) does first. */
+oc_status oz__reader_check_entry(struct oz_reader *r, const onnx_TensorProto *t, oc_error *err);
+
 #endif

@@ -39,4 +39,23 @@ oc_status oz__signer_archive(const oz__signer *sg, const oz_zip_reader *zip, con
 oc_status oz__signer_model(const oz__signer *sg, const char *path, const oz_sign_options *o,
                            oz_signature_report **out, oc_error *err);
 
+/* ---- verify on read (spec/signing.md G-50..) ---- */
+
+/* An archive's signed manifest, checked with a trusted key: the names and digests of its
+ * parts. */
+typedef struct oz__manifest oz__manifest;
+struct onnx_TensorProto;
+/* The manifest of the archive read through zip (path names it in errors), verified with the
+ * trusted key at trust_path (G-31 steps 1 to 3), its entries the manifest's parts exactly
+ * (by name), and __MODEL_PROTO's digest the manifest's: what an open checks (G-50). */
+oc_status oz__manifest_archive(const oz_zip_reader *zip, const char *path, const char *trust_path,
+                               oz__manifest **out, oc_error *err);
+/* OC_OK when the entry named by n bytes at entry has this SHA-256 in m; else the error
+ * naming path, the entry and t (may be NULL), the tensor read from it. */
+oc_status oz__manifest_check(const oz__manifest *m, const char *path, const char *entry, size_t n,
+                             const struct onnx_TensorProto *t, const uint8_t digest[32],
+                             oc_error *err);
+/* NULL is accepted. */
+void oz__manifest_free(oz__manifest *m);
+
 #endif

@@ -61,7 +61,8 @@
     NOW(oz_info_source, 48)                                             \
     GREW(oz_reader_options, 48, prefetch)                               \
     GREW(oz_reader_options, 56, skip_data_files) /* after padding_52 */ \
-    NOW(oz_reader_options, 64)                                          \
+    GREW(oz_reader_options, 64, trust)                                  \
+    NOW(oz_reader_options, 72)                                          \
     NOW(oz_read_many_options, 32)
 
 #endif

@@ -4,6 +4,12 @@
  *   osign sign MODEL KEY [--pass S] [--sig PATH]     oz_sign
  *   osign verify MODEL TRUST [--sig PATH]             oz_signature_verify
  *   osign encrypted KEY                               oz_sign_key_encrypted: prints yes / no
+ *   osign read MODEL TRUST [TENSOR...]                oz_reader_open with trust, then
+ *                                                     oz_reader_read of each TENSOR (a name,
+ *                                                     or "slice:NAME" for its first byte by
+ *                                                     oz_reader_read_slice): "read NAME N" or
+ *                                                     "fail NAME <status>: <message>" a line
+ *   osign open MODEL TRUST                            oz_open with trust: "opened"
  *
  * On success the report goes to stdout as one line of key=value pairs (key, fingerprint,
  * parts, bytes, location, digest). Errors go to stderr as "osign: <status> (<code>):
@@ -21,11 +27,52 @@ static int fail(const oc_error *err) {
     return err->code == 2 ? 1 : (int)err->code;
 }
 
+/* osign read: each tensor's read, one line each; the exit status the first failure's. */
+static int read_cmd(int argc, char **argv) {
+    oz_reader_options ro = OZ_READER_OPTIONS_INIT;
+    oz_reader *r = NULL;
+    oc_error err;
+    ro.trust = argv[3];
+    if (oz_reader_open(argv[2], &ro, &r, NULL, &err) != OC_OK) return fail(&err);
+    puts("opened");
+    int rc = 0;
+    for (int i = 4; i < argc; i++) {
+        bool slice = strncmp(argv[i], "slice:", 6) == 0;
+        const char *name = slice ? argv[i] + 6 : argv[i];
+        const onnx_TensorProto *t = oz_reader_find(r, name, strlen(name));
+        oc_bytes b = {0};
+        oc_status st;
+        if (!t) {
+            printf("fail %s no such tensor\n", name);
+            rc = rc ? rc : 8;
+            continue;
+        }
+        if (slice) {
+            oz_slice *s = NULL;
+            oz_slice_range first = {0, 1, 1, false}; /* row 0 of the first dimension */
+            st = oz_slice_new(t, &first, 1, &s, &err);
+            if (st == OC_OK) st = oz_reader_read_slice(r, s, &b, &err);
+            oz_slice_free(s);
+        } else {
+            st = oz_reader_read(r, t, &b, &err);
+        }
+        if (st == OC_OK)
+            printf("read %s %llu\n", name, (unsigned long long)b.size);
+        else
+            printf("fail %s %s: %s\n", name, oc_status_name(st), err.message);
+        if (st != OC_OK && !rc) rc = (int)st;
+        oc_bytes_release(&b);
+    }
+    oz_reader_close(r);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: osign sign|verify|encrypted ...\n");
         return 2;
     }
+    if (strcmp(argv[1], "read") == 0 && argc >= 4) return read_cmd(argc, argv);
     oz_sign_options o = OZ_SIGN_OPTIONS_INIT;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--pass") == 0) {
@@ -49,6 +96,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 4) return 2;
+    if (strcmp(argv[1], "open") == 0) {
+        oz_open_options oo = OZ_OPEN_OPTIONS_INIT;
+        oc_model *m = NULL;
+        oo.trust = argv[3];
+        if (oz_open(argv[2], &oo, &m, NULL, &err) != OC_OK) return fail(&err);
+        oc_model_free(m);
+        puts("opened");
+        return 0;
+    }
     if (strcmp(argv[1], "sign") == 0)
         st = oz_sign(argv[2], argv[3], &o, &r, &err);
     else if (strcmp(argv[1], "verify") == 0)

@@ -21,6 +21,14 @@ independent oracles. Run by ctest (tests/crypto/CMakeLists.txt) with Debian's py
             (@sigstore/verify, @sigstore/bundle; tests/crypto/sigstore_verify.js) with
             the public key alone, offline; a tampered payload refused by it.
   nossl     a build without OpenSSL refuses to sign and to verify, saying why.
+  onread    verify on read (spec/signing.md G-50..G-55), through osign read / open: a
+            changed tensor byte of a signed archive opens and fails the read of that
+            tensor only (naming it; a slice of it too); a changed model, an added entry,
+            an unsigned archive, another key refused at open; oz_open with trust; a local
+            .onnx's changed data file refused at open; the archive at a URL (Debian's
+            nginx, tests/remote/nginx_env.py): one tensor read, with no more bytes fetched
+            than the directory, the model and that tensor's entry, and a tampered one
+            caught.
 With ONNXZ_TEST_REDUCED=1 (under valgrind) the round trips and the tamper cases of .onnx
 models run on the archive and the two-file form only.
 """
@@ -693,9 +701,126 @@ def edits(ctx, keys):
         ctx.expect(what + ": unsigned, --key: verifies", "ok", ["verify", path, pub])
 
 
+def tensor_entries(path):
+    """{tensor name: its entry's name and size} of an archive (python3-onnx reads the
+    model's locations)."""
+    import onnx
+    with zipfile.ZipFile(path) as z:
+        sizes = {i.filename: i.file_size for i in z.infolist()}
+        m = onnx.ModelProto.FromString(z.read("__MODEL_PROTO"))
+    out = {}
+    for t in m.graph.initializer:
+        loc = [e.value for e in t.external_data if e.key == "location"]
+        if loc:
+            out[t.name] = (loc[0], sizes[loc[0]])
+    return out
+
+
+def on_read(ctx, keys, forms):
+    priv, pub = keys["ed"]
+    d = ctx.path("onread")
+    os.makedirs(d)
+    src = os.path.join(d, "m.onnxz")
+    shutil.copy(forms["archive"], src)
+    rc, out = ctx.osign_run("sign", src, priv)
+    check(rc == 0, "sign: " + out)
+    ents = tensor_entries(src)
+    names = sorted(ents, key=lambda n: -ents[n][1])
+    big, small = names[0], names[1]
+    rc, out = ctx.osign_run("read", src, pub, *names)
+    check(rc == 0 and all("read %s " % n in out for n in names), "signed, every tensor: " + out)
+    rc, out = ctx.osign_run("open", src, pub)
+    check(rc == 0 and "opened" in out, "oz_open, signed: " + out)
+
+    def copy(name):
+        p = os.path.join(d, name + ".onnxz")
+        shutil.copy(src, p)
+        return p
+
+    p = copy("tensor-byte")
+    flip(p, data_offset(p, ents[big][0]) + 7)
+    rc, out = ctx.osign_run("read", p, pub, small, big, "slice:" + big)
+    check("opened" in out, "a changed tensor byte: open succeeds: " + out)
+    check("read %s " % small in out, "a changed tensor byte: another tensor reads: " + out)
+    check(("fail %s checksum" % big) in out and ("tensor '%s'" % big) in out and p in out and
+          "has changed since it was signed" in out, "a changed tensor byte: its read fails: " + out)
+    check(("fail slice:" not in out) and out.count("fail %s checksum" % big) == 2,
+          "a changed tensor byte: a slice of it fails too: " + out)
+    check(rc == ST["checksum"], "a changed tensor byte: status %d" % rc)
+    ctx.expect("oz_open, a changed tensor byte", "checksum", ["open", p, pub],
+               "entry '%s' has changed" % ents[big][0])
+
+    p = copy("model")
+    flip(p, data_offset(p, "__MODEL_PROTO") + 3)
+    ctx.expect("a changed model byte: refused at open", "checksum", ["read", p, pub, small],
+               "entry '__MODEL_PROTO' has changed")
+    p = copy("added")
+    replace_entry(p, None, None, add=("extra", b"x" * 100))
+    ctx.expect("an added entry: refused at open", "inconsistent", ["read", p, pub],
+               "entry 'extra' is not listed by the signed manifest")
+    p = copy("removed")
+    replace_entry(p, None, None, drop=(ents[small][0],))
+    ctx.expect("a removed entry: refused at open", "not_found", ["read", p, pub],
+               "entry '%s' is listed by the signed manifest but is missing" % ents[small][0])
+    ctx.expect("unsigned: refused at open", "not_found", ["read", forms["archive"], pub],
+               "is not signed")
+    ctx.expect("oz_open, unsigned: refused", "not_found", ["open", forms["archive"], pub],
+               "is not signed")
+    ctx.expect("another key: refused at open", "bad_key", ["read", src, keys["ec"][1]],
+               "another key")
+    # a local .onnx: every file hashed at open
+    two = os.path.join(d, "two")
+    shutil.copytree(os.path.dirname(forms["two"]), two)
+    m = os.path.join(two, "m.onnx")
+    rc, out = ctx.osign_run("sign", m, priv)
+    check(rc == 0, "sign .onnx: " + out)
+    rc, out = ctx.osign_run("read", m, pub, small)
+    check(rc == 0 and "read %s " % small in out, ".onnx, signed: " + out)
+    flip(os.path.join(two, "m.data"), 5)
+    ctx.expect(".onnx, a changed data file: refused at open", "checksum", ["read", m, pub],
+               "file 'm.data' has changed")
+    ctx.expect("oz_open .onnx, a changed data file: refused", "checksum", ["open", m, pub],
+               "file 'm.data' has changed")
+    # the archive at a URL: what was read is checked, nothing else is fetched
+    sys.path.insert(0, os.path.join(ROOT, "tests", "remote"))
+    import nginx_env
+    if not os.path.exists(nginx_env.NGINX):
+        print("skipped: the URL case (no nginx)")
+        return
+    root = os.path.join(d, "www")
+    os.makedirs(root)
+    shutil.copy(src, os.path.join(root, "m.onnxz"))
+    # a tensor changed with its CRC-32 made to match (zipfile rewrites it): only the
+    # signed manifest tells
+    forged = os.path.join(root, "t.onnxz")
+    shutil.copy(src, forged)
+    with zipfile.ZipFile(src) as z:
+        data = bytearray(z.read(ents[big][0]))
+    data[7] ^= 1
+    replace_entry(forged, ents[big][0], bytes(data))
+    sizes = {n: e[1] for n, e in ents.items()}
+    with nginx_env.Nginx(root, os.path.join(d, "nginx")) as ng:
+        mark = ng.mark()
+        rc, out = ctx.osign_run("read", ng.url("m.onnxz"), pub)
+        opening = sum(r["body_bytes_sent"] for r in ng.requests_since(mark))
+        check(rc == 0, "URL: open: " + out)
+        mark = ng.mark()
+        rc, out = ctx.osign_run("read", ng.url("m.onnxz"), pub, small)
+        sent = sum(r["body_bytes_sent"] for r in ng.requests_since(mark)) - opening
+        check(rc == 0 and "read %s " % small in out, "URL: one tensor: " + out)
+        whole = os.path.getsize(src)
+        print("URL: open fetched %d bytes, reading %s (%d bytes) %d more, of %d" %
+              (opening, small, sizes[small], sent, whole))
+        check(sizes[small] <= sent <= sizes[small] + 4096,
+              "URL: only the tensor read is fetched: %d of %d" % (sent, whole))
+        rc, out = ctx.osign_run("read", ng.url("t.onnxz"), pub, small, big)
+        check("read %s " % small in out and ("fail %s checksum" % big) in out and
+              "t.onnxz" in out, "URL: the served tampered tensor caught: " + out)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("area", choices=["sign", "sigstore", "nossl"])
+    ap.add_argument("area", choices=["sign", "sigstore", "nossl", "onread"])
     ap.add_argument("--osign", required=True)
     ap.add_argument("--onnxz", required=True)
     ap.add_argument("--work", required=True)
@@ -714,6 +839,10 @@ def main():
                        ["verify", path, keys["ed"][1]], "built without")
         r = run([ctx.onnxz, "sign", forms["archive"], "--key", keys["ed"][0]])
         check(r.returncode == 1 and "built without" in r.stderr, "onnxz sign: " + r.stderr)
+        print("all %d checks passed" % checks[0] if not failures else "%d failures" % len(failures))
+        return 1 if failures else 0
+    if args.area == "onread":
+        on_read(ctx, keys, forms)
         print("all %d checks passed" % checks[0] if not failures else "%d failures" % len(failures))
         return 1 if failures else 0
     bundles = round_trips(ctx, keys, forms)

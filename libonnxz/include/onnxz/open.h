@@ -85,8 +85,10 @@ typedef struct oz_open_options {
     size_t key_len;
     const oc_crypt_options *crypt; /* may be NULL: the defaults */
     /* A trusted public key (a PEM file): oz_verify_path verifies the model's signature
-     * with it first (onnxz/sign.h, spec/signing.md G-31); NULL: no signature is looked at.
-     * oz_open does not look at it yet. */
+     * with it first (onnxz/sign.h, spec/signing.md G-31); oz_open and oz_open_deferred
+     * verify it whole (every part hashed) before loading a local file, and refuse a URL
+     * (read one with oz_reader_open and oz_reader_options.trust: G-55). NULL: no signature
+     * is looked at. */
     const char *trust;
 } oz_open_options;
 

@@ -83,12 +83,18 @@ typedef struct oz_reader_options {
      * one fails with OC_ERR_UNSUPPORTED. A model whose data files are missing opens. An
      * archive's entries are read as ever. prefetch then applies to the model file alone. */
     bool skip_data_files;
+    /* A trusted public key (a PEM file; NULL: none): the model must be signed with it
+     * (onnxz/sign.h), and what is read is checked against its signed manifest
+     * (spec/signing.md G-50..G-54): an archive's signature, its set of entries and its
+     * model at open, each tensor's entry when first read whole (a slice's entry is read
+     * whole first); a local .onnx's files all hashed at open. Other forms: unsupported. */
+    const char *trust;
 } oz_reader_options;
 
-#define OZ_READER_OPTIONS_INIT                                                         \
-    {                                                                                  \
-        .size = sizeof(oz_reader_options), .max_memory = 0, .http = NULL, .key = NULL, \
-        .key_len = 0, .crypt = NULL, .prefetch = 0, .skip_data_files = false           \
+#define OZ_READER_OPTIONS_INIT                                                              \
+    {                                                                                       \
+        .size = sizeof(oz_reader_options), .max_memory = 0, .http = NULL, .key = NULL,      \
+        .key_len = 0, .crypt = NULL, .prefetch = 0, .skip_data_files = false, .trust = NULL \
     }
 
 /* Fills *opts with the defaults (as OZ_READER_OPTIONS_INIT). */

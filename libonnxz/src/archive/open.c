@@ -21,6 +21,7 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/open.h"
+#include "internal/open_unsigned.h"
 #include "internal/options.h"
 #include "onnxcore_private.h"
 #include "internal/source.h"
@@ -380,8 +381,8 @@ static oc_status open_any(const char *path, const oz_open_options *opts, oc_mode
     return st;
 }
 
-oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out, oz_open_info *info,
-                  oc_error *err) {
+oc_status oz__open_unsigned(const char *path, const oz_open_options *opts, oc_model **out,
+                            oz_open_info *info, oc_error *err) {
     if (out) *out = NULL;
     if (info && oc__output_check(info, info->size, "oz_open_info", err) != OC_OK)
         return OC_ERR_INVALID_ARG;
@@ -391,8 +392,8 @@ oc_status oz_open(const char *path, const oz_open_options *opts, oc_model **out,
     return st;
 }
 
-oc_status oz_open_deferred(const char *path, const oz_open_options *opts, oc_model **out,
-                           oz_weights **weights, oz_open_info *info, oc_error *err) {
+oc_status oz__open_deferred_unsigned(const char *path, const oz_open_options *opts, oc_model **out,
+                                     oz_weights **weights, oz_open_info *info, oc_error *err) {
     if (out) *out = NULL;
     if (!weights)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,

@@ -114,6 +114,8 @@ static oc_status check_request(many *m, size_t i, oc_error *err) {
     uint64_t have = 0;
     oc_status st = oz_reader_size(m->r, t, &have, err);
     if (st != OC_OK) return name_tensor(q, st, err);
+    st = oz__reader_check_entry(m->r, t, err); /* G-51: its entry's digest, first */
+    if (st != OC_OK) return name_tensor(q, st, err);
     if (q->slice && have != oz__slice_whole(q->slice))
         return oc__fail_rule(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET, "W-40",
                              "tensor '%s': its data holds %llu bytes, its dims make %llu", shown,

@@ -2,6 +2,7 @@
  * reader.c - oz_reader (onnxz/reader.h): a model file of any form held open, its tensors
  * looked up through one index and read one at a time.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "internal/source_http.h"
 #include "internal/open.h"
 #include "internal/options.h"
+#include "internal/signing.h"
 #include "internal/slice.h"
 #include "internal/zipread.h"
 #include "internal/options.h"
@@ -67,6 +69,11 @@ struct oz_reader {
     file_identity model_id;
     data_file *data;
     size_t ndata;
+    /* opened with a trusted key (spec/signing.md G-50): an archive's signed manifest, and
+     * per entry (by index) whether its digest was checked, by the first whole read */
+    oz__manifest *manifest;
+    atomic_uchar *checked;
+    uint64_t nchecked;
 };
 
 void oz_reader_options_init(oz_reader_options *opts) {
@@ -203,11 +210,19 @@ oc_status oz_reader_verify(oz_reader *r, const oz_open_options *opts, oz_verify_
 /* An archive at a path or URL: its directory and model (tensors as references to their
  * entries), as `onnxz ls` reads them; nothing read ahead. */
 static oc_status open_archive(oz_reader *r, const char *path, const oc_parse_options *po,
-                              oc_error *err) {
+                              const char *trust, oc_error *err) {
     oz_zip_reader_options zo = oz__zip_options_for(po);
     OC_FORWARD(oz_archive_open(path, &zo, &r->archive, err));
     r->info.is_archive = true;
-    r->info.file_size = oz_zip_reader_size(oz_archive_zip(r->archive));
+    const oz_zip_reader *zip = oz_archive_zip(r->archive);
+    r->info.file_size = oz_zip_reader_size(zip);
+    if (trust) { /* G-50: the manifest, the set of entries and the model, before decoding */
+        OC_FORWARD(oz__manifest_archive(zip, path, trust, &r->manifest, err));
+        r->nchecked = oz_zip_reader_count(zip);
+        if (!(r->checked = calloc(r->nchecked ? r->nchecked : 1, sizeof *r->checked)))
+            return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
+        for (uint64_t i = 0; i < r->nchecked; i++) atomic_init(&r->checked[i], 0);
+    }
     oc_parse_options o = *po;
     o.skip_external_data = 1;
     return oz_archive_load_model(r->archive, &o, &r->model, err);
@@ -277,7 +292,14 @@ static oc_status open_pinned(oz_reader *r, const char *path, const oz_reader_opt
     r->parse.http = &r->http;
     /* a file that cannot be looked at is handed to the model loader, which says why */
     if (oz_detect_path(path, &r->http, &r->info.kind, NULL) != OC_OK) r->info.kind = OZ_KIND_MODEL;
-    if (oz_kind_is_archive(r->info.kind)) return open_archive(r, path, &r->parse, err);
+    if (oz_kind_is_archive(r->info.kind)) return open_archive(r, path, &r->parse, opts->trust, err);
+    if (opts->trust && (r->info.kind != OZ_KIND_MODEL || oc_is_url(path)))
+        return oc_error_file(err, path,
+                             oc__fail(err, OC_ERR_UNSUPPORTED, OC_NO_OFFSET,
+                                      "%s: a signature is checked on read for an .onnxz archive "
+                                      "(a path or a URL) or a local .onnx, not for %s "
+                                      "(spec/signing.md G-54)",
+                                      path, oc_is_url(path) ? "a .onnx at a URL" : "this file"));
     if (oz_kind_is_encrypted(r->info.kind, NULL) && opts->key && !oc_is_url(path))
         return open_encrypted(r, path, opts, err);
     if (r->info.kind != OZ_KIND_MODEL || oc_is_url(path)) return open_other(r, path, opts, err);
@@ -287,7 +309,11 @@ static oc_status open_pinned(oz_reader *r, const char *path, const oz_reader_opt
     po.skip_external_data = opts->skip_data_files;
     OC_FORWARD(open_model_file(r, &po, err));
     r->info.file_size = (uint64_t)r->model_id.size;
-    return OC_OK;
+    if (!opts->trust) return OC_OK;
+    /* G-53: the model file and every data file hashed whole now, and still the ones the
+     * load mapped (L-2): the reads take spans of them, checked already */
+    OC_FORWARD(oz_signature_verify(path, opts->trust, NULL, NULL, err));
+    return oz_reader_unchanged(r, err);
 }
 
 /* A copy of the caller's HTTP settings, by their size (internal/options.h). */
@@ -332,6 +358,8 @@ void oz_reader_close(oz_reader *r) {
     oc_model_free(r->model);
     oc_model_free(r->references);
     oz_archive_close(r->archive);
+    oz__manifest_free(r->manifest);
+    free(r->checked);
     data_files_clear(r);
     free(r->path);
     free(r->name);
@@ -417,6 +445,39 @@ static oc_status check_args(const oz_reader *r, const onnx_TensorProto *t, const
     return OC_OK;
 }
 
+/* The index of the entry t's bytes are in, when r was opened with a trusted key and t's
+ * entry has not been checked yet (G-51); false otherwise. */
+static bool entry_unchecked(const oz_reader *r, const onnx_TensorProto *t, uint64_t *index) {
+    return r->manifest && oc_tensor_is_external(t) &&
+           oz_archive_tensor_entry(oz_archive_zip(r->archive), t, index) && *index < r->nchecked &&
+           !atomic_load(&r->checked[*index]);
+}
+
+/* Entry index (t's) against the manifest with the SHA-256 of what was read of it, whole;
+ * marked checked when it matches. */
+static oc_status check_digest(const oz_reader *r, const onnx_TensorProto *t, uint64_t index,
+                              const uint8_t digest[32], oc_error *err) {
+    oz_zip_entry e;
+    OC_FORWARD(oz_zip_reader_entry(oz_archive_zip(r->archive), index, &e, err));
+    OC_FORWARD(oz__manifest_check(r->manifest, r->name, e.name, e.name_len, t, digest, err));
+    atomic_store(&r->checked[index], 1);
+    return OC_OK;
+}
+
+/* The n bytes at data, all of t's entry as read, checked on their first read (G-51). */
+static oc_status check_read(const oz_reader *r, const onnx_TensorProto *t, const void *data,
+                            uint64_t n, oc_error *err) {
+    uint64_t index;
+    uint8_t digest[32];
+    oc__sha256 *h = NULL;
+    if (!entry_unchecked(r, t, &index)) return OC_OK;
+    oc_status st = oc__sha256_new(&h, err);
+    if (st == OC_OK) st = oc__sha256_update(h, data, n, err);
+    if (st == OC_OK) st = oc__sha256_final(h, digest, err);
+    oc__sha256_free(h);
+    return st == OC_OK ? check_digest(r, t, index, digest, err) : st;
+}
+
 /* t's bytes, whole, W-40 checked first. t is r's: every tensor of r's model is resolved,
  * inline, or a reference to an archive's entry or a URL's data file, so no read changes
  * it. */
@@ -431,7 +492,19 @@ static oc_status read_bytes(const oz_reader *r, const onnx_TensorProto *t, oc_by
         return st;
     }
     oz_tensor_source src = {r->archive, NULL, NULL, NULL}; /* an entry: a span of the mapping */
-    return oz_tensor_read((onnx_TensorProto *)(uintptr_t)t, &src, out, err);
+    OC_FORWARD(oz_tensor_read((onnx_TensorProto *)(uintptr_t)t, &src, out, err));
+    oc_status st = check_read(r, t, out->data, out->size, err);
+    if (st != OC_OK) oc_bytes_release(out);
+    return st;
+}
+
+oc_status oz__reader_check_entry(oz_reader *r, const onnx_TensorProto *t, oc_error *err) {
+    uint64_t index;
+    if (!entry_unchecked(r, t, &index)) return OC_OK;
+    oc_bytes b = {0};
+    oc_status st = read_bytes(r, t, &b, err);
+    oc_bytes_release(&b);
+    return st;
 }
 
 oc_status oz_reader_read(oz_reader *r, const onnx_TensorProto *t, oc_bytes *out, oc_error *err) {
@@ -470,12 +543,34 @@ static bool entry_streams(const oz_reader *r, const onnx_TensorProto *t) {
 }
 
 /* t's bytes streamed from where f fetches them, W-40 checked first. */
-static oc_status stream_fetched(const tensor_fetch *f, const onnx_TensorProto *t, oc_write_fn write,
-                                void *ctx, oc_error *err) {
-    uint64_t n = 0;
+/* A write that hashes what passes on its way to the caller's. */
+typedef struct hashing_write {
+    oc__sha256 *h;
+    oc_write_fn write;
+    void *ctx;
+} hashing_write;
+
+static oc_status hash_and_write(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    hashing_write *w = ctx;
+    OC_FORWARD(oc__sha256_update(w->h, data, size, err));
+    return w->write(w->ctx, data, size, err);
+}
+
+static oc_status stream_fetched(const oz_reader *r, const tensor_fetch *f,
+                                const onnx_TensorProto *t, oc_write_fn write, void *ctx,
+                                oc_error *err) {
+    uint64_t n = 0, index;
+    uint8_t digest[32];
     OC_FORWARD(oc_tensor_check_size_fetched(t, &f->fetch, err));
     OC_FORWARD(f->fetch.size(f->fetch.ctx, t, &n, err));
-    return oz__stream_exact(&f->fetch, t, n, write, ctx, err);
+    if (!entry_unchecked(r, t, &index)) return oz__stream_exact(&f->fetch, t, n, write, ctx, err);
+    /* G-51: hashed as it streams; a digest that differs fails the read at its end */
+    hashing_write w = {NULL, write, ctx};
+    oc_status st = oc__sha256_new(&w.h, err);
+    if (st == OC_OK) st = oz__stream_exact(&f->fetch, t, n, hash_and_write, &w, err);
+    if (st == OC_OK) st = oc__sha256_final(w.h, digest, err);
+    oc__sha256_free(w.h);
+    return st == OC_OK ? check_digest(r, t, index, digest, err) : st;
 }
 
 oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn write, void *ctx,
@@ -485,7 +580,7 @@ oc_status oz_reader_read_to(oz_reader *r, const onnx_TensorProto *t, oc_write_fn
     OC_FORWARD(fetch_open(r, t, &f, err));
     oc_status st;
     if (f.fetch.stream && (f.own || entry_streams(r, t))) {
-        st = stream_fetched(&f, t, write, ctx, err);
+        st = stream_fetched(r, &f, t, write, ctx, err);
     } else {
         oc_bytes b = {0};
         st = read_bytes(r, t, &b, err);
@@ -807,6 +902,7 @@ oc_status oz_reader_read_slice(oz_reader *r, const oz_slice *s, oc_bytes *out, o
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_reader_read_slice: missing argument");
     OC_FORWARD(check_whole(r, s, err));
+    OC_FORWARD(oz__reader_check_entry(r, oz__slice_tensor(s), err));
     oc_bytes_release(out);
     oc_status st = OC_OK;
     if (oz_slice_size(s) == 0 || one_run(r, s, out, &st, err)) return st;
@@ -831,5 +927,6 @@ oc_status oz_reader_read_slice_into(oz_reader *r, const oz_slice *s, void *buf, 
                         "oz_reader_read_slice_into: a buffer of %llu bytes for a slice of %llu",
                         (unsigned long long)cap, (unsigned long long)oz_slice_size(s));
     OC_FORWARD(check_whole(r, s, err));
+    OC_FORWARD(oz__reader_check_entry(r, oz__slice_tensor(s), err));
     return oz_slice_size(s) ? slice_into(r, s, buf, err) : OC_OK;
 }

@@ -1004,6 +1004,64 @@ static oc_status compare(const parts *expect, const parts *got, const char *path
     return OC_OK;
 }
 
+/* The trusted public key at trust_path and its fingerprint. */
+static oc_status trusted_key(const char *trust_path, oc__sha256 *h, oc__sig_key **key, char fp[65],
+                             oc_error *err) {
+    char *tpem = NULL;
+    size_t tn = 0;
+    oc_status st = read_small(trust_path, KEY_MAX, "the trusted key", &tpem, &tn, err);
+    if (st == OC_OK) {
+        st = oc__sig_key_public(tpem, tn, key, err);
+        if (st != OC_OK && oz_sign_available()) {
+            char msg[OC_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+            oc_error_file(err, trust_path,
+                          oc__fail(err, st, OC_NO_OFFSET, "%s: %s", trust_path, msg));
+        }
+    }
+    free(tpem);
+    if (st == OC_OK) st = key_fingerprint(*key, h, fp, err);
+    return st;
+}
+
+/* The bundle an archive (read through zip, named path) holds, and where it is for the
+ * errors ("PATH: entry __ONNXZ_SIGNATURE"). */
+static oc_status archive_bundle(const oz_zip_reader *zip, const char *path, char **bundle,
+                                size_t *bundle_n, char **where, oc_error *err) {
+    uint64_t si = 0;
+    oz_zip_entry e;
+    oc_bytes b = {0};
+    oc_status st = OC_OK;
+    if (!oz__zip_reader_find_n(zip, OZ_SIGNATURE_ENTRY, strlen(OZ_SIGNATURE_ENTRY), &si))
+        st = oc_error_file(err, path,
+                           oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                                    "%s is not signed: it has no " OZ_SIGNATURE_ENTRY
+                                    " entry (onnxz sign)",
+                                    path));
+    if (st == OC_OK) st = oz_zip_reader_entry(zip, si, &e, err);
+    if (st == OC_OK && e.uncompressed_size > BUNDLE_MAX)
+        st = oc_error_file(err, path,
+                           oc__fail(err, OC_ERR_LIMIT, e.local_header_offset,
+                                    "%s: its signature entry holds %llu bytes, over the "
+                                    "%u-byte limit of a bundle",
+                                    path, (unsigned long long)e.uncompressed_size, BUNDLE_MAX));
+    if (st == OC_OK) st = oz_zip_reader_read(zip, si, &b, err);
+    if (st == OC_OK && !(*bundle = malloc((size_t)b.size + 1))) st = nomem(err);
+    if (st == OC_OK) {
+        memcpy(*bundle, b.data, (size_t)b.size);
+        *bundle_n = (size_t)b.size;
+    }
+    oc_bytes_release(&b);
+    if (st == OC_OK) {
+        size_t wn = strlen(path) + sizeof(": entry " OZ_SIGNATURE_ENTRY);
+        if ((*where = malloc(wn)))
+            snprintf(*where, wn, "%s: entry " OZ_SIGNATURE_ENTRY, path);
+        else
+            st = nomem(err);
+    }
+    return st;
+}
+
 oc_status oz_signature_verify(const char *path, const char *trust_path, const oz_sign_options *opts,
                               oz_signature_report **out, oc_error *err) {
     if (out) *out = NULL;
@@ -1015,59 +1073,19 @@ oc_status oz_signature_verify(const char *path, const char *trust_path, const oz
     oc__sig_key *key = NULL;
     oc__sha256 *h = NULL;
     oz_archive *ar = NULL;
-    char *bundle = NULL, *where = NULL, *tpem = NULL;
-    size_t bundle_n = 0, tn = 0, payload_n = 0;
+    char *bundle = NULL, *where = NULL;
+    size_t bundle_n = 0, payload_n = 0;
     uint8_t *payload = NULL;
     uint8_t subject[OC__SHA256_SIZE];
     parts expect = {0}, got = {0};
     char fp[65];
     oc_status st = oc__sha256_new(&h, err);
-    if (st == OC_OK) st = read_small(trust_path, KEY_MAX, "the trusted key", &tpem, &tn, err);
-    if (st == OC_OK) {
-        st = oc__sig_key_public(tpem, tn, &key, err);
-        if (st != OC_OK && oz_sign_available()) {
-            char msg[OC_ERROR_MESSAGE_MAX];
-            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            oc_error_file(err, trust_path,
-                          oc__fail(err, st, OC_NO_OFFSET, "%s: %s", trust_path, msg));
-        }
-    }
-    if (st == OC_OK) st = key_fingerprint(key, h, fp, err);
+    if (st == OC_OK) st = trusted_key(trust_path, h, &key, fp, err);
     /* the bundle */
     if (st == OC_OK && f == FORM_ARCHIVE) {
-        uint64_t si = 0;
-        oz_zip_entry e;
-        oc_bytes b = {0};
         st = oz_archive_open(path, NULL, &ar, err);
-        const oz_zip_reader *zip = st == OC_OK ? oz_archive_zip(ar) : NULL;
-        if (st == OC_OK &&
-            !oz__zip_reader_find_n(zip, OZ_SIGNATURE_ENTRY, strlen(OZ_SIGNATURE_ENTRY), &si))
-            st = oc_error_file(err, path,
-                               oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
-                                        "%s is not signed: it has no " OZ_SIGNATURE_ENTRY
-                                        " entry (onnxz sign)",
-                                        path));
-        if (st == OC_OK) st = oz_zip_reader_entry(zip, si, &e, err);
-        if (st == OC_OK && e.uncompressed_size > BUNDLE_MAX)
-            st = oc_error_file(err, path,
-                               oc__fail(err, OC_ERR_LIMIT, e.local_header_offset,
-                                        "%s: its signature entry holds %llu bytes, over the "
-                                        "%u-byte limit of a bundle",
-                                        path, (unsigned long long)e.uncompressed_size, BUNDLE_MAX));
-        if (st == OC_OK) st = oz_zip_reader_read(zip, si, &b, err);
-        if (st == OC_OK && !(bundle = malloc((size_t)b.size + 1))) st = nomem(err);
-        if (st == OC_OK) {
-            memcpy(bundle, b.data, (size_t)b.size);
-            bundle_n = (size_t)b.size;
-        }
-        oc_bytes_release(&b);
-        if (st == OC_OK) {
-            size_t wn = strlen(path) + sizeof(": entry " OZ_SIGNATURE_ENTRY);
-            if ((where = malloc(wn)))
-                snprintf(where, wn, "%s: entry " OZ_SIGNATURE_ENTRY, path);
-            else
-                st = nomem(err);
-        }
+        if (st == OC_OK)
+            st = archive_bundle(oz_archive_zip(ar), path, &bundle, &bundle_n, &where, err);
     } else if (st == OC_OK) {
         where = bundle_path_of(path, opts);
         if (!where) st = nomem(err);
@@ -1105,11 +1123,131 @@ oc_status oz_signature_verify(const char *path, const char *trust_path, const oz
     oz_archive_close(ar);
     oc__sig_key_free(key);
     oc__sha256_free(h);
-    free(tpem);
     free(bundle);
     free(where);
     free(payload);
     parts_free(&expect);
     parts_free(&got);
     return st;
+}
+
+/* ---- verify on read (internal/signing.h) ---- */
+
+struct oz__manifest {
+    parts expect; /* sorted by name */
+};
+
+void oz__manifest_free(oz__manifest *m) {
+    if (!m) return;
+    parts_free(&m->expect);
+    free(m);
+}
+
+/* The resource named by n bytes at name, by bisection (expect is sorted). */
+static const part *manifest_find(const oz__manifest *m, const char *name, size_t n) {
+    part key = {(char *)(uintptr_t)name, n, {0}, 0};
+    return bsearch(&key, m->expect.v, m->expect.n, sizeof key, part_cmp);
+}
+
+/* Every entry of zip but the signature's is listed, and every listed one is an entry. */
+static oc_status same_entries(const oz__manifest *m, const oz_zip_reader *zip, const char *path,
+                              oc_error *err) {
+    uint64_t count = oz_zip_reader_count(zip), listed = 0;
+    char q[OC_QUOTE_SIZE];
+    for (uint64_t i = 0; i < count; i++) {
+        oz_zip_entry e;
+        OC_FORWARD(oz_zip_reader_entry(zip, i, &e, err));
+        if (strcmp(e.name, OZ_SIGNATURE_ENTRY) == 0) continue;
+        if (!manifest_find(m, e.name, e.name_len))
+            return oc_error_file(err, path,
+                                 oc__fail(err, OC_ERR_INCONSISTENT, e.local_header_offset,
+                                          "%s: entry '%s' is not listed by the signed manifest",
+                                          path, oc_quote(e.name, e.name_len, q, OC_QUOTE_SIZE)));
+        listed++;
+    }
+    for (size_t i = 0; listed != m->expect.n && i < m->expect.n; i++) {
+        uint64_t at = 0;
+        const part *x = &m->expect.v[i];
+        if (!oz__zip_reader_find_n(zip, x->name, x->name_len, &at))
+            return oc_error_file(
+                err, path,
+                oc__fail(err, OC_ERR_NOT_FOUND, OC_NO_OFFSET,
+                         "%s: entry '%s' is listed by the signed manifest but is missing", path,
+                         oc_quote(x->name, x->name_len, q, OC_QUOTE_SIZE)));
+    }
+    return OC_OK;
+}
+
+oc_status oz__manifest_archive(const oz_zip_reader *zip, const char *path, const char *trust_path,
+                               oz__manifest **out, oc_error *err) {
+    *out = NULL;
+    oz__manifest *m = calloc(1, sizeof *m);
+    oc__sig_key *key = NULL;
+    oc__sha256 *h = NULL;
+    char *bundle = NULL, *where = NULL;
+    size_t bundle_n = 0, payload_n = 0;
+    uint8_t *payload = NULL;
+    uint8_t subject[OC__SHA256_SIZE], digest[OC__SHA256_SIZE];
+    char fp[65];
+    uint64_t mi = 0;
+    if (!m) return nomem(err);
+    oc_status st = oc__sha256_new(&h, err);
+    if (st == OC_OK) st = trusted_key(trust_path, h, &key, fp, err);
+    if (st == OC_OK) st = archive_bundle(zip, path, &bundle, &bundle_n, &where, err);
+    if (st == OC_OK) {
+        st = check_bundle(bundle, bundle_n, where, key, fp, &payload, &payload_n, err);
+        if (st == OC_OK)
+            st = read_statement(payload, payload_n, where, METHOD_ARCHIVE, &m->expect, subject, h,
+                                err);
+        if (st != OC_OK) oc_error_file(err, path, st);
+    }
+    if (st == OC_OK) st = same_entries(m, zip, path, err);
+    /* the model itself, before anything decodes it */
+    if (st == OC_OK && oz__zip_reader_find_n(zip, OZ_MODEL_ENTRY, strlen(OZ_MODEL_ENTRY), &mi)) {
+        st = oc__sha256_reset(h, err);
+        if (st == OC_OK) st = oz_zip_reader_read_to(zip, mi, oc__sha256_update, h, err);
+        if (st == OC_OK) st = oc__sha256_final(h, digest, err);
+        if (st == OC_OK)
+            st = oz__manifest_check(m, path, OZ_MODEL_ENTRY, strlen(OZ_MODEL_ENTRY), NULL, digest,
+                                    err);
+    }
+    oc__sig_key_free(key);
+    oc__sha256_free(h);
+    free(bundle);
+    free(where);
+    free(payload);
+    if (st != OC_OK) {
+        oz__manifest_free(m);
+        return st;
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oz__manifest_check(const oz__manifest *m, const char *path, const char *entry, size_t n,
+                             const onnx_TensorProto *t, const uint8_t digest[OC__SHA256_SIZE],
+                             oc_error *err) {
+    const part *want = manifest_find(m, entry, n);
+    char q[OC_QUOTE_SIZE], tq[OC_QUOTE_SIZE], w[65], hv[65];
+    if (want && memcmp(want->digest, digest, OC__SHA256_SIZE) == 0) return OC_OK;
+    oc_quote(entry, n, q, OC_QUOTE_SIZE);
+    if (!want)
+        return oc_error_file(err, path,
+                             oc__fail(err, OC_ERR_INCONSISTENT, OC_NO_OFFSET,
+                                      "%s: entry '%s' is not listed by the signed manifest", path,
+                                      q));
+    to_hex(want->digest, OC__SHA256_SIZE, w);
+    to_hex(digest, OC__SHA256_SIZE, hv);
+    if (t)
+        return oc_error_file(
+            err, path,
+            oc__fail(err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                     "%s: tensor '%s' (entry '%s') has changed since it was signed: SHA-256 "
+                     "%.16s..., the signed manifest says %.16s...",
+                     path, oc_quote(t->name.data, t->name.size, tq, OC_QUOTE_SIZE), q, hv, w));
+    return oc_error_file(err, path,
+                         oc__fail(err, OC_ERR_CHECKSUM, OC_NO_OFFSET,
+                                  "%s: entry '%s' has changed since it was signed: SHA-256 "
+                                  "%.16s..., the signed manifest says %.16s...",
+                                  path, q, hv, w));
 }

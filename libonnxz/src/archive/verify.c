@@ -134,6 +134,7 @@ static oc_status reference_report(const char *path, const oz_open_options *opts,
     o.parse.no_copy = 1;
     o.parse.verify_checksums = 0;
     o.parse.skip_external_data = 1;
+    o.trust = NULL; /* the signature was checked first (oz__verify) */
     oc_status st = oz_open(path, &o, &model, NULL, err);
     if (st == OC_OK) st = check_stub(model, path, o.parse.data_dir, &references, err);
     if (st == OC_OK) st = model_report(model, out, err);
@@ -154,6 +155,7 @@ oc_status oz_verify_model(const char *path, const oz_open_options *opts, oz_mode
     o.parse.no_copy = 1;
     o.parse.skip_external_data = 0;
     o.parse.verify_checksums = 1;
+    o.trust = NULL; /* the signature is oz__verify's to check, first */
     if (o.parse.num_threads == 0) o.parse.num_threads = -1; /* checksums hashed on every core */
     oc_status st = oz_open(path, &o, &model, &local_info, err);
     if (info) oc__output_put(info, &local_info, sizeof local_info);
