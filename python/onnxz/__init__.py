@@ -75,7 +75,7 @@ def _save_opts(to, external_data, max_file_size, align, threshold, checksum, def
 
 
 def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None,
-         prefetch=False):
+         prefetch=False, trust=None):
     """Loads a model in any form and returns it as an onnx.ModelProto.
 
     f: a path (str, bytes, os.PathLike), an http://, https:// or hf:// URL (see open), the
@@ -93,6 +93,10 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
     prefetch: tell the kernel the mapped files will be read (oc_parse_options.prefetch),
         for a file not yet in the page cache; whether it pays depends on the disk
         (docs/performance.md, "Prefetch"). Advice only: the result is the same.
+    trust: a trusted public key's PEM file: the model must be signed with it (onnxz.sign);
+        its whole signature is verified before it loads (oz_open_options.trust,
+        spec/signing.md G-55), else onnxz.Error names the file and the part that differs.
+        A local file (bytes: an archive's); a URL is refused: read one with open(trust=).
 
     A .onnx file and its data files are read under their pair lock (E-25), as the tool
     reads them: never one save's model with another save's data files.
@@ -112,9 +116,10 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
                                                                           os.PathLike)):
             data_dir = os.path.dirname(os.path.abspath(name))
     budget = _budget(max_memory)
+    trust = None if trust is None else _fspath(trust)
     if isinstance(f, (bytes, bytearray, memoryview)):
         kind = _onnxz._detect(f)
-        if kind in ("model", "empty") and key is None:
+        if kind in ("model", "empty") and key is None and trust is None:
             with memoryview(f) as m, m.cast("B") as view:  # bytes, whatever f's format
                 model, external = _parse_checked(view, None, budget)
             if model is not None and not (external and load_external_data and
@@ -131,14 +136,14 @@ def load(f, *, load_external_data=True, key=None, data_dir=None, max_memory=None
                 out.write(f)
             return _from_split(_onnxz._load(path, load_external_data, key,
                                             None if data_dir is None else _fspath(data_dir),
-                                            budget))
-    if key is None and not _onnxz._is_url(f):
+                                            budget, False, trust))
+    if key is None and trust is None and not _onnxz._is_url(f):
         model = _load_mapped(f, load_external_data, budget, prefetch)
         if model is not None:
             return model
     return _from_split(_onnxz._load(f, load_external_data, key,
                                     None if data_dir is None else _fspath(data_dir), budget,
-                                    bool(prefetch)))
+                                    bool(prefetch), trust))
 
 
 def _from_split(split):
@@ -374,7 +379,7 @@ def _skeleton(model):
 
 def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,
             checksum=False, deflate_model=False, key=None, data_dir=None, to=None, sync=False,
-            max_memory=None):
+            max_memory=None, trust=None):
     """Converts the model at src (any form; a path or an http(s) URL, see open) to dst, as
     `onnxz convert -f SRC DST` does with the same options (see save); tensor bytes go from
     src's mapping (or the network, one tensor at a time) to dst without a copy. dst may
@@ -382,11 +387,14 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     key: the passphrase of an encrypted src, or of a .onnxc dst. data_dir: where src's data
     files are, when they moved. sync: as for save (`onnxz convert` syncs by default).
     max_memory: the budget of the decode and of what writing an archive holds beside it,
-    as for load and save (default 1 GiB)."""
+    as for load and save (default 1 GiB). trust: a trusted public key's PEM file: src's
+    signature is verified first, as load(trust=) verifies it; dst is not signed (sign it
+    with onnxz.sign)."""
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
     _onnxz._save_check(dst, opts, True)  # before src is read (a URL as dst: R-14), no request
-    _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir))
+    _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir),
+                    None if trust is None else _fspath(trust))
 
 
 def stub(archive, out, *, force=False, sync=False, max_memory=None):
@@ -491,11 +499,12 @@ class File(collections.abc.Mapping):
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
-    def __init__(self, path, *, key=None, max_memory=None, prefetch=False):
+    def __init__(self, path, *, key=None, max_memory=None, prefetch=False, trust=None):
         self._path = _fspath(path)
         self._key = key
         self._budget = _budget(max_memory)
-        self._reader = _onnxz._Reader(path, key, self._budget, bool(prefetch))
+        self._reader = _onnxz._Reader(path, key, self._budget, bool(prefetch),
+                                      None if trust is None else _fspath(trust))
         self._names = None
         self._model = None
 
@@ -788,7 +797,7 @@ class _Slice:
         return _shaped(self._file._path, self._name, _values(span, self.dtype, dims), dims)
 
 
-def open(path, *, key=None, max_memory=None, prefetch=False):
+def open(path, *, key=None, max_memory=None, prefetch=False, trust=None):
     """Opens the model at path (any form) for reading its tensors as zero-copy numpy
     arrays; a context manager (File). key: the passphrase of an encrypted file.
 
@@ -840,5 +849,13 @@ def open(path, *, key=None, max_memory=None, prefetch=False):
     a .onnx file and its data files, an archive's tensor entries), for a first pass over
     the tensors of a file not yet in the page cache (a cold 1 GB archive read whole in
     0.62-0.74x the time, docs/performance.md, "Prefetch"). Advice only: the arrays are
-    the same."""
-    return File(path, key=key, max_memory=max_memory, prefetch=prefetch)
+    the same.
+
+    trust: a trusted public key's PEM file (oz_reader_options.trust, spec/signing.md
+    G-50..G-54): the model must be signed with it. An archive's signature, its entries
+    and its model are checked at open, and each tensor's entry when first read (an
+    array, a slice: the whole entry once), so that from a URL only the tensors read are
+    fetched; a local .onnx's files are all hashed at open. A tampered part raises
+    onnxz.Error naming the file and the tensor or entry; a .onnx at a URL and an
+    encrypted file are refused."""
+    return File(path, key=key, max_memory=max_memory, prefetch=prefetch, trust=trust)

@@ -23,7 +23,8 @@ class Error(ValueError):
 def load(f: Union[PathLike, bytes, bytearray, memoryview, IO[bytes]], *,
          load_external_data: bool = ..., key: Optional[Key] = ...,
          data_dir: Optional[PathLike] = ...,
-         max_memory: Optional[int] = ..., prefetch: bool = ...) -> onnx.ModelProto:
+         max_memory: Optional[int] = ..., prefetch: bool = ...,
+         trust: Optional[PathLike] = ...) -> onnx.ModelProto:
     """A model in any form as onnx.load gives it."""
 
 def save(model: Union[onnx.ModelProto, bytes], path: PathLike, *,
@@ -39,7 +40,7 @@ def convert(src: PathLike, dst: PathLike, *, external_data: Optional[PathLike] =
             threshold: Optional[int] = ..., checksum: bool = ..., deflate_model: bool = ...,
             key: Optional[Key] = ..., data_dir: Optional[PathLike] = ...,
             to: Optional[Form] = ..., sync: bool = ...,
-            max_memory: Optional[int] = ...) -> None:
+            max_memory: Optional[int] = ..., trust: Optional[PathLike] = ...) -> None:
     """`onnxz convert -f SRC DST` with the same options."""
 
 def stub(archive: PathLike, out: PathLike, *, force: bool = ..., sync: bool = ...,
@@ -68,7 +69,8 @@ def meta(path: PathLike, *, producer: Optional[str] = ..., producer_version: Opt
 class File(Mapping[str, np.ndarray]):
     """An open model file: tensors as zero-copy read-only numpy arrays, by name."""
     def __init__(self, path: PathLike, *, key: Optional[Key] = ...,
-                 max_memory: Optional[int] = ..., prefetch: bool = ...) -> None: ...
+                 max_memory: Optional[int] = ..., prefetch: bool = ...,
+                 trust: Optional[PathLike] = ...) -> None: ...
     def __enter__(self) -> "File": ...
     def __exit__(self, *exc: Any) -> None: ...
     def close(self) -> None: ...
@@ -103,5 +105,6 @@ class _Slice:
     def __getitem__(self, index: Any) -> np.ndarray: ...
 
 def open(path: PathLike, *, key: Optional[Key] = ...,
-         max_memory: Optional[int] = ..., prefetch: bool = ...) -> File:
+         max_memory: Optional[int] = ..., prefetch: bool = ...,
+         trust: Optional[PathLike] = ...) -> File:
     """Opens a model file for zero-copy reads of its tensors (a context manager)."""

@@ -320,6 +320,7 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
 
 static PyObject *load_with(oc_http_options *http, PyObject *args) {
     PyObject *path_obj, *key_obj, *dir_obj, *path = NULL, *dir = NULL, *key_holder = NULL, *out;
+    PyObject *trust_obj = Py_None, *trust = NULL;
     int external, prefetch = 0;
     unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     Py_buffer key;
@@ -330,19 +331,23 @@ static PyObject *load_with(oc_http_options *http, PyObject *args) {
     oc_error err;
     oc_status st;
     o.parse.http = http;
-    if (!PyArg_ParseTuple(args, "OpOO|Kp", &path_obj, &external, &key_obj, &dir_obj, &max_memory,
-                          &prefetch))
+    if (!PyArg_ParseTuple(args, "OpOO|KpO", &path_obj, &external, &key_obj, &dir_obj, &max_memory,
+                          &prefetch, &trust_obj))
         return NULL;
     if (!path_arg(path_obj, &path)) return NULL;
-    if (dir_obj != Py_None && !path_arg(dir_obj, &dir)) {
+    if ((dir_obj != Py_None && !path_arg(dir_obj, &dir)) ||
+        (trust_obj != Py_None && !path_arg(trust_obj, &trust))) {
         Py_DECREF(path);
+        Py_XDECREF(dir);
         return NULL;
     }
     if (key_arg(key_obj, &key, &key_holder) < 0) {
         Py_DECREF(path);
         Py_XDECREF(dir);
+        Py_XDECREF(trust);
         return NULL;
     }
+    o.trust = trust ? PyBytes_AS_STRING(trust) : NULL; /* spec/signing.md G-55 */
     o.parse.no_copy = 1; /* the bytes go from the mapping to the serialized model once */
     o.parse.data_dir = dir ? PyBytes_AS_STRING(dir) : NULL;
     o.parse.max_memory = max_memory;
@@ -368,6 +373,7 @@ static PyObject *load_with(oc_http_options *http, PyObject *args) {
     Py_END_ALLOW_THREADS
     Py_DECREF(path);
     Py_XDECREF(dir);
+    Py_XDECREF(trust);
     return out;
 }
 
@@ -730,6 +736,7 @@ static PyObject *py_convert(PyObject *self, PyObject *args) {
 static PyObject *convert_with(oc_http_options *http, PyObject *args) {
     PyObject *src_obj, *dst_obj, *opts_obj, *key_obj, *dir_obj, *src = NULL, *dst = NULL,
                                                                 *dir = NULL, *holder = NULL;
+    PyObject *trust_obj = Py_None, *trust = NULL;
     PyObject *out = NULL;
     Py_buffer key;
     save_opts s;
@@ -739,11 +746,14 @@ static PyObject *convert_with(oc_http_options *http, PyObject *args) {
     oc_error err;
     oc_status st;
     o.parse.http = http;
-    if (!PyArg_ParseTuple(args, "OOOOO", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj))
+    if (!PyArg_ParseTuple(args, "OOOOO|O", &src_obj, &dst_obj, &opts_obj, &key_obj, &dir_obj,
+                          &trust_obj))
         return NULL;
     if (!path_arg(src_obj, &src) || !path_arg(dst_obj, &dst) ||
-        (dir_obj != Py_None && !path_arg(dir_obj, &dir)))
+        (dir_obj != Py_None && !path_arg(dir_obj, &dir)) ||
+        (trust_obj != Py_None && !path_arg(trust_obj, &trust)))
         goto done;
+    o.trust = trust ? PyBytes_AS_STRING(trust) : NULL; /* the input's signature, first */
     if (key_arg(key_obj, &key, &holder) < 0) goto done;
     if (save_opts_parse(opts_obj, &s) < 0) {
         key_release(&key, &holder);
@@ -772,6 +782,7 @@ done:
     Py_XDECREF(src);
     Py_XDECREF(dst);
     Py_XDECREF(dir);
+    Py_XDECREF(trust);
     return out;
 }
 
@@ -1157,8 +1168,9 @@ static void reader_scope(HoldObject *hold, onnxz_fault_scope *scope) {
 }
 
 static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"path", "key", "max_memory", "prefetch", NULL};
+    static char *kwlist[] = {"path", "key", "max_memory", "prefetch", "trust", NULL};
     PyObject *path_obj, *key_obj = Py_None, *path = NULL, *holder = NULL;
+    PyObject *trust_obj = Py_None, *trust = NULL;
     unsigned long long max_memory = OC_RECOMMENDED_MAX_MEMORY;
     int prefetch = 0;
     Py_buffer key;
@@ -1166,16 +1178,21 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     onnxz_fault_scope scope;
     oc_error err;
     oc_status st;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OKp", kwlist, &path_obj, &key_obj, &max_memory,
-                                     &prefetch))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OKpO", kwlist, &path_obj, &key_obj, &max_memory,
+                                     &prefetch, &trust_obj))
         return -1;
     if (self->path) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
         return -1;
     }
     if (!path_arg(path_obj, &path)) return -1;
+    if (trust_obj != Py_None && !path_arg(trust_obj, &trust)) {
+        Py_DECREF(path);
+        return -1;
+    }
     if (key_arg(key_obj, &key, &holder) < 0) {
         Py_DECREF(path);
+        Py_XDECREF(trust);
         return -1;
     }
     hold = PyObject_New(HoldObject, &HoldType);
@@ -1187,6 +1204,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         key_release(&key, &holder);
         Py_XDECREF(hold);
         Py_DECREF(path);
+        Py_XDECREF(trust);
         return -1;
     }
     oz_reader_options o = OZ_READER_OPTIONS_INIT;
@@ -1195,6 +1213,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
     o.http = &hold->http;
     o.key = key.buf;
     o.key_len = (size_t)key.len;
+    o.trust = trust ? PyBytes_AS_STRING(trust) : NULL; /* spec/signing.md G-50..G-54 */
     oz_open_info_init(&self->info);
     oc_error_clear(&err);
     reader_scope(hold, &scope);
@@ -1202,6 +1221,7 @@ static int reader_init(ReaderObject *self, PyObject *args, PyObject *kwds) {
         st = oz_reader_open(PyBytes_AS_STRING(path), &o, &hold->reader, &self->info, &err);
     Py_END_ALLOW_THREADS
     key_release(&key, &holder);
+    Py_XDECREF(trust); /* read at open only */
     if (st != OC_OK) raise_error(PyBytes_AS_STRING(path), &err);
     /* S-42: a fault in the mappings (a file cut in place) fails the open, never kills;
      * faults in them later are raised at the next bytecode */

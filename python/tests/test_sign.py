@@ -177,3 +177,66 @@ def test_meta_of_signed(tmp_path, keys, form):
     with pytest.raises(onnxz.Error, match="is not signed"):
         onnxz.verify_signature(path, pub)
     assert onnxz.meta(path)["metadata_props"][-1] == {"key": "k", "value": "3"}
+
+
+def _entry_data_offset(path, name):
+    with zipfile.ZipFile(path) as z:
+        i = z.getinfo(name)
+    with open(path, "rb") as f:
+        f.seek(i.header_offset + 26)
+        n, e = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
+    return i.header_offset + 30 + n + e
+
+
+def test_trust_on_read(tmp_path, keys):
+    """spec/signing.md G-50..G-55: open(trust=) checks each tensor as it is first read,
+    load(trust=) and convert(trust=) the whole signature first."""
+    f = forms(tmp_path)
+    priv, pub = keys["ed"]
+    onnxz.sign(f["archive"], priv)
+    with onnxz.open(f["archive"], trust=pub) as fh:
+        assert all(fh[n].size for n in fh.names)
+    assert len(onnxz.load(f["archive"], trust=pub).graph.initializer) == 3
+    onnxz.convert(f["archive"], str(tmp_path / "out.onnx"), trust=pub)
+    # one tensor byte changed in place: the open and the other tensors are fine
+    with zipfile.ZipFile(f["archive"]) as z:
+        entries = [n for n in z.namelist() if not n.startswith("__")]
+    bad = entries[0]
+    at = _entry_data_offset(f["archive"], bad) + 5
+    with open(f["archive"], "r+b") as out:
+        out.seek(at)
+        b = out.read(1)
+        out.seek(at)
+        out.write(bytes([b[0] ^ 1]))
+    with onnxz.open(f["archive"], trust=pub) as fh:
+        for n in fh.names:
+            if n != bad:
+                assert fh[n].size
+        with pytest.raises(onnxz.Error, match="tensor '%s' .*has changed since it was "
+                           "signed" % bad) as e:
+            fh[bad]
+        assert "m.onnxz" in str(e.value)
+    with pytest.raises(onnxz.Error, match="entry '%s' has changed" % bad):
+        onnxz.load(f["archive"], trust=pub)
+    with pytest.raises(onnxz.Error, match="entry '%s' has changed" % bad):
+        onnxz.convert(f["archive"], str(tmp_path / "out2.onnx"), trust=pub)
+    assert not os.path.exists(tmp_path / "out2.onnx")
+    # unsigned, or another key: refused at open
+    with pytest.raises(onnxz.Error, match="is not signed"):
+        onnxz.open(f["single"], trust=pub)
+    with pytest.raises(onnxz.Error, match="is not signed"):
+        onnxz.load(f["single"], trust=pub)
+    with pytest.raises(onnxz.Error, match="signed by another key"):
+        onnxz.open(f["archive"], trust=keys["ec"][1])
+    # a .onnx: its files hashed at open
+    onnxz.sign(f["two"], priv)
+    with onnxz.open(f["two"], trust=pub) as fh:
+        assert all(fh[n].size for n in fh.names)
+    data = tmp_path / "two.data"
+    b = bytearray(data.read_bytes())
+    b[100] ^= 1
+    data.write_bytes(bytes(b))
+    with pytest.raises(onnxz.Error, match="file 'two.data' has changed"):
+        onnxz.open(f["two"], trust=pub)
+    with pytest.raises(onnxz.Error, match="file 'two.data' has changed"):
+        onnxz.load(f["two"], trust=pub)
