@@ -39,7 +39,7 @@ enum { CLI_QUIET = 0, CLI_NORMAL = 1, CLI_VERBOSE = 2 };
  * normal verbosity, and never when OUT is "-", whose bytes stdout carries (S-41). */
 bool cli_reports(int verbosity, const char *out);
 
-#define CLI_MAX_OPTIONS     16
+#define CLI_MAX_OPTIONS     24
 #define CLI_MAX_POSITIONAL  8
 #define CLI_MAX_OCCURRENCES 256
 

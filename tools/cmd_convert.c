@@ -40,27 +40,17 @@ enum {
     CONVERT_OPT_ITERATIONS,
     CONVERT_OPT_CHUNK_SIZE,
     CONVERT_OPT_TO,
-    CONVERT_OPT_NO_SYNC
+    CONVERT_OPT_NO_SYNC,
+    CONVERT_OPT_TRUST
 };
 
 static const cli_option convert_options[] = {
-    {'f', "force", false},
-    {'\0', "data-dir", true},
-    {'\0', "align", true},
-    {'\0', "threshold", true},
-    {'\0', "deflate-model", false},
-    {'\0', "external-data", true},
-    {'\0', "max-file-size", true},
-    {'\0', "checksum", false},
-    {'\0', "key-file", true},
-    {'\0', "key", true},
-    {'\0', "passphrase", true},
-    {'\0', "format", true},
-    {'\0', "iterations", true},
-    {'\0', "chunk-size", true},
-    {'\0', "to", true},
-    {'\0', "no-sync", false},
-    {'\0', NULL, false},
+    {'f', "force", false},         {'\0', "data-dir", true},       {'\0', "align", true},
+    {'\0', "threshold", true},     {'\0', "deflate-model", false}, {'\0', "external-data", true},
+    {'\0', "max-file-size", true}, {'\0', "checksum", false},      {'\0', "key-file", true},
+    {'\0', "key", true},           {'\0', "passphrase", true},     {'\0', "format", true},
+    {'\0', "iterations", true},    {'\0', "chunk-size", true},     {'\0', "to", true},
+    {'\0', "no-sync", false},      {'\0', "trust", true},          {'\0', NULL, false},
 };
 
 static const char *const convert_arg_names[] = {"IN", "OUT"};
@@ -72,6 +62,7 @@ typedef struct convert_plan {
     const char *out;
     bool force;
     const char *data_dir;
+    const char *trust; /* --trust: IN's signature checked first (oz_open_options.trust) */
     const char *key_file;
     oz_form out_form; /* once checked */
     oc_crypt_options crypt;
@@ -147,6 +138,7 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     p->out = args->positional[1];
     p->force = args->seen[CONVERT_OPT_FORCE];
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
+    p->trust = args->value[CONVERT_OPT_TRUST];
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
     s->no_overwrite = !p->force;
     /* An s3:// OUT is a multipart upload: a signal cancels it, the library aborts the
@@ -310,6 +302,7 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     }
     cli_parse_options_init(&oo.parse);
     oo.parse.data_dir = p->data_dir;
+    oo.trust = p->trust;
     p->save.max_memory = oo.parse.max_memory; /* the one budget: decode and write (M-3) */
     oo.key = in_key.data;
     oo.key_len = in_key.len;
@@ -388,6 +381,9 @@ static const char convert_help[] =
     "                           when OUT is IN\n"
     "      --to FORM            onnx, onnxz or onnxc: OUT's form, whatever its name\n"
     "      --data-dir DIR       .onnx input: read its external data files from DIR\n"
+    "      --trust PUBLIC.pem   refuse IN unless it is signed with this key (`onnxz sign`):\n"
+    "                           its whole signature verified before it is read (a local\n"
+    "                           file; spec/signing.md G-55); OUT is not signed\n"
     "      --align N            .onnxz or --external-data: put each tensor's bytes on a\n"
     "                           multiple of N, a power of two (default 64; archives 64\n"
     "                           to 32K, data files 1 to 1M)\n"

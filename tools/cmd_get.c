@@ -27,12 +27,13 @@ enum {
     GET_OPT_FORCE,
     GET_OPT_NO_SYNC,
     GET_OPT_SLICE,
-    GET_OPT_NPY
+    GET_OPT_NPY,
+    GET_OPT_TRUST
 };
 
 static const cli_option get_options[] = {
     {'o', "output", true}, {'\0', "json", false}, {'f', "force", false}, {'\0', "no-sync", false},
-    {'\0', "slice", true}, {'\0', "npy", false},  {'\0', NULL, false},
+    {'\0', "slice", true}, {'\0', "npy", false},  {'\0', "trust", true}, {'\0', NULL, false},
 };
 
 /* The most indices --slice takes (a tensor of more dimensions is sliced along its first
@@ -267,7 +268,7 @@ static int run_get(const cli_args *args) {
     oz_reader *r;
     oz_slice *s = NULL;
     if (cli_refuse_url_output(args->value[GET_OPT_OUTPUT]) != CLI_EXIT_OK) return CLI_EXIT_FAILURE;
-    const cli_reader_options ro = {"get", NULL, false};
+    const cli_reader_options ro = {"get", NULL, false, args->value[GET_OPT_TRUST]};
     int rc = cli_reader_open(src, &ro, args->verbosity, &r);
     if (rc != CLI_EXIT_OK) return rc;
     const onnx_TensorProto *t = oz_reader_find(r, name, strlen(name));
@@ -307,6 +308,11 @@ static const char get_help[] =
     "      --npy          write a .npy file (numpy.load reads it): the bytes after a\n"
     "                     header of their dtype and shape (bfloat16 as uint16, float8 as\n"
     "                     uint8, 4-bit and 2-bit types as their packed bytes, 1-D)\n"
+    "      --trust PUBLIC.pem  refuse SRC unless it is signed with this key (`onnxz\n"
+    "                     sign`): an archive's signature, entries and model checked at\n"
+    "                     open, the tensor's entry hashed as it is read (a slice: its\n"
+    "                     whole entry; from a URL only that entry is fetched); a .onnx's\n"
+    "                     files all hashed at open (spec/signing.md G-50..G-54)\n"
     "  -q, --quiet        print nothing but errors\n"
     "  -v, --verbose      also print what was loaded, with timings\n"
     "  -h, --help         show this help\n"

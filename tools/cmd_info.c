@@ -10,11 +10,11 @@
 #include "load.h"
 #include "passphrase.h"
 
-enum { INFO_OPT_JSON = 0, INFO_OPT_KEY_FILE, INFO_OPT_KEY, INFO_OPT_PASSPHRASE };
+enum { INFO_OPT_JSON = 0, INFO_OPT_KEY_FILE, INFO_OPT_KEY, INFO_OPT_PASSPHRASE, INFO_OPT_TRUST };
 
 static const cli_option info_options[] = {
     {'\0', "json", false},      {'\0', "key-file", true}, {'\0', "key", true},
-    {'\0', "passphrase", true}, {'\0', NULL, false},
+    {'\0', "passphrase", true}, {'\0', "trust", true},    {'\0', NULL, false},
 };
 
 static const char *const info_arg_names[] = {"FILE"};
@@ -190,7 +190,8 @@ static void print_human(FILE *out, const oz_info *r) {
 static int run_info(const cli_args *args) {
     const char *path = args->positional[0];
     /* tensors kept as references: missing data files are no obstacle */
-    const cli_reader_options ro = {"info", args->value[INFO_OPT_KEY_FILE], true};
+    const cli_reader_options ro = {"info", args->value[INFO_OPT_KEY_FILE], true,
+                                   args->value[INFO_OPT_TRUST]};
     oz_reader *r = NULL;
     oz_info *report = NULL;
     oc_error err;
@@ -222,6 +223,9 @@ static const char info_help[] =
     "      --json      print one JSON object instead of aligned lines\n"
     "      --key-file FILE  the passphrase of an encrypted FILE (else ONNXZ_KEY, else a\n"
     "                  prompt on the terminal; never from the command line)\n"
+    "      --trust PUBLIC.pem  refuse FILE unless it is signed with this key (`onnxz\n"
+    "                  sign`): an archive's signature, entries and model are checked,\n"
+    "                  a .onnx's files all hashed (spec/signing.md G-50..G-54)\n"
     "  -q, --quiet     accepted for symmetry; info always prints its report\n"
     "  -v, --verbose   also print the load time to stderr\n"
     "  -h, --help      show this help\n"

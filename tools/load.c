@@ -115,6 +115,7 @@ int cli_reader_open(const char *path, const cli_reader_options *o, int verbosity
     opts.max_memory = po.max_memory;
     opts.http = po.http;
     opts.skip_data_files = o->skip_data_files;
+    opts.trust = o->trust;
     oc_error_clear(&err);
     oc_status st = oz_reader_open(path, &opts, out, &info, &err);
     if (oz_kind_is_encrypted(info.kind, NULL)) { /* refused at once: a key is needed */

@@ -68,6 +68,7 @@ typedef struct cli_reader_options {
     const char *command;  /* the command, for the passphrase prompt and its messages */
     const char *key_file; /* --key-file, or NULL */
     bool skip_data_files; /* oz_reader_options.skip_data_files */
+    const char *trust;    /* --trust: oz_reader_options.trust, or NULL */
 } cli_reader_options;
 
 /* Opens a file or URL in any form for reading its tensors one at a time (onnxz/reader.h),

@@ -21,7 +21,8 @@ independent oracles. Run by ctest (tests/crypto/CMakeLists.txt) with Debian's py
             (@sigstore/verify, @sigstore/bundle; tests/crypto/sigstore_verify.js) with
             the public key alone, offline; a tampered payload refused by it.
   nossl     a build without OpenSSL refuses to sign and to verify, saying why.
-  onread    verify on read (spec/signing.md G-50..G-55), through osign read / open: a
+  onread    verify on read (spec/signing.md G-50..G-55), through osign read / open and
+            the tool's get / info / convert --trust: a
             changed tensor byte of a signed archive opens and fails the read of that
             tensor only (naming it; a slice of it too); a changed model, an added entry,
             an unsigned archive, another key refused at open; oz_open with trust; a local
@@ -768,6 +769,27 @@ def on_read(ctx, keys, forms):
                "is not signed")
     ctx.expect("another key: refused at open", "bad_key", ["read", src, keys["ec"][1]],
                "another key")
+    # the tool: --trust on get, info, convert
+    r = run([ctx.onnxz, "get", src, small, "--trust", pub, "-o", os.path.join(d, "t.bin")])
+    check(r.returncode == 0, "get --trust: " + r.stderr)
+    r = run([ctx.onnxz, "get", os.path.join(d, "tensor-byte.onnxz"), big, "--trust", pub, "-o",
+             os.path.join(d, "t2.bin")])
+    check(r.returncode == 1 and ("tensor '%s'" % big) in r.stderr and
+          "tensor-byte.onnxz" in r.stderr and not os.path.exists(os.path.join(d, "t2.bin")),
+          "get --trust, the changed tensor: " + r.stderr)
+    r = run([ctx.onnxz, "get", os.path.join(d, "tensor-byte.onnxz"), small, "--trust", pub,
+             "-o", os.path.join(d, "t3.bin")])
+    check(r.returncode == 0, "get --trust, another tensor: " + r.stderr)
+    r = run([ctx.onnxz, "info", src, "--trust", pub])
+    check(r.returncode == 0, "info --trust: " + r.stderr)
+    r = run([ctx.onnxz, "info", forms["archive"], "--trust", pub])
+    check(r.returncode == 1 and "is not signed" in r.stderr, "info --trust, unsigned: " + r.stderr)
+    r = run([ctx.onnxz, "-q", "convert", src, os.path.join(d, "c.onnx"), "--trust", pub])
+    check(r.returncode == 0, "convert --trust: " + r.stderr)
+    r = run([ctx.onnxz, "-q", "convert", os.path.join(d, "model.onnxz"), os.path.join(d, "c2.onnx"),
+             "--trust", pub])
+    check(r.returncode == 1 and "'__MODEL_PROTO' has changed" in r.stderr and
+          not os.path.exists(os.path.join(d, "c2.onnx")), "convert --trust, changed: " + r.stderr)
     # a local .onnx: every file hashed at open
     two = os.path.join(d, "two")
     shutil.copytree(os.path.dirname(forms["two"]), two)
