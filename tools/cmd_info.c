@@ -183,6 +183,21 @@ static void print_human(FILE *out, const oz_info *r) {
     human_count(out, "metadata_props", s->metadata_props);
     human_tensors(out, s, r->archive);
     if (r->listing) human_archive(out, r);
+    if (r->signature) { /* nothing when unsigned: the report stays as it was */
+        const oz_signature_summary *g = r->signature;
+        put_key(out, "signature");
+        cli_put_text(out, g->location, strlen(g->location));
+        if (g->problem) {
+            fputs(" (unreadable: ", out);
+            cli_put_text(out, g->problem, strlen(g->problem));
+            fputs(")\n", out);
+        } else {
+            const char *what = r->archive ? (g->parts == 1 ? "entry" : "entries")
+                                          : (g->parts == 1 ? "file" : "files");
+            fprintf(out, ", key %s, %" PRIu64 " %s signed (not verified: onnxz verify --trust)\n",
+                    g->key_fingerprint[0] ? g->key_fingerprint : "(not named)", g->parts, what);
+        }
+    }
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -249,6 +264,10 @@ static const char info_help[] =
     "inflates those tensors into memory, which is correct but not zero-copy), the\n"
     "smallest alignment of a stored tensor entry, and the model entry.\n"
     "\n"
+    "A signed model (onnxz sign) adds its signature: where it is, the signer's key\n"
+    "fingerprint and how many entries or files it covers, as the signature states them;\n"
+    "`onnxz verify --trust PUBLIC.pem` checks them (spec/signing.md G-41).\n"
+    "\n"
     "JSON keys (stable; absent model fields are null):\n"
     "  file, file_size, format (\"onnx\" or \"onnxz\"), encrypted (\"ONNXZEC1\" or\n"
     "  \"ONNXCRY1\"; only for encrypted files; archive is then null), ir_version, producer_name,\n"
@@ -263,6 +282,11 @@ static const char info_help[] =
     "           deflated {entries, bytes, compressed_bytes}, tensor_entries,\n"
     "           deflated_tensor_entries, min_tensor_alignment, zero_copy,\n"
     "           model_entry {method, size, compressed_size, last}}\n"
+    "  signature: only for a signed model (onnxz sign), as its bundle states it, not\n"
+    "             verified: {location (__ONNXZ_SIGNATURE or MODEL.sig), key_fingerprint\n"
+    "             (SHA-256 of the signer's public key PEM, or null), parts (entries or\n"
+    "             files signed), verified (false), problem (null, or why the bundle\n"
+    "             cannot be read)}\n"
     "\n"
     "Examples:\n"
     "  onnxz info model.onnx\n"

@@ -62,6 +62,20 @@ static void print_human(FILE *out, const oz_archive_listing *l) {
         if (!e->is_model && e->ntensors == 0) fputc('-', out);
         fputc('\n', out);
     }
+    if (l->signature) { /* nothing when unsigned: the table stays as it was */
+        const oz_signature_summary *g = l->signature;
+        if (g->problem) {
+            fputs("signed: its bundle is unreadable: ", out);
+            cli_put_text(out, g->problem, strlen(g->problem));
+            fputc('\n', out);
+        } else {
+            fprintf(out,
+                    "signed by key %s over %" PRIu64 " entr%s (not verified: onnxz verify "
+                    "--trust)\n",
+                    g->key_fingerprint[0] ? g->key_fingerprint : "(not named)", g->parts,
+                    g->parts == 1 ? "y" : "ies");
+        }
+    }
 }
 
 static void print_json(FILE *out, const char *path, const oz_archive_listing *l) {
@@ -91,7 +105,24 @@ static void print_json(FILE *out, const char *path, const oz_archive_listing *l)
         }
         fputs("]}", out);
     }
-    fputs(l->count ? "\n]}\n" : "]}\n", out);
+    fputs(l->count ? "\n]" : "]", out);
+    if (l->signature) { /* absent when unsigned: the document stays as it was */
+        const oz_signature_summary *g = l->signature;
+        fputs(", \"signature\": {\"location\": ", out);
+        oc_json_put_cstring(out, g->location);
+        fputs(", \"key_fingerprint\": ", out);
+        if (g->key_fingerprint[0])
+            oc_json_put_cstring(out, g->key_fingerprint);
+        else
+            fputs("null", out);
+        fprintf(out, ", \"parts\": %" PRIu64 ", \"verified\": false, \"problem\": ", g->parts);
+        if (g->problem)
+            oc_json_put_cstring(out, g->problem);
+        else
+            fputs("null", out);
+        fputc('}', out);
+    }
+    fputs("}\n", out);
 }
 
 /* The listing, one library call (oz_list_path). */
@@ -126,6 +157,9 @@ static const char ls_help[] =
     "           __MODEL_PROTO, \"-\" for entries no tensor points at\n"
     "The archive must open and its model must decode; the tensor bytes are not read\n"
     "(`onnxz verify` checks them).\n"
+    "A signed archive (onnxz sign) adds a last line: the signer's key fingerprint and\n"
+    "how many entries the signature covers, as it states them (not verified: `onnxz\n"
+    "verify --trust PUBLIC.pem` checks them; spec/signing.md G-41).\n"
     "\n"
     "Options:\n"
     "      --json      print one JSON object instead of a table\n"
@@ -134,7 +168,9 @@ static const char ls_help[] =
     "  -h, --help      show this help\n"
     "\n"
     "JSON keys: file, file_size, entries [{name, method, size, compressed_size,\n"
-    "  data_offset, alignment, crc32, model (true for __MODEL_PROTO), tensors [names]}]\n"
+    "  data_offset, alignment, crc32, model (true for __MODEL_PROTO), tensors [names]}],\n"
+    "  and for a signed archive only: signature {location, key_fingerprint (or null),\n"
+    "  parts, verified (false), problem (null, or why the bundle cannot be read)}\n"
     "\n"
     "Examples:\n"
     "  onnxz ls model.onnxz\n"

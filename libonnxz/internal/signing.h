@@ -13,6 +13,8 @@
 #include <onnxcore/status.h>
 
 #include "internal/signature.h"
+#include "onnxz/archive.h"
+#include "onnxz/listing.h"
 #include "onnxz/sign.h"
 #include "onnxz/zip.h"
 
@@ -57,5 +59,15 @@ oc_status oz__manifest_check(const oz__manifest *m, const char *path, const char
                              oc_error *err);
 /* NULL is accepted. */
 void oz__manifest_free(oz__manifest *m);
+
+/* What info and ls show of a signature (onnxz/listing.h, spec/signing.md G-41): the
+ * bundle as it states itself, not verified. *out NULL: not signed. Only running out of
+ * memory fails; a bundle that cannot be read is the summary's problem. */
+oc_status oz__signature_summary_archive(const oz_archive *ar, oz_signature_summary **out,
+                                        oc_error *err);
+/* A .onnx model's: MODEL.sig beside path (a URL: none looked for). */
+oc_status oz__signature_summary_model(const char *path, oz_signature_summary **out, oc_error *err);
+/* NULL is accepted. */
+void oz__signature_summary_free(oz_signature_summary *s);
 
 #endif

@@ -680,7 +680,9 @@ class File(collections.abc.Mapping):
         """What `onnxz info --json` reports on the file, as a dict with the same keys and
         values: the file, its form, the model's fields and counts, its tensor bytes by
         where they live (tensor_bytes, raw_data, typed_data, external_data) and, for an
-        .onnxz archive, its entries (archive; None for the other forms)."""
+        .onnxz archive, its entries (archive; None for the other forms). A signed model
+        adds signature: {location, key_fingerprint, parts, verified (False), problem}, as
+        its bundle states it (spec/signing.md G-41; verify(trust=) checks it)."""
         from ._info import info
         return info(self)
 

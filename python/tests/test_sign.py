@@ -240,3 +240,23 @@ def test_trust_on_read(tmp_path, keys):
         onnxz.open(f["two"], trust=pub)
     with pytest.raises(onnxz.Error, match="file 'two.data' has changed"):
         onnxz.load(f["two"], trust=pub)
+
+
+@pytest.mark.parametrize("form", ["archive", "two"])
+def test_info_of_signed(tmp_path, keys, form):
+    """File.info() names the signature's key and what it covers (G-41); an unsigned
+    model's report has no signature key at all."""
+    path = forms(tmp_path)[form]
+    with onnxz.open(path) as f:
+        assert "signature" not in f.info()
+    priv, pub = keys["ec"]
+    onnxz.sign(path, priv)
+    b = bundle(path)
+    n = len(json.loads(base64.b64decode(b["dsseEnvelope"]["payload"]))["predicate"]["resources"])
+    with open(pub, "rb") as f:
+        fp = hashlib.sha256(f.read()).hexdigest()
+    with onnxz.open(path) as f:
+        sig = f.info()["signature"]
+    assert sig == {"location": "__ONNXZ_SIGNATURE" if form == "archive" else path + ".sig",
+                   "key_fingerprint": fp, "parts": n, "verified": False, "problem": None}
+    assert n == (len(zipfile.ZipFile(path).namelist()) - 1 if form == "archive" else 2)

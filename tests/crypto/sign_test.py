@@ -643,6 +643,51 @@ def props_of(path):
     return {p.key: p.value for p in m.metadata_props}
 
 
+def shown(ctx, keys):
+    """onnxz info and ls (text and --json) show a signed model's signature as its bundle
+    states it (G-41): the key's fingerprint (hashlib over the public key's PEM) and the
+    parts (the manifest recomputed with zipfile or python3-onnx); unsigned, nothing."""
+    forms = make_forms(ctx, SAMPLE, "shown")
+    priv, pub = keys["ed"]
+    fp = fingerprint(pub)
+    for form in ("archive", "two"):
+        path = forms[form]
+        what = "info of a signed " + form
+        cmds = [["info"], ["info", "--json"]] + ([["ls"], ["ls", "--json"]]
+                                                 if form == "archive" else [])
+        before = [run([ctx.onnxz] + c + [path]).stdout for c in cmds]
+        check(all("signature" not in o and "signed" not in o for o in before),
+              what + ": unsigned: no signature shown")
+        subprocess.run([ctx.onnxz, "-q", "sign", path, "--key", priv], check=True)
+        n = len(expected_parts(path))
+        loc = SIG_ENTRY if form == "archive" else path + ".sig"
+        want = {"location": loc, "key_fingerprint": fp, "parts": n, "verified": False,
+                "problem": None}
+        after = [run([ctx.onnxz] + c + [path]).stdout for c in cmds]
+        j = json.loads(after[1])
+        check(j.get("signature") == want, "%s: --json %s, want %s" % (what, j.get("signature"),
+                                                                     want))
+        del j["signature"]
+        check(j == json.loads(before[1]) or form == "archive",
+              what + ": --json: nothing else changed")
+        kind = "entries" if form == "archive" else "files"
+        check("signature:" in after[0] and fp in after[0] and "%d %s signed" % (n, kind)
+              in after[0] and after[0].startswith(before[0]) if form != "archive"
+              else fp in after[0] and "%d entries signed" % n in after[0],
+              what + ": text: " + after[0])
+        if form == "archive":
+            check(after[2].endswith("signed by key %s over %d entries (not verified: onnxz "
+                                    "verify --trust)\n" % (fp, n)), "ls: text: " + after[2])
+            check(json.loads(after[3]).get("signature") == want, "ls --json: " + after[3])
+        # a bundle that is no bundle: shown as unreadable, info still works
+        if form == "two":
+            write_bundle(path, "{\"mediaType\": 1")
+            r = run([ctx.onnxz, "info", "--json", path])
+            g = json.loads(r.stdout).get("signature", {}) if r.returncode == 0 else {}
+            check(g.get("problem") and g.get("key_fingerprint") is None,
+                  what + ": a truncated bundle: " + r.stdout + r.stderr)
+
+
 def edits(ctx, keys):
     """onnxz meta on signed models (G-40): refused unless --key signs again or --unsign
     drops the signature; what it leaves checked by zipfile, python3-onnx and openssl."""
@@ -884,6 +929,7 @@ def main():
         tamper_models(ctx, keys, forms)
         hostile(ctx, keys, forms)
         edits(ctx, keys)
+        shown(ctx, keys)
     else:
         sigstore(ctx, args, bundles)
     if failures:

@@ -73,6 +73,9 @@ typedef struct oz_info {
     /* listing's min_tensor_alignment is that of every stored tensor entry: false while
      * some data offsets are not known yet (a URL's local headers are read later, R-10). */
     bool alignment_known;
+    /* The model's signature as its bundle states it, not verified (an archive's is its
+     * listing's); NULL: not signed. */
+    oz_signature_summary *signature;
 } oz_info;
 
 /* Gathers the report of src into a new *out (NULL after a failure), which oz_info_free

@@ -50,6 +50,9 @@ typedef struct oz_archive_listing {
     uint64_t min_tensor_alignment; /* of STORED tensor entries whose data offset is known;
                                     * 0 when there are none (a URL's: not read yet, R-10) */
     uint64_t file_size;            /* the archive's bytes (its file's, or the URL's object) */
+    /* Experimental (docs/api.md): the archive's signature as its bundle states it
+     * (oz_signature_summary); NULL: not signed. */
+    struct oz_signature_summary *signature;
 } oz_archive_listing;
 
 /* Lists ar's entries and the tensors of model (ar's model, decoded with its tensors as
@@ -63,6 +66,17 @@ OZ_API oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model,
 OZ_API void oz_archive_listing_free(oz_archive_listing *listing);
 
 #ifdef ONNXZ_EXPERIMENTAL /* experimental: docs/api.md */
+/* A model's signature as its bundle states it, read without a trusted key and so not
+ * verified (spec/signing.md G-41: `onnxz verify --trust` verifies it). */
+typedef struct oz_signature_summary {
+    char *location;           /* the entry __ONNXZ_SIGNATURE, or the bundle's path */
+    char key_fingerprint[65]; /* the bundle's key hint (spec/signing.md G-16); "" if none */
+    uint64_t parts;           /* the entries or files its manifest lists */
+    /* NULL, or why the bundle could not be read (one line; key_fingerprint and parts are
+     * then empty): a bundle that is no bundle, or one at a URL, which is not fetched. */
+    char *problem;
+} oz_signature_summary;
+
 /* Opens the archive at path (a file or a URL; every ZIP check of oz_archive_open, with
  * opts' memory budget and HTTP settings), decodes its model with its tensors as
  * references (no tensor byte is read) and lists it (oz_archive_list) into a new *out

@@ -12,6 +12,7 @@
 
 #include "internal/open.h"
 #include "internal/options.h"
+#include "internal/signing.h"
 
 /* ---- gathering ------------------------------------------------------------------- */
 
@@ -90,6 +91,11 @@ oc_status oz_info_collect(const oz_info_source *src, oz_info **out, oc_error *er
     if (st == OC_OK && src->archive)
         st = oz_archive_list(src->archive, src->model, &r->listing, err);
     if (st == OC_OK && r->listing) r->alignment_known = alignment_known(r->listing);
+    /* the signature: an archive's is its listing's; an unencrypted .onnx's is beside it */
+    if (st == OC_OK && r->listing)
+        r->signature = r->listing->signature;
+    else if (st == OC_OK && !src->payload_archive && src->crypt == OC_CRYPT_NONE)
+        st = oz__signature_summary_model(src->path, &r->signature, err);
     if (st != OC_OK) {
         oz_info_free(r);
         return st;
@@ -116,6 +122,7 @@ oc_status oz_info_collect_reader(const oz_reader *r, oz_info **out, oc_error *er
 
 void oz_info_free(oz_info *r) {
     if (!r) return;
+    if (!r->listing) oz__signature_summary_free(r->signature); /* else the listing's */
     oz_archive_listing_free(r->listing);
     oc_model_stats_free(r->stats);
     free(r->opsets);
@@ -252,5 +259,22 @@ void oz_info_write_json(const oz_info *r, FILE *out) {
     json_share(out, &first, "typed_data", &s->typed);
     json_external(out, &first, s);
     json_archive(out, &first, r);
+    if (r->signature) { /* absent when unsigned: the document stays as it was */
+        const oz_signature_summary *g = r->signature;
+        json_key(out, &first, "signature");
+        fputs("{\"location\": ", out);
+        oc_json_put_cstring(out, g->location);
+        fputs(", \"key_fingerprint\": ", out);
+        if (g->key_fingerprint[0])
+            oc_json_put_cstring(out, g->key_fingerprint);
+        else
+            fputs("null", out);
+        fprintf(out, ", \"parts\": %" PRIu64 ", \"verified\": false, \"problem\": ", g->parts);
+        if (g->problem)
+            oc_json_put_cstring(out, g->problem);
+        else
+            fputs("null", out);
+        fputc('}', out);
+    }
     fputs("\n}\n", out);
 }

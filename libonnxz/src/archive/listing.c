@@ -10,6 +10,7 @@
 #include "internal/archive.h"
 #include "internal/error.h"
 #include "internal/onnxcore_shared.h"
+#include "internal/signing.h"
 
 /* Every listing: what oz_list_path opened for it, released with it (NULL for
  * oz_archive_list's, whose caller holds them). */
@@ -157,6 +158,7 @@ oc_status oz_archive_list(const oz_archive *ar, onnx_ModelProto *model, oz_archi
     st = oc_msg_visit_tensors(&onnx_ModelProto_desc, model, collect_ref, &walk);
     st = st == OC_OK ? fill(l, walk.zip, &walk, err) : nomem(err);
     free(walk.refs);
+    if (st == OC_OK) st = oz__signature_summary_archive(ar, &l->signature, err);
     if (st != OC_OK) {
         oz_archive_listing_free(l);
         return st;
@@ -170,6 +172,7 @@ void oz_archive_listing_free(oz_archive_listing *l) {
     listing_box *box = (listing_box *)l;
     free(l->entries);
     free(l->names);
+    oz__signature_summary_free(l->signature);
     oc_model_free(box->model);
     oz_archive_close(box->archive);
     free(box);

@@ -22,6 +22,7 @@
 #include "onnxcore/model.h"
 #include "onnxcore_private.h"
 #include "internal/error.h"
+#include "internal/archive.h"
 #include "internal/jsonread.h"
 #include "internal/options.h"
 #include "internal/path_safety.h"
@@ -1250,4 +1251,142 @@ oc_status oz__manifest_check(const oz__manifest *m, const char *path, const char
                                   "%s: entry '%s' has changed since it was signed: SHA-256 "
                                   "%.16s..., the signed manifest says %.16s...",
                                   path, q, hv, w));
+}
+
+/* ---- what info and ls show: the bundle as it states itself, unverified (G-41) ---- */
+
+void oz__signature_summary_free(oz_signature_summary *s) {
+    if (!s) return;
+    free(s->location);
+    free(s->problem);
+    free(s);
+}
+
+/* The hint and the count of resources of a bundle; a failure is the bundle's problem. */
+static oc_status peek_bundle(const char *bundle, size_t n, oz_signature_summary *s, oc_error *err) {
+    oz__json d, st_doc;
+    uint32_t vm = 0, pk = 0, v = 0, env = 0, pred = 0, res = 0;
+    uint8_t *payload = NULL;
+    size_t payload_n = 0;
+    const char *where = "the bundle";
+    OC_FORWARD(oz__json_parse(&d, bundle, n, JSON_MAX_TOKENS, JSON_MAX_DEPTH, where, err));
+    oc_status st = d.t[0].type == OZ_J_OBJECT
+                       ? OC_OK
+                       : oc__fail(err, OC_ERR_MALFORMED, 0, "it is not a JSON object");
+    if (st == OC_OK)
+        st = member(&d, 0, "verificationMaterial", OZ_J_OBJECT, where, "the bundle", &vm, err);
+    if (st == OC_OK)
+        st = member(&d, vm, "publicKey", OZ_J_OBJECT, where, "verificationMaterial", &pk, err);
+    if (st == OC_OK && oz__json_get(&d, pk, "hint", NULL)) {
+        st = member(&d, pk, "hint", OZ_J_STRING, where, "publicKey", &v, err);
+        uint8_t fp[OC__SHA256_SIZE];
+        if (st == OC_OK && from_hex64(d.text + d.t[v].start, d.t[v].end - d.t[v].start, fp))
+            to_hex(fp, OC__SHA256_SIZE, s->key_fingerprint);
+    }
+    if (st == OC_OK)
+        st = member(&d, 0, "dsseEnvelope", OZ_J_OBJECT, where, "the bundle", &env, err);
+    if (st == OC_OK) st = member(&d, env, "payload", OZ_J_STRING, where, "dsseEnvelope", &v, err);
+    if (st == OC_OK &&
+        !base64_decode(d.text + d.t[v].start, d.t[v].end - d.t[v].start, &payload, &payload_n))
+        st = oc__fail(err, OC_ERR_MALFORMED, d.t[v].start, "its payload is not base64");
+    oz__json_free(&d);
+    if (st == OC_OK)
+        st = oz__json_parse(&st_doc, (const char *)payload, payload_n, JSON_MAX_TOKENS,
+                            JSON_MAX_DEPTH, "the statement", err);
+    if (st != OC_OK) {
+        free(payload);
+        return st;
+    }
+    where = "the statement";
+    st = st_doc.t[0].type == OZ_J_OBJECT
+             ? OC_OK
+             : oc__fail(err, OC_ERR_MALFORMED, 0, "its statement is not a JSON object");
+    if (st == OC_OK)
+        st = member(&st_doc, 0, "predicate", OZ_J_OBJECT, where, "the statement", &pred, err);
+    if (st == OC_OK)
+        st = member(&st_doc, pred, "resources", OZ_J_ARRAY, where, "the predicate", &res, err);
+    if (st == OC_OK) s->parts = st_doc.t[res].kids;
+    oz__json_free(&st_doc);
+    free(payload); /* after the document, whose tokens point into it */
+    return st;
+}
+
+/* A new summary at location, its bundle (n bytes, or NULL: problem says why) peeked. */
+static oc_status new_summary(const char *location, const char *bundle, size_t n,
+                             const char *problem, oz_signature_summary **out, oc_error *err) {
+    oz_signature_summary *s = calloc(1, sizeof *s);
+    if (!s || !(s->location = strdup(location))) {
+        free(s);
+        return nomem(err);
+    }
+    oc_error e;
+    oc_error_clear(&e);
+    if (bundle && peek_bundle(bundle, n, s, &e) != OC_OK) {
+        if (e.code == OC_ERR_NOMEM) {
+            oz__signature_summary_free(s);
+            return nomem(err);
+        }
+        problem = e.message;
+    }
+    if (problem) {
+        s->key_fingerprint[0] = '\0';
+        s->parts = 0;
+        if (!(s->problem = strdup(problem))) {
+            oz__signature_summary_free(s);
+            return nomem(err);
+        }
+    }
+    *out = s;
+    return OC_OK;
+}
+
+oc_status oz__signature_summary_archive(const oz_archive *ar, oz_signature_summary **out,
+                                        oc_error *err) {
+    const oz_zip_reader *zip = oz_archive_zip(ar);
+    const char *path = oz__archive_path(ar);
+    uint64_t si = 0;
+    oz_zip_entry e;
+    oc_bytes b = {0};
+    oc_error e2;
+    *out = NULL;
+    if (!oz__zip_reader_find_n(zip, OZ_SIGNATURE_ENTRY, strlen(OZ_SIGNATURE_ENTRY), &si))
+        return OC_OK;
+    if (path && oc_is_url(path)) /* no request more than the listing's own */
+        return new_summary(OZ_SIGNATURE_ENTRY, NULL, 0,
+                           "not read from a URL: onnxz verify --trust reads and checks it", out,
+                           err);
+    oc_error_clear(&e2);
+    if (oz_zip_reader_entry(zip, si, &e, &e2) != OC_OK)
+        return new_summary(OZ_SIGNATURE_ENTRY, NULL, 0, e2.message, out, err);
+    if (e.uncompressed_size > BUNDLE_MAX)
+        return new_summary(OZ_SIGNATURE_ENTRY, NULL, 0, "over the size limit of a bundle", out,
+                           err);
+    if (oz_zip_reader_read(zip, si, &b, &e2) != OC_OK)
+        return new_summary(OZ_SIGNATURE_ENTRY, NULL, 0, e2.message, out, err);
+    oc_status st =
+        new_summary(OZ_SIGNATURE_ENTRY, (const char *)b.data, (size_t)b.size, NULL, out, err);
+    oc_bytes_release(&b);
+    return st;
+}
+
+oc_status oz__signature_summary_model(const char *path, oz_signature_summary **out, oc_error *err) {
+    struct stat bs;
+    char *bundle = NULL;
+    size_t n = 0;
+    oc_error e;
+    *out = NULL;
+    if (!path || oc_is_url(path)) return OC_OK;
+    char *where = bundle_path_of(path, NULL);
+    if (!where) return nomem(err);
+    oc_status st = OC_OK;
+    oc_error_clear(&e);
+    if (lstat(where, &bs) == 0) {
+        if (read_small(where, BUNDLE_MAX, "the signature bundle", &bundle, &n, &e) != OC_OK)
+            st = new_summary(where, NULL, 0, e.message, out, err);
+        else
+            st = new_summary(where, bundle, n, NULL, out, err);
+    }
+    free(bundle);
+    free(where);
+    return st;
 }
