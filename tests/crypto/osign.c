@@ -4,11 +4,13 @@
  *   osign sign MODEL KEY [--pass S] [--sig PATH]     oz_sign
  *   osign verify MODEL TRUST [--sig PATH]             oz_signature_verify
  *   osign encrypted KEY                               oz_sign_key_encrypted: prints yes / no
- *   osign read MODEL TRUST [TENSOR...]                oz_reader_open with trust, then
+ *   osign read MODEL TRUST|- [TENSOR...]              oz_reader_open with trust (-: none), then
  *                                                     oz_reader_read of each TENSOR (a name,
  *                                                     or "slice:NAME" for its first byte by
  *                                                     oz_reader_read_slice): "read NAME N" or
  *                                                     "fail NAME <status>: <message>" a line
+ *                                                     (read: with the sum of its 64-bit words,
+ *                                                     every byte touched)
  *   osign open MODEL TRUST                            oz_open with trust: "opened"
  *
  * On success the report goes to stdout as one line of key=value pairs (key, fingerprint,
@@ -32,7 +34,7 @@ static int read_cmd(int argc, char **argv) {
     oz_reader_options ro = OZ_READER_OPTIONS_INIT;
     oz_reader *r = NULL;
     oc_error err;
-    ro.trust = argv[3];
+    ro.trust = strcmp(argv[3], "-") == 0 ? NULL : argv[3]; /* "-": no key (a baseline) */
     if (oz_reader_open(argv[2], &ro, &r, NULL, &err) != OC_OK) return fail(&err);
     puts("opened");
     int rc = 0;
@@ -56,8 +58,15 @@ static int read_cmd(int argc, char **argv) {
         } else {
             st = oz_reader_read(r, t, &b, &err);
         }
+        uint64_t sum = 0; /* every byte touched, as a load that uses them would */
+        for (uint64_t k = 0; st == OC_OK && k < b.size; k += 8) {
+            uint64_t w = 0;
+            memcpy(&w, b.data + k, b.size - k < 8 ? (size_t)(b.size - k) : 8);
+            sum += w;
+        }
         if (st == OC_OK)
-            printf("read %s %llu\n", name, (unsigned long long)b.size);
+            printf("read %s %llu %016llx\n", name, (unsigned long long)b.size,
+                   (unsigned long long)sum);
         else
             printf("fail %s %s: %s\n", name, oc_status_name(st), err.message);
         if (st != OC_OK && !rc) rc = (int)st;
