@@ -21,6 +21,15 @@ oc_status oz__archive_wrap(oz_zip_reader *zip, const char *path, oz_archive **ou
  * reader too (M-2), and use_pread reads the archive with pread instead of mapping it. */
 oz_zip_reader_options oz__zip_options_for(const oc_parse_options *opts);
 
+/* oz_archive_load_model, with check (NULL: none) given __MODEL_PROTO's bytes as they were
+ * read (uncompressed), before anything decodes them: what a signed archive's model is
+ * checked by (spec/signing.md G-50), the very bytes then decoded. A failure of check ends
+ * the load with its status. */
+typedef oc_status (*oz__model_check_fn)(void *ctx, const void *data, uint64_t size, oc_error *err);
+oc_status oz__archive_load_model_checked(const oz_archive *ar, const oc_parse_options *opts,
+                                         oz__model_check_fn check, void *ctx, oc_model **out,
+                                         oc_error *err);
+
 /* R-14: a URL is read, never written: "URL is a URL: ...", naming the URL as its file
  * (shown without user:password@); OC_OK when path is no URL. Every output's first check
  * (oz_save_check, oz_stub_file, oz_unpack_file). */

@@ -48,8 +48,9 @@ oc_status oz__signer_model(const oz__signer *sg, const char *path, const oz_sign
 typedef struct oz__manifest oz__manifest;
 struct onnx_TensorProto;
 /* The manifest of the archive read through zip (path names it in errors), verified with the
- * trusted key at trust_path (G-31 steps 1 to 3), its entries the manifest's parts exactly
- * (by name), and __MODEL_PROTO's digest the manifest's: what an open checks (G-50). */
+ * trusted key at trust_path (G-31 steps 1 to 3), and its entries the manifest's parts
+ * exactly (by name): what an open checks (G-50) before the model's bytes
+ * (oz__manifest_check_bytes, as the load reads them). */
 oc_status oz__manifest_archive(const oz_zip_reader *zip, const char *path, const char *trust_path,
                                oz__manifest **out, oc_error *err);
 /* OC_OK when the entry named by n bytes at entry has this SHA-256 in m; else the error
@@ -57,6 +58,10 @@ oc_status oz__manifest_archive(const oz_zip_reader *zip, const char *path, const
 oc_status oz__manifest_check(const oz__manifest *m, const char *path, const char *entry, size_t n,
                              const struct onnx_TensorProto *t, const uint8_t digest[32],
                              oc_error *err);
+/* As oz__manifest_check, with the SHA-256 of the size bytes at data. */
+oc_status oz__manifest_check_bytes(const oz__manifest *m, const char *path, const char *entry,
+                                   size_t n, const struct onnx_TensorProto *t, const void *data,
+                                   uint64_t size, oc_error *err);
 /* NULL is accepted. */
 void oz__manifest_free(oz__manifest *m);
 

@@ -572,8 +572,9 @@ static oc_status check_tensor_reference(void *ctx, onnx_TensorProto *t) {
 /* Decodes __MODEL_PROTO; with no_copy the model's inline bytes share the entry. A
  * deflated one is inflated into memory first, which counts against the memory budget
  * (M-1): checked before inflating, and the decode gets what is left. */
-static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts, oc_model **out,
-                              oc_error *err) {
+/* check (may be NULL) is given the model's bytes as read, before they are decoded. */
+static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts,
+                              oz__model_check_fn check, void *ctx, oc_model **out, oc_error *err) {
     oz_zip_entry e;
     OC_FORWARD(oz_zip_reader_entry(ar->zip, ar->model_index, &e, err));
     oc_parse_options budgeted;
@@ -595,6 +596,13 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
     opts = &budgeted;
     oc_bytes b = {0};
     OC_FORWARD(oz_zip_reader_read(ar->zip, ar->model_index, &b, err));
+    if (check) {
+        oc_status cs = check(ctx, b.data, b.size, err);
+        if (cs != OC_OK) {
+            oc_bytes_release(&b);
+            return cs;
+        }
+    }
     oc_mapped m;
     OC_FORWARD(to_mapped(&b, &m, err));
     oc_model *model = oc_model_new();
@@ -621,12 +629,18 @@ static oc_status decode_model(const oz_archive *ar, const oc_parse_options *opts
 
 oc_status oz_archive_load_model(const oz_archive *ar, const oc_parse_options *opts, oc_model **out,
                                 oc_error *err) {
+    return oz__archive_load_model_checked(ar, opts, NULL, NULL, out, err);
+}
+
+oc_status oz__archive_load_model_checked(const oz_archive *ar, const oc_parse_options *opts,
+                                         oz__model_check_fn check, void *ctx, oc_model **out,
+                                         oc_error *err) {
     if (!ar || !out)
         return oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                         "oz_archive_load_model: missing argument");
     OC_PARSE_OPTS(opts, err);
     oc_model *m;
-    OC_FORWARD(decode_model(ar, opts, &m, err));
+    OC_FORWARD(decode_model(ar, opts, check, ctx, &m, err));
     /* the tensors stay in the mapping, read soon: the kernel told (oc_parse_options) */
     if (opts && opts->prefetch && opts->no_copy) oz__zip_reader_prefetch(ar->zip, ar->model_index);
     if (!opts || !opts->skip_external_data) {
@@ -706,7 +720,7 @@ static oc_status build_index(const oz_archive *ar, tensor_index **out, oc_error 
     po.buffer.raw_data_threshold = 0;
     tensor_index *x = calloc(1, sizeof *x);
     if (!x) return oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    oc_status st = decode_model(ar, &po, &x->model, err);
+    oc_status st = decode_model(ar, &po, NULL, NULL, &x->model, err);
     if (st == OC_OK) {
         collect_ctx c = {x, 0};
         if (oc_msg_visit_tensors(&onnx_ModelProto_desc, oc_model_proto(x->model), collect_tensor,

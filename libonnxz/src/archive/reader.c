@@ -207,6 +207,13 @@ oc_status oz_reader_verify(oz_reader *r, const oz_open_options *opts, oz_verify_
 
 /* ---- open ---- */
 
+/* oz__model_check_fn: __MODEL_PROTO's bytes against r's manifest (G-50). */
+static oc_status check_model(void *ctx, const void *data, uint64_t size, oc_error *err) {
+    const oz_reader *r = ctx;
+    return oz__manifest_check_bytes(r->manifest, r->name, OZ_MODEL_ENTRY, strlen(OZ_MODEL_ENTRY),
+                                    NULL, data, size, err);
+}
+
 /* An archive at a path or URL: its directory and model (tensors as references to their
  * entries), as `onnxz ls` reads them; nothing read ahead. */
 static oc_status open_archive(oz_reader *r, const char *path, const oc_parse_options *po,
@@ -225,7 +232,11 @@ static oc_status open_archive(oz_reader *r, const char *path, const oc_parse_opt
     }
     oc_parse_options o = *po;
     o.skip_external_data = 1;
-    return oz_archive_load_model(r->archive, &o, &r->model, err);
+    if (!r->manifest) return oz_archive_load_model(r->archive, &o, &r->model, err);
+    /* the model's bytes checked as read, and those very bytes decoded (from a URL the
+     * server is asked once: it cannot serve one model to the check and another to the
+     * decoder) */
+    return oz__archive_load_model_checked(r->archive, &o, check_model, r, &r->model, err);
 }
 
 /* Where the data files of a .onnx at path are read from when a tensor is (beside it),
@@ -468,14 +479,12 @@ static oc_status check_digest(const oz_reader *r, const onnx_TensorProto *t, uin
 static oc_status check_read(const oz_reader *r, const onnx_TensorProto *t, const void *data,
                             uint64_t n, oc_error *err) {
     uint64_t index;
-    uint8_t digest[32];
-    oc__sha256 *h = NULL;
+    oz_zip_entry e;
     if (!entry_unchecked(r, t, &index)) return OC_OK;
-    oc_status st = oc__sha256_new(&h, err);
-    if (st == OC_OK) st = oc__sha256_update(h, data, n, err);
-    if (st == OC_OK) st = oc__sha256_final(h, digest, err);
-    oc__sha256_free(h);
-    return st == OC_OK ? check_digest(r, t, index, digest, err) : st;
+    OC_FORWARD(oz_zip_reader_entry(oz_archive_zip(r->archive), index, &e, err));
+    OC_FORWARD(oz__manifest_check_bytes(r->manifest, r->name, e.name, e.name_len, t, data, n, err));
+    atomic_store(&r->checked[index], 1);
+    return OC_OK;
 }
 
 /* t's bytes, whole, W-40 checked first. t is r's: every tensor of r's model is resolved,

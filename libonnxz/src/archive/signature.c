@@ -1188,9 +1188,8 @@ oc_status oz__manifest_archive(const oz_zip_reader *zip, const char *path, const
     char *bundle = NULL, *where = NULL;
     size_t bundle_n = 0, payload_n = 0;
     uint8_t *payload = NULL;
-    uint8_t subject[OC__SHA256_SIZE], digest[OC__SHA256_SIZE];
+    uint8_t subject[OC__SHA256_SIZE];
     char fp[65];
-    uint64_t mi = 0;
     if (!m) return nomem(err);
     oc_status st = oc__sha256_new(&h, err);
     if (st == OC_OK) st = trusted_key(trust_path, h, &key, fp, err);
@@ -1203,15 +1202,6 @@ oc_status oz__manifest_archive(const oz_zip_reader *zip, const char *path, const
         if (st != OC_OK) oc_error_file(err, path, st);
     }
     if (st == OC_OK) st = same_entries(m, zip, path, err);
-    /* the model itself, before anything decodes it */
-    if (st == OC_OK && oz__zip_reader_find_n(zip, OZ_MODEL_ENTRY, strlen(OZ_MODEL_ENTRY), &mi)) {
-        st = oc__sha256_reset(h, err);
-        if (st == OC_OK) st = oz_zip_reader_read_to(zip, mi, oc__sha256_update, h, err);
-        if (st == OC_OK) st = oc__sha256_final(h, digest, err);
-        if (st == OC_OK)
-            st = oz__manifest_check(m, path, OZ_MODEL_ENTRY, strlen(OZ_MODEL_ENTRY), NULL, digest,
-                                    err);
-    }
     oc__sig_key_free(key);
     oc__sha256_free(h);
     free(bundle);
@@ -1389,4 +1379,16 @@ oc_status oz__signature_summary_model(const char *path, oz_signature_summary **o
     free(bundle);
     free(where);
     return st;
+}
+
+oc_status oz__manifest_check_bytes(const oz__manifest *m, const char *path, const char *entry,
+                                   size_t n, const onnx_TensorProto *t, const void *data,
+                                   uint64_t size, oc_error *err) {
+    uint8_t digest[OC__SHA256_SIZE];
+    oc__sha256 *h = NULL;
+    oc_status st = oc__sha256_new(&h, err);
+    if (st == OC_OK) st = oc__sha256_update(h, data, size, err);
+    if (st == OC_OK) st = oc__sha256_final(h, digest, err);
+    oc__sha256_free(h);
+    return st == OC_OK ? oz__manifest_check(m, path, entry, n, t, digest, err) : st;
 }
