@@ -8,6 +8,7 @@ import os
 import subprocess
 import zipfile
 
+import numpy as np
 import pytest
 
 import onnxz
@@ -216,6 +217,18 @@ def test_trust_on_read(tmp_path, keys):
                            "signed" % bad) as e:
             fh[bad]
         assert "m.onnxz" in str(e.value)
+        # a slice, read_into and read_into_many of it: its whole entry checked first (G-52)
+        with pytest.raises(onnxz.Error, match="has changed since it was signed"):
+            fh.get_slice(bad)[0:1]
+        buf = np.empty(fh.get_slice(bad).shape, np.float32)
+        with pytest.raises(onnxz.Error, match="has changed since it was signed"):
+            fh.read_into(bad, buf)
+        with pytest.raises(onnxz.Error, match="has changed since it was signed"):
+            fh.read_into_many({bad: buf}, num_threads=2)
+        good = [n for n in fh.names if n != bad][0]
+        out = np.empty(fh.get_slice(good).shape, np.float32)
+        assert fh.read_into_many({good: out}, num_threads=2) == out.nbytes
+        assert np.array_equal(out, fh[good])
     with pytest.raises(onnxz.Error, match="entry '%s' has changed" % bad):
         onnxz.load(f["archive"], trust=pub)
     with pytest.raises(onnxz.Error, match="entry '%s' has changed" % bad):
