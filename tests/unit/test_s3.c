@@ -465,11 +465,15 @@ static void test_settings(void) {
     free(bigtext);
     static const struct {
         const char *name, *file, *why;
-    } refused[] = {{"AWS_CONFIG_FILE", "%s/.aws", "the AWS config file: not a regular file"},
+        oc_status status;
+    } refused[] = {{"AWS_CONFIG_FILE", "%s/.aws", "the AWS config file: not a regular file",
+                    OC_ERR_INVALID_ARG},
                    {"AWS_SHARED_CREDENTIALS_FILE", "%s/fifo",
-                    "the AWS shared credentials file: not a regular file"},
-                   {"AWS_CONFIG_FILE", "%s/fifo", "the AWS config file: not a regular file"},
-                   {"AWS_CONFIG_FILE", "%s/big", "the AWS config file: over 1048576 bytes"}};
+                    "the AWS shared credentials file: not a regular file", OC_ERR_INVALID_ARG},
+                   {"AWS_CONFIG_FILE", "%s/fifo", "the AWS config file: not a regular file",
+                    OC_ERR_INVALID_ARG},
+                   {"AWS_CONFIG_FILE", "%s/big", "the AWS config file: over the 1048576-byte limit",
+                    OC_ERR_LIMIT}};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char path[4500], want[4700];
         snprintf(path, sizeof path, refused[i].file,
@@ -477,7 +481,7 @@ static void test_settings(void) {
         snprintf(setting, sizeof setting, "%s=%s", refused[i].name, path);
         snprintf(want, sizeof want, "%s: cannot read %s", path, refused[i].why);
         const char *env[] = {h, setting, NULL};
-        CHECK_STATUS(oc_s3_options_load(&o, lookup, (void *)env, &err), OC_ERR_INVALID_ARG, &err);
+        CHECK_STATUS(oc_s3_options_load(&o, lookup, (void *)env, &err), refused[i].status, &err);
         if (!CHECK(o == NULL && strstr(err.message, want) != NULL &&
                    strstr(err.message, "secret") == NULL))
             fprintf(stderr, "  got \"%s\", want \"%s\"\n", err.message, want);

@@ -14,6 +14,7 @@
 #include "internal/error.h"
 #include "internal/hf.h"
 #include "internal/settings_file.h"
+#include "internal/small_file.h"
 #include "internal/url.h"
 
 int oc__is_hf_url(const char *path) { return path && strncasecmp(path, "hf://", 5) == 0; }
@@ -232,12 +233,13 @@ static char *cleaned(char *buf) {
 
 /* The token in the file at path, as the hub's tools read it (cleaned), into a new
  * string; *tok NULL when the file does not exist or holds nothing. Read only when it is
- * a regular file of at most 4 KiB (internal/settings_file.h). */
+ * a regular file of at most 4 KiB (internal/small_file.h). */
 static oc_status token_file(const char *path, char **tok, oc_error *err) {
     *tok = NULL;
     char *buf;
     size_t n;
-    OC_FORWARD(oc__settings_file_read(path, "the hub's token file", 4096, &buf, &n, err));
+    OC_FORWARD(oc__small_file_read(path, "the hub's token file", 4096, OC__SMALL_FILE_MISSING_OK,
+                                   &buf, &n, err));
     if (!buf) return OC_OK;
     oc_status st = OC_OK;
     const char *t = cleaned(buf), *why = *t ? oc__hf_token_problem(t) : NULL;
@@ -247,7 +249,7 @@ static oc_status token_file(const char *path, char **tok, oc_error *err) {
             oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: not a token: it %s", path, why));
     else if (*t && !(*tok = strdup(t)))
         st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
-    oc__settings_file_free(buf, n);
+    oc__small_file_free(buf, n);
     return st;
 }
 
@@ -312,7 +314,7 @@ oc_status oc_hf_options_load(oc_hf_options **out, oc_http_lookup get, void *ctx,
         else if (!(h->token = strdup(c)))
             st = oc__fail(err, OC_ERR_NOMEM, OC_NO_OFFSET, "out of memory");
     }
-    oc__settings_file_free(copy, tn);
+    oc__small_file_free(copy, tn);
     if (st == OC_OK && !t) { /* the file `hf auth login` writes */
         const char *p = text(get, ctx, "HF_TOKEN_PATH"), *home;
         char *path = NULL;

@@ -14,6 +14,7 @@
 #include "internal/error.h"
 #include "internal/s3.h"
 #include "internal/settings_file.h"
+#include "internal/small_file.h"
 #include "internal/url.h"
 
 #define FILE_MAX (1u << 20) /* a shared config or credentials file, at most */
@@ -458,11 +459,11 @@ static oc_status profile_load(oc_http_lookup get, void *ctx, const char *name, i
     oc_status st = OC_OK;
     *found = 0;
     if (cred_path)
-        st = oc__settings_file_read(cred_path, "the AWS shared credentials file", FILE_MAX, &cred,
-                                    &cred_n, err);
+        st = oc__small_file_read(cred_path, "the AWS shared credentials file", FILE_MAX,
+                                 OC__SMALL_FILE_MISSING_OK, &cred, &cred_n, err);
     if (st == OC_OK && conf_path)
-        st =
-            oc__settings_file_read(conf_path, "the AWS config file", FILE_MAX, &conf, &conf_n, err);
+        st = oc__small_file_read(conf_path, "the AWS config file", FILE_MAX,
+                                 OC__SMALL_FILE_MISSING_OK, &conf, &conf_n, err);
     if (st == OC_OK) {
         /* The credentials file first: its keys win over the config file's. */
         if (cred) *found |= ini_profile(cred, name, p);
@@ -478,8 +479,8 @@ static oc_status profile_load(oc_http_lookup get, void *ctx, const char *name, i
         *where =
             cat3(cred_path ? cred_path : "(no HOME)", " nor ", conf_path ? conf_path : "(no HOME)");
     }
-    oc__settings_file_free(cred, cred_n);
-    oc__settings_file_free(conf, conf_n);
+    oc__small_file_free(cred, cred_n);
+    oc__small_file_free(conf, conf_n);
     free(cred_path);
     free(conf_path);
     return st;

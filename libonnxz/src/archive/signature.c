@@ -28,6 +28,7 @@
 #include "internal/path_safety.h"
 #include "internal/signature.h"
 #include "internal/signing.h"
+#include "internal/small_file.h"
 #include "internal/zipread.h"
 #include "onnxz/archive.h"
 #include "onnxz/open.h"
@@ -185,51 +186,6 @@ static void sb_json(sbuf *b, const char *s, size_t n) {
 }
 
 /* ---- files ---- */
-
-/* The whole regular file at path, at most max bytes (OC_ERR_LIMIT past that). */
-static oc_status read_small(const char *path, size_t max, const char *what, char **out, size_t *n,
-                            oc_error *err) {
-    *out = NULL;
-    *n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return oc_error_file(err, path,
-                             oc__fail_errno(err, errno, "%s: cannot open %s", path, what));
-    struct stat st;
-    oc_status s = OC_OK;
-    if (fstat(fd, &st) != 0)
-        s = oc__fail_errno(err, errno, "%s: cannot stat %s", path, what);
-    else if (!S_ISREG(st.st_mode))
-        s = oc__fail(err, OC_ERR_INVALID_ARG, OC_NO_OFFSET, "%s: %s is not a regular file", path,
-                     what);
-    else if ((uint64_t)st.st_size > max)
-        s = oc__fail(err, OC_ERR_LIMIT, OC_NO_OFFSET,
-                     "%s: %s of %llu bytes is over the %zu-byte limit", path, what,
-                     (unsigned long long)st.st_size, max);
-    char *buf = s == OC_OK ? malloc((size_t)st.st_size + 1) : NULL;
-    if (s == OC_OK && !buf) s = nomem(err);
-    size_t got = 0;
-    while (s == OC_OK && got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            s = r < 0 ? oc__fail_errno(err, errno, "%s: cannot read %s", path, what)
-                      : oc__fail(err, OC_ERR_TRUNCATED, OC_NO_OFFSET,
-                                 "%s: %s shrank while it was read", path, what);
-            break;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    if (s != OC_OK) {
-        free(buf);
-        return oc_error_file(err, path, s);
-    }
-    buf[got] = '\0';
-    *out = buf;
-    *n = got;
-    return OC_OK;
-}
 
 /* SHA-256 of everything fd holds from its start, through h (reset first). */
 static oc_status hash_fd(int fd, oc__sha256 *h, const char *path, uint8_t out[OC__SHA256_SIZE],
@@ -594,24 +550,18 @@ int oz_sign_available(void) {
     return 1;
 }
 
-/* Frees a private key's text, wiped first: an unencrypted key is the secret itself. */
-static void wipe_free(char *pem, size_t n) {
-    for (size_t i = 0; pem && i < n; i++) ((volatile char *)pem)[i] = 0;
-    free(pem);
-}
-
 oc_status oz_sign_key_encrypted(const char *key_path, bool *needs, oc_error *err) {
     OC_RETURN_ERROR_IF(!key_path || !needs, err, OC_ERR_INVALID_ARG, OC_NO_OFFSET,
                        "oz_sign_key_encrypted: missing argument");
     *needs = false;
     char *pem = NULL;
     size_t n = 0;
-    OC_FORWARD(read_small(key_path, KEY_MAX, "the private key", &pem, &n, err));
+    OC_FORWARD(oc__small_file_read(key_path, "the private key", KEY_MAX, 0, &pem, &n, err));
     oc__sig_key *key = NULL;
     oc_error tmp;
     oc_status st = oc__sig_key_private(pem, n, NULL, 0, &key, needs, &tmp);
     oc__sig_key_free(key);
-    wipe_free(pem, n);
+    oc__small_file_free(pem, n); /* wiped: an unencrypted key is the secret */
     if (st == OC_ERR_UNSUPPORTED && !oz_sign_available()) {
         if (err) *err = tmp;
         return st;
@@ -623,10 +573,10 @@ static oc_status load_private(const char *key_path, const oz_sign_options *o, oc
                               oc_error *err) {
     char *pem = NULL;
     size_t n = 0;
-    OC_FORWARD(read_small(key_path, KEY_MAX, "the private key", &pem, &n, err));
+    OC_FORWARD(oc__small_file_read(key_path, "the private key", KEY_MAX, 0, &pem, &n, err));
     oc_status st = oc__sig_key_private(pem, n, o ? o->passphrase : NULL, o ? o->passphrase_len : 0,
                                        key, NULL, err);
-    wipe_free(pem, n);
+    oc__small_file_free(pem, n); /* wiped: an unencrypted key is the secret */
     if (st != OC_OK && oz_sign_available() && err) {
         char msg[OC_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err->message);
@@ -1010,7 +960,7 @@ static oc_status trusted_key(const char *trust_path, oc__sha256 *h, oc__sig_key 
                              oc_error *err) {
     char *tpem = NULL;
     size_t tn = 0;
-    oc_status st = read_small(trust_path, KEY_MAX, "the trusted key", &tpem, &tn, err);
+    oc_status st = oc__small_file_read(trust_path, "the trusted key", KEY_MAX, 0, &tpem, &tn, err);
     if (st == OC_OK) {
         st = oc__sig_key_public(tpem, tn, key, err);
         if (st != OC_OK && oz_sign_available()) {
@@ -1100,7 +1050,8 @@ oc_status oz_signature_verify(const char *path, const char *trust_path, const oz
                                             path, where));
         }
         if (st == OC_OK)
-            st = read_small(where, BUNDLE_MAX, "the signature bundle", &bundle, &bundle_n, err);
+            st = oc__small_file_read(where, "the signature bundle", BUNDLE_MAX, 0, &bundle,
+                                     &bundle_n, err);
     }
     if (st == OC_OK) {
         st = check_bundle(bundle, bundle_n, where, key, fp, &payload, &payload_n, err);
@@ -1371,7 +1322,8 @@ oc_status oz__signature_summary_model(const char *path, oz_signature_summary **o
     oc_status st = OC_OK;
     oc_error_clear(&e);
     if (lstat(where, &bs) == 0) {
-        if (read_small(where, BUNDLE_MAX, "the signature bundle", &bundle, &n, &e) != OC_OK)
+        if (oc__small_file_read(where, "the signature bundle", BUNDLE_MAX, 0, &bundle, &n, &e) !=
+            OC_OK)
             st = new_summary(where, NULL, 0, e.message, out, err);
         else
             st = new_summary(where, bundle, n, NULL, out, err);
