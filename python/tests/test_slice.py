@@ -245,6 +245,23 @@ def test_read_into_many_is_interrupted(tmp_path):
 ROWS, COLS = 65536, 1024  # float32: 256 MiB, row i all i
 
 
+def peak_above(setup, measured, after):
+    """Runs setup, then measured, then after in a new Python process and returns the peak
+    RSS while measured ran over the RSS before it (VmHWM, reset through clear_refs): a
+    child's getrusage peak would hold what it shared with this process at the fork."""
+    code = ("import numpy as np, onnxz\n" + setup +
+            "with open('/proc/self/statm') as _f:\n"
+            "    _before = int(_f.read().split()[1]) * 4096\n"
+            "with open('/proc/self/clear_refs', 'w') as _c:\n"
+            "    _c.write('5')\n" + measured +
+            "with open('/proc/self/status') as _st:\n"
+            "    _peak = [int(l.split()[1]) * 1024 for l in _st if l.startswith('VmHWM:')][0]\n"
+            + after + "print(_peak - _before)\n")
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                       text=True)
+    return int(r.stdout)
+
+
 def rows(lo, hi):
     return np.broadcast_to(np.arange(lo, hi, dtype=np.float32)[:, None], (hi - lo, COLS))
 
@@ -288,25 +305,14 @@ def test_slice_of_a_deflated_entry_costs_the_slice(deflated):
     the bytes before it thrown away: the peak RSS of the reads, over the RSS before them,
     stays far below the tensor (inflating it whole would add all 256 MiB); each slice
     equals numpy's slice of the whole tensor (row i all i)."""
-    code = f"""
-import numpy as np, onnxz
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+    above = peak_above(f"""
 f = onnxz.open({deflated!r})
 s = f.get_slice("z")
-before = rss()
-with open("/proc/self/clear_refs", "w") as c:  # the peak from here
-    c.write("5")
+""", """
 parts = [s[65530:], s[1000:1003, 7], s[40000:40600:300, ::100], s[-1, -4:]]
-with open("/proc/self/status") as st:
-    peak = [int(l.split()[1]) * 1024 for l in st if l.startswith("VmHWM:")][0]
-print(peak - before)
+""", f"""
 np.save({deflated + ".npy"!r}, np.concatenate([p.ravel() for p in parts]))
-"""
-    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                       text=True)
-    above = int(r.stdout)
+""")
     assert above < 24 << 20, above
     whole = rows(0, ROWS)
     want = [whole[65530:], whole[1000:1003, 7], whole[40000:40600:300, ::100],
@@ -331,23 +337,23 @@ def test_deflated_slices_equal_numpy(deflated):
                     reason="ASan keeps freed memory in its quarantine")
 def test_read_into_many_of_a_deflated_entry_rss_is_the_slices(deflated):
     """read_into_many (oz_reader_read_many) of three one-row slices of a 256 MiB DEFLATED
-    entry inflates each as a stream into its buffer, as read_into does: the process's
-    peak RSS (getrusage) stays far below the tensor (each request inflating it whole, as
-    it once did, held 256 MiB more per request); the rows equal numpy's (row i all i)."""
-    code = f"""
-import resource, numpy as np, onnxz
+    entry inflates each as a stream into its buffer, as read_into does: the peak RSS of
+    the call, over the RSS before it, stays far below the tensor (each request inflating
+    it whole, as it once did, held 256 MiB more per request); the rows equal numpy's (row
+    i all i)."""
+    above = peak_above(f"""
 f = onnxz.open({deflated!r})
 outs = [np.empty((1, {COLS}), np.float32) for _ in range(3)]
+for o in outs:
+    o.fill(-1)  # touched before the peak is reset
 rows = (0, 30000, {ROWS} - 2)
+""", """
 n = f.read_into_many([("z", o, (slice(i, i + 1),)) for i, o in zip(rows, outs)])
+""", """
 assert n == sum(o.nbytes for o in outs), n
 assert all((o == i).all() for i, o in zip(rows, outs))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-"""
-    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                       text=True)
-    peak = int(r.stdout)
-    assert peak < 100 << 20, peak
+""")
+    assert above < 24 << 20, above
 
 
 def test_deflated_crc_is_checked_on_whole_reads_only(tmp_path):
