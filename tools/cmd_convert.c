@@ -18,6 +18,8 @@
 #include <onnxz/archive.h>
 #include <onnxz/convert.h>
 
+#include <onnxz/sign.h>
+
 #include "cli.h"
 #include "interrupt.h"
 #include "load.h"
@@ -41,16 +43,32 @@ enum {
     CONVERT_OPT_CHUNK_SIZE,
     CONVERT_OPT_TO,
     CONVERT_OPT_NO_SYNC,
-    CONVERT_OPT_TRUST
+    CONVERT_OPT_TRUST,
+    CONVERT_OPT_SIGN_KEY,
+    CONVERT_OPT_SIGN_PASS_FILE
 };
 
 static const cli_option convert_options[] = {
-    {'f', "force", false},         {'\0', "data-dir", true},       {'\0', "align", true},
-    {'\0', "threshold", true},     {'\0', "deflate-model", false}, {'\0', "external-data", true},
-    {'\0', "max-file-size", true}, {'\0', "checksum", false},      {'\0', "key-file", true},
-    {'\0', "key", true},           {'\0', "passphrase", true},     {'\0', "format", true},
-    {'\0', "iterations", true},    {'\0', "chunk-size", true},     {'\0', "to", true},
-    {'\0', "no-sync", false},      {'\0', "trust", true},          {'\0', NULL, false},
+    {'f', "force", false},
+    {'\0', "data-dir", true},
+    {'\0', "align", true},
+    {'\0', "threshold", true},
+    {'\0', "deflate-model", false},
+    {'\0', "external-data", true},
+    {'\0', "max-file-size", true},
+    {'\0', "checksum", false},
+    {'\0', "key-file", true},
+    {'\0', "key", true},
+    {'\0', "passphrase", true},
+    {'\0', "format", true},
+    {'\0', "iterations", true},
+    {'\0', "chunk-size", true},
+    {'\0', "to", true},
+    {'\0', "no-sync", false},
+    {'\0', "trust", true},
+    {'\0', "sign-key", true},
+    {'\0', "sign-passphrase-file", true},
+    {'\0', NULL, false},
 };
 
 static const char *const convert_arg_names[] = {"IN", "OUT"};
@@ -64,7 +82,9 @@ typedef struct convert_plan {
     const char *data_dir;
     const char *trust; /* --trust: IN's signature checked first (oz_open_options.trust) */
     const char *key_file;
-    oz_form out_form; /* once checked */
+    const char *sign_key;       /* --sign-key: OUT signed after it is written (oz_sign) */
+    const char *sign_pass_file; /* --sign-passphrase-file: an encrypted sign key's */
+    oz_form out_form;           /* once checked */
     oc_crypt_options crypt;
     oz_save_options save;
 } convert_plan;
@@ -140,6 +160,8 @@ static int make_plan(const cli_args *args, convert_plan *p) {
     p->data_dir = args->value[CONVERT_OPT_DATA_DIR];
     p->trust = args->value[CONVERT_OPT_TRUST];
     p->key_file = args->value[CONVERT_OPT_KEY_FILE];
+    p->sign_key = args->value[CONVERT_OPT_SIGN_KEY];
+    p->sign_pass_file = args->value[CONVERT_OPT_SIGN_PASS_FILE];
     s->no_overwrite = !p->force;
     /* An s3:// OUT is a multipart upload: a signal cancels it, the library aborts the
      * upload (no part left stored), and then the process dies of the signal. */
@@ -285,6 +307,31 @@ static const char *failed_file(const convert_plan *p, const oz_convert_info *inf
     return buf;
 }
 
+/* OUT signed as `onnxz sign` signs (oz_sign), after it is written. */
+static int sign_out(const convert_plan *p, int verbosity) {
+    oz_sign_options so = OZ_SIGN_OPTIONS_INIT;
+    oz_signature_report *report = NULL;
+    cli_key pass = {NULL, 0};
+    bool needs = false;
+    oc_error err;
+    oc_error_clear(&err);
+    if (oz_sign_key_encrypted(p->sign_key, &needs, &err) != OC_OK)
+        return cli_fail(p->sign_key, &err);
+    if (needs) {
+        int rc = cli_key_get("convert", p->sign_pass_file, p->sign_key, false, verbosity, &pass);
+        if (rc != CLI_EXIT_OK) return rc;
+        so.passphrase = pass.data;
+        so.passphrase_len = pass.len;
+    }
+    oc_status st = oz_sign(p->out, p->sign_key, &so, &report, &err);
+    cli_key_free(&pass);
+    if (st != OC_OK) return cli_fail_named(p->out, &err);
+    cli_note(verbosity, CLI_VERBOSE, "signed %s with %s key %.16s", p->out, report->key_type,
+             report->key_fingerprint);
+    oz_signature_report_free(report);
+    return CLI_EXIT_OK;
+}
+
 /* The conversion, one library call; its error names IN or OUT, whichever failed. */
 static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     cli_key in_key = {NULL, 0}, out_key = {NULL, 0};
@@ -294,6 +341,10 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     oc_error err;
     char shown[OC_ERROR_MESSAGE_MAX];
     double start = cli_now_ms();
+    if (p->sign_key && (p->out_form == OZ_FORM_ONNXC || oc_is_url(p->out)))
+        return cli_usage_error("convert",
+                               "--sign-key signs a local .onnxz or .onnx OUT, not an encrypted "
+                               "one or a URL (sign the model before encrypting or uploading it)");
     int rc = p->out_form == OZ_FORM_ONNXC ? cli_require_crypto(p->out) : CLI_EXIT_OK;
     if (rc == CLI_EXIT_OK) rc = get_keys(p, verbosity, &in_key, &out_key);
     if (rc != CLI_EXIT_OK) {
@@ -328,6 +379,12 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     p->save.key = NULL;
     if (st != OC_OK) return cli_fail(failed_file(p, &info, &err, shown, sizeof shown), &err);
     if (info.in_size) *in_size = info.in_size;
+    if (p->sign_key) return sign_out(p, verbosity);
+    if (info.in_signed) /* the library says IN was signed; OUT is a new file, unsigned */
+        cli_note(verbosity, CLI_NORMAL,
+                 "note: %s was signed, %s is not: sign it (onnxz sign %s --key PRIVATE.pem, or "
+                 "convert --sign-key)",
+                 p->in, p->out, p->out);
     cli_note(verbosity, CLI_VERBOSE, "read %s (%s) and wrote %s in %.1f ms", p->in,
              info.in_archive ? "onnxz archive" : "onnx", p->out, cli_now_ms() - start);
     return CLI_EXIT_OK;
@@ -384,6 +441,10 @@ static const char convert_help[] =
     "      --trust PUBLIC.pem   refuse IN unless it is signed with this key (`onnxz sign`):\n"
     "                           its whole signature verified before it is read (a local\n"
     "                           file; spec/signing.md G-55); OUT is not signed\n"
+    "      --sign-key PRIVATE.pem  sign OUT once written, as `onnxz sign` does (.onnxz or\n"
+    "                           .onnx OUT, a local file). Without it, OUT of a signed IN\n"
+    "                           is unsigned, and a note on stderr says so (G-42)\n"
+    "      --sign-passphrase-file FILE  the passphrase of an encrypted --sign-key\n"
     "      --align N            .onnxz or --external-data: put each tensor's bytes on a\n"
     "                           multiple of N, a power of two (default 64; archives 64\n"
     "                           to 32K, data files 1 to 1M)\n"

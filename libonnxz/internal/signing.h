@@ -15,6 +15,7 @@
 #include "internal/signature.h"
 #include "onnxz/archive.h"
 #include "onnxz/listing.h"
+#include "onnxz/open.h"
 #include "onnxz/sign.h"
 #include "onnxz/zip.h"
 
@@ -74,5 +75,8 @@ oc_status oz__signature_summary_archive(const oz_archive *ar, oz_signature_summa
 oc_status oz__signature_summary_model(const char *path, oz_signature_summary **out, oc_error *err);
 /* NULL is accepted. */
 void oz__signature_summary_free(oz_signature_summary *s);
+/* Whether the local unencrypted file at path, of this kind, carries a signature (an
+ * archive's entry, a .onnx's MODEL.sig); false for a URL or anything unreadable. */
+bool oz__path_signed(const char *path, oz_kind kind);
 
 #endif

@@ -22,6 +22,7 @@ import mmap
 import os
 import stat
 import tempfile
+import warnings
 
 import numpy as np
 import onnx
@@ -31,8 +32,8 @@ from . import _onnxz, _version
 from ._onnxz import Error
 
 __version__ = _version.__version__
-__all__ = ["Error", "File", "convert", "load", "meta", "open", "save", "sign", "stub", "unpack",
-           "verify_signature"]
+__all__ = ["Error", "File", "UnsignedWarning", "convert", "load", "meta", "open", "save", "sign",
+           "stub", "unpack", "verify_signature"]
 
 
 def __dir__():
@@ -379,7 +380,7 @@ def _skeleton(model):
 
 def convert(src, dst, *, external_data=None, max_file_size=None, align=None, threshold=None,
             checksum=False, deflate_model=False, key=None, data_dir=None, to=None, sync=False,
-            max_memory=None, trust=None):
+            max_memory=None, trust=None, sign_key=None, sign_passphrase=None):
     """Converts the model at src (any form; a path or an http(s) URL, see open) to dst, as
     `onnxz convert -f SRC DST` does with the same options (see save); tensor bytes go from
     src's mapping (or the network, one tensor at a time) to dst without a copy. dst may
@@ -388,13 +389,26 @@ def convert(src, dst, *, external_data=None, max_file_size=None, align=None, thr
     files are, when they moved. sync: as for save (`onnxz convert` syncs by default).
     max_memory: the budget of the decode and of what writing an archive holds beside it,
     as for load and save (default 1 GiB). trust: a trusted public key's PEM file: src's
-    signature is verified first, as load(trust=) verifies it; dst is not signed (sign it
-    with onnxz.sign)."""
+    signature is verified first, as load(trust=) verifies it.
+    dst is not signed, unless sign_key, a private key's PEM file (sign_passphrase: an
+    encrypted key's), signs it once written, as onnxz.sign does (a local .onnxz or .onnx
+    dst); a signed src converted without sign_key warns (onnxz.UnsignedWarning) that dst
+    is unsigned (spec/signing.md G-42)."""
     opts = _save_opts(to, external_data, max_file_size, align, threshold, checksum,
                       deflate_model, key, sync, max_memory)
     _onnxz._save_check(dst, opts, True)  # before src is read (a URL as dst: R-14), no request
-    _onnxz._convert(src, dst, opts, key, None if data_dir is None else _fspath(data_dir),
-                    None if trust is None else _fspath(trust))
+    was_signed = _onnxz._convert(src, dst, opts, key,
+                                 None if data_dir is None else _fspath(data_dir),
+                                 None if trust is None else _fspath(trust))
+    if sign_key is not None:
+        sign(dst, sign_key, passphrase=sign_passphrase)
+    elif was_signed:
+        warnings.warn(f"{_fspath(src)} was signed, {_fspath(dst)} is not: sign it "
+                      "(onnxz.sign, or convert(sign_key=))", UnsignedWarning, stacklevel=2)
+
+
+class UnsignedWarning(UserWarning):
+    """convert() of a signed model wrote an unsigned one (spec/signing.md G-42)."""
 
 
 def stub(archive, out, *, force=False, sync=False, max_memory=None):

@@ -40,8 +40,12 @@ def convert(src: PathLike, dst: PathLike, *, external_data: Optional[PathLike] =
             threshold: Optional[int] = ..., checksum: bool = ..., deflate_model: bool = ...,
             key: Optional[Key] = ..., data_dir: Optional[PathLike] = ...,
             to: Optional[Form] = ..., sync: bool = ...,
-            max_memory: Optional[int] = ..., trust: Optional[PathLike] = ...) -> None:
+            max_memory: Optional[int] = ..., trust: Optional[PathLike] = ...,
+            sign_key: Optional[PathLike] = ...,
+            sign_passphrase: Union[str, bytes, None] = ...) -> None:
     """`onnxz convert -f SRC DST` with the same options."""
+
+class UnsignedWarning(UserWarning): ...
 
 def stub(archive: PathLike, out: PathLike, *, force: bool = ..., sync: bool = ...,
          max_memory: Optional[int] = ...) -> None:

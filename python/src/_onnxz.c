@@ -720,8 +720,9 @@ done:
     return result;
 }
 
-/* _convert(src, dst, opts, src_key, data_dir): `onnxz convert SRC DST` with the same
- * options, overwriting DST (oz_convert_file). */
+/* _convert(src, dst, opts, src_key, data_dir, trust): `onnxz convert SRC DST` with the
+ * same options, overwriting DST (oz_convert_file); returns whether SRC was signed
+ * (oz_convert_info.in_signed). */
 static PyObject *convert_with(oc_http_options *http, PyObject *args);
 
 static PyObject *py_convert(PyObject *self, PyObject *args) {
@@ -775,8 +776,8 @@ static PyObject *convert_with(oc_http_options *http, PyObject *args) {
     key_release(&key, &holder);
     if (st != OC_OK)
         raise_error(PyBytes_AS_STRING(info.input_failed ? src : dst), &err);
-    else
-        out = Py_NewRef(Py_None);
+    else /* whether src was signed (dst is not): the package says so */
+        out = Py_NewRef(info.in_signed ? Py_True : Py_False);
     if (left_cut(&scope)) Py_CLEAR(out);
 done:
     Py_XDECREF(src);

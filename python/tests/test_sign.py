@@ -198,7 +198,8 @@ def test_trust_on_read(tmp_path, keys):
     with onnxz.open(f["archive"], trust=pub) as fh:
         assert all(fh[n].size for n in fh.names)
     assert len(onnxz.load(f["archive"], trust=pub).graph.initializer) == 3
-    onnxz.convert(f["archive"], str(tmp_path / "out.onnx"), trust=pub)
+    with pytest.warns(onnxz.UnsignedWarning):  # out.onnx is not signed (G-42)
+        onnxz.convert(f["archive"], str(tmp_path / "out.onnx"), trust=pub)
     # one tensor byte changed in place: the open and the other tensors are fine
     with zipfile.ZipFile(f["archive"]) as z:
         entries = [n for n in z.namelist() if not n.startswith("__")]
@@ -273,3 +274,27 @@ def test_info_of_signed(tmp_path, keys, form):
     assert sig == {"location": "__ONNXZ_SIGNATURE" if form == "archive" else path + ".sig",
                    "key_fingerprint": fp, "parts": n, "verified": False, "problem": None}
     assert n == (len(zipfile.ZipFile(path).namelist()) - 1 if form == "archive" else 2)
+
+
+@pytest.mark.parametrize("form", ["archive", "two"])
+def test_convert_of_signed(tmp_path, keys, form):
+    """convert() of a signed model (G-42): an UnsignedWarning and an unsigned dst, or dst
+    signed with sign_key (openssl verifies it); an unsigned src: no warning."""
+    import warnings
+    path = forms(tmp_path)[form]
+    priv, pub = keys["ed"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        onnxz.convert(path, str(tmp_path / "plain.onnxz"))
+    onnxz.sign(path, priv)
+    out = str(tmp_path / "out.onnxz")
+    with pytest.warns(onnxz.UnsignedWarning, match="is not"):
+        onnxz.convert(path, out)
+    with pytest.raises(onnxz.Error, match="is not signed"):
+        onnxz.verify_signature(out, pub)
+    out2 = str(tmp_path / "out2.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        onnxz.convert(path, out2, sign_key=keys["enc"][0], sign_passphrase="secret")
+    assert onnxz.verify_signature(out2, keys["enc"][1])["parts"] == 1
+    assert openssl_verifies(tmp_path, keys["enc"][1], "ecdsa-p256", bundle(out2))

@@ -48,7 +48,8 @@
     GREW(oz_save_options, 160, http)                                    \
     NOW(oz_save_options, 168)                                           \
     GREW(oz_convert_info, 24, in_size)                                  \
-    NOW(oz_convert_info, 32)                                            \
+    GREW(oz_convert_info, 32, in_signed)                                \
+    NOW(oz_convert_info, 40)                                            \
     NOW(oz_stub_options, 24)                                            \
     NOW(oz_sign_options, 32)                                            \
     NOW(oz_stub_info, 40)                                               \

@@ -688,6 +688,45 @@ def shown(ctx, keys):
                   what + ": a truncated bundle: " + r.stdout + r.stderr)
 
 
+def converted(ctx, keys):
+    """onnxz convert of a signed model (G-42): OUT unsigned with a one-line note, or
+    signed with --sign-key (checked by openssl and the manifest recomputed by zipfile or
+    python3-onnx); an unsigned IN converts as before, with no note."""
+    forms = make_forms(ctx, SAMPLE, "convert")
+    priv, pub = keys["ed"]
+    d = ctx.path("convert-out")
+    os.makedirs(d)
+    for form in ("archive", "two"):
+        src = forms[form]
+        what = "convert of a signed " + form
+        r = run([ctx.onnxz, "convert", src, os.path.join(d, form + "-plain.onnxz")])
+        check(r.returncode == 0 and "signed" not in r.stderr, what + ": unsigned IN: " +
+              r.stderr)
+        subprocess.run([ctx.onnxz, "-q", "sign", src, "--key", priv], check=True)
+        for out in (os.path.join(d, form + ".onnxz"), os.path.join(d, form + ".onnx")):
+            r = run([ctx.onnxz, "convert", src, out])
+            notes = [ln for ln in r.stderr.splitlines() if "signed" in ln]
+            check(r.returncode == 0 and len(notes) == 1 and "is not" in notes[0]
+                  and "--sign-key" in notes[0], what + " to " + out + ": note: " + r.stderr)
+            if out.endswith(".onnxz"):
+                with zipfile.ZipFile(out) as z:
+                    check(SIG_ENTRY not in z.namelist(), what + ": OUT has no signature entry")
+            else:
+                check(not os.path.exists(out + ".sig"), what + ": OUT has no .sig")
+            ctx.expect(what + " to " + out + ": not signed", "not_found", ["verify", out, pub])
+            r = run([ctx.onnxz, "-q", "convert", "-f", src, out])
+            check(r.returncode == 0 and r.stderr == "", what + ": -q: no note: " + r.stderr)
+            r = run([ctx.onnxz, "convert", "-f", src, out, "--sign-key", keys["ec_enc"][0],
+                     "--sign-passphrase-file", ctx.path("pass.txt")])
+            check(r.returncode == 0 and "signed" not in r.stderr, what + " --sign-key: " +
+                  r.stderr)
+            check_bundle(ctx, what + " --sign-key " + out, out, keys["ec"][0], keys["ec"][1],
+                         "ec")
+            ctx.expect(what + " --sign-key: verifies", "ok", ["verify", out, keys["ec"][1]])
+        r = run([ctx.onnxz, "convert", src, os.path.join(d, "x.onnxc"), "--sign-key", priv])
+        check(r.returncode == 2 and "--sign-key" in r.stderr, what + ": to .onnxc: " + r.stderr)
+
+
 def edits(ctx, keys):
     """onnxz meta on signed models (G-40): refused unless --key signs again or --unsign
     drops the signature; what it leaves checked by zipfile, python3-onnx and openssl."""
@@ -930,6 +969,7 @@ def main():
         hostile(ctx, keys, forms)
         edits(ctx, keys)
         shown(ctx, keys)
+        converted(ctx, keys)
     else:
         sigstore(ctx, args, bundles)
     if failures:

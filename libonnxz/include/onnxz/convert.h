@@ -208,6 +208,10 @@ typedef struct oz_convert_info {
     oz_kind in_kind;   /* IN's kind (oz_detect_file) */
     bool in_archive;   /* IN held an archive, encrypted or not */
     uint64_t in_size;  /* bytes of IN (a file or a URL's object) before the conversion */
+    /* Experimental (docs/api.md): IN, a local unencrypted file, was signed (its
+     * __ONNXZ_SIGNATURE entry, or MODEL.sig beside it): OUT is not, unless signed after
+     * (oz_sign; spec/signing.md G-42). Not looked for at a URL. */
+    bool in_signed;
 } oz_convert_info;
 
 #define OZ_CONVERT_INFO_INIT \

@@ -22,6 +22,7 @@
 #include "internal/error.h"
 #include "internal/external.h"
 #include "internal/options.h"
+#include "internal/signing.h"
 #include "internal/save_url.h"
 #include "internal/crypt_url.h"
 
@@ -444,6 +445,7 @@ oc_status oz_convert_file(const char *in, const char *out, const oz_open_options
         found.in_kind = oi.kind;
         found.in_archive = oi.is_archive;
         found.in_size = oi.file_size;
+        if (st == OC_OK) found.in_signed = oz__path_signed(in, oi.kind);
     }
     if (st == OC_OK) {
         oz_weights_fetch(weights, &fetch);

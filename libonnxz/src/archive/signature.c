@@ -1344,3 +1344,24 @@ oc_status oz__manifest_check_bytes(const oz__manifest *m, const char *path, cons
     oc__sha256_free(h);
     return st == OC_OK ? oz__manifest_check(m, path, entry, n, t, digest, err) : st;
 }
+
+bool oz__path_signed(const char *path, oz_kind kind) {
+    struct stat bs;
+    if (!path || oc_is_url(path)) return false;
+    if (kind == OZ_KIND_MODEL) {
+        char *sig = bundle_path_of(path, NULL);
+        bool found = sig && lstat(sig, &bs) == 0;
+        free(sig);
+        return found;
+    }
+    if (!oz_kind_is_archive(kind)) return false; /* encrypted: never signed (G-1) */
+    oz_archive *ar = NULL;
+    uint64_t si = 0;
+    oc_error e;
+    oc_error_clear(&e);
+    bool found = oz_archive_open(path, NULL, &ar, &e) == OC_OK &&
+                 oz__zip_reader_find_n(oz_archive_zip(ar), OZ_SIGNATURE_ENTRY,
+                                       strlen(OZ_SIGNATURE_ENTRY), &si);
+    oz_archive_close(ar);
+    return found;
+}
