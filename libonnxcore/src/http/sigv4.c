@@ -35,6 +35,7 @@
 #include "crypto/backend.h"
 #include "internal/error.h"
 #include "internal/s3.h"
+#include "internal/text.h"
 #include "internal/url.h"
 
 void oc__s3_amz_date(int64_t t, char out[17]) {
@@ -44,31 +45,11 @@ void oc__s3_amz_date(int64_t t, char out[17]) {
     strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
 }
 
-/* ---- a growing text ---- */
+/* ---- a growing text (internal/text.h) ---- */
 
-typedef struct text {
-    char *p;
-    size_t len, cap;
-    int failed;
-} text;
+typedef oc__text text;
 
-static void put(text *t, const char *s, size_t n) {
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1) cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->failed = 1;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
-}
+static void put(text *t, const char *s, size_t n) { oc__text_put(t, s, n); }
 
 static void puts_(text *t, const char *s) { put(t, s, strlen(s)); }
 
@@ -198,7 +179,7 @@ oc_status oc__sigv4_authorization(const oc__sigv4_request *r, char **out, oc_err
     memcpy(date, r->amz_date, 8);
     date[8] = '\0';
     snprintf(scope, sizeof scope, "%s/%s/%s/aws4_request", date, r->region, r->service);
-    if ((st = oc__cb_sha256(creq.p, creq.len, md, err)) != OC_OK) goto done;
+    if ((st = oc__cb_sha256(creq.p, creq.n, md, err)) != OC_OK) goto done;
     hex(md, sizeof md, md_hex);
     puts_(&sts, "AWS4-HMAC-SHA256\n");
     puts_(&sts, r->amz_date);
@@ -222,7 +203,7 @@ oc_status oc__sigv4_authorization(const oc__sigv4_request *r, char **out, oc_err
     if (st == OC_OK)
         st = oc__cb_hmac_sha256(key, sizeof key, r->service, strlen(r->service), key, err);
     if (st == OC_OK) st = oc__cb_hmac_sha256(key, sizeof key, "aws4_request", 12, key, err);
-    if (st == OC_OK) st = oc__cb_hmac_sha256(key, sizeof key, sts.p, sts.len, md, err);
+    if (st == OC_OK) st = oc__cb_hmac_sha256(key, sizeof key, sts.p, sts.n, md, err);
     oc__cb_cleanse(key, sizeof key);
     if (st != OC_OK) goto done;
     hex(md, sizeof md, md_hex);

@@ -29,6 +29,7 @@
 #include "internal/signature.h"
 #include "internal/signing.h"
 #include "internal/small_file.h"
+#include "internal/text.h"
 #include "internal/zipread.h"
 #include "onnxz/archive.h"
 #include "onnxz/open.h"
@@ -54,35 +55,9 @@ static oc_status nomem(oc_error *err) {
 
 /* ---- text ---- */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int failed;
-} sbuf;
+typedef oc__text sbuf; /* internal/text.h */
 
-static void sb_put(sbuf *b, const void *data, size_t n) {
-    if (b->failed) return;
-    if (b->cap - b->n < n + 1) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->n < n + 1) {
-            if (cap > SIZE_MAX / 2) {
-                b->failed = 1;
-                return;
-            }
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
+static void sb_put(sbuf *b, const void *data, size_t n) { oc__text_put(b, data, n); }
 
 static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
