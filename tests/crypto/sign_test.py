@@ -50,7 +50,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SAMPLE = os.path.join(ROOT, "samples", "mlp.onnx")
 # oc_status numbers (libonnxcore/include/onnxcore/status.h)
 ST = {"ok": 0, "truncated": 3, "malformed": 4, "depth": 5, "limit": 6, "invalid_arg": 7,
-      "not_found": 8, "unsupported": 9, "checksum": 11, "bad_key": 13, "inconsistent": 15}
+      "not_found": 8, "unsupported": 9, "checksum": 11, "bad_key": 13, "inconsistent": 15,
+      "busy": 16}
 SIG_ENTRY = "__ONNXZ_SIGNATURE"
 # Under valgrind (the wrapper sets it): the archive and the two-file form only, every other
 # check as in the other builds, which cover every form.
@@ -727,6 +728,60 @@ def converted(ctx, keys):
         check(r.returncode == 2 and "--sign-key" in r.stderr, what + ": to .onnxc: " + r.stderr)
 
 
+def stopped(pid):
+    """True once the process pid is stopped (ONNXZ_TEST_STOP raised SIGSTOP)."""
+    for _ in range(1000):
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return True
+        time.sleep(0.01)
+    return False
+
+
+def resign_crash(ctx, keys):
+    """G-40 with A-54: onnxz meta --key on a signed archive, stopped at each step of the
+    in-place edit. Meanwhile a reader is refused as busy (A-58); killed there, the archive
+    verifies (openssl-checked key, the manifest recomputed by zipfile) as the old signed
+    one or the new signed one, never with a signature that does not match; a torn tail
+    (killed while appending) is refused until the next edit rolls it back (A-56)."""
+    import onnx
+    priv, pub = keys["ed"]
+    steps = ["journaled", "appending", "appended", "committed", "compacting", "compacted",
+             "truncated"]
+    if REDUCED:
+        steps = ["appending", "appended", "compacting"]
+    d = ctx.path("resign")
+    os.makedirs(d)
+    for step in steps:
+        path = os.path.join(d, step + ".onnxz")
+        subprocess.run([ctx.onnxz, "-q", "convert", SAMPLE, path], check=True)
+        subprocess.run([ctx.onnxz, "-q", "sign", path, "--key", priv], check=True)
+        env = dict(os.environ, ONNXZ_TEST_STOP=step)
+        p = subprocess.Popen([ctx.onnxz, "-q", "meta", path, "--set", "k=new", "--key", priv],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            check(stopped(p.pid), step + ": the editor stops there")
+            ctx.expect(step + ": a reader during the edit", "busy", ["verify", path, pub],
+                       "being edited")
+        finally:
+            p.kill()
+            p.wait()
+        rc, out = ctx.osign_run("verify", path, pub)
+        if step == "appending":
+            check(rc not in (ST["ok"], ST["checksum"], ST["bad_key"]),
+                  step + ": a torn tail is refused as such: %d %s" % (rc, out))
+            r = run([ctx.onnxz, "-q", "meta", path, "--set", "k=again", "--key", priv])
+            check(r.returncode == 0 and "rolled back" in r.stderr,
+                  step + ": the next edit rolls it back: " + r.stderr)
+            rc, out = ctx.osign_run("verify", path, pub)
+        check(rc == ST["ok"], step + ": killed there, it verifies: %d %s" % (rc, out))
+        with zipfile.ZipFile(path) as z:
+            k = {x.key: x.value for x in
+                 onnx.load_from_string(z.read("__MODEL_PROTO")).metadata_props}.get("k")
+        check(k in (None, "new", "again"), step + ": the old model or the new: k=%r" % k)
+        check_bundle(ctx, step + ": killed there", path, priv, pub, "ed25519")
+
+
 def edits(ctx, keys):
     """onnxz meta on signed models (G-40): refused unless --key signs again or --unsign
     drops the signature; what it leaves checked by zipfile, python3-onnx and openssl."""
@@ -926,7 +981,7 @@ def on_read(ctx, keys, forms):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("area", choices=["sign", "sigstore", "nossl", "onread"])
+    ap.add_argument("area", choices=["sign", "sigstore", "nossl", "onread", "resign_crash"])
     ap.add_argument("--osign", required=True)
     ap.add_argument("--onnxz", required=True)
     ap.add_argument("--work", required=True)
@@ -945,6 +1000,10 @@ def main():
                        ["verify", path, keys["ed"][1]], "built without")
         r = run([ctx.onnxz, "sign", forms["archive"], "--key", keys["ed"][0]])
         check(r.returncode == 1 and "built without" in r.stderr, "onnxz sign: " + r.stderr)
+        print("all %d checks passed" % checks[0] if not failures else "%d failures" % len(failures))
+        return 1 if failures else 0
+    if args.area == "resign_crash":
+        resign_crash(ctx, keys)
         print("all %d checks passed" % checks[0] if not failures else "%d failures" % len(failures))
         return 1 if failures else 0
     if args.area == "onread":
