@@ -307,24 +307,27 @@ static const char *failed_file(const convert_plan *p, const oz_convert_info *inf
     return buf;
 }
 
-/* OUT signed as `onnxz sign` signs (oz_sign), after it is written. */
-static int sign_out(const convert_plan *p, int verbosity) {
-    oz_sign_options so = OZ_SIGN_OPTIONS_INIT;
-    oz_signature_report *report = NULL;
-    cli_key pass = {NULL, 0};
+/* The passphrase of an encrypted --sign-key, asked for before the conversion runs. */
+static int get_sign_pass(const convert_plan *p, int verbosity, cli_key *pass) {
     bool needs = false;
     oc_error err;
     oc_error_clear(&err);
+    if (!p->sign_key) return CLI_EXIT_OK;
     if (oz_sign_key_encrypted(p->sign_key, &needs, &err) != OC_OK)
         return cli_fail(p->sign_key, &err);
-    if (needs) {
-        int rc = cli_key_get("convert", p->sign_pass_file, p->sign_key, false, verbosity, &pass);
-        if (rc != CLI_EXIT_OK) return rc;
-        so.passphrase = pass.data;
-        so.passphrase_len = pass.len;
-    }
+    return needs ? cli_key_get("convert", p->sign_pass_file, p->sign_key, false, verbosity, pass)
+                 : CLI_EXIT_OK;
+}
+
+/* OUT signed as `onnxz sign` signs (oz_sign), after it is written. */
+static int sign_out(const convert_plan *p, const cli_key *pass, int verbosity) {
+    oz_sign_options so = OZ_SIGN_OPTIONS_INIT;
+    oz_signature_report *report = NULL;
+    oc_error err;
+    oc_error_clear(&err);
+    so.passphrase = pass->data;
+    so.passphrase_len = pass->len;
     oc_status st = oz_sign(p->out, p->sign_key, &so, &report, &err);
-    cli_key_free(&pass);
     if (st != OC_OK) return cli_fail_named(p->out, &err);
     cli_note(verbosity, CLI_VERBOSE, "signed %s with %s key %.16s", p->out, report->key_type,
              report->key_fingerprint);
@@ -346,9 +349,12 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
                                "--sign-key signs a local .onnxz or .onnx OUT, not an encrypted "
                                "one or a URL (sign the model before encrypting or uploading it)");
     int rc = p->out_form == OZ_FORM_ONNXC ? cli_require_crypto(p->out) : CLI_EXIT_OK;
+    cli_key sign_pass = {NULL, 0};
+    if (rc == CLI_EXIT_OK) rc = get_sign_pass(p, verbosity, &sign_pass);
     if (rc == CLI_EXIT_OK) rc = get_keys(p, verbosity, &in_key, &out_key);
     if (rc != CLI_EXIT_OK) {
         cli_key_free(&in_key);
+        cli_key_free(&sign_pass);
         return rc;
     }
     cli_parse_options_init(&oo.parse);
@@ -377,9 +383,16 @@ static int convert(convert_plan *p, int verbosity, uint64_t *in_size) {
     cli_key_free(&in_key);
     cli_key_free(&out_key);
     p->save.key = NULL;
-    if (st != OC_OK) return cli_fail(failed_file(p, &info, &err, shown, sizeof shown), &err);
+    if (st != OC_OK) {
+        cli_key_free(&sign_pass);
+        return cli_fail(failed_file(p, &info, &err, shown, sizeof shown), &err);
+    }
     if (info.in_size) *in_size = info.in_size;
-    if (p->sign_key) return sign_out(p, verbosity);
+    if (p->sign_key) {
+        rc = sign_out(p, &sign_pass, verbosity);
+        cli_key_free(&sign_pass);
+        return rc;
+    }
     if (info.in_signed) /* the library says IN was signed; OUT is a new file, unsigned */
         cli_note(verbosity, CLI_NORMAL,
                  "note: %s was signed, %s is not: sign it (onnxz sign %s --key PRIVATE.pem, or "

@@ -651,7 +651,7 @@ def shown(ctx, keys):
     forms = make_forms(ctx, SAMPLE, "shown")
     priv, pub = keys["ed"]
     fp = fingerprint(pub)
-    for form in ("archive", "two"):
+    for form in ("archive", "two")[:1 if REDUCED else 2]:
         path = forms[form]
         what = "info of a signed " + form
         cmds = [["info"], ["info", "--json"]] + ([["ls"], ["ls", "--json"]]
@@ -697,7 +697,7 @@ def converted(ctx, keys):
     priv, pub = keys["ed"]
     d = ctx.path("convert-out")
     os.makedirs(d)
-    for form in ("archive", "two"):
+    for form in ("archive", "two")[:1 if REDUCED else 2]:
         src = forms[form]
         what = "convert of a signed " + form
         r = run([ctx.onnxz, "convert", src, os.path.join(d, form + "-plain.onnxz")])
@@ -787,7 +787,7 @@ def edits(ctx, keys):
     drops the signature; what it leaves checked by zipfile, python3-onnx and openssl."""
     forms = make_forms(ctx, SAMPLE, "edits")
     priv, pub = keys["ed"]
-    for form in ("archive", "two"):
+    for form in ("archive", "two")[:1 if REDUCED else 2]:
         path = forms[form]
         what = "meta on a signed " + form
         subprocess.run([ctx.onnxz, "-q", "sign", path, "--key", priv], check=True)
