@@ -83,7 +83,8 @@ typedef struct oz_metadata_info {
  * and so is a reader of an archive unless append_only (A-57). n = 0 only reads (path may
  * then be an http(s) URL). Edits are checked first (a SET or REMOVE without a key is
  * OC_ERR_INVALID_ARG); an encrypted file is OC_ERR_UNSUPPORTED (decrypt, edit, encrypt
- * again), a URL with edits OC_ERR_INVALID_ARG. *out (may be NULL; free it with
+ * again), and so is a signed model unless opts says what becomes of its signature
+ * (sign_key, unsign: spec/signing.md G-40); a URL with edits OC_ERR_INVALID_ARG. *out (may be NULL; free it with
  * oc_model_free) receives the model as it now is, its tensors kept as references. info
  * may be NULL. */
 OZ_API oc_status oz_edit_metadata(const char *path, const oz_metadata_edit *edits, size_t n,
