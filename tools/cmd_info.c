@@ -188,7 +188,7 @@ static void print_human(FILE *out, const oz_info *r) {
         put_key(out, "signature");
         cli_put_text(out, g->location, strlen(g->location));
         if (g->problem) {
-            fputs(" (unreadable: ", out);
+            fputs(" (", out);
             cli_put_text(out, g->problem, strlen(g->problem));
             fputs(")\n", out);
         } else {

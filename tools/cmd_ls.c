@@ -65,7 +65,7 @@ static void print_human(FILE *out, const oz_archive_listing *l) {
     if (l->signature) { /* nothing when unsigned: the table stays as it was */
         const oz_signature_summary *g = l->signature;
         if (g->problem) {
-            fputs("signed: its bundle is unreadable: ", out);
+            fputs("signed; its signature: ", out);
             cli_put_text(out, g->problem, strlen(g->problem));
             fputc('\n', out);
         } else {

@@ -522,6 +522,31 @@ def check_parallel(ctx, ng, d, data, https):
                                                  f"at most {n}")
 
 
+def check_signed_listing(ctx, ng, d):
+    """A signed archive at a URL (spec/signing.md G-41): ls and info name its signature
+    entry without fetching it, in as many requests as the unsigned archive's listing."""
+    key = ctx.path("sign-key.pem")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key], check=True,
+                   capture_output=True)
+    signed = os.path.join(d, "signed.onnxz")
+    shutil.copy(os.path.join(d, "model.onnxz"), signed)
+    ctx.ok(["-q", "sign", signed, "--key", key], "sign the archive served")
+    for argv in (["ls", "--json"], ["info", "--json"]):
+        counts = []
+        for name in ("model.onnxz", "signed.onnxz"):
+            mark = ng.mark()
+            j = ctx.json(argv + [ng.url(name)], f"{' '.join(argv)} {name}")
+            counts.append(len(ng.requests_since(mark)))
+            if j is not None and name == "signed.onnxz":
+                g = j.get("signature") or {}
+                ctx.check(g.get("location") == "__ONNXZ_SIGNATURE" and g.get("key_fingerprint")
+                          is None and "URL" in (g.get("problem") or ""),
+                          f"{argv[0]} of a signed archive at a URL: {g}")
+            elif j is not None:
+                ctx.check("signature" not in j, f"{argv[0]} of an unsigned archive: {j}")
+        ctx.equal(counts[1], counts[0], f"{argv[0]} of a signed archive: requests")
+
+
 def group_nginx(ctx):
     """nginx over HTTP and HTTPS: listing budgets (small archive, 70,000 entries), get,
     external-data models, TLS verification, ONNXZ_HTTP_AUTH, parallel ranges."""
@@ -547,6 +572,7 @@ def group_nginx(ctx):
         ctx.ok(["info", url], "https with ONNXZ_HTTP_INSECURE=1", {"ONNXZ_HTTP_INSECURE": "1"})
         ctx.ok(["ls", ng.url("model.onnxz", https=True, host="localhost")],
                "https to localhost (the certificate's DNS name)", {"ONNXZ_CA_FILE": ng.ca_file})
+        check_signed_listing(ctx, ng, d)
         missing = ng.url("missing.onnxz")
         ctx.error(["ls", missing], missing, "a URL the server does not have", message=r"HTTP 404")
         # (reduced: HTTP only; 32 MiB through TLS under valgrind takes minutes)

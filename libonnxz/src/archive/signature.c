@@ -1268,9 +1268,10 @@ oc_status oz__signature_summary_archive(const oz_archive *ar, oz_signature_summa
     if (!oz__zip_reader_find_n(zip, OZ_SIGNATURE_ENTRY, strlen(OZ_SIGNATURE_ENTRY), &si))
         return OC_OK;
     if (path && oc_is_url(path)) /* no request more than the listing's own */
-        return new_summary(OZ_SIGNATURE_ENTRY, NULL, 0,
-                           "not read from a URL: onnxz verify --trust reads and checks it", out,
-                           err);
+        return new_summary(
+            OZ_SIGNATURE_ENTRY, NULL, 0,
+            "not read: the archive is at a URL, and a listing fetches no more than its directory",
+            out, err);
     oc_error_clear(&e2);
     if (oz_zip_reader_entry(zip, si, &e, &e2) != OC_OK)
         return new_summary(OZ_SIGNATURE_ENTRY, NULL, 0, e2.message, out, err);
