@@ -729,8 +729,9 @@ def converted(ctx, keys):
 
 
 def stopped(pid):
-    """True once the process pid is stopped (ONNXZ_TEST_STOP raised SIGSTOP)."""
-    for _ in range(1000):
+    """True once the process pid is stopped (ONNXZ_TEST_STOP raised SIGSTOP); a minute at
+    most (under valgrind the editor takes seconds to get there)."""
+    for _ in range(6000):
         with open("/proc/%d/stat" % pid) as f:
             if f.read().rsplit(")", 1)[1].split()[0] == "T":
                 return True
