@@ -359,12 +359,13 @@ def test_torch_exports(tmp_path, torch_exports, tool):
 
 def test_long_calls_let_other_threads_run(tmp_path):
     """The C calls release the GIL: a thread that ticks every millisecond keeps ticking
-    while onnxz.convert packs a 64 MiB model and File.verify reads it back (had either
-    held the GIL, it would tick at most once meanwhile)."""
+    while onnxz.convert packs a 256 MiB model and File.verify reads it back (had either
+    held the GIL, it would tick at most once meanwhile). The model is that large for
+    verify's sake: its CRCs run on every core, and over 64 MiB (8 ms) a loaded machine
+    left the thread no turn at all."""
     import threading
     import time
-    rng = np.random.default_rng(5)
-    inits = [numpy_helper.from_array(rng.standard_normal(1 << 20).astype(np.float32), f"w{i}")
+    inits = [numpy_helper.from_array(np.full(1 << 22, i, np.float32), f"w{i}")
              for i in range(16)]
     src, dst = str(tmp_path / "m.onnx"), str(tmp_path / "m.onnxz")
     onnx.save(helper.make_model(helper.make_graph([], "g", [], [], inits)), src)

@@ -2566,9 +2566,9 @@ def group_settings(ctx):
         ("a FIFO as the config file", "AWS_CONFIG_FILE", fifo, "s3", r"the AWS config file: not a regular file"),
         ("a directory as the config file", "AWS_CONFIG_FILE", os.path.join(d, "dir"), "s3",
          r"the AWS config file: not a regular file"),
-        ("a config file over 1 MiB", "AWS_CONFIG_FILE", big, "s3", r"the AWS config file: over 1048576 bytes"),
+        ("a config file over 1 MiB", "AWS_CONFIG_FILE", big, "s3", r"the AWS config file: over the 1048576-byte limit"),
         ("a FIFO as the token file", "HF_TOKEN_PATH", fifo, "hf", r"the hub's token file: not a regular file"),
-        ("a token file over 4 KiB", "HF_TOKEN_PATH", big, "hf", r"the hub's token file: over 4096 bytes"),
+        ("a token file over 4 KiB", "HF_TOKEN_PATH", big, "hf", r"the hub's token file: over the 4096-byte limit"),
     ]
     for what, name, path, scheme, message in broken:
         env = dict(clean, **{name: path})
