@@ -107,20 +107,8 @@ static void print_json(FILE *out, const char *path, const oz_archive_listing *l)
     }
     fputs(l->count ? "\n]" : "]", out);
     if (l->signature) { /* absent when unsigned: the document stays as it was */
-        const oz_signature_summary *g = l->signature;
-        fputs(", \"signature\": {\"location\": ", out);
-        oc_json_put_cstring(out, g->location);
-        fputs(", \"key_fingerprint\": ", out);
-        if (g->key_fingerprint[0])
-            oc_json_put_cstring(out, g->key_fingerprint);
-        else
-            fputs("null", out);
-        fprintf(out, ", \"parts\": %" PRIu64 ", \"verified\": false, \"problem\": ", g->parts);
-        if (g->problem)
-            oc_json_put_cstring(out, g->problem);
-        else
-            fputs("null", out);
-        fputc('}', out);
+        fputs(", \"signature\": ", out);
+        oz_signature_summary_write_json(out, l->signature);
     }
     fputs("}\n", out);
 }

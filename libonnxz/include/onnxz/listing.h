@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <onnxcore/model.h>
 #include <onnxcore/options.h>
@@ -76,6 +77,11 @@ typedef struct oz_signature_summary {
      * then empty): a bundle that is no bundle, or one at a URL, which is not fetched. */
     char *problem;
 } oz_signature_summary;
+
+/* Writes g as the JSON object `onnxz info --json` and `onnxz ls --json` give under
+ * "signature": {"location", "key_fingerprint" (or null), "parts", "verified": false,
+ * "problem" (or null)}. */
+OZ_API void oz_signature_summary_write_json(FILE *out, const oz_signature_summary *g);
 
 /* Opens the archive at path (a file or a URL; every ZIP check of oz_archive_open, with
  * opts' memory budget and HTTP settings), decodes its model with its tensors as

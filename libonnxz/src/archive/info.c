@@ -260,21 +260,8 @@ void oz_info_write_json(const oz_info *r, FILE *out) {
     json_external(out, &first, s);
     json_archive(out, &first, r);
     if (r->signature) { /* absent when unsigned: the document stays as it was */
-        const oz_signature_summary *g = r->signature;
         json_key(out, &first, "signature");
-        fputs("{\"location\": ", out);
-        oc_json_put_cstring(out, g->location);
-        fputs(", \"key_fingerprint\": ", out);
-        if (g->key_fingerprint[0])
-            oc_json_put_cstring(out, g->key_fingerprint);
-        else
-            fputs("null", out);
-        fprintf(out, ", \"parts\": %" PRIu64 ", \"verified\": false, \"problem\": ", g->parts);
-        if (g->problem)
-            oc_json_put_cstring(out, g->problem);
-        else
-            fputs("null", out);
-        fputc('}', out);
+        oz_signature_summary_write_json(out, r->signature);
     }
     fputs("\n}\n", out);
 }

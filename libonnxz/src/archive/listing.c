@@ -3,9 +3,12 @@
  */
 #include "onnxz/listing.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <onnxcore/json.h>
 
 #include "internal/archive.h"
 #include "internal/error.h"
@@ -202,4 +205,20 @@ oc_status oz_list_path(const char *path, const oc_parse_options *opts, oz_archiv
     box->archive = ar;
     box->model = model;
     return OC_OK;
+}
+
+void oz_signature_summary_write_json(FILE *out, const oz_signature_summary *g) {
+    fputs("{\"location\": ", out);
+    oc_json_put_cstring(out, g->location);
+    fputs(", \"key_fingerprint\": ", out);
+    if (g->key_fingerprint[0])
+        oc_json_put_cstring(out, g->key_fingerprint);
+    else
+        fputs("null", out);
+    fprintf(out, ", \"parts\": %" PRIu64 ", \"verified\": false, \"problem\": ", g->parts);
+    if (g->problem)
+        oc_json_put_cstring(out, g->problem);
+    else
+        fputs("null", out);
+    fputc('}', out);
 }
