@@ -477,7 +477,14 @@ function forward(ctx, req, body, s3rverPort, { capture = false } = {}) {
         return;
       }
       ctx.res.writeHead(r.statusCode, out);
-      r.on('data', c => { ctx.bytesOut += c.length; });
+      // Logged before the chunk that completes the body is passed on (this listener runs
+      // before pipe's): a client holding its whole answer finds its request in the log,
+      // where res.end, which waits for s3rver's end, could come after the client's next look.
+      const expected = Number(out['content-length']);
+      r.on('data', c => {
+        ctx.bytesOut += c.length;
+        if (ctx.bytesOut >= expected) ctx.log();
+      });
       r.pipe(ctx.res);
       r.on('end', () => resolve(null));
       r.on('error', reject);
@@ -689,6 +696,7 @@ async function main() {
       if (!logged) logRequest(ctx, req);
       logged = true;
     };
+    ctx.log = log;
     const end = res.end.bind(res);
     res.end = (...args) => {
       log();
