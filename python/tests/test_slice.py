@@ -3,7 +3,6 @@ an archive, a .onnx with external data and an encrypted file, equal to numpy's i
 the whole tensor (the oracle); a leading slice of a mapped file is a view of the mapping;
 the refusals."""
 import builtins
-import os
 import subprocess
 import sys
 import zipfile
@@ -14,6 +13,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 import onnxz
+from conftest import PRELOAD
 
 DTYPES = (np.float32, np.float64, np.float16, np.int8, np.uint8, np.int16, np.int32,
           np.int64, np.uint64, np.bool_, np.complex64)
@@ -298,7 +298,7 @@ def deflated(tmp_path_factory):
     return deflated_archive(str(tmp_path_factory.mktemp("deflated") / "z.onnxz"))
 
 
-@pytest.mark.skipif(bool(os.environ.get("LD_PRELOAD")),
+@pytest.mark.skipif(bool(PRELOAD),
                     reason="ASan keeps freed memory in its quarantine")
 def test_slice_of_a_deflated_entry_costs_the_slice(deflated):
     """A slice of a 256 MiB DEFLATED entry is inflated as a stream up to its last byte,
@@ -333,7 +333,7 @@ def test_deflated_slices_equal_numpy(deflated):
         assert np.array_equal(out, whole[7:9])
 
 
-@pytest.mark.skipif(bool(os.environ.get("LD_PRELOAD")),
+@pytest.mark.skipif(bool(PRELOAD),
                     reason="ASan keeps freed memory in its quarantine")
 def test_read_into_many_of_a_deflated_entry_rss_is_the_slices(deflated):
     """read_into_many (oz_reader_read_many) of three one-row slices of a 256 MiB DEFLATED

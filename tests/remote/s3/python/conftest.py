@@ -2,8 +2,8 @@
 
 Under ASan (run_pytest.sh asan) the sanitizer runtime is preloaded into this interpreter;
 the processes the tests start (the gate and the SDK in node, the onnxz tool with its own
-copy) must not get it, as in python/tests/conftest.py.
+copy) must not get it, as in python/tests/conftest.py; a Python they start does (PRELOAD).
 """
 import os
 
-os.environ.pop("LD_PRELOAD", None)
+PRELOAD = os.environ.pop("LD_PRELOAD", None)  # for a Python the tests start

@@ -19,6 +19,7 @@ from onnx import helper, numpy_helper
 import pytest
 
 import onnxz
+from conftest import PRELOAD
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 import s3_env  # noqa: E402
@@ -296,9 +297,10 @@ def test_ctrl_c_mid_upload_aborts_it(store, aws, tmp_path):
     mark = gate.mark()
     gate.faults({"delay_ms": 3000})
     try:
+        env = dict(os.environ, **({"LD_PRELOAD": PRELOAD} if PRELOAD else {}))
         p = subprocess.Popen([sys.executable, "-c", "import onnxz, sys; onnxz.convert(sys.argv[1], sys.argv[2])",
                               str(root / "m.onnx"), f"s3://models/{key}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not any(
                 r["method"] == "POST" and "uploads" in r["query"]
