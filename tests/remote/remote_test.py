@@ -530,7 +530,11 @@ def check_signed_listing(ctx, ng, d):
                    capture_output=True)
     signed = os.path.join(d, "signed.onnxz")
     shutil.copy(os.path.join(d, "model.onnxz"), signed)
-    ctx.ok(["-q", "sign", signed, "--key", key], "sign the archive served")
+    rc, _, err, _ = ctx.run("-q", "sign", signed, "--key", key)
+    if rc != 0 and "built without it" in err:  # signing needs OpenSSL: crypto.sign_nossl
+        print("skip signed listing at a URL: this onnxz was built without OpenSSL")
+        return
+    ctx.check(rc == 0 and err == "", f"sign the archive served: exit {rc}, stderr {err!r}")
     for argv in (["ls", "--json"], ["info", "--json"]):
         counts = []
         for name in ("model.onnxz", "signed.onnxz"):
